@@ -19,6 +19,7 @@ use relax_ir::{
 
 pub mod binary;
 pub mod create;
+pub mod index;
 pub mod linear_algebra;
 pub mod manipulate;
 pub mod nn;
@@ -130,6 +131,7 @@ pub static FAMILIES: &[&[(&str, LegalizeFn)]] = &[
     linear_algebra::OPS,
     manipulate::OPS,
     create::OPS,
+    index::OPS,
     nn::OPS,
 ];
 

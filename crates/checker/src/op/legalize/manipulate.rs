@@ -457,10 +457,9 @@ fn pad(ctx: &LegalizeCtx) -> Option<Lowered> {
         let mut idx = Vec::new();
         for d in 0..nd {
             let (before, after) = (widths[2 * d], widths[2 * d + 1]);
-            if before != 0 {
+            // a padded axis gets both bounds (topi), an unpadded one none
+            if before != 0 || after != 0 {
                 conds.push(PrimExpr::binary(BinOp::Le, int(before), i[d].clone()));
-            }
-            if after != 0 {
                 conds.push(PrimExpr::binary(BinOp::Lt, i[d].clone(), add(&shape[d], &int(before))));
             }
             idx.push(sub(&i[d], &int(before)));

@@ -25,6 +25,8 @@ const PASSING: &[(&str, Device)] = &[
     ("binary_float", Device::Gpu),
     ("binary_int", Device::Cpu),
     ("binary_int", Device::Gpu),
+    ("bitwise_slice", Device::Cpu),
+    ("bitwise_slice", Device::Gpu),
     ("call_tir_prim", Device::Cpu),
     ("call_tir_prim", Device::Gpu),
     ("closure", Device::Cpu),

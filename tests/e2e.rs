@@ -41,6 +41,8 @@ const PASSING: &[(&str, Device)] = &[
     ("creation", Device::Gpu),
     ("fma_astype", Device::Cpu),
     ("fma_astype", Device::Gpu),
+    ("gather_onehot", Device::Cpu),
+    ("gather_onehot", Device::Gpu),
     ("if_cond", Device::Cpu),
     ("if_cond", Device::Gpu),
     ("index_ops", Device::Cpu),

@@ -76,11 +76,7 @@ fn arange(ctx: &LegalizeCtx) -> Option<Lowered> {
         if dt.is_float() || start.dtype().is_float() || step.dtype().is_float() {
             let conv = |e: &PrimExpr| fold_cast_float(e, dt);
             let idx = i[0].clone().cast(dt);
-            PrimExpr::binary(
-                BinOp::Add,
-                conv(&start),
-                PrimExpr::binary(BinOp::Mul, idx, conv(&step)),
-            )
+            PrimExpr::binary(BinOp::Add, conv(&start), PrimExpr::binary(BinOp::Mul, idx, conv(&step)))
         } else {
             let v = add(&mul(&i[0], &step), &start);
             if v.dtype() == dt {

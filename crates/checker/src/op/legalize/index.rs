@@ -1,4 +1,4 @@
-//! Indexing operators: `take` and `strided_slice`.
+//! Indexing operators: `take`, `strided_slice`, `gather_elements`, `gather_nd`.
 
 use relax_ir::tir::{BinOp, Block};
 use relax_ir::visit::free_tir_vars;
@@ -88,13 +88,7 @@ fn take(ctx: &LegalizeCtx) -> Option<Lowered> {
         PrimExpr::load(&x, full)
     });
     let mut lowered = finish("take", t, 1, prims, ctx.out.clone());
-    // topi lists the data read before the indices read inside its index
-    for_each_block(&mut lowered.func.body, &mut |b| {
-        if let Some(k) = b.reads.iter().position(|r| r.buffer == x) {
-            let r = b.reads.remove(k);
-            b.reads.insert(0, r);
-        }
-    });
+    data_read_first(&mut lowered.func, &x);
     Some(lowered)
 }
 
@@ -180,7 +174,11 @@ fn strided_slice(ctx: &LegalizeCtx) -> Option<Lowered> {
             .map(|d| match &per_axis[d] {
                 None => i[d].clone(),
                 Some((b, s)) => {
-                    let step = if *s == 1 { i[d].clone() } else { mul(&i[d], &int(s.abs())) };
+                    let step = if *s == 1 {
+                        i[d].clone()
+                    } else {
+                        mul(&i[d], &int(s.abs()))
+                    };
                     if *s < 0 {
                         sub(b, &step)
                     } else if b.as_int().is_some() || inbound {
@@ -196,5 +194,88 @@ fn strided_slice(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(finish("strided_slice", t, 1, prims, ctx.out.clone()))
 }
 
+/// Move the reads of `first` to the front of every block's read list (topi
+/// lists the data read before the index read nested in its subscript).
+fn data_read_first(f: &mut relax_ir::PrimFunc, first: &relax_ir::Buffer) {
+    for_each_block(&mut f.body, &mut |b| {
+        if let Some(k) = b.reads.iter().position(|r| &r.buffer == first) {
+            let r = b.reads.remove(k);
+            b.reads.insert(0, r);
+        }
+    });
+}
+
+/// `gather_elements(x, indices, axis)`: `out[i] = x[i with i[axis] = indices[i]]`.
+fn gather_elements(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let ind = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let nd = x.shape().len();
+    let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
+    t.compute("T_gather", &out_shape, "ax", |i| {
+        let mut idx = i.to_vec();
+        let mut at = PrimExpr::load(&ind, i.to_vec());
+        if at.dtype() != i[axis].dtype() {
+            at = at.cast(i[axis].dtype());
+        }
+        idx[axis] = at;
+        PrimExpr::load(&x, idx)
+    });
+    let mut lowered = finish("gather", t, 1, Vec::new(), ctx.out.clone());
+    data_read_first(&mut lowered.func, &x);
+    Some(lowered)
+}
+
+/// `gather_nd(x, indices)` (`batch_dims = 0`): the last axis of `indices`
+/// holds `m` coordinates into the leading axes of `x`; TVM first moves that
+/// axis to the front (`T_transpose`).
+fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    if crate::op::common::attr_int(ctx.call, "batch_dims", 0).ok()? != 0 {
+        return None;
+    }
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let ind = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let is = ind.shape().to_vec();
+    let k = is.len();
+    if k == 0 {
+        return None;
+    }
+    let m = usize::try_from(is[k - 1].as_int()?).ok()?;
+    // T_transpose: axes (k-1, 0, 1, ..., k-2)
+    let mut tshape = vec![is[k - 1].clone()];
+    tshape.extend(is[..k - 1].iter().cloned());
+    let tr = t.compute("T_transpose", &tshape, "ax", |i| {
+        let mut idx: Vec<PrimExpr> = i[1..].to_vec();
+        idx.push(i[0].clone());
+        PrimExpr::load(&ind, idx)
+    });
+    let outer = k - 1;
+    t.compute("T_gather_nd", &out_shape, "ax", |i| {
+        let mut idx = Vec::new();
+        for j in 0..m {
+            let mut ti = vec![PrimExpr::int(j as i64)];
+            ti.extend(i[..outer].iter().cloned());
+            let mut v = PrimExpr::load(&tr, ti);
+            if v.dtype() != i[0].dtype() {
+                v = v.cast(i[0].dtype());
+            }
+            idx.push(v);
+        }
+        idx.extend(i[outer..].iter().cloned());
+        PrimExpr::load(&x, idx)
+    });
+    let mut lowered = finish("te_gather_nd", t, 1, Vec::new(), ctx.out.clone());
+    data_read_first(&mut lowered.func, &x);
+    Some(lowered)
+}
+
 /// The indexing operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[("relax.take", take), ("relax.strided_slice", strided_slice)];
+pub static OPS: &[(&str, LegalizeFn)] = &[
+    ("relax.take", take),
+    ("relax.strided_slice", strided_slice),
+    ("relax.gather_elements", gather_elements),
+    ("relax.gather_nd", gather_nd),
+];

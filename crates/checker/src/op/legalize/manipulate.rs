@@ -1,6 +1,8 @@
 //! Layout and data-movement operators: `permute_dims`, `expand_dims`,
-//! `squeeze`, `flip`, `reshape`/`flatten`, `concat`, `split`, `broadcast_to`,
-//! `tile`, `repeat`, `collapse_sum_to`/`collapse_sum_like` and `nn.pad`.
+//! `squeeze`, `flip`, `reshape`/`flatten`/`nn.batch_flatten`, `concat`,
+//! `split`, `stack`, `broadcast_to`, `tile`, `repeat`,
+//! `collapse_sum_to`/`collapse_sum_like`, `nn.pad`, `reverse_sequence`,
+//! `meshgrid` and `one_hot`.
 
 use std::collections::HashSet;
 
@@ -101,6 +103,126 @@ fn flip(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(Lowered::from_te("flip", t, 1, ctx.out.clone()))
 }
 
+/// `reverse_sequence(x, seq_lengths, seq_axis, batch_axis)`: along `seq_axis`,
+/// the first `seq_lengths[b]` elements of batch `b` are reversed.
+fn reverse_sequence(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let lens = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let seq_axis = norm_axis(crate::op::common::attr_int(ctx.call, "seq_axis", 1).ok()?, nd)?;
+    let batch_axis = norm_axis(crate::op::common::attr_int(ctx.call, "batch_axis", 0).ok()?, nd)?;
+    let dim = shape[seq_axis].clone();
+    t.compute("T_reverse_sequence", &shape, "ax", |i| {
+        let mut len = PrimExpr::load(&lens, vec![i[batch_axis].clone()]);
+        if len.dtype() != i[seq_axis].dtype() {
+            len = len.cast(i[seq_axis].dtype());
+        }
+        let j = i[seq_axis].clone();
+        let keep = PrimExpr::binary(
+            BinOp::Or,
+            PrimExpr::binary(BinOp::Le, len.clone(), int(1)),
+            PrimExpr::binary(BinOp::Le, len.clone(), j.clone()),
+        );
+        let last = match dim.as_int() {
+            Some(d) => PrimExpr::binary(BinOp::Sub, int(d - 1), j.clone()),
+            None => PrimExpr::binary(BinOp::Sub, PrimExpr::binary(BinOp::Sub, dim.clone(), j.clone()), int(1)),
+        };
+        let within = PrimExpr::binary(BinOp::Sub, PrimExpr::binary(BinOp::Sub, len.clone(), j.clone()), int(1));
+        let inner = PrimExpr::call(
+            "if_then_else",
+            j.dtype(),
+            vec![PrimExpr::binary(BinOp::Lt, dim.clone(), len), last, within],
+        );
+        let mut idx = i.to_vec();
+        idx[seq_axis] = PrimExpr::call("if_then_else", j.dtype(), vec![keep, j, inner]);
+        PrimExpr::load(&x, idx)
+    });
+    Some(finish("reverse_sequence", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// `stack(tensors, axis)`: `T_stack[..., k, ...] = tensors[k][...]`.
+fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
+    if fields.is_empty() {
+        return None;
+    }
+    let mut t = Te::new();
+    let mut bufs = Vec::new();
+    for (e, s) in &fields {
+        bufs.push(t.placeholder(e, s.as_tensor()?)?);
+    }
+    let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, out_shape.len())?;
+    t.compute("T_stack", &out_shape, "ax", |i| {
+        let mut idx = i.to_vec();
+        idx.remove(axis);
+        let mut e = PrimExpr::load(&bufs[0], idx.clone());
+        for (k, b) in bufs.iter().enumerate().skip(1) {
+            let v = PrimExpr::load(b, idx.clone());
+            let cond = PrimExpr::binary(BinOp::Eq, i[axis].clone(), PrimExpr::int_of(k as i64, i[axis].dtype()));
+            e = PrimExpr::call("if_then_else", v.dtype(), vec![cond, v, e]);
+        }
+        e
+    });
+    Some(finish("stack", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// `meshgrid(tensors, indexing)`: output `k` repeats input `k` along its
+/// axis (`"xy"` swaps the first two axes).
+fn meshgrid(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let StructInfo::Tuple(outs) = &ctx.out else { return None };
+    let shape = outs.first()?.as_tensor()?.shape_values()?.to_vec();
+    let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
+    let xy = crate::op::common::attr_str(ctx.call, "indexing", "ij") == "xy";
+    let mut t = Te::new();
+    let mut bufs = Vec::new();
+    for (e, s) in &fields {
+        bufs.push(t.placeholder(e, s.as_tensor()?)?);
+    }
+    let n = bufs.len();
+    for (k, b) in bufs.iter().enumerate() {
+        let name = if k == 0 {
+            "T_meshgrid".to_string()
+        } else {
+            format!("T_meshgrid_{k}")
+        };
+        let axis = if xy && n >= 2 && k < 2 { 1 - k } else { k };
+        t.compute(&name, &shape, "ax", |i| PrimExpr::load(b, vec![i[axis].clone()]));
+    }
+    Some(finish("meshgrid", t, n, Vec::new(), ctx.out.clone()))
+}
+
+/// `one_hot(indices, on_value, off_value, depth, axis)`.
+fn one_hot(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, dt) = ctx.out_tensor()?;
+    let prim = |i: usize| match ctx.call.args.get(i).map(|e| e.kind()) {
+        Some(ExprKind::PrimValue(p)) => Some(p.clone()),
+        _ => None,
+    };
+    let (on, off) = (prim(1)?, prim(2)?);
+    let (mut t, x, shape) = one_input(ctx)?;
+    let mut axis = crate::op::common::attr_int(ctx.call, "axis", -1).ok()?;
+    if axis < 0 {
+        axis += shape.len() as i64 + 1;
+    }
+    let axis = usize::try_from(axis).ok().filter(|&a| a <= shape.len())?;
+    t.compute("T_one_hot", &out_shape, "ax", |i| {
+        let mut idx = i.to_vec();
+        let pos = idx.remove(axis);
+        let v = x.at(&idx);
+        let v = if v.dtype() == pos.dtype() {
+            v
+        } else {
+            v.cast(pos.dtype())
+        };
+        let conv = |e: &PrimExpr| if e.dtype() == dt { e.clone() } else { e.clone().cast(dt) };
+        PrimExpr::select(PrimExpr::binary(BinOp::Eq, v, pos), conv(&on), conv(&off))
+    });
+    Some(finish("one_hot", t, 1, Vec::new(), ctx.out.clone()))
+}
+
 /// The manipulation operators.
 pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.permute_dims", permute_dims),
@@ -117,6 +239,11 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.collapse_sum_to", collapse_sum),
     ("relax.collapse_sum_like", collapse_sum),
     ("relax.nn.pad", pad),
+    ("relax.nn.batch_flatten", reshape),
+    ("relax.reverse_sequence", reverse_sequence),
+    ("relax.stack", stack),
+    ("relax.meshgrid", meshgrid),
+    ("relax.one_hot", one_hot),
 ];
 
 // ---------------------------------------------------------------------------
@@ -168,7 +295,12 @@ pub(crate) fn finish(name: &str, t: Te, n_out: usize, prims: Vec<(TirVar, Expr)>
 /// `a * b` with `b = p * q` re-associated to `(a * p) * q`, as TVM's
 /// canonical form prints a row-major stride.
 fn mul_assoc(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
-    if let PrimExprKind::Binary { op: BinOp::Mul, a: p, b: q } = b.kind() {
+    if let PrimExprKind::Binary {
+        op: BinOp::Mul,
+        a: p,
+        b: q,
+    } = b.kind()
+    {
         if a.as_int().is_none() {
             return mul(&mul_assoc(a, p), q);
         }
@@ -293,10 +425,10 @@ fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
             PrimExpr::load(&bufs[k], idx)
         };
         let mut e = load(0);
-        for k in 1..bufs.len() {
-            let cond = match offsets[k].as_int() {
-                Some(_) => PrimExpr::binary(BinOp::Le, offsets[k].clone(), i[axis].clone()),
-                None => PrimExpr::binary(BinOp::Le, int(0), sub_chain(&i[axis], &offsets[k])),
+        for (k, off) in offsets.iter().enumerate().skip(1) {
+            let cond = match off.as_int() {
+                Some(_) => PrimExpr::binary(BinOp::Le, off.clone(), i[axis].clone()),
+                None => PrimExpr::binary(BinOp::Le, int(0), sub_chain(&i[axis], off)),
             };
             let v = load(k);
             let dt = v.dtype();
@@ -331,7 +463,11 @@ fn split(ctx: &LegalizeCtx) -> Option<Lowered> {
     let base = if sections { "T_split_sections" } else { "T_split" };
     let mut start = int(0);
     for (k, s) in shapes.iter().enumerate() {
-        let name = if k == 0 { base.to_string() } else { format!("{base}_{k}") };
+        let name = if k == 0 {
+            base.to_string()
+        } else {
+            format!("{base}_{k}")
+        };
         let off = start.clone();
         t.compute(&name, s, "ax", |i| {
             let mut idx = i.to_vec();

@@ -90,7 +90,8 @@ impl Lowered {
                 });
             }
         }
-        func.params.extend(extra.iter().cloned());
+        // `call_tir` passes `tir_vars` after the inputs, before the outputs.
+        func.params.splice(n_in..n_in, extra.iter().cloned());
         Lowered {
             name: name.to_string(),
             func,

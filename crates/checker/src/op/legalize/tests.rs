@@ -368,7 +368,10 @@ class Module:
     assert_eq!(names, vec!["n", "T_arange"]);
     assert_eq!(f.buffer_map.len(), 1);
     let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(m));
-    assert!(text.contains("T_arange[v_ax0] = v_ax0 * T.int64(2) + T.int64(1)"), "{text}");
+    assert!(
+        text.contains("T_arange[v_ax0] = v_ax0 * T.int64(2) + T.int64(1)"),
+        "{text}"
+    );
     assert!(text.contains("R.call_tir(cls.arange, (n,)"), "{text}");
 }
 

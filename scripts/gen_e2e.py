@@ -82,6 +82,7 @@ PROGRAMS = {
     "gather_onehot": ([normal((3, 4)), const([[0, 3], [2, 2], [1, 0]], "int64"), const([[2, 1], [0, 3]], "int64"), const([0, 3, 1, 4, 2], "int32"),
                        const([3, 1, 0, 2], "int64"), normal((2, 3, 2, 2))],
                       DEFAULT, "gather_elements/gather_nd/one_hot/meshgrid/reverse_sequence/batch_flatten"),
+    "layout_transform": ([normal((2, 7, 6))], DEFAULT, "layout_transform: split with padding, permutation, exact split"),
     "bitwise_slice": ([ints((3, 4), -100, 100), ints((4,), 0, 31), bools((3, 4)), normal((3, 4)), const([[0, 5, -1], [3, -2, 9]], "int64")],
                       DEFAULT,
                       "bitwise/shift/logical_xor/logical_not/trunc, take clip/wrap with out-of-range indices, negative strides, pad, reshape -1/0, repeat without axis, split"),

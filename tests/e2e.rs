@@ -49,6 +49,8 @@ const PASSING: &[(&str, Device)] = &[
     ("index_ops", Device::Gpu),
     ("int_bool", Device::Cpu),
     ("int_bool", Device::Gpu),
+    ("layout_transform", Device::Cpu),
+    ("layout_transform", Device::Gpu),
     ("match_cast_symbolic", Device::Cpu),
     ("match_cast_symbolic", Device::Gpu),
     ("matmul", Device::Cpu),

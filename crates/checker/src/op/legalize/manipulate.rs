@@ -2,7 +2,7 @@
 //! `squeeze`, `flip`, `reshape`/`flatten`/`nn.batch_flatten`, `concat`,
 //! `split`, `stack`, `broadcast_to`, `tile`, `repeat`,
 //! `collapse_sum_to`/`collapse_sum_like`, `nn.pad`, `reverse_sequence`,
-//! `meshgrid` and `one_hot`.
+//! `meshgrid`, `one_hot` and `layout_transform`.
 
 use std::collections::HashSet;
 
@@ -223,6 +223,121 @@ fn one_hot(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(finish("one_hot", t, 1, Vec::new(), ctx.out.clone()))
 }
 
+/// How an input axis of `layout_transform` is recovered from the output
+/// indices: one output axis, or `out[div] * c + out[rem]` for an axis the
+/// index map splits into `v // c` and `v % c`.
+enum Source {
+    Axis(usize),
+    Split(usize, usize, i64),
+}
+
+/// `layout_transform(x, index_map, pad_value)` for index maps made of the
+/// input variables and their `// c`, `% c` splits: every output element reads
+/// the input at the inverse map, or `pad_value` past the input's end.
+fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, dt) = ctx.out_tensor()?;
+    let relax_ir::AttrValue::Map(map) = crate::op::common::attr(ctx.call, "index_map")? else {
+        return None;
+    };
+    let exprs = |key: &str| -> Option<Vec<PrimExpr>> {
+        map.get(key)?
+            .as_list()?
+            .iter()
+            .map(|x| match x {
+                relax_ir::AttrValue::PrimExpr(e) => Some(e.clone()),
+                relax_ir::AttrValue::Int(i) => Some(int(*i)),
+                _ => None,
+            })
+            .collect()
+    };
+    let params: Vec<TirVar> = exprs("params")?
+        .iter()
+        .map(|e| e.as_var().cloned())
+        .collect::<Option<_>>()?;
+    let results = exprs("results")?;
+    let (mut t, x, shape) = one_input(ctx)?;
+    if params.len() != shape.len() || results.len() != out_shape.len() {
+        return None;
+    }
+    // every result must be `p`, `p // c` or `p % c`
+    let split_of = |r: &PrimExpr, want: BinOp| -> Option<(TirVar, i64)> {
+        match r.kind() {
+            PrimExprKind::Binary { op, a, b } if *op == want => {
+                Some((a.as_var()?.clone(), b.as_int().filter(|&c| c > 0)?))
+            }
+            _ => None,
+        }
+    };
+    for r in &results {
+        if r.as_var().is_none() && split_of(r, BinOp::FloorDiv).is_none() && split_of(r, BinOp::FloorMod).is_none() {
+            return None;
+        }
+    }
+    let mut sources = Vec::with_capacity(params.len());
+    for p in &params {
+        if let Some(k) = results.iter().position(|r| r.as_var() == Some(p)) {
+            sources.push(Source::Axis(k));
+            continue;
+        }
+        let div = results
+            .iter()
+            .position(|r| matches!(split_of(r, BinOp::FloorDiv), Some((v, _)) if &v == p))?;
+        let rem = results
+            .iter()
+            .position(|r| matches!(split_of(r, BinOp::FloorMod), Some((v, _)) if &v == p))?;
+        let (_, c) = split_of(&results[div], BinOp::FloorDiv)?;
+        if split_of(&results[rem], BinOp::FloorMod)?.1 != c {
+            return None;
+        }
+        sources.push(Source::Split(div, rem, c));
+    }
+    // padding: a split axis whose extent is not a multiple of its factor
+    let mut padded = false;
+    for (src, d) in sources.iter().zip(&shape) {
+        if let Source::Split(_, _, c) = src {
+            match d.as_int() {
+                Some(e) if e % c == 0 => {}
+                Some(_) => padded = true,
+                None => return None,
+            }
+        }
+    }
+    let pad_value = match crate::op::common::attr(ctx.call, "pad_value") {
+        Some(relax_ir::AttrValue::PrimExpr(p)) => p.clone(),
+        Some(relax_ir::AttrValue::Float(f)) => konst(*f, dt),
+        Some(relax_ir::AttrValue::Int(i)) => konst(*i as f64, dt),
+        _ => konst(0.0, dt),
+    };
+    let name = if padded {
+        "te_layout_transform_with_pad"
+    } else {
+        "te_layout_transform"
+    };
+    t.compute(name, &out_shape, "ax", |i| {
+        let mut conds = Vec::new();
+        let idx: Vec<PrimExpr> = sources
+            .iter()
+            .zip(&shape)
+            .map(|(src, d)| match src {
+                Source::Axis(k) => i[*k].clone(),
+                Source::Split(a, b, c) => {
+                    let v = add(&mul(&i[*a], &int(*c)), &i[*b]);
+                    if d.as_int().is_some_and(|e| e % c != 0) {
+                        conds.push(PrimExpr::binary(BinOp::Le, d.clone(), v.clone()));
+                    }
+                    v
+                }
+            })
+            .collect();
+        let v = x.at(&idx);
+        match conds.into_iter().reduce(|a, b| PrimExpr::binary(BinOp::Or, a, b)) {
+            Some(c) => PrimExpr::call("if_then_else", dt, vec![c, pad_value.clone(), v]),
+            None => v,
+        }
+    });
+    Some(finish(name, t, 1, Vec::new(), ctx.out.clone()))
+}
+
 /// The manipulation operators.
 pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.permute_dims", permute_dims),
@@ -244,6 +359,7 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.stack", stack),
     ("relax.meshgrid", meshgrid),
     ("relax.one_hot", one_hot),
+    ("relax.layout_transform", layout_transform),
 ];
 
 // ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ use relax_ir::{
 
 pub mod binary;
 pub mod create;
+pub mod index;
 pub mod linear_algebra;
 pub mod manipulate;
 pub mod nn;
@@ -89,7 +90,8 @@ impl Lowered {
                 });
             }
         }
-        func.params.extend(extra.iter().cloned());
+        // `call_tir` passes `tir_vars` after the inputs, before the outputs.
+        func.params.splice(n_in..n_in, extra.iter().cloned());
         Lowered {
             name: name.to_string(),
             func,
@@ -130,6 +132,7 @@ pub static FAMILIES: &[&[(&str, LegalizeFn)]] = &[
     linear_algebra::OPS,
     manipulate::OPS,
     create::OPS,
+    index::OPS,
     nn::OPS,
 ];
 

@@ -18,10 +18,13 @@ use relax_ir::{
 };
 
 pub mod binary;
+pub mod conv;
 pub mod create;
 pub mod linear_algebra;
 pub mod manipulate;
 pub mod nn;
+pub mod pool;
+pub mod search;
 pub mod statistical;
 pub mod te;
 pub mod unary;
@@ -131,6 +134,9 @@ pub static FAMILIES: &[&[(&str, LegalizeFn)]] = &[
     manipulate::OPS,
     create::OPS,
     nn::OPS,
+    search::OPS,
+    pool::OPS,
+    conv::OPS,
 ];
 
 /// The legalization of operator `name` (`"relax.add"`), if any.

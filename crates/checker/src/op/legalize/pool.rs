@@ -1,0 +1,259 @@
+//! 2-d pooling (`max_pool2d`, `avg_pool2d`) as `topi.nn.pool2d` lowers it:
+//! an optional `pad_temp` stage, a reduction over the window (`pool_max` /
+//! `pool_sum`) and, for averages, the division by the window size (`pool_avg`).
+
+use relax_ir::tir::BinOp;
+use relax_ir::{AttrValue, Attrs, Buffer, PrimExpr};
+
+use super::te::{konst, min_value, Reduce, Te};
+use super::{LegalizeCtx, LegalizeFn, Lowered};
+use crate::op::common::{attr_bool, attr_ints, attr_str};
+
+fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Add, a, b)
+}
+
+fn sub(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Sub, a, b)
+}
+
+/// `v * c`, or `v` when `c` is 1.
+fn scale(v: PrimExpr, c: i64) -> PrimExpr {
+    if c == 1 {
+        v
+    } else {
+        PrimExpr::binary(BinOp::Mul, v, PrimExpr::int(c))
+    }
+}
+
+/// `a + b` with a constant `b` folded (`v + 0` is `v`).
+fn add_const(a: PrimExpr, b: i64) -> PrimExpr {
+    match (a.as_int(), b) {
+        (Some(x), _) => PrimExpr::int(x + b),
+        (None, 0) => a,
+        (None, _) => add(a, PrimExpr::int(b)),
+    }
+}
+
+/// The padded copy of `x` (`pad_temp`): `pad_value` outside
+/// `[before, before + extent)` on the padded dimensions. `None` when no
+/// dimension is padded.
+pub(crate) fn pad_stage(
+    t: &mut Te,
+    x: &Buffer,
+    before: &[i64],
+    after: &[i64],
+    pad_value: PrimExpr,
+    prefix: &str,
+    always: bool,
+) -> Option<Buffer> {
+    let shape = x.shape().to_vec();
+    if !always && before.iter().chain(after).all(|&p| p == 0) {
+        return None;
+    }
+    let pshape: Vec<PrimExpr> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, e)| add_const(e.clone(), before[d] + after[d]))
+        .collect();
+    let xb = x.clone();
+    Some(t.compute("pad_temp", &pshape, prefix, |i| {
+        let mut conds: Vec<PrimExpr> = Vec::new();
+        let idx: Vec<PrimExpr> = i
+            .iter()
+            .enumerate()
+            .map(|(d, v)| {
+                if before[d] != 0 {
+                    conds.push(PrimExpr::binary(BinOp::Le, PrimExpr::int(before[d]), v.clone()));
+                }
+                if after[d] != 0 {
+                    conds.push(PrimExpr::binary(
+                        BinOp::Lt,
+                        v.clone(),
+                        add_const(shape[d].clone(), before[d]),
+                    ));
+                }
+                if before[d] != 0 {
+                    sub(v.clone(), PrimExpr::int(before[d]))
+                } else {
+                    v.clone()
+                }
+            })
+            .collect();
+        let load = PrimExpr::load(&xb, idx);
+        let mut cond: Option<PrimExpr> = None;
+        for c in conds {
+            cond = Some(match cond {
+                None => c,
+                Some(a) => PrimExpr::binary(BinOp::And, a, c),
+            });
+        }
+        match cond {
+            None => load,
+            Some(c) => PrimExpr::call("if_then_else", load.dtype(), vec![c, load, pad_value]),
+        }
+    }))
+}
+
+/// The window parameters of a 2-d pooling call.
+struct Pool2d {
+    /// Positions of `H` and `W` in the layout.
+    hw: [usize; 2],
+    kernel: [i64; 2],
+    stride: [i64; 2],
+    dilation: [i64; 2],
+    /// Padding before and after, per spatial dimension.
+    pad: [[i64; 2]; 2],
+    ceil_mode: bool,
+    count_include_pad: bool,
+}
+
+fn params(ctx: &LegalizeCtx) -> Option<Pool2d> {
+    let layout = attr_str(ctx.call, "layout", "NCHW");
+    let out_layout = attr_str(ctx.call, "out_layout", layout);
+    if layout != out_layout {
+        return None;
+    }
+    let h = layout.find('H')?;
+    let w = layout.find('W')?;
+    let two = |key: &str, d: &[i64]| -> Option<[i64; 2]> {
+        let v = attr_ints(ctx.call, key, d).ok()?;
+        match v.as_slice() {
+            [a] => Some([*a, *a]),
+            [a, b] => Some([*a, *b]),
+            _ => None,
+        }
+    };
+    let kernel = two("pool_size", &[1, 1])?;
+    let stride = two("strides", &[1, 1])?;
+    let dilation = two("dilation", &[1, 1])?;
+    let p = attr_ints(ctx.call, "padding", &[0, 0, 0, 0]).ok()?;
+    let pad = match p.as_slice() {
+        [a] => [[*a, *a], [*a, *a]],
+        [a, b] => [[*a, *a], [*b, *b]],
+        [t, l, b, r] => [[*t, *b], [*l, *r]],
+        _ => return None,
+    };
+    if kernel.iter().chain(&stride).chain(&dilation).any(|&v| v < 1) || pad.iter().flatten().any(|&v| v < 0) {
+        return None;
+    }
+    Some(Pool2d {
+        hw: [h, w],
+        kernel,
+        stride,
+        dilation,
+        pad,
+        ceil_mode: attr_bool(ctx.call, "ceil_mode", false),
+        count_include_pad: attr_bool(ctx.call, "count_include_pad", false),
+    })
+}
+
+fn pool2d(ctx: &LegalizeCtx, is_max: bool) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let p = params(ctx)?;
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let dt = x.dtype();
+    let nd = x.shape().len();
+    if out_shape.len() != nd || p.hw.iter().any(|&d| d >= nd) {
+        return None;
+    }
+    let mut before = vec![0i64; nd];
+    let mut after = vec![0i64; nd];
+    for k in 0..2 {
+        before[p.hw[k]] = p.pad[k][0];
+        after[p.hw[k]] = p.pad[k][1] + if p.ceil_mode { p.stride[k] - 1 } else { 0 };
+    }
+    let pad_value = if is_max { min_value(dt) } else { konst(0.0, dt) };
+    let src = pad_stage(&mut t, &x, &before, &after, pad_value, "ax", false).unwrap_or_else(|| x.clone());
+    let window = |s: &[PrimExpr], r: &[PrimExpr]| -> Vec<PrimExpr> {
+        let mut idx = s.to_vec();
+        for k in 0..2 {
+            let d = p.hw[k];
+            idx[d] = add(scale(s[d].clone(), p.stride[k]), scale(r[k].clone(), p.dilation[k]));
+        }
+        idx
+    };
+    let red_axes = vec![
+        ("rv0".to_string(), PrimExpr::int(p.kernel[0])),
+        ("rv1".to_string(), PrimExpr::int(p.kernel[1])),
+    ];
+    let name = if is_max { "max_pool2d" } else { "avg_pool2d" };
+    if is_max {
+        let mut ann = Attrs::new();
+        ann.set("schedule_rule", AttrValue::Str("meta_schedule.pool_max".into()));
+        t.reduce_annotated(
+            Reduce {
+                name: "pool_max",
+                shape: out_shape,
+                spatial_prefix: "ax",
+                red_axes,
+                init: min_value(dt),
+            },
+            ann,
+            |a, b| PrimExpr::binary(BinOp::Max, a, b),
+            |s, r| PrimExpr::load(&src, window(s, r)),
+        );
+        return Some(Lowered::from_te(name, t, 1, ctx.out.clone()));
+    }
+    let sum = t.reduce(
+        Reduce {
+            name: "pool_sum",
+            shape: out_shape.clone(),
+            spatial_prefix: "ax",
+            red_axes,
+            init: konst(0.0, dt),
+        },
+        add,
+        |s, r| PrimExpr::load(&src, window(s, r)),
+    );
+    let mut ann = Attrs::new();
+    ann.set("schedule_rule", AttrValue::Str("meta_schedule.pool_avg".into()));
+    let names: Vec<String> = (0..nd).map(|i| format!("ax{i}")).collect();
+    let in_shape = x.shape().to_vec();
+    t.compute_annotated("pool_avg", &out_shape, &names, ann, |i| {
+        let count = if p.count_include_pad {
+            PrimExpr::int(p.kernel[0] * p.kernel[1])
+        } else {
+            // valid window positions per dimension: r in [lo, hi] with
+            // 0 <= o * stride - pad + r * dilation < extent
+            let mut prod: Option<PrimExpr> = None;
+            for k in 0..2 {
+                let d = p.hw[k];
+                let start = sub(scale(i[d].clone(), p.stride[k]), PrimExpr::int(p.pad[k][0]));
+                let last = sub(sub(in_shape[d].clone(), PrimExpr::int(1)), start.clone());
+                let neg = sub(PrimExpr::int(0), start);
+                let dil = p.dilation[k];
+                let (lo, hi) = if dil == 1 {
+                    (neg, last)
+                } else {
+                    (
+                        PrimExpr::binary(BinOp::FloorDiv, add(neg, PrimExpr::int(dil - 1)), PrimExpr::int(dil)),
+                        PrimExpr::binary(BinOp::FloorDiv, last, PrimExpr::int(dil)),
+                    )
+                };
+                let hi = PrimExpr::binary(BinOp::Min, PrimExpr::int(p.kernel[k] - 1), hi);
+                let lo = PrimExpr::binary(BinOp::Max, lo, PrimExpr::int(0));
+                let n = sub(add(hi, PrimExpr::int(1)), lo);
+                prod = Some(match prod {
+                    None => n,
+                    Some(a) => PrimExpr::binary(BinOp::Mul, a, n),
+                });
+            }
+            PrimExpr::binary(BinOp::Max, prod.unwrap_or_else(|| PrimExpr::int(1)), PrimExpr::int(1))
+        };
+        PrimExpr::binary(BinOp::Div, PrimExpr::load(&sum, i.to_vec()), count.cast(dt))
+    });
+    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+}
+
+fn max_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool2d(ctx, true)
+}
+
+fn avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool2d(ctx, false)
+}
+
+/// The pooling operators.
+pub static OPS: &[(&str, LegalizeFn)] = &[("relax.nn.max_pool2d", max_pool2d), ("relax.nn.avg_pool2d", avg_pool2d)];

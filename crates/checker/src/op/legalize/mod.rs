@@ -299,3 +299,5 @@ pub fn legalize_module(module: &IRModule) -> Result<IRModule, Diagnostic> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_nn;

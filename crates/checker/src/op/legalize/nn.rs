@@ -464,7 +464,7 @@ fn batch_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
     let center = attr(ctx.call, "center").and_then(AttrValue::as_bool).unwrap_or(true);
     let scale = attr(ctx.call, "scale").and_then(AttrValue::as_bool).unwrap_or(true);
-    let training = attr(ctx.call, "training").and_then(AttrValue::as_bool).unwrap_or(false);
+    let training = attr(ctx.call, "training").and_then(AttrValue::as_bool).unwrap_or(true);
     let momentum = attr(ctx.call, "momentum").and_then(AttrValue::as_float).unwrap_or(0.1);
     let mut rs_shape = vec![PrimExpr::int(1); nd];
     rs_shape[axis] = shape[axis].clone();

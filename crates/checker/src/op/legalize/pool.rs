@@ -168,9 +168,9 @@ fn pool2d(ctx: &LegalizeCtx, is_max: bool) -> Option<Lowered> {
     let src = pad_stage(&mut t, &x, &before, &after, pad_value, "ax", false).unwrap_or_else(|| x.clone());
     let window = |s: &[PrimExpr], r: &[PrimExpr]| -> Vec<PrimExpr> {
         let mut idx = s.to_vec();
-        for k in 0..2 {
+        for (k, rk) in r.iter().enumerate().take(2) {
             let d = p.hw[k];
-            idx[d] = add(scale(s[d].clone(), p.stride[k]), scale(r[k].clone(), p.dilation[k]));
+            idx[d] = add(scale(s[d].clone(), p.stride[k]), scale(rk.clone(), p.dilation[k]));
         }
         idx
     };

@@ -1,4 +1,4 @@
-//! `conv2d` as `topi.nn.conv2d_nchw` / `conv2d_nhwc` / `group_conv2d_nchw`
+//! `conv1d` / `conv2d` as `topi.nn.conv{1,2}d_nc{h}w` / `..._n{h}wc` / `group_conv..._nc{h}w`
 //! lower it: a padded copy of the input (`pad_temp`, always present) and one
 //! reduction block over input channels and the kernel window.
 
@@ -35,62 +35,71 @@ fn div_const(e: &PrimExpr, g: i64) -> PrimExpr {
     }
 }
 
-fn two(ctx: &LegalizeCtx, key: &str) -> Option<[i64; 2]> {
-    let v = attr_ints(ctx.call, key, &[1, 1]).ok()?;
-    match v.as_slice() {
-        [a] => Some([*a, *a]),
-        [a, b] => Some([*a, *b]),
+/// An `n`-item integer attribute (a single value repeats).
+fn n_ints(ctx: &LegalizeCtx, key: &str, n: usize, default: i64) -> Option<Vec<i64>> {
+    let v = attr_ints(ctx.call, key, &vec![default; n]).ok()?;
+    match v.len() {
+        1 => Some(vec![v[0]; n]),
+        l if l == n => Some(v),
         _ => None,
     }
 }
 
-fn conv2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+/// `conv1d` (`n == 1`) and `conv2d` (`n == 2`) in channel-first or
+/// channel-last data layouts, `OI<spatial>` or `<spatial>IO` kernels.
+fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     let (out_shape, odt) = ctx.out_tensor()?;
-    let data_layout = attr_str(ctx.call, "data_layout", "NCHW");
-    let kernel_layout = attr_str(ctx.call, "kernel_layout", "OIHW");
+    let (dl_default, kl_default) = if n == 1 { ("NCW", "OIW") } else { ("NCHW", "OIHW") };
+    let data_layout = attr_str(ctx.call, "data_layout", dl_default);
+    let kernel_layout = attr_str(ctx.call, "kernel_layout", kl_default);
     let out_layout = attr_str(ctx.call, "out_layout", data_layout);
-    let nhwc = match data_layout {
-        "NCHW" => false,
-        "NHWC" => true,
-        _ => return None,
-    };
-    if out_layout != data_layout || !matches!(kernel_layout, "OIHW" | "HWIO") {
+    let sp_letters: &[char] = if n == 1 { &['W'] } else { &['H', 'W'] };
+    let rank = n + 2;
+    let pos = |layout: &str, c: char| layout.find(c);
+    if data_layout.len() != rank || kernel_layout.len() != rank || out_layout != data_layout {
+        return None;
+    }
+    let n_ax = pos(data_layout, 'N')?;
+    let c_ax = pos(data_layout, 'C')?;
+    let sp_ax: Vec<usize> = sp_letters.iter().map(|&c| pos(data_layout, c)).collect::<Option<_>>()?;
+    let ko_ax = pos(kernel_layout, 'O')?;
+    let ki_ax = pos(kernel_layout, 'I')?;
+    let ksp_ax: Vec<usize> = sp_letters
+        .iter()
+        .map(|&c| pos(kernel_layout, c))
+        .collect::<Option<_>>()?;
+    let channel_last = c_ax == rank - 1;
+    if n_ax != 0 || !(c_ax == 1 || channel_last) {
         return None;
     }
     let groups = attr_int(ctx.call, "groups", 1).ok()?;
-    if groups < 1 || (groups > 1 && (nhwc || kernel_layout != "OIHW")) {
+    if groups < 1 || (groups > 1 && channel_last) {
         return None;
     }
-    let stride = two(ctx, "strides")?;
-    let dil = two(ctx, "dilation")?;
-    let p = attr_ints(ctx.call, "padding", &[0, 0, 0, 0]).ok()?;
-    let pad = match p.as_slice() {
-        [a] => [[*a, *a], [*a, *a]],
-        [a, b] => [[*a, *a], [*b, *b]],
-        [t, l, b, r] => [[*t, *b], [*l, *r]],
+    let stride = n_ints(ctx, "strides", n, 1)?;
+    let dil = n_ints(ctx, "dilation", n, 1)?;
+    let p = attr_ints(ctx.call, "padding", &vec![0; 2 * n]).ok()?;
+    let (pb, pa): (Vec<i64>, Vec<i64>) = match p.len() {
+        1 => (vec![p[0]; n], vec![p[0]; n]),
+        l if l == n => (p.clone(), p.clone()),
+        l if l == 2 * n => (p[..n].to_vec(), p[n..].to_vec()),
         _ => return None,
     };
-    if stride.iter().chain(&dil).any(|&v| v < 1) || pad.iter().flatten().any(|&v| v < 0) {
+    if stride.iter().chain(&dil).any(|&v| v < 1) || pb.iter().chain(&pa).any(|&v| v < 0) {
         return None;
     }
     let mut t = Te::new();
     let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
     let w = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
-    if x.shape().len() != 4 || w.shape().len() != 4 || out_shape.len() != 4 {
+    if x.shape().len() != rank || w.shape().len() != rank || out_shape.len() != rank {
         return None;
     }
-    let (c_ax, h_ax, w_ax) = if nhwc { (3, 1, 2) } else { (1, 2, 3) };
-    let (kh_ax, kw_ax, ki_ax, ko_ax) = if kernel_layout == "OIHW" {
-        (2, 3, 1, 0)
-    } else {
-        (0, 1, 2, 3)
-    };
-    let mut before = vec![0i64; 4];
-    let mut after = vec![0i64; 4];
-    before[h_ax] = pad[0][0];
-    after[h_ax] = pad[0][1];
-    before[w_ax] = pad[1][0];
-    after[w_ax] = pad[1][1];
+    let mut before = vec![0i64; rank];
+    let mut after = vec![0i64; rank];
+    for k in 0..n {
+        before[sp_ax[k]] = pb[k];
+        after[sp_ax[k]] = pa[k];
+    }
     let pad_value = konst(0.0, x.dtype());
     let padded = pad_stage(&mut t, &x, &before, &after, pad_value, "i", true)?;
     let in_c = x.shape()[c_ax].clone();
@@ -100,33 +109,34 @@ fn conv2d(ctx: &LegalizeCtx) -> Option<Lowered> {
     } else {
         div_const(&in_c, groups)
     };
-    let red_axes = {
-        let rc = ("rc".to_string(), rc_ext.clone());
-        let ry = ("ry".to_string(), w.shape()[kh_ax].clone());
-        let rx = ("rx".to_string(), w.shape()[kw_ax].clone());
-        if nhwc {
-            vec![ry, rx, rc]
-        } else {
-            vec![rc, ry, rx]
-        }
-    };
-    let snames: Vec<String> = if nhwc {
-        ["nn", "yy", "xx", "ff"]
+    let sp_names = ["yy", "xx"];
+    let red_names = ["ry", "rx"];
+    // reduction axes: channels first for channel-first layouts, last otherwise
+    let mut red_axes: Vec<(String, PrimExpr)> = (0..n)
+        .map(|k| (red_names[k].to_string(), w.shape()[ksp_ax[k]].clone()))
+        .collect();
+    let rc = ("rc".to_string(), rc_ext.clone());
+    if channel_last {
+        red_axes.push(rc);
     } else {
-        ["nn", "ff", "yy", "xx"]
+        red_axes.insert(0, rc);
     }
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let name = match (nhwc, groups > 1) {
-        (false, false) => "conv2d_nchw",
-        (false, true) => "group_conv2d_nchw",
-        (true, _) => "conv2d_nhwc",
+    let mut snames = vec![String::new(); rank];
+    snames[n_ax] = "nn".into();
+    snames[c_ax] = "ff".into();
+    for k in 0..n {
+        snames[sp_ax[k]] = sp_names[k].into();
+    }
+    let lname = data_layout.to_lowercase();
+    let name = if groups > 1 {
+        format!("group_conv{n}d_{lname}")
+    } else {
+        format!("conv{n}d_{lname}")
     };
     let cast = |v: PrimExpr| if v.dtype() == odt { v } else { v.cast(odt) };
     t.reduce_named(
         Reduce {
-            name,
+            name: &name,
             shape: out_shape,
             spatial_prefix: "",
             red_axes,
@@ -136,15 +146,11 @@ fn conv2d(ctx: &LegalizeCtx) -> Option<Lowered> {
         Attrs::new(),
         add,
         |s, r| {
-            let (nn, ff, yy, xx) = if nhwc {
-                (&s[0], &s[3], &s[1], &s[2])
+            let ff = &s[c_ax];
+            let (rc, rsp) = if channel_last {
+                (&r[n], &r[..n])
             } else {
-                (&s[0], &s[1], &s[2], &s[3])
-            };
-            let (rc, ry, rx) = if nhwc {
-                (&r[2], &r[0], &r[1])
-            } else {
-                (&r[0], &r[1], &r[2])
+                (&r[0], &r[1..])
             };
             let chan = if groups == 1 {
                 rc.clone()
@@ -159,22 +165,28 @@ fn conv2d(ctx: &LegalizeCtx) -> Option<Lowered> {
                     rc.clone(),
                 )
             };
-            let yi = add(scale(yy.clone(), stride[0]), scale(ry.clone(), dil[0]));
-            let xi = add(scale(xx.clone(), stride[1]), scale(rx.clone(), dil[1]));
-            let mut pidx = vec![nn.clone(); 4];
+            let mut pidx = vec![s[n_ax].clone(); rank];
             pidx[c_ax] = chan;
-            pidx[h_ax] = yi;
-            pidx[w_ax] = xi;
-            let mut widx = vec![ff.clone(); 4];
+            let mut widx = vec![ff.clone(); rank];
             widx[ki_ax] = rc.clone();
-            widx[kh_ax] = ry.clone();
-            widx[kw_ax] = rx.clone();
             widx[ko_ax] = ff.clone();
+            for k in 0..n {
+                pidx[sp_ax[k]] = add(scale(s[sp_ax[k]].clone(), stride[k]), scale(rsp[k].clone(), dil[k]));
+                widx[ksp_ax[k]] = rsp[k].clone();
+            }
             mul(cast(PrimExpr::load(&padded, pidx)), cast(PrimExpr::load(&w, widx)))
         },
     );
-    Some(Lowered::from_te("conv2d", t, 1, ctx.out.clone()))
+    Some(Lowered::from_te(&format!("conv{n}d"), t, 1, ctx.out.clone()))
+}
+
+fn conv1d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_nd(ctx, 1)
+}
+
+fn conv2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_nd(ctx, 2)
 }
 
 /// The convolution operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[("relax.nn.conv2d", conv2d)];
+pub static OPS: &[(&str, LegalizeFn)] = &[("relax.nn.conv1d", conv1d), ("relax.nn.conv2d", conv2d)];

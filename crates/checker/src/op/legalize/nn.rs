@@ -401,6 +401,72 @@ fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(Lowered::from_te("layer_norm", t, 1, ctx.out.clone()))
 }
 
+/// `rms_norm` as `topi`: cast to float32 (a copy for float32), squares, their
+/// sum, `rsqrt(mean + eps)`, times the weight, cast back.
+fn rms_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let weight = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let dt = x.dtype();
+    if !dt.is_float() {
+        return None;
+    }
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[-1]).ok()?, nd)?;
+    let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
+    let acc = DataType::FLOAT32;
+    let to = |v: PrimExpr, d: DataType| if v.dtype() == d { v } else { v.cast(d) };
+    let ld = |b: &relax_ir::Buffer, i: &[PrimExpr]| PrimExpr::load(b, i.to_vec());
+    let xc = t.compute("T_cast", &shape, "ax", |i| to(ld(&x, i), acc));
+    let sq = t.compute("T_multiply", &shape, "ax", |i| mul(ld(&xc, i), ld(&xc, i)));
+    let red_shape: Vec<PrimExpr> = (0..nd)
+        .filter(|d| !axes.contains(d))
+        .map(|d| shape[d].clone())
+        .collect();
+    let red_axes: Vec<(String, PrimExpr)> = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
+    let sqb = sq.clone();
+    let sum = t.reduce(
+        Reduce {
+            name: "T_multiply_red",
+            shape: red_shape.clone(),
+            spatial_prefix: "ax",
+            red_axes,
+            init: konst(0.0, acc),
+        },
+        add,
+        |s, r| {
+            let (mut si, mut ri) = (0, 0);
+            let idx: Vec<PrimExpr> = (0..nd)
+                .map(|d| {
+                    if axes.contains(&d) {
+                        ri += 1;
+                        r[ri - 1].clone()
+                    } else {
+                        si += 1;
+                        s[si - 1].clone()
+                    }
+                })
+                .collect();
+            PrimExpr::load(&sqb, idx)
+        },
+    );
+    let count = float_count(&axes.iter().map(|&d| shape[d].clone()).collect::<Vec<_>>(), acc);
+    let rs = t.compute("rsqrt", &red_shape, "ax", |i| {
+        let mean = PrimExpr::binary(BinOp::Div, ld(&sum, i), count.clone());
+        PrimExpr::call("rsqrt", acc, vec![add(mean, konst(eps, acc))])
+    });
+    let wshape = weight.shape().to_vec();
+    let wc = t.compute("T_cast", &wshape, "ax", |i| to(ld(&weight, i), acc));
+    let normed = t.compute("T_rms_norm", &shape, "ax", |i| {
+        let outer: Vec<PrimExpr> = (0..nd).filter(|d| !axes.contains(d)).map(|d| i[d].clone()).collect();
+        let inner: Vec<PrimExpr> = axes.iter().map(|&d| i[d].clone()).collect();
+        mul(mul(ld(&rs, &outer), ld(&xc, i)), ld(&wc, &inner))
+    });
+    t.compute("T_cast", &shape, "ax", |i| to(ld(&normed, i), dt));
+    Some(Lowered::from_te("rms_norm", t, 1, ctx.out.clone()))
+}
+
 /// `topi.reshape` of a 1-d buffer `src` of length `len` into `shape`: the
 /// row-major offset of the output position modulo `len` (terms whose stride
 /// is a known multiple of `len` dropped, as TVM's simplifier does).
@@ -581,4 +647,5 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.nn.dropout", dropout),
     ("relax.nn.layer_norm", layer_norm),
     ("relax.nn.batch_norm", batch_norm),
+    ("relax.nn.rms_norm", rms_norm),
 ];

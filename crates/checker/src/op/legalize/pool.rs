@@ -247,6 +247,132 @@ fn pool2d(ctx: &LegalizeCtx, is_max: bool) -> Option<Lowered> {
     Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 
+/// `adaptive_avg_pool2d`: output position `o` of an extent-`n` axis pooling
+/// `n_in` inputs averages `[floor(o * n_in / n), ceil((o + 1) * n_in / n))`.
+/// Evenly dividing windows are fixed-size reductions (TVM's form); others
+/// reduce over the largest window with the positions past its end masked.
+fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let layout = attr_str(ctx.call, "layout", "NCHW");
+    if attr_str(ctx.call, "out_layout", layout) != layout {
+        return None;
+    }
+    let hw = [layout.find('H')?, layout.find('W')?];
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let dt = x.dtype();
+    let in_shape = x.shape().to_vec();
+    let nd = in_shape.len();
+    if out_shape.len() != nd || hw.iter().any(|&d| d >= nd) || !dt.is_float() {
+        return None;
+    }
+    // per spatial dimension: (input extent, output extent), both static
+    let mut dims = [(0i64, 0i64); 2];
+    for k in 0..2 {
+        dims[k] = (in_shape[hw[k]].as_int()?, out_shape[hw[k]].as_int()?);
+        if dims[k].0 < 1 || dims[k].1 < 1 {
+            return None;
+        }
+    }
+    let even = dims.iter().all(|&(i, o)| i % o == 0);
+    let start = |o: PrimExpr, (i, n): (i64, i64)| -> PrimExpr {
+        PrimExpr::binary(
+            BinOp::FloorDiv,
+            PrimExpr::binary(BinOp::Mul, o, PrimExpr::int(i)),
+            PrimExpr::int(n),
+        )
+    };
+    let end = |o: PrimExpr, (i, n): (i64, i64)| -> PrimExpr {
+        let next = add(
+            PrimExpr::binary(BinOp::Mul, add(o, PrimExpr::int(1)), PrimExpr::int(i)),
+            PrimExpr::int(n - 1),
+        );
+        PrimExpr::binary(BinOp::FloorDiv, next, PrimExpr::int(n))
+    };
+    let windows: Vec<i64> = dims
+        .iter()
+        .map(|&(i, n)| {
+            if i % n == 0 {
+                i / n
+            } else {
+                (0..n)
+                    .map(|o| ((o + 1) * i + n - 1) / n - (o * i) / n)
+                    .max()
+                    .unwrap_or(1)
+            }
+        })
+        .collect();
+    let red_axes = vec![
+        ("rv0".to_string(), PrimExpr::int(windows[0])),
+        ("rv1".to_string(), PrimExpr::int(windows[1])),
+    ];
+    let xb = x.clone();
+    let sum = t.reduce(
+        Reduce {
+            name: "adaptive_pool_sum",
+            shape: out_shape.clone(),
+            spatial_prefix: "ax",
+            red_axes,
+            init: konst(0.0, dt),
+        },
+        add,
+        |s, r| {
+            let mut idx = s.to_vec();
+            let mut mask: Option<PrimExpr> = None;
+            for (k, rk) in r.iter().enumerate().take(2) {
+                let d = hw[k];
+                if even {
+                    idx[d] = add(scale(s[d].clone(), windows[k]), rk.clone());
+                } else {
+                    let st = start(s[d].clone(), dims[k]);
+                    let len = sub(end(s[d].clone(), dims[k]), st.clone());
+                    let c = PrimExpr::binary(BinOp::Lt, rk.clone(), len);
+                    mask = Some(match mask {
+                        None => c,
+                        Some(m) => PrimExpr::binary(BinOp::And, m, c),
+                    });
+                    // clamp so that masked positions still read in bounds
+                    idx[d] = PrimExpr::binary(BinOp::Min, add(st, rk.clone()), PrimExpr::int(dims[k].0 - 1));
+                }
+            }
+            let v = PrimExpr::load(&xb, idx);
+            match mask {
+                None => v,
+                Some(m) => PrimExpr::select(m, v, konst(0.0, dt)),
+            }
+        },
+    );
+    let mut ann = Attrs::new();
+    ann.set(
+        "schedule_rule",
+        AttrValue::Str("meta_schedule.adaptive_pool_avg".into()),
+    );
+    let names: Vec<String> = (0..nd).map(|i| format!("ax{i}")).collect();
+    t.compute_annotated("adaptive_pool_avg", &out_shape, &names, ann, |i| {
+        let v = PrimExpr::load(&sum, i.to_vec());
+        if even {
+            let n = windows[0] * windows[1];
+            if n == 1 {
+                v
+            } else {
+                PrimExpr::binary(BinOp::Div, v, konst(n as f64, dt))
+            }
+        } else {
+            let mut count: Option<PrimExpr> = None;
+            for k in 0..2 {
+                let d = hw[k];
+                let len = sub(end(i[d].clone(), dims[k]), start(i[d].clone(), dims[k]));
+                count = Some(match count {
+                    None => len,
+                    Some(c) => PrimExpr::binary(BinOp::Mul, c, len),
+                });
+            }
+            PrimExpr::binary(BinOp::Div, v, count.unwrap_or_else(|| PrimExpr::int(1)).cast(dt))
+        }
+    });
+    Some(Lowered::from_te("adaptive_avg_pool2d", t, 1, ctx.out.clone()))
+}
+
 fn max_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
     pool2d(ctx, true)
 }
@@ -256,4 +382,8 @@ fn avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The pooling operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[("relax.nn.max_pool2d", max_pool2d), ("relax.nn.avg_pool2d", avg_pool2d)];
+pub static OPS: &[(&str, LegalizeFn)] = &[
+    ("relax.nn.max_pool2d", max_pool2d),
+    ("relax.nn.avg_pool2d", avg_pool2d),
+    ("relax.nn.adaptive_avg_pool2d", adaptive_avg_pool2d),
+];

@@ -51,6 +51,8 @@ const PASSING: &[(&str, Device)] = &[
     ("nn_activations", Device::Gpu),
     ("nn_extra", Device::Cpu),
     ("nn_extra", Device::Gpu),
+    ("norm_conv1d_extra", Device::Cpu),
+    ("norm_conv1d_extra", Device::Gpu),
     ("packed_func", Device::Cpu),
     ("packed_func", Device::Gpu),
     ("pooling", Device::Cpu),

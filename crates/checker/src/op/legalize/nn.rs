@@ -467,6 +467,130 @@ fn rms_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(Lowered::from_te("rms_norm", t, 1, ctx.out.clone()))
 }
 
+/// `group_norm`: the channels split into `num_groups` groups; each group's
+/// sum and sum of squares over its channels and `axes`, then
+/// `(x - mean) * rsqrt(E[x^2] - mean^2 + eps) * gamma + beta` (TVM's
+/// one-pass formula; float16 accumulates in float32).
+fn group_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let gamma = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let beta = t.placeholder(ctx.call.args.get(2)?, ctx.args.get(2)?.as_tensor()?)?;
+    let dt = x.dtype();
+    if !dt.is_float() || gamma.shape().len() != 1 || beta.shape().len() != 1 {
+        return None;
+    }
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let groups = attr_int(ctx.call, "num_groups", 1).ok()?;
+    let ch = *norm_axes(&[attr_int(ctx.call, "channel_axis", 1).ok()?], nd)?.first()?;
+    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[]).ok()?, nd)?;
+    if groups < 1 || axes.contains(&ch) {
+        return None;
+    }
+    let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
+    let center = attr(ctx.call, "center").and_then(AttrValue::as_bool).unwrap_or(true);
+    let scale = attr(ctx.call, "scale").and_then(AttrValue::as_bool).unwrap_or(true);
+    let acc = if dt.bits < 32 { DataType::FLOAT32 } else { dt };
+    let up = |v: PrimExpr| if v.dtype() == acc { v } else { v.cast(acc) };
+    let c = shape[ch].clone();
+    let cpg = match c.as_int() {
+        Some(v) if v % groups == 0 => PrimExpr::int(v / groups),
+        Some(_) => return None,
+        None => PrimExpr::binary(BinOp::FloorDiv, c.clone(), PrimExpr::int(groups)),
+    };
+    // reduced shape: the channel axis becomes the group axis, `axes` go away
+    let red_shape: Vec<PrimExpr> = (0..nd)
+        .filter(|d| !axes.contains(d))
+        .map(|d| {
+            if d == ch {
+                PrimExpr::int(groups)
+            } else {
+                shape[d].clone()
+            }
+        })
+        .collect();
+    let mut red_axes: Vec<(String, PrimExpr)> = Vec::new();
+    for (d, e) in shape.iter().enumerate() {
+        if d == ch {
+            red_axes.push(("kc".into(), cpg.clone()));
+        } else if axes.contains(&d) {
+            red_axes.push((format!("k{d}"), e.clone()));
+        }
+    }
+    let xidx = |s: &[PrimExpr], r: &[PrimExpr]| -> Vec<PrimExpr> {
+        let (mut si, mut ri) = (0, 0);
+        let mut out = Vec::new();
+        for d in 0..nd {
+            if d == ch {
+                out.push(add(mul(s[si].clone(), cpg.clone()), r[ri].clone()));
+                si += 1;
+                ri += 1;
+            } else if axes.contains(&d) {
+                out.push(r[ri].clone());
+                ri += 1;
+            } else {
+                out.push(s[si].clone());
+                si += 1;
+            }
+        }
+        out
+    };
+    let mut sums = Vec::new();
+    for (name, square) in [("x_red_temp_v0", false), ("x_red_temp_v1", true)] {
+        sums.push(t.reduce(
+            Reduce {
+                name,
+                shape: red_shape.clone(),
+                spatial_prefix: "ax",
+                red_axes: red_axes.clone(),
+                init: konst(0.0, acc),
+            },
+            add,
+            |s, r| {
+                let v = up(PrimExpr::load(&x, xidx(s, r)));
+                if square {
+                    mul(v.clone(), v)
+                } else {
+                    v
+                }
+            },
+        ));
+    }
+    let mut count_dims = vec![cpg.clone()];
+    count_dims.extend(axes.iter().map(|&d| shape[d].clone()));
+    let count = float_count(&count_dims, acc);
+    t.compute("T_group_norm", &shape, "ax", |i| {
+        let ridx: Vec<PrimExpr> = (0..nd)
+            .filter(|d| !axes.contains(d))
+            .map(|d| {
+                if d == ch {
+                    PrimExpr::binary(BinOp::FloorDiv, i[d].clone(), cpg.clone())
+                } else {
+                    i[d].clone()
+                }
+            })
+            .collect();
+        let mean = || PrimExpr::binary(BinOp::Div, PrimExpr::load(&sums[0], ridx.clone()), count.clone());
+        let sq = PrimExpr::binary(BinOp::Div, PrimExpr::load(&sums[1], ridx.clone()), count.clone());
+        let var = PrimExpr::binary(BinOp::Sub, sq, mul(mean(), mean()));
+        let r = PrimExpr::call("rsqrt", acc, vec![add(var, konst(eps, acc))]);
+        let d = PrimExpr::binary(BinOp::Sub, up(PrimExpr::load(&x, i.to_vec())), mean());
+        let mut v = mul(d, r);
+        if v.dtype() != dt {
+            v = v.cast(dt);
+        }
+        if scale {
+            v = mul(v, PrimExpr::load(&gamma, vec![i[ch].clone()]));
+        }
+        if center {
+            v = add(v, PrimExpr::load(&beta, vec![i[ch].clone()]));
+        }
+        v
+    });
+    Some(Lowered::from_te("group_norm", t, 1, ctx.out.clone()))
+}
+
 /// `topi.reshape` of a 1-d buffer `src` of length `len` into `shape`: the
 /// row-major offset of the output position modulo `len` (terms whose stride
 /// is a known multiple of `len` dropped, as TVM's simplifier does).
@@ -648,4 +772,5 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.nn.layer_norm", layer_norm),
     ("relax.nn.batch_norm", batch_norm),
     ("relax.nn.rms_norm", rms_norm),
+    ("relax.nn.group_norm", group_norm),
 ];

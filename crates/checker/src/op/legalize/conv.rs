@@ -49,11 +49,19 @@ fn n_ints(ctx: &LegalizeCtx, key: &str, n: usize, default: i64) -> Option<Vec<i6
 /// channel-last data layouts, `OI<spatial>` or `<spatial>IO` kernels.
 fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     let (out_shape, odt) = ctx.out_tensor()?;
-    let (dl_default, kl_default) = if n == 1 { ("NCW", "OIW") } else { ("NCHW", "OIHW") };
+    let (dl_default, kl_default) = match n {
+        1 => ("NCW", "OIW"),
+        2 => ("NCHW", "OIHW"),
+        _ => ("NCDHW", "OIDHW"),
+    };
     let data_layout = attr_str(ctx.call, "data_layout", dl_default);
     let kernel_layout = attr_str(ctx.call, "kernel_layout", kl_default);
     let out_layout = attr_str(ctx.call, "out_layout", data_layout);
-    let sp_letters: &[char] = if n == 1 { &['W'] } else { &['H', 'W'] };
+    let sp_letters: &[char] = match n {
+        1 => &['W'],
+        2 => &['H', 'W'],
+        _ => &['D', 'H', 'W'],
+    };
     let rank = n + 2;
     let pos = |layout: &str, c: char| layout.find(c);
     if data_layout.len() != rank || kernel_layout.len() != rank || out_layout != data_layout {
@@ -109,8 +117,8 @@ fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     } else {
         div_const(&in_c, groups)
     };
-    let sp_names = ["yy", "xx"];
-    let red_names = ["ry", "rx"];
+    let sp_names = ["yy", "xx", "zz"];
+    let red_names = ["ry", "rx", "rz"];
     // reduction axes: channels first for channel-first layouts, last otherwise
     let mut red_axes: Vec<(String, PrimExpr)> = (0..n)
         .map(|k| (red_names[k].to_string(), w.shape()[ksp_ax[k]].clone()))
@@ -259,7 +267,11 @@ fn dilate_stage(t: &mut Te, name: &str, src: &relax_ir::Buffer, factors: &[i64])
 /// flip and transpose the (dilated) kernel, then a direct convolution.
 fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     let (out_shape, odt) = ctx.out_tensor()?;
-    let (dl, kl) = if n == 1 { ("NCW", "IOW") } else { ("NCHW", "IOHW") };
+    let (dl, kl) = match n {
+        1 => ("NCW", "IOW"),
+        2 => ("NCHW", "IOHW"),
+        _ => ("NCDHW", "IODHW"),
+    };
     if attr_str(ctx.call, "data_layout", dl) != dl
         || attr_str(ctx.call, "kernel_layout", kl) != kl
         || attr_str(ctx.call, "out_layout", dl) != dl
@@ -341,11 +353,12 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     let mut tshape = kshape.clone();
     tshape.swap(0, 1);
     let kb = kern.clone();
-    let knames: Vec<String> = ["o", "i", "h", "w"][..2]
-        .iter()
-        .chain(if n == 1 { &["w"][..] } else { &["h", "w"][..] })
-        .map(|s| s.to_string())
-        .collect();
+    let sp: &[&str] = match n {
+        1 => &["w"],
+        2 => &["h", "w"],
+        _ => &["d", "h", "w"],
+    };
+    let knames: Vec<String> = ["o", "i"].iter().chain(sp).map(|s| s.to_string()).collect();
     let kt = t.compute_named(
         if n == 1 { "kernel" } else { "kernel_transform" },
         &tshape,
@@ -361,7 +374,6 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     let in_c = x.shape()[1].clone();
     let ipg = if groups == 1 { in_c } else { div_const(&in_c, groups) };
     let opg = kshape[1].clone();
-    let sp = if n == 1 { vec!["w"] } else { vec!["h", "w"] };
     let mut snames: Vec<String> = vec!["b".into(), "c".into()];
     snames.extend(sp.iter().map(|s| s.to_string()));
     let mut red_axes: Vec<(String, PrimExpr)> = vec![("dc".into(), ipg.clone())];
@@ -400,8 +412,7 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
             mul(cast(PrimExpr::load(&padded, pidx)), cast(PrimExpr::load(&kt, kidx)))
         },
     );
-    let name = if n == 1 { "conv1d_transpose" } else { "conv2d_transpose" };
-    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+    Some(Lowered::from_te(&format!("conv{n}d_transpose"), t, 1, ctx.out.clone()))
 }
 
 fn conv1d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
@@ -410,6 +421,14 @@ fn conv1d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
 
 fn conv2d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
     conv_transpose_nd(ctx, 2)
+}
+
+fn conv3d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_transpose_nd(ctx, 3)
+}
+
+fn conv3d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_nd(ctx, 3)
 }
 
 fn conv1d(ctx: &LegalizeCtx) -> Option<Lowered> {
@@ -426,4 +445,6 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.nn.conv2d", conv2d),
     ("relax.nn.conv1d_transpose", conv1d_transpose),
     ("relax.nn.conv2d_transpose", conv2d_transpose),
+    ("relax.nn.conv3d", conv3d),
+    ("relax.nn.conv3d_transpose", conv3d_transpose),
 ];

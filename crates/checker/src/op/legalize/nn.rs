@@ -111,6 +111,28 @@ fn softmax_impl(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(Lowered::from_te("softmax", t, 1, ctx.out.clone()))
 }
 
+/// `prelu`: `x` where positive, else `x * alpha[channel]`.
+fn prelu(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let alpha = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let dt = x.dtype();
+    let shape = x.shape().to_vec();
+    let axis = *norm_axes(&[attr_int(ctx.call, "axis", 1).ok()?], shape.len())?.first()?;
+    if alpha.shape().len() != 1 {
+        return None;
+    }
+    t.compute("compute", &shape, "i", |i| {
+        let v = PrimExpr::load(&x, i.to_vec());
+        PrimExpr::select(
+            PrimExpr::binary(BinOp::Lt, konst(0.0, dt), v.clone()),
+            v.clone(),
+            mul(v, PrimExpr::load(&alpha, vec![i[axis].clone()])),
+        )
+    });
+    Some(Lowered::from_te("prelu", t, 1, ctx.out.clone()))
+}
+
 /// `log_softmax` over `axis`: max, sum of `exp(x - max)`, then
 /// `x - max - log(sum)`.
 fn log_softmax(ctx: &LegalizeCtx) -> Option<Lowered> {
@@ -472,6 +494,18 @@ fn rms_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// `(x - mean) * rsqrt(E[x^2] - mean^2 + eps) * gamma + beta` (TVM's
 /// one-pass formula; float16 accumulates in float32).
 fn group_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let groups = attr_int(ctx.call, "num_groups", 1).ok()?;
+    grouped_norm(ctx, Some(groups), "group_norm")
+}
+
+/// `instance_norm`: `group_norm` with one group per channel.
+fn instance_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+    grouped_norm(ctx, None, "instance_norm")
+}
+
+/// The shared body of `group_norm` (`groups` given) and `instance_norm`
+/// (one group per channel).
+fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lowered> {
     let mut t = Te::new();
     let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
     let gamma = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
@@ -482,8 +516,11 @@ fn group_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     }
     let shape = x.shape().to_vec();
     let nd = shape.len();
-    let groups = attr_int(ctx.call, "num_groups", 1).ok()?;
     let ch = *norm_axes(&[attr_int(ctx.call, "channel_axis", 1).ok()?], nd)?.first()?;
+    let groups = match groups {
+        Some(g) => g,
+        None => shape[ch].as_int()?,
+    };
     let axes = norm_axes(&attr_ints(ctx.call, "axes", &[]).ok()?, nd)?;
     if groups < 1 || axes.contains(&ch) {
         return None;
@@ -560,7 +597,7 @@ fn group_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut count_dims = vec![cpg.clone()];
     count_dims.extend(axes.iter().map(|&d| shape[d].clone()));
     let count = float_count(&count_dims, acc);
-    t.compute("T_group_norm", &shape, "ax", |i| {
+    t.compute(&format!("T_{name}"), &shape, "ax", |i| {
         let ridx: Vec<PrimExpr> = (0..nd)
             .filter(|d| !axes.contains(d))
             .map(|d| {
@@ -588,7 +625,7 @@ fn group_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
         }
         v
     });
-    Some(Lowered::from_te("group_norm", t, 1, ctx.out.clone()))
+    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 
 /// `topi.reshape` of a 1-d buffer `src` of length `len` into `shape`: the
@@ -773,4 +810,6 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.nn.batch_norm", batch_norm),
     ("relax.nn.rms_norm", rms_norm),
     ("relax.nn.group_norm", group_norm),
+    ("relax.nn.instance_norm", instance_norm),
+    ("relax.nn.prelu", prelu),
 ];

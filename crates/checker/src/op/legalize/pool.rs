@@ -1,4 +1,4 @@
-//! 2-d pooling (`max_pool2d`, `avg_pool2d`) as `topi.nn.pool2d` lowers it:
+//! Pooling (`max_pool{1,2,3}d`, `avg_pool{1,2,3}d`) as `topi.nn.pool*` lower it:
 //! an optional `pad_temp` stage, a reduction over the window (`pool_max` /
 //! `pool_sum`) and, for averages, the division by the window size (`pool_avg`).
 
@@ -95,50 +95,70 @@ pub(crate) fn pad_stage(
     }))
 }
 
-/// The window parameters of a 2-d pooling call.
-struct Pool2d {
-    /// Positions of `H` and `W` in the layout.
-    hw: [usize; 2],
-    kernel: [i64; 2],
-    stride: [i64; 2],
-    dilation: [i64; 2],
+/// The window parameters of an `n`-d pooling call.
+struct PoolNd {
+    /// Positions of the spatial dimensions (`D`, `H`, `W`) in the layout.
+    sp: Vec<usize>,
+    kernel: Vec<i64>,
+    stride: Vec<i64>,
+    dilation: Vec<i64>,
     /// Padding before and after, per spatial dimension.
-    pad: [[i64; 2]; 2],
+    pad: Vec<[i64; 2]>,
     ceil_mode: bool,
     count_include_pad: bool,
 }
 
-fn params(ctx: &LegalizeCtx) -> Option<Pool2d> {
-    let layout = attr_str(ctx.call, "layout", "NCHW");
+/// The spatial layout letters of an `n`-d operator.
+fn spatial_letters(n: usize) -> &'static [char] {
+    match n {
+        1 => &['W'],
+        2 => &['H', 'W'],
+        _ => &['D', 'H', 'W'],
+    }
+}
+
+/// The default layout of an `n`-d operator.
+fn default_layout(n: usize) -> &'static str {
+    match n {
+        1 => "NCW",
+        2 => "NCHW",
+        _ => "NCDHW",
+    }
+}
+
+fn params(ctx: &LegalizeCtx, n: usize) -> Option<PoolNd> {
+    let layout = attr_str(ctx.call, "layout", default_layout(n));
     let out_layout = attr_str(ctx.call, "out_layout", layout);
     if layout != out_layout {
         return None;
     }
-    let h = layout.find('H')?;
-    let w = layout.find('W')?;
-    let two = |key: &str, d: &[i64]| -> Option<[i64; 2]> {
-        let v = attr_ints(ctx.call, key, d).ok()?;
-        match v.as_slice() {
-            [a] => Some([*a, *a]),
-            [a, b] => Some([*a, *b]),
+    let sp: Vec<usize> = spatial_letters(n)
+        .iter()
+        .map(|&c| layout.find(c))
+        .collect::<Option<_>>()?;
+    let list = |key: &str, d: i64| -> Option<Vec<i64>> {
+        let v = attr_ints(ctx.call, key, &vec![d; n]).ok()?;
+        match v.len() {
+            1 => Some(vec![v[0]; n]),
+            l if l == n => Some(v),
             _ => None,
         }
     };
-    let kernel = two("pool_size", &[1, 1])?;
-    let stride = two("strides", &[1, 1])?;
-    let dilation = two("dilation", &[1, 1])?;
-    let p = attr_ints(ctx.call, "padding", &[0, 0, 0, 0]).ok()?;
-    let pad = match p.as_slice() {
-        [a] => [[*a, *a], [*a, *a]],
-        [a, b] => [[*a, *a], [*b, *b]],
-        [t, l, b, r] => [[*t, *b], [*l, *r]],
+    let kernel = list("pool_size", 1)?;
+    let stride = list("strides", 1)?;
+    let dilation = list("dilation", 1)?;
+    let p = attr_ints(ctx.call, "padding", &vec![0; 2 * n]).ok()?;
+    let pad: Vec<[i64; 2]> = match p.len() {
+        1 => vec![[p[0], p[0]]; n],
+        l if l == n => p.iter().map(|&v| [v, v]).collect(),
+        l if l == 2 * n => (0..n).map(|k| [p[k], p[n + k]]).collect(),
         _ => return None,
     };
     if kernel.iter().chain(&stride).chain(&dilation).any(|&v| v < 1) || pad.iter().flatten().any(|&v| v < 0) {
         return None;
     }
-    Some(Pool2d {
-        hw: [h, w],
+    Some(PoolNd {
+        sp,
         kernel,
         stride,
         dilation,
@@ -148,37 +168,34 @@ fn params(ctx: &LegalizeCtx) -> Option<Pool2d> {
     })
 }
 
-fn pool2d(ctx: &LegalizeCtx, is_max: bool) -> Option<Lowered> {
+fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
-    let p = params(ctx)?;
+    let p = params(ctx, n)?;
     let mut t = Te::new();
     let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
     let dt = x.dtype();
     let nd = x.shape().len();
-    if out_shape.len() != nd || p.hw.iter().any(|&d| d >= nd) {
+    if out_shape.len() != nd || p.sp.iter().any(|&d| d >= nd) {
         return None;
     }
     let mut before = vec![0i64; nd];
     let mut after = vec![0i64; nd];
-    for k in 0..2 {
-        before[p.hw[k]] = p.pad[k][0];
-        after[p.hw[k]] = p.pad[k][1] + if p.ceil_mode { p.stride[k] - 1 } else { 0 };
+    for k in 0..n {
+        before[p.sp[k]] = p.pad[k][0];
+        after[p.sp[k]] = p.pad[k][1] + if p.ceil_mode { p.stride[k] - 1 } else { 0 };
     }
     let pad_value = if is_max { min_value(dt) } else { konst(0.0, dt) };
     let src = pad_stage(&mut t, &x, &before, &after, pad_value, "ax", false).unwrap_or_else(|| x.clone());
     let window = |s: &[PrimExpr], r: &[PrimExpr]| -> Vec<PrimExpr> {
         let mut idx = s.to_vec();
-        for (k, rk) in r.iter().enumerate().take(2) {
-            let d = p.hw[k];
+        for (k, rk) in r.iter().enumerate() {
+            let d = p.sp[k];
             idx[d] = add(scale(s[d].clone(), p.stride[k]), scale(rk.clone(), p.dilation[k]));
         }
         idx
     };
-    let red_axes = vec![
-        ("rv0".to_string(), PrimExpr::int(p.kernel[0])),
-        ("rv1".to_string(), PrimExpr::int(p.kernel[1])),
-    ];
-    let name = if is_max { "max_pool2d" } else { "avg_pool2d" };
+    let red_axes: Vec<(String, PrimExpr)> = (0..n).map(|k| (format!("rv{k}"), PrimExpr::int(p.kernel[k]))).collect();
+    let name = format!("{}_pool{n}d", if is_max { "max" } else { "avg" });
     if is_max {
         let mut ann = Attrs::new();
         ann.set("schedule_rule", AttrValue::Str("meta_schedule.pool_max".into()));
@@ -194,7 +211,7 @@ fn pool2d(ctx: &LegalizeCtx, is_max: bool) -> Option<Lowered> {
             |a, b| PrimExpr::binary(BinOp::Max, a, b),
             |s, r| PrimExpr::load(&src, window(s, r)),
         );
-        return Some(Lowered::from_te(name, t, 1, ctx.out.clone()));
+        return Some(Lowered::from_te(&name, t, 1, ctx.out.clone()));
     }
     let sum = t.reduce(
         Reduce {
@@ -213,13 +230,13 @@ fn pool2d(ctx: &LegalizeCtx, is_max: bool) -> Option<Lowered> {
     let in_shape = x.shape().to_vec();
     t.compute_annotated("pool_avg", &out_shape, &names, ann, |i| {
         let count = if p.count_include_pad {
-            PrimExpr::int(p.kernel[0] * p.kernel[1])
+            PrimExpr::int(p.kernel.iter().product())
         } else {
             // valid window positions per dimension: r in [lo, hi] with
             // 0 <= o * stride - pad + r * dilation < extent
             let mut prod: Option<PrimExpr> = None;
-            for k in 0..2 {
-                let d = p.hw[k];
+            for k in 0..n {
+                let d = p.sp[k];
                 let start = sub(scale(i[d].clone(), p.stride[k]), PrimExpr::int(p.pad[k][0]));
                 let last = sub(sub(in_shape[d].clone(), PrimExpr::int(1)), start.clone());
                 let neg = sub(PrimExpr::int(0), start);
@@ -234,30 +251,33 @@ fn pool2d(ctx: &LegalizeCtx, is_max: bool) -> Option<Lowered> {
                 };
                 let hi = PrimExpr::binary(BinOp::Min, PrimExpr::int(p.kernel[k] - 1), hi);
                 let lo = PrimExpr::binary(BinOp::Max, lo, PrimExpr::int(0));
-                let n = sub(add(hi, PrimExpr::int(1)), lo);
+                let cnt = sub(add(hi, PrimExpr::int(1)), lo);
                 prod = Some(match prod {
-                    None => n,
-                    Some(a) => PrimExpr::binary(BinOp::Mul, a, n),
+                    None => cnt,
+                    Some(a) => PrimExpr::binary(BinOp::Mul, a, cnt),
                 });
             }
             PrimExpr::binary(BinOp::Max, prod.unwrap_or_else(|| PrimExpr::int(1)), PrimExpr::int(1))
         };
         PrimExpr::binary(BinOp::Div, PrimExpr::load(&sum, i.to_vec()), count.cast(dt))
     });
-    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+    Some(Lowered::from_te(&name, t, 1, ctx.out.clone()))
 }
 
-/// `adaptive_avg_pool2d`: output position `o` of an extent-`n` axis pooling
+/// `adaptive_avg_pool{1,2,3}d`: output position `o` of an extent-`n` axis pooling
 /// `n_in` inputs averages `[floor(o * n_in / n), ceil((o + 1) * n_in / n))`.
 /// Evenly dividing windows are fixed-size reductions (TVM's form); others
 /// reduce over the largest window with the positions past its end masked.
-fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
-    let layout = attr_str(ctx.call, "layout", "NCHW");
+    let layout = attr_str(ctx.call, "layout", default_layout(n));
     if attr_str(ctx.call, "out_layout", layout) != layout {
         return None;
     }
-    let hw = [layout.find('H')?, layout.find('W')?];
+    let hw: Vec<usize> = spatial_letters(n)
+        .iter()
+        .map(|&c| layout.find(c))
+        .collect::<Option<_>>()?;
     let mut t = Te::new();
     let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
     let dt = x.dtype();
@@ -267,12 +287,13 @@ fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
         return None;
     }
     // per spatial dimension: (input extent, output extent), both static
-    let mut dims = [(0i64, 0i64); 2];
-    for k in 0..2 {
-        dims[k] = (in_shape[hw[k]].as_int()?, out_shape[hw[k]].as_int()?);
-        if dims[k].0 < 1 || dims[k].1 < 1 {
+    let mut dims = Vec::new();
+    for &d in &hw {
+        let (i, o) = (in_shape[d].as_int()?, out_shape[d].as_int()?);
+        if i < 1 || o < 1 {
             return None;
         }
+        dims.push((i, o));
     }
     let even = dims.iter().all(|&(i, o)| i % o == 0);
     let start = |o: PrimExpr, (i, n): (i64, i64)| -> PrimExpr {
@@ -302,10 +323,11 @@ fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
             }
         })
         .collect();
-    let red_axes = vec![
-        ("rv0".to_string(), PrimExpr::int(windows[0])),
-        ("rv1".to_string(), PrimExpr::int(windows[1])),
-    ];
+    let red_axes: Vec<(String, PrimExpr)> = windows
+        .iter()
+        .enumerate()
+        .map(|(k, &w)| (format!("rv{k}"), PrimExpr::int(w)))
+        .collect();
     let xb = x.clone();
     let sum = t.reduce(
         Reduce {
@@ -319,7 +341,7 @@ fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
         |s, r| {
             let mut idx = s.to_vec();
             let mut mask: Option<PrimExpr> = None;
-            for (k, rk) in r.iter().enumerate().take(2) {
+            for (k, rk) in r.iter().enumerate() {
                 let d = hw[k];
                 if even {
                     idx[d] = add(scale(s[d].clone(), windows[k]), rk.clone());
@@ -351,16 +373,15 @@ fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
     t.compute_annotated("adaptive_pool_avg", &out_shape, &names, ann, |i| {
         let v = PrimExpr::load(&sum, i.to_vec());
         if even {
-            let n = windows[0] * windows[1];
-            if n == 1 {
+            let size: i64 = windows.iter().product();
+            if size == 1 {
                 v
             } else {
-                PrimExpr::binary(BinOp::Div, v, konst(n as f64, dt))
+                PrimExpr::binary(BinOp::Div, v, konst(size as f64, dt))
             }
         } else {
             let mut count: Option<PrimExpr> = None;
-            for k in 0..2 {
-                let d = hw[k];
+            for (k, &d) in hw.iter().enumerate() {
                 let len = sub(end(i[d].clone(), dims[k]), start(i[d].clone(), dims[k]));
                 count = Some(match count {
                     None => len,
@@ -370,20 +391,59 @@ fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
             PrimExpr::binary(BinOp::Div, v, count.unwrap_or_else(|| PrimExpr::int(1)).cast(dt))
         }
     });
-    Some(Lowered::from_te("adaptive_avg_pool2d", t, 1, ctx.out.clone()))
+    Some(Lowered::from_te(
+        &format!("adaptive_avg_pool{n}d"),
+        t,
+        1,
+        ctx.out.clone(),
+    ))
+}
+
+fn adaptive_avg_pool1d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    adaptive_avg_pool_nd(ctx, 1)
+}
+
+fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    adaptive_avg_pool_nd(ctx, 2)
+}
+
+fn adaptive_avg_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    adaptive_avg_pool_nd(ctx, 3)
+}
+
+fn max_pool1d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 1, true)
+}
+
+fn avg_pool1d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 1, false)
 }
 
 fn max_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    pool2d(ctx, true)
+    pool_nd(ctx, 2, true)
 }
 
 fn avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    pool2d(ctx, false)
+    pool_nd(ctx, 2, false)
+}
+
+fn max_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 3, true)
+}
+
+fn avg_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 3, false)
 }
 
 /// The pooling operators.
 pub static OPS: &[(&str, LegalizeFn)] = &[
+    ("relax.nn.max_pool1d", max_pool1d),
     ("relax.nn.max_pool2d", max_pool2d),
+    ("relax.nn.max_pool3d", max_pool3d),
+    ("relax.nn.avg_pool1d", avg_pool1d),
     ("relax.nn.avg_pool2d", avg_pool2d),
+    ("relax.nn.avg_pool3d", avg_pool3d),
+    ("relax.nn.adaptive_avg_pool1d", adaptive_avg_pool1d),
     ("relax.nn.adaptive_avg_pool2d", adaptive_avg_pool2d),
+    ("relax.nn.adaptive_avg_pool3d", adaptive_avg_pool3d),
 ];

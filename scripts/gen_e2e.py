@@ -111,6 +111,15 @@ PROGRAMS = {
     "convnet": ([normal((2, 3, 8, 8)), normal((4, 3, 3, 3), 0.5), normal((1, 4, 1, 1), 0.1), normal((4, 4, 3, 3), 0.5), normal((16, 5), 0.5)],
                 DEFAULT, "conv2d + relu + max_pool2d + conv2d + relu + avg_pool2d + dense"),
     "scalar_prim": ([normal((5,)), normal((5,))], TRANSCENDENTAL, "dot product, norm (sqrt), 0-d outputs and a bool scalar"),
+    "nn_extra": ([normal((2, 4, 5, 5)), normal((4,)), normal((4,)), normal((4,)), uniform((4,), 0.5, 2.0), normal((5, 5)), normal((5, 5)),
+                  normal((3, 7)), ints((3, 7), -2, 2)], TRANSCENDENTAL,
+                 "batch_norm (inference, training with momentum, no center/scale), layer_norm over two axes, log_softmax, gelu_tanh, "
+                 "softplus on both sides of its threshold, exclusive and typed cumsum/cumprod, argmin/argmax with ties, variance/std"),
+    "norm_conv1d_extra": ([normal((2, 6, 5, 7)), normal((6,)), normal((6,)), normal((5, 7)), normal((2, 4, 9)), normal((6, 2, 3)), normal((5, 4, 2))],
+                          TRANSCENDENTAL, "group_norm, rms_norm, grouped/strided/dilated conv1d, NWC/WIO conv1d, adaptive_avg_pool2d with even and uneven windows"),
+    "conv_pool_extra": ([normal((2, 4, 7, 6)), normal((6, 2, 3, 3)), normal((3, 4, 3, 2)), normal((4, 3, 3, 2)), normal((2, 4, 5)), normal((4, 1, 3))], DEFAULT,
+                        "grouped conv2d with stride/dilation/asymmetric padding, NHWC/HWIO conv2d, max_pool2d with dilation and ceil_mode, "
+                        "avg_pool2d with ceil_mode, count_include_pad and dilation, grouped conv2d_transpose/conv1d_transpose with stride, padding, output_padding, dilation"),
 }
 
 

@@ -18,11 +18,14 @@ use relax_ir::{
 };
 
 pub mod binary;
+pub mod conv;
 pub mod create;
 pub mod index;
 pub mod linear_algebra;
 pub mod manipulate;
 pub mod nn;
+pub mod pool;
+pub mod search;
 pub mod statistical;
 pub mod te;
 pub mod unary;
@@ -134,6 +137,9 @@ pub static FAMILIES: &[&[(&str, LegalizeFn)]] = &[
     create::OPS,
     index::OPS,
     nn::OPS,
+    search::OPS,
+    pool::OPS,
+    conv::OPS,
 ];
 
 /// The legalization of operator `name` (`"relax.add"`), if any.
@@ -296,3 +302,5 @@ pub fn legalize_module(module: &IRModule) -> Result<IRModule, Diagnostic> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_nn;

@@ -101,6 +101,10 @@ PROGRAMS = {
     "tuple_nested": ([normal((2, 2)), ints((3,), -9, 9)], DEFAULT, "nested tuple outputs from a global function call"),
     "call_tir_prim": ([normal((4, 3)), normal((3,))], DEFAULT, "hand-written PrimFuncs called with call_tir"),
     "packed_func": ([normal((2, 3))], DEFAULT, "packed function test.add_one(x) = x + 1 (registered on both sides)"),
+    "builtins_misc": ([normal((2, 3)), normal((2, 3))], DEFAULT,
+                      "null_value, hint_on_device, call_tir_inplace, call_dps_packed (test.add_one_dps), "
+                      "call_inplace_packed (test.double_inplace), print, assert_op; nothing is allocated after the in-place call "
+                      "because TVM 0.27's memory planner reuses the storage of its result for later allocations"),
     "int_bool": ([ints((6,), -50, 50, dtype="int64"), ints((6,), -50, 50, dtype="int64"), bools((6,))], DEFAULT,
                  "int64/bool/int8 exact: where, logical ops, abs, sum, floor_mod, astype"),
     "vdevice_two": ([normal((2, 3)), normal((2, 3))], DEFAULT, None),
@@ -128,6 +132,19 @@ def add_one(x):
 
 
 tvm.register_global_func("test.add_one", add_one, override=True)
+
+
+def add_one_dps(x, out):
+    out.copyfrom(x.numpy() + np.float32(1.0))
+
+
+def double_inplace(x):
+    x.copyfrom(x.numpy() * np.float32(2.0))
+    return x
+
+
+tvm.register_global_func("test.add_one_dps", add_one_dps, override=True)
+tvm.register_global_func("test.double_inplace", double_inplace, override=True)
 
 
 def strip_vdevices(src):
@@ -188,6 +205,9 @@ def generate(name):
         if "        @R.function" in text:
             # tvm.compile's pipeline expects local functions to be lifted already.
             mod = relax.transform.LambdaLift()(mod)
+        if "R.hint_on_device" in text:
+            # tvm.compile's pipeline does not run RealizeVDevice, which removes the hints.
+            mod = relax.transform.RealizeVDevice()(mod)
         ex = tvm.compile(mod, target="llvm")
         vm = relax.VirtualMachine(ex, tvm.cpu())
         return vm["main"](*[tvm.runtime.tensor(a) for a in arrays])

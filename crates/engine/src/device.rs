@@ -110,7 +110,7 @@ impl DeviceChoice {
             Ok(rt) => (DeviceChoice::Gpu, format!("GPU adapter {}", rt.adapter_info())),
             Err(e) => (
                 DeviceChoice::Cpu,
-                format!("no GPU adapter ({e}); running on the host"),
+                format!("{e}; running on the host"),
             ),
         }
     }

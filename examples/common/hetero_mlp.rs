@@ -116,7 +116,10 @@ pub fn run(batch: usize, use_gpu: bool, verbose: bool) -> Result<Report, String>
             "  weights placed on the vulkan VDevice once: {} copies, {} bytes",
             placed.copies, placed.bytes_copied
         );
-        println!("  compilation (first run): {} PrimFuncs compiled", warm.kernels_compiled);
+        println!(
+            "  compilation (first run): {} PrimFuncs compiled",
+            warm.kernels_compiled
+        );
         println!("  timed run:");
         if used_gpu {
             println!(

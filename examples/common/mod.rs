@@ -80,4 +80,3 @@ pub fn read_f32(v: &relax_wgpu::engine::Value) -> Result<(Vec<i64>, Vec<f32>), S
 pub mod attention;
 pub mod hetero_mlp;
 pub mod symbolic_batch;
-

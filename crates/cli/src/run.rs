@@ -94,7 +94,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         if engine.gpu_runtime().is_none() {
             return Err(rejected(format!("--device gpu: {summary}")));
         }
-        if opts.stats {
+        if opts.stats && opts.device == DeviceArg::Gpu {
             eprintln!("note: {summary}");
         }
     }

@@ -282,7 +282,16 @@ fn run_stats_count_kernels_and_copies() {
     let inputs = path_str(&data("vdevice_two_inputs.json"));
     let run = |dev: &str| {
         let o = relax(&[
-            "run", &f, "--device", dev, "--inputs-json", &inputs, "--repeat", "3", "--stats", "--json",
+            "run",
+            &f,
+            "--device",
+            dev,
+            "--inputs-json",
+            &inputs,
+            "--repeat",
+            "3",
+            "--stats",
+            "--json",
         ]);
         assert_eq!(o.status.code(), Some(0), "{dev}: {}", stderr(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
@@ -298,7 +307,10 @@ fn run_stats_count_kernels_and_copies() {
     assert!(e.contains("stats: runs 3, kernels run 9 (9 host, 0 gpu)"), "{e}");
     assert!(e.contains("kernels compiled 3, kernel cache hits 6"), "{e}");
     // Three to_vdevice per run, host copies of 24 bytes on the CPU.
-    assert!(e.contains("copies 9, bytes moved 216 (uploads 0 / 0 bytes, readbacks 0 / 0 bytes"), "{e}");
+    assert!(
+        e.contains("copies 9, bytes moved 216 (uploads 0 / 0 bytes, readbacks 0 / 0 bytes"),
+        "{e}"
+    );
     if gpu_available() {
         let e = run("gpu");
         assert!(e.contains("kernels run 9 (6 host, 3 gpu)"), "{e}");

@@ -480,7 +480,9 @@ fn dst_vdevice(it: &Interp, call: &Call) -> Result<VDevice> {
             .ok()
             .and_then(|i| it.prog.module.vdevices().get(i).map(|v| (*v).clone()))
             .ok_or_else(|| EngineError::Type(format!("R.to_vdevice: no VDevice with index {i} in the module"))),
-        AttrValue::Str(s) => resolve_vdevice(&it.prog.module, s).map_err(|e| EngineError::Type(format!("R.to_vdevice: {e}"))),
+        AttrValue::Str(s) => {
+            resolve_vdevice(&it.prog.module, s).map_err(|e| EngineError::Type(format!("R.to_vdevice: {e}")))
+        }
         other => Err(EngineError::Type(format!(
             "R.to_vdevice: cannot read a VDevice from {other:?}"
         ))),

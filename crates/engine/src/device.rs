@@ -32,6 +32,12 @@ pub trait DeviceBackend: Send + Sync {
     fn accepts(&self, vdevice: &VDevice) -> bool;
     /// Allocate `nbytes` zeroed bytes for `vdevice`.
     fn alloc(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String>;
+    /// Allocate `nbytes` for `vdevice` that the caller overwrites completely (kernel
+    /// outputs, copy destinations): the contents may be anything, which saves a
+    /// clearing pass. Defaults to [`DeviceBackend::alloc`].
+    fn alloc_uninit(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String> {
+        self.alloc(vdevice, nbytes)
+    }
     /// The wgpu runtime behind this backend, when it is one: PrimFuncs whose tensors
     /// live in its memory then run there as WGSL kernels.
     fn gpu_runtime(&self) -> Option<relax_gpu_runtime::GpuRuntime> {
@@ -83,7 +89,11 @@ pub fn resolve_vdevice(module: &IRModule, spec: &str) -> Result<VDevice, String>
         None => Err(format!(
             "VDevice \"{spec}\" does not exist: the module has {} {kind} VDevice(s) among [{}]",
             same_kind.len(),
-            devices.iter().map(|v| describe_vdevice_in(module, v)).collect::<Vec<_>>().join(", ")
+            devices
+                .iter()
+                .map(|v| describe_vdevice_in(module, v))
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
@@ -108,10 +118,7 @@ impl DeviceChoice {
     pub fn detect() -> (DeviceChoice, String) {
         match relax_gpu_runtime::GpuRuntime::shared_default() {
             Ok(rt) => (DeviceChoice::Gpu, format!("GPU adapter {}", rt.adapter_info())),
-            Err(e) => (
-                DeviceChoice::Cpu,
-                format!("{e}; running on the host"),
-            ),
+            Err(e) => (DeviceChoice::Cpu, format!("{e}; running on the host")),
         }
     }
 }

@@ -613,7 +613,10 @@ impl Loaded {
         let v = self.on_run_thread(move |it| it.copy_to_vdevice(&t, dst).map(Value::Tensor))?;
         match v {
             Value::Tensor(t) => Ok(t),
-            other => Err(EngineError::Internal(format!("to_vdevice produced {}", other.describe()))),
+            other => Err(EngineError::Internal(format!(
+                "to_vdevice produced {}",
+                other.describe()
+            ))),
         }
     }
 
@@ -667,7 +670,9 @@ impl Loaded {
 
     /// Evaluate on a thread with the configured stack (deep recursion needs it); a
     /// panic in user code (a packed function, a kernel executor) becomes an error.
-    fn on_run_thread(&self, f: impl FnOnce(&mut Interp) -> Result<Value> + Send) -> Result<Value> {
+    /// Each calling thread keeps one such worker thread and reuses it for every run
+    /// (spawning a thread per run would cost more than running a small program).
+    fn on_run_thread(&self, f: impl FnOnce(&mut Interp) -> Result<Value> + Send + 'static) -> Result<Value> {
         let program = self.program.clone();
         let body = move || {
             let mut it = Interp::new(program);
@@ -676,14 +681,7 @@ impl Loaded {
         let joined = if self.stack_size == 0 {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
         } else {
-            std::thread::scope(|scope| {
-                std::thread::Builder::new()
-                    .name("relax-run".into())
-                    .stack_size(self.stack_size)
-                    .spawn_scoped(scope, body)
-                    .map_err(|e| Box::new(e.to_string()) as Box<dyn std::any::Any + Send>)
-                    .and_then(|h| h.join())
-            })
+            run_on_worker(self.stack_size, body)
         };
         joined.unwrap_or_else(|payload| {
             let msg = payload
@@ -693,5 +691,58 @@ impl Loaded {
                 .unwrap_or_else(|| "unknown panic".into());
             Err(EngineError::Internal(format!("panic during evaluation: {msg}")))
         })
+    }
+}
+
+/// A job for a run thread; the result comes back through a channel.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A panic payload or an error starting the worker.
+type Joined<T> = std::result::Result<T, Box<dyn std::any::Any + Send>>;
+
+thread_local! {
+    /// This thread's run worker: its stack size and job queue.
+    static RUN_WORKER: std::cell::RefCell<Option<(usize, std::sync::mpsc::Sender<Job>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Run `body` on the calling thread's worker thread with a `stack_size` stack
+/// (started on first use; it ends when the calling thread does).
+fn run_on_worker<T: Send + 'static>(stack_size: usize, body: impl FnOnce() -> T + Send + 'static) -> Joined<T> {
+    let (tx, rx) = std::sync::mpsc::channel::<Joined<T>>();
+    let job: Job = Box::new(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+        let _ = tx.send(r);
+    });
+    let sent = RUN_WORKER.with(|w| -> std::result::Result<(), Job> {
+        let mut w = w.borrow_mut();
+        if !matches!(&*w, Some((s, _)) if *s == stack_size) {
+            let (jtx, jrx) = std::sync::mpsc::channel::<Job>();
+            let spawned = std::thread::Builder::new()
+                .name("relax-run".into())
+                .stack_size(stack_size)
+                .spawn(move || {
+                    while let Ok(job) = jrx.recv() {
+                        job();
+                    }
+                });
+            *w = spawned.ok().map(|_| (stack_size, jtx));
+        }
+        match &*w {
+            Some((_, jtx)) => jtx.send(job).map_err(|e| e.0),
+            None => Err(job),
+        }
+    });
+    match sent {
+        Ok(()) => rx
+            .recv()
+            .unwrap_or_else(|_| Err(Box::new("the run thread stopped".to_string()))),
+        Err(job) => {
+            // No worker (thread creation failed): run here instead.
+            RUN_WORKER.with(|w| *w.borrow_mut() = None);
+            job();
+            rx.recv()
+                .unwrap_or_else(|_| Err(Box::new("the run did not complete".to_string())))
+        }
     }
 }

@@ -44,6 +44,16 @@ impl GpuBackend {
     }
 }
 
+impl GpuBackend {
+    fn wrap(&self, buf: relax_gpu_runtime::DeviceBuffer, len: usize) -> Arc<dyn DeviceBuffer> {
+        Arc::new(GpuBuffer {
+            rt: self.rt.clone(),
+            buf,
+            len,
+        })
+    }
+}
+
 impl DeviceBackend for GpuBackend {
     fn name(&self) -> String {
         self.rt.adapter_info().to_string()
@@ -60,11 +70,14 @@ impl DeviceBackend for GpuBackend {
             .rt
             .alloc_zeroed(nbytes.div_ceil(4).max(1) as u64 * 4)
             .map_err(|e| e.to_string())?;
-        Ok(Arc::new(GpuBuffer {
-            rt: self.rt.clone(),
-            buf,
-            len: nbytes,
-        }))
+        Ok(self.wrap(buf, nbytes))
+    }
+    fn alloc_uninit(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String> {
+        let buf = self
+            .rt
+            .alloc(nbytes.div_ceil(4).max(1) as u64 * 4)
+            .map_err(|e| e.to_string())?;
+        Ok(self.wrap(buf, nbytes))
     }
 }
 

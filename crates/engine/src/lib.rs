@@ -34,8 +34,8 @@ mod interp;
 pub mod jit_exec;
 pub mod kernel;
 mod matching;
-mod place;
 pub mod packed;
+mod place;
 mod prim;
 pub mod value;
 
@@ -45,4 +45,7 @@ pub use error::{EngineError, Result};
 pub use jit_exec::{JitGpuExecutor, JitHostExecutor};
 pub use kernel::{BufferArg, BufferData, Kernel, KernelArg, KernelExecutor};
 pub use packed::{PackedFunc, PackedRegistry, Purity};
-pub use value::{host_live_bytes, ArrayValue, Closure, Element, Object, PrimFuncValue, PrimValue, Scalar, StorageObject, Tensor, Value};
+pub use value::{
+    host_live_bytes, ArrayValue, Closure, Element, Object, PrimFuncValue, PrimValue, Scalar, StorageObject, Tensor,
+    Value,
+};

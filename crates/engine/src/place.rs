@@ -22,7 +22,7 @@ use relax_ir::{BaseFunc, DataType, GlobalVar, PrimFunc, Target, VDevice};
 use relax_jit::host::Arg;
 use relax_jit::{GpuArg, Jit};
 
-use crate::device::{is_gpu_kind, DeviceChoice, DeviceBuffer};
+use crate::device::{is_gpu_kind, DeviceBuffer, DeviceChoice};
 use crate::engine::{Compiled, CopyKind, Opened, Place};
 use crate::error::{EngineError, Result};
 use crate::interp::Interp;
@@ -112,9 +112,9 @@ impl Interp {
         place: Place,
     ) -> Result<Tensor> {
         let host = Tensor::zeros(dtype, &[])?;
-        let numel = shape.iter().try_fold(1usize, |a, &d| {
-            usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
-        });
+        let numel = shape
+            .iter()
+            .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)));
         let nbytes = numel
             .and_then(|n| n.checked_mul(host.nbytes()))
             .ok_or_else(|| EngineError::Invalid(format!("invalid tensor shape {shape:?}")))?;
@@ -126,12 +126,20 @@ impl Interp {
         match backend {
             Some(b) => {
                 let vd = vdevice.clone().unwrap_or_else(default_gpu_vdevice);
-                let buf = b.alloc(&vd, nbytes).map_err(|e| oom(nbytes, &e))?;
+                // Kernel outputs are written by the kernel (call_tir outputs start
+                // uninitialized, as in TVM).
+                let buf = b.alloc_uninit(&vd, nbytes).map_err(|e| oom(nbytes, &e))?;
                 self.prog
                     .stats
                     .device_allocations
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Ok(Tensor::from_storage(dtype, shape.to_vec(), vdevice, Storage::device(buf), 0))
+                Ok(Tensor::from_storage(
+                    dtype,
+                    shape.to_vec(),
+                    vdevice,
+                    Storage::device(buf),
+                    0,
+                ))
             }
             None => {
                 let t = Tensor::zeros(dtype, shape)?;
@@ -149,9 +157,9 @@ impl Interp {
         let stats = &self.prog.stats;
         let storage = match (src_buf, dst_backend) {
             (Some(src), Some(o)) => {
-                let buf = o.backend.alloc(&dst, n).map_err(|e| oom(n, &e))?;
+                let buf = o.backend.alloc_uninit(&dst, n).map_err(|e| oom(n, &e))?;
                 let direct = match (&o.gpu, src.gpu_buffer(), buf.gpu_buffer()) {
-                    (Some((rt, _)), Some(s), Some(d)) if t.0.offset % 4 == 0 && n > 0 => {
+                    (Some((rt, _)), Some(s), Some(d)) if t.0.offset.is_multiple_of(4) && n > 0 => {
                         let len = (n as u64).div_ceil(4) * 4;
                         rt.copy(s, t.0.offset as u64, d, 0, len.min(s.len() - t.0.offset as u64))
                             .map_err(|e| EngineError::Device(e.to_string()))?;
@@ -169,7 +177,7 @@ impl Interp {
             }
             (None, Some(o)) => {
                 let bytes = t.to_bytes()?;
-                let buf = o.backend.alloc(&dst, n).map_err(|e| oom(n, &e))?;
+                let buf = o.backend.alloc_uninit(&dst, n).map_err(|e| oom(n, &e))?;
                 buf.write(0, &bytes).map_err(EngineError::Device)?;
                 stats.record_copy(CopyKind::Upload, n as u64);
                 Storage::device(buf)
@@ -186,7 +194,13 @@ impl Interp {
             }
         };
         stats.record_alloc(n);
-        Ok(Tensor::from_storage(t.dtype(), t.shape().to_vec(), Some(dst), storage, 0))
+        Ok(Tensor::from_storage(
+            t.dtype(),
+            t.shape().to_vec(),
+            Some(dst),
+            storage,
+            0,
+        ))
     }
 
     /// Arguments of the entry function placed where its parameters' StructInfo says:
@@ -231,7 +245,12 @@ impl Interp {
 
     /// Run the PrimFunc `gv` on staged arguments at `place`; returns its scalar
     /// result, if any.
-    pub(crate) fn run_kernel_at(&mut self, gv: &GlobalVar, args: &[StagedArg], place: Place) -> Result<Option<PrimValue>> {
+    pub(crate) fn run_kernel_at(
+        &mut self,
+        gv: &GlobalVar,
+        args: &[StagedArg],
+        place: Place,
+    ) -> Result<Option<PrimValue>> {
         let prog = self.prog.clone();
         let name = gv.name();
         let func = match prog.module.functions.get(gv) {
@@ -375,4 +394,3 @@ fn run_resident(it: &Interp, jit: &Jit, func: &PrimFunc, args: &[StagedArg]) -> 
     jit.run_gpu_resident(func, &gargs).map_err(|e| e.to_string())?;
     Ok(true)
 }
-

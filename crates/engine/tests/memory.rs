@@ -40,14 +40,19 @@ fn run_many(device: DeviceChoice, runs: usize) {
     }
     let host0 = host_live_bytes();
     let gpu0 = loaded.gpu_runtime_stats();
+    let t0 = std::time::Instant::now();
     for i in 0..runs {
         let out = loaded.run("main", &[x.clone(), y.clone()]).unwrap();
         if i % 1000 == 0 {
             check(&out);
         }
     }
+    eprintln!("{device:?}: {runs} runs in {:.2} s", t0.elapsed().as_secs_f64());
     let host1 = host_live_bytes();
-    assert_eq!(host1, host0, "{device:?}: host tensor bytes grew from {host0} to {host1}");
+    assert_eq!(
+        host1, host0,
+        "{device:?}: host tensor bytes grew from {host0} to {host1}"
+    );
     let s = loaded.stats();
     assert_eq!(s.runs as usize, runs + 50);
     assert_eq!(s.kernels_compiled, 3, "{s:?}");

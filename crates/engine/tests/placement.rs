@@ -34,7 +34,13 @@ fn gpu_engine() -> Option<Engine> {
 }
 
 fn f32s(v: &Value) -> Vec<f32> {
-    v.as_tensor().expect("tensor").to_array::<f32>().unwrap().iter().copied().collect()
+    v.as_tensor()
+        .expect("tensor")
+        .to_array::<f32>()
+        .unwrap()
+        .iter()
+        .copied()
+        .collect()
 }
 
 fn input(seed: f32) -> Value {
@@ -93,7 +99,7 @@ fn two_vdevices_on_the_gpu_copy_and_count() {
     assert_eq!(s2.kernel_cache_hits, 3, "{s2:?}");
 
     // A result on the GPU VDevice stays in device memory.
-    let g = loaded.run("on_gpu", &[x.clone()]).unwrap();
+    let g = loaded.run("on_gpu", std::slice::from_ref(&x)).unwrap();
     let gt = g.as_tensor().unwrap();
     assert!(gt.is_on_device());
     assert_eq!(gt.vdevice().map(|v| v.target.kind.as_str()), Some("webgpu"));
@@ -134,11 +140,15 @@ fn gpu_to_gpu_copy_stays_on_the_device() {
     let Some(engine) = gpu_engine() else { return };
     let loaded = engine.load(&module).unwrap();
     let x = input(3.0);
-    let out = loaded.run("main", &[x.clone()]).unwrap();
+    let out = loaded.run("main", std::slice::from_ref(&x)).unwrap();
     assert_eq!(f32s(&out), f32s(&x));
     let t = out.as_tensor().unwrap();
     assert!(t.is_on_device());
-    assert_eq!(t.vdevice().map(|v| v.vdevice_id), Some(1), "webgpu:1 is the second webgpu VDevice");
+    assert_eq!(
+        t.vdevice().map(|v| v.vdevice_id),
+        Some(1),
+        "webgpu:1 is the second webgpu VDevice"
+    );
     let s = loaded.stats();
     // The host input is uploaded to webgpu:0 at entry, then copied on the device.
     assert_eq!((s.uploads, s.bytes_uploaded), (1, 24), "{s:?}");
@@ -175,7 +185,10 @@ class Module:
     assert!(err.contains("webgpu:1:global"), "{err}");
     let module = parse(&src.replace("webgpu:1:global", "webgpu:0:global"));
     let e = relax_engine::resolve_vdevice(&module, "webgpu:1:global").unwrap_err();
-    assert!(e.contains("has 1 webgpu VDevice(s)") && e.contains("llvm:0:global"), "{e}");
+    assert!(
+        e.contains("has 1 webgpu VDevice(s)") && e.contains("llvm:0:global"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -198,7 +211,10 @@ class Module:
     let Some(gpu) = gpu_engine() else { return };
     let loaded = gpu.load(&module).unwrap();
     let out = loaded.run("main", &[x.clone(), y.clone()]).unwrap();
-    assert!(out.as_tensor().unwrap().is_on_device(), "the intermediate and result stay on the GPU");
+    assert!(
+        out.as_tensor().unwrap().is_on_device(),
+        "the intermediate and result stay on the GPU"
+    );
     assert_eq!(f32s(&out), want);
     let s = loaded.stats();
     assert_eq!((s.gpu_kernels_run, s.host_kernels_run), (2, 0), "{s:?}");

@@ -33,7 +33,9 @@ fn engines() -> Vec<(&'static str, Engine)> {
 
 fn f32_tensor(shape: &[usize], f: impl Fn(usize) -> f32) -> Value {
     let n: usize = shape.iter().product();
-    ArrayD::from_shape_vec(IxDyn(shape), (0..n).map(f).collect()).unwrap().into()
+    ArrayD::from_shape_vec(IxDyn(shape), (0..n).map(f).collect())
+        .unwrap()
+        .into()
 }
 
 const MATCH_CAST: &str = r#"
@@ -53,13 +55,22 @@ fn failed_match_cast_names_the_variable_and_both_shapes() {
         let loaded = e.load(&module).unwrap();
         let ok = loaded.run("main", &[f32_tensor(&[4], |i| i as f32)]).unwrap();
         assert_eq!(
-            ok.as_tensor().unwrap().to_array::<f32>().unwrap().iter().copied().collect::<Vec<_>>(),
+            ok.as_tensor()
+                .unwrap()
+                .to_array::<f32>()
+                .unwrap()
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
             vec![0.0, 2.0, 4.0, 6.0]
         );
         let err = loaded.run("main", &[f32_tensor(&[5], |i| i as f32)]).unwrap_err();
         assert!(matches!(err, EngineError::StructMismatch { .. }), "{dev}: {err:?}");
         let msg = err.to_string();
-        assert!(msg.contains("`y`") && msg.contains('4') && msg.contains('5'), "{dev}: {msg}");
+        assert!(
+            msg.contains("`y`") && msg.contains('4') && msg.contains('5'),
+            "{dev}: {msg}"
+        );
     }
 }
 
@@ -85,7 +96,17 @@ fn wrong_input_shape_names_the_argument() {
         assert!(msg.contains("`x`") && msg.contains("main"), "{dev}: {msg}");
         assert!(msg.contains('3') && msg.contains('2'), "{dev}: {msg}");
         let err = loaded.run("main", &[f32_tensor(&[2, 3], |_| 1.0)]).unwrap_err();
-        assert!(matches!(err, EngineError::Arity { expected: 2, actual: 1, .. }), "{dev}: {err:?}");
+        assert!(
+            matches!(
+                err,
+                EngineError::Arity {
+                    expected: 2,
+                    actual: 1,
+                    ..
+                }
+            ),
+            "{dev}: {err:?}"
+        );
     }
 }
 
@@ -106,7 +127,9 @@ class Module:
             matches!(&err, EngineError::UnknownPackedFunc(s) if s == "my.missing_kernel"),
             "{dev}: {err:?}"
         );
-        assert!(err.to_string().contains("no packed function is registered under the symbol `my.missing_kernel`"));
+        assert!(err
+            .to_string()
+            .contains("no packed function is registered under the symbol `my.missing_kernel`"));
     }
 }
 
@@ -137,14 +160,23 @@ class Module:
 "#;
     let loaded = small.load(&parse(src)).unwrap();
     let err = loaded.run("main", &[f32_tensor(&[512, 512], |_| 1.0)]).unwrap_err();
-    assert!(matches!(err, EngineError::Device(_) | EngineError::Kernel { .. }), "{err:?}");
+    assert!(
+        matches!(err, EngineError::Device(_) | EngineError::Kernel { .. }),
+        "{err:?}"
+    );
     let msg = err.to_string();
     assert!(msg.contains("out of memory") || msg.contains("memory limit"), "{msg}");
     assert!(msg.contains("1048576") || msg.contains("bytes"), "{msg}");
     // The engine still works for what fits.
     let out = loaded.run("tiny", &[f32_tensor(&[4], |i| i as f32)]).unwrap();
     assert_eq!(
-        out.as_tensor().unwrap().to_array::<f32>().unwrap().iter().copied().collect::<Vec<_>>(),
+        out.as_tensor()
+            .unwrap()
+            .to_array::<f32>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
         vec![0.0, 2.0, 4.0, 6.0]
     );
 }
@@ -197,7 +229,13 @@ fn eight_threads_share_one_loaded_module() {
                         (0..100)
                             .map(|_| {
                                 let out = loaded.run("main", &[x.clone(), y.clone()]).unwrap();
-                                out.as_tensor().unwrap().to_array::<f32>().unwrap().iter().copied().collect()
+                                out.as_tensor()
+                                    .unwrap()
+                                    .to_array::<f32>()
+                                    .unwrap()
+                                    .iter()
+                                    .copied()
+                                    .collect()
                             })
                             .collect()
                     })
@@ -215,7 +253,10 @@ fn eight_threads_share_one_loaded_module() {
         let s = loaded.stats();
         assert_eq!(s.runs, 800, "{dev}");
         assert_eq!(s.kernels_run, 2400, "{dev}");
-        assert_eq!(s.kernels_compiled, prim_funcs, "{dev}: each PrimFunc compiled exactly once: {s:?}");
+        assert_eq!(
+            s.kernels_compiled, prim_funcs,
+            "{dev}: each PrimFunc compiled exactly once: {s:?}"
+        );
         assert_eq!(s.kernel_cache_hits, 2400 - prim_funcs, "{dev}: {s:?}");
         if dev == "gpu" {
             assert_eq!(s.gpu_kernels_run, 2400, "{s:?}");

@@ -382,13 +382,21 @@ class Module:
         Some(StructInfo::Tensor(t)) => t.shape_values().unwrap()[0].clone(),
         other => panic!("{other:?}"),
     };
-    let ExprKind::Seq(seq) = f.body.kind() else { panic!("body") };
-    let Binding::VarBinding { var, .. } = &seq.blocks[0].bindings[0] else { panic!("binding") };
+    let ExprKind::Seq(seq) = f.body.kind() else {
+        panic!("body")
+    };
+    let Binding::VarBinding { var, .. } = &seq.blocks[0].bindings[0] else {
+        panic!("binding")
+    };
     let y_n = match var.struct_info() {
         Some(StructInfo::Tensor(t)) => t.shape_values().unwrap()[0].clone(),
         other => panic!("{other:?}"),
     };
-    assert_eq!(param_n.as_var().map(|v| v.id()), y_n.as_var().map(|v| v.id()), "one variable `n`");
+    assert_eq!(
+        param_n.as_var().map(|v| v.id()),
+        y_n.as_var().map(|v| v.id()),
+        "one variable `n`"
+    );
     assert!(param_n.as_var().is_some());
     let e = err(&src.replace("n = T.int64()", "n = T.int32()"));
     assert!(e.contains("Expected the same dtype for PrimType values"), "{e}");

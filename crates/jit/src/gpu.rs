@@ -372,11 +372,7 @@ fn float_vars(lf: &crate::lower::LoweredFunc, args: &[ScalarArg]) -> HashMap<u64
     m
 }
 
-fn var_values(
-    lf: &crate::lower::LoweredFunc,
-    args: &[ScalarArg],
-    shapes: &[Vec<i64>],
-) -> Result<HashMap<u64, i64>> {
+fn var_values(lf: &crate::lower::LoweredFunc, args: &[ScalarArg], shapes: &[Vec<i64>]) -> Result<HashMap<u64, i64>> {
     let mut vars = HashMap::new();
     for (p, a) in lf.params.iter().zip(args) {
         if let ParamSlot::Scalar(v) = p {

@@ -79,6 +79,13 @@ PROGRAMS = {
     "collapse_sum": ([normal((3, 4, 5)), normal((4, 1))], DEFAULT, "collapse_sum_to and collapse_sum_like"),
     "creation": ([normal((2, 3)), ints((4,), -5, 5)], DEFAULT, "zeros/ones/full/zeros_like/ones_like/full_like/arange"),
     "tri_eye": ([normal((4, 5))], DEFAULT, "tril/triu/eye/eye_like with diagonals"),
+    "gather_onehot": ([normal((3, 4)), const([[0, 3], [2, 2], [1, 0]], "int64"), const([[2, 1], [0, 3]], "int64"), const([0, 3, 1, 4, 2], "int32"),
+                       const([3, 1, 0, 2], "int64"), normal((2, 3, 2, 2))],
+                      DEFAULT, "gather_elements/gather_nd/one_hot/meshgrid/reverse_sequence/batch_flatten"),
+    "layout_transform": ([normal((2, 7, 6))], DEFAULT, "layout_transform: split with padding, permutation, exact split"),
+    "bitwise_slice": ([ints((3, 4), -100, 100), ints((4,), 0, 31), bools((3, 4)), normal((3, 4)), const([[0, 5, -1], [3, -2, 9]], "int64")],
+                      DEFAULT,
+                      "bitwise/shift/logical_xor/logical_not/trunc, take clip/wrap with out-of-range indices, negative strides, pad, reshape -1/0, repeat without axis, split"),
     "nn_activations": ([normal((4, 6), 2.0)], TRANSCENDENTAL,
                        "relu/gelu/silu/leakyrelu/softplus/dropout (dropout is the identity at inference, only the first output of its tuple is used); transcendental"),
     "softmax_norm": ([normal((3, 8)), normal((8,)), normal((8,))], TRANSCENDENTAL, "softmax/log_softmax/layer_norm: transcendental"),
@@ -104,6 +111,15 @@ PROGRAMS = {
     "convnet": ([normal((2, 3, 8, 8)), normal((4, 3, 3, 3), 0.5), normal((1, 4, 1, 1), 0.1), normal((4, 4, 3, 3), 0.5), normal((16, 5), 0.5)],
                 DEFAULT, "conv2d + relu + max_pool2d + conv2d + relu + avg_pool2d + dense"),
     "scalar_prim": ([normal((5,)), normal((5,))], TRANSCENDENTAL, "dot product, norm (sqrt), 0-d outputs and a bool scalar"),
+    "nn_extra": ([normal((2, 4, 5, 5)), normal((4,)), normal((4,)), normal((4,)), uniform((4,), 0.5, 2.0), normal((5, 5)), normal((5, 5)),
+                  normal((3, 7)), ints((3, 7), -2, 2)], TRANSCENDENTAL,
+                 "batch_norm (inference, training with momentum, no center/scale), layer_norm over two axes, log_softmax, gelu_tanh, "
+                 "softplus on both sides of its threshold, exclusive and typed cumsum/cumprod, argmin/argmax with ties, variance/std"),
+    "norm_conv1d_extra": ([normal((2, 6, 5, 7)), normal((6,)), normal((6,)), normal((5, 7)), normal((2, 4, 9)), normal((6, 2, 3)), normal((5, 4, 2))],
+                          TRANSCENDENTAL, "group_norm, rms_norm, grouped/strided/dilated conv1d, NWC/WIO conv1d, adaptive_avg_pool2d with even and uneven windows"),
+    "conv_pool_extra": ([normal((2, 4, 7, 6)), normal((6, 2, 3, 3)), normal((3, 4, 3, 2)), normal((4, 3, 3, 2)), normal((2, 4, 5)), normal((4, 1, 3))], DEFAULT,
+                        "grouped conv2d with stride/dilation/asymmetric padding, NHWC/HWIO conv2d, max_pool2d with dilation and ceil_mode, "
+                        "avg_pool2d with ceil_mode, count_include_pad and dilation, grouped conv2d_transpose/conv1d_transpose with stride, padding, output_padding, dilation"),
 }
 
 

@@ -355,6 +355,18 @@ impl<'m> DeriveCtx<'m> {
     /// Rule 11.2.3: check an annotation `ann` of a binding against the derived
     /// `derived`: an error when incompatible, a warning when only possibly compatible.
     pub fn check_annotation(&mut self, var_name: &str, ann: &StructInfo, derived: &StructInfo, span: Span) {
+        // `extent: T.int64 = source` names a new symbolic variable: any integer scalar of
+        // that dtype fits it.
+        if let (StructInfo::Prim(a), StructInfo::Prim(d)) = (ann, derived) {
+            if a.dtype == d.dtype
+                && a.value
+                    .as_ref()
+                    .and_then(PrimExpr::as_var)
+                    .is_some_and(|v| v.name() == var_name)
+            {
+                return;
+            }
+        }
         match check_compatibility(derived, ann, &self.ana) {
             Compatibility::Compatible => {}
             Compatibility::PossiblyCompatible => self.warning(

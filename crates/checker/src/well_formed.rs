@@ -454,6 +454,15 @@ impl<'m> Checker<'m> {
         }
         self.span = b.span();
         self.define_var(var);
+        // `extent: T.int64 = source`: a scalar binding annotated with its own
+        // symbolic variable defines that variable (as a `n: T.int64` parameter does).
+        if let (Binding::VarBinding { .. }, Some(StructInfo::Prim(p))) = (b, var.struct_info()) {
+            if let Some(tv) = p.value.as_ref().and_then(PrimExpr::as_var) {
+                if tv.name() == var.name() {
+                    self.shape_vars.insert(tv.clone());
+                }
+            }
+        }
         if let Some(s) = var.struct_info() {
             self.check_sinfo(s, SinfoSite::Use, true);
         }

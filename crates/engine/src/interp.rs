@@ -376,6 +376,24 @@ impl Interp {
                 } else {
                     self.eval(value, frame)?
                 };
+                // `extent: T.int64 = source` also binds the symbolic variable `extent`.
+                if let Some(relax_ir::StructInfo::Prim(p)) = var.struct_info() {
+                    if let Some(tv) = p.value.as_ref().and_then(relax_ir::PrimExpr::as_var) {
+                        if tv.name() == var.name() && !frame.shapes.contains_key(tv) {
+                            let Frame { vars, shapes } = frame;
+                            MatchCtx {
+                                shapes,
+                                vars,
+                                newly_bound: scope_shapes,
+                            }
+                            .match_value(
+                                &v,
+                                &relax_ir::StructInfo::Prim(p.clone()),
+                                Root::MatchCast { var },
+                            )?;
+                        }
+                    }
+                }
                 frame.vars.insert(var.clone(), v);
             }
             Binding::MatchCast {

@@ -294,3 +294,38 @@ fn lowered_builtins_from_text() {
     assert!(f[2].as_tensor().unwrap().shares_memory_with(f[3].as_tensor().unwrap()));
     assert_eq!(f32s(&f[3]), ArrayD::from_elem(IxDyn(&[2, 3]), 7.0f32));
 }
+
+/// TVM 0.27 spells a scalar that also names a symbolic variable `extent: T.int64`: the
+/// binding defines `extent`, which later shapes use.
+const SCALAR_NAMES_SHAPE_VAR: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(source: T.int64, data: R.Tensor(dtype="float32", ndim=1)) -> T.int64:
+        with R.dataflow():
+            extent: T.int64 = source
+            matched: R.Tensor((extent,), dtype="float32") = R.match_cast(data, R.Tensor((extent,), dtype="float32"))
+            R.output(extent)
+        return extent
+"#;
+
+#[test]
+fn scalar_binding_defines_its_shape_variable() {
+    let module = parse(SCALAR_NAMES_SHAPE_VAR);
+    let engine = Engine::default();
+    let data: Value = arr1(&[1.0f32, 2.0, 3.0]).into_dyn().into();
+    let out = engine
+        .run(
+            &module,
+            "main",
+            &[Value::Prim(relax_engine::PrimValue::int64(3)), data.clone()],
+        )
+        .unwrap();
+    assert_eq!(out.as_prim().map(|p| p.value), Some(relax_engine::Scalar::Int(3)));
+    // `extent` is 4, the data has 3 elements: the MatchCast fails.
+    let err = engine
+        .run(&module, "main", &[Value::Prim(relax_engine::PrimValue::int64(4)), data])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("matched") || err.contains("extent"), "{err}");
+}

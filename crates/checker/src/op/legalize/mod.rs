@@ -18,10 +18,14 @@ use relax_ir::{
 };
 
 pub mod binary;
+pub mod conv;
 pub mod create;
+pub mod index;
 pub mod linear_algebra;
 pub mod manipulate;
 pub mod nn;
+pub mod pool;
+pub mod search;
 pub mod statistical;
 pub mod te;
 pub mod unary;
@@ -89,7 +93,8 @@ impl Lowered {
                 });
             }
         }
-        func.params.extend(extra.iter().cloned());
+        // `call_tir` passes `tir_vars` after the inputs, before the outputs.
+        func.params.splice(n_in..n_in, extra.iter().cloned());
         Lowered {
             name: name.to_string(),
             func,
@@ -130,7 +135,11 @@ pub static FAMILIES: &[&[(&str, LegalizeFn)]] = &[
     linear_algebra::OPS,
     manipulate::OPS,
     create::OPS,
+    index::OPS,
     nn::OPS,
+    search::OPS,
+    pool::OPS,
+    conv::OPS,
 ];
 
 /// The legalization of operator `name` (`"relax.add"`), if any.
@@ -293,3 +302,5 @@ pub fn legalize_module(module: &IRModule) -> Result<IRModule, Diagnostic> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_nn;

@@ -1,12 +1,12 @@
 //! Neural-network operators: activations and the numerically stable softmax.
 
 use relax_ir::tir::BinOp;
-use relax_ir::{AttrValue, Attrs, PrimExpr};
+use relax_ir::{AttrValue, Attrs, DataType, PrimExpr};
 
-use super::te::{konst, min_value, Reduce};
+use super::te::{konst, min_value, Operand, Reduce, Te};
 use super::unary::one_input;
 use super::{LegalizeCtx, LegalizeFn, Lowered};
-use crate::op::common::attr;
+use crate::op::common::{attr, attr_int, attr_ints};
 
 fn relu(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (mut t, x, shape) = one_input(ctx)?;
@@ -111,10 +111,705 @@ fn softmax_impl(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(Lowered::from_te("softmax", t, 1, ctx.out.clone()))
 }
 
+/// `prelu`: `x` where positive, else `x * alpha[channel]`.
+fn prelu(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let alpha = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let dt = x.dtype();
+    let shape = x.shape().to_vec();
+    let axis = *norm_axes(&[attr_int(ctx.call, "axis", 1).ok()?], shape.len())?.first()?;
+    if alpha.shape().len() != 1 {
+        return None;
+    }
+    t.compute("compute", &shape, "i", |i| {
+        let v = PrimExpr::load(&x, i.to_vec());
+        PrimExpr::select(
+            PrimExpr::binary(BinOp::Lt, konst(0.0, dt), v.clone()),
+            v.clone(),
+            mul(v, PrimExpr::load(&alpha, vec![i[axis].clone()])),
+        )
+    });
+    Some(Lowered::from_te("prelu", t, 1, ctx.out.clone()))
+}
+
+/// `log_softmax` over `axis`: max, sum of `exp(x - max)`, then
+/// `x - max - log(sum)`.
+fn log_softmax(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (mut t, x, shape) = one_input(ctx)?;
+    let dt = x.dtype();
+    let nd = shape.len() as i64;
+    let axis = attr(ctx.call, "axis").and_then(AttrValue::as_int).unwrap_or(-1);
+    let axis = if axis < 0 { axis + nd } else { axis };
+    if !(0..nd).contains(&axis) || !dt.is_float() {
+        return None;
+    }
+    let ax = axis as usize;
+    let mut red_shape = shape.clone();
+    red_shape.remove(ax);
+    let with_k = |s: &[PrimExpr], k: &PrimExpr| -> Vec<PrimExpr> {
+        let mut v = s.to_vec();
+        v.insert(ax, k.clone());
+        v
+    };
+    let drop_ax = |i: &[PrimExpr]| -> Vec<PrimExpr> {
+        let mut v = i.to_vec();
+        v.remove(ax);
+        v
+    };
+    let maxelem = t.reduce(
+        Reduce {
+            name: "T_softmax_maxelem",
+            shape: red_shape.clone(),
+            spatial_prefix: "i",
+            red_axes: vec![("k".into(), shape[ax].clone())],
+            init: min_value(dt),
+        },
+        |a, b| PrimExpr::binary(BinOp::Max, a, b),
+        |s, r| x.at(&with_k(s, &r[0])),
+    );
+    let expsum = t.reduce(
+        Reduce {
+            name: "compute",
+            shape: red_shape,
+            spatial_prefix: "i",
+            red_axes: vec![("k".into(), shape[ax].clone())],
+            init: konst(0.0, dt),
+        },
+        |a, b| PrimExpr::binary(BinOp::Add, a, b),
+        |s, r| {
+            let d = PrimExpr::binary(
+                BinOp::Sub,
+                x.at(&with_k(s, &r[0])),
+                PrimExpr::load(&maxelem, s.to_vec()),
+            );
+            PrimExpr::call("exp", dt, vec![d])
+        },
+    );
+    let mut ann = Attrs::new();
+    ann.set("axis", AttrValue::Int(axis));
+    let names: Vec<String> = (0..shape.len()).map(|i| format!("i{i}")).collect();
+    t.compute_annotated("compute", &shape, &names, ann, |i| {
+        let d = PrimExpr::binary(BinOp::Sub, x.at(i), PrimExpr::load(&maxelem, drop_ax(i)));
+        PrimExpr::binary(
+            BinOp::Sub,
+            d,
+            PrimExpr::call("log", dt, vec![PrimExpr::load(&expsum, drop_ax(i))]),
+        )
+    });
+    Some(Lowered::from_te("log_softmax", t, 1, ctx.out.clone()))
+}
+
+fn mul(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Mul, a, b)
+}
+
+fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Add, a, b)
+}
+
+/// `gelu`: `x * (0.5 + erf(x / sqrt(2)) * 0.5)` in `topi`'s stage order.
+fn gelu(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (mut t, x, shape) = one_input(ctx)?;
+    let dt = x.dtype();
+    if !dt.is_float() {
+        return None;
+    }
+    let scaled = t.compute("T_multiply", &shape, "ax", |i| {
+        mul(x.at(i), konst(std::f64::consts::FRAC_1_SQRT_2, dt))
+    });
+    let erf = t.compute("compute", &shape, "i", |i| {
+        PrimExpr::call("erf", dt, vec![PrimExpr::load(&scaled, i.to_vec())])
+    });
+    let half = t.compute("T_multiply", &shape, "ax", |i| {
+        mul(PrimExpr::load(&erf, i.to_vec()), konst(0.5, dt))
+    });
+    let sum = t.compute("T_add", &shape, "ax", |i| {
+        add(konst(0.5, dt), PrimExpr::load(&half, i.to_vec()))
+    });
+    t.compute("T_multiply", &shape, "ax", |i| {
+        mul(x.at(i), PrimExpr::load(&sum, i.to_vec()))
+    });
+    Some(Lowered::from_te("gelu", t, 1, ctx.out.clone()))
+}
+
+/// `gelu_tanh`: `0.5 * x * (1 + tanh(sqrt(2 / pi) * x * (1 + 0.044715 * x * x)))`.
+fn gelu_tanh(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (mut t, x, shape) = one_input(ctx)?;
+    let dt = x.dtype();
+    if !dt.is_float() {
+        return None;
+    }
+    let ld = |b: &relax_ir::Buffer, i: &[PrimExpr]| PrimExpr::load(b, i.to_vec());
+    let half_x = t.compute("T_multiply", &shape, "ax", |i| mul(konst(0.5, dt), x.at(i)));
+    let sqrt_2_pi = (2.0 / std::f64::consts::PI).sqrt();
+    let a = t.compute("T_multiply", &shape, "ax", |i| mul(konst(sqrt_2_pi, dt), x.at(i)));
+    let b = t.compute("T_multiply", &shape, "ax", |i| mul(konst(0.044715, dt), x.at(i)));
+    let bx = t.compute("T_multiply", &shape, "ax", |i| mul(ld(&b, i), x.at(i)));
+    let one_p = t.compute("T_add", &shape, "ax", |i| add(konst(1.0, dt), ld(&bx, i)));
+    let inner = t.compute("T_multiply", &shape, "ax", |i| mul(ld(&a, i), ld(&one_p, i)));
+    let th = t.compute("compute", &shape, "i", |i| {
+        PrimExpr::call("tanh", dt, vec![ld(&inner, i)])
+    });
+    let one_t = t.compute("T_add", &shape, "ax", |i| add(konst(1.0, dt), ld(&th, i)));
+    t.compute("T_multiply", &shape, "ax", |i| mul(ld(&half_x, i), ld(&one_t, i)));
+    Some(Lowered::from_te("gelu_tanh", t, 1, ctx.out.clone()))
+}
+
+/// `softplus`: `x` above the threshold, else `log(1 + exp(beta * x)) / beta`
+/// (`1 / beta` folded in the element type, as TVM does).
+fn softplus(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let beta = attr(ctx.call, "beta").and_then(AttrValue::as_float).unwrap_or(1.0);
+    let threshold = attr(ctx.call, "threshold")
+        .and_then(AttrValue::as_float)
+        .unwrap_or(20.0);
+    let (mut t, x, shape) = one_input(ctx)?;
+    let dt = x.dtype();
+    if !dt.is_float() {
+        return None;
+    }
+    let inv = if dt.bits == 32 {
+        (1.0f32 / beta as f32) as f64
+    } else {
+        1.0 / beta
+    };
+    t.compute("compute", &shape, "i", |i| {
+        let bx = mul(konst(beta, dt), x.at(i));
+        let soft = mul(
+            konst(inv, dt),
+            PrimExpr::call(
+                "log",
+                dt,
+                vec![add(konst(1.0, dt), PrimExpr::call("exp", dt, vec![bx.clone()]))],
+            ),
+        );
+        PrimExpr::select(PrimExpr::binary(BinOp::Lt, konst(threshold, dt), bx), x.at(i), soft)
+    });
+    Some(Lowered::from_te("softplus", t, 1, ctx.out.clone()))
+}
+
+/// `dropout` at inference: the input unchanged and a mask of ones.
+fn dropout(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (mut t, x, shape) = one_input(ctx)?;
+    let dt = x.dtype();
+    t.compute("compute", &shape, "i", |i| x.at(i));
+    t.compute("T_full_like", &shape, "ax", |_| konst(1.0, dt));
+    Some(Lowered::from_te("dropout", t, 2, ctx.out.clone()))
+}
+
+/// A product of extents as a float of type `dt`: folded when static, else
+/// the product of the cast extents.
+fn float_count(dims: &[PrimExpr], dt: DataType) -> PrimExpr {
+    let statics: Option<Vec<i64>> = dims.iter().map(|d| d.as_int()).collect();
+    if let Some(v) = statics {
+        return konst(v.iter().product::<i64>() as f64, dt);
+    }
+    let mut acc: Option<PrimExpr> = None;
+    for d in dims {
+        let f = match d.as_int() {
+            Some(c) => konst(c as f64, dt),
+            None => d.clone().cast(dt),
+        };
+        acc = Some(match acc {
+            None => f,
+            Some(a) => mul(a, f),
+        });
+    }
+    acc.unwrap_or_else(|| konst(1.0, dt))
+}
+
+fn norm_axes(v: &[i64], nd: usize) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for &a in v {
+        let a = if a < 0 { a + nd as i64 } else { a };
+        if !(0..nd as i64).contains(&a) {
+            return None;
+        }
+        out.push(a as usize);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// `layer_norm` as `topi`: sum, mean, sum of squared deviations, then
+/// `(x - mean) * rsqrt(var + eps) * gamma + beta` (float16 computes in float32).
+fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let gamma = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let beta = t.placeholder(ctx.call.args.get(2)?, ctx.args.get(2)?.as_tensor()?)?;
+    let dt = x.dtype();
+    if !dt.is_float() {
+        return None;
+    }
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[-1]).ok()?, nd)?;
+    let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
+    let acc = if dt.bits < 32 { DataType::FLOAT32 } else { dt };
+    let up = |v: PrimExpr| if acc == dt { v } else { v.cast(acc) };
+    let red_shape: Vec<PrimExpr> = (0..nd)
+        .filter(|d| !axes.contains(d))
+        .map(|d| shape[d].clone())
+        .collect();
+    let red_axes: Vec<(String, PrimExpr)> = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
+    let full = |s: &[PrimExpr], r: &[PrimExpr]| -> Vec<PrimExpr> {
+        let (mut si, mut ri) = (0, 0);
+        (0..nd)
+            .map(|d| {
+                if axes.contains(&d) {
+                    ri += 1;
+                    r[ri - 1].clone()
+                } else {
+                    si += 1;
+                    s[si - 1].clone()
+                }
+            })
+            .collect()
+    };
+    let outer =
+        |i: &[PrimExpr]| -> Vec<PrimExpr> { (0..nd).filter(|d| !axes.contains(d)).map(|d| i[d].clone()).collect() };
+    let inner = |i: &[PrimExpr]| -> Vec<PrimExpr> { axes.iter().map(|&d| i[d].clone()).collect() };
+    let xname = x.name().to_string();
+    let sum = t.reduce(
+        Reduce {
+            name: &format!("{xname}_sum"),
+            shape: red_shape.clone(),
+            spatial_prefix: "ax",
+            red_axes: red_axes.clone(),
+            init: konst(0.0, acc),
+        },
+        add,
+        |s, r| up(PrimExpr::load(&x, full(s, r))),
+    );
+    let count = float_count(&axes.iter().map(|&d| shape[d].clone()).collect::<Vec<_>>(), acc);
+    let mean = t.compute(&format!("{xname}_mean"), &red_shape, "ax", |i| {
+        PrimExpr::binary(BinOp::Div, PrimExpr::load(&sum, i.to_vec()), count.clone())
+    });
+    let var_sum = t.reduce(
+        Reduce {
+            name: &format!("{xname}_var_sum"),
+            shape: red_shape,
+            spatial_prefix: "ax",
+            red_axes,
+            init: konst(0.0, acc),
+        },
+        add,
+        |s, r| {
+            let d = PrimExpr::binary(
+                BinOp::Sub,
+                up(PrimExpr::load(&x, full(s, r))),
+                PrimExpr::load(&mean, s.to_vec()),
+            );
+            mul(d.clone(), d)
+        },
+    );
+    t.compute("T_layer_norm", &shape, "ax", |i| {
+        let d = PrimExpr::binary(
+            BinOp::Sub,
+            up(PrimExpr::load(&x, i.to_vec())),
+            PrimExpr::load(&mean, outer(i)),
+        );
+        let var = PrimExpr::binary(BinOp::Div, PrimExpr::load(&var_sum, outer(i)), count.clone());
+        let r = PrimExpr::call("rsqrt", acc, vec![add(var, konst(eps, acc))]);
+        let normed = mul(d, r);
+        let normed = if acc == dt { normed } else { normed.cast(dt) };
+        add(
+            mul(normed, PrimExpr::load(&gamma, inner(i))),
+            PrimExpr::load(&beta, inner(i)),
+        )
+    });
+    Some(Lowered::from_te("layer_norm", t, 1, ctx.out.clone()))
+}
+
+/// `rms_norm` as `topi`: cast to float32 (a copy for float32), squares, their
+/// sum, `rsqrt(mean + eps)`, times the weight, cast back.
+fn rms_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let weight = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let dt = x.dtype();
+    if !dt.is_float() {
+        return None;
+    }
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[-1]).ok()?, nd)?;
+    let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
+    let acc = DataType::FLOAT32;
+    let to = |v: PrimExpr, d: DataType| if v.dtype() == d { v } else { v.cast(d) };
+    let ld = |b: &relax_ir::Buffer, i: &[PrimExpr]| PrimExpr::load(b, i.to_vec());
+    let xc = t.compute("T_cast", &shape, "ax", |i| to(ld(&x, i), acc));
+    let sq = t.compute("T_multiply", &shape, "ax", |i| mul(ld(&xc, i), ld(&xc, i)));
+    let red_shape: Vec<PrimExpr> = (0..nd)
+        .filter(|d| !axes.contains(d))
+        .map(|d| shape[d].clone())
+        .collect();
+    let red_axes: Vec<(String, PrimExpr)> = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
+    let sqb = sq.clone();
+    let sum = t.reduce(
+        Reduce {
+            name: "T_multiply_red",
+            shape: red_shape.clone(),
+            spatial_prefix: "ax",
+            red_axes,
+            init: konst(0.0, acc),
+        },
+        add,
+        |s, r| {
+            let (mut si, mut ri) = (0, 0);
+            let idx: Vec<PrimExpr> = (0..nd)
+                .map(|d| {
+                    if axes.contains(&d) {
+                        ri += 1;
+                        r[ri - 1].clone()
+                    } else {
+                        si += 1;
+                        s[si - 1].clone()
+                    }
+                })
+                .collect();
+            PrimExpr::load(&sqb, idx)
+        },
+    );
+    let count = float_count(&axes.iter().map(|&d| shape[d].clone()).collect::<Vec<_>>(), acc);
+    let rs = t.compute("rsqrt", &red_shape, "ax", |i| {
+        let mean = PrimExpr::binary(BinOp::Div, ld(&sum, i), count.clone());
+        PrimExpr::call("rsqrt", acc, vec![add(mean, konst(eps, acc))])
+    });
+    let wshape = weight.shape().to_vec();
+    let wc = t.compute("T_cast", &wshape, "ax", |i| to(ld(&weight, i), acc));
+    let normed = t.compute("T_rms_norm", &shape, "ax", |i| {
+        let outer: Vec<PrimExpr> = (0..nd).filter(|d| !axes.contains(d)).map(|d| i[d].clone()).collect();
+        let inner: Vec<PrimExpr> = axes.iter().map(|&d| i[d].clone()).collect();
+        mul(mul(ld(&rs, &outer), ld(&xc, i)), ld(&wc, &inner))
+    });
+    t.compute("T_cast", &shape, "ax", |i| to(ld(&normed, i), dt));
+    Some(Lowered::from_te("rms_norm", t, 1, ctx.out.clone()))
+}
+
+/// `group_norm`: the channels split into `num_groups` groups; each group's
+/// sum and sum of squares over its channels and `axes`, then
+/// `(x - mean) * rsqrt(E[x^2] - mean^2 + eps) * gamma + beta` (TVM's
+/// one-pass formula; float16 accumulates in float32).
+fn group_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let groups = attr_int(ctx.call, "num_groups", 1).ok()?;
+    grouped_norm(ctx, Some(groups), "group_norm")
+}
+
+/// `instance_norm`: `group_norm` with one group per channel.
+fn instance_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+    grouped_norm(ctx, None, "instance_norm")
+}
+
+/// The shared body of `group_norm` (`groups` given) and `instance_norm`
+/// (one group per channel).
+fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let gamma = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let beta = t.placeholder(ctx.call.args.get(2)?, ctx.args.get(2)?.as_tensor()?)?;
+    let dt = x.dtype();
+    if !dt.is_float() || gamma.shape().len() != 1 || beta.shape().len() != 1 {
+        return None;
+    }
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let ch = *norm_axes(&[attr_int(ctx.call, "channel_axis", 1).ok()?], nd)?.first()?;
+    let groups = match groups {
+        Some(g) => g,
+        None => shape[ch].as_int()?,
+    };
+    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[]).ok()?, nd)?;
+    if groups < 1 || axes.contains(&ch) {
+        return None;
+    }
+    let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
+    let center = attr(ctx.call, "center").and_then(AttrValue::as_bool).unwrap_or(true);
+    let scale = attr(ctx.call, "scale").and_then(AttrValue::as_bool).unwrap_or(true);
+    let acc = if dt.bits < 32 { DataType::FLOAT32 } else { dt };
+    let up = |v: PrimExpr| if v.dtype() == acc { v } else { v.cast(acc) };
+    let c = shape[ch].clone();
+    let cpg = match c.as_int() {
+        Some(v) if v % groups == 0 => PrimExpr::int(v / groups),
+        Some(_) => return None,
+        None => PrimExpr::binary(BinOp::FloorDiv, c.clone(), PrimExpr::int(groups)),
+    };
+    // reduced shape: the channel axis becomes the group axis, `axes` go away
+    let red_shape: Vec<PrimExpr> = (0..nd)
+        .filter(|d| !axes.contains(d))
+        .map(|d| {
+            if d == ch {
+                PrimExpr::int(groups)
+            } else {
+                shape[d].clone()
+            }
+        })
+        .collect();
+    let mut red_axes: Vec<(String, PrimExpr)> = Vec::new();
+    for (d, e) in shape.iter().enumerate() {
+        if d == ch {
+            red_axes.push(("kc".into(), cpg.clone()));
+        } else if axes.contains(&d) {
+            red_axes.push((format!("k{d}"), e.clone()));
+        }
+    }
+    let xidx = |s: &[PrimExpr], r: &[PrimExpr]| -> Vec<PrimExpr> {
+        let (mut si, mut ri) = (0, 0);
+        let mut out = Vec::new();
+        for d in 0..nd {
+            if d == ch {
+                out.push(add(mul(s[si].clone(), cpg.clone()), r[ri].clone()));
+                si += 1;
+                ri += 1;
+            } else if axes.contains(&d) {
+                out.push(r[ri].clone());
+                ri += 1;
+            } else {
+                out.push(s[si].clone());
+                si += 1;
+            }
+        }
+        out
+    };
+    let mut sums = Vec::new();
+    for (name, square) in [("x_red_temp_v0", false), ("x_red_temp_v1", true)] {
+        sums.push(t.reduce(
+            Reduce {
+                name,
+                shape: red_shape.clone(),
+                spatial_prefix: "ax",
+                red_axes: red_axes.clone(),
+                init: konst(0.0, acc),
+            },
+            add,
+            |s, r| {
+                let v = up(PrimExpr::load(&x, xidx(s, r)));
+                if square {
+                    mul(v.clone(), v)
+                } else {
+                    v
+                }
+            },
+        ));
+    }
+    let mut count_dims = vec![cpg.clone()];
+    count_dims.extend(axes.iter().map(|&d| shape[d].clone()));
+    let count = float_count(&count_dims, acc);
+    t.compute(&format!("T_{name}"), &shape, "ax", |i| {
+        let ridx: Vec<PrimExpr> = (0..nd)
+            .filter(|d| !axes.contains(d))
+            .map(|d| {
+                if d == ch {
+                    PrimExpr::binary(BinOp::FloorDiv, i[d].clone(), cpg.clone())
+                } else {
+                    i[d].clone()
+                }
+            })
+            .collect();
+        let mean = || PrimExpr::binary(BinOp::Div, PrimExpr::load(&sums[0], ridx.clone()), count.clone());
+        let sq = PrimExpr::binary(BinOp::Div, PrimExpr::load(&sums[1], ridx.clone()), count.clone());
+        let var = PrimExpr::binary(BinOp::Sub, sq, mul(mean(), mean()));
+        let r = PrimExpr::call("rsqrt", acc, vec![add(var, konst(eps, acc))]);
+        let d = PrimExpr::binary(BinOp::Sub, up(PrimExpr::load(&x, i.to_vec())), mean());
+        let mut v = mul(d, r);
+        if v.dtype() != dt {
+            v = v.cast(dt);
+        }
+        if scale {
+            v = mul(v, PrimExpr::load(&gamma, vec![i[ch].clone()]));
+        }
+        if center {
+            v = add(v, PrimExpr::load(&beta, vec![i[ch].clone()]));
+        }
+        v
+    });
+    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+}
+
+/// `topi.reshape` of a 1-d buffer `src` of length `len` into `shape`: the
+/// row-major offset of the output position modulo `len` (terms whose stride
+/// is a known multiple of `len` dropped, as TVM's simplifier does).
+fn reshape_1d(t: &mut Te, src: &relax_ir::Buffer, shape: &[PrimExpr]) -> relax_ir::Buffer {
+    let len = src.shape().first().cloned().unwrap_or_else(|| PrimExpr::int(1));
+    let src = src.clone();
+    t.compute("T_reshape", shape, "ax", |i| {
+        let mut acc: Option<PrimExpr> = None;
+        for (d, v) in i.iter().enumerate() {
+            let mut stride: Option<PrimExpr> = None;
+            let mut static_stride = Some(1i64);
+            for e in &shape[d + 1..] {
+                match e.as_int() {
+                    Some(1) => {}
+                    _ => {
+                        static_stride = static_stride.and_then(|s| e.as_int().map(|c| s * c));
+                        stride = Some(match stride {
+                            None => e.clone(),
+                            Some(s) => mul(s, e.clone()),
+                        });
+                    }
+                }
+            }
+            if let (Some(s), Some(l)) = (static_stride, len.as_int()) {
+                if s % l == 0 && stride.is_some() {
+                    continue;
+                }
+            }
+            let term = match stride {
+                None => v.clone(),
+                Some(s) => mul(v.clone(), s),
+            };
+            acc = Some(match acc {
+                None => term,
+                Some(a) => add(a, term),
+            });
+        }
+        let flat = acc.unwrap_or_else(|| PrimExpr::int(0));
+        PrimExpr::load(&src, vec![PrimExpr::binary(BinOp::FloorMod, flat, len.clone())])
+    })
+}
+
+/// `batch_norm` as `topi`: training mode normalizes with the batch statistics
+/// and returns the updated moving mean/variance; inference normalizes with the
+/// moving statistics and returns them unchanged.
+fn batch_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let mut ins = Vec::new();
+    for i in 0..5 {
+        ins.push(t.placeholder(ctx.call.args.get(i)?, ctx.args.get(i)?.as_tensor()?)?);
+    }
+    let (x, gamma, beta, mmean, mvar) = (&ins[0], &ins[1], &ins[2], &ins[3], &ins[4]);
+    let dt = x.dtype();
+    if !dt.is_float() || [gamma, beta, mmean, mvar].iter().any(|b| b.shape().len() != 1) {
+        return None;
+    }
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let axis = attr_int(ctx.call, "axis", 1).ok()?;
+    let axis = *norm_axes(&[axis], nd)?.first()?;
+    let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
+    let center = attr(ctx.call, "center").and_then(AttrValue::as_bool).unwrap_or(true);
+    let scale = attr(ctx.call, "scale").and_then(AttrValue::as_bool).unwrap_or(true);
+    let training = attr(ctx.call, "training").and_then(AttrValue::as_bool).unwrap_or(true);
+    let momentum = attr(ctx.call, "momentum").and_then(AttrValue::as_float).unwrap_or(0.1);
+    let mut rs_shape = vec![PrimExpr::int(1); nd];
+    rs_shape[axis] = shape[axis].clone();
+    let ld = |b: &relax_ir::Buffer, i: &[PrimExpr]| PrimExpr::load(b, i.to_vec());
+    let bc = |b: &relax_ir::Buffer, i: &[PrimExpr]| Operand::Tensor(b.clone()).bcast(i, &shape);
+    let sub = |a, b| PrimExpr::binary(BinOp::Sub, a, b);
+    let div = |a, b| PrimExpr::binary(BinOp::Div, a, b);
+    let red_axes: Vec<usize> = (0..nd).filter(|&d| d != axis).collect();
+    let count = {
+        let dims: Vec<PrimExpr> = red_axes.iter().map(|&d| shape[d].clone()).collect();
+        let statics: Option<Vec<i64>> = dims.iter().map(|d| d.as_int()).collect();
+        match statics {
+            Some(v) => konst(v.iter().product::<i64>() as f64, dt),
+            None => {
+                let mut p = dims[0].clone();
+                for d in &dims[1..] {
+                    p = mul(p, d.clone());
+                }
+                p.cast(dt)
+            }
+        }
+    };
+    let red_shape = vec![shape[axis].clone()];
+    let reduce_sum = |t: &mut Te, src: &relax_ir::Buffer| -> relax_ir::Buffer {
+        let srcb = src.clone();
+        let red: Vec<(String, PrimExpr)> = red_axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
+        t.reduce(
+            Reduce {
+                name: &format!("{}_red", src.name()),
+                shape: red_shape.clone(),
+                spatial_prefix: "ax",
+                red_axes: red,
+                init: konst(0.0, dt),
+            },
+            add,
+            |s, r| {
+                let mut idx = r.to_vec();
+                idx.insert(axis, s[0].clone());
+                PrimExpr::load(&srcb, idx)
+            },
+        )
+    };
+    let (centered, var_rs, stats) = if training {
+        let xsum = reduce_sum(&mut t, x);
+        let mean = t.compute("T_divide", &red_shape, "ax", |i| div(ld(&xsum, i), count.clone()));
+        let mean_rs = reshape_1d(&mut t, &mean, &rs_shape);
+        let centered = t.compute("T_subtract", &shape, "ax", |i| sub(ld(x, i), bc(&mean_rs, i)));
+        let d1 = t.compute("T_subtract", &shape, "ax", |i| sub(ld(x, i), bc(&mean_rs, i)));
+        let d2 = t.compute("T_subtract", &shape, "ax", |i| sub(ld(x, i), bc(&mean_rs, i)));
+        let sq = t.compute("T_multiply", &shape, "ax", |i| mul(ld(&d1, i), ld(&d2, i)));
+        let sqsum = reduce_sum(&mut t, &sq);
+        let var = t.compute("T_divide", &red_shape, "ax", |i| div(ld(&sqsum, i), count.clone()));
+        let var_rs = reshape_1d(&mut t, &var, &rs_shape);
+        (centered, var_rs, Some((mean, var)))
+    } else {
+        let mean_rs = reshape_1d(&mut t, mmean, &rs_shape);
+        let centered = t.compute("T_subtract", &shape, "ax", |i| sub(ld(x, i), bc(&mean_rs, i)));
+        let var_rs = reshape_1d(&mut t, mvar, &rs_shape);
+        (centered, var_rs, None)
+    };
+    let veps = t.compute("T_add", &rs_shape, "ax", |i| add(ld(&var_rs, i), konst(eps, dt)));
+    let sd = t.compute("compute", &rs_shape, "i", |i| {
+        PrimExpr::call("sqrt", dt, vec![ld(&veps, i)])
+    });
+    let mut out = t.compute("T_divide", &shape, "ax", |i| div(ld(&centered, i), bc(&sd, i)));
+    if scale {
+        let g = reshape_1d(&mut t, gamma, &rs_shape);
+        let prev = out.clone();
+        out = t.compute("T_multiply", &shape, "ax", |i| mul(ld(&prev, i), bc(&g, i)));
+    }
+    if center {
+        let b = reshape_1d(&mut t, beta, &rs_shape);
+        let prev = out.clone();
+        out = t.compute("T_add", &shape, "ax", |i| add(ld(&prev, i), bc(&b, i)));
+    }
+    let (o_mean, o_var) = match stats {
+        Some((mean, var)) => {
+            let keep = konst(1.0 - momentum, dt);
+            let m = konst(momentum, dt);
+            let mut update = |moving: &relax_ir::Buffer, batch: &relax_ir::Buffer| {
+                let s = moving.shape().to_vec();
+                let a = t.compute("T_multiply", &s, "ax", |i| mul(keep.clone(), ld(moving, i)));
+                let bs = batch.shape().to_vec();
+                let b = t.compute("T_multiply", &bs, "ax", |i| mul(m.clone(), ld(batch, i)));
+                t.compute("T_add", &s, "ax", |i| add(ld(&a, i), ld(&b, i)))
+            };
+            let om = update(mmean, &mean);
+            let ov = update(mvar, &var);
+            (om, ov)
+        }
+        None => {
+            // `moving * 1`, which TVM's simplifier reduces to a copy
+            let s = mmean.shape().to_vec();
+            let om = t.compute("T_multiply", &s, "ax", |i| ld(mmean, i));
+            let s = mvar.shape().to_vec();
+            let ov = t.compute("T_multiply", &s, "ax", |i| ld(mvar, i));
+            (om, ov)
+        }
+    };
+    t.mark_outputs(&[out, o_mean, o_var]);
+    Some(Lowered::from_te("batch_norm", t, 3, ctx.out.clone()))
+}
+
 /// The nn operators.
 pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.nn.relu", relu),
     ("relax.nn.leakyrelu", leakyrelu),
     ("relax.nn.silu", silu),
     ("relax.nn.softmax", softmax_impl),
+    ("relax.nn.log_softmax", log_softmax),
+    ("relax.nn.gelu", gelu),
+    ("relax.nn.gelu_tanh", gelu_tanh),
+    ("relax.nn.softplus", softplus),
+    ("relax.nn.dropout", dropout),
+    ("relax.nn.layer_norm", layer_norm),
+    ("relax.nn.batch_norm", batch_norm),
+    ("relax.nn.rms_norm", rms_norm),
+    ("relax.nn.group_norm", group_norm),
+    ("relax.nn.instance_norm", instance_norm),
+    ("relax.nn.prelu", prelu),
 ];

@@ -4,9 +4,9 @@
 use relax_ir::tir::BinOp;
 use relax_ir::PrimExpr;
 
-use super::te::{konst, max_value, min_value, Reduce, Te};
+use super::te::{konst, max_value, min_value, Operand, Reduce, Te};
 use super::{LegalizeCtx, LegalizeFn, Lowered};
-use crate::op::common::{attr_bool, attr_opt_ints};
+use crate::op::common::{attr_bool, attr_opt_int, attr_opt_ints};
 
 /// The reduced axes (normalized, sorted) and `keepdims`.
 pub(crate) fn reduce_axes(ctx: &LegalizeCtx, ndim: usize) -> Option<(Vec<usize>, bool)> {
@@ -29,8 +29,93 @@ pub(crate) fn reduce_axes(ctx: &LegalizeCtx, ndim: usize) -> Option<(Vec<usize>,
     Some((axes, keep))
 }
 
-/// A commutative reduction of input 0 into `{x}_red`; returns the builder, the
-/// output buffer and the number of reduced elements.
+/// The output shape of reducing `shape` over `axes`.
+fn reduced_shape(shape: &[PrimExpr], axes: &[usize], keep: bool) -> Vec<PrimExpr> {
+    let mut out = Vec::new();
+    for (d, e) in shape.iter().enumerate() {
+        if !axes.contains(&d) {
+            out.push(e.clone());
+        } else if keep {
+            out.push(PrimExpr::int(1));
+        }
+    }
+    out
+}
+
+/// The index into the reduced tensor for spatial indices `s` and reduction
+/// indices `r` (one per reduced axis).
+fn reduce_index(nd: usize, axes: &[usize], keep: bool, s: &[PrimExpr], r: &[PrimExpr]) -> Vec<PrimExpr> {
+    let mut si = 0;
+    let mut ri = 0;
+    (0..nd)
+        .map(|d| {
+            if axes.contains(&d) {
+                ri += 1;
+                if keep {
+                    si += 1;
+                }
+                r[ri - 1].clone()
+            } else {
+                si += 1;
+                s[si - 1].clone()
+            }
+        })
+        .collect()
+}
+
+/// The number of reduced elements (`d0 * d1 * ...`).
+fn reduced_count(shape: &[PrimExpr], axes: &[usize]) -> PrimExpr {
+    let mut count: Option<PrimExpr> = None;
+    for &d in axes {
+        count = Some(match count {
+            None => shape[d].clone(),
+            Some(c) => match (c.as_int(), shape[d].as_int()) {
+                (Some(a), Some(b)) => PrimExpr::int(a * b),
+                _ => PrimExpr::binary(BinOp::Mul, c, shape[d].clone()),
+            },
+        });
+    }
+    count.unwrap_or_else(|| PrimExpr::int(1))
+}
+
+/// The count as a value of float type `dt` (`T.float32(20.0)` or a cast).
+fn count_as(count: &PrimExpr, dt: relax_ir::DataType) -> PrimExpr {
+    match count.as_int() {
+        Some(c) => konst(c as f64, dt),
+        None => count.clone().cast(dt),
+    }
+}
+
+/// A commutative reduction of `x` over `axes` into a stage `{x}_red`
+/// (`topi.sum` and friends).
+fn reduce_buffer(
+    t: &mut Te,
+    x: &relax_ir::Buffer,
+    axes: &[usize],
+    keep: bool,
+    init: PrimExpr,
+    combine: impl FnOnce(PrimExpr, PrimExpr) -> PrimExpr,
+) -> relax_ir::Buffer {
+    let shape = x.shape().to_vec();
+    let red_axes: Vec<(String, PrimExpr)> = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
+    let name = format!("{}_red", x.name());
+    let xb = x.clone();
+    let nd = shape.len();
+    t.reduce(
+        Reduce {
+            name: &name,
+            shape: reduced_shape(&shape, axes, keep),
+            spatial_prefix: "ax",
+            red_axes,
+            init,
+        },
+        combine,
+        |s, r| PrimExpr::load(&xb, reduce_index(nd, axes, keep, s, r)),
+    )
+}
+
+/// A commutative reduction of input 0 into `{x}_red`; returns the output
+/// buffer and the number of reduced elements.
 fn reduction(
     ctx: &LegalizeCtx,
     t: &mut Te,
@@ -41,58 +126,8 @@ fn reduction(
     let x = t.placeholder(xe, ctx.args.first()?.as_tensor()?)?;
     let shape = x.shape().to_vec();
     let (axes, keep) = reduce_axes(ctx, shape.len())?;
-    let mut out_shape = Vec::new();
-    for (d, e) in shape.iter().enumerate() {
-        if !axes.contains(&d) {
-            out_shape.push(e.clone());
-        } else if keep {
-            out_shape.push(PrimExpr::int(1));
-        }
-    }
-    let red_axes: Vec<(String, PrimExpr)> = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
-    let mut count = PrimExpr::int(1);
-    let mut first = true;
-    for &d in &axes {
-        count = if first {
-            shape[d].clone()
-        } else {
-            PrimExpr::binary(BinOp::Mul, count, shape[d].clone())
-        };
-        first = false;
-    }
-    let name = format!("{}_red", x.name());
-    let dt = x.dtype();
-    let xb = x.clone();
-    let out = t.reduce(
-        Reduce {
-            name: &name,
-            shape: out_shape,
-            spatial_prefix: "ax",
-            red_axes,
-            init: init(dt),
-        },
-        combine,
-        |s, r| {
-            let mut si = 0;
-            let mut ri = 0;
-            let idx = (0..shape.len())
-                .map(|d| {
-                    if axes.contains(&d) {
-                        ri += 1;
-                        if keep {
-                            si += 1;
-                        }
-                        r[ri - 1].clone()
-                    } else {
-                        si += 1;
-                        s[si - 1].clone()
-                    }
-                })
-                .collect();
-            PrimExpr::load(&xb, idx)
-        },
-    );
-    Some((out, count))
+    let out = reduce_buffer(t, &x, &axes, keep, init(x.dtype()), combine);
+    Some((out, reduced_count(&shape, &axes)))
 }
 
 fn sum(ctx: &LegalizeCtx) -> Option<Lowered> {
@@ -138,16 +173,149 @@ fn mean(ctx: &LegalizeCtx) -> Option<Lowered> {
         |dt| konst(0.0, dt),
         |a, b| PrimExpr::binary(BinOp::Add, a, b),
     )?;
-    let dt = red.dtype();
-    let divisor = match count.as_int() {
-        Some(c) => konst(c as f64, dt),
-        None => count.cast(dt),
-    };
+    let divisor = count_as(&count, red.dtype());
     let shape = red.shape().to_vec();
     t.compute("T_divide", &shape, "ax", |i| {
         PrimExpr::binary(BinOp::Div, PrimExpr::load(&red, i.to_vec()), divisor)
     });
     Some(Lowered::from_te("mean", t, 1, ctx.out.clone()))
+}
+
+/// `variance` as `topi`: mean with kept dimensions, squared deviation, mean of
+/// that; `std` adds the square root.
+fn variance_impl(ctx: &LegalizeCtx, t: &mut Te) -> Option<relax_ir::Buffer> {
+    let xe = ctx.call.args.first()?;
+    let x = t.placeholder(xe, ctx.args.first()?.as_tensor()?)?;
+    let dt = x.dtype();
+    if !dt.is_float() {
+        return None;
+    }
+    let shape = x.shape().to_vec();
+    let (axes, keep) = reduce_axes(ctx, shape.len())?;
+    let count = count_as(&reduced_count(&shape, &axes), dt);
+    let add = |a, b| PrimExpr::binary(BinOp::Add, a, b);
+    let sum = reduce_buffer(t, &x, &axes, true, konst(0.0, dt), add);
+    let kshape = sum.shape().to_vec();
+    let mean = t.compute("T_divide", &kshape, "ax", |i| {
+        PrimExpr::binary(BinOp::Div, PrimExpr::load(&sum, i.to_vec()), count.clone())
+    });
+    let mean_op = Operand::Tensor(mean);
+    let dev = t.compute("T_subtract", &shape, "ax", |i| {
+        PrimExpr::binary(BinOp::Sub, PrimExpr::load(&x, i.to_vec()), mean_op.bcast(i, &shape))
+    });
+    let sq = t.compute("T_multiply", &shape, "ax", |i| {
+        PrimExpr::binary(
+            BinOp::Mul,
+            PrimExpr::load(&dev, i.to_vec()),
+            PrimExpr::load(&dev, i.to_vec()),
+        )
+    });
+    let sqsum = reduce_buffer(t, &sq, &axes, keep, konst(0.0, dt), add);
+    let oshape = sqsum.shape().to_vec();
+    Some(t.compute("T_divide", &oshape, "ax", |i| {
+        PrimExpr::binary(BinOp::Div, PrimExpr::load(&sqsum, i.to_vec()), count.clone())
+    }))
+}
+
+fn variance(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    variance_impl(ctx, &mut t)?;
+    Some(Lowered::from_te("variance", t, 1, ctx.out.clone()))
+}
+
+fn std(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let var = variance_impl(ctx, &mut t)?;
+    let shape = var.shape().to_vec();
+    let dt = var.dtype();
+    t.compute("compute", &shape, "i", |i| {
+        PrimExpr::call("sqrt", dt, vec![PrimExpr::load(&var, i.to_vec())])
+    });
+    Some(Lowered::from_te("std", t, 1, ctx.out.clone()))
+}
+
+/// `cumsum` / `cumprod` (TVM lowers them with a target-specific scan, not in
+/// `LegalizeOps`): output position `i` along the axis reduces the inputs at
+/// positions `k <= i` (`k < i` when `exclusive`), in increasing `k`, which is
+/// the sequential scan's order of operations. With no axis the input is
+/// flattened first.
+fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Option<Lowered> {
+    let (out_shape, odt) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let shape = x.shape().to_vec();
+    let exclusive = attr_bool(ctx.call, "exclusive", false);
+    let axis = attr_opt_int(ctx.call, "axis").ok()?;
+    let (axis, flat) = match axis {
+        None => (0usize, true),
+        Some(a) => {
+            let nd = shape.len() as i64;
+            let a = if a < 0 { a + nd } else { a };
+            if !(0..nd).contains(&a) {
+                return None;
+            }
+            (a as usize, false)
+        }
+    };
+    if flat && out_shape.len() != 1 {
+        return None;
+    }
+    let ext = out_shape.get(axis)?.clone();
+    let identity = konst(if is_sum { 0.0 } else { 1.0 }, odt);
+    let xb = x.clone();
+    let read = move |idx: Vec<PrimExpr>| -> PrimExpr {
+        let v = if flat {
+            // unravel the flat position into the input's indices
+            let mut rest = idx[0].clone();
+            let mut out = vec![PrimExpr::int(0); shape.len()];
+            for d in (0..shape.len()).rev() {
+                if d == 0 {
+                    out[d] = rest.clone();
+                } else {
+                    out[d] = PrimExpr::binary(BinOp::FloorMod, rest.clone(), shape[d].clone());
+                    rest = PrimExpr::binary(BinOp::FloorDiv, rest, shape[d].clone());
+                }
+            }
+            PrimExpr::load(&xb, out)
+        } else {
+            PrimExpr::load(&xb, idx)
+        };
+        if v.dtype() == odt {
+            v
+        } else {
+            v.cast(odt)
+        }
+    };
+    let op = if is_sum { BinOp::Add } else { BinOp::Mul };
+    t.reduce(
+        Reduce {
+            name,
+            shape: out_shape,
+            spatial_prefix: "ax",
+            red_axes: vec![("k".into(), ext)],
+            init: identity.clone(),
+        },
+        |a, b| PrimExpr::binary(op, a, b),
+        |s, r| {
+            let mut idx = s.to_vec();
+            idx[axis] = r[0].clone();
+            let cmp = if exclusive { BinOp::Lt } else { BinOp::Le };
+            PrimExpr::select(
+                PrimExpr::binary(cmp, r[0].clone(), s[axis].clone()),
+                read(idx),
+                identity,
+            )
+        },
+    );
+    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+}
+
+fn cumsum(ctx: &LegalizeCtx) -> Option<Lowered> {
+    scan(ctx, "cumsum", true)
+}
+
+fn cumprod(ctx: &LegalizeCtx) -> Option<Lowered> {
+    scan(ctx, "cumprod", false)
 }
 
 /// The statistical operators.
@@ -157,4 +325,8 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.max", max),
     ("relax.min", min),
     ("relax.mean", mean),
+    ("relax.variance", variance),
+    ("relax.std", std),
+    ("relax.cumsum", cumsum),
+    ("relax.cumprod", cumprod),
 ];

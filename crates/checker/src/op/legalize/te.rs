@@ -220,12 +220,28 @@ pub struct Te {
     stages: Vec<Stmt>,
     allocs: Vec<Buffer>,
     outputs: Vec<Buffer>,
+    /// Stage names used so far (TVM suffixes repeats: `T_add`, `T_add_1`).
+    used_names: Vec<String>,
 }
 
 impl Te {
     /// A fresh builder.
     pub fn new() -> Te {
         Te::default()
+    }
+
+    /// A stage name not used yet in this function: `name`, else `name_1`, `name_2`, ...
+    /// (the way `te.create_prim_func` renames repeated stage names).
+    pub fn unique_name(&mut self, name: &str) -> String {
+        let taken = |n: &str, used: &[String]| used.iter().any(|u| u == n) || n.is_empty();
+        let mut out = name.to_string();
+        let mut k = 1;
+        while taken(&out, &self.used_names) {
+            out = format!("{name}_{k}");
+            k += 1;
+        }
+        self.used_names.push(out.clone());
+        out
     }
 
     /// Bind a Relax argument: a scalar constant is inlined, a tensor of known
@@ -295,10 +311,20 @@ impl Te {
         annotations: Attrs,
         f: impl FnOnce(&[PrimExpr]) -> PrimExpr,
     ) -> Buffer {
-        let (loops, ivs) = make_iters(shape, names, IterKind::DataPar);
+        let name = &self.unique_name(name);
+        let (loops, mut ivs) = make_iters(shape, names, IterKind::DataPar);
         let idx: Vec<PrimExpr> = ivs.iter().map(|iv| iv.var.to_expr()).collect();
         let body = f(&idx);
         let out = Buffer::new(name, body.dtype(), shape.to_vec());
+        // A 0-d stage still has one spatial block variable: `vi = T.axis.spatial(1, 0)`.
+        let scalar = shape.is_empty();
+        if scalar {
+            ivs.push(IterVar {
+                var: TirVar::new("vi", DataType::INT64),
+                dom: Range::new(PrimExpr::int(0), PrimExpr::int(1)),
+                kind: IterKind::DataPar,
+            });
+        }
         let mut reads = Vec::new();
         collect_reads(&body, &out, &mut reads);
         let store = Stmt::BufferStore {
@@ -318,7 +344,16 @@ impl Te {
             annotations,
             body: Box::new(store),
         };
-        self.stages.push(nest(loops, block));
+        let stage = if scalar {
+            Stmt::BlockRealize {
+                iter_values: vec![PrimExpr::int(0)],
+                predicate: None,
+                block: Box::new(block),
+            }
+        } else {
+            nest(loops, block)
+        };
+        self.stages.push(stage);
         self.outputs.push(out.clone());
         out
     }
@@ -331,15 +366,40 @@ impl Te {
         combine: impl FnOnce(PrimExpr, PrimExpr) -> PrimExpr,
         f: impl FnOnce(&[PrimExpr], &[PrimExpr]) -> PrimExpr,
     ) -> Buffer {
+        self.reduce_annotated(r, Attrs::new(), combine, f)
+    }
+
+    /// [`Te::reduce`] with block annotations.
+    pub fn reduce_annotated(
+        &mut self,
+        r: Reduce<'_>,
+        annotations: Attrs,
+        combine: impl FnOnce(PrimExpr, PrimExpr) -> PrimExpr,
+        f: impl FnOnce(&[PrimExpr], &[PrimExpr]) -> PrimExpr,
+    ) -> Buffer {
         let snames: Vec<String> = (0..r.shape.len()).map(|i| format!("{}{i}", r.spatial_prefix)).collect();
-        let (mut loops, mut ivs) = make_iters(&r.shape, &snames, IterKind::DataPar);
+        self.reduce_named(r, &snames, annotations, combine, f)
+    }
+
+    /// [`Te::reduce_annotated`] with explicit spatial loop-variable names
+    /// (`r.spatial_prefix` is not used).
+    pub fn reduce_named(
+        &mut self,
+        r: Reduce<'_>,
+        snames: &[String],
+        annotations: Attrs,
+        combine: impl FnOnce(PrimExpr, PrimExpr) -> PrimExpr,
+        f: impl FnOnce(&[PrimExpr], &[PrimExpr]) -> PrimExpr,
+    ) -> Buffer {
+        let name = self.unique_name(r.name);
+        let (mut loops, mut ivs) = make_iters(&r.shape, snames, IterKind::DataPar);
         let rnames: Vec<String> = r.red_axes.iter().map(|(n, _)| n.clone()).collect();
         let rext: Vec<PrimExpr> = r.red_axes.iter().map(|(_, e)| e.clone()).collect();
         let (rloops, rivs) = make_iters(&rext, &rnames, IterKind::CommReduce);
         let sidx: Vec<PrimExpr> = ivs.iter().map(|iv| iv.var.to_expr()).collect();
         let ridx: Vec<PrimExpr> = rivs.iter().map(|iv| iv.var.to_expr()).collect();
         let val = f(&sidx, &ridx);
-        let out = Buffer::new(r.name, r.init.dtype(), r.shape.clone());
+        let out = Buffer::new(&name, r.init.dtype(), r.shape.clone());
         let mut reads = Vec::new();
         collect_reads(&val, &out, &mut reads);
         let acc = PrimExpr::load(&out, sidx.clone());
@@ -358,14 +418,14 @@ impl Te {
         loops.extend(rloops);
         ivs.extend(rivs);
         let block = Block {
-            name: r.name.to_string(),
+            name,
             iter_vars: ivs,
             reads: regions(reads),
             writes: vec![point_region(&out, &sidx)],
             init: Some(Box::new(init)),
             alloc_buffers: Vec::new(),
             match_buffers: Vec::new(),
-            annotations: Attrs::new(),
+            annotations,
             body: Box::new(store),
         };
         self.stages.push(nest(loops, block));
@@ -377,6 +437,13 @@ impl Te {
     pub fn push_stage(&mut self, stmt: Stmt, outputs: Vec<Buffer>) {
         self.stages.push(stmt);
         self.outputs.extend(outputs);
+    }
+
+    /// Make `bufs` (stage outputs) the function's outputs, in this order: they
+    /// move to the end of the output list (call [`Te::build`] with their count).
+    pub fn mark_outputs(&mut self, bufs: &[Buffer]) {
+        self.outputs.retain(|o| !bufs.contains(o));
+        self.outputs.extend(bufs.iter().cloned());
     }
 
     /// Assemble the PrimFunc; the last `n_out` stage outputs are the function's
@@ -430,7 +497,8 @@ impl Te {
     }
 }
 
-fn make_iters(shape: &[PrimExpr], names: &[String], kind: IterKind) -> (Vec<(TirVar, PrimExpr)>, Vec<IterVar>) {
+/// Loops and block iteration variables (`v_{name}`) over `shape`.
+pub fn make_iters(shape: &[PrimExpr], names: &[String], kind: IterKind) -> (Vec<(TirVar, PrimExpr)>, Vec<IterVar>) {
     let mut loops = Vec::new();
     let mut ivs = Vec::new();
     for (i, ext) in shape.iter().enumerate() {
@@ -448,7 +516,8 @@ fn make_iters(shape: &[PrimExpr], names: &[String], kind: IterKind) -> (Vec<(Tir
     (loops, ivs)
 }
 
-fn nest(loops: Vec<(TirVar, PrimExpr)>, block: Block) -> Stmt {
+/// Wrap `block` in its `BlockRealize` and the loop nest binding its variables.
+pub fn nest(loops: Vec<(TirVar, PrimExpr)>, block: Block) -> Stmt {
     let iter_values = loops.iter().map(|(v, _)| v.to_expr()).collect();
     let mut s = Stmt::BlockRealize {
         iter_values,

@@ -461,7 +461,17 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 let ast::Expr::Name(name) = &*a.target else {
                     return Err(self.err(&*a.target, "expected a variable name"));
                 };
-                let sinfo = self.sinfo(&a.annotation, false)?;
+                let mut sinfo = self.sinfo(&a.annotation, false)?;
+                // `extent: T.int64 = source` binds a scalar that also names the symbolic
+                // variable `extent` (TVM 0.27 unifies the two), as a parameter `n: T.int64` does.
+                if let (StructInfo::Prim(p), Some(_)) = (&mut sinfo, &a.value) {
+                    let t_form = dotted_name(&a.annotation).is_some_and(|n| n.starts_with("T."));
+                    if t_form && p.value.is_none() && p.dtype.is_integer() && !p.dtype.is_bool() {
+                        let tv = TirVar::new(name.id.to_string(), p.dtype);
+                        self.tir.insert(name.id.to_string(), tv.clone());
+                        p.value = Some(tv.to_expr());
+                    }
+                }
                 match &a.value {
                     Some(v) => self.bind(name.id.as_str(), Some(sinfo), v, stmt, cur, is_df_var),
                     None => {

@@ -117,6 +117,22 @@ pub(crate) fn print_module(m: &IRModule) -> String {
                 .filter(|v| v.dtype() == DataType::INT64)
                 .map(|v| v.name().to_string()),
         );
+        // The signature can only name module-level variables: shape variables of the
+        // return annotation that no parameter binds are TypeVars too.
+        if let Some(r) = match f {
+            BaseFunc::Relax(func) => func.ret_struct_info.as_ref(),
+            BaseFunc::Prim(_) => None,
+        } {
+            let mut ret = TirVars::default();
+            sinfo_vars(r, &mut ret, false);
+            let bound: HashSet<u64> = vars.params.iter().chain(&vars.scalar_params).map(TirVar::id).collect();
+            typevars.extend(
+                ret.others
+                    .iter()
+                    .filter(|v| v.dtype() == DataType::INT64 && !bound.contains(&v.id()))
+                    .map(|v| v.name().to_string()),
+            );
+        }
     }
     typevars.sort();
     typevars.dedup();
@@ -959,6 +975,16 @@ fn visit_bindings_and_exprs(e: &Expr, out: &mut TirVars) {
         ExprKind::Seq(s) => {
             for b in &s.blocks {
                 for bind in &b.bindings {
+                    // `extent: T.int64 = source` defines the symbolic variable `extent`.
+                    if let (Binding::VarBinding { var, .. }, Some(StructInfo::Prim(p))) =
+                        (bind, bind.var().struct_info())
+                    {
+                        if let Some(v) = p.value.as_ref().and_then(PrimExpr::as_var) {
+                            if v.name() == var.name() && out.seen.insert(v.id()) {
+                                out.scalar_params.push(v.clone());
+                            }
+                        }
+                    }
                     if let Some(si) = bind.var().struct_info() {
                         sinfo_vars(si, out, false);
                     }

@@ -1,0 +1,450 @@
+//! `conv1d` / `conv2d` as `topi.nn.conv{1,2}d_nc{h}w` / `..._n{h}wc` / `group_conv..._nc{h}w`
+//! lower it: a padded copy of the input (`pad_temp`, always present) and one
+//! reduction block over input channels and the kernel window.
+
+use relax_ir::tir::BinOp;
+use relax_ir::{Attrs, PrimExpr};
+
+use super::pool::pad_stage;
+use super::te::{konst, Reduce, Te};
+use super::{LegalizeCtx, LegalizeFn, Lowered};
+use crate::op::common::{attr_int, attr_ints, attr_str};
+
+fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Add, a, b)
+}
+
+fn mul(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Mul, a, b)
+}
+
+/// `v * c`, or `v` when `c` is 1.
+fn scale(v: PrimExpr, c: i64) -> PrimExpr {
+    if c == 1 {
+        v
+    } else {
+        mul(v, PrimExpr::int(c))
+    }
+}
+
+/// `e // g` folded when `e` is static.
+fn div_const(e: &PrimExpr, g: i64) -> PrimExpr {
+    match e.as_int() {
+        Some(v) => PrimExpr::int(v / g),
+        None => PrimExpr::binary(BinOp::FloorDiv, e.clone(), PrimExpr::int(g)),
+    }
+}
+
+/// An `n`-item integer attribute (a single value repeats).
+fn n_ints(ctx: &LegalizeCtx, key: &str, n: usize, default: i64) -> Option<Vec<i64>> {
+    let v = attr_ints(ctx.call, key, &vec![default; n]).ok()?;
+    match v.len() {
+        1 => Some(vec![v[0]; n]),
+        l if l == n => Some(v),
+        _ => None,
+    }
+}
+
+/// `conv1d` (`n == 1`) and `conv2d` (`n == 2`) in channel-first or
+/// channel-last data layouts, `OI<spatial>` or `<spatial>IO` kernels.
+fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
+    let (out_shape, odt) = ctx.out_tensor()?;
+    let (dl_default, kl_default) = match n {
+        1 => ("NCW", "OIW"),
+        2 => ("NCHW", "OIHW"),
+        _ => ("NCDHW", "OIDHW"),
+    };
+    let data_layout = attr_str(ctx.call, "data_layout", dl_default);
+    let kernel_layout = attr_str(ctx.call, "kernel_layout", kl_default);
+    let out_layout = attr_str(ctx.call, "out_layout", data_layout);
+    let sp_letters: &[char] = match n {
+        1 => &['W'],
+        2 => &['H', 'W'],
+        _ => &['D', 'H', 'W'],
+    };
+    let rank = n + 2;
+    let pos = |layout: &str, c: char| layout.find(c);
+    if data_layout.len() != rank || kernel_layout.len() != rank || out_layout != data_layout {
+        return None;
+    }
+    let n_ax = pos(data_layout, 'N')?;
+    let c_ax = pos(data_layout, 'C')?;
+    let sp_ax: Vec<usize> = sp_letters.iter().map(|&c| pos(data_layout, c)).collect::<Option<_>>()?;
+    let ko_ax = pos(kernel_layout, 'O')?;
+    let ki_ax = pos(kernel_layout, 'I')?;
+    let ksp_ax: Vec<usize> = sp_letters
+        .iter()
+        .map(|&c| pos(kernel_layout, c))
+        .collect::<Option<_>>()?;
+    let channel_last = c_ax == rank - 1;
+    if n_ax != 0 || !(c_ax == 1 || channel_last) {
+        return None;
+    }
+    let groups = attr_int(ctx.call, "groups", 1).ok()?;
+    if groups < 1 || (groups > 1 && channel_last) {
+        return None;
+    }
+    let stride = n_ints(ctx, "strides", n, 1)?;
+    let dil = n_ints(ctx, "dilation", n, 1)?;
+    let p = attr_ints(ctx.call, "padding", &vec![0; 2 * n]).ok()?;
+    let (pb, pa): (Vec<i64>, Vec<i64>) = match p.len() {
+        1 => (vec![p[0]; n], vec![p[0]; n]),
+        l if l == n => (p.clone(), p.clone()),
+        l if l == 2 * n => (p[..n].to_vec(), p[n..].to_vec()),
+        _ => return None,
+    };
+    if stride.iter().chain(&dil).any(|&v| v < 1) || pb.iter().chain(&pa).any(|&v| v < 0) {
+        return None;
+    }
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let w = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    if x.shape().len() != rank || w.shape().len() != rank || out_shape.len() != rank {
+        return None;
+    }
+    let mut before = vec![0i64; rank];
+    let mut after = vec![0i64; rank];
+    for k in 0..n {
+        before[sp_ax[k]] = pb[k];
+        after[sp_ax[k]] = pa[k];
+    }
+    let pad_value = konst(0.0, x.dtype());
+    let padded = pad_stage(&mut t, &x, &before, &after, pad_value, "i", true)?;
+    let in_c = x.shape()[c_ax].clone();
+    let out_c = w.shape()[ko_ax].clone();
+    let rc_ext = if groups == 1 {
+        in_c.clone()
+    } else {
+        div_const(&in_c, groups)
+    };
+    let sp_names = ["yy", "xx", "zz"];
+    let red_names = ["ry", "rx", "rz"];
+    // reduction axes: channels first for channel-first layouts, last otherwise
+    let mut red_axes: Vec<(String, PrimExpr)> = (0..n)
+        .map(|k| (red_names[k].to_string(), w.shape()[ksp_ax[k]].clone()))
+        .collect();
+    let rc = ("rc".to_string(), rc_ext.clone());
+    if channel_last {
+        red_axes.push(rc);
+    } else {
+        red_axes.insert(0, rc);
+    }
+    let mut snames = vec![String::new(); rank];
+    snames[n_ax] = "nn".into();
+    snames[c_ax] = "ff".into();
+    for k in 0..n {
+        snames[sp_ax[k]] = sp_names[k].into();
+    }
+    let lname = data_layout.to_lowercase();
+    let name = if groups > 1 {
+        format!("group_conv{n}d_{lname}")
+    } else {
+        format!("conv{n}d_{lname}")
+    };
+    let cast = |v: PrimExpr| if v.dtype() == odt { v } else { v.cast(odt) };
+    t.reduce_named(
+        Reduce {
+            name: &name,
+            shape: out_shape,
+            spatial_prefix: "",
+            red_axes,
+            init: konst(0.0, odt),
+        },
+        &snames,
+        Attrs::new(),
+        add,
+        |s, r| {
+            let ff = &s[c_ax];
+            let (rc, rsp) = if channel_last {
+                (&r[n], &r[..n])
+            } else {
+                (&r[0], &r[1..])
+            };
+            let chan = if groups == 1 {
+                rc.clone()
+            } else {
+                // the first input channel of the output channel's group
+                let per_group_out = div_const(&out_c, groups);
+                add(
+                    mul(
+                        PrimExpr::binary(BinOp::FloorDiv, ff.clone(), per_group_out),
+                        rc_ext.clone(),
+                    ),
+                    rc.clone(),
+                )
+            };
+            let mut pidx = vec![s[n_ax].clone(); rank];
+            pidx[c_ax] = chan;
+            let mut widx = vec![ff.clone(); rank];
+            widx[ki_ax] = rc.clone();
+            widx[ko_ax] = ff.clone();
+            for k in 0..n {
+                pidx[sp_ax[k]] = add(scale(s[sp_ax[k]].clone(), stride[k]), scale(rsp[k].clone(), dil[k]));
+                widx[ksp_ax[k]] = rsp[k].clone();
+            }
+            mul(cast(PrimExpr::load(&padded, pidx)), cast(PrimExpr::load(&w, widx)))
+        },
+    );
+    Some(Lowered::from_te(&format!("conv{n}d"), t, 1, ctx.out.clone()))
+}
+
+/// `k - 1 - v` with a static `k` folded.
+fn flip_index(k: &PrimExpr, v: PrimExpr) -> PrimExpr {
+    match k.as_int() {
+        Some(k) => PrimExpr::binary(BinOp::Sub, PrimExpr::int(k - 1), v),
+        None => PrimExpr::binary(BinOp::Sub, PrimExpr::binary(BinOp::Sub, k.clone(), v), PrimExpr::int(1)),
+    }
+}
+
+/// `a + c` with constants folded.
+fn add_c(a: &PrimExpr, c: i64) -> PrimExpr {
+    match a.as_int() {
+        Some(v) => PrimExpr::int(v + c),
+        None if c == 0 => a.clone(),
+        None if c < 0 => PrimExpr::binary(BinOp::Sub, a.clone(), PrimExpr::int(-c)),
+        None => add(a.clone(), PrimExpr::int(c)),
+    }
+}
+
+/// A "dilation" stage: `src` spread out by `factors` along its last `n`
+/// dimensions, zeros in between (`topi.nn.dilate`). A copy when no factor
+/// exceeds 1.
+fn dilate_stage(t: &mut Te, name: &str, src: &relax_ir::Buffer, factors: &[i64]) -> relax_ir::Buffer {
+    let shape = src.shape().to_vec();
+    let off = shape.len() - factors.len();
+    let out_shape: Vec<PrimExpr> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, e)| {
+            if d < off || factors[d - off] == 1 {
+                e.clone()
+            } else {
+                let f = factors[d - off];
+                match e.as_int() {
+                    Some(v) => PrimExpr::int((v - 1) * f + 1),
+                    None => PrimExpr::binary(BinOp::Sub, mul(e.clone(), PrimExpr::int(f)), PrimExpr::int(f - 1)),
+                }
+            }
+        })
+        .collect();
+    let srcb = src.clone();
+    t.compute(name, &out_shape, "i", |i| {
+        let mut cond: Option<PrimExpr> = None;
+        let idx: Vec<PrimExpr> = i
+            .iter()
+            .enumerate()
+            .map(|(d, v)| {
+                if d < off || factors[d - off] == 1 {
+                    return v.clone();
+                }
+                let f = PrimExpr::int(factors[d - off]);
+                let c = PrimExpr::binary(
+                    BinOp::Eq,
+                    PrimExpr::binary(BinOp::FloorMod, v.clone(), f.clone()),
+                    PrimExpr::int(0),
+                );
+                cond = Some(match cond.take() {
+                    None => c,
+                    Some(a) => PrimExpr::binary(BinOp::And, a, c),
+                });
+                PrimExpr::binary(BinOp::FloorDiv, v.clone(), f)
+            })
+            .collect();
+        let load = PrimExpr::load(&srcb, idx);
+        match cond {
+            None => load,
+            Some(c) => {
+                let zero = konst(0.0, load.dtype());
+                PrimExpr::call("if_then_else", load.dtype(), vec![c, load, zero])
+            }
+        }
+    })
+}
+
+/// `conv1d_transpose` / `conv2d_transpose` (`NC[H]W` data, `IO[H]W` kernel)
+/// as `topi.nn.group_conv{1,2}d_transpose_nc[h]w`: dilate the input by the
+/// strides, pad it by `kernel - 1 - padding` (plus `output_padding` after),
+/// flip and transpose the (dilated) kernel, then a direct convolution.
+fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
+    let (out_shape, odt) = ctx.out_tensor()?;
+    let (dl, kl) = match n {
+        1 => ("NCW", "IOW"),
+        2 => ("NCHW", "IOHW"),
+        _ => ("NCDHW", "IODHW"),
+    };
+    if attr_str(ctx.call, "data_layout", dl) != dl
+        || attr_str(ctx.call, "kernel_layout", kl) != kl
+        || attr_str(ctx.call, "out_layout", dl) != dl
+    {
+        return None;
+    }
+    let groups = attr_int(ctx.call, "groups", 1).ok()?;
+    let stride = n_ints(ctx, "strides", n, 1)?;
+    let dil = n_ints(ctx, "dilation", n, 1)?;
+    let out_pad = n_ints(ctx, "output_padding", n, 0)?;
+    let p = attr_ints(ctx.call, "padding", &vec![0; 2 * n]).ok()?;
+    let (pb, pa): (Vec<i64>, Vec<i64>) = match p.len() {
+        1 => (vec![p[0]; n], vec![p[0]; n]),
+        l if l == n => (p.clone(), p.clone()),
+        l if l == 2 * n => (p[..n].to_vec(), p[n..].to_vec()),
+        _ => return None,
+    };
+    if groups < 1 || stride.iter().chain(&dil).any(|&v| v < 1) || pb.iter().chain(&pa).chain(&out_pad).any(|&v| v < 0) {
+        return None;
+    }
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let w = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let rank = n + 2;
+    if x.shape().len() != rank || w.shape().len() != rank || out_shape.len() != rank {
+        return None;
+    }
+    // the effective (dilated) kernel extents must be static to size the padding
+    let kext: Vec<i64> = (0..n).map(|k| w.shape()[2 + k].as_int()).collect::<Option<_>>()?;
+    let keff: Vec<i64> = (0..n).map(|k| (kext[k] - 1) * dil[k] + 1).collect();
+    let dilated = dilate_stage(&mut t, "data_dilate", &x, &stride);
+    let mut before = vec![0i64; rank];
+    let mut after = vec![0i64; rank];
+    for k in 0..n {
+        before[2 + k] = keff[k] - 1 - pb[k];
+        after[2 + k] = keff[k] - 1 - pa[k] + out_pad[k];
+        if before[2 + k] < 0 || after[2 + k] < 0 {
+            return None;
+        }
+    }
+    let dshape = dilated.shape().to_vec();
+    let pshape: Vec<PrimExpr> = dshape
+        .iter()
+        .enumerate()
+        .map(|(d, e)| add_c(e, before[d] + after[d]))
+        .collect();
+    let db = dilated.clone();
+    let padded = t.compute("data_pad", &pshape, "i", |i| {
+        let mut conds: Vec<PrimExpr> = Vec::new();
+        let idx: Vec<PrimExpr> = i
+            .iter()
+            .enumerate()
+            .map(|(d, v)| {
+                if before[d] != 0 {
+                    conds.push(PrimExpr::binary(BinOp::Le, PrimExpr::int(before[d]), v.clone()));
+                }
+                if after[d] != 0 {
+                    conds.push(PrimExpr::binary(BinOp::Lt, v.clone(), add_c(&dshape[d], before[d])));
+                }
+                add_c(v, -before[d])
+            })
+            .collect();
+        let load = PrimExpr::load(&db, idx);
+        let cond = conds.into_iter().reduce(|a, c| PrimExpr::binary(BinOp::And, a, c));
+        match cond {
+            None => load,
+            Some(c) => {
+                let zero = konst(0.0, load.dtype());
+                PrimExpr::call("if_then_else", load.dtype(), vec![c, load, zero])
+            }
+        }
+    });
+    let kern = if dil.iter().any(|&d| d > 1) {
+        dilate_stage(&mut t, "kernel_dilate", &w, &dil)
+    } else {
+        w.clone()
+    };
+    let kshape = kern.shape().to_vec();
+    let mut tshape = kshape.clone();
+    tshape.swap(0, 1);
+    let kb = kern.clone();
+    let sp: &[&str] = match n {
+        1 => &["w"],
+        2 => &["h", "w"],
+        _ => &["d", "h", "w"],
+    };
+    let knames: Vec<String> = ["o", "i"].iter().chain(sp).map(|s| s.to_string()).collect();
+    let kt = t.compute_named(
+        if n == 1 { "kernel" } else { "kernel_transform" },
+        &tshape,
+        &knames,
+        |i| {
+            let mut idx = vec![i[1].clone(), i[0].clone()];
+            for k in 0..n {
+                idx.push(flip_index(&kshape[2 + k], i[2 + k].clone()));
+            }
+            PrimExpr::load(&kb, idx)
+        },
+    );
+    let in_c = x.shape()[1].clone();
+    let ipg = if groups == 1 { in_c } else { div_const(&in_c, groups) };
+    let opg = kshape[1].clone();
+    let mut snames: Vec<String> = vec!["b".into(), "c".into()];
+    snames.extend(sp.iter().map(|s| s.to_string()));
+    let mut red_axes: Vec<(String, PrimExpr)> = vec![("dc".into(), ipg.clone())];
+    for k in 0..n {
+        red_axes.push((format!("d{}", sp[k]), PrimExpr::int(keff[k])));
+    }
+    let cast = |v: PrimExpr| if v.dtype() == odt { v } else { v.cast(odt) };
+    t.reduce_named(
+        Reduce {
+            name: "compute",
+            shape: out_shape,
+            spatial_prefix: "",
+            red_axes,
+            init: konst(0.0, odt),
+        },
+        &snames,
+        Attrs::new(),
+        add,
+        |s, r| {
+            let c = &s[1];
+            let (chan, kc) = if groups == 1 {
+                (r[0].clone(), c.clone())
+            } else {
+                let g0 = mul(PrimExpr::binary(BinOp::FloorDiv, c.clone(), opg.clone()), ipg.clone());
+                (
+                    add(g0, r[0].clone()),
+                    PrimExpr::binary(BinOp::FloorMod, c.clone(), opg.clone()),
+                )
+            };
+            let mut pidx = vec![s[0].clone(), chan.clone()];
+            let mut kidx = vec![kc, chan];
+            for k in 0..n {
+                pidx.push(add(s[2 + k].clone(), r[1 + k].clone()));
+                kidx.push(r[1 + k].clone());
+            }
+            mul(cast(PrimExpr::load(&padded, pidx)), cast(PrimExpr::load(&kt, kidx)))
+        },
+    );
+    Some(Lowered::from_te(&format!("conv{n}d_transpose"), t, 1, ctx.out.clone()))
+}
+
+fn conv1d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_transpose_nd(ctx, 1)
+}
+
+fn conv2d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_transpose_nd(ctx, 2)
+}
+
+fn conv3d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_transpose_nd(ctx, 3)
+}
+
+fn conv3d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_nd(ctx, 3)
+}
+
+fn conv1d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_nd(ctx, 1)
+}
+
+fn conv2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    conv_nd(ctx, 2)
+}
+
+/// The convolution operators.
+pub static OPS: &[(&str, LegalizeFn)] = &[
+    ("relax.nn.conv1d", conv1d),
+    ("relax.nn.conv2d", conv2d),
+    ("relax.nn.conv1d_transpose", conv1d_transpose),
+    ("relax.nn.conv2d_transpose", conv2d_transpose),
+    ("relax.nn.conv3d", conv3d),
+    ("relax.nn.conv3d_transpose", conv3d_transpose),
+];

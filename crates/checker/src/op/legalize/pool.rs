@@ -1,0 +1,449 @@
+//! Pooling (`max_pool{1,2,3}d`, `avg_pool{1,2,3}d`) as `topi.nn.pool*` lower it:
+//! an optional `pad_temp` stage, a reduction over the window (`pool_max` /
+//! `pool_sum`) and, for averages, the division by the window size (`pool_avg`).
+
+use relax_ir::tir::BinOp;
+use relax_ir::{AttrValue, Attrs, Buffer, PrimExpr};
+
+use super::te::{konst, min_value, Reduce, Te};
+use super::{LegalizeCtx, LegalizeFn, Lowered};
+use crate::op::common::{attr_bool, attr_ints, attr_str};
+
+fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Add, a, b)
+}
+
+fn sub(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Sub, a, b)
+}
+
+/// `v * c`, or `v` when `c` is 1.
+fn scale(v: PrimExpr, c: i64) -> PrimExpr {
+    if c == 1 {
+        v
+    } else {
+        PrimExpr::binary(BinOp::Mul, v, PrimExpr::int(c))
+    }
+}
+
+/// `a + b` with a constant `b` folded (`v + 0` is `v`).
+fn add_const(a: PrimExpr, b: i64) -> PrimExpr {
+    match (a.as_int(), b) {
+        (Some(x), _) => PrimExpr::int(x + b),
+        (None, 0) => a,
+        (None, _) => add(a, PrimExpr::int(b)),
+    }
+}
+
+/// The padded copy of `x` (`pad_temp`): `pad_value` outside
+/// `[before, before + extent)` on the padded dimensions. `None` when no
+/// dimension is padded.
+pub(crate) fn pad_stage(
+    t: &mut Te,
+    x: &Buffer,
+    before: &[i64],
+    after: &[i64],
+    pad_value: PrimExpr,
+    prefix: &str,
+    always: bool,
+) -> Option<Buffer> {
+    let shape = x.shape().to_vec();
+    if !always && before.iter().chain(after).all(|&p| p == 0) {
+        return None;
+    }
+    let pshape: Vec<PrimExpr> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, e)| add_const(e.clone(), before[d] + after[d]))
+        .collect();
+    let xb = x.clone();
+    Some(t.compute("pad_temp", &pshape, prefix, |i| {
+        let mut conds: Vec<PrimExpr> = Vec::new();
+        let idx: Vec<PrimExpr> = i
+            .iter()
+            .enumerate()
+            .map(|(d, v)| {
+                if before[d] != 0 {
+                    conds.push(PrimExpr::binary(BinOp::Le, PrimExpr::int(before[d]), v.clone()));
+                }
+                if after[d] != 0 {
+                    conds.push(PrimExpr::binary(
+                        BinOp::Lt,
+                        v.clone(),
+                        add_const(shape[d].clone(), before[d]),
+                    ));
+                }
+                if before[d] != 0 {
+                    sub(v.clone(), PrimExpr::int(before[d]))
+                } else {
+                    v.clone()
+                }
+            })
+            .collect();
+        let load = PrimExpr::load(&xb, idx);
+        let mut cond: Option<PrimExpr> = None;
+        for c in conds {
+            cond = Some(match cond {
+                None => c,
+                Some(a) => PrimExpr::binary(BinOp::And, a, c),
+            });
+        }
+        match cond {
+            None => load,
+            Some(c) => PrimExpr::call("if_then_else", load.dtype(), vec![c, load, pad_value]),
+        }
+    }))
+}
+
+/// The window parameters of an `n`-d pooling call.
+struct PoolNd {
+    /// Positions of the spatial dimensions (`D`, `H`, `W`) in the layout.
+    sp: Vec<usize>,
+    kernel: Vec<i64>,
+    stride: Vec<i64>,
+    dilation: Vec<i64>,
+    /// Padding before and after, per spatial dimension.
+    pad: Vec<[i64; 2]>,
+    ceil_mode: bool,
+    count_include_pad: bool,
+}
+
+/// The spatial layout letters of an `n`-d operator.
+fn spatial_letters(n: usize) -> &'static [char] {
+    match n {
+        1 => &['W'],
+        2 => &['H', 'W'],
+        _ => &['D', 'H', 'W'],
+    }
+}
+
+/// The default layout of an `n`-d operator.
+fn default_layout(n: usize) -> &'static str {
+    match n {
+        1 => "NCW",
+        2 => "NCHW",
+        _ => "NCDHW",
+    }
+}
+
+fn params(ctx: &LegalizeCtx, n: usize) -> Option<PoolNd> {
+    let layout = attr_str(ctx.call, "layout", default_layout(n));
+    let out_layout = attr_str(ctx.call, "out_layout", layout);
+    if layout != out_layout {
+        return None;
+    }
+    let sp: Vec<usize> = spatial_letters(n)
+        .iter()
+        .map(|&c| layout.find(c))
+        .collect::<Option<_>>()?;
+    let list = |key: &str, d: i64| -> Option<Vec<i64>> {
+        let v = attr_ints(ctx.call, key, &vec![d; n]).ok()?;
+        match v.len() {
+            1 => Some(vec![v[0]; n]),
+            l if l == n => Some(v),
+            _ => None,
+        }
+    };
+    let kernel = list("pool_size", 1)?;
+    let stride = list("strides", 1)?;
+    let dilation = list("dilation", 1)?;
+    let p = attr_ints(ctx.call, "padding", &vec![0; 2 * n]).ok()?;
+    let pad: Vec<[i64; 2]> = match p.len() {
+        1 => vec![[p[0], p[0]]; n],
+        l if l == n => p.iter().map(|&v| [v, v]).collect(),
+        l if l == 2 * n => (0..n).map(|k| [p[k], p[n + k]]).collect(),
+        _ => return None,
+    };
+    if kernel.iter().chain(&stride).chain(&dilation).any(|&v| v < 1) || pad.iter().flatten().any(|&v| v < 0) {
+        return None;
+    }
+    Some(PoolNd {
+        sp,
+        kernel,
+        stride,
+        dilation,
+        pad,
+        ceil_mode: attr_bool(ctx.call, "ceil_mode", false),
+        count_include_pad: attr_bool(ctx.call, "count_include_pad", false),
+    })
+}
+
+fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let p = params(ctx, n)?;
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let dt = x.dtype();
+    let nd = x.shape().len();
+    if out_shape.len() != nd || p.sp.iter().any(|&d| d >= nd) {
+        return None;
+    }
+    let mut before = vec![0i64; nd];
+    let mut after = vec![0i64; nd];
+    for k in 0..n {
+        before[p.sp[k]] = p.pad[k][0];
+        after[p.sp[k]] = p.pad[k][1] + if p.ceil_mode { p.stride[k] - 1 } else { 0 };
+    }
+    let pad_value = if is_max { min_value(dt) } else { konst(0.0, dt) };
+    let src = pad_stage(&mut t, &x, &before, &after, pad_value, "ax", false).unwrap_or_else(|| x.clone());
+    let window = |s: &[PrimExpr], r: &[PrimExpr]| -> Vec<PrimExpr> {
+        let mut idx = s.to_vec();
+        for (k, rk) in r.iter().enumerate() {
+            let d = p.sp[k];
+            idx[d] = add(scale(s[d].clone(), p.stride[k]), scale(rk.clone(), p.dilation[k]));
+        }
+        idx
+    };
+    let red_axes: Vec<(String, PrimExpr)> = (0..n).map(|k| (format!("rv{k}"), PrimExpr::int(p.kernel[k]))).collect();
+    let name = format!("{}_pool{n}d", if is_max { "max" } else { "avg" });
+    if is_max {
+        let mut ann = Attrs::new();
+        ann.set("schedule_rule", AttrValue::Str("meta_schedule.pool_max".into()));
+        t.reduce_annotated(
+            Reduce {
+                name: "pool_max",
+                shape: out_shape,
+                spatial_prefix: "ax",
+                red_axes,
+                init: min_value(dt),
+            },
+            ann,
+            |a, b| PrimExpr::binary(BinOp::Max, a, b),
+            |s, r| PrimExpr::load(&src, window(s, r)),
+        );
+        return Some(Lowered::from_te(&name, t, 1, ctx.out.clone()));
+    }
+    let sum = t.reduce(
+        Reduce {
+            name: "pool_sum",
+            shape: out_shape.clone(),
+            spatial_prefix: "ax",
+            red_axes,
+            init: konst(0.0, dt),
+        },
+        add,
+        |s, r| PrimExpr::load(&src, window(s, r)),
+    );
+    let mut ann = Attrs::new();
+    ann.set("schedule_rule", AttrValue::Str("meta_schedule.pool_avg".into()));
+    let names: Vec<String> = (0..nd).map(|i| format!("ax{i}")).collect();
+    let in_shape = x.shape().to_vec();
+    t.compute_annotated("pool_avg", &out_shape, &names, ann, |i| {
+        let count = if p.count_include_pad {
+            PrimExpr::int(p.kernel.iter().product())
+        } else {
+            // valid window positions per dimension: r in [lo, hi] with
+            // 0 <= o * stride - pad + r * dilation < extent
+            let mut prod: Option<PrimExpr> = None;
+            for k in 0..n {
+                let d = p.sp[k];
+                let start = sub(scale(i[d].clone(), p.stride[k]), PrimExpr::int(p.pad[k][0]));
+                let last = sub(sub(in_shape[d].clone(), PrimExpr::int(1)), start.clone());
+                let neg = sub(PrimExpr::int(0), start);
+                let dil = p.dilation[k];
+                let (lo, hi) = if dil == 1 {
+                    (neg, last)
+                } else {
+                    (
+                        PrimExpr::binary(BinOp::FloorDiv, add(neg, PrimExpr::int(dil - 1)), PrimExpr::int(dil)),
+                        PrimExpr::binary(BinOp::FloorDiv, last, PrimExpr::int(dil)),
+                    )
+                };
+                let hi = PrimExpr::binary(BinOp::Min, PrimExpr::int(p.kernel[k] - 1), hi);
+                let lo = PrimExpr::binary(BinOp::Max, lo, PrimExpr::int(0));
+                let cnt = sub(add(hi, PrimExpr::int(1)), lo);
+                prod = Some(match prod {
+                    None => cnt,
+                    Some(a) => PrimExpr::binary(BinOp::Mul, a, cnt),
+                });
+            }
+            PrimExpr::binary(BinOp::Max, prod.unwrap_or_else(|| PrimExpr::int(1)), PrimExpr::int(1))
+        };
+        PrimExpr::binary(BinOp::Div, PrimExpr::load(&sum, i.to_vec()), count.cast(dt))
+    });
+    Some(Lowered::from_te(&name, t, 1, ctx.out.clone()))
+}
+
+/// `adaptive_avg_pool{1,2,3}d`: output position `o` of an extent-`n` axis pooling
+/// `n_in` inputs averages `[floor(o * n_in / n), ceil((o + 1) * n_in / n))`.
+/// Evenly dividing windows are fixed-size reductions (TVM's form); others
+/// reduce over the largest window with the positions past its end masked.
+fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let layout = attr_str(ctx.call, "layout", default_layout(n));
+    if attr_str(ctx.call, "out_layout", layout) != layout {
+        return None;
+    }
+    let hw: Vec<usize> = spatial_letters(n)
+        .iter()
+        .map(|&c| layout.find(c))
+        .collect::<Option<_>>()?;
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let dt = x.dtype();
+    let in_shape = x.shape().to_vec();
+    let nd = in_shape.len();
+    if out_shape.len() != nd || hw.iter().any(|&d| d >= nd) || !dt.is_float() {
+        return None;
+    }
+    // per spatial dimension: (input extent, output extent), both static
+    let mut dims = Vec::new();
+    for &d in &hw {
+        let (i, o) = (in_shape[d].as_int()?, out_shape[d].as_int()?);
+        if i < 1 || o < 1 {
+            return None;
+        }
+        dims.push((i, o));
+    }
+    let even = dims.iter().all(|&(i, o)| i % o == 0);
+    let start = |o: PrimExpr, (i, n): (i64, i64)| -> PrimExpr {
+        PrimExpr::binary(
+            BinOp::FloorDiv,
+            PrimExpr::binary(BinOp::Mul, o, PrimExpr::int(i)),
+            PrimExpr::int(n),
+        )
+    };
+    let end = |o: PrimExpr, (i, n): (i64, i64)| -> PrimExpr {
+        let next = add(
+            PrimExpr::binary(BinOp::Mul, add(o, PrimExpr::int(1)), PrimExpr::int(i)),
+            PrimExpr::int(n - 1),
+        );
+        PrimExpr::binary(BinOp::FloorDiv, next, PrimExpr::int(n))
+    };
+    let windows: Vec<i64> = dims
+        .iter()
+        .map(|&(i, n)| {
+            if i % n == 0 {
+                i / n
+            } else {
+                (0..n)
+                    .map(|o| ((o + 1) * i + n - 1) / n - (o * i) / n)
+                    .max()
+                    .unwrap_or(1)
+            }
+        })
+        .collect();
+    let red_axes: Vec<(String, PrimExpr)> = windows
+        .iter()
+        .enumerate()
+        .map(|(k, &w)| (format!("rv{k}"), PrimExpr::int(w)))
+        .collect();
+    let xb = x.clone();
+    let sum = t.reduce(
+        Reduce {
+            name: "adaptive_pool_sum",
+            shape: out_shape.clone(),
+            spatial_prefix: "ax",
+            red_axes,
+            init: konst(0.0, dt),
+        },
+        add,
+        |s, r| {
+            let mut idx = s.to_vec();
+            let mut mask: Option<PrimExpr> = None;
+            for (k, rk) in r.iter().enumerate() {
+                let d = hw[k];
+                if even {
+                    idx[d] = add(scale(s[d].clone(), windows[k]), rk.clone());
+                } else {
+                    let st = start(s[d].clone(), dims[k]);
+                    let len = sub(end(s[d].clone(), dims[k]), st.clone());
+                    let c = PrimExpr::binary(BinOp::Lt, rk.clone(), len);
+                    mask = Some(match mask {
+                        None => c,
+                        Some(m) => PrimExpr::binary(BinOp::And, m, c),
+                    });
+                    // clamp so that masked positions still read in bounds
+                    idx[d] = PrimExpr::binary(BinOp::Min, add(st, rk.clone()), PrimExpr::int(dims[k].0 - 1));
+                }
+            }
+            let v = PrimExpr::load(&xb, idx);
+            match mask {
+                None => v,
+                Some(m) => PrimExpr::select(m, v, konst(0.0, dt)),
+            }
+        },
+    );
+    let mut ann = Attrs::new();
+    ann.set(
+        "schedule_rule",
+        AttrValue::Str("meta_schedule.adaptive_pool_avg".into()),
+    );
+    let names: Vec<String> = (0..nd).map(|i| format!("ax{i}")).collect();
+    t.compute_annotated("adaptive_pool_avg", &out_shape, &names, ann, |i| {
+        let v = PrimExpr::load(&sum, i.to_vec());
+        if even {
+            let size: i64 = windows.iter().product();
+            if size == 1 {
+                v
+            } else {
+                PrimExpr::binary(BinOp::Div, v, konst(size as f64, dt))
+            }
+        } else {
+            let mut count: Option<PrimExpr> = None;
+            for (k, &d) in hw.iter().enumerate() {
+                let len = sub(end(i[d].clone(), dims[k]), start(i[d].clone(), dims[k]));
+                count = Some(match count {
+                    None => len,
+                    Some(c) => PrimExpr::binary(BinOp::Mul, c, len),
+                });
+            }
+            PrimExpr::binary(BinOp::Div, v, count.unwrap_or_else(|| PrimExpr::int(1)).cast(dt))
+        }
+    });
+    Some(Lowered::from_te(
+        &format!("adaptive_avg_pool{n}d"),
+        t,
+        1,
+        ctx.out.clone(),
+    ))
+}
+
+fn adaptive_avg_pool1d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    adaptive_avg_pool_nd(ctx, 1)
+}
+
+fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    adaptive_avg_pool_nd(ctx, 2)
+}
+
+fn adaptive_avg_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    adaptive_avg_pool_nd(ctx, 3)
+}
+
+fn max_pool1d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 1, true)
+}
+
+fn avg_pool1d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 1, false)
+}
+
+fn max_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 2, true)
+}
+
+fn avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 2, false)
+}
+
+fn max_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 3, true)
+}
+
+fn avg_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
+    pool_nd(ctx, 3, false)
+}
+
+/// The pooling operators.
+pub static OPS: &[(&str, LegalizeFn)] = &[
+    ("relax.nn.max_pool1d", max_pool1d),
+    ("relax.nn.max_pool2d", max_pool2d),
+    ("relax.nn.max_pool3d", max_pool3d),
+    ("relax.nn.avg_pool1d", avg_pool1d),
+    ("relax.nn.avg_pool2d", avg_pool2d),
+    ("relax.nn.avg_pool3d", avg_pool3d),
+    ("relax.nn.adaptive_avg_pool1d", adaptive_avg_pool1d),
+    ("relax.nn.adaptive_avg_pool2d", adaptive_avg_pool2d),
+    ("relax.nn.adaptive_avg_pool3d", adaptive_avg_pool3d),
+];

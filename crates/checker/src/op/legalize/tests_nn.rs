@@ -1,0 +1,246 @@
+//! Structure of the statistical, search, normalization, convolution and
+//! pooling legalizations (the numbers are checked end to end against TVM's
+//! outputs by the workspace's e2e programs).
+
+use relax_ir::text::{parse, print_program, Program};
+use relax_ir::tir::{IterKind, Stmt};
+use relax_ir::{BaseFunc, IRModule, PrimFunc};
+
+use super::legalize_module;
+use crate::normalize::normalize_module;
+
+fn legalize(body: &str, params: &str) -> IRModule {
+    let src = format!(
+        "@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n        gv = {body}\n        return gv\n"
+    );
+    let m = normalize_module(&parse(&src).expect("test input parses").into_module()).module;
+    legalize_module(&m).expect("legalize")
+}
+
+fn text(m: &IRModule) -> String {
+    print_program(&Program::Module(m.clone()))
+}
+
+fn prim<'a>(m: &'a IRModule, name: &str) -> &'a PrimFunc {
+    match m.functions.iter().find(|(g, _)| g.name() == name) {
+        Some((_, BaseFunc::Prim(f))) => f,
+        _ => panic!("no PrimFunc {name} in\n{}", text(m)),
+    }
+}
+
+/// Block names in stage order.
+fn blocks(f: &PrimFunc) -> Vec<String> {
+    fn walk(s: &Stmt, out: &mut Vec<String>) {
+        match s {
+            Stmt::BlockRealize { block, .. } => {
+                if block.name != "root" {
+                    out.push(block.name.clone());
+                }
+                walk(&block.body, out);
+            }
+            Stmt::For { body, .. } | Stmt::Let { body, .. } => walk(body, out),
+            Stmt::Seq(v) => v.iter().for_each(|s| walk(s, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(&f.body, &mut out);
+    out
+}
+
+const X4: &str = r#"x: R.Tensor((2, 3, 4, 5), dtype="float32")"#;
+
+#[test]
+fn variance_stages_and_unique_names() {
+    let m = legalize("R.variance(x, axis=[0, 3], keepdims=True)", X4);
+    let f = prim(&m, "variance");
+    assert_eq!(
+        blocks(f),
+        [
+            "x_red",
+            "T_divide",
+            "T_subtract",
+            "T_multiply",
+            "T_multiply_red",
+            "T_divide_1"
+        ]
+    );
+    let t = text(&m);
+    assert!(t.contains("T.float32(10.0)"), "{t}");
+    // the kept-dims mean broadcasts with constant indices
+    assert!(t.contains("[T.int64(0), v_ax1, v_ax2, T.int64(0)]"), "{t}");
+}
+
+#[test]
+fn std_of_everything_is_0d_with_vi() {
+    let m = legalize("R.std(x)", X4);
+    let f = prim(&m, "std");
+    assert_eq!(
+        blocks(f),
+        [
+            "x_red",
+            "T_divide",
+            "T_subtract",
+            "T_multiply",
+            "T_multiply_red",
+            "T_divide_1",
+            "compute"
+        ]
+    );
+    let t = text(&m);
+    assert!(t.contains("vi = T.axis.spatial(T.int64(1), T.int64(0))"), "{t}");
+    assert!(t.contains("T.sqrt("), "{t}");
+}
+
+#[test]
+fn argmax_two_accumulators() {
+    let m = legalize("R.argmax(x, axis=1)", X4);
+    let t = text(&m);
+    assert!(
+        t.contains(r#"x_red_temp_v0 = T.sblock_alloc_buffer((T.int64(2), T.int64(4), T.int64(5)), "int64")"#),
+        "{t}"
+    );
+    assert!(
+        t.contains("T.Select(x_red_temp_v1[v_ax0, v_ax1, v_ax2] > x[v_ax0, v_k1, v_ax1, v_ax2] or x_red_temp_v1[v_ax0, v_ax1, v_ax2] == x[v_ax0, v_k1, v_ax1, v_ax2] and x_red_temp_v0[v_ax0, v_ax1, v_ax2] < v_k1"),
+        "{t}"
+    );
+    assert_eq!(blocks(prim(&m, "argmax")), ["x_red_temp", "x_red"]);
+}
+
+#[test]
+fn argmin_over_all_axes_flattens_the_index() {
+    let m = legalize("R.argmin(x)", X4);
+    let t = text(&m);
+    assert!(
+        t.contains("v_k0 * T.int64(60) + v_k1 * T.int64(20) + v_k2 * T.int64(5) + v_k3"),
+        "{t}"
+    );
+    assert!(t.contains("x_red_temp_v0[()] = T.int64(-1)"), "{t}");
+}
+
+#[test]
+fn cumsum_is_a_masked_reduction() {
+    let m = legalize("R.cumsum(x, axis=1, exclusive=True)", X4);
+    let f = prim(&m, "cumsum");
+    assert_eq!(blocks(f), ["cumsum"]);
+    let t = text(&m);
+    assert!(
+        t.contains("T.Select(v_k < v_ax1, x[v_ax0, v_k, v_ax2, v_ax3], T.float32(0.0))"),
+        "{t}"
+    );
+}
+
+#[test]
+fn batch_norm_inference_returns_three_outputs() {
+    let params = r#"x: R.Tensor((2, 3, 4, 4), dtype="float32"), g: R.Tensor((3,), dtype="float32"), b: R.Tensor((3,), dtype="float32"), mm: R.Tensor((3,), dtype="float32"), mv: R.Tensor((3,), dtype="float32")"#;
+    let m = legalize("R.nn.batch_norm(x, g, b, mm, mv, axis=1, training=False)", params);
+    let f = prim(&m, "batch_norm");
+    assert_eq!(f.buffer_map.len(), 8);
+    assert_eq!(
+        blocks(f),
+        [
+            "T_reshape",
+            "T_subtract",
+            "T_reshape_1",
+            "T_add",
+            "compute",
+            "T_divide",
+            "T_reshape_2",
+            "T_multiply",
+            "T_reshape_3",
+            "T_add_1",
+            "T_multiply_1",
+            "T_multiply_2"
+        ]
+    );
+    let t = text(&m);
+    assert!(t.contains("mm[(v_ax1 + v_ax2 + v_ax3) % T.int64(3)]"), "{t}");
+}
+
+#[test]
+fn layer_norm_float16_accumulates_in_float32() {
+    let params = r#"x: R.Tensor((2, 3, 4, 5), dtype="float16"), g: R.Tensor((4, 5), dtype="float16"), b: R.Tensor((4, 5), dtype="float16")"#;
+    let m = legalize("R.nn.layer_norm(x, g, b, axes=[-2, -1])", params);
+    assert_eq!(
+        blocks(prim(&m, "layer_norm")),
+        ["x_sum", "x_mean", "x_var_sum", "T_layer_norm"]
+    );
+    let t = text(&m);
+    assert!(
+        t.contains(r#"x_sum[v_ax0, v_ax1] + T.Cast("float32", x[v_ax0, v_ax1, v_k2, v_k3])"#),
+        "{t}"
+    );
+}
+
+#[test]
+fn group_conv2d_with_stride_dilation_padding() {
+    let params = r#"x: R.Tensor((2, 128, 28, 28), dtype="float32"), w: R.Tensor((64, 16, 3, 3), dtype="float32")"#;
+    let m = legalize(
+        "R.nn.conv2d(x, w, strides=[2, 2], padding=[1, 1, 1, 1], dilation=[2, 2], groups=8)",
+        params,
+    );
+    let f = prim(&m, "conv2d");
+    assert_eq!(blocks(f), ["pad_temp", "group_conv2d_nchw"]);
+    let t = text(&m);
+    assert!(
+        t.contains("pad_temp[v_nn, v_ff // T.int64(8) * T.int64(16) + v_rc, v_yy * T.int64(2) + v_ry * T.int64(2), v_xx * T.int64(2) + v_rx * T.int64(2)]"),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "T.if_then_else(T.int64(1) <= v_i2 and v_i2 < T.int64(29) and T.int64(1) <= v_i3 and v_i3 < T.int64(29)"
+        ),
+        "{t}"
+    );
+}
+
+#[test]
+fn max_pool2d_pads_with_the_lowest_value() {
+    let params = r#"x: R.Tensor((1, 2, 6, 6), dtype="float32")"#;
+    let m = legalize(
+        "R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], ceil_mode=True)",
+        params,
+    );
+    let f = prim(&m, "max_pool2d");
+    assert_eq!(blocks(f), ["pad_temp", "pool_max"]);
+    // ceil mode pads `stride - 1` more at the end: 6 + 1 + 1 + 1
+    assert_eq!(f.buffer_map.len(), 2);
+    let t = text(&m);
+    assert!(
+        t.contains("pad_temp = T.sblock_alloc_buffer((T.int64(1), T.int64(2), T.int64(9), T.int64(9)))"),
+        "{t}"
+    );
+    assert!(
+        t.contains("T.float32(-340282346638528859811704183484516925440.0)"),
+        "{t}"
+    );
+    assert!(
+        t.contains(r#"T.sblock_attr({"schedule_rule": "meta_schedule.pool_max"})"#),
+        "{t}"
+    );
+}
+
+#[test]
+fn reductions_are_marked_reduce() {
+    let m = legalize("R.nn.log_softmax(x, axis=1)", X4);
+    let f = prim(&m, "log_softmax");
+    assert_eq!(blocks(f), ["T_softmax_maxelem", "compute", "compute_1"]);
+    fn kinds(s: &Stmt, out: &mut Vec<Vec<IterKind>>) {
+        match s {
+            Stmt::BlockRealize { block, .. } => {
+                if block.name != "root" {
+                    out.push(block.iter_vars.iter().map(|iv| iv.kind).collect());
+                }
+                kinds(&block.body, out);
+            }
+            Stmt::For { body, .. } => kinds(body, out),
+            Stmt::Seq(v) => v.iter().for_each(|s| kinds(s, out)),
+            _ => {}
+        }
+    }
+    let mut k = Vec::new();
+    kinds(&f.body, &mut k);
+    assert_eq!(k[0].last(), Some(&IterKind::CommReduce));
+    assert_eq!(k[1].last(), Some(&IterKind::CommReduce));
+    assert!(k[2].iter().all(|x| *x == IterKind::DataPar));
+}

@@ -107,6 +107,8 @@ const PASSING: &[(&str, Device)] = &[
     ("unary_transcendental", Device::Gpu),
     ("unary_trig", Device::Cpu),
     ("unary_trig", Device::Gpu),
+    ("vdevice_two", Device::Cpu),
+    ("vdevice_two", Device::Gpu),
 ];
 
 /// An engine configuration the programs run on.

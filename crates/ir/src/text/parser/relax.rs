@@ -386,8 +386,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                             {
                                 if c.args.is_empty() && c.keywords.is_empty() {
                                     if let Ok(dtype) = dt.parse::<DataType>() {
-                                        self.tir.insert(name.clone(), TirVar::new(name, dtype));
-                                        return Ok(());
+                                        return self.declare_sym(name, dtype, stmt);
                                     }
                                 }
                             }
@@ -415,7 +414,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                                 decls.filter(|d| d.len() == t.elts.len() && t.elts.len() == vals.elts.len())
                             {
                                 for (n, dt) in decls {
-                                    self.tir.insert(n.clone(), TirVar::new(n, dt));
+                                    self.declare_sym(n, dt, stmt)?;
                                 }
                                 return Ok(());
                             }
@@ -569,6 +568,26 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 "expected a binding (`x = ...`), `with R.dataflow():`, `if`/`else` or `return`",
             )),
         }
+    }
+
+    /// `n = T.int64()` in a Relax function: declares the symbolic variable `n`, or,
+    /// as TVM's parser does, names the one already in scope (from a parameter's
+    /// StructInfo or an earlier declaration) when it has the same dtype.
+    fn declare_sym(&mut self, name: String, dtype: DataType, node: &impl Ranged) -> Result<(), Diagnostic> {
+        if let Some(prev) = self.tir.get(&name) {
+            if prev.dtype() != dtype {
+                return Err(self.err(
+                    node,
+                    format!(
+                        "Expected the same dtype for PrimType values but got {dtype} vs {}",
+                        prev.dtype()
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        self.tir.insert(name.clone(), TirVar::new(name, dtype));
+        Ok(())
     }
 
     fn bind(

@@ -375,6 +375,38 @@ class Module:
     assert!(text.contains("R.call_tir(cls.arange, (n,)"), "{text}");
 }
 
+/// A variable of `R.Prim` type used as an operand becomes a scalar parameter
+/// between the tensor inputs and the output, and is passed in the argument
+/// tuple (TVM: `multiply(x: T.Buffer(...), s: T.float32, T_multiply: ...)`).
+#[test]
+fn prim_variable_operand_is_a_scalar_parameter() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), s: R.Prim("float32"), k: R.Prim("int64")) -> R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2,), dtype="float32")):
+        a: R.Tensor((2, 3), dtype="float32") = R.multiply(x, s)
+        c: R.Tensor((2,), dtype="float32") = R.take(x, k, axis=1)
+        return (a, c)
+"#;
+    let m = legalize_text(src);
+    let f = m.prim_func("multiply").expect("multiply legalized");
+    let names: Vec<&str> = f.params.iter().map(|p| p.name()).collect();
+    assert_eq!(names, vec!["x", "s", "T_multiply"]);
+    assert_eq!(f.buffer_map.len(), 2);
+    let f = m.prim_func("take").expect("take legalized");
+    let names: Vec<&str> = f.params.iter().map(|p| p.name()).collect();
+    assert_eq!(names, vec!["x", "k", "T_take"]);
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(m));
+    assert!(
+        text.contains("T_multiply[v_ax0, v_ax1] = x[v_ax0, v_ax1] * s"),
+        "{text}"
+    );
+    assert!(text.contains("T_take[v_ax0] = x[v_ax0, k]"), "{text}");
+    assert!(text.contains("R.call_tir(cls.multiply, (x, s)"), "{text}");
+    assert!(text.contains("R.call_tir(cls.take, (x, k)"), "{text}");
+}
+
 fn out_shape_of(text: &str) -> Result<String, Vec<String>> {
     let n = normalize_module(&parse(text).expect("parses").into_module());
     if !n.diagnostics.is_empty() {

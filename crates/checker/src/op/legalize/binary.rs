@@ -4,6 +4,7 @@
 use relax_ir::tir::BinOp;
 use relax_ir::{DataType, Expr, ExprKind, PrimExpr, StructInfo, TirVar};
 
+use super::manipulate::ScalarParams;
 use super::te::{Operand, Te};
 use super::{LegalizeCtx, LegalizeFn, Lowered};
 
@@ -20,7 +21,7 @@ pub(crate) fn operands(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand>)
 /// [`operands`], where an argument may also be a scalar: a `PrimValue` is
 /// inlined, a variable of `R.Prim` type becomes a scalar parameter of the
 /// PrimFunc (returned with the argument that carries it).
-fn operands_with_scalars(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand>, Vec<(TirVar, Expr)>)> {
+fn operands_with_scalars(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand>, ScalarParams)> {
     let mut t = Te::new();
     let mut ops = Vec::new();
     let mut prims = Vec::new();

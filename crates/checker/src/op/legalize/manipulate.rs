@@ -366,13 +366,16 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
 // reshape family, concat/split, broadcast_to, tile/repeat, collapse_sum, pad
 // ---------------------------------------------------------------------------
 
+/// Scalar parameters of a PrimFunc with the Relax argument carrying each.
+pub(crate) type ScalarParams = Vec<(TirVar, Expr)>;
+
 /// Finish a builder the way `bb.call_te` lays out the PrimFunc: scalar
 /// parameters come after the tensor inputs and before the outputs, and are
 /// passed in the argument tuple. `prims` are the scalar variables the body
 /// uses with the Relax argument that carries each; those a buffer dimension
 /// defines by itself are dropped. Symbolic variables used in a buffer shape
 /// that no buffer dimension defines are appended to them.
-pub(crate) fn finish(name: &str, t: Te, n_out: usize, prims: Vec<(TirVar, Expr)>, out: StructInfo) -> Lowered {
+pub(crate) fn finish(name: &str, t: Te, n_out: usize, prims: ScalarParams, out: StructInfo) -> Lowered {
     let mut args = t.args.clone();
     let n_in = args.len();
     let mut func = t.build(n_out);
@@ -384,7 +387,7 @@ pub(crate) fn finish(name: &str, t: Te, n_out: usize, prims: Vec<(TirVar, Expr)>
             }
         }
     }
-    let mut scalars: Vec<(TirVar, Expr)> = prims.into_iter().filter(|(v, _)| defined.insert(v.id())).collect();
+    let mut scalars: ScalarParams = prims.into_iter().filter(|(v, _)| defined.insert(v.id())).collect();
     for (_, b) in &func.buffer_map {
         for d in b.shape() {
             for v in free_tir_vars(d) {

@@ -59,6 +59,8 @@ const PASSING: &[(&str, Device)] = &[
     ("matmul_int", Device::Gpu),
     ("packed_func", Device::Cpu),
     ("packed_func", Device::Gpu),
+    ("pad_modes", Device::Cpu),
+    ("pad_modes", Device::Gpu),
     ("prim_operand", Device::Cpu),
     ("prim_operand", Device::Gpu),
     ("recursion_local", Device::Cpu),

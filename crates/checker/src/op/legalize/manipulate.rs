@@ -338,6 +338,48 @@ fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(finish(name, t, 1, Vec::new(), ctx.out.clone()))
 }
 
+/// `nn.pad` in `"reflect"` mode: per padded axis with `before = b` and extent
+/// `n`, `t = |i - b|` and the source index is `(n-1) - |(n-1) - t|`.
+fn reflect_pad(ctx: &LegalizeCtx, out_shape: &[PrimExpr], widths: &[i64]) -> Option<Lowered> {
+    let (mut t, x, shape) = one_input(ctx)?;
+    let nd = shape.len();
+    if widths.len() != 2 * nd {
+        return None;
+    }
+    let last: Vec<i64> = shape.iter().map(|d| d.as_int().map(|e| e - 1)).collect::<Option<_>>()?;
+    if widths
+        .iter()
+        .zip(last.iter().flat_map(|l| [l, l]))
+        .any(|(w, l)| *w > *l)
+    {
+        return None;
+    }
+    t.compute("ReflectPadInput", out_shape, "i", |i| {
+        let idx: Vec<PrimExpr> = (0..nd)
+            .map(|d| {
+                let (b, a) = (widths[2 * d], widths[2 * d + 1]);
+                if b == 0 && a == 0 {
+                    return i[d].clone();
+                }
+                let dist = PrimExpr::select(
+                    PrimExpr::binary(BinOp::Le, int(b), i[d].clone()),
+                    sub(&i[d], &int(b)),
+                    PrimExpr::binary(BinOp::Sub, int(b), i[d].clone()),
+                );
+                let l = int(last[d]);
+                let folded = PrimExpr::select(
+                    PrimExpr::binary(BinOp::Le, dist.clone(), l.clone()),
+                    PrimExpr::binary(BinOp::Sub, l.clone(), dist.clone()),
+                    PrimExpr::binary(BinOp::Sub, dist, l.clone()),
+                );
+                PrimExpr::binary(BinOp::Sub, l, folded)
+            })
+            .collect();
+        x.at(&idx)
+    });
+    Some(finish("reflect_pad", t, 1, Vec::new(), ctx.out.clone()))
+}
+
 /// The manipulation operators.
 pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.permute_dims", permute_dims),
@@ -692,10 +734,12 @@ fn collapse_sum(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// `nn.pad` in constant mode: `PadInput[i...] = if_then_else(inside, x[i - before], pad_value)`.
 fn pad(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, dt) = ctx.out_tensor()?;
-    if crate::op::common::attr_str(ctx.call, "pad_mode", "constant") != "constant" {
-        return None;
-    }
     let widths = crate::op::common::attr_opt_ints(ctx.call, "pad_width").ok()??;
+    // TVM lowers "reflect" with topi's reflect_pad and every other mode as
+    // constant padding
+    if crate::op::common::attr_str(ctx.call, "pad_mode", "constant") == "reflect" {
+        return reflect_pad(ctx, &out_shape, &widths);
+    }
     let value = match crate::op::common::attr(ctx.call, "pad_value") {
         Some(relax_ir::AttrValue::Float(f)) => *f,
         Some(relax_ir::AttrValue::Int(i)) => *i as f64,

@@ -71,6 +71,9 @@ fn prim_arg(ctx: &LegalizeCtx, i: usize) -> Option<PrimExpr> {
 fn arange(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (shape, dt) = ctx.out_tensor()?;
     let (start, _end, step) = (prim_arg(ctx, 0)?, prim_arg(ctx, 1)?, prim_arg(ctx, 2)?);
+    if shape.len() != 1 {
+        return None;
+    }
     let mut t = Te::new();
     t.compute("T_arange", &shape, "ax", |i| {
         if dt.is_float() || start.dtype().is_float() || step.dtype().is_float() {

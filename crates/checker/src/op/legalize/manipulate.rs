@@ -154,6 +154,9 @@ fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
     for (e, s) in &fields {
         bufs.push(t.placeholder(e, s.as_tensor()?)?);
     }
+    if bufs.iter().any(|b| b.shape().len() + 1 != out_shape.len()) {
+        return None;
+    }
     let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, out_shape.len())?;
     t.compute("T_stack", &out_shape, "ax", |i| {
         let mut idx = i.to_vec();
@@ -182,6 +185,9 @@ fn meshgrid(ctx: &LegalizeCtx) -> Option<Lowered> {
         bufs.push(t.placeholder(e, s.as_tensor()?)?);
     }
     let n = bufs.len();
+    if shape.len() != n || bufs.iter().any(|b| b.shape().len() != 1) {
+        return None;
+    }
     for (k, b) in bufs.iter().enumerate() {
         let name = if k == 0 {
             "T_meshgrid".to_string()
@@ -208,6 +214,9 @@ fn one_hot(ctx: &LegalizeCtx) -> Option<Lowered> {
         axis += shape.len() as i64 + 1;
     }
     let axis = usize::try_from(axis).ok().filter(|&a| a <= shape.len())?;
+    if out_shape.len() != shape.len() + 1 {
+        return None;
+    }
     t.compute("T_one_hot", &out_shape, "ax", |i| {
         let mut idx = i.to_vec();
         let pos = idx.remove(axis);
@@ -343,7 +352,7 @@ fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
 fn reflect_pad(ctx: &LegalizeCtx, out_shape: &[PrimExpr], widths: &[i64]) -> Option<Lowered> {
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
-    if widths.len() != 2 * nd {
+    if widths.len() != 2 * nd || out_shape.len() != nd {
         return None;
     }
     let last: Vec<i64> = shape.iter().map(|d| d.as_int().map(|e| e - 1)).collect::<Option<_>>()?;
@@ -569,6 +578,9 @@ fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
         bufs.push(t.placeholder(e, s.as_tensor()?)?);
     }
     let nd = out_shape.len();
+    if bufs.iter().any(|b| b.shape().len() != nd) {
+        return None;
+    }
     let axis = match crate::op::common::attr_opt_int(ctx.call, "axis").ok()? {
         Some(a) => norm_axis(a, nd)?,
         None => 0,
@@ -617,6 +629,9 @@ fn split(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
     let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
+    if shapes.iter().any(|s| s.len() != nd) {
+        return None;
+    }
     let sections = matches!(
         crate::op::common::attr(ctx.call, "indices_or_sections"),
         Some(relax_ir::AttrValue::Int(_))
@@ -651,6 +666,9 @@ fn tile(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let (mut t, x, shape) = one_input(ctx)?;
     let (on, nd) = (out_shape.len(), shape.len());
+    if on < nd {
+        return None;
+    }
     t.compute("T_tile", &out_shape, "ax", |i| {
         let idx: Vec<PrimExpr> = (0..nd).map(|d| floormod(&i[on - nd + d], &shape[d])).collect();
         x.at(&idx)
@@ -663,7 +681,11 @@ fn repeat(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (mut t, x, shape) = one_input(ctx)?;
     let reps = crate::op::common::attr_opt_int(ctx.call, "repeats").ok()??;
     let r = int(reps);
-    match crate::op::common::attr_opt_int(ctx.call, "axis").ok()? {
+    let axis_attr = crate::op::common::attr_opt_int(ctx.call, "axis").ok()?;
+    if out_shape.len() != if axis_attr.is_some() { shape.len() } else { 1 } {
+        return None;
+    }
+    match axis_attr {
         Some(a) => {
             let axis = norm_axis(a, shape.len())?;
             t.compute("T_repeat", &out_shape, "ax", |i| {
@@ -748,7 +770,7 @@ fn pad(ctx: &LegalizeCtx) -> Option<Lowered> {
     };
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
-    if widths.len() != 2 * nd {
+    if widths.len() != 2 * nd || out_shape.len() != nd {
         return None;
     }
     t.compute("PadInput", &out_shape, "i", |i| {

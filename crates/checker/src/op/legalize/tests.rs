@@ -506,6 +506,55 @@ fn edge_pad_lowers_like_tvm() {
     assert_matches_tvm(PAD_EDGE_IN, PAD_EDGE_TVM);
 }
 
+/// The values of the constant bound to `name` in `main`.
+fn bound_constant(m: &IRModule, name: &str) -> Option<(relax_ir::DataType, Vec<i64>, Vec<f64>)> {
+    use relax_ir::{Binding, ExprKind};
+    let BaseFunc::Relax(f) = m.get("main")? else {
+        return None;
+    };
+    let ExprKind::Seq(seq) = f.body.kind() else { return None };
+    for b in seq.blocks.iter().flat_map(|b| b.bindings.iter()) {
+        if let Binding::VarBinding { var, value, .. } = b {
+            if var.name() == name {
+                let ExprKind::Constant { data } = value.kind() else {
+                    return None;
+                };
+                return Some((data.dtype, data.shape.clone(), super::constant::decode(data)?));
+            }
+        }
+    }
+    None
+}
+
+/// `arange` of constant bounds and `astype` of a constant fold into constants.
+#[test]
+fn constant_arange_and_astype_fold() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main() -> R.Tuple(R.Tensor((5,), dtype="int64"), R.Tensor((4,), dtype="float32"), R.Tensor((3,), dtype="int32"), R.Tensor((), dtype="bool")):
+        a: R.Tensor((5,), dtype="int64") = R.arange(R.prim_value(1), R.prim_value(11), R.prim_value(2), dtype="int64")
+        b: R.Tensor((4,), dtype="float32") = R.arange(R.prim_value(T.float32(0.0)), R.prim_value(T.float32(2.0)), R.prim_value(T.float32(0.5)), dtype="float32")
+        c: R.Tensor((3,), dtype="int32") = R.astype(R.const([1.5, -2.7, 300.0], "float32"), dtype="int32")
+        d: R.Tensor((), dtype="bool") = R.astype(R.const(3, "int8"), dtype="bool")
+        return (a, b, c, d)
+"#;
+    let m = legalize_text(src);
+    assert!(m.prim_func("arange").is_none() && m.prim_func("cast").is_none());
+    let i64_ = relax_ir::DataType::INT64;
+    assert_eq!(
+        bound_constant(&m, "a"),
+        Some((i64_, vec![5], vec![1.0, 3.0, 5.0, 7.0, 9.0]))
+    );
+    let f32_ = relax_ir::DataType::FLOAT32;
+    assert_eq!(bound_constant(&m, "b"), Some((f32_, vec![4], vec![0.0, 0.5, 1.0, 1.5])));
+    let i32_ = relax_ir::DataType::INT32;
+    assert_eq!(bound_constant(&m, "c"), Some((i32_, vec![3], vec![1.0, -2.0, 300.0])));
+    let b = relax_ir::DataType::BOOL;
+    assert_eq!(bound_constant(&m, "d"), Some((b, vec![], vec![1.0])));
+}
+
 fn out_shape_of(text: &str) -> Result<String, Vec<String>> {
     let n = normalize_module(&parse(text).expect("parses").into_module());
     if !n.diagnostics.is_empty() {

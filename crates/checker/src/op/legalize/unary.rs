@@ -218,6 +218,16 @@ fn trunc(ctx: &LegalizeCtx) -> Option<Lowered> {
     rounding(ctx, "tir_trunc", "trunc")
 }
 
+/// `astype` of a constant folds into a constant.
+pub(crate) fn fold_astype(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
+    let ExprKind::Constant { data } = ctx.call.args.first()?.kind() else {
+        return None;
+    };
+    let (_, odt) = ctx.out_tensor()?;
+    let values = super::constant::decode(data)?;
+    super::constant::constant(&values, data.shape.clone(), odt)
+}
+
 fn astype(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (_, odt) = ctx.out_tensor()?;
     compute_unary(ctx, "cast", |x| x.cast(odt))

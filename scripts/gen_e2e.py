@@ -83,6 +83,8 @@ PROGRAMS = {
                        const([3, 1, 0, 2], "int64"), normal((2, 3, 2, 2))],
                       DEFAULT, "gather_elements/gather_nd/one_hot/meshgrid/reverse_sequence/batch_flatten"),
     "layout_transform": ([normal((2, 7, 6))], DEFAULT, "layout_transform: split with padding, permutation, exact split"),
+    "prim_operand": ([normal((2, 3))], DEFAULT, "binary operators and take with an R.Prim-typed variable operand (a scalar PrimFunc parameter)"),
+    "pad_modes": ([normal((3, 4)), normal((2, 3, 5))], DEFAULT, "nn.pad reflect (topi reflect_pad) and edge (TVM lowers it as constant padding)"),
     "bitwise_slice": ([ints((3, 4), -100, 100), ints((4,), 0, 31), bools((3, 4)), normal((3, 4)), const([[0, 5, -1], [3, -2, 9]], "int64")],
                       DEFAULT,
                       "bitwise/shift/logical_xor/logical_not/trunc, take clip/wrap with out-of-range indices, negative strides, pad, reshape -1/0, repeat without axis, split"),

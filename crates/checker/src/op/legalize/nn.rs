@@ -122,12 +122,21 @@ fn prelu(ctx: &LegalizeCtx) -> Option<Lowered> {
     if alpha.shape().len() != 1 {
         return None;
     }
+    // a single slope is first broadcast over the channels
+    let slope = if alpha.shape()[0].as_int() == Some(1) && shape[axis].as_int() != Some(1) {
+        let a = alpha.clone();
+        t.compute_named("slope_broadcasted", &[shape[axis].clone()], &["c".to_string()], |_| {
+            PrimExpr::load(&a, vec![PrimExpr::int(0)])
+        })
+    } else {
+        alpha
+    };
     t.compute("compute", &shape, "i", |i| {
         let v = PrimExpr::load(&x, i.to_vec());
         PrimExpr::select(
             PrimExpr::binary(BinOp::Lt, konst(0.0, dt), v.clone()),
             v.clone(),
-            mul(v, PrimExpr::load(&alpha, vec![i[axis].clone()])),
+            mul(v, PrimExpr::load(&slope, vec![i[axis].clone()])),
         )
     });
     Some(Lowered::from_te("prelu", t, 1, ctx.out.clone()))

@@ -44,8 +44,11 @@ fn ints(v: &[i64]) -> AttrValue {
     AttrValue::List(v.iter().map(|&i| AttrValue::Int(i)).collect())
 }
 
-/// The cases of `nd_ops.py`, in output order: operator, arguments, attributes.
-fn cases() -> Vec<(&'static str, Vec<&'static str>, Vec<(&'static str, AttrValue)>)> {
+/// One operator call: operator, argument names, attributes.
+type Case = (&'static str, Vec<&'static str>, Vec<(&'static str, AttrValue)>);
+
+/// The cases of `nd_ops.py`, in output order.
+fn cases() -> Vec<Case> {
     let s = |v: &str| AttrValue::Str(v.to_string());
     vec![
         (

@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use relax_checker::normalize::normalize_module;
+use relax_checker::op::legalize::legalize_module;
 use relax_ir::BaseFunc;
 use relax_jit::wgsl::{Access, BufRef};
 use relax_jit::{DeviceCaps, Jit, ScheduleOptions};
@@ -9,7 +11,7 @@ use relax_jit::{DeviceCaps, Jit, ScheduleOptions};
 use crate::common::{parse_source, read_source, EXIT_OK, EXIT_REJECTED};
 
 /// Run `relax wgsl`: the WGSL of every PrimFunc (or only `func`) after the default
-/// schedule. Exit 0 on success, 1 when a PrimFunc cannot be compiled (or `func` is
+/// schedule, including those `LegalizeOps` generates for the module's operator calls. Exit 0 on success, 1 when a PrimFunc cannot be compiled (or `func` is
 /// not a PrimFunc of the module), 2 on I/O errors.
 pub fn run(path: &Path, func: Option<&str>) -> u8 {
     let source = match read_source(path) {
@@ -19,6 +21,12 @@ pub fn run(path: &Path, func: Option<&str>) -> u8 {
     let module = match parse_source(&source) {
         Ok(p) => p.into_module(),
         Err(code) => return code,
+    };
+    // Operator calls become PrimFuncs first, as they do when the engine runs the module.
+    let normalized = normalize_module(&module);
+    let module = match normalized.diagnostics.iter().any(|d| d.is_error()) {
+        true => module,
+        false => legalize_module(&normalized.module).unwrap_or(module),
     };
     let jit = Jit::with_options(None, DeviceCaps::ALL, ScheduleOptions::default());
     let mut found = false;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use relax_ir::tir::{Buffer, PrimExpr};
+use relax_ir::tir::Buffer;
 use relax_ir::{DataType, PrimFunc};
 use relax_jit::{Arg, DeviceCaps, HostTensor, Jit, ScheduleOptions};
 
@@ -34,23 +34,6 @@ fn time(reps: usize, mut f: impl FnMut()) -> Duration {
     )
 }
 
-fn matmul_func(m: i64, k: i64, n: i64) -> PrimFunc {
-    let a = Buffer::new("A", F32, shape(&[m, k]));
-    let b = Buffer::new("B", F32, shape(&[k, n]));
-    let c = Buffer::new("C", F32, shape(&[m, n]));
-    let body = grid_block("matmul", &shape(&[m, n, k]), "SSR", |v| {
-        let (i, j, r) = (v[0].clone(), v[1].clone(), v[2].clone());
-        let init = store(&c, &[i.clone(), j.clone()], PrimExpr::float_of(0.0, F32));
-        let upd = store(
-            &c,
-            &[i.clone(), j.clone()],
-            load(&c, &[i.clone(), j.clone()]) + load(&a, &[i, r.clone()]) * load(&b, &[r, j]),
-        );
-        (Some(init), upd)
-    });
-    prim_func(&[a, b, c], &[], vec![], body)
-}
-
 fn add_func(n: i64) -> PrimFunc {
     let a = Buffer::new("A", F32, shape(&[n]));
     let b = Buffer::new("B", F32, shape(&[n]));
@@ -61,11 +44,157 @@ fn add_func(n: i64) -> PrimFunc {
     prim_func(&[a, b, c], &[], vec![], body)
 }
 
+/// The PrimFunc `LegalizeOps` generates for `R.matmul` of two `n x n` float32 tensors.
+fn legalized_matmul(n: i64) -> PrimFunc {
+    let src = format!(
+        r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor(({n}, {n}), "float32"), b: R.Tensor(({n}, {n}), "float32")) -> R.Tensor(({n}, {n}), "float32"):
+        c = R.matmul(a, b)
+        return c
+"#
+    );
+    let module = relax_ir::text::parse(&src).expect("matmul module parses").into_module();
+    let normalized = relax_checker::normalize::normalize_module(&module).module;
+    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("matmul legalizes");
+    legalized
+        .functions
+        .values()
+        .find_map(|f| match f {
+            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
+            _ => None,
+        })
+        .expect("R.matmul legalizes to a PrimFunc")
+}
+
+/// Our JIT cost for one PrimFunc: (total, lower, schedule, naga alone) and the number of
+/// WGSL kernels it produces.
+fn jit_cost(f: &PrimFunc, reps: usize) -> Option<([Duration; 4], usize)> {
+    let lowered = relax_jit::lower::lower(f).ok()?;
+    let kernels = relax_jit::schedule::schedule(&lowered, &ScheduleOptions::default()).ok()?;
+    let sources: Vec<String> = kernels
+        .iter()
+        .map(|k| relax_jit::wgsl::emit_kernel(&lowered, k, &DeviceCaps::ALL).map(|s| s.wgsl))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let total = time(reps, || {
+        std::hint::black_box(relax_jit::jit::emit_program(f, &DeviceCaps::ALL, &ScheduleOptions::default()).unwrap());
+    });
+    let t_lower = time(reps, || {
+        std::hint::black_box(relax_jit::lower::lower(f).unwrap());
+    });
+    let t_sched = time(reps, || {
+        std::hint::black_box(relax_jit::schedule::schedule(&lowered, &ScheduleOptions::default()).unwrap());
+    });
+    let t_naga = time(reps, || {
+        for s in &sources {
+            relax_jit::wgsl::validate(s, &DeviceCaps::ALL).unwrap();
+        }
+    });
+    Some(([total, t_lower, t_sched, t_naga], sources.len()))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// JIT cost over every distinct PrimFunc of the corpus's legalized modules.
+fn corpus_jit_cost() {
+    let dir = std::env::var("RELAX_CORPUS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/tvm"));
+    let Ok(text) = std::fs::read_to_string(dir.join("legalize.jsonl")) else {
+        println!("JIT cost over the corpus: legalize.jsonl not found (set RELAX_CORPUS_DIR); not measured");
+        return;
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut costs: Vec<(Duration, String, [Duration; 4])> = Vec::new();
+    let mut per_kernel: Vec<Duration> = Vec::new();
+    for line in text.lines() {
+        let Ok(case) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let Some(expected) = case["expected"].as_str() else {
+            continue;
+        };
+        let Ok(parsed) = relax_ir::text::parse(expected) else {
+            continue;
+        };
+        let module = parsed.into_module();
+        for (gv, func) in &module.functions {
+            let relax_ir::BaseFunc::Prim(f) = func else { continue };
+            if !seen.insert(relax_jit::shash::hash_prim_func(f)) {
+                continue;
+            }
+            let id = case["id"].as_str().unwrap_or("?");
+            if std::env::var("JIT_COST_FILTER").is_ok_and(|flt| !id.contains(&flt)) {
+                continue;
+            }
+            if let Some((c, nk)) = jit_cost(f, 5) {
+                per_kernel.push(c[0] / nk.max(1) as u32);
+                costs.push((c[0], format!("{}/{}", case["id"].as_str().unwrap_or("?"), gv.name()), c));
+            }
+        }
+    }
+    if costs.is_empty() {
+        return;
+    }
+    costs.sort_by_key(|c| c.0);
+    let n = costs.len();
+    let over = costs.iter().filter(|c| c.0 > Duration::from_millis(2)).count();
+    let (worst_t, worst_name, w) = &costs[n - 1];
+    if std::env::var_os("JIT_COST_VERBOSE").is_some() {
+        for (t, name, c) in costs.iter().filter(|c| c.0 > Duration::from_millis(2)) {
+            println!(
+                "  {name}: {:.3} ms (lower {:.3}, schedule {:.3}, naga {:.3})",
+                ms(*t),
+                ms(c[1]),
+                ms(c[2]),
+                ms(c[3])
+            );
+        }
+    }
+    println!(
+        "JIT cost over {n} corpus kernels (lower+schedule+WGSL+naga): median {:.3} ms, p90 {:.3} ms, max {:.3} ms ({worst_name}: lower {:.3}, schedule {:.3}, naga {:.3}); {over} over 2 ms (target: none)",
+        ms(costs[n / 2].0),
+        ms(costs[n * 9 / 10].0),
+        ms(*worst_t),
+        ms(w[1]),
+        ms(w[2]),
+        ms(w[3]),
+    );
+    per_kernel.sort();
+    println!(
+        "JIT cost per WGSL kernel (a PrimFunc with several blocks gives several): median {:.3} ms, max {:.3} ms; {} over 2 ms",
+        ms(per_kernel[per_kernel.len() / 2]),
+        ms(per_kernel[per_kernel.len() - 1]),
+        per_kernel.iter().filter(|d| **d > Duration::from_millis(2)).count()
+    );
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    if std::env::args().any(|a| a == "--jit-only") {
+        for f in [add_func(1000), legalized_matmul(64)] {
+            if let Some((c, _)) = jit_cost(&f, 20) {
+                println!(
+                    "JIT cost {}: {:.3} ms (lower {:.3}, schedule {:.3}, naga {:.3})",
+                    f.buffer_map.len(),
+                    ms(c[0]),
+                    ms(c[1]),
+                    ms(c[2]),
+                    ms(c[3])
+                );
+            }
+        }
+        corpus_jit_cost();
+        return;
+    }
     let n = 1024i64;
     let flops = 2.0 * (n * n * n) as f64;
-    let mm = matmul_func(n, n, n);
+    let mm = legalized_matmul(n);
     let av = rand_vec((n * n) as usize, 1, -1.0, 1.0);
     let bv = rand_vec((n * n) as usize, 2, -1.0, 1.0);
     let ta = HostTensor::from_f64s(F32, &[n, n], &av).unwrap();
@@ -127,18 +256,18 @@ fn main() {
     );
 
     // JIT cost per kernel (our part: lower + schedule + WGSL + naga).
-    let funcs: Vec<PrimFunc> = vec![add_func(1000), matmul_func(64, 64, 64)];
-    for f in &funcs {
-        let t = time(20, || {
-            std::hint::black_box(
-                relax_jit::jit::emit_program(f, &DeviceCaps::ALL, &ScheduleOptions::default()).unwrap(),
+    for (what, f) in [("add 1000", add_func(1000)), ("matmul 64^3", legalized_matmul(64))] {
+        if let Some((c, _)) = jit_cost(&f, 20) {
+            println!(
+                "JIT cost {what}: {:.3} ms (lower {:.3}, schedule {:.3}, naga {:.3}) (target < 2 ms)",
+                ms(c[0]),
+                ms(c[1]),
+                ms(c[2]),
+                ms(c[3])
             );
-        });
-        println!(
-            "JIT cost (lower+schedule+WGSL+naga): {:.3} ms per program (target < 2 ms)",
-            t.as_secs_f64() * 1e3
-        );
+        }
     }
+    corpus_jit_cost();
 
     let Some(rt) = relax_gpu_runtime::GpuRuntime::shared_default().ok().map(Arc::new) else {
         println!("no GPU adapter: GPU benchmarks skipped");
@@ -201,27 +330,82 @@ fn main() {
         )
         .unwrap()
     });
+    // The same WGSL through raw wgpu: pipeline, buffers and bind group made once;
+    // each call writes the inputs, dispatches, copies out, maps and waits.
     let src = gpu.wgsl(&small).unwrap();
     let k = &src.kernels[0];
-    let layout = relax_gpu_runtime::KernelLayout::new(
-        vec![
-            relax_gpu_runtime::Access::Read,
-            relax_gpu_runtime::Access::Read,
-            relax_gpu_runtime::Access::ReadWrite,
-        ],
-        0,
-    );
-    let kern = rt.create_kernel(&k.wgsl, "main", &layout).unwrap();
-    let bytes = sa.bytes().to_vec();
-    let t_raw = time(200, || {
-        let a = rt.upload(&bytes).unwrap();
-        let b = rt.upload(&bytes).unwrap();
-        let c = rt.upload(&bytes).unwrap();
-        rt.dispatch(&kern, &[&a, &b, &c], &[], [4, 1, 1]).unwrap();
-        std::hint::black_box(rt.read(&c).unwrap());
+    let device = rt.device();
+    let queue = rt.queue();
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(k.wgsl.as_str().into()),
     });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let bytes = sa.bytes().to_vec();
+    let storage = |usage| {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: bytes.len() as u64,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let io = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+    let (ba, bb, bc) = (storage(io), storage(io), storage(io));
+    let readback = storage(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: ba.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: bb.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: bc.as_entire_binding(),
+            },
+        ],
+    });
+    let groups = 256u32.div_ceil(k.workgroup_size[0].max(1));
+    let mut out = vec![0u8; bytes.len()];
+    let t_raw = time(200, || {
+        queue.write_buffer(&ba, 0, &bytes);
+        queue.write_buffer(&bb, 0, &bytes);
+        queue.write_buffer(&bc, 0, &bytes);
+        let mut enc = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(groups, 1, 1);
+        }
+        enc.copy_buffer_to_buffer(&bc, 0, &readback, 0, bytes.len() as u64);
+        queue.submit([enc.finish()]);
+        let slice = readback.slice(..);
+        slice.map_async(wgpu::MapMode::Read, |_| {});
+        let _ = device.poll(wgpu::PollType::wait_indefinitely());
+        out.copy_from_slice(&slice.get_mapped_range().expect("mapped"));
+        readback.unmap();
+    });
+    let want: Vec<f32> = sa.as_slice::<f32>().unwrap().iter().map(|v| v + v).collect();
+    let got: &[f32] = bytemuck::cast_slice(&out);
+    if got != want.as_slice() {
+        println!("warning: the raw wgpu baseline computed different values");
+    }
     println!(
-        "cached call (256-element add, upload + dispatch + read): JIT {:.1} us, raw runtime {:.1} us, ratio {:.2} (target <= 1.3)",
+        "cached call (256-element add, upload + dispatch + read): JIT {:.1} us, raw wgpu {:.1} us, ratio {:.2} (target <= 1.3)",
         t_jit.as_secs_f64() * 1e6,
         t_raw.as_secs_f64() * 1e6,
         t_jit.as_secs_f64() / t_raw.as_secs_f64()

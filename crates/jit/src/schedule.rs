@@ -478,7 +478,17 @@ fn matmul_kernel(r: &Reduction, mm: &Matmul, name: String, opts: &ScheduleOption
     elem_map.insert(jv.id(), expr::cast(jcol.clone(), jv.dtype()));
     let init_at = expr::subst(&r.init, &elem_map);
     let out_at = expr::subst(&r.out_index, &elem_map);
-    let init = unrolled(&ii, tm, unrolled(&jj, tn, store(&acc, acc_idx.clone(), init_at)));
+    // The accumulator's initialisation, update and write-back loop over rows (the
+    // driver unrolls these short constant loops) and unroll over columns: fully
+    // unrolled, they make the WGSL large enough for naga's front end (superlinear in
+    // a function's expressions) to cost milliseconds per kernel, with no measurable
+    // gain at run time on lavapipe.
+    let init = for_loop(
+        &ii,
+        i32c(tm),
+        ForKind::Serial,
+        unrolled(&jj, tn, store(&acc, acc_idx.clone(), init_at)),
+    );
     let kloop = for_loop(
         &kv,
         kext.clone(),
@@ -486,9 +496,10 @@ fn matmul_kernel(r: &Reduction, mm: &Matmul, name: String, opts: &ScheduleOption
         Stmt::Seq(vec![
             unrolled(&ii, tm, store(&xs, ii.to_expr(), x_at)),
             unrolled(&jj, tn, store(&ys, jj.to_expr(), y_at)),
-            unrolled(
+            for_loop(
                 &ii,
-                tm,
+                i32c(tm),
+                ForKind::Serial,
                 unrolled(
                     &jj,
                     tn,
@@ -501,9 +512,10 @@ fn matmul_kernel(r: &Reduction, mm: &Matmul, name: String, opts: &ScheduleOption
             ),
         ]),
     );
-    let write = unrolled(
+    let write = for_loop(
         &ii,
-        tm,
+        i32c(tm),
+        ForKind::Serial,
         unrolled(
             &jj,
             tn,

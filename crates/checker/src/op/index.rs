@@ -57,7 +57,7 @@ fn take(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The `PrimExpr`s of a tuple argument: a tuple of `PrimValue`s, or a tuple whose
 /// StructInfo knows every value.
-fn unpack_prims(e: &Expr, s: &StructInfo) -> Option<Vec<PrimExpr>> {
+pub(crate) fn unpack_prims(e: &Expr, s: &StructInfo) -> Option<Vec<PrimExpr>> {
     if let ExprKind::Tuple(fields) = e.kind() {
         let direct: Option<Vec<PrimExpr>> = fields
             .iter()

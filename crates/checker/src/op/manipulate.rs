@@ -284,6 +284,20 @@ fn reshape(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     }
     let data = tensor_of(call, &args[0], "Reshape", "data")?;
     let new = shape_sinfo(&args[1], "Reshape", "new shape")?;
+    if let Some(converted) = special_new_shape(call, data, ctx)? {
+        let ov = deep_shape_values(data).unwrap_or_default();
+        let (np, op) = (product(&converted), product(&ov));
+        if prove_ne(ctx.analyzer, &op, &np) {
+            return Err(format!(
+                "Reshape expects the new shape to be convertible from the old shape. However, the old shape is {}, with product {}, while the new shape is {}, with product {}",
+                show_shape(&ov),
+                show(&op),
+                show_shape(&converted),
+                show(&np)
+            ));
+        }
+        return Ok(tensor(converted, data.dtype, data.vdevice.clone()));
+    }
     let new_values = shape_arg(call, args, 1);
     if let (Some(nv), Some(ov)) = (&new_values, deep_shape_values(data)) {
         let np = product(nv);
@@ -310,6 +324,73 @@ fn reshape(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         data.vdevice.clone(),
         new.ndim,
     ))
+}
+
+/// A literal new shape with special values, converted as TVM's `R.reshape`
+/// does when it builds the call: `-1` (at most one) is inferred from the
+/// element count, `0` copies the input's dimension. `None` when the shape is
+/// not a literal or has no special value.
+fn special_new_shape(call: &Call, data: &TensorStructInfo, ctx: &InferCtx) -> Result<Option<Vec<PrimExpr>>, String> {
+    let ExprKind::ShapeExpr(values) = call.args[1].kind() else {
+        return Ok(None);
+    };
+    if !values.iter().any(|v| matches!(v.as_int(), Some(k) if k <= 0)) {
+        return Ok(None);
+    }
+    let shown = || {
+        let parts: Vec<String> = values.iter().map(show).collect();
+        if parts.len() == 1 {
+            format!("({},)", parts[0])
+        } else {
+            format!("({})", parts.join(", "))
+        }
+    };
+    let old = deep_shape_values(data);
+    let mut out = Vec::with_capacity(values.len());
+    let mut infer: Option<usize> = None;
+    for (i, v) in values.iter().enumerate() {
+        match v.as_int() {
+            Some(-1) => {
+                if infer.is_some() {
+                    return Err(format!(
+                        "Reshape accepts at most one \"-1\" in the new shape. However, there are multiple \"-1\" in the given new shape  {}",
+                        shown()
+                    ));
+                }
+                infer = Some(i);
+                out.push(int(-1));
+            }
+            Some(0) => {
+                let o = old.as_ref().ok_or_else(|| {
+                    "Reshape expects the input tensor to have known shape when there is some dimension length to infer. However, the given input has no shape.".to_string()
+                })?;
+                let d = o
+                    .get(i)
+                    .ok_or_else(|| format!("Index {i} out of bounds {}", o.len()))?;
+                out.push(d.clone());
+            }
+            Some(k) if k < 0 => {
+                return Err(format!(
+                    "Reshape requires all values in the new shape to be positive except a single \"-1\". However, the given new shape is {}",
+                    shown()
+                ))
+            }
+            _ => out.push(v.clone()),
+        }
+    }
+    if let Some(i) = infer {
+        let o = old.ok_or_else(|| {
+            "Reshape expects the input tensor to have known shape when there is some dimension length to infer. However, the given input has no shape.".to_string()
+        })?;
+        let rest: Vec<PrimExpr> = out
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, d)| d.clone())
+            .collect();
+        out[i] = simplify(ctx.analyzer, &floordiv(&product(&o), &product(&rest)));
+    }
+    Ok(Some(out))
 }
 
 /// `split(x, indices_or_sections, axis)`.

@@ -87,6 +87,43 @@ fn atan2(ctx: &LegalizeCtx) -> Option<Lowered> {
     binary(ctx, "atan2", |a, b, dt| PrimExpr::call("atan2", dt, vec![a, b]))
 }
 
+/// A bitwise operator (`bitwise_and`, `shift_left`, ...) on integers (and
+/// `bitwise_xor` on booleans for `logical_xor`).
+fn bitwise(ctx: &LegalizeCtx, name: &str, intr: &str) -> Option<Lowered> {
+    let dt = ctx.out_tensor()?.1;
+    if !dt.is_integer() && !dt.is_bool() {
+        return None;
+    }
+    binary(ctx, name, |a, b, _| PrimExpr::call(intr, dt, vec![a, b]))
+}
+
+fn bitwise_and(ctx: &LegalizeCtx) -> Option<Lowered> {
+    bitwise(ctx, "bitwise_and", "bitwise_and")
+}
+fn bitwise_or(ctx: &LegalizeCtx) -> Option<Lowered> {
+    bitwise(ctx, "bitwise_or", "bitwise_or")
+}
+fn bitwise_xor(ctx: &LegalizeCtx) -> Option<Lowered> {
+    bitwise(ctx, "bitwise_xor", "bitwise_xor")
+}
+fn logical_xor(ctx: &LegalizeCtx) -> Option<Lowered> {
+    bitwise(ctx, "logical_xor", "bitwise_xor")
+}
+fn left_shift(ctx: &LegalizeCtx) -> Option<Lowered> {
+    bitwise(ctx, "left_shift", "shift_left")
+}
+fn right_shift(ctx: &LegalizeCtx) -> Option<Lowered> {
+    bitwise(ctx, "right_shift", "shift_right")
+}
+
+/// `log_add_exp(a, b)`: `log(exp(a) + exp(b))`, as topi writes it.
+fn log_add_exp(ctx: &LegalizeCtx) -> Option<Lowered> {
+    binary(ctx, "log_add_exp", |a, b, dt| {
+        let e = |x| PrimExpr::call("exp", dt, vec![x]);
+        PrimExpr::call("log", dt, vec![PrimExpr::binary(BinOp::Add, e(a), e(b))])
+    })
+}
+
 /// `where(cond, x, y)`: `T.Select(0 < int64(cond), x, y)` with broadcasting.
 fn where_(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
@@ -140,4 +177,11 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.logical_or", logical_or),
     ("relax.where", where_),
     ("relax.ewise_fma", ewise_fma),
+    ("relax.bitwise_and", bitwise_and),
+    ("relax.bitwise_or", bitwise_or),
+    ("relax.bitwise_xor", bitwise_xor),
+    ("relax.logical_xor", logical_xor),
+    ("relax.left_shift", left_shift),
+    ("relax.right_shift", right_shift),
+    ("relax.log_add_exp", log_add_exp),
 ];

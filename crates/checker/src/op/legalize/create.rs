@@ -1,17 +1,136 @@
-//! Creation operators: `zeros_like`, `ones_like`, `full_like`, `tril`, `triu`.
+//! Creation operators: `zeros`, `ones`, `full` and their `*_like` forms,
+//! `arange`, `eye`, `eye_like`, `tril`, `triu`.
 
 use relax_ir::tir::BinOp;
-use relax_ir::{DataType, PrimExpr};
+use relax_ir::{DataType, ExprKind, PrimExpr, PrimExprKind};
 
-use super::te::{konst, Te};
+use super::manipulate::finish;
+use super::te::{konst, scalar_constant, Operand, Te};
 use super::unary::one_input;
 use super::{LegalizeCtx, LegalizeFn, Lowered};
+use crate::op::common::{add, mul, sub};
 
 fn filled(ctx: &LegalizeCtx, name: &str, v: f64) -> Option<Lowered> {
     let (shape, dt) = ctx.out_tensor()?;
     let mut t = Te::new();
     t.compute("T_full", &shape, "ax", |_| konst(v, dt));
-    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+    Some(finish(name, t, 1, Vec::new(), ctx.out.clone()))
+}
+
+fn zeros(ctx: &LegalizeCtx) -> Option<Lowered> {
+    filled(ctx, "zeros", 0.0)
+}
+fn ones(ctx: &LegalizeCtx) -> Option<Lowered> {
+    filled(ctx, "ones", 1.0)
+}
+
+/// A scalar constant converted to `dt` at compile time (`T.Cast` of an
+/// immediate folds: a float truncates toward zero into an integer type).
+fn fold_cast(c: &PrimExpr, dt: DataType) -> PrimExpr {
+    match c.kind() {
+        PrimExprKind::IntImm { value, .. } => konst(*value as f64, dt),
+        PrimExprKind::FloatImm { value, .. } => konst(*value, dt),
+        _ => c.clone().cast(dt),
+    }
+}
+
+/// `full(shape, value)` and `full_like(x, value)`: a scalar constant is
+/// inlined (converted to the output type), a 0-d tensor is read.
+fn full(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (shape, dt) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let ve = ctx.call.args.get(1)?;
+    let v = match scalar_constant(ve) {
+        Some(c) => Operand::Scalar(fold_cast(&c, dt)),
+        None => Operand::Tensor(t.placeholder(ve, ctx.args.get(1)?.as_tensor()?)?),
+    };
+    if v.ndim() != 0 {
+        return None;
+    }
+    t.compute("T_full", &shape, "ax", |_| {
+        let x = v.at(&[]);
+        if x.dtype() == dt {
+            x
+        } else {
+            x.cast(dt)
+        }
+    });
+    Some(finish("full", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// The value of a `PrimValue` argument.
+fn prim_arg(ctx: &LegalizeCtx, i: usize) -> Option<PrimExpr> {
+    match ctx.call.args.get(i)?.kind() {
+        ExprKind::PrimValue(p) => Some(p.clone()),
+        _ => None,
+    }
+}
+
+/// `arange(start, end, step)`: `T_arange[i] = start + i * step` in the
+/// output type.
+fn arange(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (shape, dt) = ctx.out_tensor()?;
+    let (start, _end, step) = (prim_arg(ctx, 0)?, prim_arg(ctx, 1)?, prim_arg(ctx, 2)?);
+    let mut t = Te::new();
+    t.compute("T_arange", &shape, "ax", |i| {
+        if dt.is_float() || start.dtype().is_float() || step.dtype().is_float() {
+            let conv = |e: &PrimExpr| fold_cast_float(e, dt);
+            let idx = i[0].clone().cast(dt);
+            PrimExpr::binary(BinOp::Add, conv(&start), PrimExpr::binary(BinOp::Mul, idx, conv(&step)))
+        } else {
+            let v = add(&mul(&i[0], &step), &start);
+            if v.dtype() == dt {
+                v
+            } else {
+                v.cast(dt)
+            }
+        }
+    });
+    Some(finish("arange", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+fn fold_cast_float(e: &PrimExpr, dt: DataType) -> PrimExpr {
+    match e.kind() {
+        PrimExprKind::IntImm { value, .. } => PrimExpr::float_of(*value as f64, dt),
+        PrimExprKind::FloatImm { value, .. } => PrimExpr::float_of(*value, dt),
+        _ if e.dtype() == dt => e.clone(),
+        _ => e.clone().cast(dt),
+    }
+}
+
+/// `eye[i, j] = if_then_else(i == j - k, 1, 0)`.
+fn eye_of(ctx: &LegalizeCtx, name: &str, k: PrimExpr) -> Option<Lowered> {
+    let (shape, dt) = ctx.out_tensor()?;
+    if shape.len() != 2 {
+        return None;
+    }
+    let k = k.as_int()?;
+    let mut t = Te::new();
+    let names = ["i".to_string(), "j".to_string()];
+    t.compute_named("eye", &shape, &names, |i| {
+        let rhs = if k >= 0 {
+            sub(&i[1], &PrimExpr::int(k))
+        } else {
+            add(&i[1], &PrimExpr::int(-k))
+        };
+        PrimExpr::call(
+            "if_then_else",
+            dt,
+            vec![
+                PrimExpr::binary(BinOp::Eq, i[0].clone(), rhs),
+                konst(1.0, dt),
+                konst(0.0, dt),
+            ],
+        )
+    });
+    Some(finish(name, t, 1, Vec::new(), ctx.out.clone()))
+}
+
+fn eye(ctx: &LegalizeCtx) -> Option<Lowered> {
+    eye_of(ctx, "eye", prim_arg(ctx, 2)?)
+}
+fn eye_like(ctx: &LegalizeCtx) -> Option<Lowered> {
+    eye_of(ctx, "eye_like", prim_arg(ctx, 1)?)
 }
 
 fn zeros_like(ctx: &LegalizeCtx) -> Option<Lowered> {
@@ -19,21 +138,6 @@ fn zeros_like(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 fn ones_like(ctx: &LegalizeCtx) -> Option<Lowered> {
     filled(ctx, "ones", 1.0)
-}
-
-fn full_like(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (shape, dt) = ctx.out_tensor()?;
-    let mut t = Te::new();
-    let ve = ctx.call.args.get(1)?;
-    let v = match super::te::scalar_constant(ve) {
-        Some(c) => super::te::Operand::Scalar(c),
-        None => super::te::Operand::Tensor(t.placeholder(ve, ctx.args.get(1)?.as_tensor()?)?),
-    };
-    if v.ndim() != 0 {
-        return None;
-    }
-    t.compute("T_full", &shape, "ax", |_| v.at(&[]).cast(dt));
-    Some(Lowered::from_te("full", t, 1, ctx.out.clone()))
 }
 
 fn trilu(ctx: &LegalizeCtx, upper: bool) -> Option<Lowered> {
@@ -49,21 +153,26 @@ fn trilu(ctx: &LegalizeCtx, upper: bool) -> Option<Lowered> {
     let dt = x.dtype();
     t.compute("trilu", &shape, "i", |i| {
         let (row, col) = (i[nd - 2].clone(), i[nd - 1].clone());
-        let plus = |e: PrimExpr| {
-            if k == 0 {
+        // TVM's simplified forms of `col <= row + k` and `row + k <= col`
+        let shift = |e: PrimExpr, by: i64| {
+            if by == 0 {
                 e
             } else {
-                PrimExpr::binary(BinOp::Add, e, PrimExpr::int(k))
+                PrimExpr::binary(BinOp::Add, e, PrimExpr::int(by))
             }
         };
         let cond = if upper {
             if k == 1 {
                 PrimExpr::binary(BinOp::Lt, row, col)
+            } else if k >= 0 {
+                PrimExpr::binary(BinOp::Le, shift(row, k), col)
             } else {
-                PrimExpr::binary(BinOp::Le, plus(row), col)
+                PrimExpr::binary(BinOp::Le, row, shift(col, -k))
             }
+        } else if k >= 0 {
+            PrimExpr::binary(BinOp::Le, col, shift(row, k))
         } else {
-            PrimExpr::binary(BinOp::Le, col, plus(row))
+            PrimExpr::binary(BinOp::Le, shift(col, -k), row)
         };
         PrimExpr::select(cond, x.at(i), konst(0.0, dt))
     });
@@ -84,9 +193,15 @@ fn triu(ctx: &LegalizeCtx) -> Option<Lowered> {
 
 /// The creation operators.
 pub static OPS: &[(&str, LegalizeFn)] = &[
+    ("relax.zeros", zeros),
+    ("relax.ones", ones),
+    ("relax.full", full),
+    ("relax.arange", arange),
+    ("relax.eye", eye),
+    ("relax.eye_like", eye_like),
     ("relax.zeros_like", zeros_like),
     ("relax.ones_like", ones_like),
-    ("relax.full_like", full_like),
+    ("relax.full_like", full),
     ("relax.tril", tril),
     ("relax.triu", triu),
 ];

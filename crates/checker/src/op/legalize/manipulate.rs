@@ -1,11 +1,19 @@
-//! Layout operators: `permute_dims`, `expand_dims`, `squeeze`, `flip`.
+//! Layout and data-movement operators: `permute_dims`, `expand_dims`,
+//! `squeeze`, `flip`, `reshape`/`flatten`/`nn.batch_flatten`, `concat`,
+//! `split`, `stack`, `broadcast_to`, `tile`, `repeat`,
+//! `collapse_sum_to`/`collapse_sum_like`, `nn.pad`, `reverse_sequence`,
+//! `meshgrid`, `one_hot` and `layout_transform`.
+
+use std::collections::HashSet;
 
 use relax_ir::tir::BinOp;
-use relax_ir::PrimExpr;
+use relax_ir::visit::free_tir_vars;
+use relax_ir::{Expr, ExprKind, PrimExpr, PrimExprKind, StructInfo, TirVar};
 
+use super::te::{konst, Reduce, Te};
 use super::unary::one_input;
 use super::{LegalizeCtx, LegalizeFn, Lowered};
-use crate::op::common::attr_opt_ints;
+use crate::op::common::{add, attr_opt_ints, floordiv, floormod, int, mul, sub};
 
 fn norm_axis(a: i64, nd: usize) -> Option<usize> {
     let a = if a < 0 { a + nd as i64 } else { a };
@@ -81,14 +89,253 @@ fn flip(ctx: &LegalizeCtx) -> Option<Lowered> {
     let ext = shape[axis].clone();
     t.compute("T_reverse_sequence", &shape, "ax", |i| {
         let mut idx = i.to_vec();
-        let last = match ext.as_int() {
-            Some(e) => PrimExpr::int(e - 1),
-            None => PrimExpr::binary(BinOp::Sub, ext.clone(), PrimExpr::int(1)),
+        idx[axis] = match ext.as_int() {
+            Some(e) => PrimExpr::binary(BinOp::Sub, PrimExpr::int(e - 1), i[axis].clone()),
+            // `b - i - 1`, as TVM simplifies `b - 1 - i`
+            None => PrimExpr::binary(
+                BinOp::Sub,
+                PrimExpr::binary(BinOp::Sub, ext.clone(), i[axis].clone()),
+                PrimExpr::int(1),
+            ),
         };
-        idx[axis] = PrimExpr::binary(BinOp::Sub, last, i[axis].clone());
         x.at(&idx)
     });
     Some(Lowered::from_te("flip", t, 1, ctx.out.clone()))
+}
+
+/// `reverse_sequence(x, seq_lengths, seq_axis, batch_axis)`: along `seq_axis`,
+/// the first `seq_lengths[b]` elements of batch `b` are reversed.
+fn reverse_sequence(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let lens = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let seq_axis = norm_axis(crate::op::common::attr_int(ctx.call, "seq_axis", 1).ok()?, nd)?;
+    let batch_axis = norm_axis(crate::op::common::attr_int(ctx.call, "batch_axis", 0).ok()?, nd)?;
+    let dim = shape[seq_axis].clone();
+    t.compute("T_reverse_sequence", &shape, "ax", |i| {
+        let mut len = PrimExpr::load(&lens, vec![i[batch_axis].clone()]);
+        if len.dtype() != i[seq_axis].dtype() {
+            len = len.cast(i[seq_axis].dtype());
+        }
+        let j = i[seq_axis].clone();
+        let keep = PrimExpr::binary(
+            BinOp::Or,
+            PrimExpr::binary(BinOp::Le, len.clone(), int(1)),
+            PrimExpr::binary(BinOp::Le, len.clone(), j.clone()),
+        );
+        let last = match dim.as_int() {
+            Some(d) => PrimExpr::binary(BinOp::Sub, int(d - 1), j.clone()),
+            None => PrimExpr::binary(BinOp::Sub, PrimExpr::binary(BinOp::Sub, dim.clone(), j.clone()), int(1)),
+        };
+        let within = PrimExpr::binary(BinOp::Sub, PrimExpr::binary(BinOp::Sub, len.clone(), j.clone()), int(1));
+        let inner = PrimExpr::call(
+            "if_then_else",
+            j.dtype(),
+            vec![PrimExpr::binary(BinOp::Lt, dim.clone(), len), last, within],
+        );
+        let mut idx = i.to_vec();
+        idx[seq_axis] = PrimExpr::call("if_then_else", j.dtype(), vec![keep, j, inner]);
+        PrimExpr::load(&x, idx)
+    });
+    Some(finish("reverse_sequence", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// `stack(tensors, axis)`: `T_stack[..., k, ...] = tensors[k][...]`.
+fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
+    if fields.is_empty() {
+        return None;
+    }
+    let mut t = Te::new();
+    let mut bufs = Vec::new();
+    for (e, s) in &fields {
+        bufs.push(t.placeholder(e, s.as_tensor()?)?);
+    }
+    let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, out_shape.len())?;
+    t.compute("T_stack", &out_shape, "ax", |i| {
+        let mut idx = i.to_vec();
+        idx.remove(axis);
+        let mut e = PrimExpr::load(&bufs[0], idx.clone());
+        for (k, b) in bufs.iter().enumerate().skip(1) {
+            let v = PrimExpr::load(b, idx.clone());
+            let cond = PrimExpr::binary(BinOp::Eq, i[axis].clone(), PrimExpr::int_of(k as i64, i[axis].dtype()));
+            e = PrimExpr::call("if_then_else", v.dtype(), vec![cond, v, e]);
+        }
+        e
+    });
+    Some(finish("stack", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// `meshgrid(tensors, indexing)`: output `k` repeats input `k` along its
+/// axis (`"xy"` swaps the first two axes).
+fn meshgrid(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let StructInfo::Tuple(outs) = &ctx.out else { return None };
+    let shape = outs.first()?.as_tensor()?.shape_values()?.to_vec();
+    let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
+    let xy = crate::op::common::attr_str(ctx.call, "indexing", "ij") == "xy";
+    let mut t = Te::new();
+    let mut bufs = Vec::new();
+    for (e, s) in &fields {
+        bufs.push(t.placeholder(e, s.as_tensor()?)?);
+    }
+    let n = bufs.len();
+    for (k, b) in bufs.iter().enumerate() {
+        let name = if k == 0 {
+            "T_meshgrid".to_string()
+        } else {
+            format!("T_meshgrid_{k}")
+        };
+        let axis = if xy && n >= 2 && k < 2 { 1 - k } else { k };
+        t.compute(&name, &shape, "ax", |i| PrimExpr::load(b, vec![i[axis].clone()]));
+    }
+    Some(finish("meshgrid", t, n, Vec::new(), ctx.out.clone()))
+}
+
+/// `one_hot(indices, on_value, off_value, depth, axis)`.
+fn one_hot(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, dt) = ctx.out_tensor()?;
+    let prim = |i: usize| match ctx.call.args.get(i).map(|e| e.kind()) {
+        Some(ExprKind::PrimValue(p)) => Some(p.clone()),
+        _ => None,
+    };
+    let (on, off) = (prim(1)?, prim(2)?);
+    let (mut t, x, shape) = one_input(ctx)?;
+    let mut axis = crate::op::common::attr_int(ctx.call, "axis", -1).ok()?;
+    if axis < 0 {
+        axis += shape.len() as i64 + 1;
+    }
+    let axis = usize::try_from(axis).ok().filter(|&a| a <= shape.len())?;
+    t.compute("T_one_hot", &out_shape, "ax", |i| {
+        let mut idx = i.to_vec();
+        let pos = idx.remove(axis);
+        let v = x.at(&idx);
+        let v = if v.dtype() == pos.dtype() {
+            v
+        } else {
+            v.cast(pos.dtype())
+        };
+        let conv = |e: &PrimExpr| if e.dtype() == dt { e.clone() } else { e.clone().cast(dt) };
+        PrimExpr::select(PrimExpr::binary(BinOp::Eq, v, pos), conv(&on), conv(&off))
+    });
+    Some(finish("one_hot", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// How an input axis of `layout_transform` is recovered from the output
+/// indices: one output axis, or `out[div] * c + out[rem]` for an axis the
+/// index map splits into `v // c` and `v % c`.
+enum Source {
+    Axis(usize),
+    Split(usize, usize, i64),
+}
+
+/// `layout_transform(x, index_map, pad_value)` for index maps made of the
+/// input variables and their `// c`, `% c` splits: every output element reads
+/// the input at the inverse map, or `pad_value` past the input's end.
+fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, dt) = ctx.out_tensor()?;
+    let relax_ir::AttrValue::Map(map) = crate::op::common::attr(ctx.call, "index_map")? else {
+        return None;
+    };
+    let exprs = |key: &str| -> Option<Vec<PrimExpr>> {
+        map.get(key)?
+            .as_list()?
+            .iter()
+            .map(|x| match x {
+                relax_ir::AttrValue::PrimExpr(e) => Some(e.clone()),
+                relax_ir::AttrValue::Int(i) => Some(int(*i)),
+                _ => None,
+            })
+            .collect()
+    };
+    let params: Vec<TirVar> = exprs("params")?
+        .iter()
+        .map(|e| e.as_var().cloned())
+        .collect::<Option<_>>()?;
+    let results = exprs("results")?;
+    let (mut t, x, shape) = one_input(ctx)?;
+    if params.len() != shape.len() || results.len() != out_shape.len() {
+        return None;
+    }
+    // every result must be `p`, `p // c` or `p % c`
+    let split_of = |r: &PrimExpr, want: BinOp| -> Option<(TirVar, i64)> {
+        match r.kind() {
+            PrimExprKind::Binary { op, a, b } if *op == want => {
+                Some((a.as_var()?.clone(), b.as_int().filter(|&c| c > 0)?))
+            }
+            _ => None,
+        }
+    };
+    for r in &results {
+        if r.as_var().is_none() && split_of(r, BinOp::FloorDiv).is_none() && split_of(r, BinOp::FloorMod).is_none() {
+            return None;
+        }
+    }
+    let mut sources = Vec::with_capacity(params.len());
+    for p in &params {
+        if let Some(k) = results.iter().position(|r| r.as_var() == Some(p)) {
+            sources.push(Source::Axis(k));
+            continue;
+        }
+        let div = results
+            .iter()
+            .position(|r| matches!(split_of(r, BinOp::FloorDiv), Some((v, _)) if &v == p))?;
+        let rem = results
+            .iter()
+            .position(|r| matches!(split_of(r, BinOp::FloorMod), Some((v, _)) if &v == p))?;
+        let (_, c) = split_of(&results[div], BinOp::FloorDiv)?;
+        if split_of(&results[rem], BinOp::FloorMod)?.1 != c {
+            return None;
+        }
+        sources.push(Source::Split(div, rem, c));
+    }
+    // padding: a split axis whose extent is not a multiple of its factor
+    let mut padded = false;
+    for (src, d) in sources.iter().zip(&shape) {
+        if let Source::Split(_, _, c) = src {
+            match d.as_int() {
+                Some(e) if e % c == 0 => {}
+                Some(_) => padded = true,
+                None => return None,
+            }
+        }
+    }
+    let pad_value = match crate::op::common::attr(ctx.call, "pad_value") {
+        Some(relax_ir::AttrValue::PrimExpr(p)) => p.clone(),
+        Some(relax_ir::AttrValue::Float(f)) => konst(*f, dt),
+        Some(relax_ir::AttrValue::Int(i)) => konst(*i as f64, dt),
+        _ => konst(0.0, dt),
+    };
+    let name = if padded {
+        "te_layout_transform_with_pad"
+    } else {
+        "te_layout_transform"
+    };
+    t.compute(name, &out_shape, "ax", |i| {
+        let mut conds = Vec::new();
+        let idx: Vec<PrimExpr> = sources
+            .iter()
+            .zip(&shape)
+            .map(|(src, d)| match src {
+                Source::Axis(k) => i[*k].clone(),
+                Source::Split(a, b, c) => {
+                    let v = add(&mul(&i[*a], &int(*c)), &i[*b]);
+                    if d.as_int().is_some_and(|e| e % c != 0) {
+                        conds.push(PrimExpr::binary(BinOp::Le, d.clone(), v.clone()));
+                    }
+                    v
+                }
+            })
+            .collect();
+        let v = x.at(&idx);
+        match conds.into_iter().reduce(|a, b| PrimExpr::binary(BinOp::Or, a, b)) {
+            Some(c) => PrimExpr::call("if_then_else", dt, vec![c, pad_value.clone(), v]),
+            None => v,
+        }
+    });
+    Some(finish(name, t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// The manipulation operators.
@@ -97,4 +344,383 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.expand_dims", expand_dims),
     ("relax.squeeze", squeeze),
     ("relax.flip", flip),
+    ("relax.reshape", reshape),
+    ("relax.flatten", reshape),
+    ("relax.concat", concat),
+    ("relax.split", split),
+    ("relax.broadcast_to", broadcast_to),
+    ("relax.tile", tile),
+    ("relax.repeat", repeat),
+    ("relax.collapse_sum_to", collapse_sum),
+    ("relax.collapse_sum_like", collapse_sum),
+    ("relax.nn.pad", pad),
+    ("relax.nn.batch_flatten", reshape),
+    ("relax.reverse_sequence", reverse_sequence),
+    ("relax.stack", stack),
+    ("relax.meshgrid", meshgrid),
+    ("relax.one_hot", one_hot),
+    ("relax.layout_transform", layout_transform),
 ];
+
+// ---------------------------------------------------------------------------
+// reshape family, concat/split, broadcast_to, tile/repeat, collapse_sum, pad
+// ---------------------------------------------------------------------------
+
+/// Finish a builder the way `bb.call_te` lays out the PrimFunc: scalar
+/// parameters come after the tensor inputs and before the outputs, and are
+/// passed in the argument tuple. `prims` are the scalar variables the body
+/// uses with the Relax argument that carries each; those a buffer dimension
+/// defines by itself are dropped. Symbolic variables used in a buffer shape
+/// that no buffer dimension defines are appended to them.
+pub(crate) fn finish(name: &str, t: Te, n_out: usize, prims: Vec<(TirVar, Expr)>, out: StructInfo) -> Lowered {
+    let mut args = t.args.clone();
+    let n_in = args.len();
+    let mut func = t.build(n_out);
+    let mut defined: HashSet<u64> = HashSet::new();
+    for (_, b) in &func.buffer_map {
+        for d in b.shape() {
+            if let Some(v) = d.as_var() {
+                defined.insert(v.id());
+            }
+        }
+    }
+    let mut scalars: Vec<(TirVar, Expr)> = prims.into_iter().filter(|(v, _)| defined.insert(v.id())).collect();
+    for (_, b) in &func.buffer_map {
+        for d in b.shape() {
+            for v in free_tir_vars(d) {
+                if defined.insert(v.id()) {
+                    let e = Expr::new(ExprKind::PrimValue(v.to_expr()));
+                    scalars.push((v, e));
+                }
+            }
+        }
+    }
+    for (k, (v, e)) in scalars.into_iter().enumerate() {
+        func.params.insert(n_in + k, v);
+        args.push(e);
+    }
+    Lowered {
+        name: name.to_string(),
+        func,
+        args,
+        out,
+        tir_vars: Vec::new(),
+    }
+}
+
+/// `a * b` with `b = p * q` re-associated to `(a * p) * q`, as TVM's
+/// canonical form prints a row-major stride.
+fn mul_assoc(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
+    if let PrimExprKind::Binary {
+        op: BinOp::Mul,
+        a: p,
+        b: q,
+    } = b.kind()
+    {
+        if a.as_int().is_none() {
+            return mul(&mul_assoc(a, p), q);
+        }
+    }
+    mul(a, b)
+}
+
+/// The row-major flat index of `indices` in `shape` (topi's `RavelIndex`).
+fn ravel(indices: &[PrimExpr], shape: &[PrimExpr]) -> PrimExpr {
+    let mut idx = match indices.first() {
+        Some(i) => i.clone(),
+        None => return int(0),
+    };
+    for (i, d) in indices.iter().zip(shape).skip(1) {
+        idx = add(&mul_assoc(&idx, d), i);
+    }
+    idx
+}
+
+/// The indices of flat index `idx` in `shape` (topi's `UnravelIndex`), with
+/// the rewrites TVM's simplifier applies to constant strides:
+/// `(i // c1) % c2` becomes `i % (c1 * c2) // c1` and chained constant
+/// divisions merge.
+fn unravel(idx: &PrimExpr, shape: &[PrimExpr]) -> Vec<PrimExpr> {
+    let n = shape.len();
+    let mut out = vec![int(0); n];
+    // `divs`: the divisors applied so far (innermost first), constants merged.
+    let mut divs: Vec<PrimExpr> = Vec::new();
+    let mut const_stride: Option<i64> = Some(1);
+    for j in (0..n).rev() {
+        let d = &shape[j];
+        out[j] = if d.as_int() == Some(1) {
+            int(0)
+        } else if let (Some(s), Some(e)) = (const_stride, d.as_int()) {
+            if s == 1 {
+                floormod(idx, d)
+            } else {
+                floordiv(&floormod(idx, &int(s * e)), &int(s))
+            }
+        } else {
+            let mut q = idx.clone();
+            for v in &divs {
+                q = floordiv(&q, v);
+            }
+            floormod(&q, d)
+        };
+        const_stride = match (const_stride, d.as_int()) {
+            (Some(s), Some(e)) => Some(s * e),
+            _ => None,
+        };
+        match (divs.last().and_then(|l| l.as_int()), d.as_int()) {
+            (Some(l), Some(e)) => {
+                let k = divs.len() - 1;
+                divs[k] = int(l * e);
+            }
+            _ => divs.push(d.clone()),
+        }
+    }
+    out
+}
+
+/// `reshape` / `flatten`: `T_reshape[i...] = x[unravel(ravel(i))]`.
+fn reshape(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let (mut t, x, in_shape) = one_input(ctx)?;
+    t.compute("T_reshape", &out_shape, "ax", |i| {
+        let flat = ravel(i, &out_shape);
+        x.at(&unravel(&flat, &in_shape))
+    });
+    Some(finish("reshape", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// The tensors of a tuple argument: the fields of a tuple literal, or
+/// `t[i]` of a tuple-valued variable.
+fn tuple_fields(e: &Expr, s: &StructInfo) -> Option<Vec<(Expr, StructInfo)>> {
+    let StructInfo::Tuple(fs) = s else { return None };
+    match e.kind() {
+        ExprKind::Tuple(es) if es.len() == fs.len() => Some(es.iter().cloned().zip(fs.iter().cloned()).collect()),
+        _ => Some(
+            fs.iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    (
+                        Expr::new(ExprKind::TupleGetItem {
+                            tuple: e.clone(),
+                            index: i,
+                        }),
+                        f.clone(),
+                    )
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
+    if fields.is_empty() {
+        return None;
+    }
+    let mut t = Te::new();
+    let mut bufs = Vec::new();
+    for (e, s) in &fields {
+        bufs.push(t.placeholder(e, s.as_tensor()?)?);
+    }
+    let nd = out_shape.len();
+    let axis = match crate::op::common::attr_opt_int(ctx.call, "axis").ok()? {
+        Some(a) => norm_axis(a, nd)?,
+        None => 0,
+    };
+    // offsets[k]: the start of input k along the axis
+    let mut offsets = vec![int(0)];
+    for b in &bufs[..bufs.len() - 1] {
+        let last = offsets.last().cloned().unwrap_or_else(|| int(0));
+        offsets.push(add(&last, b.shape().get(axis)?));
+    }
+    t.compute("T_concat", &out_shape, "ax", |i| {
+        let load = |k: usize| {
+            let mut idx = i.to_vec();
+            idx[axis] = sub_chain(&i[axis], &offsets[k]);
+            PrimExpr::load(&bufs[k], idx)
+        };
+        let mut e = load(0);
+        for (k, off) in offsets.iter().enumerate().skip(1) {
+            let cond = match off.as_int() {
+                Some(_) => PrimExpr::binary(BinOp::Le, off.clone(), i[axis].clone()),
+                None => PrimExpr::binary(BinOp::Le, int(0), sub_chain(&i[axis], off)),
+            };
+            let v = load(k);
+            let dt = v.dtype();
+            e = PrimExpr::call("if_then_else", dt, vec![cond, v, e]);
+        }
+        e
+    });
+    Some(finish("concatenate", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// `x - (a + b + c)` written as `x - a - b - c` (TVM's form of a symbolic offset).
+fn sub_chain(x: &PrimExpr, off: &PrimExpr) -> PrimExpr {
+    if let PrimExprKind::Binary { op: BinOp::Add, a, b } = off.kind() {
+        return sub(&sub_chain(x, a), b);
+    }
+    sub(x, off)
+}
+
+fn split(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let StructInfo::Tuple(outs) = &ctx.out else { return None };
+    let shapes: Vec<Vec<PrimExpr>> = outs
+        .iter()
+        .map(|o| o.as_tensor().and_then(|t| t.shape_values()).map(|s| s.to_vec()))
+        .collect::<Option<_>>()?;
+    let (mut t, x, shape) = one_input(ctx)?;
+    let nd = shape.len();
+    let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
+    let sections = matches!(
+        crate::op::common::attr(ctx.call, "indices_or_sections"),
+        Some(relax_ir::AttrValue::Int(_))
+    );
+    let base = if sections { "T_split_sections" } else { "T_split" };
+    let mut start = int(0);
+    for (k, s) in shapes.iter().enumerate() {
+        let name = if k == 0 {
+            base.to_string()
+        } else {
+            format!("{base}_{k}")
+        };
+        let off = start.clone();
+        t.compute(&name, s, "ax", |i| {
+            let mut idx = i.to_vec();
+            idx[axis] = add(&i[axis], &off);
+            x.at(&idx)
+        });
+        start = add(&start, s.get(axis)?);
+    }
+    Some(finish("split", t, shapes.len(), Vec::new(), ctx.out.clone()))
+}
+
+fn broadcast_to(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let (mut t, x, _) = one_input(ctx)?;
+    t.compute("T_broadcast_to", &out_shape, "ax", |i| x.bcast(i, &out_shape));
+    Some(finish("broadcast_to", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+fn tile(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let (mut t, x, shape) = one_input(ctx)?;
+    let (on, nd) = (out_shape.len(), shape.len());
+    t.compute("T_tile", &out_shape, "ax", |i| {
+        let idx: Vec<PrimExpr> = (0..nd).map(|d| floormod(&i[on - nd + d], &shape[d])).collect();
+        x.at(&idx)
+    });
+    Some(finish("tile", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+fn repeat(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let (mut t, x, shape) = one_input(ctx)?;
+    let reps = crate::op::common::attr_opt_int(ctx.call, "repeats").ok()??;
+    let r = int(reps);
+    match crate::op::common::attr_opt_int(ctx.call, "axis").ok()? {
+        Some(a) => {
+            let axis = norm_axis(a, shape.len())?;
+            t.compute("T_repeat", &out_shape, "ax", |i| {
+                let mut idx = i.to_vec();
+                idx[axis] = floordiv(&i[axis], &r);
+                x.at(&idx)
+            });
+        }
+        None => {
+            // flatten first, then repeat along the only axis
+            let flat = vec![crate::op::common::product(&shape)];
+            let fs = flat.clone();
+            let reshaped = t.compute("T_reshape", &flat, "ax", |i| {
+                let f = ravel(i, &fs);
+                x.at(&unravel(&f, &shape))
+            });
+            t.compute("T_repeat", &out_shape, "ax", |i| {
+                PrimExpr::load(&reshaped, vec![floordiv(&i[0], &r)])
+            });
+        }
+    }
+    Some(finish("repeat", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// `collapse_sum_to` / `collapse_sum_like`: sum over the leading axes the
+/// target lacks and over the axes where the target has extent 1.
+fn collapse_sum(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (target, dt) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let shape = x.shape().to_vec();
+    let (nd, tn) = (shape.len(), target.len());
+    if tn > nd {
+        return None;
+    }
+    let lead = nd - tn;
+    let mut red: Vec<usize> = (0..lead).collect();
+    for (j, d) in target.iter().enumerate() {
+        if d.as_int() == Some(1) && shape[lead + j].as_int() != Some(1) {
+            red.push(lead + j);
+        }
+    }
+    let red_axes: Vec<(String, PrimExpr)> = red.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
+    let name = format!("{}_red", x.name());
+    t.reduce(
+        Reduce {
+            name: &name,
+            shape: target.clone(),
+            spatial_prefix: "ax",
+            red_axes,
+            init: konst(0.0, dt),
+        },
+        |acc, v| PrimExpr::binary(BinOp::Add, acc, v),
+        |s, r| {
+            let idx: Vec<PrimExpr> = (0..nd)
+                .map(|d| match red.iter().position(|&a| a == d) {
+                    Some(k) => r[k].clone(),
+                    None if shape[d].as_int() == Some(1) => int(0),
+                    None => s[d - lead].clone(),
+                })
+                .collect();
+            PrimExpr::load(&x, idx)
+        },
+    );
+    Some(finish("collapse_sum", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// `nn.pad` in constant mode: `PadInput[i...] = if_then_else(inside, x[i - before], pad_value)`.
+fn pad(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, dt) = ctx.out_tensor()?;
+    if crate::op::common::attr_str(ctx.call, "pad_mode", "constant") != "constant" {
+        return None;
+    }
+    let widths = crate::op::common::attr_opt_ints(ctx.call, "pad_width").ok()??;
+    let value = match crate::op::common::attr(ctx.call, "pad_value") {
+        Some(relax_ir::AttrValue::Float(f)) => *f,
+        Some(relax_ir::AttrValue::Int(i)) => *i as f64,
+        None => 0.0,
+        _ => return None,
+    };
+    let (mut t, x, shape) = one_input(ctx)?;
+    let nd = shape.len();
+    if widths.len() != 2 * nd {
+        return None;
+    }
+    t.compute("PadInput", &out_shape, "i", |i| {
+        let mut conds: Vec<PrimExpr> = Vec::new();
+        let mut idx = Vec::new();
+        for d in 0..nd {
+            let (before, after) = (widths[2 * d], widths[2 * d + 1]);
+            // a padded axis gets both bounds (topi), an unpadded one none
+            if before != 0 || after != 0 {
+                conds.push(PrimExpr::binary(BinOp::Le, int(before), i[d].clone()));
+                conds.push(PrimExpr::binary(BinOp::Lt, i[d].clone(), add(&shape[d], &int(before))));
+            }
+            idx.push(sub(&i[d], &int(before)));
+        }
+        let v = x.at(&idx);
+        match conds.into_iter().reduce(|a, b| PrimExpr::binary(BinOp::And, a, b)) {
+            Some(c) => PrimExpr::call("if_then_else", dt, vec![c, v, konst(value, dt)]),
+            None => v,
+        }
+    });
+    Some(finish("pad", t, 1, Vec::new(), ctx.out.clone()))
+}

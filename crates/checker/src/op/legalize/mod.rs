@@ -20,6 +20,7 @@ use relax_ir::{
 pub mod binary;
 pub mod conv;
 pub mod create;
+pub mod index;
 pub mod linear_algebra;
 pub mod manipulate;
 pub mod nn;
@@ -92,7 +93,8 @@ impl Lowered {
                 });
             }
         }
-        func.params.extend(extra.iter().cloned());
+        // `call_tir` passes `tir_vars` after the inputs, before the outputs.
+        func.params.splice(n_in..n_in, extra.iter().cloned());
         Lowered {
             name: name.to_string(),
             func,
@@ -133,6 +135,7 @@ pub static FAMILIES: &[&[(&str, LegalizeFn)]] = &[
     linear_algebra::OPS,
     manipulate::OPS,
     create::OPS,
+    index::OPS,
     nn::OPS,
     search::OPS,
     pool::OPS,

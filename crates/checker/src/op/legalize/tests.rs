@@ -63,6 +63,364 @@ class Module:
     assert_eq!(m.functions.len(), 1);
 }
 
+// ---------------------------------------------------------------------------
+// Manipulation, creation and indexing operators against TVM 0.27's
+// `LegalizeOps` output for the same modules (generated with the TVM wheel).
+// ---------------------------------------------------------------------------
+
+/// Legalize `input` and compare it structurally with TVM's legalized module.
+fn assert_matches_tvm(input: &str, tvm: &str) {
+    let ours = normalize_module(&legalize_text(input)).module;
+    let theirs = match parse(tvm) {
+        Ok(p) => normalize_module(&p.into_module()).module,
+        Err(e) => panic!("TVM's output does not parse: {e:?}"),
+    };
+    if let Err(m) = StructuralEqual::new().map_free_vars(true).module(&ours, &theirs) {
+        let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(ours));
+        panic!("differs from TVM: {m:?}\n{text}");
+    }
+}
+
+const BITWISE_IN: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(i: R.Tensor((4, 5), dtype="int32"), j: R.Tensor((5,), dtype="int32"), b: R.Tensor((4, 5), dtype="bool"), c: R.Tensor((5,), dtype="bool")) -> R.Tuple(R.Tensor((4, 5), dtype="bool"), R.Tensor((4, 5), dtype="int32"), R.Tensor((4, 5), dtype="int32"), R.Tensor((4, 5), dtype="bool")):
+        a1: R.Tensor((4, 5), dtype="bool") = R.logical_not(b)
+        a2: R.Tensor((4, 5), dtype="int32") = R.bitwise_not(i)
+        a3: R.Tensor((4, 5), dtype="int32") = R.left_shift(i, j)
+        a4: R.Tensor((4, 5), dtype="bool") = R.logical_xor(b, c)
+        return (a1, a2, a3, a4)
+"#;
+
+/// (`<<`, `^` and `~` written in the call form `T.shift_left(...)`, which the
+/// TVMScript parser reads as the same node.)
+const BITWISE_TVM: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def left_shift(i: T.Buffer((T.int64(4), T.int64(5)), "int32"), j: T.Buffer((T.int64(5),), "int32"), T_left_shift: T.Buffer((T.int64(4), T.int64(5)), "int32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1 in T.grid(T.int64(4), T.int64(5)):
+            with T.sblock("T_left_shift"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(i[v_ax0, v_ax1], j[v_ax1])
+                T.writes(T_left_shift[v_ax0, v_ax1])
+                T_left_shift[v_ax0, v_ax1] = T.shift_left(i[v_ax0, v_ax1], j[v_ax1])
+
+    @T.prim_func(private=True, s_tir=True)
+    def logical_xor(b: T.Buffer((T.int64(4), T.int64(5)), "bool"), c: T.Buffer((T.int64(5),), "bool"), T_logical_xor: T.Buffer((T.int64(4), T.int64(5)), "bool")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1 in T.grid(T.int64(4), T.int64(5)):
+            with T.sblock("T_logical_xor"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(b[v_ax0, v_ax1], c[v_ax1])
+                T.writes(T_logical_xor[v_ax0, v_ax1])
+                T_logical_xor[v_ax0, v_ax1] = T.bitwise_xor(b[v_ax0, v_ax1], c[v_ax1])
+
+    @T.prim_func(private=True, s_tir=True)
+    def tir_bitwise_not(i: T.Buffer((T.int64(4), T.int64(5)), "int32"), T_bitwise_not: T.Buffer((T.int64(4), T.int64(5)), "int32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1 in T.grid(T.int64(4), T.int64(5)):
+            with T.sblock("T_bitwise_not"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(i[v_ax0, v_ax1])
+                T.writes(T_bitwise_not[v_ax0, v_ax1])
+                T_bitwise_not[v_ax0, v_ax1] = T.bitwise_not(i[v_ax0, v_ax1])
+
+    @T.prim_func(private=True, s_tir=True)
+    def tir_logical_not(b: T.Buffer((T.int64(4), T.int64(5)), "bool"), T_logical_not: T.Buffer((T.int64(4), T.int64(5)), "bool")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1 in T.grid(T.int64(4), T.int64(5)):
+            with T.sblock("T_logical_not"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(b[v_ax0, v_ax1])
+                T.writes(T_logical_not[v_ax0, v_ax1])
+                T_logical_not[v_ax0, v_ax1] = not b[v_ax0, v_ax1]
+
+    @R.function
+    def main(i: R.Tensor((4, 5), dtype="int32"), j: R.Tensor((5,), dtype="int32"), b: R.Tensor((4, 5), dtype="bool"), c: R.Tensor((5,), dtype="bool")) -> R.Tuple(R.Tensor((4, 5), dtype="bool"), R.Tensor((4, 5), dtype="int32"), R.Tensor((4, 5), dtype="int32"), R.Tensor((4, 5), dtype="bool")):
+        cls = Module
+        a1 = R.call_tir(cls.tir_logical_not, (b,), out_ty=R.Tensor((4, 5), dtype="bool"))
+        a2 = R.call_tir(cls.tir_bitwise_not, (i,), out_ty=R.Tensor((4, 5), dtype="int32"))
+        a3 = R.call_tir(cls.left_shift, (i, j), out_ty=R.Tensor((4, 5), dtype="int32"))
+        a4 = R.call_tir(cls.logical_xor, (b, c), out_ty=R.Tensor((4, 5), dtype="bool"))
+        return (a1, a2, a3, a4)
+"#;
+
+const TAKE_MODES_IN: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 5), dtype="float32"), idx: R.Tensor((2, 3), dtype="int64")) -> R.Tuple(R.Tensor((4, 2, 3), dtype="float32"), R.Tensor((2, 3, 5), dtype="float32")):
+        a: R.Tensor((4, 2, 3), dtype="float32") = R.take(x, idx, axis=1, mode="clip")
+        b: R.Tensor((2, 3, 5), dtype="float32") = R.take(x, idx, axis=0, mode="wrap")
+        return (a, b)
+"#;
+
+const TAKE_MODES_TVM: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def take(x: T.Buffer((T.int64(4), T.int64(5)), "float32"), idx: T.Buffer((T.int64(2), T.int64(3)), "int64"), T_take: T.Buffer((T.int64(4), T.int64(2), T.int64(3)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1, ax2 in T.grid(T.int64(4), T.int64(2), T.int64(3)):
+            with T.sblock("T_take"):
+                v_ax0, v_ax1, v_ax2 = T.axis.remap("SSS", [ax0, ax1, ax2])
+                T.reads(x[v_ax0, T.min(T.max(T.int64(0), idx[v_ax1, v_ax2]), T.int64(4))], idx[v_ax1, v_ax2])
+                T.writes(T_take[v_ax0, v_ax1, v_ax2])
+                T_take[v_ax0, v_ax1, v_ax2] = x[v_ax0, T.min(T.max(T.int64(0), idx[v_ax1, v_ax2]), T.int64(4))]
+
+    @T.prim_func(private=True, s_tir=True)
+    def take1(x: T.Buffer((T.int64(4), T.int64(5)), "float32"), idx: T.Buffer((T.int64(2), T.int64(3)), "int64"), T_take: T.Buffer((T.int64(2), T.int64(3), T.int64(5)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1, ax2 in T.grid(T.int64(2), T.int64(3), T.int64(5)):
+            with T.sblock("T_take"):
+                v_ax0, v_ax1, v_ax2 = T.axis.remap("SSS", [ax0, ax1, ax2])
+                T.reads(x[T.truncmod(T.truncmod(idx[v_ax0, v_ax1], T.int64(4)) + T.int64(4), T.int64(4)), v_ax2], idx[v_ax0, v_ax1])
+                T.writes(T_take[v_ax0, v_ax1, v_ax2])
+                T_take[v_ax0, v_ax1, v_ax2] = x[T.truncmod(T.truncmod(idx[v_ax0, v_ax1], T.int64(4)) + T.int64(4), T.int64(4)), v_ax2]
+
+    @R.function
+    def main(x: R.Tensor((4, 5), dtype="float32"), idx: R.Tensor((2, 3), dtype="int64")) -> R.Tuple(R.Tensor((4, 2, 3), dtype="float32"), R.Tensor((2, 3, 5), dtype="float32")):
+        cls = Module
+        a = R.call_tir(cls.take, (x, idx), out_ty=R.Tensor((4, 2, 3), dtype="float32"))
+        b = R.call_tir(cls.take1, (x, idx), out_ty=R.Tensor((2, 3, 5), dtype="float32"))
+        return (a, b)
+"#;
+
+const SLICE_PAD_EYE_IN: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 5), dtype="float32")) -> R.Tuple(R.Tensor((2, 2), dtype="float32"), R.Tensor((6, 6), dtype="float32"), R.Tensor((3, 4), dtype="float32"), R.Tensor((4, 5), dtype="float32")):
+        a: R.Tensor((2, 2), dtype="float32") = R.strided_slice(x, (0, 1), (3, 4), (0, 0), (-2, -3), assume_inbound=False)
+        b: R.Tensor((6, 6), dtype="float32") = R.nn.pad(x, pad_width=[2, 0, 0, 1], pad_value=1.5, pad_mode="constant")
+        c: R.Tensor((3, 4), dtype="float32") = R.eye(3, 4, 1, dtype="float32")
+        d: R.Tensor((4, 5), dtype="float32") = R.eye_like(x, -1)
+        return (a, b, c, d)
+"#;
+
+const SLICE_PAD_EYE_TVM: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def eye(eye: T.Buffer((T.int64(3), T.int64(4)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i, j in T.grid(T.int64(3), T.int64(4)):
+            with T.sblock("eye"):
+                v_i, v_j = T.axis.remap("SS", [i, j])
+                T.reads()
+                T.writes(eye[v_i, v_j])
+                eye[v_i, v_j] = T.if_then_else(v_i == v_j - T.int64(1), T.float32(1.0), T.float32(0.0))
+
+    @T.prim_func(private=True, s_tir=True)
+    def eye_like(eye: T.Buffer((T.int64(4), T.int64(5)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i, j in T.grid(T.int64(4), T.int64(5)):
+            with T.sblock("eye"):
+                v_i, v_j = T.axis.remap("SS", [i, j])
+                T.reads()
+                T.writes(eye[v_i, v_j])
+                eye[v_i, v_j] = T.if_then_else(v_i == v_j + T.int64(1), T.float32(1.0), T.float32(0.0))
+
+    @T.prim_func(private=True, s_tir=True)
+    def pad(x: T.Buffer((T.int64(4), T.int64(5)), "float32"), PadInput: T.Buffer((T.int64(6), T.int64(6)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0, i1 in T.grid(T.int64(6), T.int64(6)):
+            with T.sblock("PadInput"):
+                v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
+                T.reads(x[v_i0 - T.int64(2), v_i1])
+                T.writes(PadInput[v_i0, v_i1])
+                PadInput[v_i0, v_i1] = T.if_then_else(T.int64(2) <= v_i0 and v_i0 < T.int64(6) and T.int64(0) <= v_i1 and v_i1 < T.int64(5), x[v_i0 - T.int64(2), v_i1], T.float32(1.5))
+
+    @T.prim_func(private=True, s_tir=True)
+    def strided_slice(x: T.Buffer((T.int64(4), T.int64(5)), "float32"), T_strided_slice_with_axes: T.Buffer((T.int64(2), T.int64(2)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1 in T.grid(T.int64(2), T.int64(2)):
+            with T.sblock("T_strided_slice_with_axes"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(x[T.int64(3) - v_ax0 * T.int64(2), T.int64(4) - v_ax1 * T.int64(3)])
+                T.writes(T_strided_slice_with_axes[v_ax0, v_ax1])
+                T_strided_slice_with_axes[v_ax0, v_ax1] = x[T.int64(3) - v_ax0 * T.int64(2), T.int64(4) - v_ax1 * T.int64(3)]
+
+    @R.function
+    def main(x: R.Tensor((4, 5), dtype="float32")) -> R.Tuple(R.Tensor((2, 2), dtype="float32"), R.Tensor((6, 6), dtype="float32"), R.Tensor((3, 4), dtype="float32"), R.Tensor((4, 5), dtype="float32")):
+        cls = Module
+        a = R.call_tir(cls.strided_slice, (x,), out_ty=R.Tensor((2, 2), dtype="float32"))
+        b = R.call_tir(cls.pad, (x,), out_ty=R.Tensor((6, 6), dtype="float32"))
+        c = R.call_tir(cls.eye, R.tuple(), out_ty=R.Tensor((3, 4), dtype="float32"))
+        d = R.call_tir(cls.eye_like, R.tuple(), out_ty=R.Tensor((4, 5), dtype="float32"))
+        return (a, b, c, d)
+"#;
+
+const REPEAT_FLAT_CONCAT_IN: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), t: R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 1), dtype="float32"))) -> R.Tuple(R.Tensor((12,), dtype="float32"), R.Tensor((2, 4), dtype="float32"), R.Tensor((3, 2), dtype="float32")):
+        a: R.Tensor((12,), dtype="float32") = R.repeat(x, repeats=2)
+        b: R.Tensor((2, 4), dtype="float32") = R.concat(t, axis=1)
+        c: R.Tensor((3, 2), dtype="float32") = R.reshape(x, R.shape([3, 2]))
+        return (a, b, c)
+"#;
+
+const REPEAT_FLAT_CONCAT_TVM: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def concatenate(gv: T.Buffer((T.int64(2), T.int64(3)), "float32"), gv1: T.Buffer((T.int64(2), T.int64(1)), "float32"), T_concat: T.Buffer((T.int64(2), T.int64(4)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1 in T.grid(T.int64(2), T.int64(4)):
+            with T.sblock("T_concat"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(gv1[v_ax0, v_ax1 - T.int64(3)], gv[v_ax0, v_ax1])
+                T.writes(T_concat[v_ax0, v_ax1])
+                T_concat[v_ax0, v_ax1] = T.if_then_else(T.int64(3) <= v_ax1, gv1[v_ax0, v_ax1 - T.int64(3)], gv[v_ax0, v_ax1])
+
+    @T.prim_func(private=True, s_tir=True)
+    def repeat(x: T.Buffer((T.int64(2), T.int64(3)), "float32"), T_repeat: T.Buffer((T.int64(12),), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        T_reshape = T.sblock_alloc_buffer((T.int64(6),))
+        for ax0 in range(T.int64(6)):
+            with T.sblock("T_reshape"):
+                v_ax0 = T.axis.spatial(T.int64(6), ax0)
+                T.reads(x[v_ax0 % T.int64(6) // T.int64(3), v_ax0 % T.int64(3)])
+                T.writes(T_reshape[v_ax0])
+                T_reshape[v_ax0] = x[v_ax0 % T.int64(6) // T.int64(3), v_ax0 % T.int64(3)]
+        for ax0 in range(T.int64(12)):
+            with T.sblock("T_repeat"):
+                v_ax0 = T.axis.spatial(T.int64(12), ax0)
+                T.reads(T_reshape[v_ax0 // T.int64(2)])
+                T.writes(T_repeat[v_ax0])
+                T_repeat[v_ax0] = T_reshape[v_ax0 // T.int64(2)]
+
+    @T.prim_func(private=True, s_tir=True)
+    def reshape(x: T.Buffer((T.int64(2), T.int64(3)), "float32"), T_reshape: T.Buffer((T.int64(3), T.int64(2)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1 in T.grid(T.int64(3), T.int64(2)):
+            with T.sblock("T_reshape"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(x[(v_ax0 * T.int64(2) + v_ax1) % T.int64(6) // T.int64(3), (v_ax0 * T.int64(2) + v_ax1) % T.int64(3)])
+                T.writes(T_reshape[v_ax0, v_ax1])
+                T_reshape[v_ax0, v_ax1] = x[(v_ax0 * T.int64(2) + v_ax1) % T.int64(6) // T.int64(3), (v_ax0 * T.int64(2) + v_ax1) % T.int64(3)]
+
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), t: R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 1), dtype="float32"))) -> R.Tuple(R.Tensor((12,), dtype="float32"), R.Tensor((2, 4), dtype="float32"), R.Tensor((3, 2), dtype="float32")):
+        cls = Module
+        a = R.call_tir(cls.repeat, (x,), out_ty=R.Tensor((12,), dtype="float32"))
+        gv: R.Tensor((2, 3), dtype="float32") = t[0]
+        gv1: R.Tensor((2, 1), dtype="float32") = t[1]
+        b = R.call_tir(cls.concatenate, (gv, gv1), out_ty=R.Tensor((2, 4), dtype="float32"))
+        c = R.call_tir(cls.reshape, (x,), out_ty=R.Tensor((3, 2), dtype="float32"))
+        return (a, b, c)
+"#;
+
+#[test]
+fn bitwise_and_logical_ops_match_tvm() {
+    assert_matches_tvm(BITWISE_IN, BITWISE_TVM);
+}
+
+#[test]
+fn take_clip_and_wrap_match_tvm() {
+    assert_matches_tvm(TAKE_MODES_IN, TAKE_MODES_TVM);
+}
+
+#[test]
+fn negative_strides_pad_and_eye_match_tvm() {
+    assert_matches_tvm(SLICE_PAD_EYE_IN, SLICE_PAD_EYE_TVM);
+}
+
+#[test]
+fn repeat_concat_of_tuple_var_and_reshape_match_tvm() {
+    assert_matches_tvm(REPEAT_FLAT_CONCAT_IN, REPEAT_FLAT_CONCAT_TVM);
+}
+
+/// A symbolic extent no buffer dimension defines becomes a scalar parameter
+/// between the inputs and the outputs, passed in the argument tuple.
+#[test]
+fn symbolic_arange_takes_its_bound_as_a_parameter() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n",), dtype="float32")) -> R.Tensor(("n // 2",), dtype="int64"):
+        n = T.int64()
+        gv: R.Tensor((n // 2,), dtype="int64") = R.arange(R.prim_value(1), R.prim_value(n), R.prim_value(2), dtype="int64")
+        return gv
+"#;
+    let m = legalize_text(src);
+    let f = m.prim_func("arange").expect("arange legalized");
+    let names: Vec<&str> = f.params.iter().map(|p| p.name()).collect();
+    assert_eq!(names, vec!["n", "T_arange"]);
+    assert_eq!(f.buffer_map.len(), 1);
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(m));
+    assert!(
+        text.contains("T_arange[v_ax0] = v_ax0 * T.int64(2) + T.int64(1)"),
+        "{text}"
+    );
+    assert!(text.contains("R.call_tir(cls.arange, (n,)"), "{text}");
+}
+
+fn out_shape_of(text: &str) -> Result<String, Vec<String>> {
+    let n = normalize_module(&parse(text).expect("parses").into_module());
+    if !n.diagnostics.is_empty() {
+        return Err(n.diagnostics.iter().map(|d| d.message.clone()).collect());
+    }
+    let legal = legalize_module(&n.module).expect("legalize");
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(legal));
+    let line = text
+        .lines()
+        .find(|l| l.contains("T_reshape: T.Buffer"))
+        .unwrap_or_default()
+        .to_string();
+    Ok(line)
+}
+
+fn reshape_src(shape: &str) -> String {
+    format!(
+        r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 4), dtype="float32")):
+        gv = R.reshape(x, R.shape([{shape}]))
+        return gv
+"#
+    )
+}
+
+/// `-1` is inferred from the element count and `0` copies the input's
+/// dimension, as `R.reshape` converts them; invalid special values are errors.
+#[test]
+fn reshape_special_values() {
+    let line = out_shape_of(&reshape_src("3, -1")).expect("valid");
+    assert!(line.contains("T.Buffer((T.int64(3), T.int64(8))"), "{line}");
+    let line = out_shape_of(&reshape_src("0, -1")).expect("valid");
+    assert!(line.contains("T.Buffer((T.int64(2), T.int64(12))"), "{line}");
+    let line = out_shape_of(&reshape_src("-1")).expect("valid");
+    assert!(line.contains("T.Buffer((T.int64(24),)"), "{line}");
+    let e = out_shape_of(&reshape_src("-1, -1")).expect_err("two -1");
+    assert!(e.iter().any(|m| m.contains("at most one \"-1\"")), "{e:?}");
+    let e = out_shape_of(&reshape_src("-2, 12")).expect_err("-2");
+    assert!(e.iter().any(|m| m.contains("positive except a single")), "{e:?}");
+    let e = out_shape_of(&reshape_src("5, -1")).expect_err("24 is not a multiple of 5");
+    assert!(e.iter().any(|m| m.contains("convertible from the old shape")), "{e:?}");
+}
+
 fn corpus_dir() -> Option<PathBuf> {
     if let Ok(d) = std::env::var("RELAX_CORPUS_DIR") {
         return Some(PathBuf::from(d));

@@ -186,6 +186,32 @@ fn clip(ctx: &LegalizeCtx) -> Option<Lowered> {
     })
 }
 
+/// `T_{name}[i...] = f(x[i...])` over `ax` loops, function `tir_{name}`.
+fn topi_unary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr) -> PrimExpr) -> Option<Lowered> {
+    let (mut t, x, shape) = one_input(ctx)?;
+    t.compute(&format!("T_{name}"), &shape, "ax", |i| f(x.at(i)));
+    Some(Lowered::from_te(&format!("tir_{name}"), t, 1, ctx.out.clone()))
+}
+
+fn logical_not(ctx: &LegalizeCtx) -> Option<Lowered> {
+    topi_unary(ctx, "logical_not", |x| {
+        let x = if x.dtype().is_bool() { x } else { x.cast(DataType::BOOL) };
+        PrimExpr::new(relax_ir::PrimExprKind::Not(x))
+    })
+}
+
+fn bitwise_not(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let dt = ctx.args.first()?.as_tensor()?.dtype;
+    if !dt.is_integer() && !dt.is_bool() {
+        return None;
+    }
+    topi_unary(ctx, "bitwise_not", |x| PrimExpr::call("bitwise_not", dt, vec![x]))
+}
+
+fn trunc(ctx: &LegalizeCtx) -> Option<Lowered> {
+    rounding(ctx, "tir_trunc", "trunc")
+}
+
 fn astype(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (_, odt) = ctx.out_tensor()?;
     compute_unary(ctx, "cast", |x| x.cast(odt))
@@ -223,4 +249,7 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.isfinite", isfinite),
     ("relax.clip", clip),
     ("relax.astype", astype),
+    ("relax.logical_not", logical_not),
+    ("relax.bitwise_not", bitwise_not),
+    ("relax.trunc", trunc),
 ];

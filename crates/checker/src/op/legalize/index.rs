@@ -1,0 +1,281 @@
+//! Indexing operators: `take`, `strided_slice`, `gather_elements`, `gather_nd`.
+
+use relax_ir::tir::{BinOp, Block};
+use relax_ir::visit::free_tir_vars;
+use relax_ir::{Expr, ExprKind, PrimExpr, Stmt, StructInfo, TirVar};
+
+use super::manipulate::finish;
+use super::te::Te;
+use super::{LegalizeCtx, LegalizeFn, Lowered};
+use crate::op::common::{add, attr_bool, attr_opt_int, attr_str, int, max, min, mul, sub};
+
+fn norm_axis(a: i64, nd: usize) -> Option<usize> {
+    let a = if a < 0 { a + nd as i64 } else { a };
+    (0..nd as i64).contains(&a).then_some(a as usize)
+}
+
+/// The scalar variables of `e` with the Relax argument carrying each (a
+/// `PrimValue` of the variable).
+fn prim_params(e: &PrimExpr) -> Vec<(TirVar, Expr)> {
+    free_tir_vars(e)
+        .into_iter()
+        .map(|v| {
+            let arg = Expr::new(ExprKind::PrimValue(v.to_expr()));
+            (v, arg)
+        })
+        .collect()
+}
+
+/// `take(x, indices, axis, mode)`.
+fn take(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let axis = match attr_opt_int(ctx.call, "axis").ok()? {
+        Some(a) => norm_axis(a, nd)?,
+        None if nd == 1 => 0,
+        None => return None,
+    };
+    let mode = attr_str(ctx.call, "mode", "fast").to_string();
+    let ie = ctx.call.args.get(1)?;
+    // the indices: a tensor, an inlined scalar expression, or a scalar parameter
+    enum Idx {
+        Tensor(relax_ir::Buffer),
+        Scalar(PrimExpr),
+    }
+    let mut prims = Vec::new();
+    let idx = match (ie.kind(), ctx.args.get(1)?) {
+        (ExprKind::PrimValue(p), _) => {
+            prims.extend(prim_params(p));
+            Idx::Scalar(p.clone())
+        }
+        (ExprKind::Var(v), StructInfo::Prim(p)) => {
+            // the scalar variable itself is passed; its value names the parameter
+            let tv = match p.value.as_ref().and_then(|e| e.as_var()) {
+                Some(tv) => tv.clone(),
+                None => TirVar::new(v.name(), p.dtype),
+            };
+            prims.push((tv.clone(), ie.clone()));
+            Idx::Scalar(tv.to_expr())
+        }
+        (_, StructInfo::Tensor(ts)) => Idx::Tensor(t.placeholder(ie, ts)?),
+        _ => return None,
+    };
+    let ni = match &idx {
+        Idx::Tensor(b) => b.shape().len(),
+        Idx::Scalar(_) => 0,
+    };
+    let dim = shape[axis].clone();
+    t.compute("T_take", &out_shape, "ax", |i| {
+        let raw = match &idx {
+            Idx::Tensor(b) => PrimExpr::load(b, i[axis..axis + ni].to_vec()),
+            Idx::Scalar(e) => e.clone(),
+        };
+        let at = match mode.as_str() {
+            "clip" => min(&max(&PrimExpr::int_of(0, raw.dtype()), &raw), &sub(&dim, &int(1))),
+            "wrap" => {
+                let m = PrimExpr::binary(BinOp::Mod, raw, dim.clone());
+                PrimExpr::binary(BinOp::Mod, add(&m, &dim), dim.clone())
+            }
+            _ => raw,
+        };
+        let mut full = Vec::with_capacity(nd);
+        full.extend(i[..axis].iter().cloned());
+        full.push(at);
+        full.extend(i[axis + ni..].iter().cloned());
+        PrimExpr::load(&x, full)
+    });
+    let mut lowered = finish("take", t, 1, prims, ctx.out.clone());
+    data_read_first(&mut lowered.func, &x);
+    Some(lowered)
+}
+
+/// Visit every block of a statement.
+fn for_each_block(s: &mut Stmt, f: &mut dyn FnMut(&mut Block)) {
+    match s {
+        Stmt::For { body, .. } => for_each_block(body, f),
+        Stmt::Seq(v) => v.iter_mut().for_each(|x| for_each_block(x, f)),
+        Stmt::BlockRealize { block, .. } => {
+            f(block);
+            for_each_block(&mut block.body, f);
+        }
+        _ => {}
+    }
+}
+
+/// The `PrimExpr`s of a tuple-of-`PrimValue` argument.
+fn prims_of(e: &Expr, s: &StructInfo) -> Option<Vec<PrimExpr>> {
+    crate::op::index::unpack_prims(e, s)
+}
+
+/// topi's canonical begin of a slice along an axis of extent `dim`.
+fn canonical_begin(b: &PrimExpr, dim: &PrimExpr, stride: i64) -> PrimExpr {
+    let (lo, hi) = if stride < 0 {
+        (int(-1), sub(dim, &int(1)))
+    } else {
+        (int(0), dim.clone())
+    };
+    if let (Some(v), Some(d)) = (b.as_int(), dim.as_int()) {
+        let v = if v < 0 { v.saturating_add(d) } else { v };
+        let (l, h) = (lo.as_int().unwrap_or(0), hi.as_int().unwrap_or(d));
+        return int(v.max(l).min(h));
+    }
+    let wrapped = match b.as_int() {
+        Some(v) if v >= 0 => b.clone(),
+        _ => crate::op::index::if_then_else(crate::op::index::lt0(b), add(b, dim), b.clone()),
+    };
+    min(&max(&wrapped, &lo), &hi)
+}
+
+/// `strided_slice(x, axes, begin, end, strides, assume_inbound)`.
+fn strided_slice(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let shape = x.shape().to_vec();
+    let nd = shape.len();
+    let axes = prims_of(ctx.call.args.get(1)?, ctx.args.get(1)?)?;
+    let begin = prims_of(ctx.call.args.get(2)?, ctx.args.get(2)?)?;
+    let strides = match (ctx.call.args.get(4), ctx.args.get(4)) {
+        (Some(e), Some(s)) => prims_of(e, s)?,
+        _ => vec![int(1); axes.len()],
+    };
+    if begin.len() != axes.len() || strides.len() != axes.len() {
+        return None;
+    }
+    let inbound = attr_bool(ctx.call, "assume_inbound", false);
+    // per input axis: (begin, stride)
+    let mut per_axis: Vec<Option<(PrimExpr, i64)>> = vec![None; nd];
+    let mut prims = Vec::new();
+    for k in 0..axes.len() {
+        let a = norm_axis(axes[k].as_int()?, nd)?;
+        let s = strides[k].as_int()?;
+        if s == 0 {
+            return None;
+        }
+        let b = if inbound {
+            begin[k].clone()
+        } else {
+            canonical_begin(&begin[k], &shape[a], s)
+        };
+        prims.extend(prim_params(&b));
+        per_axis[a] = Some((b, s));
+    }
+    let dynamic = shape.iter().chain(begin.iter()).any(|d| d.as_int().is_none());
+    let name = if dynamic {
+        "T_dynamic_strided_slice_with_axes"
+    } else {
+        "T_strided_slice_with_axes"
+    };
+    t.compute(name, &out_shape, "ax", |i| {
+        let idx: Vec<PrimExpr> = (0..nd)
+            .map(|d| match &per_axis[d] {
+                None => i[d].clone(),
+                Some((b, s)) => {
+                    let step = if *s == 1 {
+                        i[d].clone()
+                    } else {
+                        mul(&i[d], &int(s.abs()))
+                    };
+                    if *s < 0 {
+                        sub(b, &step)
+                    } else if b.as_int().is_some() || inbound {
+                        add(&step, b)
+                    } else {
+                        add(b, &step)
+                    }
+                }
+            })
+            .collect();
+        PrimExpr::load(&x, idx)
+    });
+    Some(finish("strided_slice", t, 1, prims, ctx.out.clone()))
+}
+
+/// Move the reads of `first` to the front of every block's read list (topi
+/// lists the data read before the index read nested in its subscript).
+fn data_read_first(f: &mut relax_ir::PrimFunc, first: &relax_ir::Buffer) {
+    for_each_block(&mut f.body, &mut |b| {
+        if let Some(k) = b.reads.iter().position(|r| &r.buffer == first) {
+            let r = b.reads.remove(k);
+            b.reads.insert(0, r);
+        }
+    });
+}
+
+/// `gather_elements(x, indices, axis)`: `out[i] = x[i with i[axis] = indices[i]]`.
+fn gather_elements(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let ind = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let nd = x.shape().len();
+    let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
+    t.compute("T_gather", &out_shape, "ax", |i| {
+        let mut idx = i.to_vec();
+        let mut at = PrimExpr::load(&ind, i.to_vec());
+        if at.dtype() != i[axis].dtype() {
+            at = at.cast(i[axis].dtype());
+        }
+        idx[axis] = at;
+        PrimExpr::load(&x, idx)
+    });
+    let mut lowered = finish("gather", t, 1, Vec::new(), ctx.out.clone());
+    data_read_first(&mut lowered.func, &x);
+    Some(lowered)
+}
+
+/// `gather_nd(x, indices)` (`batch_dims = 0`): the last axis of `indices`
+/// holds `m` coordinates into the leading axes of `x`; TVM first moves that
+/// axis to the front (`T_transpose`).
+fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    if crate::op::common::attr_int(ctx.call, "batch_dims", 0).ok()? != 0 {
+        return None;
+    }
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let ind = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let is = ind.shape().to_vec();
+    let k = is.len();
+    if k == 0 {
+        return None;
+    }
+    let m = usize::try_from(is[k - 1].as_int()?).ok()?;
+    // T_transpose: axes (k-1, 0, 1, ..., k-2)
+    let mut tshape = vec![is[k - 1].clone()];
+    tshape.extend(is[..k - 1].iter().cloned());
+    let tr = t.compute("T_transpose", &tshape, "ax", |i| {
+        let mut idx: Vec<PrimExpr> = i[1..].to_vec();
+        idx.push(i[0].clone());
+        PrimExpr::load(&ind, idx)
+    });
+    let outer = k - 1;
+    t.compute("T_gather_nd", &out_shape, "ax", |i| {
+        let mut idx = Vec::new();
+        for j in 0..m {
+            let mut ti = vec![PrimExpr::int(j as i64)];
+            ti.extend(i[..outer].iter().cloned());
+            let mut v = PrimExpr::load(&tr, ti);
+            if v.dtype() != i[0].dtype() {
+                v = v.cast(i[0].dtype());
+            }
+            idx.push(v);
+        }
+        idx.extend(i[outer..].iter().cloned());
+        PrimExpr::load(&x, idx)
+    });
+    let mut lowered = finish("te_gather_nd", t, 1, Vec::new(), ctx.out.clone());
+    data_read_first(&mut lowered.func, &x);
+    Some(lowered)
+}
+
+/// The indexing operators.
+pub static OPS: &[(&str, LegalizeFn)] = &[
+    ("relax.take", take),
+    ("relax.strided_slice", strided_slice),
+    ("relax.gather_elements", gather_elements),
+    ("relax.gather_nd", gather_nd),
+];

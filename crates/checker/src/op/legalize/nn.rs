@@ -663,8 +663,6 @@ fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lo
         return None;
     }
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
-    let center = attr(ctx.call, "center").and_then(AttrValue::as_bool).unwrap_or(true);
-    let scale = attr(ctx.call, "scale").and_then(AttrValue::as_bool).unwrap_or(true);
     let acc = if dt.bits < 32 { DataType::FLOAT32 } else { dt };
     let up = |v: PrimExpr| if v.dtype() == acc { v } else { v.cast(acc) };
     let c = shape[ch].clone();
@@ -754,13 +752,11 @@ fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lo
         if v.dtype() != dt {
             v = v.cast(dt);
         }
-        if scale {
-            v = mul(v, PrimExpr::load(&gamma, vec![i[ch].clone()]));
-        }
-        if center {
-            v = add(v, PrimExpr::load(&beta, vec![i[ch].clone()]));
-        }
-        v
+        // TVM applies gamma and beta whatever `center` and `scale` say
+        add(
+            mul(v, PrimExpr::load(&gamma, vec![i[ch].clone()])),
+            PrimExpr::load(&beta, vec![i[ch].clone()]),
+        )
     });
     Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }

@@ -123,6 +123,9 @@ PROGRAMS = {
                  "softplus on both sides of its threshold, exclusive and typed cumsum/cumprod, argmin/argmax with ties, variance/std"),
     "norm_conv1d_extra": ([normal((2, 6, 5, 7)), normal((6,)), normal((6,)), normal((5, 7)), normal((2, 4, 9)), normal((6, 2, 3)), normal((5, 4, 2))],
                           TRANSCENDENTAL, "group_norm, rms_norm, grouped/strided/dilated conv1d, NWC/WIO conv1d, adaptive_avg_pool2d with even and uneven windows"),
+    "losses": ([normal((4, 5)), uniform((4, 5), 0.0, 1.0), ints((4,), 0, 4, dtype="int64"), uniform((5,), 0.5, 2.0), normal((2, 5, 3)),
+                ints((2, 3), 0, 4, dtype="int64"), normal((5,))], DEFAULT,
+               "cross_entropy_with_logits (batched and 1-d), nll_loss mean/sum/none with weights, ignore_index, N-d predictions, no weights"),
     "conv_pool_extra": ([normal((2, 4, 7, 6)), normal((6, 2, 3, 3)), normal((3, 4, 3, 2)), normal((4, 3, 3, 2)), normal((2, 4, 5)), normal((4, 1, 3))], DEFAULT,
                         "grouped conv2d with stride/dilation/asymmetric padding, NHWC/HWIO conv2d, max_pool2d with dilation and ceil_mode, "
                         "avg_pool2d with ceil_mode, count_include_pad and dilation, grouped conv2d_transpose/conv1d_transpose with stride, padding, output_padding, dilation"),

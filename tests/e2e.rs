@@ -65,6 +65,8 @@ const PASSING: &[(&str, Device)] = &[
     ("int_bool", Device::Gpu),
     ("layout_transform", Device::Cpu),
     ("layout_transform", Device::Gpu),
+    ("losses", Device::Cpu),
+    ("losses", Device::Gpu),
     ("match_cast_symbolic", Device::Cpu),
     ("match_cast_symbolic", Device::Gpu),
     ("matmul", Device::Cpu),

@@ -11,7 +11,7 @@ use relax_ir::{DataType, PrimFunc, TypeCode};
 
 use crate::error::{JitError, Result};
 use crate::host::{check_args, eval_int, Arg};
-use crate::jit::{emit_program, lock, Jit, ProgramSource};
+use crate::jit::{emit_program, Jit, ProgramSource};
 use crate::lower::ParamSlot;
 use crate::schedule::Grid;
 use crate::shash::hash_prim_func;
@@ -34,34 +34,34 @@ impl Jit {
     pub fn gpu_program(&self, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
         let key = hash_prim_func(f) ^ (self.options.naive as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        if let Some(p) = lock(&self.gpu_cache)?.get(&key) {
+        let (p, hit) = self.gpu_cache.get_or_build(key, || {
+            let t0 = Instant::now();
+            let source = emit_program(f, &self.caps, &self.options)?;
+            let ours = t0.elapsed();
+            let t1 = Instant::now();
+            let mut pipelines = Vec::new();
+            for k in &source.kernels {
+                let storage: Vec<relax_gpu_runtime::Access> = k
+                    .bindings
+                    .iter()
+                    .map(|b| match b.access {
+                        Access::Read => relax_gpu_runtime::Access::Read,
+                        Access::ReadWrite => relax_gpu_runtime::Access::ReadWrite,
+                    })
+                    .collect();
+                let layout = KernelLayout::new(storage, 4 * k.uniforms.len() as u32);
+                pipelines.push(rt.create_kernel(&k.wgsl, "main", &layout).map_err(gpu_err)?);
+            }
+            let c = &self.counters;
+            c.ours_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
+            c.driver_ns.fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            c.gpu_programs.fetch_add(1, Ordering::Relaxed);
+            c.kernels.fetch_add(pipelines.len() as u64, Ordering::Relaxed);
+            Ok(Arc::new(GpuProgram { source, pipelines }))
+        })?;
+        if hit {
             self.counters.gpu_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(p.clone());
         }
-        let t0 = Instant::now();
-        let source = emit_program(f, &self.caps, &self.options)?;
-        let ours = t0.elapsed();
-        let t1 = Instant::now();
-        let mut pipelines = Vec::new();
-        for k in &source.kernels {
-            let storage: Vec<relax_gpu_runtime::Access> = k
-                .bindings
-                .iter()
-                .map(|b| match b.access {
-                    Access::Read => relax_gpu_runtime::Access::Read,
-                    Access::ReadWrite => relax_gpu_runtime::Access::ReadWrite,
-                })
-                .collect();
-            let layout = KernelLayout::new(storage, 4 * k.uniforms.len() as u32);
-            pipelines.push(rt.create_kernel(&k.wgsl, "main", &layout).map_err(gpu_err)?);
-        }
-        let c = &self.counters;
-        c.ours_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
-        c.driver_ns.fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        c.gpu_programs.fetch_add(1, Ordering::Relaxed);
-        c.kernels.fetch_add(pipelines.len() as u64, Ordering::Relaxed);
-        let p = Arc::new(GpuProgram { source, pipelines });
-        lock(&self.gpu_cache)?.insert(key, p.clone());
         Ok(p)
     }
 

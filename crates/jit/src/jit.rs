@@ -1,7 +1,7 @@
 //! The [`Jit`] facade: compile-on-first-call caches for host and GPU programs,
 //! keyed by the PrimFunc's structural hash, with counters.
 
-use std::collections::HashMap;
+use dashmap::DashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -90,8 +90,8 @@ pub struct Jit {
     pub(crate) gpu: Option<Arc<relax_gpu_runtime::GpuRuntime>>,
     pub(crate) caps: DeviceCaps,
     pub(crate) options: ScheduleOptions,
-    host_cache: Mutex<HashMap<u64, Arc<HostKernel>>>,
-    pub(crate) gpu_cache: Mutex<HashMap<u64, Arc<crate::gpu::GpuProgram>>>,
+    host_cache: KernelCache<HostKernel>,
+    pub(crate) gpu_cache: KernelCache<crate::gpu::GpuProgram>,
     pub(crate) counters: Counters,
 }
 
@@ -119,8 +119,8 @@ impl Jit {
             gpu,
             caps,
             options,
-            host_cache: Mutex::new(HashMap::new()),
-            gpu_cache: Mutex::new(HashMap::new()),
+            host_cache: KernelCache::default(),
+            gpu_cache: KernelCache::default(),
             counters: Counters::default(),
         }
     }
@@ -151,25 +151,50 @@ impl Jit {
 
     /// The host program of `f`, compiled on first use.
     pub fn host_kernel(&self, f: &PrimFunc) -> Result<Arc<HostKernel>> {
-        let key = hash_prim_func(f);
-        if let Some(k) = lock(&self.host_cache)?.get(&key) {
+        let (k, hit) = self.host_cache.get_or_build(hash_prim_func(f), || {
+            let t = Instant::now();
+            let lowered = Arc::new(lower::lower(f)?);
+            let k = Arc::new(HostKernel::compile(lowered)?);
+            self.counters
+                .ours_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            self.counters.host_programs.fetch_add(1, Ordering::Relaxed);
+            Ok(k)
+        })?;
+        if hit {
             self.counters.host_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(k.clone());
         }
-        let t = Instant::now();
-        let lowered = Arc::new(lower::lower(f)?);
-        let k = Arc::new(HostKernel::compile(lowered)?);
-        self.counters
-            .ours_ns
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        self.counters.host_programs.fetch_add(1, Ordering::Relaxed);
-        lock(&self.host_cache)?.insert(key, k.clone());
         Ok(k)
     }
 
     /// Run `f` on the host. Tensor arguments are read and written in place.
     pub fn run_host(&self, f: &PrimFunc, args: &mut [Arg<'_>]) -> Result<()> {
         self.host_kernel(f)?.run(args)
+    }
+}
+
+/// Compiled programs by structural hash. Each key is built exactly once, even when
+/// several threads ask for it at the same time (they wait for the first); different
+/// keys build concurrently. A failed build leaves the key empty.
+pub(crate) struct KernelCache<T>(DashMap<u64, Arc<Mutex<Option<Arc<T>>>>>);
+
+impl<T> Default for KernelCache<T> {
+    fn default() -> Self {
+        KernelCache(DashMap::new())
+    }
+}
+
+impl<T> KernelCache<T> {
+    /// The program for `key`, built by `build` if absent; `true` when it was cached.
+    pub(crate) fn get_or_build(&self, key: u64, build: impl FnOnce() -> Result<Arc<T>>) -> Result<(Arc<T>, bool)> {
+        let slot = self.0.entry(key).or_default().clone();
+        let mut guard = lock(&slot)?;
+        if let Some(v) = guard.as_ref() {
+            return Ok((v.clone(), true));
+        }
+        let v = build()?;
+        *guard = Some(v.clone());
+        Ok((v, false))
     }
 }
 

@@ -444,3 +444,39 @@ fn dump_matmul_wgsl() {
     println!("{}", Jit::new(None).wgsl(&matmul_func(64, 64, 64)).unwrap());
     println!("{}", Jit::new(None).wgsl(&sum_func(3, 1000)).unwrap());
 }
+
+/// Eight threads asking for the same PrimFunc at once compile it exactly once, on the
+/// host and on the GPU; every other call is a cache hit.
+#[test]
+fn concurrent_first_calls_compile_once() {
+    let f = add_func(&[64]);
+    let a = HostTensor::from_f64s(F32, &[64], &rand_vec(64, 11, -1.0, 1.0)).unwrap();
+    let want: Vec<f64> = a.to_f64_vec().iter().map(|v| v + v).collect();
+    let jits = std::iter::once(Jit::new(None)).chain(gpu_jit());
+    for (which, jit) in jits.enumerate() {
+        let gpu = which == 1;
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..5 {
+                        let (mut x, mut y) = (a.clone(), a.clone());
+                        let mut z = HostTensor::zeros(F32, &[64]).unwrap();
+                        let mut args = [Arg::Tensor(&mut x), Arg::Tensor(&mut y), Arg::Tensor(&mut z)];
+                        if gpu {
+                            jit.run_gpu(&f, &mut args).unwrap();
+                        } else {
+                            jit.run_host(&f, &mut args).unwrap();
+                        }
+                        assert_close(&z.to_f64_vec(), &want, 0.0, 0.0, "x + x");
+                    }
+                });
+            }
+        });
+        let c = jit.counters();
+        if gpu {
+            assert_eq!((c.gpu_programs_compiled, c.gpu_cache_hits), (1, 39), "{c:?}");
+        } else {
+            assert_eq!((c.host_programs_compiled, c.host_cache_hits), (1, 39), "{c:?}");
+        }
+    }
+}

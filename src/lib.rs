@@ -15,3 +15,8 @@ pub use relax_engine as engine;
 pub use relax_gpu_runtime as gpu_runtime;
 pub use relax_ir as ir;
 pub use relax_jit as jit;
+
+/// The README's Rust example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,15 +1,11 @@
 //! The `attention` demo: softmax(Q K^T / sqrt(d)) V on the GPU (every PrimFunc of the
 //! program), checked against a plain-Rust reference.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use relax_wgpu::engine::{DeviceChoice, Engine, EngineConfig};
-use relax_wgpu::jit::Jit;
+use relax_wgpu::engine::DeviceChoice;
 
-use super::{
-    all_prim_funcs, max_abs_diff, open_gpu, parse_module, pseudo_random, read_f32, tensor_f32, HeteroExecutor,
-};
+use super::{choose_device, engine, max_abs_diff, parse_module, pseudo_random, read_f32, tensor_f32};
 
 /// The TVMScript program.
 pub const PROGRAM: &str = include_str!("../relax/attention.py");
@@ -38,16 +34,10 @@ pub fn reference(q: &[f32], k: &[f32], v: &[f32], s: usize) -> Vec<f32> {
 /// Run attention for sequence length `s`; returns the largest difference to the reference.
 pub fn run(s: usize, use_gpu: bool, verbose: bool) -> Result<(bool, f32), String> {
     let module = parse_module(PROGRAM)?;
-    let gpu = if use_gpu { open_gpu() } else { None };
-    let used_gpu = gpu.is_some();
-    let jit = Arc::new(Jit::new(gpu));
-    let exec = Arc::new(HeteroExecutor::new(jit.clone(), all_prim_funcs(&module)));
-    let engine = Engine::new(EngineConfig {
-        device: DeviceChoice::Auto,
-        ..EngineConfig::default()
-    })
-    .with_kernel_executor(exec);
-    let loaded = engine.load(&module).map_err(|e| e.to_string())?;
+    // No VDevices in this program: everything runs on the engine's default device.
+    let device = choose_device(use_gpu, verbose);
+    let used_gpu = device == DeviceChoice::Gpu;
+    let loaded = engine(device).load(&module).map_err(|e| e.to_string())?;
     let q = pseudo_random(s * D, 21, 1.0);
     let k = pseudo_random(s * D, 22, 1.0);
     let v = pseudo_random(s * D, 23, 1.0);
@@ -66,11 +56,17 @@ pub fn run(s: usize, use_gpu: bool, verbose: bool) -> Result<(bool, f32), String
     let want = reference(&q, &k, &v, s);
     let diff = max_abs_diff(&got, &want);
     if verbose {
+        let st = loaded.stats();
         println!(
-            "s = {s}, d = {D}: {} kernels run on {} in {:.3} ms (first run, includes compilation)",
-            loaded.stats().kernels_run,
+            "s = {s}, d = {D}: {} kernels run on {} in {:.3} ms (first run, includes compiling {} PrimFuncs)",
+            st.kernels_run,
             if used_gpu { "the GPU" } else { "the host" },
-            elapsed.as_secs_f64() * 1e3
+            elapsed.as_secs_f64() * 1e3,
+            st.kernels_compiled
+        );
+        println!(
+            "  copies: {} uploads ({} bytes), {} readbacks ({} bytes)",
+            st.uploads, st.bytes_uploaded, st.downloads, st.bytes_downloaded
         );
         println!("  max |relax - plain Rust| = {diff:.3e}");
     }

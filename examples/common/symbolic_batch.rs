@@ -1,45 +1,29 @@
 //! The `symbolic_batch` demo: one program with a symbolic batch size `n`, run for
 //! several batch sizes; every kernel compiles once and is then served from the cache.
 
-use std::sync::Arc;
+use relax_wgpu::engine::DeviceChoice;
 
-use relax_wgpu::engine::{DeviceChoice, Engine, EngineConfig};
-use relax_wgpu::jit::Jit;
-
-use super::{gpu_prim_funcs, open_gpu, parse_module, pseudo_random, read_f32, tensor_f32, HeteroExecutor};
+use super::{choose_device, engine, parse_module, pseudo_random, read_f32, tensor_f32};
 
 /// Counters after one batch size.
 pub struct Step {
     /// The batch size.
     pub batch: usize,
-    /// GPU kernels (pipelines) compiled so far.
-    pub gpu_kernels_compiled: u64,
-    /// GPU calls served from the cache so far.
-    pub gpu_cache_hits: u64,
-    /// Host programs compiled so far.
-    pub host_programs_compiled: u64,
-    /// Host calls served from the cache so far.
-    pub host_cache_hits: u64,
+    /// PrimFuncs compiled by the engine so far (once per PrimFunc and device).
+    pub kernels_compiled: u64,
+    /// Kernel calls served by an already compiled kernel so far.
+    pub kernel_cache_hits: u64,
+    /// GPU pipelines the JIT created so far (`None` without a GPU).
+    pub gpu_pipelines: Option<u64>,
 }
 
 /// Run the (symbolic-batch) MLP program for each of `batches`; fails when a kernel is
 /// compiled again after the first batch or a result has the wrong shape or values.
 pub fn run(batches: &[usize], use_gpu: bool, verbose: bool) -> Result<Vec<Step>, String> {
     let module = parse_module(super::hetero_mlp::PROGRAM)?;
-    let gpu = if use_gpu { open_gpu() } else { None };
-    let jit = Arc::new(Jit::new(gpu));
-    let exec = Arc::new(HeteroExecutor::new(jit.clone(), gpu_prim_funcs(&module)));
-    let engine = Engine::new(EngineConfig {
-        device: DeviceChoice::Auto,
-        ..EngineConfig::default()
-    })
-    .with_kernel_executor(exec);
-    let loaded = engine.load(&module).map_err(|e| e.to_string())?;
-    let reference = Engine::new(EngineConfig {
-        device: DeviceChoice::Cpu,
-        ..EngineConfig::default()
-    });
-    let reference = reference.load(&module).map_err(|e| e.to_string())?;
+    let device = choose_device(use_gpu, verbose);
+    let loaded = engine(device).load(&module).map_err(|e| e.to_string())?;
+    let reference = engine(DeviceChoice::Cpu).load(&module).map_err(|e| e.to_string())?;
     let (f, h, o) = (32i64, 64i64, 10i64);
     let weights = [
         tensor_f32(&[f], &pseudo_random(f as usize, 11, 1.0))?,
@@ -67,24 +51,25 @@ pub fn run(batches: &[usize], use_gpu: bool, verbose: bool) -> Result<Vec<Step>,
                 "batch {batch}: result differs from the host reference by {diff}"
             ));
         }
-        let c = jit.counters();
+        let st = loaded.stats();
         let step = Step {
             batch,
-            gpu_kernels_compiled: c.kernels_compiled,
-            gpu_cache_hits: c.gpu_cache_hits,
-            host_programs_compiled: c.host_programs_compiled,
-            host_cache_hits: c.host_cache_hits,
+            kernels_compiled: st.kernels_compiled,
+            kernel_cache_hits: st.kernel_cache_hits,
+            gpu_pipelines: loaded.jit_counters().map(|c| c.kernels_compiled),
         };
         if verbose {
+            let pipes = step
+                .gpu_pipelines
+                .map(|p| format!(", GPU pipelines {p:>2}"))
+                .unwrap_or_default();
             println!(
-                "n = {:>4}: GPU kernels compiled {:>2}, GPU cache hits {:>2} | host programs compiled {:>2}, host cache hits {:>2} | max diff vs host {diff:.2e}",
-                batch, step.gpu_kernels_compiled, step.gpu_cache_hits, step.host_programs_compiled, step.host_cache_hits
+                "n = {:>4}: kernels compiled {:>2}, cache hits {:>3}{pipes} | {} on the host, {} on the GPU so far | max diff vs host {diff:.2e}",
+                batch, step.kernels_compiled, step.kernel_cache_hits, st.host_kernels_run, st.gpu_kernels_run
             );
         }
         if let Some(first) = steps.first() {
-            if step.gpu_kernels_compiled != first.gpu_kernels_compiled
-                || step.host_programs_compiled != first.host_programs_compiled
-            {
+            if step.kernels_compiled != first.kernels_compiled || step.gpu_pipelines != first.gpu_pipelines {
                 return Err(format!(
                     "batch {batch} compiled new kernels: the symbolic program should compile once"
                 ));
@@ -93,8 +78,7 @@ pub fn run(batches: &[usize], use_gpu: bool, verbose: bool) -> Result<Vec<Step>,
         steps.push(step);
     }
     if let (Some(first), Some(last)) = (steps.first(), steps.last()) {
-        if steps.len() > 1 && last.gpu_cache_hits + last.host_cache_hits <= first.gpu_cache_hits + first.host_cache_hits
-        {
+        if steps.len() > 1 && last.kernel_cache_hits <= first.kernel_cache_hits {
             return Err("later batches did not hit the kernel cache".into());
         }
     }

@@ -7,7 +7,7 @@
 
 @I.ir_module
 class Module:
-    @T.prim_func(private=True)
+    @T.prim_func(private=True, s_tir=True)
     def scores(var_q: T.handle, var_k: T.handle, var_out: T.handle):
         s = T.int64()
         q = T.match_buffer(var_q, (s, T.int64(16)))
@@ -20,7 +20,7 @@ class Module:
                     out[vi, vj] = T.float32(0.0)
                 out[vi, vj] = out[vi, vj] + q[vi, vr] * k[vj, vr] * T.float32(0.25)
 
-    @T.prim_func(private=True)
+    @T.prim_func(private=True, s_tir=True)
     def softmax(var_x: T.handle, var_out: T.handle):
         s = T.int64()
         x = T.match_buffer(var_x, (s, s))
@@ -44,7 +44,7 @@ class Module:
                 vi, vj = T.axis.remap("SS", [i, j])
                 out[vi, vj] = T.exp(x[vi, vj] - mx[vi]) / sm[vi]
 
-    @T.prim_func(private=True)
+    @T.prim_func(private=True, s_tir=True)
     def weighted(var_p: T.handle, var_v: T.handle, var_out: T.handle):
         s = T.int64()
         p = T.match_buffer(var_p, (s, s))
@@ -66,8 +66,8 @@ class Module:
         s = T.int64()
         cls = Module
         with R.dataflow():
-            a = R.call_tir(cls.scores, (q, k), out_sinfo=R.Tensor((s, s), dtype="float32"))
-            p = R.call_tir(cls.softmax, (a,), out_sinfo=R.Tensor((s, s), dtype="float32"))
-            o = R.call_tir(cls.weighted, (p, v), out_sinfo=R.Tensor((s, 16), dtype="float32"))
+            a = R.call_tir(cls.scores, (q, k), out_ty=R.Tensor((s, s), dtype="float32"))
+            p = R.call_tir(cls.softmax, (a,), out_ty=R.Tensor((s, s), dtype="float32"))
+            o = R.call_tir(cls.weighted, (p, v), out_ty=R.Tensor((s, 16), dtype="float32"))
             R.output(o)
         return o

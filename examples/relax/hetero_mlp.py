@@ -9,7 +9,7 @@
 class Module:
     I.module_global_infos({"vdevice": [I.vdevice({"keys": ["cpu"], "kind": "llvm", "tag": ""}, 0, "global"), I.vdevice({"keys": ["vulkan", "gpu"], "kind": "vulkan", "tag": ""}, 0, "global")]})
 
-    @T.prim_func(private=True)
+    @T.prim_func(private=True, s_tir=True)
     def normalize(var_x: T.handle, mean: T.Buffer((T.int64(32),), "float32"), inv_std: T.Buffer((T.int64(32),), "float32"), var_out: T.handle):
         n = T.int64()
         x = T.match_buffer(var_x, (n, T.int64(32)))
@@ -19,7 +19,7 @@ class Module:
                 vi, vj = T.axis.remap("SS", [i, j])
                 out[vi, vj] = (x[vi, vj] - mean[vj]) * inv_std[vj]
 
-    @T.prim_func(private=True)
+    @T.prim_func(private=True, s_tir=True)
     def dense_relu(var_x: T.handle, w: T.Buffer((T.int64(32), T.int64(64)), "float32"), b: T.Buffer((T.int64(64),), "float32"), var_out: T.handle):
         n = T.int64()
         x = T.match_buffer(var_x, (n, T.int64(32)))
@@ -36,7 +36,7 @@ class Module:
                 vi, vj = T.axis.remap("SS", [i, j])
                 out[vi, vj] = T.max(acc[vi, vj] + b[vj], T.float32(0.0))
 
-    @T.prim_func(private=True)
+    @T.prim_func(private=True, s_tir=True)
     def dense(var_x: T.handle, w: T.Buffer((T.int64(64), T.int64(10)), "float32"), b: T.Buffer((T.int64(10),), "float32"), var_out: T.handle):
         n = T.int64()
         x = T.match_buffer(var_x, (n, T.int64(64)))
@@ -65,9 +65,9 @@ class Module:
     ) -> R.Tensor(("n", 10), dtype="float32", vdevice="llvm:0:global"):
         n = T.int64()
         cls = Module
-        xn = R.call_tir(cls.normalize, (x, mean, inv_std), out_sinfo=R.Tensor((n, 32), dtype="float32", vdevice="llvm:0:global"))
+        xn = R.call_tir(cls.normalize, (x, mean, inv_std), out_ty=R.Tensor((n, 32), dtype="float32", vdevice="llvm:0:global"))
         xg = R.to_vdevice(xn, dst_vdevice="vulkan:0:global")
-        h = R.call_tir(cls.dense_relu, (xg, w1, b1), out_sinfo=R.Tensor((n, 64), dtype="float32", vdevice="vulkan:0:global"))
-        y = R.call_tir(cls.dense, (h, w2, b2), out_sinfo=R.Tensor((n, 10), dtype="float32", vdevice="vulkan:0:global"))
+        h = R.call_tir(cls.dense_relu, (xg, w1, b1), out_ty=R.Tensor((n, 64), dtype="float32", vdevice="vulkan:0:global"))
+        y = R.call_tir(cls.dense, (h, w2, b2), out_ty=R.Tensor((n, 10), dtype="float32", vdevice="vulkan:0:global"))
         out = R.to_vdevice(y, dst_vdevice="llvm:0:global")
         return out

@@ -92,8 +92,10 @@ enum Command {
         /// The Relax function to call.
         #[arg(long, default_value = "main")]
         entry: String,
-        /// Where to run: `auto` reports the first wgpu adapter on stderr (software adapters such
-        /// as lavapipe count) and falls back to the host; `gpu` requires a GPU; `cpu` the host.
+        /// Where to run: `auto` takes the first wgpu adapter (software adapters such as lavapipe
+        /// count) and says which on stderr, or falls back to the host with a note; `gpu` requires
+        /// an adapter (kernels become WGSL); `cpu` runs everything on the host. Tensors on a
+        /// module's VDevices follow their StructInfo in every mode except `cpu`.
         #[arg(long, value_enum, default_value = "auto")]
         device: run::DeviceArg,
         /// An input tensor as a `.npy` file (repeat, in parameter order).
@@ -108,8 +110,8 @@ enum Command {
         /// Run this many times (the last result is printed).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
-        /// Print engine statistics on stderr (runs, kernels, packed calls, copies, bytes moved,
-        /// allocations, time).
+        /// Print engine statistics on stderr (runs, kernels run per device, kernels compiled
+        /// and cache hits, packed calls, copies and bytes moved by kind, allocations, time).
         #[arg(long)]
         stats: bool,
         /// Write the result: `.npy` for a single tensor, `.npz` (arr_0, arr_1, ...) for several.

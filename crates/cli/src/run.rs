@@ -82,12 +82,22 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         args.push(Value::Tensor(read_npy(path)?));
     }
     check_inputs(&module, &opts.entry, &args)?;
-    let device = choose_device(opts.device)?;
+    let (choice, device) = choose_device(opts.device)?;
     let config = EngineConfig {
-        device: DeviceChoice::Cpu,
+        device: choice,
         ..EngineConfig::default()
     };
     let engine = Engine::new(config);
+    if choice == DeviceChoice::Gpu {
+        // Open the adapter now so that a failure is reported before the run.
+        let summary = engine.device_summary();
+        if engine.gpu_runtime().is_none() {
+            return Err(rejected(format!("--device gpu: {summary}")));
+        }
+        if opts.stats && opts.device == DeviceArg::Gpu {
+            eprintln!("note: {summary}");
+        }
+    }
     let loaded = engine
         .load(&module)
         .map_err(|e| rejected(format!("cannot load the module: {e}")))?;
@@ -124,12 +134,27 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         let min = times.iter().min().copied().unwrap_or_default();
         eprintln!("stats: device {device}");
         eprintln!(
-            "stats: runs {}, kernels run {}, packed calls {}",
-            s.runs, s.kernels_run, s.packed_calls
+            "stats: runs {}, kernels run {} ({} host, {} gpu), packed calls {}",
+            s.runs, s.kernels_run, s.host_kernels_run, s.gpu_kernels_run, s.packed_calls
         );
         eprintln!(
-            "stats: copies {}, bytes moved {}, allocations {}, bytes allocated {}",
-            s.copies, s.bytes_copied, s.allocations, s.bytes_allocated
+            "stats: kernels compiled {}, kernel cache hits {}",
+            s.kernels_compiled, s.kernel_cache_hits
+        );
+        eprintln!(
+            "stats: copies {}, bytes moved {} (uploads {} / {} bytes, readbacks {} / {} bytes, device-to-device {} / {} bytes)",
+            s.copies,
+            s.bytes_copied,
+            s.uploads,
+            s.bytes_uploaded,
+            s.downloads,
+            s.bytes_downloaded,
+            s.device_copies,
+            s.bytes_device_copied
+        );
+        eprintln!(
+            "stats: allocations {}, bytes allocated {}, device allocations {}",
+            s.allocations, s.bytes_allocated, s.device_allocations
         );
         eprintln!(
             "stats: time total {:.3} ms, per run mean {:.3} ms, min {:.3} ms",
@@ -141,31 +166,21 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Decide where kernels run and say so on stderr. The engine executes TIR kernels
-/// with the JIT's host executor; a wgpu adapter is reported when one is found.
-fn choose_device(device: DeviceArg) -> Result<String, Fail> {
+/// Decide where kernels run and say so on stderr: `gpu` needs a wgpu adapter (lavapipe
+/// counts), `auto` takes the first one or falls back to the host. Returns the engine's
+/// device and the name printed in `--json` output (`"gpu"` or `"cpu"`).
+fn choose_device(device: DeviceArg) -> Result<(DeviceChoice, String), Fail> {
     match device {
-        DeviceArg::Cpu => Ok("cpu".to_string()),
-        DeviceArg::Auto | DeviceArg::Gpu => {
-            let adapters = relax_gpu_runtime::GpuRuntime::list_adapters(relax_gpu_runtime::wgpu::Backends::all());
-            match adapters.first() {
-                None if device == DeviceArg::Gpu => Err(rejected("--device gpu: no wgpu adapter was found")),
-                None => {
-                    eprintln!("note: no wgpu adapter found; running on the host CPU");
-                    Ok("cpu".to_string())
-                }
-                Some(a) if device == DeviceArg::Gpu => Err(rejected(format!(
-                    "--device gpu: adapter {a} was found, but the engine has no GPU kernel \
-                     executor yet; use --device cpu or auto"
-                ))),
-                Some(a) => {
-                    eprintln!(
-                        "note: wgpu adapter {a} found, but the engine has no GPU kernel executor \
-                         yet; running on the host CPU"
-                    );
-                    Ok("cpu".to_string())
-                }
-            }
+        DeviceArg::Cpu => Ok((DeviceChoice::Cpu, "cpu".to_string())),
+        DeviceArg::Gpu => match relax_gpu_runtime::GpuRuntime::shared_default() {
+            Ok(_) => Ok((DeviceChoice::Gpu, "gpu".to_string())),
+            Err(e) => Err(rejected(format!("--device gpu: no usable wgpu adapter: {e}"))),
+        },
+        DeviceArg::Auto => {
+            let (choice, why) = DeviceChoice::detect();
+            eprintln!("note: {why}");
+            let name = if choice == DeviceChoice::Gpu { "gpu" } else { "cpu" };
+            Ok((choice, name.to_string()))
         }
     }
 }

@@ -222,3 +222,122 @@ fn run_npy_round_trip() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Whether a wgpu adapter exists (lavapipe counts); GPU halves say so when not.
+fn gpu_available() -> bool {
+    match relax_gpu_runtime::GpuRuntime::shared_default() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("no GPU adapter: GPU half not checked ({e})");
+            false
+        }
+    }
+}
+
+#[test]
+fn run_json_on_gpu_matches_cpu() {
+    let f = path_str(&data("add_one.py"));
+    let inputs = path_str(&data("add_one_inputs.json"));
+    let args = |dev: &'static str| {
+        vec![
+            "run".to_string(),
+            f.clone(),
+            "--entry".into(),
+            "pair".into(),
+            "--device".into(),
+            dev.into(),
+            "--inputs-json".into(),
+            inputs.clone(),
+            "--json".into(),
+        ]
+    };
+    let run = |dev: &'static str| {
+        let a = args(dev);
+        run_json(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let cpu = run("cpu");
+    assert_eq!(cpu["device"], "cpu");
+    assert_eq!(
+        cpu["outputs"][2]["data"],
+        serde_json::json!([[3.0, 4.0, 5.0], [6.25, -1.0, 3.5]])
+    );
+    if gpu_available() {
+        let gpu = run("gpu");
+        assert_eq!(gpu["device"], "gpu");
+        assert_eq!(gpu["outputs"], cpu["outputs"]);
+        assert_eq!(gpu["structure"], cpu["structure"]);
+        // auto takes the adapter and says which.
+        let a = args("auto");
+        let o = relax(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(stderr(&o).contains("GPU adapter"), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        assert_eq!(v["device"], "gpu");
+    }
+}
+
+#[test]
+fn run_stats_count_kernels_and_copies() {
+    let f = path_str(&data("vdevice_two.py"));
+    let inputs = path_str(&data("vdevice_two_inputs.json"));
+    let run = |dev: &str| {
+        let o = relax(&[
+            "run",
+            &f,
+            "--device",
+            dev,
+            "--inputs-json",
+            &inputs,
+            "--repeat",
+            "3",
+            "--stats",
+            "--json",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{dev}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        // d = (x + y) * y - x
+        assert_eq!(
+            v["outputs"][0]["data"],
+            serde_json::json!([[-0.25, -3.0, 7.0], [-4.0, 1.0, -8.75]]),
+            "{dev}"
+        );
+        stderr(&o)
+    };
+    let e = run("cpu");
+    assert!(e.contains("stats: runs 3, kernels run 9 (9 host, 0 gpu)"), "{e}");
+    assert!(e.contains("kernels compiled 3, kernel cache hits 6"), "{e}");
+    // Three to_vdevice per run, host copies of 24 bytes on the CPU.
+    assert!(
+        e.contains("copies 9, bytes moved 216 (uploads 0 / 0 bytes, readbacks 0 / 0 bytes"),
+        "{e}"
+    );
+    if gpu_available() {
+        let e = run("gpu");
+        assert!(e.contains("kernels run 9 (6 host, 3 gpu)"), "{e}");
+        assert!(e.contains("kernels compiled 3, kernel cache hits 6"), "{e}");
+        assert!(
+            e.contains("copies 9, bytes moved 216 (uploads 6 / 144 bytes, readbacks 3 / 72 bytes, device-to-device 0 / 0 bytes)"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn run_wrong_input_shape_on_every_device() {
+    let f = path_str(&data("add_one.py"));
+    let inputs = path_str(&data("bad_shape_inputs.json"));
+    let mut devices = vec!["cpu", "auto"];
+    if gpu_available() {
+        devices.push("gpu");
+    }
+    for dev in devices {
+        let o = relax(&["run", &f, "--device", dev, "--inputs-json", &inputs, "--json"]);
+        assert_eq!(o.status.code(), Some(1), "{dev}");
+        let e = stderr(&o);
+        assert!(
+            e.contains("error: input 0 (parameter `x`): expected shape (2, 3), got [3, 2]"),
+            "{dev}: {e}"
+        );
+        assert!(o.stdout.is_empty(), "{dev}: nothing on stdout");
+    }
+}

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use relax_ir::relax::{Call, ExprKind, StructInfo, TensorStructInfo};
 use relax_ir::{AttrValue, DataType, GlobalVar, VDevice};
 
+use crate::device::resolve_vdevice;
+use crate::engine::Place;
 use crate::error::{EngineError, Result};
 use crate::interp::{Frame, Interp};
 use crate::kernel::StagedArg;
@@ -100,7 +102,7 @@ pub(crate) fn call_op(it: &mut Interp, name: &str, call: &Call, frame: &mut Fram
             let v = one_arg(it, call, frame, short)?;
             let t = v.expect_tensor("to_vdevice")?;
             let dst = dst_vdevice(it, call)?;
-            Ok(Value::Tensor(copy_to_vdevice(it, t, dst)?))
+            Ok(Value::Tensor(it.copy_to_vdevice(t, dst)?))
         }
         "hint_on_device" | "builtin.stop_lift_params" => {
             let mut args = it.eval_args(&call.args, frame)?;
@@ -264,13 +266,12 @@ fn inplace_indices(call: &Call, op: &str) -> Result<Vec<i64>> {
 
 /// Allocate a zeroed host tensor (counted in the statistics).
 fn alloc(it: &Interp, dtype: DataType, shape: &[i64], vdevice: Option<VDevice>) -> Result<Tensor> {
-    let t = Tensor::zeros(dtype, shape)?;
-    it.prog.stats.record_alloc(t.nbytes());
-    Ok(if vdevice.is_some() { t.relabel(vdevice) } else { t })
+    it.alloc_tensor(dtype, shape, vdevice, Place::Host)
 }
 
-/// Allocate the output described by a `TensorStructInfo` of `sinfo_args`.
-fn alloc_output(it: &Interp, ts: &TensorStructInfo, frame: &Frame, op: &str) -> Result<Tensor> {
+/// Allocate the output described by a `TensorStructInfo` of `sinfo_args`, in the
+/// memory of `place`.
+fn alloc_output(it: &Interp, ts: &TensorStructInfo, frame: &Frame, op: &str, place: Place) -> Result<Tensor> {
     if ts.dtype.is_void() {
         return Err(EngineError::Type(format!(
             "R.{op}: output StructInfo needs a known dtype"
@@ -294,7 +295,7 @@ fn alloc_output(it: &Interp, ts: &TensorStructInfo, frame: &Frame, op: &str) -> 
         },
         _ => return Err(EngineError::Type(format!("R.{op}: output StructInfo needs a shape"))),
     };
-    alloc(it, ts.dtype, &dims, ts.vdevice.clone())
+    it.alloc_tensor(ts.dtype, &dims, ts.vdevice.clone(), place)
 }
 
 /// The outputs of a destination-passing call: one tensor, or a tuple of tensors.
@@ -386,11 +387,13 @@ fn call_tir(it: &mut Interp, call: &Call, frame: &mut Frame, inplace: Option<Vec
         });
     }
     staged.extend(tir_vars);
+    let out_vdevices: Vec<Option<&VDevice>> = infos.iter().map(|ts| ts.vdevice.as_ref()).collect();
+    let place = it.place_kernel(&out_vdevices, &staged)?;
     let mut outs = Vec::with_capacity(infos.len());
     for (k, ts) in infos.iter().enumerate() {
         let target = inplace.as_ref().map(|idx| idx[k]).unwrap_or(-1);
         if target < 0 {
-            let t = alloc_output(it, ts, frame, op)?;
+            let t = alloc_output(it, ts, frame, op, place)?;
             staged.push(StagedArg::Tensor(t.clone(), true));
             outs.push(t);
         } else {
@@ -402,7 +405,7 @@ fn call_tir(it: &mut Interp, call: &Call, frame: &mut Frame, inplace: Option<Vec
             outs.push(t.clone());
         }
     }
-    it.run_kernel(&gv, &staged)?;
+    it.run_kernel_at(&gv, &staged, place)?;
     Ok(pack_outputs(outs, as_tuple))
 }
 
@@ -450,7 +453,7 @@ fn call_dps_packed(it: &mut Interp, call: &Call, frame: &mut Frame) -> Result<Va
     let (infos, as_tuple) = output_infos(&call.sinfo_args, op)?;
     let outs = infos
         .iter()
-        .map(|ts| alloc_output(it, ts, frame, op))
+        .map(|ts| alloc_output(it, ts, frame, op, Place::Host))
         .collect::<Result<Vec<_>>>()?;
     args.extend(outs.iter().cloned().map(Value::Tensor));
     match &f {
@@ -464,71 +467,21 @@ fn call_dps_packed(it: &mut Interp, call: &Call, frame: &mut Frame) -> Result<Va
     Ok(pack_outputs(outs, as_tuple))
 }
 
-/// `to_vdevice`: a new tensor on `dst` with the same contents.
-fn copy_to_vdevice(it: &Interp, t: &Tensor, dst: VDevice) -> Result<Tensor> {
-    let bytes = t.to_bytes()?;
-    let n = bytes.len();
-    let backend = if dst.target.is_host() {
-        None
-    } else {
-        it.prog.backend.get()?.filter(|b| b.accepts(&dst))
-    };
-    let storage = match backend {
-        Some(b) => {
-            let buf = b.alloc(&dst, n).map_err(EngineError::Device)?;
-            buf.write(0, &bytes).map_err(EngineError::Device)?;
-            Storage::device(buf)
-        }
-        None => Storage::host(HostBytes::Owned(bytes)),
-    };
-    it.prog.stats.record_alloc(n);
-    it.prog.stats.record_copies(1, n as u64);
-    Ok(Tensor::from_storage(
-        t.dtype(),
-        t.shape().to_vec(),
-        Some(dst),
-        storage,
-        0,
-    ))
-}
-
 /// The destination of `to_vdevice`: `kind:index[:scope]` as TVMScript writes it (the
-/// index is the position in the module's VDevice list), or that index alone.
+/// index counts the module's VDevices of that kind), or an index into the module's
+/// VDevice list.
 fn dst_vdevice(it: &Interp, call: &Call) -> Result<VDevice> {
     let attr = call
         .attrs
         .get("dst_vdevice")
         .ok_or_else(|| EngineError::Type("R.to_vdevice needs a `dst_vdevice` attribute".into()))?;
-    let module_devs = it.prog.module.vdevices();
-    let by_index = |i: i64| {
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| module_devs.get(i))
-            .map(|v| (*v).clone())
-    };
     match attr {
-        AttrValue::Int(i) => by_index(*i)
+        AttrValue::Int(i) => usize::try_from(*i)
+            .ok()
+            .and_then(|i| it.prog.module.vdevices().get(i).map(|v| (*v).clone()))
             .ok_or_else(|| EngineError::Type(format!("R.to_vdevice: no VDevice with index {i} in the module"))),
         AttrValue::Str(s) => {
-            let mut parts = s.split(':');
-            let kind = parts.next().unwrap_or_default();
-            let index: i64 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-            let scope = parts.next().unwrap_or("global");
-            match by_index(index) {
-                Some(v) if v.target.kind == kind => Ok(v),
-                Some(v) => Err(EngineError::Type(format!(
-                    "R.to_vdevice: VDevice {index} of the module is a {} device, not {kind}",
-                    v.target.kind
-                ))),
-                None if module_devs.is_empty() => Ok(VDevice {
-                    target: relax_ir::Target::from_kind(kind),
-                    vdevice_id: index,
-                    memory_scope: scope.to_string(),
-                }),
-                None => Err(EngineError::Type(format!(
-                    "R.to_vdevice: no VDevice with index {index} in the module"
-                ))),
-            }
+            resolve_vdevice(&it.prog.module, s).map_err(|e| EngineError::Type(format!("R.to_vdevice: {e}")))
         }
         other => Err(EngineError::Type(format!(
             "R.to_vdevice: cannot read a VDevice from {other:?}"

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use relax_gpu_runtime::{GpuRuntime, RuntimeStats};
 use relax_ir::{BaseFunc, Diagnostic, Expr, GlobalVar, IRModule, PrimFunc, Var};
+use relax_jit::Jit;
 
 use crate::device::{DeviceBackend, DeviceChoice};
 use crate::error::{EngineError, Result};
@@ -42,6 +44,12 @@ pub struct EngineConfig {
     /// Lower Relax operators to `call_tir` of generated TIR PrimFuncs at load
     /// (`relax_checker::op::legalize::legalize_module`), after checking.
     pub legalize: bool,
+    /// Simulated device-memory limit of the GPU the engine opens (a small device for
+    /// out-of-memory tests); `None`: the driver's limit.
+    pub memory_limit_bytes: Option<u64>,
+    /// Wait for every GPU kernel to finish before going on, so that the per-device
+    /// times in [`RunStats`] measure execution rather than submission (slower).
+    pub profile: bool,
 }
 
 impl Default for EngineConfig {
@@ -54,6 +62,8 @@ impl Default for EngineConfig {
             stack_size: 256 << 20,
             check: true,
             legalize: true,
+            memory_limit_bytes: None,
+            profile: false,
         }
     }
 }
@@ -62,18 +72,62 @@ impl Default for EngineConfig {
 #[derive(Default)]
 pub(crate) struct Stats {
     pub kernels_run: AtomicU64,
+    pub host_kernels_run: AtomicU64,
+    pub gpu_kernels_run: AtomicU64,
+    pub kernels_compiled: AtomicU64,
+    pub kernel_cache_hits: AtomicU64,
+    pub host_kernel_ns: AtomicU64,
+    pub gpu_kernel_ns: AtomicU64,
     pub packed_calls: AtomicU64,
     pub copies: AtomicU64,
     pub bytes_copied: AtomicU64,
+    pub uploads: AtomicU64,
+    pub bytes_uploaded: AtomicU64,
+    pub downloads: AtomicU64,
+    pub bytes_downloaded: AtomicU64,
+    pub device_copies: AtomicU64,
+    pub bytes_device_copied: AtomicU64,
     pub allocations: AtomicU64,
     pub bytes_allocated: AtomicU64,
+    pub device_allocations: AtomicU64,
     pub runs: AtomicU64,
 }
 
+/// The kind of a data copy, for the statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CopyKind {
+    /// Host memory to host memory.
+    Host,
+    /// Host to device.
+    Upload,
+    /// Device to host.
+    Download,
+    /// Device to device.
+    Device,
+}
+
 impl Stats {
-    pub(crate) fn record_copies(&self, copies: u64, bytes: u64) {
-        self.copies.fetch_add(copies, Ordering::Relaxed);
-        self.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
+    pub(crate) fn record_copy(&self, kind: CopyKind, bytes: u64) {
+        let add = |a: &AtomicU64, n: u64| {
+            a.fetch_add(n, Ordering::Relaxed);
+        };
+        add(&self.copies, 1);
+        add(&self.bytes_copied, bytes);
+        match kind {
+            CopyKind::Host => {}
+            CopyKind::Upload => {
+                add(&self.uploads, 1);
+                add(&self.bytes_uploaded, bytes);
+            }
+            CopyKind::Download => {
+                add(&self.downloads, 1);
+                add(&self.bytes_downloaded, bytes);
+            }
+            CopyKind::Device => {
+                add(&self.device_copies, 1);
+                add(&self.bytes_device_copied, bytes);
+            }
+        }
     }
     pub(crate) fn record_alloc(&self, bytes: usize) {
         self.allocations.fetch_add(1, Ordering::Relaxed);
@@ -81,67 +135,183 @@ impl Stats {
     }
 }
 
-/// A snapshot of a loaded module's statistics.
+/// A snapshot of a loaded module's statistics (all runs together).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunStats {
     /// Completed calls of `Loaded::run`.
     pub runs: u64,
-    /// TIR kernels executed.
+    /// TIR kernels executed (host and GPU).
     pub kernels_run: u64,
+    /// Kernels executed on the host.
+    pub host_kernels_run: u64,
+    /// Kernels executed on the GPU.
+    pub gpu_kernels_run: u64,
+    /// PrimFuncs compiled (once per PrimFunc and device).
+    pub kernels_compiled: u64,
+    /// Kernel calls served by an already compiled kernel.
+    pub kernel_cache_hits: u64,
+    /// Nanoseconds spent running host kernels.
+    pub host_kernel_ns: u64,
+    /// Nanoseconds spent running GPU kernels (submission only, unless
+    /// [`EngineConfig::profile`] waits for completion).
+    pub gpu_kernel_ns: u64,
     /// Packed-function calls.
     pub packed_calls: u64,
-    /// Data copies (between devices, or staging of aliased kernel arguments).
+    /// Data copies of every kind (`to_vdevice`, arguments placed on their device,
+    /// staging of kernel arguments).
     pub copies: u64,
     /// Bytes moved by those copies.
     pub bytes_copied: u64,
+    /// Host-to-device copies (part of `copies`).
+    pub uploads: u64,
+    /// Bytes uploaded.
+    pub bytes_uploaded: u64,
+    /// Device-to-host copies (part of `copies`).
+    pub downloads: u64,
+    /// Bytes read back.
+    pub bytes_downloaded: u64,
+    /// Device-to-device copies (part of `copies`).
+    pub device_copies: u64,
+    /// Bytes copied on the device.
+    pub bytes_device_copied: u64,
     /// Tensor and storage allocations made by operators.
     pub allocations: u64,
     /// Bytes allocated by those.
     pub bytes_allocated: u64,
+    /// Of those allocations, the ones in device memory.
+    pub device_allocations: u64,
+}
+
+impl std::fmt::Display for RunStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "runs:              {}", self.runs)?;
+        writeln!(
+            f,
+            "kernels run:       {} ({} host, {} GPU)",
+            self.kernels_run, self.host_kernels_run, self.gpu_kernels_run
+        )?;
+        writeln!(
+            f,
+            "kernels compiled:  {} (cache hits {})",
+            self.kernels_compiled, self.kernel_cache_hits
+        )?;
+        writeln!(
+            f,
+            "kernel time:       host {:.3} ms, GPU {:.3} ms",
+            self.host_kernel_ns as f64 / 1e6,
+            self.gpu_kernel_ns as f64 / 1e6
+        )?;
+        writeln!(
+            f,
+            "copies:            {} ({} bytes): {} uploads ({} B), {} readbacks ({} B), {} device-to-device ({} B)",
+            self.copies,
+            self.bytes_copied,
+            self.uploads,
+            self.bytes_uploaded,
+            self.downloads,
+            self.bytes_downloaded,
+            self.device_copies,
+            self.bytes_device_copied
+        )?;
+        writeln!(
+            f,
+            "allocations:       {} ({} bytes; {} on the device)",
+            self.allocations, self.bytes_allocated, self.device_allocations
+        )?;
+        write!(f, "packed calls:      {}", self.packed_calls)
+    }
+}
+
+/// An opened device backend and, for a wgpu one, the JIT that runs kernels on it.
+#[derive(Clone)]
+pub(crate) struct Opened {
+    pub backend: Arc<dyn DeviceBackend>,
+    pub gpu: Option<(GpuRuntime, Arc<Jit>)>,
+}
+
+impl Opened {
+    fn new(backend: Arc<dyn DeviceBackend>) -> Opened {
+        let gpu = backend
+            .gpu_runtime()
+            .map(|rt| (rt.clone(), Arc::new(Jit::new(Some(Arc::new(rt))))));
+        Opened { backend, gpu }
+    }
 }
 
 /// The device backend: given by the user, or opened on first use (a GPU through
 /// `relax_gpu_runtime` unless the engine is configured for the CPU).
 pub(crate) struct BackendSlot {
-    cell: OnceLock<Option<Arc<dyn DeviceBackend>>>,
+    cell: OnceLock<std::result::Result<Opened, String>>,
     device: DeviceChoice,
     adapter: Option<String>,
+    memory_limit: Option<u64>,
 }
 
 impl BackendSlot {
-    fn new(device: DeviceChoice, adapter: Option<String>) -> BackendSlot {
+    fn new(config: &EngineConfig) -> BackendSlot {
         BackendSlot {
             cell: OnceLock::new(),
-            device,
-            adapter,
+            device: config.device,
+            adapter: config.adapter.clone(),
+            memory_limit: config.memory_limit_bytes,
         }
     }
-    /// The backend, opening the GPU now if needed; `None` when tensors stay on the host.
-    pub(crate) fn get(&self) -> Result<Option<Arc<dyn DeviceBackend>>> {
-        if self.device == DeviceChoice::Cpu {
-            return Ok(None);
-        }
-        let backend = self.cell.get_or_init(|| {
-            let gpu = if self.adapter.is_none() {
+    fn opened(&self) -> &std::result::Result<Opened, String> {
+        self.cell.get_or_init(|| {
+            let gpu = if self.adapter.is_none() && self.memory_limit.is_none() {
                 relax_gpu_runtime::GpuRuntime::shared_default()
                     .map(GpuBackend::from_runtime)
                     .map_err(|e| e.to_string())
             } else {
-                GpuBackend::open(self.adapter.as_deref())
+                GpuBackend::open_with_limit(self.adapter.as_deref(), self.memory_limit)
             };
-            gpu.ok().map(|g| Arc::new(g) as Arc<dyn DeviceBackend>)
-        });
-        match (backend, self.device) {
-            (None, DeviceChoice::Gpu) => Err(EngineError::Device(
-                "the engine is configured for a GPU but none could be opened".into(),
-            )),
-            (b, _) => Ok(b.clone()),
+            gpu.map(|g| Opened::new(Arc::new(g)))
+        })
+    }
+    /// The backend, opening the GPU now if needed; `None` when tensors stay on the host.
+    pub(crate) fn get(&self) -> Result<Option<Opened>> {
+        if self.device == DeviceChoice::Cpu {
+            return Ok(None);
+        }
+        match (self.opened(), self.device) {
+            (Err(e), DeviceChoice::Gpu) => Err(EngineError::Device(format!(
+                "the engine is configured for a GPU but none could be opened: {e}"
+            ))),
+            (Err(_), _) => Ok(None),
+            (Ok(o), _) => Ok(Some(o.clone())),
+        }
+    }
+    /// A sentence saying where tensors and kernels go.
+    pub(crate) fn describe(&self) -> String {
+        match (self.device, self.opened()) {
+            (DeviceChoice::Cpu, _) => "host (the engine is configured for the CPU)".to_string(),
+            (_, Ok(o)) => format!("GPU: {}", o.backend.name()),
+            (DeviceChoice::Gpu, Err(e)) => format!("no GPU ({e})"),
+            (DeviceChoice::Auto, Err(e)) => format!("host (no GPU adapter: {e})"),
         }
     }
 }
 
+/// Where a kernel runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Place {
+    /// The host executor.
+    Host,
+    /// WGSL kernels on the engine's GPU.
+    Gpu,
+}
+
+/// A compiled PrimFunc.
+#[derive(Clone)]
+pub(crate) enum Compiled {
+    /// A host kernel of the kernel executor.
+    Host(Arc<dyn Kernel>),
+    /// A GPU program (pipelines live in the JIT's cache, keyed by structural hash).
+    Gpu,
+}
+
 /// A kernel compiled at most once (its error is kept too).
-type KernelSlot = Arc<OnceLock<std::result::Result<Arc<dyn Kernel>, String>>>;
+type KernelSlot = Arc<OnceLock<std::result::Result<Compiled, String>>>;
 
 /// A loaded module and everything a run needs.
 pub(crate) struct Program {
@@ -149,6 +319,8 @@ pub(crate) struct Program {
     pub registry: Arc<PackedRegistry>,
     pub executor: Option<Arc<dyn KernelExecutor>>,
     pub backend: Arc<BackendSlot>,
+    pub device: DeviceChoice,
+    pub profile: bool,
     pub stats: Stats,
     pub print: PrintSink,
     pub max_depth: usize,
@@ -156,30 +328,53 @@ pub(crate) struct Program {
     pub prim_symbols: HashMap<String, GlobalVar>,
     /// Free variables of local functions, by the address of their `Function` node.
     free_var_cache: Mutex<HashMap<usize, Arc<[Var]>>>,
-    /// Compiled kernels, by PrimFunc name (compiled on first use).
-    kernels: Mutex<HashMap<GlobalVar, KernelSlot>>,
+    /// Compiled kernels, by PrimFunc name and device (compiled on first use).
+    kernels: Mutex<HashMap<(GlobalVar, Place), KernelSlot>>,
     cache_kernels: bool,
 }
 
 impl Program {
-    /// The compiled kernel of the PrimFunc `gv`: compiled on first use, once, even when
-    /// several runs ask for it at the same time.
-    pub(crate) fn kernel(&self, gv: &GlobalVar, func: &PrimFunc) -> Result<Arc<dyn Kernel>> {
+    /// The compiled kernel of the PrimFunc `gv` for `place`: compiled on first use,
+    /// once, even when several runs ask for it at the same time.
+    pub(crate) fn kernel(&self, gv: &GlobalVar, func: &PrimFunc, place: Place, jit: Option<&Jit>) -> Result<Compiled> {
         let name = gv.name();
-        let exec = self.executor.as_ref().ok_or_else(|| EngineError::Kernel {
-            name: name.to_string(),
-            message: "no kernel executor is configured for this engine".into(),
-        })?;
-        let compile = || exec.compile(name, func);
+        let compile = || -> std::result::Result<Compiled, String> {
+            let c = match place {
+                Place::Host => {
+                    let exec = self
+                        .executor
+                        .as_ref()
+                        .ok_or("no kernel executor is configured for this engine")?;
+                    Compiled::Host(exec.compile(name, func)?)
+                }
+                Place::Gpu => {
+                    let jit = jit.ok_or("no GPU is available to this engine")?;
+                    jit.gpu_program(func).map_err(|e| e.to_string())?;
+                    Compiled::Gpu
+                }
+            };
+            self.stats.kernels_compiled.fetch_add(1, Ordering::Relaxed);
+            Ok(c)
+        };
         let compiled = if self.cache_kernels {
             let slot = self
                 .kernels
                 .lock()
                 .map_err(|_| EngineError::Internal("kernel cache lock poisoned".into()))?
-                .entry(gv.clone())
+                .entry((gv.clone(), place))
                 .or_default()
                 .clone();
-            slot.get_or_init(compile).clone()
+            let mut fresh = false;
+            let r = slot
+                .get_or_init(|| {
+                    fresh = true;
+                    compile()
+                })
+                .clone();
+            if !fresh {
+                self.stats.kernel_cache_hits.fetch_add(1, Ordering::Relaxed);
+            }
+            r
         } else {
             compile()
         };
@@ -222,7 +417,7 @@ impl Engine {
     /// VDevice (host memory when there is none); `DeviceChoice::Gpu` requires one at load.
     pub fn new(config: EngineConfig) -> Engine {
         let engine = Engine {
-            backend: Arc::new(BackendSlot::new(config.device, config.adapter.clone())),
+            backend: Arc::new(BackendSlot::new(&config)),
             config,
             registry: Arc::new(PackedRegistry::default()),
             executor: Some(Arc::new(crate::jit_exec::JitHostExecutor)),
@@ -238,7 +433,8 @@ impl Engine {
         &self.config
     }
 
-    /// Use `executor` to run TIR PrimFuncs (`call_tir` and direct PrimFunc calls).
+    /// Use `executor` to run TIR PrimFuncs placed on the host (`call_tir` and direct
+    /// PrimFunc calls whose tensors are not on the GPU).
     pub fn with_kernel_executor(mut self, executor: Arc<dyn KernelExecutor>) -> Engine {
         self.executor = Some(executor);
         self
@@ -248,19 +444,31 @@ impl Engine {
     /// tensors moved with `to_vdevice` to a VDevice it accepts live in its memory
     /// (unless the engine is configured for the CPU).
     pub fn with_backend(mut self, backend: Arc<dyn DeviceBackend>) -> Engine {
-        let slot = BackendSlot::new(self.config.device, self.config.adapter.clone());
-        let _ = slot.cell.set(Some(backend));
+        let slot = BackendSlot::new(&self.config);
+        let _ = slot.cell.set(Ok(Opened::new(backend)));
         self.backend = Arc::new(slot);
         self
     }
 
     /// Run on a GPU (the first adapter whose name contains `adapter`, or the best one):
-    /// PrimFuncs become WGSL kernels through the JIT, and tensors moved to GPU VDevices
-    /// live in its memory. Fails when no GPU can be opened.
-    pub fn with_gpu(self, adapter: Option<&str>) -> Result<Engine> {
-        let gpu = GpuBackend::open(adapter).map_err(EngineError::Device)?;
-        let executor = Arc::new(crate::jit_exec::JitGpuExecutor::new(gpu.runtime().clone()));
-        Ok(self.with_backend(Arc::new(gpu)).with_kernel_executor(executor))
+    /// the engine is configured for [`DeviceChoice::Gpu`], so PrimFuncs not placed on a
+    /// host VDevice become WGSL kernels through the JIT and their tensors live in GPU
+    /// memory. Fails when no GPU can be opened.
+    pub fn with_gpu(mut self, adapter: Option<&str>) -> Result<Engine> {
+        let gpu = GpuBackend::open_with_limit(adapter, self.config.memory_limit_bytes).map_err(EngineError::Device)?;
+        self.config.device = DeviceChoice::Gpu;
+        Ok(self.with_backend(Arc::new(gpu)))
+    }
+
+    /// Where tensors and kernels go, in words: the GPU adapter's name, or why
+    /// computation stays on the host (this opens the GPU unless configured for the CPU).
+    pub fn device_summary(&self) -> String {
+        self.backend.describe()
+    }
+
+    /// The wgpu runtime the engine uses, if it has opened one (or can).
+    pub fn gpu_runtime(&self) -> Option<GpuRuntime> {
+        self.backend.get().ok().flatten().and_then(|o| o.gpu.map(|(rt, _)| rt))
     }
 
     /// Send `R.print` output to `sink` instead of standard output.
@@ -312,6 +520,8 @@ impl Engine {
                 registry: self.registry.clone(),
                 executor: self.executor.clone(),
                 backend: self.backend.clone(),
+                device: self.config.device,
+                profile: self.config.profile,
                 stats: Stats::default(),
                 print: self.print.clone(),
                 max_depth: self.config.max_call_depth,
@@ -383,11 +593,31 @@ impl Loaded {
             None => return Err(EngineError::UnknownFunction(func.to_string())),
         }
         let args = args.to_vec();
-        let result = self.on_run_thread(move |it| it.call_global(&gv, args));
+        let result = self.on_run_thread(move |it| {
+            let args = it.place_entry_args(&gv, args)?;
+            it.call_global(&gv, args)
+        });
         if result.is_ok() {
             self.program.stats.runs.fetch_add(1, Ordering::Relaxed);
         }
         result
+    }
+
+    /// A copy of `tensor` placed on the module's VDevice `vdevice` (`"kind:index:scope"`,
+    /// as in `R.to_vdevice`): in GPU memory for a GPU kind when the engine has a GPU,
+    /// host memory otherwise. Use it to keep weights resident across runs; the copy is
+    /// counted in [`Loaded::stats`].
+    pub fn to_vdevice(&self, tensor: &crate::value::Tensor, vdevice: &str) -> Result<crate::value::Tensor> {
+        let dst = crate::device::resolve_vdevice(&self.program.module, vdevice).map_err(EngineError::Invalid)?;
+        let t = tensor.clone();
+        let v = self.on_run_thread(move |it| it.copy_to_vdevice(&t, dst).map(Value::Tensor))?;
+        match v {
+            Value::Tensor(t) => Ok(t),
+            other => Err(EngineError::Internal(format!(
+                "to_vdevice produced {}",
+                other.describe()
+            ))),
+        }
     }
 
     /// Call a function value (a closure returned by an earlier run, a packed function).
@@ -404,17 +634,45 @@ impl Loaded {
         RunStats {
             runs: g(&s.runs),
             kernels_run: g(&s.kernels_run),
+            host_kernels_run: g(&s.host_kernels_run),
+            gpu_kernels_run: g(&s.gpu_kernels_run),
+            kernels_compiled: g(&s.kernels_compiled),
+            kernel_cache_hits: g(&s.kernel_cache_hits),
+            host_kernel_ns: g(&s.host_kernel_ns),
+            gpu_kernel_ns: g(&s.gpu_kernel_ns),
             packed_calls: g(&s.packed_calls),
             copies: g(&s.copies),
             bytes_copied: g(&s.bytes_copied),
+            uploads: g(&s.uploads),
+            bytes_uploaded: g(&s.bytes_uploaded),
+            downloads: g(&s.downloads),
+            bytes_downloaded: g(&s.bytes_downloaded),
+            device_copies: g(&s.device_copies),
+            bytes_device_copied: g(&s.bytes_device_copied),
             allocations: g(&s.allocations),
             bytes_allocated: g(&s.bytes_allocated),
+            device_allocations: g(&s.device_allocations),
         }
+    }
+
+    /// Counters of the GPU runtime this module's tensors use (device memory held by
+    /// the buffer pool, bytes moved, pipelines), when a GPU is open.
+    pub fn gpu_runtime_stats(&self) -> Option<RuntimeStats> {
+        let opened = self.program.backend.get().ok().flatten()?;
+        opened.gpu.map(|(rt, _)| rt.stats())
+    }
+
+    /// Counters of the JIT that compiles this module's GPU kernels, when a GPU is open.
+    pub fn jit_counters(&self) -> Option<relax_jit::JitCounters> {
+        let opened = self.program.backend.get().ok().flatten()?;
+        opened.gpu.map(|(_, jit)| jit.counters())
     }
 
     /// Evaluate on a thread with the configured stack (deep recursion needs it); a
     /// panic in user code (a packed function, a kernel executor) becomes an error.
-    fn on_run_thread(&self, f: impl FnOnce(&mut Interp) -> Result<Value> + Send) -> Result<Value> {
+    /// Each calling thread keeps one such worker thread and reuses it for every run
+    /// (spawning a thread per run would cost more than running a small program).
+    fn on_run_thread(&self, f: impl FnOnce(&mut Interp) -> Result<Value> + Send + 'static) -> Result<Value> {
         let program = self.program.clone();
         let body = move || {
             let mut it = Interp::new(program);
@@ -423,14 +681,7 @@ impl Loaded {
         let joined = if self.stack_size == 0 {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
         } else {
-            std::thread::scope(|scope| {
-                std::thread::Builder::new()
-                    .name("relax-run".into())
-                    .stack_size(self.stack_size)
-                    .spawn_scoped(scope, body)
-                    .map_err(|e| Box::new(e.to_string()) as Box<dyn std::any::Any + Send>)
-                    .and_then(|h| h.join())
-            })
+            run_on_worker(self.stack_size, body)
         };
         joined.unwrap_or_else(|payload| {
             let msg = payload
@@ -440,5 +691,58 @@ impl Loaded {
                 .unwrap_or_else(|| "unknown panic".into());
             Err(EngineError::Internal(format!("panic during evaluation: {msg}")))
         })
+    }
+}
+
+/// A job for a run thread; the result comes back through a channel.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A panic payload or an error starting the worker.
+type Joined<T> = std::result::Result<T, Box<dyn std::any::Any + Send>>;
+
+thread_local! {
+    /// This thread's run worker: its stack size and job queue.
+    static RUN_WORKER: std::cell::RefCell<Option<(usize, std::sync::mpsc::Sender<Job>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Run `body` on the calling thread's worker thread with a `stack_size` stack
+/// (started on first use; it ends when the calling thread does).
+fn run_on_worker<T: Send + 'static>(stack_size: usize, body: impl FnOnce() -> T + Send + 'static) -> Joined<T> {
+    let (tx, rx) = std::sync::mpsc::channel::<Joined<T>>();
+    let job: Job = Box::new(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+        let _ = tx.send(r);
+    });
+    let sent = RUN_WORKER.with(|w| -> std::result::Result<(), Job> {
+        let mut w = w.borrow_mut();
+        if !matches!(&*w, Some((s, _)) if *s == stack_size) {
+            let (jtx, jrx) = std::sync::mpsc::channel::<Job>();
+            let spawned = std::thread::Builder::new()
+                .name("relax-run".into())
+                .stack_size(stack_size)
+                .spawn(move || {
+                    while let Ok(job) = jrx.recv() {
+                        job();
+                    }
+                });
+            *w = spawned.ok().map(|_| (stack_size, jtx));
+        }
+        match &*w {
+            Some((_, jtx)) => jtx.send(job).map_err(|e| e.0),
+            None => Err(job),
+        }
+    });
+    match sent {
+        Ok(()) => rx
+            .recv()
+            .unwrap_or_else(|_| Err(Box::new("the run thread stopped".to_string()))),
+        Err(job) => {
+            // No worker (thread creation failed): run here instead.
+            RUN_WORKER.with(|w| *w.borrow_mut() = None);
+            job();
+            rx.recv()
+                .unwrap_or_else(|_| Err(Box::new("the run did not complete".to_string())))
+        }
     }
 }

@@ -6,10 +6,7 @@ use std::sync::Arc;
 use relax_gpu_runtime::{AdapterSelector, GpuRuntime, RuntimeOptions};
 use relax_ir::VDevice;
 
-use crate::device::{DeviceBackend, DeviceBuffer};
-
-/// Target kinds whose tensors live on the GPU.
-const GPU_KINDS: &[&str] = &["webgpu", "vulkan", "metal", "cuda", "rocm", "opencl"];
+use crate::device::{is_gpu_kind, DeviceBackend, DeviceBuffer};
 
 /// A [`GpuRuntime`] serving every GPU VDevice.
 #[derive(Clone)]
@@ -20,12 +17,18 @@ pub struct GpuBackend {
 impl GpuBackend {
     /// Open a GPU, preferring an adapter whose name contains `adapter` when given.
     pub fn open(adapter: Option<&str>) -> Result<GpuBackend, String> {
+        GpuBackend::open_with_limit(adapter, None)
+    }
+    /// Open a GPU whose buffer pool refuses to hold more than `memory_limit_bytes`
+    /// (a simulated small device; `None`: the driver's limit).
+    pub fn open_with_limit(adapter: Option<&str>, memory_limit_bytes: Option<u64>) -> Result<GpuBackend, String> {
         let adapter = match adapter {
             Some(name) => AdapterSelector::NameContains(name.to_string()),
             None => AdapterSelector::Auto,
         };
         let rt = GpuRuntime::new(RuntimeOptions {
             adapter,
+            memory_limit_bytes,
             ..RuntimeOptions::default()
         })
         .map_err(|e| e.to_string())?;
@@ -41,12 +44,25 @@ impl GpuBackend {
     }
 }
 
+impl GpuBackend {
+    fn wrap(&self, buf: relax_gpu_runtime::DeviceBuffer, len: usize) -> Arc<dyn DeviceBuffer> {
+        Arc::new(GpuBuffer {
+            rt: self.rt.clone(),
+            buf,
+            len,
+        })
+    }
+}
+
 impl DeviceBackend for GpuBackend {
     fn name(&self) -> String {
         self.rt.adapter_info().to_string()
     }
     fn accepts(&self, vdevice: &VDevice) -> bool {
-        GPU_KINDS.contains(&vdevice.target.kind.as_str())
+        is_gpu_kind(&vdevice.target.kind)
+    }
+    fn gpu_runtime(&self) -> Option<GpuRuntime> {
+        Some(self.rt.clone())
     }
     fn alloc(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String> {
         // The runtime works in 4-byte words: round the allocation up.
@@ -54,11 +70,14 @@ impl DeviceBackend for GpuBackend {
             .rt
             .alloc_zeroed(nbytes.div_ceil(4).max(1) as u64 * 4)
             .map_err(|e| e.to_string())?;
-        Ok(Arc::new(GpuBuffer {
-            rt: self.rt.clone(),
-            buf,
-            len: nbytes,
-        }))
+        Ok(self.wrap(buf, nbytes))
+    }
+    fn alloc_uninit(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String> {
+        let buf = self
+            .rt
+            .alloc(nbytes.div_ceil(4).max(1) as u64 * 4)
+            .map_err(|e| e.to_string())?;
+        Ok(self.wrap(buf, nbytes))
     }
 }
 
@@ -84,6 +103,9 @@ impl GpuBuffer {
 impl DeviceBuffer for GpuBuffer {
     fn len(&self) -> usize {
         self.len
+    }
+    fn gpu_buffer(&self) -> Option<&relax_gpu_runtime::DeviceBuffer> {
+        Some(&self.buf)
     }
     fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), String> {
         if out.is_empty() {

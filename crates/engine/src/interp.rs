@@ -11,7 +11,7 @@ use relax_ir::{BaseFunc, Expr, GlobalVar, Var};
 use crate::builtins;
 use crate::engine::Program;
 use crate::error::{EngineError, Result};
-use crate::kernel::{with_kernel_args, StagedArg, StagingStats};
+use crate::kernel::StagedArg;
 use crate::matching::{MatchCtx, Root};
 use crate::packed::Purity;
 use crate::prim::{eval_int, eval_prim, ShapeEnv};
@@ -206,31 +206,10 @@ impl Interp {
         })
     }
 
-    /// Run the PrimFunc `gv` on staged arguments through the kernel executor.
+    /// Run the PrimFunc `gv` on staged arguments where they live (see [`crate::place`]).
     pub(crate) fn run_kernel(&mut self, gv: &GlobalVar, args: &[StagedArg]) -> Result<Option<PrimValue>> {
-        let prog = self.prog.clone();
-        let name = gv.name();
-        let func = match prog.module.functions.get(gv) {
-            Some(BaseFunc::Prim(f)) => f,
-            Some(BaseFunc::Relax(_)) => {
-                return Err(EngineError::Type(format!(
-                    "`{name}` is a Relax function, not a TIR PrimFunc"
-                )))
-            }
-            None => return Err(EngineError::UnknownFunction(name.to_string())),
-        };
-        let kernel = prog.kernel(gv, func)?;
-        let mut st = StagingStats::default();
-        let result = with_kernel_args(args, &mut st, |kargs| kernel.run(kargs))?;
-        prog.stats.record_copies(st.copies, st.bytes);
-        let value = result.map_err(|message| EngineError::Kernel {
-            name: name.to_string(),
-            message,
-        })?;
-        prog.stats
-            .kernels_run
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(value)
+        let place = self.place_kernel(&[], args)?;
+        self.run_kernel_at(gv, args, place)
     }
 
     // ---------------------------------------------------------------- expressions

@@ -72,7 +72,7 @@ impl Kernel for JitGpuKernel {
 }
 
 /// Copy the buffer arguments into `HostTensor`s, call `f`, copy written ones back.
-fn with_host_tensors(
+pub(crate) fn with_host_tensors(
     args: &mut [KernelArg<'_>],
     f: impl FnOnce(&mut [Arg<'_>]) -> Result<(), String>,
 ) -> Result<Option<PrimValue>, String> {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use relax_ir::{DataType, PrimFunc};
 
+use crate::engine::{CopyKind, Stats};
 use crate::error::{EngineError, Result};
 use crate::value::{PrimValue, Storage, StorageData, Tensor};
 
@@ -71,10 +72,19 @@ pub(crate) enum StagedArg {
 /// What [`with_kernel_args`] copied because of aliasing or device residence.
 #[derive(Default)]
 pub(crate) struct StagingStats {
-    /// Number of copies made.
-    pub copies: u64,
-    /// Bytes copied.
-    pub bytes: u64,
+    copies: Vec<(CopyKind, u64)>,
+}
+
+impl StagingStats {
+    fn add(&mut self, kind: CopyKind, bytes: u64) {
+        self.copies.push((kind, bytes));
+    }
+    /// Add the copies to a program's statistics.
+    pub(crate) fn record(&self, stats: &Stats) {
+        for (k, b) in &self.copies {
+            stats.record_copy(*k, *b);
+        }
+    }
 }
 
 enum Lock<'g> {
@@ -126,23 +136,25 @@ pub(crate) fn with_kernel_args<R>(
         if let StagedArg::Tensor(t, w) = a {
             let i = index_of(t).ok_or_else(|| EngineError::Internal("unstaged tensor".into()))?;
             let range = t.0.offset..t.0.offset + t.nbytes();
+            let n = t.nbytes() as u64;
             match &locks[i] {
                 Lock::Write(g) => match &**g {
                     StorageData::Host(h) if !*w => {
                         temp = Some(h.bytes().get(range).ok_or_else(view_error)?.to_vec());
+                        stats.add(CopyKind::Host, n);
                     }
-                    StorageData::Device(buf) => temp = Some(download(&**buf, t)?),
+                    StorageData::Device(buf) => {
+                        temp = Some(download(&**buf, t)?);
+                        stats.add(CopyKind::Download, n);
+                    }
                     StorageData::Host(_) => {}
                 },
                 Lock::Read(g) => {
                     if let StorageData::Device(buf) = &**g {
                         temp = Some(download(&**buf, t)?);
+                        stats.add(CopyKind::Download, n);
                     }
                 }
-            }
-            if temp.is_some() {
-                stats.copies += 1;
-                stats.bytes += t.nbytes() as u64;
             }
         }
         temps.push(temp);
@@ -211,8 +223,7 @@ pub(crate) fn with_kernel_args<R>(
             if let Lock::Write(g) = &locks[i] {
                 if let StorageData::Device(buf) = &**g {
                     buf.write(t.0.offset, tmp).map_err(EngineError::Device)?;
-                    stats.copies += 1;
-                    stats.bytes += tmp.len() as u64;
+                    stats.add(CopyKind::Upload, tmp.len() as u64);
                 }
             }
         }

@@ -35,13 +35,17 @@ pub mod jit_exec;
 pub mod kernel;
 mod matching;
 pub mod packed;
+mod place;
 mod prim;
 pub mod value;
 
-pub use device::{DeviceBackend, DeviceBuffer, DeviceChoice};
+pub use device::{describe_vdevice, is_gpu_kind, resolve_vdevice, DeviceBackend, DeviceBuffer, DeviceChoice};
 pub use engine::{Engine, EngineConfig, Loaded, PreparePass, PrintSink, RunStats};
 pub use error::{EngineError, Result};
 pub use jit_exec::{JitGpuExecutor, JitHostExecutor};
 pub use kernel::{BufferArg, BufferData, Kernel, KernelArg, KernelExecutor};
 pub use packed::{PackedFunc, PackedRegistry, Purity};
-pub use value::{ArrayValue, Closure, Element, Object, PrimFuncValue, PrimValue, Scalar, StorageObject, Tensor, Value};
+pub use value::{
+    host_live_bytes, ArrayValue, Closure, Element, Object, PrimFuncValue, PrimValue, Scalar, StorageObject, Tensor,
+    Value,
+};

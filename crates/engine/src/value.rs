@@ -237,9 +237,32 @@ impl HostBytes {
     }
 }
 
+/// Bytes of host tensor memory currently alive in the process (every `Storage` in
+/// host memory, whoever made it).
+static HOST_LIVE_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Bytes of host memory held by tensors alive now, in the whole process: a run that
+/// releases its intermediates returns this to where it was.
+pub fn host_live_bytes() -> u64 {
+    HOST_LIVE_BYTES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        let data = match self.data.get_mut() {
+            Ok(d) => d,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if matches!(data, StorageData::Host(_)) {
+            HOST_LIVE_BYTES.fetch_sub(self.nbytes as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 impl Storage {
     pub(crate) fn host(bytes: HostBytes) -> Arc<Storage> {
         let nbytes = bytes.bytes().len();
+        HOST_LIVE_BYTES.fetch_add(nbytes as u64, std::sync::atomic::Ordering::Relaxed);
         Arc::new(Storage {
             data: RwLock::new(StorageData::Host(bytes)),
             nbytes,

@@ -663,7 +663,8 @@ fn to_vdevice_copies_between_devices() {
     let g = untyped("g");
     let h = untyped("h");
     let mut to_gpu = Attrs::new();
-    to_gpu.set("dst_vdevice", AttrValue::Str("webgpu:1:global".into()));
+    // The index counts VDevices of the same kind: webgpu:0 is the module's second VDevice.
+    to_gpu.set("dst_vdevice", AttrValue::Str("webgpu:0:global".into()));
     let mut to_cpu = Attrs::new();
     to_cpu.set("dst_vdevice", AttrValue::Str("llvm:0:global".into()));
     let gpu_si = StructInfo::Tensor(TensorStructInfo {

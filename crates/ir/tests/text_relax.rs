@@ -362,3 +362,67 @@ class Module:
 "#;
     assert!(t.contains(tvm), "got\n{t}");
 }
+
+#[test]
+fn call_inplace_packed_null_value_and_device_shorthands() {
+    let src = r#"@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        n = R.null_value()
+        h = R.hint_on_device(x, R.cpu(0))
+        e = R.call_inplace_packed("test.double_inplace", h, inplace_indices=[0], ty_args=(R.Tensor((2, 3), dtype="float32"),))
+        return e
+"#;
+    let out = pp(src);
+    assert!(out.contains("n = R.null_value()"), "{out}");
+    assert!(
+        out.contains(r#"R.hint_on_device(x, R.device(device_type=1, index=0), "global")"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"R.call_inplace_packed("test.double_inplace", h, inplace_indices=[0], ty_args=(R.Tensor((2, 3), dtype="float32"),))"#),
+        "{out}"
+    );
+    // The printed text parses back to the same text.
+    assert_eq!(pp(&out), out);
+}
+
+/// `n = T.int64()` in a Relax function names the `n` a parameter's StructInfo already
+/// bound (TVM's parser reuses the variable in scope), so later uses are the same var.
+#[test]
+fn redeclared_symbolic_variable_is_the_parameter_one() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 4), dtype="float32")) -> R.Tensor(("n", 4), dtype="float32"):
+        n = T.int64()
+        y: R.Tensor((n, 4), dtype="float32") = R.add(x, x)
+        return y
+"#;
+    let m = module(parse(src).unwrap_or_else(|d| panic!("{d}")));
+    let f = m.relax_function("main").unwrap();
+    let param_n = match f.params[0].struct_info() {
+        Some(StructInfo::Tensor(t)) => t.shape_values().unwrap()[0].clone(),
+        other => panic!("{other:?}"),
+    };
+    let ExprKind::Seq(seq) = f.body.kind() else {
+        panic!("body")
+    };
+    let Binding::VarBinding { var, .. } = &seq.blocks[0].bindings[0] else {
+        panic!("binding")
+    };
+    let y_n = match var.struct_info() {
+        Some(StructInfo::Tensor(t)) => t.shape_values().unwrap()[0].clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        param_n.as_var().map(|v| v.id()),
+        y_n.as_var().map(|v| v.id()),
+        "one variable `n`"
+    );
+    assert!(param_n.as_var().is_some());
+    let e = err(&src.replace("n = T.int64()", "n = T.int32()"));
+    assert!(e.contains("Expected the same dtype for PrimType values"), "{e}");
+}

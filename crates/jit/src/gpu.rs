@@ -71,29 +71,11 @@ impl Jit {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?.clone();
         let prog = self.gpu_program(f)?;
         let lf = &prog.source.lowered;
-        if args.len() != lf.params.len() {
-            return Err(JitError::BadArgs(format!(
-                "`{}` takes {} arguments, {} given",
-                lf.name,
-                lf.params.len(),
-                args.len()
-            )));
-        }
+        check_arity(lf, args.len())?;
         let shapes = check_args(lf, args)?;
+        let (read, written) = buffer_use(&prog, args.len());
         // Device buffers for tensor parameters.
         let mut bufs: HashMap<usize, DeviceBuffer> = HashMap::new();
-        let mut written: Vec<bool> = vec![false; args.len()];
-        let mut read: Vec<bool> = vec![false; args.len()];
-        for k in &prog.source.kernels {
-            for b in &k.bindings {
-                if let BufRef::Param(i) = b.buf {
-                    read[i] = true;
-                    if b.access == Access::ReadWrite {
-                        written[i] = true;
-                    }
-                }
-            }
-        }
         let mut storage_of: HashMap<usize, StorageTy> = HashMap::new();
         for (i, a) in args.iter().enumerate() {
             if let (Arg::Tensor(t), ParamSlot::Buffer { .. }) = (a, &lf.params[i]) {
@@ -107,15 +89,118 @@ impl Jit {
                 bufs.insert(i, upload(&rt, &bytes)?);
             }
         }
-        let vars = var_values(lf, args, &shapes)?;
+        let scalars: Vec<ScalarArg> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Int(x) => ScalarArg::Int(*x),
+                Arg::Float(x) => ScalarArg::Float(*x),
+                Arg::Tensor(_) => ScalarArg::None,
+            })
+            .collect();
+        let bound: HashMap<usize, &DeviceBuffer> = bufs.iter().map(|(i, b)| (*i, b)).collect();
+        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound)?;
+        for (i, a) in args.iter_mut().enumerate() {
+            if !written[i] {
+                continue;
+            }
+            if let (Arg::Tensor(t), Some(buf), Some(st)) = (a, bufs.get(&i), storage_of.get(&i)) {
+                let bytes = rt.read(buf).map_err(gpu_err)?;
+                from_storage(t, *st, &bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether tensors of `dtype` can be bound directly from device memory holding
+    /// their little-endian host bytes (no widening to 32-bit words needed), which is
+    /// what [`Jit::run_gpu_resident`] requires.
+    pub fn resident_compatible(&self, dtype: DataType) -> bool {
+        StorageTy::of(dtype, &self.caps).is_ok_and(|st| host_matches(dtype, st))
+    }
+
+    /// Run `f` on the GPU on tensors that already live in device memory (buffers of
+    /// this JIT's runtime holding little-endian host bytes, see
+    /// [`Jit::resident_compatible`]). Nothing is copied: outputs are written in place
+    /// and the call returns after submission (later reads wait for it).
+    pub fn run_gpu_resident(&self, f: &PrimFunc, args: &[GpuArg<'_>]) -> Result<()> {
+        let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?.clone();
+        let prog = self.gpu_program(f)?;
+        let lf = &prog.source.lowered;
+        check_arity(lf, args.len())?;
+        let mut shapes = Vec::with_capacity(args.len());
+        let mut scalars = Vec::with_capacity(args.len());
+        let mut bound: HashMap<usize, &DeviceBuffer> = HashMap::new();
+        for (i, (p, a)) in lf.params.iter().zip(args).enumerate() {
+            match (p, a) {
+                (ParamSlot::Buffer { orig, .. }, GpuArg::Buffer { buf, dtype, shape }) => {
+                    if *dtype != orig.dtype() || shape.len() != orig.shape().len() {
+                        return Err(JitError::BadArgs(format!(
+                            "argument {i} (`{}`) of `{}` is a {dtype} tensor of rank {}, expected {} of rank {}",
+                            orig.name(),
+                            lf.name,
+                            shape.len(),
+                            orig.dtype(),
+                            orig.shape().len()
+                        )));
+                    }
+                    if !self.resident_compatible(*dtype) {
+                        return Err(JitError::UnsupportedDtype {
+                            dtype: *dtype,
+                            context: "in device memory without widening (stage it through the host)".into(),
+                        });
+                    }
+                    let numel: i64 = shape.iter().product();
+                    check_extent(numel, &format!("argument {i} of `{}`", lf.name))?;
+                    let need = numel.max(0) as u64 * u64::from(dtype.bits / 8);
+                    if buf.len() < need {
+                        return Err(JitError::BadArgs(format!(
+                            "argument {i} of `{}`: device buffer of {} bytes for {need} bytes of data",
+                            lf.name,
+                            buf.len()
+                        )));
+                    }
+                    shapes.push(shape.to_vec());
+                    scalars.push(ScalarArg::None);
+                    bound.insert(i, *buf);
+                }
+                (ParamSlot::Scalar(_), GpuArg::Int(x)) => {
+                    shapes.push(vec![]);
+                    scalars.push(ScalarArg::Int(*x));
+                }
+                (ParamSlot::Scalar(_), GpuArg::Float(x)) => {
+                    shapes.push(vec![]);
+                    scalars.push(ScalarArg::Float(*x));
+                }
+                _ => {
+                    return Err(JitError::BadArgs(format!(
+                        "argument {i} of `{}` has the wrong kind",
+                        lf.name
+                    )))
+                }
+            }
+        }
+        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound)
+    }
+
+    /// Dispatch every kernel of `prog` in one submission on the bound parameter buffers.
+    fn dispatch_program(
+        &self,
+        rt: &GpuRuntime,
+        prog: &GpuProgram,
+        scalars: &[ScalarArg],
+        shapes: &[Vec<i64>],
+        bufs: &HashMap<usize, &DeviceBuffer>,
+    ) -> Result<()> {
+        let lf = &prog.source.lowered;
+        let vars = var_values(lf, scalars, shapes)?;
+        let floats = float_vars(lf, scalars);
         let mut scratch = Vec::new();
-        for (i, b) in lf.scratch.iter().enumerate() {
+        for b in &lf.scratch {
             let n = eval_int(&b.shape()[0], &vars)?;
             check_extent(n, &format!("scratch buffer `{}`", b.name()))?;
             let st = StorageTy::of(b.dtype(), &self.caps)?;
             let len = (n.max(1) as u64) * st.bytes() as u64;
             scratch.push(rt.alloc(len.div_ceil(4) * 4).map_err(gpu_err)?);
-            let _ = i;
         }
         let limit = rt.limits().max_compute_workgroups_per_dimension as i64;
         let mut batch = rt.batch();
@@ -156,7 +241,7 @@ impl Jit {
             let mut ubytes = Vec::with_capacity(4 * k.uniforms.len());
             for u in &k.uniforms {
                 let v = vars.get(&u.var.id());
-                let fv = float_vars(lf, args).get(&u.var.id()).copied();
+                let fv = floats.get(&u.var.id()).copied();
                 match u.ty {
                     UniformTy::F32 => {
                         let x = fv.or(v.map(|&i| i as f64)).unwrap_or(0.0);
@@ -188,7 +273,7 @@ impl Jit {
             let mut bound: Vec<&DeviceBuffer> = Vec::new();
             for b in &k.bindings {
                 let buf = match b.buf {
-                    BufRef::Param(i) => bufs.get(&i),
+                    BufRef::Param(i) => bufs.get(&i).copied(),
                     BufRef::Scratch(i) => scratch.get(i),
                 }
                 .ok_or_else(|| JitError::InvalidIr(format!("kernel {} binds a missing buffer", k.name)))?;
@@ -196,18 +281,64 @@ impl Jit {
             }
             batch.dispatch(pipe, &bound, &ubytes, groups).map_err(gpu_err)?;
         }
-        batch.submit().map_err(gpu_err)?;
-        for (i, a) in args.iter_mut().enumerate() {
-            if !written[i] {
-                continue;
-            }
-            if let (Arg::Tensor(t), Some(buf), Some(st)) = (a, bufs.get(&i), storage_of.get(&i)) {
-                let bytes = rt.read(buf).map_err(gpu_err)?;
-                from_storage(t, *st, &bytes)?;
+        batch.submit().map_err(gpu_err)
+    }
+}
+
+/// One argument of [`Jit::run_gpu_resident`], in the PrimFunc's parameter order.
+pub enum GpuArg<'a> {
+    /// A tensor in device memory (little-endian host bytes, row-major).
+    Buffer {
+        /// The buffer (at least as long as the tensor's data).
+        buf: &'a DeviceBuffer,
+        /// Element type.
+        dtype: DataType,
+        /// Shape.
+        shape: &'a [i64],
+    },
+    /// An integer scalar (also `bool`).
+    Int(i64),
+    /// A float scalar.
+    Float(f64),
+}
+
+/// The scalar value of one argument (tensors have none).
+#[derive(Clone, Copy)]
+enum ScalarArg {
+    Int(i64),
+    Float(f64),
+    None,
+}
+
+fn check_arity(lf: &crate::lower::LoweredFunc, n: usize) -> Result<()> {
+    if n != lf.params.len() {
+        return Err(JitError::BadArgs(format!(
+            "`{}` takes {} arguments, {} given",
+            lf.name,
+            lf.params.len(),
+            n
+        )));
+    }
+    Ok(())
+}
+
+/// Which parameters the kernels of `prog` bind, and which they write.
+fn buffer_use(prog: &GpuProgram, n: usize) -> (Vec<bool>, Vec<bool>) {
+    let mut read = vec![false; n];
+    let mut written = vec![false; n];
+    for k in &prog.source.kernels {
+        for b in &k.bindings {
+            if let BufRef::Param(i) = b.buf {
+                if i < n {
+                    read[i] = true;
+                    if b.access == Access::ReadWrite {
+                        written[i] = true;
+                    }
+                }
             }
         }
-        Ok(())
     }
+    (read, written)
 }
 
 fn upload(rt: &GpuRuntime, bytes: &[u8]) -> Result<DeviceBuffer> {
@@ -231,24 +362,24 @@ fn check_extent(n: i64, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn float_vars(lf: &crate::lower::LoweredFunc, args: &[Arg<'_>]) -> HashMap<u64, f64> {
+fn float_vars(lf: &crate::lower::LoweredFunc, args: &[ScalarArg]) -> HashMap<u64, f64> {
     let mut m = HashMap::new();
     for (p, a) in lf.params.iter().zip(args) {
-        if let (ParamSlot::Scalar(v), Arg::Float(x)) = (p, a) {
+        if let (ParamSlot::Scalar(v), ScalarArg::Float(x)) = (p, a) {
             m.insert(v.id(), *x);
         }
     }
     m
 }
 
-fn var_values(lf: &crate::lower::LoweredFunc, args: &[Arg<'_>], shapes: &[Vec<i64>]) -> Result<HashMap<u64, i64>> {
+fn var_values(lf: &crate::lower::LoweredFunc, args: &[ScalarArg], shapes: &[Vec<i64>]) -> Result<HashMap<u64, i64>> {
     let mut vars = HashMap::new();
     for (p, a) in lf.params.iter().zip(args) {
         if let ParamSlot::Scalar(v) = p {
             match a {
-                Arg::Int(x) => vars.insert(v.id(), *x),
-                Arg::Float(x) => vars.insert(v.id(), *x as i64),
-                Arg::Tensor(_) => None,
+                ScalarArg::Int(x) => vars.insert(v.id(), *x),
+                ScalarArg::Float(x) => vars.insert(v.id(), *x as i64),
+                ScalarArg::None => None,
             };
         }
     }

@@ -33,7 +33,7 @@ pub mod tensor;
 pub mod wgsl;
 
 pub use error::{JitError, Result};
-pub use gpu::GpuProgram;
+pub use gpu::{GpuArg, GpuProgram};
 pub use host::Arg;
 pub use jit::{Jit, JitCounters, ProgramSource};
 pub use schedule::ScheduleOptions;

@@ -386,8 +386,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                             {
                                 if c.args.is_empty() && c.keywords.is_empty() {
                                     if let Ok(dtype) = dt.parse::<DataType>() {
-                                        self.tir.insert(name.clone(), TirVar::new(name, dtype));
-                                        return Ok(());
+                                        return self.declare_sym(name, dtype, stmt);
                                     }
                                 }
                             }
@@ -415,7 +414,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                                 decls.filter(|d| d.len() == t.elts.len() && t.elts.len() == vals.elts.len())
                             {
                                 for (n, dt) in decls {
-                                    self.tir.insert(n.clone(), TirVar::new(n, dt));
+                                    self.declare_sym(n, dt, stmt)?;
                                 }
                                 return Ok(());
                             }
@@ -569,6 +568,26 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 "expected a binding (`x = ...`), `with R.dataflow():`, `if`/`else` or `return`",
             )),
         }
+    }
+
+    /// `n = T.int64()` in a Relax function: declares the symbolic variable `n`, or,
+    /// as TVM's parser does, names the one already in scope (from a parameter's
+    /// StructInfo or an earlier declaration) when it has the same dtype.
+    fn declare_sym(&mut self, name: String, dtype: DataType, node: &impl Ranged) -> Result<(), Diagnostic> {
+        if let Some(prev) = self.tir.get(&name) {
+            if prev.dtype() != dtype {
+                return Err(self.err(
+                    node,
+                    format!(
+                        "Expected the same dtype for PrimType values but got {dtype} vs {}",
+                        prev.dtype()
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        self.tir.insert(name.clone(), TirVar::new(name, dtype));
+        Ok(())
     }
 
     fn bind(
@@ -1461,7 +1480,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                     global_symbol: s.to_string(),
                 }))
             }
-            "call_packed" | "call_pure_packed" => {
+            "call_packed" | "call_pure_packed" | "call_inplace_packed" => {
                 let first = c
                     .args
                     .first()
@@ -1472,9 +1491,13 @@ impl<'m, 'a> FnCx<'m, 'a> {
                     args.push(self.arg(a, ArgKind::Prim)?);
                 }
                 let mut sinfo_args = Vec::new();
+                let mut attrs = Attrs::new();
                 for k in &c.keywords {
                     match kw_name(k).as_str() {
                         "ty_args" | "sinfo_args" => sinfo_args = self.sinfo_list(&k.value)?,
+                        "inplace_indices" if op == "call_inplace_packed" => {
+                            attrs.set("inplace_indices", self.attr_conv(AttrKind::Ints, &k.value)?);
+                        }
                         other => {
                             return Err(self.err(&k.value, format!("unexpected keyword argument `{other}` of R.{op}")))
                         }
@@ -1490,7 +1513,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 } else {
                     let mut all = vec![func];
                     all.extend(args);
-                    Ok(call("relax.call_pure_packed", all, Attrs::new(), sinfo_args))
+                    Ok(call(&format!("relax.{op}"), all, attrs, sinfo_args))
                 }
             }
             "call_tir" | "dist.call_tir" | "call_dps_packed" | "call_tir_inplace" | "call_tir_with_grad" => {
@@ -1645,13 +1668,13 @@ impl<'m, 'a> FnCx<'m, 'a> {
         };
         let fname = dotted_name(&c.func).unwrap_or_default();
         let by_name = match fname.as_str() {
-            "tvm.cpu" => Some(1),
-            "tvm.cuda" | "tvm.gpu" => Some(2),
-            "tvm.opencl" | "tvm.cl" => Some(4),
-            "tvm.vulkan" => Some(7),
-            "tvm.metal" => Some(8),
-            "tvm.rocm" => Some(10),
-            "tvm.webgpu" => Some(15),
+            "tvm.cpu" | "R.cpu" => Some(1),
+            "tvm.cuda" | "tvm.gpu" | "R.cuda" => Some(2),
+            "tvm.opencl" | "tvm.cl" | "R.opencl" => Some(4),
+            "tvm.vulkan" | "R.vulkan" => Some(7),
+            "tvm.metal" | "R.metal" => Some(8),
+            "tvm.rocm" | "R.rocm" => Some(10),
+            "tvm.webgpu" | "R.webgpu" => Some(15),
             _ => None,
         };
         if let Some(dt) = by_name {

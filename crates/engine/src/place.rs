@@ -1,0 +1,396 @@
+//! Device placement: where a kernel runs (host executor or WGSL on the GPU), where
+//! tensors are allocated, and the copies `to_vdevice` and entry arguments make.
+//!
+//! Rules (the spec's VDevice semantics after `RealizeVDevice`):
+//! - a tensor whose StructInfo carries a GPU VDevice (`webgpu`, `vulkan`, `cuda`,
+//!   `metal`, `rocm`, `opencl`) lives in GPU memory, a host one (`llvm`, `c`, `cpu`)
+//!   in host memory; without a GPU (or with [`DeviceChoice::Cpu`]) everything is on
+//!   the host and VDevices are labels;
+//! - a `call_tir` runs where its outputs' StructInfo says; without a VDevice there,
+//!   where its tensor inputs are (a VDevice label first, device residence next);
+//!   otherwise on the engine's default device ([`DeviceChoice::Gpu`]: the GPU);
+//! - GPU kernels bind device buffers directly; tensors that cannot be bound (narrow
+//!   integer or bool elements, views at an offset, aliased outputs) are staged
+//!   through the host and every such copy is counted.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use relax_gpu_runtime::GpuRuntime;
+use relax_ir::relax::StructInfo;
+use relax_ir::{BaseFunc, DataType, GlobalVar, PrimFunc, Target, VDevice};
+use relax_jit::host::Arg;
+use relax_jit::{GpuArg, Jit};
+
+use crate::device::{is_gpu_kind, DeviceBuffer, DeviceChoice};
+use crate::engine::{Compiled, CopyKind, Opened, Place};
+use crate::error::{EngineError, Result};
+use crate::interp::Interp;
+use crate::kernel::{with_kernel_args, StagedArg, StagingStats};
+use crate::value::{HostBytes, PrimValue, Scalar, Storage, StorageData, Tensor, Value};
+
+/// The VDevice label of GPU memory allocated for computation without a VDevice.
+fn default_gpu_vdevice() -> VDevice {
+    VDevice {
+        target: Target::from_kind("webgpu"),
+        vdevice_id: 0,
+        memory_scope: "global".into(),
+    }
+}
+
+/// The device buffer behind a tensor, if it lives in device memory.
+pub(crate) fn device_buffer(t: &Tensor) -> Result<Option<Arc<dyn DeviceBuffer>>> {
+    Ok(match &*t.0.storage.read()? {
+        StorageData::Device(b) => Some(b.clone()),
+        StorageData::Host(_) => None,
+    })
+}
+
+impl Interp {
+    /// The opened GPU (runtime and JIT), unless the engine keeps everything on the host.
+    pub(crate) fn gpu(&self) -> Result<Option<(GpuRuntime, Arc<Jit>)>> {
+        Ok(self.prog.backend.get()?.and_then(|o| o.gpu))
+    }
+
+    fn opened(&self) -> Result<Option<Opened>> {
+        self.prog.backend.get()
+    }
+
+    /// Whether a tensor on `vdevice` lives in device memory (of an opened backend).
+    fn on_device(&self, vdevice: &VDevice) -> Result<Option<Opened>> {
+        if !is_gpu_kind(&vdevice.target.kind) {
+            return Ok(None);
+        }
+        Ok(self.opened()?.filter(|o| o.backend.accepts(vdevice)))
+    }
+
+    /// Where a kernel with outputs on `outputs` and arguments `args` runs.
+    pub(crate) fn place_kernel(&self, outputs: &[Option<&VDevice>], args: &[StagedArg]) -> Result<Place> {
+        if self.prog.device == DeviceChoice::Cpu {
+            return Ok(Place::Host);
+        }
+        let by_kind = |v: &VDevice| is_gpu_kind(&v.target.kind);
+        let mut want_gpu = None;
+        if let Some(v) = outputs.iter().flatten().next() {
+            want_gpu = Some(by_kind(v));
+        }
+        if want_gpu.is_none() {
+            let tensors = args.iter().filter_map(|a| match a {
+                StagedArg::Tensor(t, _) => Some(t),
+                StagedArg::Scalar(_) => None,
+            });
+            for t in tensors.clone() {
+                if let Some(v) = t.vdevice() {
+                    want_gpu = Some(by_kind(v));
+                    break;
+                }
+            }
+            if want_gpu.is_none() {
+                for t in tensors {
+                    if device_buffer(t)?.is_some() {
+                        want_gpu = Some(true);
+                        break;
+                    }
+                }
+            }
+        }
+        let want_gpu = want_gpu.unwrap_or(self.prog.device == DeviceChoice::Gpu);
+        Ok(if want_gpu && self.gpu()?.is_some() {
+            Place::Gpu
+        } else {
+            Place::Host
+        })
+    }
+
+    /// A zeroed tensor for a kernel output running at `place`: in GPU memory when the
+    /// kernel runs on the GPU, host memory otherwise (counted in the statistics).
+    pub(crate) fn alloc_tensor(
+        &self,
+        dtype: DataType,
+        shape: &[i64],
+        vdevice: Option<VDevice>,
+        place: Place,
+    ) -> Result<Tensor> {
+        let host = Tensor::zeros(dtype, &[])?;
+        let numel = shape
+            .iter()
+            .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)));
+        let nbytes = numel
+            .and_then(|n| n.checked_mul(host.nbytes()))
+            .ok_or_else(|| EngineError::Invalid(format!("invalid tensor shape {shape:?}")))?;
+        self.prog.stats.record_alloc(nbytes);
+        let backend = match (place, self.opened()?) {
+            (Place::Gpu, Some(o)) => Some(o.backend),
+            _ => None,
+        };
+        match backend {
+            Some(b) => {
+                let vd = vdevice.clone().unwrap_or_else(default_gpu_vdevice);
+                // Kernel outputs are written by the kernel (call_tir outputs start
+                // uninitialized, as in TVM).
+                let buf = b.alloc_uninit(&vd, nbytes).map_err(|e| oom(nbytes, &e))?;
+                self.prog
+                    .stats
+                    .device_allocations
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(Tensor::from_storage(
+                    dtype,
+                    shape.to_vec(),
+                    vdevice,
+                    Storage::device(buf),
+                    0,
+                ))
+            }
+            None => {
+                let t = Tensor::zeros(dtype, shape)?;
+                Ok(if vdevice.is_some() { t.relabel(vdevice) } else { t })
+            }
+        }
+    }
+
+    /// `to_vdevice`: a new tensor on `dst` with the same contents (upload, readback,
+    /// device-to-device or host copy, each counted).
+    pub(crate) fn copy_to_vdevice(&self, t: &Tensor, dst: VDevice) -> Result<Tensor> {
+        let n = t.nbytes();
+        let src_buf = device_buffer(t)?;
+        let dst_backend = self.on_device(&dst)?;
+        let stats = &self.prog.stats;
+        let storage = match (src_buf, dst_backend) {
+            (Some(src), Some(o)) => {
+                let buf = o.backend.alloc_uninit(&dst, n).map_err(|e| oom(n, &e))?;
+                let direct = match (&o.gpu, src.gpu_buffer(), buf.gpu_buffer()) {
+                    (Some((rt, _)), Some(s), Some(d)) if t.0.offset.is_multiple_of(4) && n > 0 => {
+                        let len = (n as u64).div_ceil(4) * 4;
+                        rt.copy(s, t.0.offset as u64, d, 0, len.min(s.len() - t.0.offset as u64))
+                            .map_err(|e| EngineError::Device(e.to_string()))?;
+                        true
+                    }
+                    _ => false,
+                };
+                if !direct {
+                    let mut tmp = vec![0u8; n];
+                    src.read(t.0.offset, &mut tmp).map_err(EngineError::Device)?;
+                    buf.write(0, &tmp).map_err(EngineError::Device)?;
+                }
+                stats.record_copy(CopyKind::Device, n as u64);
+                Storage::device(buf)
+            }
+            (None, Some(o)) => {
+                let bytes = t.to_bytes()?;
+                let buf = o.backend.alloc_uninit(&dst, n).map_err(|e| oom(n, &e))?;
+                buf.write(0, &bytes).map_err(EngineError::Device)?;
+                stats.record_copy(CopyKind::Upload, n as u64);
+                Storage::device(buf)
+            }
+            (Some(src), None) => {
+                let mut bytes = vec![0u8; n];
+                src.read(t.0.offset, &mut bytes).map_err(EngineError::Device)?;
+                stats.record_copy(CopyKind::Download, n as u64);
+                Storage::host(HostBytes::Owned(bytes))
+            }
+            (None, None) => {
+                stats.record_copy(CopyKind::Host, n as u64);
+                Storage::host(HostBytes::Owned(t.to_bytes()?))
+            }
+        };
+        stats.record_alloc(n);
+        Ok(Tensor::from_storage(
+            t.dtype(),
+            t.shape().to_vec(),
+            Some(dst),
+            storage,
+            0,
+        ))
+    }
+
+    /// Arguments of the entry function placed where its parameters' StructInfo says:
+    /// a host tensor passed for a parameter on a GPU VDevice is uploaded, a device
+    /// tensor passed for a host one read back (both counted); an unlabelled tensor
+    /// already in the right memory is only labelled.
+    pub(crate) fn place_entry_args(&self, gv: &GlobalVar, args: Vec<Value>) -> Result<Vec<Value>> {
+        let prog = self.prog.clone();
+        let Some(BaseFunc::Relax(f)) = prog.module.functions.get(gv) else {
+            return Ok(args);
+        };
+        if f.params.len() != args.len() {
+            return Ok(args); // the arity error comes from the call itself
+        }
+        let mut out = Vec::with_capacity(args.len());
+        for (p, a) in f.params.iter().zip(args) {
+            let want = match (p.struct_info(), &a) {
+                (Some(StructInfo::Tensor(ts)), Value::Tensor(_)) => ts.vdevice.clone(),
+                _ => None,
+            };
+            let (Some(want), Value::Tensor(t)) = (want, &a) else {
+                out.push(a);
+                continue;
+            };
+            let resident = device_buffer(t)?.is_some();
+            let should_be_on_device = self.on_device(&want)?.is_some();
+            if t.vdevice().is_some_and(|v| *v != want) {
+                // A tensor explicitly on another VDevice: the entry check reports it.
+                out.push(a);
+            } else if resident == should_be_on_device {
+                out.push(if t.vdevice().is_none() {
+                    Value::Tensor(t.relabel(Some(want)))
+                } else {
+                    a
+                });
+            } else {
+                out.push(Value::Tensor(self.copy_to_vdevice(t, want)?));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Run the PrimFunc `gv` on staged arguments at `place`; returns its scalar
+    /// result, if any.
+    pub(crate) fn run_kernel_at(
+        &mut self,
+        gv: &GlobalVar,
+        args: &[StagedArg],
+        place: Place,
+    ) -> Result<Option<PrimValue>> {
+        let prog = self.prog.clone();
+        let name = gv.name();
+        let func = match prog.module.functions.get(gv) {
+            Some(BaseFunc::Prim(f)) => f,
+            Some(BaseFunc::Relax(_)) => {
+                return Err(EngineError::Type(format!(
+                    "`{name}` is a Relax function, not a TIR PrimFunc"
+                )))
+            }
+            None => return Err(EngineError::UnknownFunction(name.to_string())),
+        };
+        let gpu = match place {
+            Place::Gpu => self.gpu()?,
+            Place::Host => None,
+        };
+        let compiled = prog.kernel(gv, func, place, gpu.as_ref().map(|(_, j)| &**j))?;
+        let kernel_err = |message: String| EngineError::Kernel {
+            name: name.to_string(),
+            message,
+        };
+        let t0 = Instant::now();
+        let mut st = StagingStats::default();
+        let value = match (&compiled, &gpu) {
+            (Compiled::Host(k), _) => {
+                let r = with_kernel_args(args, &mut st, |kargs| k.run(kargs))?;
+                r.map_err(kernel_err)?
+            }
+            (Compiled::Gpu, Some((rt, jit))) => {
+                if !run_resident(self, jit, func, args).map_err(kernel_err)? {
+                    let r = with_kernel_args(args, &mut st, |kargs| {
+                        crate::jit_exec::with_host_tensors(kargs, |jargs: &mut [Arg<'_>]| {
+                            jit.run_gpu(func, jargs).map_err(|e| e.to_string())
+                        })
+                    })?;
+                    r.map_err(kernel_err)?;
+                }
+                if prog.profile {
+                    rt.synchronize().map_err(|e| EngineError::Device(e.to_string()))?;
+                }
+                None
+            }
+            (Compiled::Gpu, None) => return Err(kernel_err("no GPU is available".into())),
+        };
+        let ns = t0.elapsed().as_nanos() as u64;
+        st.record(&prog.stats);
+        use std::sync::atomic::Ordering::Relaxed;
+        prog.stats.kernels_run.fetch_add(1, Relaxed);
+        match place {
+            Place::Host => {
+                prog.stats.host_kernels_run.fetch_add(1, Relaxed);
+                prog.stats.host_kernel_ns.fetch_add(ns, Relaxed);
+            }
+            Place::Gpu => {
+                prog.stats.gpu_kernels_run.fetch_add(1, Relaxed);
+                prog.stats.gpu_kernel_ns.fetch_add(ns, Relaxed);
+            }
+        }
+        Ok(value)
+    }
+}
+
+/// An out-of-memory (or other allocation) error from a device backend.
+fn oom(nbytes: usize, e: &str) -> EngineError {
+    EngineError::Device(format!("cannot allocate {nbytes} bytes of device memory: {e}"))
+}
+
+/// Run a GPU kernel on device buffers directly. Host-resident inputs are uploaded
+/// to temporaries (counted); returns `false` (nothing done) when some argument
+/// cannot be bound directly and the call must be staged through the host.
+fn run_resident(it: &Interp, jit: &Jit, func: &PrimFunc, args: &[StagedArg]) -> std::result::Result<bool, String> {
+    // Every tensor must be device-resident (or a read-only host input), bindable,
+    // at offset 0, and no written storage may appear twice.
+    let mut seen: Vec<(*const Storage, bool)> = Vec::new();
+    let mut bufs: Vec<Option<Arc<dyn DeviceBuffer>>> = Vec::with_capacity(args.len());
+    for a in args {
+        let StagedArg::Tensor(t, w) = a else {
+            bufs.push(None);
+            continue;
+        };
+        if !jit.resident_compatible(t.dtype()) || t.0.offset != 0 {
+            return Ok(false);
+        }
+        let p = Arc::as_ptr(&t.0.storage);
+        if let Some(e) = seen.iter_mut().find(|(q, _)| *q == p) {
+            if e.1 || *w {
+                return Ok(false);
+            }
+        } else {
+            seen.push((p, *w));
+        }
+        let buf = device_buffer(t).map_err(|e| e.to_string())?;
+        match &buf {
+            Some(b) if b.gpu_buffer().is_some() => {}
+            Some(_) => return Ok(false),
+            None if *w => return Ok(false),
+            None => {}
+        }
+        bufs.push(buf);
+    }
+    // Upload host inputs.
+    let rt = jit.gpu().ok_or("no GPU runtime")?;
+    let mut temps: Vec<Option<relax_gpu_runtime::DeviceBuffer>> = Vec::with_capacity(args.len());
+    for (a, b) in args.iter().zip(&bufs) {
+        let temp = match (a, b) {
+            (StagedArg::Tensor(t, _), None) => {
+                let mut bytes = t.to_bytes().map_err(|e| e.to_string())?;
+                let n = bytes.len();
+                bytes.resize(n.div_ceil(4).max(1) * 4, 0);
+                let buf = rt.upload(&bytes).map_err(|e| e.to_string())?;
+                it.prog.stats.record_copy(CopyKind::Upload, n as u64);
+                Some(buf)
+            }
+            _ => None,
+        };
+        temps.push(temp);
+    }
+    let mut gargs = Vec::with_capacity(args.len());
+    for ((a, b), temp) in args.iter().zip(&bufs).zip(&temps) {
+        gargs.push(match a {
+            StagedArg::Tensor(t, _) => {
+                let buf = match (b, temp) {
+                    (Some(b), _) => b.gpu_buffer().ok_or("not a GPU buffer")?,
+                    (None, Some(tmp)) => tmp,
+                    (None, None) => return Err("argument staging mismatch".into()),
+                };
+                GpuArg::Buffer {
+                    buf,
+                    dtype: t.dtype(),
+                    shape: t.shape(),
+                }
+            }
+            StagedArg::Scalar(PrimValue {
+                value: Scalar::Int(i), ..
+            }) => GpuArg::Int(*i),
+            StagedArg::Scalar(PrimValue {
+                value: Scalar::Float(f),
+                ..
+            }) => GpuArg::Float(*f),
+        });
+    }
+    jit.run_gpu_resident(func, &gargs).map_err(|e| e.to_string())?;
+    Ok(true)
+}

@@ -1,0 +1,267 @@
+//! Error paths (each an `Err` with a clear message, never a panic) and concurrent use
+//! of one loaded module, on the host and (when an adapter exists) on the GPU.
+
+use std::sync::Arc;
+
+use ndarray::{ArrayD, IxDyn};
+use relax_engine::{DeviceChoice, Engine, EngineConfig, EngineError, Value};
+use relax_ir::{BaseFunc, IRModule};
+
+fn parse(src: &str) -> IRModule {
+    match relax_ir::text::parse(src) {
+        Ok(p) => p.into_module(),
+        Err(d) => panic!("parse error: {}", d.render("test.py", src, false)),
+    }
+}
+
+fn engine(device: DeviceChoice) -> Engine {
+    Engine::new(EngineConfig {
+        device,
+        ..EngineConfig::default()
+    })
+}
+
+/// The engines to check: the host, and the GPU when an adapter exists.
+fn engines() -> Vec<(&'static str, Engine)> {
+    let mut v = vec![("cpu", engine(DeviceChoice::Cpu))];
+    match relax_gpu_runtime::GpuRuntime::shared_default() {
+        Ok(_) => v.push(("gpu", engine(DeviceChoice::Gpu))),
+        Err(e) => eprintln!("no GPU adapter: GPU half not checked ({e})"),
+    }
+    v
+}
+
+fn f32_tensor(shape: &[usize], f: impl Fn(usize) -> f32) -> Value {
+    let n: usize = shape.iter().product();
+    ArrayD::from_shape_vec(IxDyn(shape), (0..n).map(f).collect())
+        .unwrap()
+        .into()
+}
+
+const MATCH_CAST: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n",), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        y = R.match_cast(x, R.Tensor((4,), dtype="float32"))
+        z = R.add(y, y)
+        return z
+"#;
+
+#[test]
+fn failed_match_cast_names_the_variable_and_both_shapes() {
+    let module = parse(MATCH_CAST);
+    for (dev, e) in engines() {
+        let loaded = e.load(&module).unwrap();
+        let ok = loaded.run("main", &[f32_tensor(&[4], |i| i as f32)]).unwrap();
+        assert_eq!(
+            ok.as_tensor()
+                .unwrap()
+                .to_array::<f32>()
+                .unwrap()
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
+            vec![0.0, 2.0, 4.0, 6.0]
+        );
+        let err = loaded.run("main", &[f32_tensor(&[5], |i| i as f32)]).unwrap_err();
+        assert!(matches!(err, EngineError::StructMismatch { .. }), "{dev}: {err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`y`") && msg.contains('4') && msg.contains('5'),
+            "{dev}: {msg}"
+        );
+    }
+}
+
+const ADD: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), y: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        z = R.add(x, y)
+        return z
+"#;
+
+#[test]
+fn wrong_input_shape_names_the_argument() {
+    let module = parse(ADD);
+    for (dev, e) in engines() {
+        let loaded = e.load(&module).unwrap();
+        let err = loaded
+            .run("main", &[f32_tensor(&[3, 2], |_| 1.0), f32_tensor(&[2, 3], |_| 1.0)])
+            .unwrap_err();
+        assert!(matches!(err, EngineError::StructMismatch { .. }), "{dev}: {err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("`x`") && msg.contains("main"), "{dev}: {msg}");
+        assert!(msg.contains('3') && msg.contains('2'), "{dev}: {msg}");
+        let err = loaded.run("main", &[f32_tensor(&[2, 3], |_| 1.0)]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                EngineError::Arity {
+                    expected: 2,
+                    actual: 1,
+                    ..
+                }
+            ),
+            "{dev}: {err:?}"
+        );
+    }
+}
+
+#[test]
+fn unknown_extern_symbol_is_named() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+        y = R.call_pure_packed("my.missing_kernel", x, sinfo_args=R.Tensor((2,), dtype="float32"))
+        return y
+"#;
+    let module = parse(src);
+    for (dev, e) in engines() {
+        let err = e.run(&module, "main", &[f32_tensor(&[2], |_| 0.0)]).unwrap_err();
+        assert!(
+            matches!(&err, EngineError::UnknownPackedFunc(s) if s == "my.missing_kernel"),
+            "{dev}: {err:?}"
+        );
+        assert!(err
+            .to_string()
+            .contains("no packed function is registered under the symbol `my.missing_kernel`"));
+    }
+}
+
+#[test]
+fn device_out_of_memory_is_an_error() {
+    if let Err(e) = relax_gpu_runtime::GpuRuntime::shared_default() {
+        eprintln!("no GPU adapter: out-of-memory not checked ({e})");
+        return;
+    }
+    // A 64 KiB device; the program needs 1 MiB outputs.
+    let small = Engine::new(EngineConfig {
+        device: DeviceChoice::Gpu,
+        memory_limit_bytes: Some(64 << 10),
+        ..EngineConfig::default()
+    });
+    let src = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((512, 512), dtype="float32")) -> R.Tensor((512, 512), dtype="float32"):
+        y = R.add(x, x)
+        return y
+
+    @R.function
+    def tiny(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        y = R.add(x, x)
+        return y
+"#;
+    let loaded = small.load(&parse(src)).unwrap();
+    let err = loaded.run("main", &[f32_tensor(&[512, 512], |_| 1.0)]).unwrap_err();
+    assert!(
+        matches!(err, EngineError::Device(_) | EngineError::Kernel { .. }),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("out of memory") || msg.contains("memory limit"), "{msg}");
+    assert!(msg.contains("1048576") || msg.contains("bytes"), "{msg}");
+    // The engine still works for what fits.
+    let out = loaded.run("tiny", &[f32_tensor(&[4], |i| i as f32)]).unwrap();
+    assert_eq!(
+        out.as_tensor()
+            .unwrap()
+            .to_array::<f32>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        vec![0.0, 2.0, 4.0, 6.0]
+    );
+}
+
+const THREE_OPS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 4), dtype="float32"), y: R.Tensor((4, 4), dtype="float32")) -> R.Tensor((4, 4), dtype="float32"):
+        with R.dataflow():
+            a = R.add(x, y)
+            b = R.multiply(a, x)
+            c = R.matmul(b, y)
+            R.output(c)
+        return c
+"#;
+
+fn reference(x: &[f32], y: &[f32]) -> Vec<f32> {
+    let b: Vec<f32> = x.iter().zip(y).map(|(x, y)| (x + y) * x).collect();
+    let mut c = vec![0.0f32; 16];
+    for i in 0..4 {
+        for j in 0..4 {
+            c[i * 4 + j] = (0..4).map(|k| b[i * 4 + k] * y[k * 4 + j]).sum();
+        }
+    }
+    c
+}
+
+#[test]
+fn eight_threads_share_one_loaded_module() {
+    let module = parse(THREE_OPS);
+    for (dev, e) in engines() {
+        let loaded = Arc::new(e.load(&module).unwrap());
+        let prim_funcs = loaded
+            .module()
+            .functions
+            .values()
+            .filter(|f| matches!(f, BaseFunc::Prim(_)))
+            .count() as u64;
+        assert_eq!(prim_funcs, 3, "add, multiply, matmul after legalization");
+        let xs: Vec<f32> = (0..16).map(|i| (i as f32) * 0.25 - 1.0).collect();
+        let ys: Vec<f32> = (0..16).map(|i| 1.0 - (i % 5) as f32 * 0.5).collect();
+        let want = reference(&xs, &ys);
+        let (x, y) = (f32_tensor(&[4, 4], |i| xs[i]), f32_tensor(&[4, 4], |i| ys[i]));
+        let results: Vec<Vec<Vec<f32>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let (loaded, x, y) = (loaded.clone(), x.clone(), y.clone());
+                    s.spawn(move || {
+                        (0..100)
+                            .map(|_| {
+                                let out = loaded.run("main", &[x.clone(), y.clone()]).unwrap();
+                                out.as_tensor()
+                                    .unwrap()
+                                    .to_array::<f32>()
+                                    .unwrap()
+                                    .iter()
+                                    .copied()
+                                    .collect()
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let first = &results[0][0];
+        for (i, (g, w)) in first.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-5 * w.abs() + 1e-6, "{dev}: element {i}: {g} vs {w}");
+        }
+        for r in results.iter().flatten() {
+            assert_eq!(r, first, "{dev}: every run gives the same bits");
+        }
+        let s = loaded.stats();
+        assert_eq!(s.runs, 800, "{dev}");
+        assert_eq!(s.kernels_run, 2400, "{dev}");
+        assert_eq!(
+            s.kernels_compiled, prim_funcs,
+            "{dev}: each PrimFunc compiled exactly once: {s:?}"
+        );
+        assert_eq!(s.kernel_cache_hits, 2400 - prim_funcs, "{dev}: {s:?}");
+        if dev == "gpu" {
+            assert_eq!(s.gpu_kernels_run, 2400, "{s:?}");
+            let jit = loaded.jit_counters().unwrap();
+            assert_eq!(jit.gpu_programs_compiled, prim_funcs, "{jit:?}");
+        }
+    }
+}

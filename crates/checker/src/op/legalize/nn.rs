@@ -218,10 +218,18 @@ fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
         idx.insert(if pshape.len() == 1 { 0 } else { 1 }, c);
         PrimExpr::load(&p, idx)
     };
-    let weight_at = |c: PrimExpr| match &w {
-        Some(w) => PrimExpr::load(w, vec![c]),
-        None => konst(1.0, dt),
+    // without weights TVM weighs every class by a `T_full` of ones
+    let fname = if w.is_some() {
+        "nll_loss"
+    } else {
+        "nll_loss_without_weight"
     };
+    let classes = pshape[if pshape.len() == 1 { 0 } else { 1 }].clone();
+    let w = match w {
+        Some(w) => w,
+        None => t.compute("T_full", &[classes], "ax", |_| konst(1.0, dt)),
+    };
+    let weight_at = |c: PrimExpr| PrimExpr::load(&w, vec![c]);
     let used = |i: &[PrimExpr]| PrimExpr::binary(BinOp::Ne, target(i), PrimExpr::int_of(ignore, tdt));
     let loss = t.compute("nll_loss", &tshape, "ax", |i| {
         let c = target(i);
@@ -232,9 +240,13 @@ fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
         PrimExpr::select(used(i), v, konst(0.0, dt))
     });
     if reduction == "none" {
-        return Some(Lowered::from_te("nll_loss", t, 1, ctx.out.clone()));
+        return Some(Lowered::from_te(fname, t, 1, ctx.out.clone()));
     }
+    // a sum over no axes (0-d targets) is the value itself
     let total = |t: &mut Te, src: &relax_ir::Buffer| -> relax_ir::Buffer {
+        if tshape.is_empty() {
+            return src.clone();
+        }
         let red_axes: Vec<(String, PrimExpr)> = tshape
             .iter()
             .enumerate()
@@ -267,7 +279,7 @@ fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
         }
         _ => return None,
     }
-    Some(Lowered::from_te("nll_loss", t, 1, ctx.out.clone()))
+    Some(Lowered::from_te(fname, t, 1, ctx.out.clone()))
 }
 
 /// `log_softmax` over `axis`: max, sum of `exp(x - max)`, then

@@ -957,6 +957,8 @@ impl Em<'_> {
                     _ => "^",
                 };
                 if w == W::Bool {
+                    // WGSL has `&` and `|` on bool but no `^`: xor of bools is `!=`.
+                    let o = if o == "^" { "!=" } else { o };
                     (format!("({a} {o} {b})"), W::Bool)
                 } else {
                     (format!("({} {o} {})", self.conv(&a, wa, w)?, self.conv(&b, wb, w)?), w)

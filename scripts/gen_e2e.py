@@ -83,6 +83,8 @@ PROGRAMS = {
                        const([3, 1, 0, 2], "int64"), normal((2, 3, 2, 2))],
                       DEFAULT, "gather_elements/gather_nd/one_hot/meshgrid/reverse_sequence/batch_flatten"),
     "layout_transform": ([normal((2, 7, 6))], DEFAULT, "layout_transform: split with padding, permutation, exact split"),
+    "prim_operand": ([normal((2, 3))], DEFAULT, "binary operators and take with an R.Prim-typed variable operand (a scalar PrimFunc parameter)"),
+    "pad_modes": ([normal((3, 4)), normal((2, 3, 5))], DEFAULT, "nn.pad reflect (topi reflect_pad) and edge (TVM lowers it as constant padding)"),
     "bitwise_slice": ([ints((3, 4), -100, 100), ints((4,), 0, 31), bools((3, 4)), normal((3, 4)), const([[0, 5, -1], [3, -2, 9]], "int64")],
                       DEFAULT,
                       "bitwise/shift/logical_xor/logical_not/trunc, take clip/wrap with out-of-range indices, negative strides, pad, reshape -1/0, repeat without axis, split"),
@@ -101,6 +103,10 @@ PROGRAMS = {
     "tuple_nested": ([normal((2, 2)), ints((3,), -9, 9)], DEFAULT, "nested tuple outputs from a global function call"),
     "call_tir_prim": ([normal((4, 3)), normal((3,))], DEFAULT, "hand-written PrimFuncs called with call_tir"),
     "packed_func": ([normal((2, 3))], DEFAULT, "packed function test.add_one(x) = x + 1 (registered on both sides)"),
+    "builtins_misc": ([normal((2, 3)), normal((2, 3))], DEFAULT,
+                      "null_value, hint_on_device, call_tir_inplace, call_dps_packed (test.add_one_dps), "
+                      "call_inplace_packed (test.double_inplace), print, assert_op; nothing is allocated after the in-place call "
+                      "because TVM 0.27's memory planner reuses the storage of its result for later allocations"),
     "int_bool": ([ints((6,), -50, 50, dtype="int64"), ints((6,), -50, 50, dtype="int64"), bools((6,))], DEFAULT,
                  "int64/bool/int8 exact: where, logical ops, abs, sum, floor_mod, astype"),
     "vdevice_two": ([normal((2, 3)), normal((2, 3))], DEFAULT, None),
@@ -117,6 +123,9 @@ PROGRAMS = {
                  "softplus on both sides of its threshold, exclusive and typed cumsum/cumprod, argmin/argmax with ties, variance/std"),
     "norm_conv1d_extra": ([normal((2, 6, 5, 7)), normal((6,)), normal((6,)), normal((5, 7)), normal((2, 4, 9)), normal((6, 2, 3)), normal((5, 4, 2))],
                           TRANSCENDENTAL, "group_norm, rms_norm, grouped/strided/dilated conv1d, NWC/WIO conv1d, adaptive_avg_pool2d with even and uneven windows"),
+    "losses": ([normal((4, 5)), uniform((4, 5), 0.0, 1.0), ints((4,), 0, 4, dtype="int64"), uniform((5,), 0.5, 2.0), normal((2, 5, 3)),
+                ints((2, 3), 0, 4, dtype="int64"), normal((5,))], DEFAULT,
+               "cross_entropy_with_logits (batched and 1-d), nll_loss mean/sum/none with weights, ignore_index, N-d predictions, no weights"),
     "conv_pool_extra": ([normal((2, 4, 7, 6)), normal((6, 2, 3, 3)), normal((3, 4, 3, 2)), normal((4, 3, 3, 2)), normal((2, 4, 5)), normal((4, 1, 3))], DEFAULT,
                         "grouped conv2d with stride/dilation/asymmetric padding, NHWC/HWIO conv2d, max_pool2d with dilation and ceil_mode, "
                         "avg_pool2d with ceil_mode, count_include_pad and dilation, grouped conv2d_transpose/conv1d_transpose with stride, padding, output_padding, dilation"),
@@ -128,6 +137,19 @@ def add_one(x):
 
 
 tvm.register_global_func("test.add_one", add_one, override=True)
+
+
+def add_one_dps(x, out):
+    out.copyfrom(x.numpy() + np.float32(1.0))
+
+
+def double_inplace(x):
+    x.copyfrom(x.numpy() * np.float32(2.0))
+    return x
+
+
+tvm.register_global_func("test.add_one_dps", add_one_dps, override=True)
+tvm.register_global_func("test.double_inplace", double_inplace, override=True)
 
 
 def strip_vdevices(src):
@@ -188,6 +210,9 @@ def generate(name):
         if "        @R.function" in text:
             # tvm.compile's pipeline expects local functions to be lifted already.
             mod = relax.transform.LambdaLift()(mod)
+        if "R.hint_on_device" in text:
+            # tvm.compile's pipeline does not run RealizeVDevice, which removes the hints.
+            mod = relax.transform.RealizeVDevice()(mod)
         ex = tvm.compile(mod, target="llvm")
         vm = relax.VirtualMachine(ex, tvm.cpu())
         return vm["main"](*[tvm.runtime.tensor(a) for a in arrays])

@@ -8,6 +8,8 @@
 //! [`gpu_runtime`] (wgpu device, buffers, pipelines) and
 //! [`engine`] (`Engine::run`).
 
+/// The `ndarray` version the engine's tensors convert to and from.
+pub use ndarray;
 pub use relax_checker as checker;
 pub use relax_engine as engine;
 pub use relax_gpu_runtime as gpu_runtime;

@@ -23,12 +23,18 @@ use serde::Deserialize;
 const PASSING: &[(&str, Device)] = &[
     ("arg_scan", Device::Cpu),
     ("arg_scan", Device::Gpu),
+    ("attention", Device::Cpu),
+    ("attention", Device::Gpu),
+    ("batch_norm_pad", Device::Cpu),
+    ("batch_norm_pad", Device::Gpu),
     ("binary_float", Device::Cpu),
     ("binary_float", Device::Gpu),
     ("binary_int", Device::Cpu),
     ("binary_int", Device::Gpu),
     ("bitwise_slice", Device::Cpu),
     ("bitwise_slice", Device::Gpu),
+    ("builtins_misc", Device::Cpu),
+    ("builtins_misc", Device::Gpu),
     ("call_tir_prim", Device::Cpu),
     ("call_tir_prim", Device::Gpu),
     ("closure", Device::Cpu),
@@ -43,6 +49,8 @@ const PASSING: &[(&str, Device)] = &[
     ("conv2d", Device::Gpu),
     ("conv_pool_extra", Device::Cpu),
     ("conv_pool_extra", Device::Gpu),
+    ("convnet", Device::Cpu),
+    ("convnet", Device::Gpu),
     ("creation", Device::Cpu),
     ("creation", Device::Gpu),
     ("fma_astype", Device::Cpu),
@@ -57,6 +65,8 @@ const PASSING: &[(&str, Device)] = &[
     ("int_bool", Device::Gpu),
     ("layout_transform", Device::Cpu),
     ("layout_transform", Device::Gpu),
+    ("losses", Device::Cpu),
+    ("losses", Device::Gpu),
     ("match_cast_symbolic", Device::Cpu),
     ("match_cast_symbolic", Device::Gpu),
     ("matmul", Device::Cpu),
@@ -73,8 +83,12 @@ const PASSING: &[(&str, Device)] = &[
     ("norm_conv1d_extra", Device::Gpu),
     ("packed_func", Device::Cpu),
     ("packed_func", Device::Gpu),
+    ("pad_modes", Device::Cpu),
+    ("pad_modes", Device::Gpu),
     ("pooling", Device::Cpu),
     ("pooling", Device::Gpu),
+    ("prim_operand", Device::Cpu),
+    ("prim_operand", Device::Gpu),
     ("recursion_local", Device::Cpu),
     ("recursion_local", Device::Gpu),
     ("recursion_mutual", Device::Cpu),
@@ -328,6 +342,28 @@ fn add_one(args: &[Value]) -> relax_engine::Result<Value> {
     Ok(Value::Tensor(Tensor::from_array(&a.mapv(|v| v + 1.0))))
 }
 
+/// `test.add_one_dps(x, out)`: `out = x + 1`, written in place (destination-passing style).
+fn add_one_dps(args: &[Value]) -> relax_engine::Result<Value> {
+    let [x, out] = args else {
+        return Err(EngineError::msg("test.add_one_dps takes an input and an output tensor"));
+    };
+    let a = x.expect_tensor("test.add_one_dps input")?.to_array::<f32>()?;
+    out.expect_tensor("test.add_one_dps output")?
+        .assign(&a.mapv(|v| v + 1.0))?;
+    Ok(Value::unit())
+}
+
+/// `test.double_inplace(x)`: `x *= 2` in place, returning `x`.
+fn double_inplace(args: &[Value]) -> relax_engine::Result<Value> {
+    let x = args
+        .first()
+        .ok_or_else(|| EngineError::msg("test.double_inplace takes one tensor"))?
+        .expect_tensor("test.double_inplace argument")?;
+    let a = x.to_array::<f32>()?;
+    x.assign(&a.mapv(|v| v * 2.0))?;
+    Ok(Value::Tensor(x.clone()))
+}
+
 fn engine(device: Device) -> Engine {
     let config = EngineConfig {
         device: match device {
@@ -338,6 +374,8 @@ fn engine(device: Device) -> Engine {
     };
     let engine = Engine::new(config).with_print_sink(|_| {});
     engine.register_packed("test.add_one", Purity::Pure, add_one);
+    engine.register_packed("test.add_one_dps", Purity::Pure, add_one_dps);
+    engine.register_packed("test.double_inplace", Purity::Pure, double_inplace);
     engine
 }
 

@@ -17,5 +17,6 @@ class Module:
             t1 = R.nn.conv2d_transpose(x, wt, strides=[2, 3], padding=[1, 0, 0, 1], output_padding=[1, 2], dilation=[1, 2], groups=2)
             t2 = R.nn.conv2d_transpose(x, wt, groups=2)
             t3 = R.nn.conv1d_transpose(s, wt1, strides=[2], padding=[1, 0], output_padding=[1], dilation=[2], groups=4)
-            R.output(g, nh, mp, a1, a2, a3, t1, t2, t3)
-        return (g, nh, mp, a1, a2, a3, t1, t2, t3)
+            a4 = R.nn.avg_pool2d(x, pool_size=[3, 2], strides=[2, 2], padding=[1, 0, 1, 0], ceil_mode=True, count_include_pad=True)
+            R.output(g, nh, mp, a1, a2, a3, t1, t2, t3, a4)
+        return (g, nh, mp, a1, a2, a3, t1, t2, t3, a4)

@@ -363,6 +363,31 @@ class Module:
     assert!(t.contains(tvm), "got\n{t}");
 }
 
+#[test]
+fn call_inplace_packed_null_value_and_device_shorthands() {
+    let src = r#"@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        n = R.null_value()
+        h = R.hint_on_device(x, R.cpu(0))
+        e = R.call_inplace_packed("test.double_inplace", h, inplace_indices=[0], ty_args=(R.Tensor((2, 3), dtype="float32"),))
+        return e
+"#;
+    let out = pp(src);
+    assert!(out.contains("n = R.null_value()"), "{out}");
+    assert!(
+        out.contains(r#"R.hint_on_device(x, R.device(device_type=1, index=0), "global")"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"R.call_inplace_packed("test.double_inplace", h, inplace_indices=[0], ty_args=(R.Tensor((2, 3), dtype="float32"),))"#),
+        "{out}"
+    );
+    // The printed text parses back to the same text.
+    assert_eq!(pp(&out), out);
+}
+
 /// `n = T.int64()` in a Relax function names the `n` a parameter's StructInfo already
 /// bound (TVM's parser reuses the variable in scope), so later uses are the same var.
 #[test]

@@ -960,7 +960,7 @@ impl Em<'_> {
                     _ => "^",
                 };
                 if w == W::Bool {
-                    // WGSL has `&` and `|` on bool but no `^`: xor of bools is `!=`.
+                    // WGSL has `&` and `|` on bool but no `^`: exclusive or is `!=`.
                     let o = if o == "^" { "!=" } else { o };
                     (format!("({a} {o} {b})"), W::Bool)
                 } else {

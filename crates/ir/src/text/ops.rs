@@ -249,6 +249,7 @@ const TABLE: &[&str] = &[
     "vm.alloc_tensor: storage, offset:p, shape:shape, dtype:dtype, runtime_device_ind=0:p",
     "vm.call_tir_dyn: func, args:tuple",
     "make_closure: func, args:tuple",
+    "null_value:",
     "to_vdevice: data, dst_vdevice:@vdevice",
     // call_tir family: the StructInfo arguments are handled by the parser
     "call_tir_inplace: gvar, args:tuple, inplace_indices:@ints",

@@ -2,8 +2,9 @@
 //! and `ewise_fma`.
 
 use relax_ir::tir::BinOp;
-use relax_ir::{DataType, PrimExpr};
+use relax_ir::{DataType, Expr, ExprKind, PrimExpr, StructInfo, TirVar};
 
+use super::manipulate::ScalarParams;
 use super::te::{Operand, Te};
 use super::{LegalizeCtx, LegalizeFn, Lowered};
 
@@ -17,14 +18,50 @@ pub(crate) fn operands(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand>)
     Some((t, ops))
 }
 
+/// [`operands`], where an argument may also be a scalar: a `PrimValue` is
+/// inlined, a variable of `R.Prim` type becomes a scalar parameter of the
+/// PrimFunc (returned with the argument that carries it).
+fn operands_with_scalars(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand>, ScalarParams)> {
+    let mut t = Te::new();
+    let mut ops = Vec::new();
+    let mut prims = Vec::new();
+    for i in 0..n {
+        let e = ctx.call.args.get(i)?;
+        let si = ctx.args.get(i)?;
+        match (e.kind(), si) {
+            (ExprKind::PrimValue(p), _) => {
+                for v in relax_ir::visit::free_tir_vars(p) {
+                    let arg = Expr::new(ExprKind::PrimValue(v.to_expr()));
+                    prims.push((v, arg));
+                }
+                ops.push(Operand::Scalar(p.clone()));
+            }
+            (ExprKind::Var(v), StructInfo::Prim(p)) => {
+                let tv = match p.value.as_ref().and_then(|e| e.as_var()) {
+                    Some(tv) => tv.clone(),
+                    None => TirVar::new(v.name(), p.dtype),
+                };
+                prims.push((tv.clone(), e.clone()));
+                ops.push(Operand::Scalar(tv.to_expr()));
+            }
+            _ => ops.push(t.input(e, si)?),
+        }
+    }
+    Some((t, ops, prims))
+}
+
 fn binary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr, PrimExpr, DataType) -> PrimExpr) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, ops) = operands(ctx, 2)?;
+    let (mut t, ops, prims) = operands_with_scalars(ctx, 2)?;
     let dt = ops[0].dtype();
     t.compute(&format!("T_{name}"), &out_shape, "ax", |i| {
         f(ops[0].bcast(i, &out_shape), ops[1].bcast(i, &out_shape), dt)
     });
-    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+    if prims.is_empty() {
+        Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+    } else {
+        Some(super::manipulate::finish(name, t, 1, prims, ctx.out.clone()))
+    }
 }
 
 macro_rules! simple {

@@ -71,6 +71,9 @@ fn prim_arg(ctx: &LegalizeCtx, i: usize) -> Option<PrimExpr> {
 fn arange(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (shape, dt) = ctx.out_tensor()?;
     let (start, _end, step) = (prim_arg(ctx, 0)?, prim_arg(ctx, 1)?, prim_arg(ctx, 2)?);
+    if shape.len() != 1 {
+        return None;
+    }
     let mut t = Te::new();
     t.compute("T_arange", &shape, "ax", |i| {
         if dt.is_float() || start.dtype().is_float() || step.dtype().is_float() {
@@ -87,6 +90,25 @@ fn arange(ctx: &LegalizeCtx) -> Option<Lowered> {
         }
     });
     Some(finish("arange", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// `arange` with constant bounds folds into a constant, as TVM's legalization
+/// does (`numpy.arange`: `start + i * step` in double precision, then cast).
+pub(crate) fn fold_arange(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
+    let (shape, dt) = ctx.out_tensor()?;
+    let n = match shape.as_slice() {
+        [d] => usize::try_from(d.as_int()?).ok()?,
+        _ => return None,
+    };
+    let num = |e: &PrimExpr| match e.kind() {
+        PrimExprKind::IntImm { value, .. } => Some(*value as f64),
+        PrimExprKind::FloatImm { value, .. } => Some(*value),
+        _ => None,
+    };
+    let (start, step) = (num(&prim_arg(ctx, 0)?)?, num(&prim_arg(ctx, 2)?)?);
+    num(&prim_arg(ctx, 1)?)?;
+    let values: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
+    super::constant::constant(&values, vec![n as i64], dt)
 }
 
 fn fold_cast_float(e: &PrimExpr, dt: DataType) -> PrimExpr {

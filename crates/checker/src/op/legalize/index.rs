@@ -67,6 +67,9 @@ fn take(ctx: &LegalizeCtx) -> Option<Lowered> {
         Idx::Tensor(b) => b.shape().len(),
         Idx::Scalar(_) => 0,
     };
+    if out_shape.len() + 1 != nd + ni {
+        return None;
+    }
     let dim = shape[axis].clone();
     t.compute("T_take", &out_shape, "ax", |i| {
         let raw = match &idx {
@@ -145,6 +148,9 @@ fn strided_slice(ctx: &LegalizeCtx) -> Option<Lowered> {
     if begin.len() != axes.len() || strides.len() != axes.len() {
         return None;
     }
+    if out_shape.len() != nd {
+        return None;
+    }
     let inbound = attr_bool(ctx.call, "assume_inbound", false);
     // per input axis: (begin, stride)
     let mut per_axis: Vec<Option<(PrimExpr, i64)>> = vec![None; nd];
@@ -213,6 +219,9 @@ fn gather_elements(ctx: &LegalizeCtx) -> Option<Lowered> {
     let ind = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
     let nd = x.shape().len();
     let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
+    if out_shape.len() != nd || ind.shape().len() != nd {
+        return None;
+    }
     t.compute("T_gather", &out_shape, "ax", |i| {
         let mut idx = i.to_vec();
         let mut at = PrimExpr::load(&ind, i.to_vec());
@@ -244,6 +253,9 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
         return None;
     }
     let m = usize::try_from(is[k - 1].as_int()?).ok()?;
+    if m > x.shape().len() || out_shape.len() != k - 1 + x.shape().len() - m {
+        return None;
+    }
     // T_transpose: axes (k-1, 0, 1, ..., k-2)
     let mut tshape = vec![is[k - 1].clone()];
     tshape.extend(is[..k - 1].iter().cloned());

@@ -154,6 +154,9 @@ fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
     for (e, s) in &fields {
         bufs.push(t.placeholder(e, s.as_tensor()?)?);
     }
+    if bufs.iter().any(|b| b.shape().len() + 1 != out_shape.len()) {
+        return None;
+    }
     let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, out_shape.len())?;
     t.compute("T_stack", &out_shape, "ax", |i| {
         let mut idx = i.to_vec();
@@ -182,6 +185,9 @@ fn meshgrid(ctx: &LegalizeCtx) -> Option<Lowered> {
         bufs.push(t.placeholder(e, s.as_tensor()?)?);
     }
     let n = bufs.len();
+    if shape.len() != n || bufs.iter().any(|b| b.shape().len() != 1) {
+        return None;
+    }
     for (k, b) in bufs.iter().enumerate() {
         let name = if k == 0 {
             "T_meshgrid".to_string()
@@ -208,6 +214,9 @@ fn one_hot(ctx: &LegalizeCtx) -> Option<Lowered> {
         axis += shape.len() as i64 + 1;
     }
     let axis = usize::try_from(axis).ok().filter(|&a| a <= shape.len())?;
+    if out_shape.len() != shape.len() + 1 {
+        return None;
+    }
     t.compute("T_one_hot", &out_shape, "ax", |i| {
         let mut idx = i.to_vec();
         let pos = idx.remove(axis);
@@ -338,6 +347,48 @@ fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(finish(name, t, 1, Vec::new(), ctx.out.clone()))
 }
 
+/// `nn.pad` in `"reflect"` mode: per padded axis with `before = b` and extent
+/// `n`, `t = |i - b|` and the source index is `(n-1) - |(n-1) - t|`.
+fn reflect_pad(ctx: &LegalizeCtx, out_shape: &[PrimExpr], widths: &[i64]) -> Option<Lowered> {
+    let (mut t, x, shape) = one_input(ctx)?;
+    let nd = shape.len();
+    if widths.len() != 2 * nd || out_shape.len() != nd {
+        return None;
+    }
+    let last: Vec<i64> = shape.iter().map(|d| d.as_int().map(|e| e - 1)).collect::<Option<_>>()?;
+    if widths
+        .iter()
+        .zip(last.iter().flat_map(|l| [l, l]))
+        .any(|(w, l)| *w > *l)
+    {
+        return None;
+    }
+    t.compute("ReflectPadInput", out_shape, "i", |i| {
+        let idx: Vec<PrimExpr> = (0..nd)
+            .map(|d| {
+                let (b, a) = (widths[2 * d], widths[2 * d + 1]);
+                if b == 0 && a == 0 {
+                    return i[d].clone();
+                }
+                let dist = PrimExpr::select(
+                    PrimExpr::binary(BinOp::Le, int(b), i[d].clone()),
+                    sub(&i[d], &int(b)),
+                    PrimExpr::binary(BinOp::Sub, int(b), i[d].clone()),
+                );
+                let l = int(last[d]);
+                let folded = PrimExpr::select(
+                    PrimExpr::binary(BinOp::Le, dist.clone(), l.clone()),
+                    PrimExpr::binary(BinOp::Sub, l.clone(), dist.clone()),
+                    PrimExpr::binary(BinOp::Sub, dist, l.clone()),
+                );
+                PrimExpr::binary(BinOp::Sub, l, folded)
+            })
+            .collect();
+        x.at(&idx)
+    });
+    Some(finish("reflect_pad", t, 1, Vec::new(), ctx.out.clone()))
+}
+
 /// The manipulation operators.
 pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.permute_dims", permute_dims),
@@ -366,13 +417,16 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
 // reshape family, concat/split, broadcast_to, tile/repeat, collapse_sum, pad
 // ---------------------------------------------------------------------------
 
+/// Scalar parameters of a PrimFunc with the Relax argument carrying each.
+pub(crate) type ScalarParams = Vec<(TirVar, Expr)>;
+
 /// Finish a builder the way `bb.call_te` lays out the PrimFunc: scalar
 /// parameters come after the tensor inputs and before the outputs, and are
 /// passed in the argument tuple. `prims` are the scalar variables the body
 /// uses with the Relax argument that carries each; those a buffer dimension
 /// defines by itself are dropped. Symbolic variables used in a buffer shape
 /// that no buffer dimension defines are appended to them.
-pub(crate) fn finish(name: &str, t: Te, n_out: usize, prims: Vec<(TirVar, Expr)>, out: StructInfo) -> Lowered {
+pub(crate) fn finish(name: &str, t: Te, n_out: usize, prims: ScalarParams, out: StructInfo) -> Lowered {
     let mut args = t.args.clone();
     let n_in = args.len();
     let mut func = t.build(n_out);
@@ -384,7 +438,7 @@ pub(crate) fn finish(name: &str, t: Te, n_out: usize, prims: Vec<(TirVar, Expr)>
             }
         }
     }
-    let mut scalars: Vec<(TirVar, Expr)> = prims.into_iter().filter(|(v, _)| defined.insert(v.id())).collect();
+    let mut scalars: ScalarParams = prims.into_iter().filter(|(v, _)| defined.insert(v.id())).collect();
     for (_, b) in &func.buffer_map {
         for d in b.shape() {
             for v in free_tir_vars(d) {
@@ -524,6 +578,9 @@ fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
         bufs.push(t.placeholder(e, s.as_tensor()?)?);
     }
     let nd = out_shape.len();
+    if bufs.iter().any(|b| b.shape().len() != nd) {
+        return None;
+    }
     let axis = match crate::op::common::attr_opt_int(ctx.call, "axis").ok()? {
         Some(a) => norm_axis(a, nd)?,
         None => 0,
@@ -572,6 +629,9 @@ fn split(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
     let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
+    if shapes.iter().any(|s| s.len() != nd) {
+        return None;
+    }
     let sections = matches!(
         crate::op::common::attr(ctx.call, "indices_or_sections"),
         Some(relax_ir::AttrValue::Int(_))
@@ -606,6 +666,9 @@ fn tile(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let (mut t, x, shape) = one_input(ctx)?;
     let (on, nd) = (out_shape.len(), shape.len());
+    if on < nd {
+        return None;
+    }
     t.compute("T_tile", &out_shape, "ax", |i| {
         let idx: Vec<PrimExpr> = (0..nd).map(|d| floormod(&i[on - nd + d], &shape[d])).collect();
         x.at(&idx)
@@ -618,7 +681,11 @@ fn repeat(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (mut t, x, shape) = one_input(ctx)?;
     let reps = crate::op::common::attr_opt_int(ctx.call, "repeats").ok()??;
     let r = int(reps);
-    match crate::op::common::attr_opt_int(ctx.call, "axis").ok()? {
+    let axis_attr = crate::op::common::attr_opt_int(ctx.call, "axis").ok()?;
+    if out_shape.len() != if axis_attr.is_some() { shape.len() } else { 1 } {
+        return None;
+    }
+    match axis_attr {
         Some(a) => {
             let axis = norm_axis(a, shape.len())?;
             t.compute("T_repeat", &out_shape, "ax", |i| {
@@ -689,10 +756,12 @@ fn collapse_sum(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// `nn.pad` in constant mode: `PadInput[i...] = if_then_else(inside, x[i - before], pad_value)`.
 fn pad(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, dt) = ctx.out_tensor()?;
-    if crate::op::common::attr_str(ctx.call, "pad_mode", "constant") != "constant" {
-        return None;
-    }
     let widths = crate::op::common::attr_opt_ints(ctx.call, "pad_width").ok()??;
+    // TVM lowers "reflect" with topi's reflect_pad and every other mode as
+    // constant padding
+    if crate::op::common::attr_str(ctx.call, "pad_mode", "constant") == "reflect" {
+        return reflect_pad(ctx, &out_shape, &widths);
+    }
     let value = match crate::op::common::attr(ctx.call, "pad_value") {
         Some(relax_ir::AttrValue::Float(f)) => *f,
         Some(relax_ir::AttrValue::Int(i)) => *i as f64,
@@ -701,7 +770,7 @@ fn pad(ctx: &LegalizeCtx) -> Option<Lowered> {
     };
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
-    if widths.len() != 2 * nd {
+    if widths.len() != 2 * nd || out_shape.len() != nd {
         return None;
     }
     t.compute("PadInput", &out_shape, "i", |i| {

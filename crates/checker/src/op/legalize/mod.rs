@@ -18,6 +18,7 @@ use relax_ir::{
 };
 
 pub mod binary;
+pub mod constant;
 pub mod conv;
 pub mod create;
 pub mod index;
@@ -151,6 +152,22 @@ pub fn lookup(name: &str) -> Option<LegalizeFn> {
         .map(|(_, f)| *f)
 }
 
+/// A legalization that replaces the call by an expression computed at
+/// compile time (TVM folds `arange` of constant bounds and `astype` of a
+/// constant into constants), or `None` to lower it with its [`LegalizeFn`].
+pub type FoldFn = fn(&LegalizeCtx) -> Option<Expr>;
+
+/// The folding legalizations, tried before the operator's [`LegalizeFn`].
+pub static FOLDS: &[(&str, FoldFn)] = &[
+    ("relax.arange", create::fold_arange),
+    ("relax.astype", unary::fold_astype),
+];
+
+/// The folding legalization of operator `name`, if any.
+pub fn lookup_fold(name: &str) -> Option<FoldFn> {
+    FOLDS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
 /// The StructInfo of a normalized argument (a variable or a constant).
 pub fn arg_struct_info(e: &Expr) -> Option<StructInfo> {
     match e.kind() {
@@ -200,11 +217,18 @@ impl Pass {
 
     fn lower_call(&mut self, var: &relax_ir::Var, call: &Call) -> Option<Expr> {
         let name = call.op.as_op()?;
-        let f = lookup(name)?;
+        let fold = lookup_fold(name);
+        let f = lookup(name);
+        if fold.is_none() && f.is_none() {
+            return None;
+        }
         let args = call.args.iter().map(arg_struct_info).collect::<Option<Vec<_>>>()?;
         let out = var.struct_info()?.clone();
         let ctx = LegalizeCtx { call, args, out };
-        let lowered = f(&ctx)?;
+        if let Some(folded) = fold.and_then(|g| g(&ctx)) {
+            return Some(folded);
+        }
+        let lowered = f?(&ctx)?;
         let gname = self.add_prim_func(&lowered.name, lowered.func);
         let mut cargs = vec![
             Expr::new(ExprKind::GlobalVar(GlobalVar::new(&gname))),

@@ -122,15 +122,152 @@ fn prelu(ctx: &LegalizeCtx) -> Option<Lowered> {
     if alpha.shape().len() != 1 {
         return None;
     }
+    // a single slope is first broadcast over the channels
+    let slope = if alpha.shape()[0].as_int() == Some(1) && shape[axis].as_int() != Some(1) {
+        let a = alpha.clone();
+        t.compute_named("slope_broadcasted", &[shape[axis].clone()], &["c".to_string()], |_| {
+            PrimExpr::load(&a, vec![PrimExpr::int(0)])
+        })
+    } else {
+        alpha
+    };
     t.compute("compute", &shape, "i", |i| {
         let v = PrimExpr::load(&x, i.to_vec());
         PrimExpr::select(
             PrimExpr::binary(BinOp::Lt, konst(0.0, dt), v.clone()),
             v.clone(),
-            mul(v, PrimExpr::load(&alpha, vec![i[axis].clone()])),
+            mul(v, PrimExpr::load(&slope, vec![i[axis].clone()])),
         )
     });
     Some(Lowered::from_te("prelu", t, 1, ctx.out.clone()))
+}
+
+/// `cross_entropy_with_logits`: `-sum(x * y)`, divided by the batch size
+/// when the inputs have a batch axis.
+fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let y = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let dt = x.dtype();
+    let shape = x.shape().to_vec();
+    if !dt.is_float() || y.shape().len() != shape.len() {
+        return None;
+    }
+    let prod = t.compute("T_multiply", &shape, "ax", |i| {
+        mul(PrimExpr::load(&x, i.to_vec()), PrimExpr::load(&y, i.to_vec()))
+    });
+    let red_axes: Vec<(String, PrimExpr)> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, e)| (format!("k{d}"), e.clone()))
+        .collect();
+    let pb = prod.clone();
+    let sum = t.reduce(
+        Reduce {
+            name: "T_multiply_red",
+            shape: vec![],
+            spatial_prefix: "ax",
+            red_axes,
+            init: konst(0.0, dt),
+        },
+        add,
+        |_, r| PrimExpr::load(&pb, r.to_vec()),
+    );
+    let neg = t.compute("T_multiply", &[], "ax", |_| {
+        mul(PrimExpr::load(&sum, vec![]), konst(-1.0, dt))
+    });
+    if shape.len() > 1 {
+        let batch = match shape[0].as_int() {
+            Some(b) => konst(b as f64, dt),
+            None => shape[0].clone().cast(dt),
+        };
+        t.compute("T_divide", &[], "ax", |_| {
+            PrimExpr::binary(BinOp::Div, PrimExpr::load(&neg, vec![]), batch)
+        });
+    }
+    Some(Lowered::from_te("cross_entropy_with_logits", t, 1, ctx.out.clone()))
+}
+
+/// `nll_loss`: `-predictions[n, target, ...] * weights[target]` where the
+/// target is not `ignore_index`; summed (`sum`), or divided by the sum of the
+/// used weights (`mean`), or per element (`none`).
+fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let mut t = Te::new();
+    let p = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let tg = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let w = match (ctx.call.args.get(2), ctx.args.get(2)) {
+        (Some(e), Some(si)) if si.as_tensor().is_some() => Some(t.placeholder(e, si.as_tensor()?)?),
+        _ => None,
+    };
+    let dt = p.dtype();
+    let reduction = attr(ctx.call, "reduction")
+        .and_then(AttrValue::as_str)
+        .unwrap_or("mean")
+        .to_string();
+    let ignore = attr_int(ctx.call, "ignore_index", -100).ok()?;
+    let pshape = p.shape().to_vec();
+    let tshape = tg.shape().to_vec();
+    // predictions (C,) with a 0-d target, or (N, C, d...) with targets (N, d...)
+    if !dt.is_float() || tshape.len() + 1 != pshape.len() {
+        return None;
+    }
+    let tdt = tg.dtype();
+    let target = |i: &[PrimExpr]| PrimExpr::load(&tg, i.to_vec());
+    let pred_at = |i: &[PrimExpr], c: PrimExpr| -> PrimExpr {
+        let mut idx = i.to_vec();
+        idx.insert(if pshape.len() == 1 { 0 } else { 1 }, c);
+        PrimExpr::load(&p, idx)
+    };
+    let weight_at = |c: PrimExpr| match &w {
+        Some(w) => PrimExpr::load(w, vec![c]),
+        None => konst(1.0, dt),
+    };
+    let used = |i: &[PrimExpr]| PrimExpr::binary(BinOp::Ne, target(i), PrimExpr::int_of(ignore, tdt));
+    let loss = t.compute("nll_loss", &tshape, "ax", |i| {
+        let c = target(i);
+        let v = mul(
+            PrimExpr::binary(BinOp::Sub, konst(0.0, dt), pred_at(i, c.clone())),
+            weight_at(c),
+        );
+        PrimExpr::select(used(i), v, konst(0.0, dt))
+    });
+    if reduction == "none" {
+        return Some(Lowered::from_te("nll_loss", t, 1, ctx.out.clone()));
+    }
+    let total = |t: &mut Te, src: &relax_ir::Buffer| -> relax_ir::Buffer {
+        let red_axes: Vec<(String, PrimExpr)> = tshape
+            .iter()
+            .enumerate()
+            .map(|(d, e)| (format!("k{d}"), e.clone()))
+            .collect();
+        let sb = src.clone();
+        t.reduce(
+            Reduce {
+                name: "nll_loss_red",
+                shape: vec![],
+                spatial_prefix: "ax",
+                red_axes,
+                init: konst(0.0, dt),
+            },
+            add,
+            |_, r| PrimExpr::load(&sb, r.to_vec()),
+        )
+    };
+    let lsum = total(&mut t, &loss);
+    match reduction.as_str() {
+        "sum" => {}
+        "mean" => {
+            let wsel = t.compute("nll_loss", &tshape, "ax", |i| {
+                PrimExpr::select(used(i), weight_at(target(i)), konst(0.0, dt))
+            });
+            let wsum = total(&mut t, &wsel);
+            t.compute("T_divide", &[], "ax", |_| {
+                PrimExpr::binary(BinOp::Div, PrimExpr::load(&lsum, vec![]), PrimExpr::load(&wsum, vec![]))
+            });
+        }
+        _ => return None,
+    }
+    Some(Lowered::from_te("nll_loss", t, 1, ctx.out.clone()))
 }
 
 /// `log_softmax` over `axis`: max, sum of `exp(x - max)`, then
@@ -526,8 +663,6 @@ fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lo
         return None;
     }
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
-    let center = attr(ctx.call, "center").and_then(AttrValue::as_bool).unwrap_or(true);
-    let scale = attr(ctx.call, "scale").and_then(AttrValue::as_bool).unwrap_or(true);
     let acc = if dt.bits < 32 { DataType::FLOAT32 } else { dt };
     let up = |v: PrimExpr| if v.dtype() == acc { v } else { v.cast(acc) };
     let c = shape[ch].clone();
@@ -617,13 +752,11 @@ fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lo
         if v.dtype() != dt {
             v = v.cast(dt);
         }
-        if scale {
-            v = mul(v, PrimExpr::load(&gamma, vec![i[ch].clone()]));
-        }
-        if center {
-            v = add(v, PrimExpr::load(&beta, vec![i[ch].clone()]));
-        }
-        v
+        // TVM applies gamma and beta whatever `center` and `scale` say
+        add(
+            mul(v, PrimExpr::load(&gamma, vec![i[ch].clone()])),
+            PrimExpr::load(&beta, vec![i[ch].clone()]),
+        )
     });
     Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
@@ -812,4 +945,6 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.nn.group_norm", group_norm),
     ("relax.nn.instance_norm", instance_norm),
     ("relax.nn.prelu", prelu),
+    ("relax.nn.cross_entropy_with_logits", cross_entropy_with_logits),
+    ("relax.nn.nll_loss", nll_loss),
 ];

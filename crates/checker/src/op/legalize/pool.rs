@@ -164,7 +164,8 @@ fn params(ctx: &LegalizeCtx, n: usize) -> Option<PoolNd> {
         dilation,
         pad,
         ceil_mode: attr_bool(ctx.call, "ceil_mode", false),
-        count_include_pad: attr_bool(ctx.call, "count_include_pad", false),
+        // TVM's defaults: average pooling counts padding in 1-d and 3-d, not in 2-d
+        count_include_pad: attr_bool(ctx.call, "count_include_pad", n != 2),
     })
 }
 
@@ -230,7 +231,28 @@ fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
     let in_shape = x.shape().to_vec();
     t.compute_annotated("pool_avg", &out_shape, &names, ann, |i| {
         let count = if p.count_include_pad {
-            PrimExpr::int(p.kernel.iter().product())
+            // window positions inside the padded input (a ceil-mode window can
+            // reach past it): r in [0, hi] with o * stride + r * dilation < padded extent
+            let mut prod: Option<PrimExpr> = None;
+            for k in 0..n {
+                let d = p.sp[k];
+                let padded = add(in_shape[d].clone(), PrimExpr::int(p.pad[k][0] + p.pad[k][1] - 1));
+                let room = sub(padded, scale(i[d].clone(), p.stride[k]));
+                let room = if p.dilation[k] == 1 {
+                    room
+                } else {
+                    PrimExpr::binary(BinOp::FloorDiv, room, PrimExpr::int(p.dilation[k]))
+                };
+                let cnt = add(
+                    PrimExpr::binary(BinOp::Min, PrimExpr::int(p.kernel[k] - 1), room),
+                    PrimExpr::int(1),
+                );
+                prod = Some(match prod {
+                    None => cnt,
+                    Some(a) => PrimExpr::binary(BinOp::Mul, a, cnt),
+                });
+            }
+            prod.unwrap_or_else(|| PrimExpr::int(1))
         } else {
             // valid window positions per dimension: r in [lo, hi] with
             // 0 <= o * stride - pad + r * dilation < extent

@@ -61,6 +61,10 @@ fn arg_reduce(ctx: &LegalizeCtx, name: &str, is_max: bool) -> Option<Lowered> {
             vec![a as usize]
         }
     };
+    let expected_rank = if keep { nd } else { nd - axes.len() };
+    if out_shape.len() != expected_rank {
+        return None;
+    }
     let dt = x.dtype();
     let temp = t.unique_name(&format!("{}_red_temp", x.name()));
     let idx_buf = Buffer::new(format!("{temp}_v0"), idt, out_shape.clone());

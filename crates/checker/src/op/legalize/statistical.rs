@@ -257,7 +257,7 @@ fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Option<Lowered> {
             (a as usize, false)
         }
     };
-    if flat && out_shape.len() != 1 {
+    if (flat && out_shape.len() != 1) || (!flat && out_shape.len() != shape.len()) {
         return None;
     }
     let ext = out_shape.get(axis)?.clone();

@@ -244,3 +244,62 @@ fn reductions_are_marked_reduce() {
     assert_eq!(k[1].last(), Some(&IterKind::CommReduce));
     assert!(k[2].iter().all(|x| *x == IterKind::DataPar));
 }
+
+#[test]
+fn conv2d_transpose_dilates_pads_and_flips() {
+    let params = r#"x: R.Tensor((2, 128, 28, 28), dtype="float32"), w: R.Tensor((128, 16, 3, 3), dtype="float32")"#;
+    let m = legalize(
+        "R.nn.conv2d_transpose(x, w, strides=[2, 3], padding=[1, 1, 1, 1], output_padding=[1, 2], groups=8)",
+        params,
+    );
+    let f = prim(&m, "conv2d_transpose");
+    assert_eq!(blocks(f), ["data_dilate", "data_pad", "kernel_transform", "compute"]);
+    let t = text(&m);
+    assert!(
+        t.contains("v_i2 % T.int64(2) == T.int64(0) and v_i3 % T.int64(3) == T.int64(0)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("kernel_transform[v_o, v_i, v_h, v_w] = w[v_i, v_o, T.int64(2) - v_h, T.int64(2) - v_w]"),
+        "{t}"
+    );
+    // 28 dilated by 2 is 55, padded by 1 before and 2 after
+    assert!(
+        t.contains("data_pad = T.sblock_alloc_buffer((T.int64(2), T.int64(128), T.int64(58), T.int64(86)))"),
+        "{t}"
+    );
+}
+
+#[test]
+fn prelu_broadcasts_a_single_slope() {
+    let params = r#"x: R.Tensor((2, 3), dtype="float32"), y: R.Tensor((1,), dtype="float32")"#;
+    let m = legalize("R.nn.prelu(x, y, axis=1)", params);
+    assert_eq!(blocks(prim(&m, "prelu")), ["slope_broadcasted", "compute"]);
+    let t = text(&m);
+    assert!(t.contains("slope_broadcasted[v_c] = y[T.int64(0)]"), "{t}");
+}
+
+#[test]
+fn adaptive_avg_pool2d_even_windows_are_fixed_reductions() {
+    let m = legalize(
+        "R.nn.adaptive_avg_pool2d(x, output_size=[1, 1])",
+        r#"x: R.Tensor((2, 4, 7, 7), dtype="float32")"#,
+    );
+    let t = text(&m);
+    assert!(
+        t.contains("x[v_ax0, v_ax1, v_ax2 * T.int64(7) + v_rv0, v_ax3 * T.int64(7) + v_rv1]"),
+        "{t}"
+    );
+    assert!(t.contains("/ T.float32(49.0)"), "{t}");
+}
+
+#[test]
+fn nll_loss_mean_divides_by_used_weights() {
+    let params =
+        r#"p: R.Tensor((3, 5), dtype="float32"), t: R.Tensor((3,), dtype="int64"), w: R.Tensor((5,), dtype="float32")"#;
+    let m = legalize("R.nn.nll_loss(p, t, w, reduction=\"mean\", ignore_index=-1)", params);
+    assert_eq!(
+        blocks(prim(&m, "nll_loss")),
+        ["nll_loss", "nll_loss_red", "nll_loss_1", "nll_loss_red_1", "T_divide"]
+    );
+}

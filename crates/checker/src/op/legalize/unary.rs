@@ -64,13 +64,13 @@ fn abs(ctx: &LegalizeCtx) -> Option<Lowered> {
     }
 }
 
-/// `ceil`/`floor`/`round`: identity on integers (TVM returns the input).
+/// `ceil`/`floor`/`round`/`trunc`: a copy on integers (topi's identity compute).
 fn rounding(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Option<Lowered> {
     let dt = ctx.args.first()?.as_tensor()?.dtype;
     if dt.is_float() {
         intrin(ctx, fname, intr)
     } else {
-        None
+        compute_unary(ctx, fname, |x| x)
     }
 }
 
@@ -103,12 +103,18 @@ fn sign(ctx: &LegalizeCtx) -> Option<Lowered> {
     let dt = ctx.args.first()?.as_tensor()?.dtype;
     let (mut t, x, shape) = one_input(ctx)?;
     t.compute("T_sign", &shape, "ax", |i| {
-        let v = x.at(i);
+        let mut v = x.at(i);
+        // topi compares narrower integers in int64
+        let mut cmp_dt = dt;
+        if dt.is_int() && dt.bits < 64 {
+            cmp_dt = DataType::INT64;
+            v = v.cast(cmp_dt);
+        }
         PrimExpr::select(
-            PrimExpr::binary(BinOp::Lt, konst(0.0, dt), v.clone()),
+            PrimExpr::binary(BinOp::Lt, konst(0.0, cmp_dt), v.clone()),
             konst(1.0, dt),
             PrimExpr::select(
-                PrimExpr::binary(BinOp::Lt, v, konst(0.0, dt)),
+                PrimExpr::binary(BinOp::Lt, v, konst(0.0, cmp_dt)),
                 konst(-1.0, dt),
                 konst(0.0, dt),
             ),
@@ -210,6 +216,16 @@ fn bitwise_not(ctx: &LegalizeCtx) -> Option<Lowered> {
 
 fn trunc(ctx: &LegalizeCtx) -> Option<Lowered> {
     rounding(ctx, "tir_trunc", "trunc")
+}
+
+/// `astype` of a constant folds into a constant.
+pub(crate) fn fold_astype(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
+    let ExprKind::Constant { data } = ctx.call.args.first()?.kind() else {
+        return None;
+    };
+    let (_, odt) = ctx.out_tensor()?;
+    let values = super::constant::decode(data)?;
+    super::constant::constant(&values, data.shape.clone(), odt)
 }
 
 fn astype(ctx: &LegalizeCtx) -> Option<Lowered> {

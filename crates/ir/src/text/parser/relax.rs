@@ -1480,7 +1480,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                     global_symbol: s.to_string(),
                 }))
             }
-            "call_packed" | "call_pure_packed" => {
+            "call_packed" | "call_pure_packed" | "call_inplace_packed" => {
                 let first = c
                     .args
                     .first()
@@ -1491,9 +1491,13 @@ impl<'m, 'a> FnCx<'m, 'a> {
                     args.push(self.arg(a, ArgKind::Prim)?);
                 }
                 let mut sinfo_args = Vec::new();
+                let mut attrs = Attrs::new();
                 for k in &c.keywords {
                     match kw_name(k).as_str() {
                         "ty_args" | "sinfo_args" => sinfo_args = self.sinfo_list(&k.value)?,
+                        "inplace_indices" if op == "call_inplace_packed" => {
+                            attrs.set("inplace_indices", self.attr_conv(AttrKind::Ints, &k.value)?);
+                        }
                         other => {
                             return Err(self.err(&k.value, format!("unexpected keyword argument `{other}` of R.{op}")))
                         }
@@ -1509,7 +1513,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 } else {
                     let mut all = vec![func];
                     all.extend(args);
-                    Ok(call("relax.call_pure_packed", all, Attrs::new(), sinfo_args))
+                    Ok(call(&format!("relax.{op}"), all, attrs, sinfo_args))
                 }
             }
             "call_tir" | "dist.call_tir" | "call_dps_packed" | "call_tir_inplace" | "call_tir_with_grad" => {
@@ -1664,13 +1668,13 @@ impl<'m, 'a> FnCx<'m, 'a> {
         };
         let fname = dotted_name(&c.func).unwrap_or_default();
         let by_name = match fname.as_str() {
-            "tvm.cpu" => Some(1),
-            "tvm.cuda" | "tvm.gpu" => Some(2),
-            "tvm.opencl" | "tvm.cl" => Some(4),
-            "tvm.vulkan" => Some(7),
-            "tvm.metal" => Some(8),
-            "tvm.rocm" => Some(10),
-            "tvm.webgpu" => Some(15),
+            "tvm.cpu" | "R.cpu" => Some(1),
+            "tvm.cuda" | "tvm.gpu" | "R.cuda" => Some(2),
+            "tvm.opencl" | "tvm.cl" | "R.opencl" => Some(4),
+            "tvm.vulkan" | "R.vulkan" => Some(7),
+            "tvm.metal" | "R.metal" => Some(8),
+            "tvm.rocm" | "R.rocm" => Some(10),
+            "tvm.webgpu" | "R.webgpu" => Some(15),
             _ => None,
         };
         if let Some(dt) = by_name {

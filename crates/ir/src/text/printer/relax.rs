@@ -640,11 +640,14 @@ impl<'m> Printer<'m> {
                     parts.push(format!("tir_vars={}", self.expr(tv)));
                 }
             }
-            "call_pure_packed" => {
+            "call_pure_packed" | "call_inplace_packed" => {
                 if let Some(f) = c.args.first() {
                     parts.push(self.callee_str(f));
                 }
                 parts.extend(c.args.iter().skip(1).map(|a| self.expr(a)));
+                if let Some(v) = c.attrs.get("inplace_indices") {
+                    parts.push(format!("inplace_indices={}", self.attr(v)));
+                }
                 parts.extend(self.ty_args(c));
             }
             "print" => {

@@ -816,11 +816,14 @@ impl Em<'_> {
                 let (x, w) = self.fcall("", args, dtype, None)?;
                 let one_ = self.conv("1.0f", W::F32, w)?;
                 let r = format!("sqrt(max({one_} - {x} * {x}, {}))", w.zero());
-                if op == "asin" {
-                    (format!("atan2({x}, {r})"), w)
+                let v = if op == "asin" {
+                    format!("atan2({x}, {r})")
                 } else {
-                    (format!("atan2({r}, {x})"), w)
-                }
+                    format!("atan2({r}, {x})")
+                };
+                // Outside [-1, 1] the result is NaN (as on the host), not the clamped value.
+                let nan = self.conv("bitcast<f32>(0x7fc00000u)", W::F32, w)?;
+                (format!("select({v}, {nan}, abs({x}) > {one_})"), w)
             }
             "fabs" | "abs" => {
                 n(1)?;

@@ -101,9 +101,10 @@ pub fn resolve_vdevice(module: &IRModule, spec: &str) -> Result<VDevice, String>
 /// Where tensors and kernels go.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DeviceChoice {
-    /// Tensors on GPU VDevices live on the GPU and their kernels run there when an
-    /// adapter exists (the host otherwise); computation without a VDevice runs on
-    /// the host. [`DeviceChoice::detect`] turns `Auto` into `Gpu` or `Cpu`.
+    /// The first wgpu adapter when one exists (lavapipe counts), the host otherwise:
+    /// kernels not placed by a VDevice run on the GPU (unless a custom kernel
+    /// executor was given), host VDevices stay on the host.
+    /// [`DeviceChoice::detect`] turns `Auto` into `Gpu` or `Cpu`.
     #[default]
     Auto,
     /// Require a GPU: everything not placed on a host VDevice runs on it.

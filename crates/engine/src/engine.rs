@@ -320,6 +320,9 @@ pub(crate) struct Program {
     pub executor: Option<Arc<dyn KernelExecutor>>,
     pub backend: Arc<BackendSlot>,
     pub device: DeviceChoice,
+    /// Kernels that no VDevice places run on the GPU (when one is open): `Gpu`, and
+    /// `Auto` unless a custom kernel executor was given.
+    pub default_gpu: bool,
     pub profile: bool,
     pub stats: Stats,
     pub print: PrintSink,
@@ -406,21 +409,26 @@ pub struct Engine {
     config: EngineConfig,
     registry: Arc<PackedRegistry>,
     executor: Option<Arc<dyn KernelExecutor>>,
+    /// Set by [`Engine::with_kernel_executor`]: kernels without a placement then stay
+    /// with that executor under `DeviceChoice::Auto`.
+    custom_executor: bool,
     backend: Arc<BackendSlot>,
     print: PrintSink,
     passes: Vec<PreparePass>,
 }
 
 impl Engine {
-    /// An engine with `config`, running PrimFuncs with the JIT's host executor. With
-    /// `DeviceChoice::Auto` a GPU is opened the first time a tensor is moved to a GPU
-    /// VDevice (host memory when there is none); `DeviceChoice::Gpu` requires one at load.
+    /// An engine with `config`. With `DeviceChoice::Auto` the first wgpu adapter is
+    /// opened on first use and runs the kernels no host VDevice claims (the JIT's host
+    /// executor runs everything when there is no adapter); `DeviceChoice::Gpu`
+    /// requires an adapter at load; `DeviceChoice::Cpu` keeps everything on the host.
     pub fn new(config: EngineConfig) -> Engine {
         let engine = Engine {
             backend: Arc::new(BackendSlot::new(&config)),
             config,
             registry: Arc::new(PackedRegistry::default()),
             executor: Some(Arc::new(crate::jit_exec::JitHostExecutor)),
+            custom_executor: false,
             print: Arc::new(|s: &str| println!("{s}")),
             passes: Vec::new(),
         };
@@ -437,6 +445,7 @@ impl Engine {
     /// PrimFunc calls whose tensors are not on the GPU).
     pub fn with_kernel_executor(mut self, executor: Arc<dyn KernelExecutor>) -> Engine {
         self.executor = Some(executor);
+        self.custom_executor = true;
         self
     }
 
@@ -521,6 +530,11 @@ impl Engine {
                 executor: self.executor.clone(),
                 backend: self.backend.clone(),
                 device: self.config.device,
+                default_gpu: match self.config.device {
+                    DeviceChoice::Gpu => true,
+                    DeviceChoice::Auto => !self.custom_executor,
+                    DeviceChoice::Cpu => false,
+                },
                 profile: self.config.profile,
                 stats: Stats::default(),
                 print: self.print.clone(),

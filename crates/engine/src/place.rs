@@ -94,7 +94,7 @@ impl Interp {
                 }
             }
         }
-        let want_gpu = want_gpu.unwrap_or(self.prog.device == DeviceChoice::Gpu);
+        let want_gpu = want_gpu.unwrap_or(self.prog.default_gpu);
         Ok(if want_gpu && self.gpu()?.is_some() {
             Place::Gpu
         } else {

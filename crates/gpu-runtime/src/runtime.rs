@@ -32,7 +32,8 @@ pub enum AdapterSelector {
 pub struct RuntimeOptions {
     /// Which adapter to use.
     pub adapter: AdapterSelector,
-    /// Backends to enumerate (default: all; GL is ranked last).
+    /// Backends to enumerate (default: Vulkan, Metal, DX12 and browser WebGPU; GL,
+    /// whose probing is noisy and whose compute support is limited, only on request).
     pub backends: wgpu::Backends,
     /// Simulated device-memory limit enforced by the buffer pool (live plus cached
     /// buffers). `None`: only the driver's limit applies.
@@ -48,7 +49,7 @@ impl Default for RuntimeOptions {
     fn default() -> Self {
         RuntimeOptions {
             adapter: AdapterSelector::Auto,
-            backends: wgpu::Backends::all(),
+            backends: wgpu::Backends::PRIMARY,
             memory_limit_bytes: None,
             max_binding_bytes: None,
             wait_timeout: None,

@@ -241,6 +241,17 @@ fn corpus_legalize_prim_funcs() {
     for f in &failures {
         println!("  FAIL {f}");
     }
+    if let Some(g) = &gpu {
+        let c = g.counters();
+        let per = |ns: u64| ns as f64 / 1e6 / c.kernels_compiled.max(1) as f64;
+        println!(
+            "  GPU compile cost: {} programs, {} kernels; ours (lower+schedule+WGSL+naga) {:.3} ms/kernel, driver (pipeline creation) {:.3} ms/kernel",
+            c.gpu_programs_compiled,
+            c.kernels_compiled,
+            per(c.our_compile_ns),
+            per(c.driver_compile_ns)
+        );
+    }
     if !not_run.is_empty() {
         println!(
             "  {} of the passing functions were only compiled, not executed (debug build; set RELAX_JIT_CORPUS_FULL=1): {}",

@@ -426,3 +426,22 @@ class Module:
     let e = err(&src.replace("n = T.int64()", "n = T.int32()"));
     assert!(e.contains("Expected the same dtype for PrimType values"), "{e}");
 }
+
+/// TVM 0.27's printing of `R.stack`, `R.log_add_exp`, `R.nn.selu` and
+/// `R.nn.instance_norm` parses and prints back byte for byte.
+#[test]
+fn stack_log_add_exp_selu_instance_norm_round_trip() {
+    let tvm = r#"# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((2, 3, 4, 4), dtype="float32"), g: R.Tensor((3,), dtype="float32"), b: R.Tensor((3,), dtype="float32")) -> R.Tuple(R.Tensor((2, 2, 3, 4, 4), dtype="float32"), R.Tensor((2, 3, 4, 4), dtype="float32"), R.Tensor((2, 3, 4, 4), dtype="float32"), R.Tensor((2, 3, 4, 4), dtype="float32")):
+        s: R.Tensor((2, 2, 3, 4, 4), dtype="float32") = R.stack((a, a), axis=1)
+        l: R.Tensor((2, 3, 4, 4), dtype="float32") = R.log_add_exp(a, a)
+        e: R.Tensor((2, 3, 4, 4), dtype="float32") = R.nn.selu(a)
+        n: R.Tensor((2, 3, 4, 4), dtype="float32") = R.nn.instance_norm(a, g, b, channel_axis=1, axes=[2, 3], epsilon=1.0000000000000001e-05, center=True, scale=True)
+        return (s, l, e, n)"#;
+    assert_eq!(pp(tvm), tvm);
+}

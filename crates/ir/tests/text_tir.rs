@@ -641,3 +641,33 @@ def f(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
         "{out}"
     );
 }
+
+/// TVM prints the bitwise and shift intrinsics as Python operators with its
+/// precedence; the parser reads them back as the same calls.
+#[test]
+fn bitwise_and_shift_operators_round_trip() {
+    same(
+        r#"@T.prim_func
+def f(a: T.Buffer((4,), "int32"), b: T.Buffer((4,), "int32"), c: T.Buffer((4,), "int32")):
+    for i in range(4):
+        c[i] = (a[i] << b[i]) + (a[i] ^ b[i]) + ~a[i] + (a[i] & b[i]) + (a[i] | b[i]) + (a[i] >> b[i])
+"#,
+    );
+    same(
+        r#"@T.prim_func
+def f(a: T.Buffer((4,), "int32"), c: T.Buffer((4,), "int32")):
+    for i in range(4):
+        c[i] = a[i] & 255 | (a[i] ^ 7) << 2
+"#,
+    );
+    let f = parse(
+        r#"@T.prim_func
+def f(a: T.Buffer((4,), "int32"), c: T.Buffer((4,), "int32")):
+    for i in range(4):
+        c[i] = a[i] << 1
+"#,
+    )
+    .unwrap();
+    let found = format!("{:?}", f.body).contains("\"shift_left\"");
+    assert!(found, "`<<` parses to T.shift_left");
+}

@@ -233,7 +233,14 @@ impl<'a> Evaluator<'a> {
                         Value::Expr(x) => Ok(Value::Expr(PrimExpr::new(PrimExprKind::Not(x)))),
                         other => Err(self.err(e, format!("cannot apply `not` to {}", other.kind_name()))),
                     },
-                    ast::UnaryOp::Invert => Err(self.err(e, "bitwise `~` is not supported")),
+                    ast::UnaryOp::Invert => match v {
+                        Value::Int(i) => Ok(Value::Int(!i)),
+                        Value::Expr(x) => {
+                            let dtype = x.dtype();
+                            Ok(Value::Expr(PrimExpr::call("bitwise_not", dtype, vec![x])))
+                        }
+                        other => Err(self.err(e, format!("cannot apply `~` to {}", other.kind_name()))),
+                    },
                 }
             }
             ast::Expr::BinOp(b) => {
@@ -353,6 +360,20 @@ impl<'a> Evaluator<'a> {
         };
         if let (Some(a), Some(b)) = (as_num(&l), as_num(&r)) {
             return self.py_arith(op, a, b, e);
+        }
+        let intrinsic = match op {
+            ast::Operator::LShift => Some("shift_left"),
+            ast::Operator::RShift => Some("shift_right"),
+            ast::Operator::BitAnd => Some("bitwise_and"),
+            ast::Operator::BitOr => Some("bitwise_or"),
+            ast::Operator::BitXor => Some("bitwise_xor"),
+            _ => None,
+        };
+        if let Some(name) = intrinsic {
+            // `a << b`, `a & b`, ...: the intrinsic calls TVM prints as operators.
+            let (a, b) = match_types(self.to_prim(l, e)?, self.to_prim(r, e)?);
+            let dtype = a.dtype();
+            return Ok(Value::Expr(PrimExpr::call(name, dtype, vec![a, b])));
         }
         let bop = match op {
             ast::Operator::Add => BinOp::Add,

@@ -53,8 +53,13 @@ pub(crate) enum Prec {
     And = 4,
     Not = 5,
     Cmp = 6,
+    BitOr = 7,
+    BitXor = 8,
+    BitAnd = 9,
+    Shift = 10,
     Add = 11,
     Mul = 12,
+    Unary = 13,
     Atom = 15,
 }
 
@@ -125,6 +130,18 @@ pub(crate) fn quote(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// The Python operator TVM prints for a bitwise or shift intrinsic.
+fn bitwise_sugar(op: &str) -> Option<(&'static str, Prec)> {
+    Some(match op {
+        "bitwise_or" => ("|", Prec::BitOr),
+        "bitwise_xor" => ("^", Prec::BitXor),
+        "bitwise_and" => ("&", Prec::BitAnd),
+        "shift_left" => ("<<", Prec::Shift),
+        "shift_right" => (">>", Prec::Shift),
+        _ => return None,
+    })
 }
 
 fn sugar(op: BinOp) -> Option<(&'static str, Prec)> {
@@ -245,7 +262,18 @@ impl ExprPrinter<'_> {
             PrimExprKind::Select { cond, t, f } => {
                 atom(self.t("Select", &[self.print(cond), self.print(t), self.print(f)]))
             }
-            PrimExprKind::Call { op, dtype, args } => atom(self.call(op, *dtype, args)),
+            PrimExprKind::Call { op, dtype, args } => match (bitwise_sugar(op), args.as_slice()) {
+                // TVM prints the bitwise and shift intrinsics as Python operators.
+                (Some((tok, prec)), [a, b]) => {
+                    let l = self.child(a, prec, false);
+                    let r = self.child(b, prec, true);
+                    (format!("{l} {tok} {r}"), prec)
+                }
+                _ if op == "bitwise_not" && args.len() == 1 => {
+                    (format!("~{}", self.child(&args[0], Prec::Unary, false)), Prec::Unary)
+                }
+                _ => atom(self.call(op, *dtype, args)),
+            },
             PrimExprKind::BufferLoad { buffer, indices } => atom(self.load(buffer, indices)),
             PrimExprKind::Let { var, value, body } => atom(format!(
                 "T.Let({}, where={{{}: {}}})",

@@ -382,6 +382,33 @@ fn gelu(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(Lowered::from_te("gelu", t, 1, ctx.out.clone()))
 }
 
+/// `selu`: `scale * (max(x, 0) + min(0, alpha * (exp(x) - 1)))`, in topi's stages.
+fn selu(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (mut t, x, shape) = one_input(ctx)?;
+    let dt = x.dtype();
+    if !dt.is_float() {
+        return None;
+    }
+    let ld = |b: &relax_ir::Buffer, i: &[PrimExpr]| PrimExpr::load(b, i.to_vec());
+    let bin = |op, a, b| PrimExpr::binary(op, a, b);
+    let pos = t.compute("T_maximum", &shape, "ax", |i| bin(BinOp::Max, x.at(i), konst(0.0, dt)));
+    let exp = t.compute("compute", &shape, "i", |i| PrimExpr::call("exp", dt, vec![x.at(i)]));
+    let em1 = t.compute("T_subtract", &shape, "ax", |i| {
+        bin(BinOp::Sub, ld(&exp, i), konst(1.0, dt))
+    });
+    let scaled = t.compute("T_multiply", &shape, "ax", |i| {
+        mul(konst(1.673_263_242_354_377_2, dt), ld(&em1, i))
+    });
+    let neg = t.compute("T_minimum", &shape, "ax", |i| {
+        bin(BinOp::Min, konst(0.0, dt), ld(&scaled, i))
+    });
+    let sum = t.compute("T_add", &shape, "ax", |i| add(ld(&pos, i), ld(&neg, i)));
+    t.compute("T_multiply", &shape, "ax", |i| {
+        mul(konst(1.050_700_987_355_480_5, dt), ld(&sum, i))
+    });
+    Some(Lowered::from_te("selu", t, 1, ctx.out.clone()))
+}
+
 /// `gelu_tanh`: `0.5 * x * (1 + tanh(sqrt(2 / pi) * x * (1 + 0.044715 * x * x)))`.
 fn gelu_tanh(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (mut t, x, shape) = one_input(ctx)?;
@@ -949,6 +976,7 @@ pub static OPS: &[(&str, LegalizeFn)] = &[
     ("relax.nn.log_softmax", log_softmax),
     ("relax.nn.gelu", gelu),
     ("relax.nn.gelu_tanh", gelu_tanh),
+    ("relax.nn.selu", selu),
     ("relax.nn.softplus", softplus),
     ("relax.nn.dropout", dropout),
     ("relax.nn.layer_norm", layer_norm),

@@ -445,3 +445,28 @@ class Module:
         return (s, l, e, n)"#;
     assert_eq!(pp(tvm), tvm);
 }
+
+/// `R.linear(data, weight, bias)` is TVMScript sugar: it parses to
+/// `add(matmul(data, permute_dims(weight)), bias)`, as TVM's parser builds it.
+#[test]
+fn linear_is_expanded_at_parse_time() {
+    let src = r#"@R.function
+def foo(x: R.Tensor((2, 5), "float32"), w: R.Tensor((3, 5), "float32"), b: R.Tensor((3,), "float32")):
+    gv = R.linear(x, w, b)
+    nb = R.linear(x, w, out_dtype="float16")
+    return (gv, nb)
+"#;
+    let out = pp(src);
+    assert!(
+        out.contains("gv = R.add(R.matmul(x, R.permute_dims(w, axes=None), out_dtype=None), b)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"nb = R.matmul(x, R.permute_dims(w, axes=None), out_dtype="float16")"#),
+        "{out}"
+    );
+    assert!(err(
+        "@R.function\ndef f(x: R.Tensor((2, 5), \"float32\")):\n    y = R.linear(x, x, scale=2)\n    return y\n"
+    )
+    .contains("no parameter `scale`"));
+}

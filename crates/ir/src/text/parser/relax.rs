@@ -1654,6 +1654,34 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 attrs.set("memory_scope", AttrValue::Str(scope));
                 Ok(call("relax.hint_on_device", vec![data], attrs, Vec::new()))
             }
+            "linear" => {
+                // TVMScript's `R.linear` is sugar, expanded at parse time as TVM does:
+                // `matmul(data, permute_dims(weight), out_dtype)` plus `bias` when given.
+                let (vals, extra) = self.bind_args(c, &["data", "weight", "bias", "out_dtype"], op)?;
+                if let Some(k) = extra.first() {
+                    return Err(self.err(&k.value, format!("R.linear has no parameter `{}`", kw_name(k))));
+                }
+                let data = self.expr(vals[0].ok_or_else(|| self.err(whole, "R.linear expects data"))?)?;
+                let weight = self.expr(vals[1].ok_or_else(|| self.err(whole, "R.linear expects a weight"))?)?;
+                let bias = match vals[2] {
+                    Some(b) if !is_none_const(b) => Some(self.expr(b)?),
+                    _ => None,
+                };
+                let out_dtype = match vals[3] {
+                    Some(d) => self.attr_conv(AttrKind::OptDType, d)?,
+                    None => AttrValue::None,
+                };
+                let mut pattrs = Attrs::new();
+                pattrs.set("axes", AttrValue::None);
+                let wt = call("relax.permute_dims", vec![weight], pattrs, Vec::new());
+                let mut mattrs = Attrs::new();
+                mattrs.set("out_dtype", out_dtype);
+                let mm = call("relax.matmul", vec![data, wt], mattrs, Vec::new());
+                Ok(match bias {
+                    Some(b) => call("relax.add", vec![mm, b], Attrs::new(), Vec::new()),
+                    None => mm,
+                })
+            }
             "match_cast" => Err(self.err(whole, "R.match_cast must be the whole right-hand side of a binding")),
             "output" => Err(self.err(whole, "R.output(...) must be the last statement of a dataflow block")),
             "func_attr" => Err(self.err(whole, "R.func_attr(...) must be a statement at the start of a function")),

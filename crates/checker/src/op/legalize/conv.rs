@@ -6,26 +6,9 @@ use relax_ir::tir::BinOp;
 use relax_ir::{Attrs, PrimExpr};
 
 use super::pool::pad_stage;
-use super::te::{konst, Reduce, Te};
+use super::te::{add, konst, mul, scale, Reduce, Te};
 use super::{LegalizeCtx, LegalizeFn, Lowered};
 use crate::op::common::{attr_int, attr_ints, attr_str};
-
-fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
-    PrimExpr::binary(BinOp::Add, a, b)
-}
-
-fn mul(a: PrimExpr, b: PrimExpr) -> PrimExpr {
-    PrimExpr::binary(BinOp::Mul, a, b)
-}
-
-/// `v * c`, or `v` when `c` is 1.
-fn scale(v: PrimExpr, c: i64) -> PrimExpr {
-    if c == 1 {
-        v
-    } else {
-        mul(v, PrimExpr::int(c))
-    }
-}
 
 /// `e // g` folded when `e` is static.
 fn div_const(e: &PrimExpr, g: i64) -> PrimExpr {

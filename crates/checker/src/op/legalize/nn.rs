@@ -3,7 +3,7 @@
 use relax_ir::tir::BinOp;
 use relax_ir::{AttrValue, Attrs, DataType, PrimExpr};
 
-use super::te::{konst, min_value, Operand, Reduce, Te};
+use super::te::{add, konst, min_value, mul, Operand, Reduce, Te};
 use super::unary::one_input;
 use super::{LegalizeCtx, LegalizeFn, Lowered};
 use crate::op::common::{attr, attr_int, attr_ints};
@@ -42,10 +42,29 @@ fn silu(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(Lowered::from_te("silu", t, 1, ctx.out.clone()))
 }
 
-/// `softmax` (`log` false) or `log_softmax` over `axis`: max, exp, sum, normalize.
-fn softmax_impl(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (mut t, x, shape) = one_input(ctx)?;
-    let dt = x.dtype();
+/// `i` with `k` inserted at position `ax`.
+fn insert_at(i: &[PrimExpr], ax: usize, k: &PrimExpr) -> Vec<PrimExpr> {
+    let mut v = i.to_vec();
+    v.insert(ax, k.clone());
+    v
+}
+
+/// `i` without position `ax`.
+fn remove_at(i: &[PrimExpr], ax: usize) -> Vec<PrimExpr> {
+    let mut v = i.to_vec();
+    v.remove(ax);
+    v
+}
+
+/// The normalized `axis` of a softmax-like call, the shape reduced over it and the
+/// `T_softmax_maxelem` stage (the maximum of `x` along it), as topi starts both
+/// `softmax` and `log_softmax`.
+fn softmax_maxelem(
+    ctx: &LegalizeCtx,
+    t: &mut Te,
+    x: &Operand,
+    shape: &[PrimExpr],
+) -> Option<(i64, Vec<PrimExpr>, relax_ir::Buffer)> {
     let nd = shape.len() as i64;
     let axis = attr(ctx.call, "axis").and_then(AttrValue::as_int).unwrap_or(-1);
     let axis = if axis < 0 { axis + nd } else { axis };
@@ -53,29 +72,30 @@ fn softmax_impl(ctx: &LegalizeCtx) -> Option<Lowered> {
         return None;
     }
     let ax = axis as usize;
-    let mut red_shape = shape.clone();
+    let mut red_shape = shape.to_vec();
     red_shape.remove(ax);
-    let with_k = |s: &[PrimExpr], k: &PrimExpr| -> Vec<PrimExpr> {
-        let mut v = s.to_vec();
-        v.insert(ax, k.clone());
-        v
-    };
-    let drop_ax = |i: &[PrimExpr]| -> Vec<PrimExpr> {
-        let mut v = i.to_vec();
-        v.remove(ax);
-        v
-    };
     let maxelem = t.reduce(
         Reduce {
             name: "T_softmax_maxelem",
             shape: red_shape.clone(),
             spatial_prefix: "i",
             red_axes: vec![("k".into(), shape[ax].clone())],
-            init: min_value(dt),
+            init: min_value(x.dtype()),
         },
         |a, b| PrimExpr::binary(BinOp::Max, a, b),
-        |s, r| x.at(&with_k(s, &r[0])),
+        |s, r| x.at(&insert_at(s, ax, &r[0])),
     );
+    Some((axis, red_shape, maxelem))
+}
+
+/// `softmax` over `axis`: max, exp, sum, normalize.
+fn softmax_impl(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (mut t, x, shape) = one_input(ctx)?;
+    let dt = x.dtype();
+    let (axis, red_shape, maxelem) = softmax_maxelem(ctx, &mut t, &x, &shape)?;
+    let ax = axis as usize;
+    let with_k = |s: &[PrimExpr], k: &PrimExpr| insert_at(s, ax, k);
+    let drop_ax = |i: &[PrimExpr]| remove_at(i, ax);
     let exp = t.compute("T_softmax_exp", &shape, "i", |i| {
         PrimExpr::call(
             "exp",
@@ -287,36 +307,13 @@ fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
 fn log_softmax(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (mut t, x, shape) = one_input(ctx)?;
     let dt = x.dtype();
-    let nd = shape.len() as i64;
-    let axis = attr(ctx.call, "axis").and_then(AttrValue::as_int).unwrap_or(-1);
-    let axis = if axis < 0 { axis + nd } else { axis };
-    if !(0..nd).contains(&axis) || !dt.is_float() {
+    if !dt.is_float() {
         return None;
     }
+    let (axis, red_shape, maxelem) = softmax_maxelem(ctx, &mut t, &x, &shape)?;
     let ax = axis as usize;
-    let mut red_shape = shape.clone();
-    red_shape.remove(ax);
-    let with_k = |s: &[PrimExpr], k: &PrimExpr| -> Vec<PrimExpr> {
-        let mut v = s.to_vec();
-        v.insert(ax, k.clone());
-        v
-    };
-    let drop_ax = |i: &[PrimExpr]| -> Vec<PrimExpr> {
-        let mut v = i.to_vec();
-        v.remove(ax);
-        v
-    };
-    let maxelem = t.reduce(
-        Reduce {
-            name: "T_softmax_maxelem",
-            shape: red_shape.clone(),
-            spatial_prefix: "i",
-            red_axes: vec![("k".into(), shape[ax].clone())],
-            init: min_value(dt),
-        },
-        |a, b| PrimExpr::binary(BinOp::Max, a, b),
-        |s, r| x.at(&with_k(s, &r[0])),
-    );
+    let with_k = |s: &[PrimExpr], k: &PrimExpr| insert_at(s, ax, k);
+    let drop_ax = |i: &[PrimExpr]| remove_at(i, ax);
     let expsum = t.reduce(
         Reduce {
             name: "compute",
@@ -347,14 +344,6 @@ fn log_softmax(ctx: &LegalizeCtx) -> Option<Lowered> {
         )
     });
     Some(Lowered::from_te("log_softmax", t, 1, ctx.out.clone()))
-}
-
-fn mul(a: PrimExpr, b: PrimExpr) -> PrimExpr {
-    PrimExpr::binary(BinOp::Mul, a, b)
-}
-
-fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
-    PrimExpr::binary(BinOp::Add, a, b)
 }
 
 /// `gelu`: `x * (0.5 + erf(x / sqrt(2)) * 0.5)` in `topi`'s stage order.

@@ -5,26 +5,9 @@
 use relax_ir::tir::BinOp;
 use relax_ir::{AttrValue, Attrs, Buffer, PrimExpr};
 
-use super::te::{konst, min_value, Reduce, Te};
+use super::te::{add, konst, min_value, scale, sub, Reduce, Te};
 use super::{LegalizeCtx, LegalizeFn, Lowered};
 use crate::op::common::{attr_bool, attr_ints, attr_str};
-
-fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
-    PrimExpr::binary(BinOp::Add, a, b)
-}
-
-fn sub(a: PrimExpr, b: PrimExpr) -> PrimExpr {
-    PrimExpr::binary(BinOp::Sub, a, b)
-}
-
-/// `v * c`, or `v` when `c` is 1.
-fn scale(v: PrimExpr, c: i64) -> PrimExpr {
-    if c == 1 {
-        v
-    } else {
-        PrimExpr::binary(BinOp::Mul, v, PrimExpr::int(c))
-    }
-}
 
 /// `a + b` with a constant `b` folded (`v + 0` is `v`).
 fn add_const(a: PrimExpr, b: i64) -> PrimExpr {

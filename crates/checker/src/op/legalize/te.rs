@@ -2,7 +2,7 @@
 //! stages, assembled into an `s_tir` PrimFunc with `T.sblock`s the way TVM's
 //! `te.create_prim_func` lays them out.
 
-use relax_ir::tir::{Block, BufferRegion, ForKind, IterKind, IterVar, PrimExprKind, Range};
+use relax_ir::tir::{BinOp, Block, BufferRegion, ForKind, IterKind, IterVar, PrimExprKind, Range};
 use relax_ir::{
     AttrValue, Attrs, Buffer, DataType, Expr, ExprKind, PrimExpr, PrimFunc, Span, Stmt, StructInfo, TirVar,
 };
@@ -624,4 +624,28 @@ pub fn regions(reads: Vec<(Buffer, Vec<Vec<PrimExpr>>)>) -> Vec<BufferRegion> {
             BufferRegion { buffer: b, region }
         })
         .collect()
+}
+
+/// `a + b`.
+pub fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Add, a, b)
+}
+
+/// `a - b`.
+pub fn sub(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Sub, a, b)
+}
+
+/// `a * b`.
+pub fn mul(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::Mul, a, b)
+}
+
+/// `v * c`, or `v` when `c` is 1.
+pub fn scale(v: PrimExpr, c: i64) -> PrimExpr {
+    if c == 1 {
+        v
+    } else {
+        mul(v, PrimExpr::int(c))
+    }
 }

@@ -220,5 +220,10 @@ class Module:
     assert_eq!((s.gpu_kernels_run, s.host_kernels_run), (2, 0), "{s:?}");
     // x and y are uploaded for `add`, y again for `multiply`; `a` never leaves the GPU.
     assert_eq!((s.uploads, s.downloads), (3, 0), "{s:?}");
+    // `Auto` (the default) takes the adapter too.
+    let auto = Engine::default().load(&module).unwrap();
+    assert_eq!(f32s(&auto.run("main", &[x, y]).unwrap()), want);
+    let s = auto.stats();
+    assert_eq!((s.gpu_kernels_run, s.host_kernels_run), (2, 0), "{s:?}");
     let _ = Tensor::scalar(0.0f32);
 }

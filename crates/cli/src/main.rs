@@ -112,6 +112,12 @@ enum Command {
         /// Write the result: `.npy` for a single tensor, `.npz` (arr_0, arr_1, ...) for several.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// Print each preparation pass's time on stderr.
+        #[arg(long = "time-passes")]
+        time_passes: bool,
+        /// Skip the graph optimizations (operator fusion, dead-code elimination).
+        #[arg(long = "no-optimize")]
+        no_optimize: bool,
     },
 }
 
@@ -147,6 +153,8 @@ fn main() -> ExitCode {
             repeat,
             stats,
             output,
+            time_passes,
+            no_optimize,
         } => run::run(&run::RunOptions {
             file,
             entry,
@@ -157,6 +165,8 @@ fn main() -> ExitCode {
             repeat: repeat as usize,
             stats,
             output,
+            time_passes,
+            no_optimize,
         }),
     };
     ExitCode::from(code)

@@ -144,8 +144,14 @@ fn block_pattern(block: &Block) -> OpPattern {
         return OpPattern::Injective;
     };
     let mut kind = OpPattern::ElemWise;
-    for (_, idx) in &ls {
-        let vars: Option<Vec<u64>> = idx.iter().map(|i| i.as_var().map(|v| v.id())).collect();
+    for (buf, idx) in &ls {
+        // Unit dimensions read at index 0 do not count (TVM's IsBroadcastPattern).
+        let vars: Option<Vec<u64>> = idx
+            .iter()
+            .zip(buf.shape())
+            .filter(|(i, d)| !(d.as_int() == Some(1) && i.as_int() == Some(0)))
+            .map(|(i, _)| i.as_var().map(|v| v.id()))
+            .collect();
         let Some(vars) = vars else {
             return OpPattern::Injective;
         };

@@ -7,6 +7,12 @@
 //! (`OutEWiseFusable`) takes its elementwise and broadcast consumers, and a reduction
 //! takes its injective producers. A group holds at most one convolution, matmul or
 //! reduction. Packed calls and any other binding are boundaries.
+//!
+//! Two differences from TVM, both towards fewer kernels: an injective group also
+//! joins a consumer group that already holds a convolution or matmul (the bias
+//! `reshape` of an imported network joins its `conv2d` + `add` + `relu`), and
+//! pooling or softmax (`OutEWiseFusable` without a multiply-accumulate) takes its
+//! injective producers as a reduction does.
 
 use std::collections::{HashMap, HashSet};
 
@@ -18,17 +24,17 @@ use relax_ir::{
     Var,
 };
 
-use crate::pattern::{op_pattern, OpPattern};
+use crate::pattern::{op_info, OpPattern};
 
 /// Most bindings in one fused group.
 const MAX_GROUP: usize = 64;
 
 /// Fuse the `call_tir` chains of every Relax function of `module`.
 pub fn fuse_ops(module: &IRModule) -> IRModule {
-    let mut patterns: HashMap<String, OpPattern> = HashMap::new();
+    let mut patterns: HashMap<String, (OpPattern, bool)> = HashMap::new();
     for (gv, f) in &module.functions {
         if let BaseFunc::Prim(p) = f {
-            patterns.insert(gv.name().to_string(), op_pattern(p));
+            patterns.insert(gv.name().to_string(), op_info(p));
         }
     }
     let mut out = module.clone();
@@ -64,7 +70,7 @@ pub fn fuse_ops(module: &IRModule) -> IRModule {
 }
 
 struct Fuser<'a> {
-    patterns: &'a HashMap<String, OpPattern>,
+    patterns: &'a HashMap<String, (OpPattern, bool)>,
     uses: HashMap<u64, usize>,
     names: &'a mut HashSet<String>,
     new_funcs: &'a mut Vec<(String, Function)>,
@@ -75,6 +81,8 @@ struct Node {
     callee: String,
     args: Vec<Var>,
     pattern: OpPattern,
+    /// A multiply-accumulate (convolution, matmul).
+    fma: bool,
 }
 
 struct Group {
@@ -103,7 +111,7 @@ impl Fuser<'_> {
         let ExprKind::GlobalVar(callee) = call.args[0].kind() else {
             return None;
         };
-        let pattern = *self.patterns.get(callee.name())?;
+        let (pattern, fma) = *self.patterns.get(callee.name())?;
         if pattern == OpPattern::Opaque {
             return None;
         }
@@ -124,6 +132,7 @@ impl Fuser<'_> {
             callee: callee.name().to_string(),
             args,
             pattern,
+            fma,
         })
     }
 
@@ -151,7 +160,9 @@ impl Fuser<'_> {
                 }
                 let gk = groups[g].kind;
                 let ok = if gk <= OpPattern::Injective {
-                    n.pattern <= OpPattern::Injective || n.pattern == OpPattern::CommReduce
+                    n.pattern <= OpPattern::Injective
+                        || n.pattern == OpPattern::CommReduce
+                        || (n.pattern == OpPattern::OutEWiseFusable && !n.fma)
                 } else if gk == OpPattern::OutEWiseFusable {
                     n.pattern <= OpPattern::Broadcast && !anchor
                 } else {

@@ -209,13 +209,19 @@ fn fuse_function(module: &IRModule, func: &Function) -> Option<PrimFunc> {
         }
     }
     // Compute every spatial intermediate inline where it is read.
+    // Intermediates between callees are not recomputed inside reductions; the
+    // callees' own scratch (padding) is, as TVM's GPU schedules inline it.
     let mut kept: Vec<Buffer> = Vec::new();
     for t in intermediates {
-        if !inline_buffer(&mut stages, &t) {
+        if !inline_buffer(&mut stages, &t, false) {
             kept.push(t);
         }
     }
-    kept.extend(allocs);
+    for t in allocs {
+        if !inline_buffer(&mut stages, &t, true) {
+            kept.push(t);
+        }
+    }
     attrs.set("tirx.noalias", AttrValue::Bool(true));
     params.push(TirVar::new_handle(out_buf.name(), Some(odt), Some("global".into())));
     let oh = params.last()?.clone();
@@ -378,13 +384,14 @@ fn reads_buffer(e: &PrimExpr, t: &Buffer) -> bool {
     found
 }
 
-/// Whether `s` writes `t` or reads it inside a reduction block.
-fn uses_in_reduction_or_writes(s: &Stmt, t: &Buffer) -> bool {
+/// Whether `s` writes `t` or (unless `reductions_ok`) reads it inside a reduction block.
+fn uses_in_reduction_or_writes(s: &Stmt, t: &Buffer, reductions_ok: bool) -> bool {
     let mut bad = false;
     let mut check = CheckUses {
         t,
         bad: &mut bad,
         in_reduce: false,
+        reductions_ok,
     };
     check.visit_stmt(s);
     bad
@@ -394,6 +401,7 @@ struct CheckUses<'a> {
     t: &'a Buffer,
     bad: &'a mut bool,
     in_reduce: bool,
+    reductions_ok: bool,
 }
 
 impl StmtExprMutator for CheckUses<'_> {
@@ -415,7 +423,7 @@ impl StmtExprMutator for CheckUses<'_> {
     }
     fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
         if let PrimExprKind::BufferLoad { buffer, .. } = e.kind() {
-            if buffer == self.t && self.in_reduce {
+            if buffer == self.t && self.in_reduce && !self.reductions_ok {
                 *self.bad = true;
             }
         }
@@ -479,7 +487,7 @@ impl StmtExprMutator for Inline<'_> {
 
 /// Inline the producer stage of `t` into its readers; false (nothing changed) when
 /// `t` is not produced by one spatial block or is read by a reduction.
-fn inline_buffer(stages: &mut Vec<Stmt>, t: &Buffer) -> bool {
+fn inline_buffer(stages: &mut Vec<Stmt>, t: &Buffer, into_reductions: bool) -> bool {
     let Some(pi) = stages.iter().position(|s| as_producer(s, t).is_some()) else {
         return false;
     };
@@ -489,13 +497,14 @@ fn inline_buffer(stages: &mut Vec<Stmt>, t: &Buffer) -> bool {
     if stages
         .iter()
         .enumerate()
-        .any(|(i, s)| i != pi && uses_in_reduction_or_writes(s, t))
+        .any(|(i, s)| i != pi && uses_in_reduction_or_writes(s, t, into_reductions))
     {
         return false;
     }
     // Recomputing a costly value at several reads would cost more than storing it.
     let reads: usize = stages.iter().map(|s| count_loads(s, t)).sum();
-    if reads > 1 && expr_size(&p.value) > MAX_DUPLICATED_NODES {
+    let size = expr_size(&p.value);
+    if (reads > 1 && size > MAX_DUPLICATED_NODES) || (into_reductions && size > MAX_REDUCTION_INLINE_NODES) {
         return false;
     }
     let mut inl = Inline { t, p: &p };
@@ -508,6 +517,10 @@ fn inline_buffer(stages: &mut Vec<Stmt>, t: &Buffer) -> bool {
     *stages = new;
     true
 }
+
+/// Largest producer expression (in nodes) inlined into a reduction (a padding
+/// condition is about 30).
+const MAX_REDUCTION_INLINE_NODES: usize = 64;
 
 /// Largest producer expression (in nodes) inlined at more than one read.
 const MAX_DUPLICATED_NODES: usize = 16;

@@ -30,54 +30,158 @@ impl OpPattern {
     }
 }
 
-/// The pattern of `f`: the least fusable pattern of its blocks; `Opaque` for a
-/// function whose statements are not all blocks with one store each.
+/// The pattern of `f`; `Opaque` for a function whose statements are not all
+/// blocks with one store each.
 pub fn op_pattern(f: &PrimFunc) -> OpPattern {
+    op_info(f).0
+}
+
+/// The pattern of `f` and whether one of its blocks is a multiply-accumulate
+/// (a convolution or matmul rather than pooling or a softmax).
+pub fn op_info(f: &PrimFunc) -> (OpPattern, bool) {
+    let outputs = f.buffer_map.iter().map(|(_, b)| b.id()).collect();
     let mut a = Analyzer {
         kind: OpPattern::ElemWise,
         any_block: false,
+        fma: false,
+        outputs,
     };
-    a.stmt(&f.body, false);
+    a.stmt(&f.body);
     if a.any_block {
-        a.kind
+        (a.kind, a.fma)
     } else {
-        OpPattern::Opaque
+        (OpPattern::Opaque, false)
     }
 }
 
 struct Analyzer {
     kind: OpPattern,
     any_block: bool,
+    fma: bool,
+    /// The function's parameter buffers.
+    outputs: std::collections::HashSet<u64>,
 }
 
 impl Analyzer {
     fn join(&mut self, k: OpPattern) {
         self.kind = self.kind.max(k);
     }
-    fn stmt(&mut self, s: &Stmt, in_block: bool) {
+    fn stmt(&mut self, s: &Stmt) {
         match s {
             Stmt::BlockRealize { block, .. } => {
                 if contains_block(&block.body) {
                     // The root (or an outer) block: look inside.
-                    self.stmt(&block.body, true);
+                    self.stmt(&block.body);
                 } else {
                     self.any_block = true;
-                    let k = block_pattern(block);
-                    self.join(k);
+                    self.block(block);
                 }
             }
             Stmt::For { kind, body, .. } => {
                 if *kind == ForKind::ThreadBinding {
                     self.join(OpPattern::Opaque);
                 }
-                self.stmt(body, in_block)
+                self.stmt(body)
             }
-            Stmt::Seq(v) => v.iter().for_each(|x| self.stmt(x, in_block)),
-            Stmt::Alloc { body, .. } => self.stmt(body, in_block),
+            Stmt::Seq(v) => v.iter().for_each(|x| self.stmt(x)),
+            Stmt::Alloc { body, .. } => self.stmt(body),
             // Stores outside blocks, conditions, threads, externs: opaque.
             _ => self.join(OpPattern::Opaque),
         }
     }
+    /// TVM's `PatternKindAnalyzer::VisitStmt_(BlockNode)`.
+    fn block(&mut self, block: &Block) {
+        let Stmt::BufferStore {
+            buffer, value, indices, ..
+        } = &*block.body
+        else {
+            return self.join(OpPattern::Opaque);
+        };
+        let mut ls = Vec::new();
+        if loads(value, &mut ls).is_none() {
+            return self.join(OpPattern::Opaque);
+        }
+        // The index pattern of every load against the store.
+        let mut pair = Some(OpPattern::ElemWise);
+        let mut has_elemwise = false;
+        for (buf, idx) in &ls {
+            let k = if idx_equal(idx, indices) {
+                has_elemwise = true;
+                OpPattern::ElemWise
+            } else if is_broadcast(buf, idx, indices) {
+                OpPattern::Broadcast
+            } else if is_injective(idx, indices) {
+                OpPattern::Injective
+            } else {
+                pair = None;
+                break;
+            };
+            pair = pair.map(|p| p.max(k));
+        }
+        if let Some(mut p) = pair {
+            if p == OpPattern::Broadcast && has_elemwise {
+                p = OpPattern::ElemWise;
+            }
+            // Reduce then injective (softmax, mean).
+            if self.outputs.contains(&buffer.id()) && self.kind == OpPattern::CommReduce {
+                self.kind = OpPattern::OutEWiseFusable;
+            } else {
+                self.join(p);
+            }
+            return;
+        }
+        let reduce = block.iter_vars.iter().any(|iv| iv.kind == IterKind::CommReduce);
+        if !reduce {
+            return self.join(OpPattern::Opaque);
+        }
+        if is_fma(buffer, value) {
+            self.fma = true;
+            return self.join(OpPattern::OutEWiseFusable);
+        }
+        // Pooling reads at computed indices: not a pure reduction.
+        if ls.iter().any(|(_, idx)| idx.iter().any(|i| i.as_var().is_none())) {
+            return self.join(OpPattern::OutEWiseFusable);
+        }
+        self.join(OpPattern::CommReduce);
+    }
+}
+
+fn var_ids(idx: &[PrimExpr]) -> Option<Vec<u64>> {
+    idx.iter().map(|i| i.as_var().map(|v| v.id())).collect()
+}
+
+fn idx_equal(a: &[PrimExpr], b: &[PrimExpr]) -> bool {
+    match (var_ids(a), var_ids(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Load indices: the store's variables in order, some missing, unit dimensions
+/// read at index 0 skipped (TVM's `IsBroadcastPattern`).
+fn is_broadcast(buf: &Buffer, idx: &[PrimExpr], store: &[PrimExpr]) -> bool {
+    let Some(store) = var_ids(store) else { return false };
+    let vars: Option<Vec<u64>> = idx
+        .iter()
+        .zip(buf.shape())
+        .filter(|(i, d)| !(d.as_int() == Some(1) && i.as_int() == Some(0)))
+        .map(|(i, _)| i.as_var().map(|v| v.id()))
+        .collect();
+    let Some(vars) = vars else { return false };
+    let mut it = store.iter();
+    vars.iter().all(|v| it.any(|s| s == v))
+}
+
+/// Load indices use only variables of the store's indices.
+fn is_injective(idx: &[PrimExpr], store: &[PrimExpr]) -> bool {
+    let allowed: std::collections::HashSet<u64> = store
+        .iter()
+        .flat_map(relax_ir::visit::free_tir_vars)
+        .map(|v| v.id())
+        .collect();
+    idx.iter()
+        .flat_map(relax_ir::visit::free_tir_vars)
+        .all(|v| allowed.contains(&v.id()))
 }
 
 fn contains_block(s: &Stmt) -> bool {
@@ -110,63 +214,6 @@ fn loads(e: &PrimExpr, out: &mut Vec<(Buffer, Vec<PrimExpr>)>) -> Option<()> {
     let mut ok = true;
     for_each_prim_child(e, &mut |c| ok &= loads(c, out).is_some());
     ok.then_some(())
-}
-
-/// The pattern of one leaf block.
-fn block_pattern(block: &Block) -> OpPattern {
-    let Stmt::BufferStore {
-        buffer, value, indices, ..
-    } = &*block.body
-    else {
-        return OpPattern::Opaque;
-    };
-    if block
-        .iter_vars
-        .iter()
-        .any(|iv| matches!(iv.kind, IterKind::Ordered | IterKind::Opaque))
-    {
-        return OpPattern::Opaque;
-    }
-    let mut ls = Vec::new();
-    if loads(value, &mut ls).is_none() {
-        return OpPattern::Opaque;
-    }
-    let reduce = block.iter_vars.iter().any(|iv| iv.kind == IterKind::CommReduce);
-    if reduce || block.init.is_some() {
-        return if is_fma(buffer, value) {
-            OpPattern::OutEWiseFusable
-        } else {
-            OpPattern::CommReduce
-        };
-    }
-    let store_vars: Option<Vec<u64>> = indices.iter().map(|i| i.as_var().map(|v| v.id())).collect();
-    let Some(store_vars) = store_vars else {
-        return OpPattern::Injective;
-    };
-    let mut kind = OpPattern::ElemWise;
-    for (buf, idx) in &ls {
-        // Unit dimensions read at index 0 do not count (TVM's IsBroadcastPattern).
-        let vars: Option<Vec<u64>> = idx
-            .iter()
-            .zip(buf.shape())
-            .filter(|(i, d)| !(d.as_int() == Some(1) && i.as_int() == Some(0)))
-            .map(|(i, _)| i.as_var().map(|v| v.id()))
-            .collect();
-        let Some(vars) = vars else {
-            return OpPattern::Injective;
-        };
-        if vars == store_vars {
-            continue;
-        }
-        // A subsequence of the store's indices, in order.
-        let mut it = store_vars.iter();
-        if vars.iter().all(|v| it.any(|s| s == v)) {
-            kind = kind.max(OpPattern::Broadcast);
-        } else {
-            return OpPattern::Injective;
-        }
-    }
-    kind
 }
 
 /// `C[..] = C[..] + a * b` (casts allowed): a multiply-accumulate.

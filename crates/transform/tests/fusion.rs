@@ -82,7 +82,7 @@ fn patterns_of_legalized_operators() {
         _ => panic!("no PrimFunc {n}"),
     };
     assert_eq!(pat("matmul"), OpPattern::OutEWiseFusable);
-    assert_eq!(pat("add"), OpPattern::Broadcast);
+    assert_eq!(pat("add"), OpPattern::ElemWise);
     assert_eq!(pat("relu"), OpPattern::ElemWise);
     assert_eq!(pat("tir_exp"), OpPattern::ElemWise);
 }

@@ -44,8 +44,9 @@ pub struct EngineConfig {
     /// Lower Relax operators to `call_tir` of generated TIR PrimFuncs at load
     /// (`relax_checker::op::legalize::legalize_module`), after checking.
     pub legalize: bool,
-    /// Run the graph optimizations of the default pipeline after legalization
-    /// (`fuse-ops`, `fuse-tir`, `dead-code-elimination`; see `relax_transform`).
+    /// Run the graph optimizations of the default pipeline (with legalization):
+    /// `decompose-ops-for-inference` before it, `fuse-ops`, `fuse-tir` and
+    /// `dead-code-elimination` after it (see `relax_transform`).
     pub optimize: bool,
     /// Simulated device-memory limit of the GPU the engine opens (a small device for
     /// out-of-memory tests); `None`: the driver's limit.
@@ -516,6 +517,9 @@ impl Engine {
             names.push("check");
         }
         if self.config.legalize {
+            if self.config.optimize {
+                names.extend(["decompose-ops-for-inference", "dead-code-elimination"]);
+            }
             names.push("legalize");
             if self.config.optimize {
                 names.extend(["fuse-ops", "fuse-tir", "dead-code-elimination"]);

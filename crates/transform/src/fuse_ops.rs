@@ -8,11 +8,12 @@
 //! takes its injective producers. A group holds at most one convolution, matmul or
 //! reduction. Packed calls and any other binding are boundaries.
 //!
-//! Two differences from TVM, both towards fewer kernels: an injective group also
+//! Three differences from TVM, all towards fewer kernels: an injective group also
 //! joins a consumer group that already holds a convolution or matmul (the bias
-//! `reshape` of an imported network joins its `conv2d` + `add` + `relu`), and
-//! pooling or softmax (`OutEWiseFusable` without a multiply-accumulate) takes its
-//! injective producers as a reduction does.
+//! `reshape` of an imported network joins its `conv2d` + `add` + `relu`); pooling
+//! or softmax (`OutEWiseFusable` without a multiply-accumulate) takes its
+//! injective producers as a reduction does; and a reduction (`CommReduce`) takes
+//! its elementwise consumers as a convolution does.
 
 use std::collections::{HashMap, HashSet};
 
@@ -163,10 +164,9 @@ impl Fuser<'_> {
                     n.pattern <= OpPattern::Injective
                         || n.pattern == OpPattern::CommReduce
                         || (n.pattern == OpPattern::OutEWiseFusable && !n.fma)
-                } else if gk == OpPattern::OutEWiseFusable {
-                    n.pattern <= OpPattern::Broadcast && !anchor
                 } else {
-                    false
+                    // A convolution, matmul or reduction takes its elementwise epilogue.
+                    n.pattern <= OpPattern::Broadcast && !anchor
                 };
                 if !ok || size + groups[g].members.len() > MAX_GROUP {
                     continue;

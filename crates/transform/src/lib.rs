@@ -5,6 +5,7 @@
 //! pipeline); each other module is one pass.
 
 pub mod dce;
+pub mod decompose;
 pub mod fuse_ops;
 pub mod fuse_tir;
 pub mod pass;

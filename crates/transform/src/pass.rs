@@ -221,6 +221,10 @@ pub fn registered_passes() -> &'static [(&'static str, &'static str)] {
             "propagate virtual devices and desugar hint_on_device",
         ),
         (
+            "decompose-ops-for-inference",
+            "inference batch norm becomes elementwise arithmetic (DecomposeOpsForInference)",
+        ),
+        (
             "legalize",
             "lower operators to call_tir of generated PrimFuncs (LegalizeOps)",
         ),
@@ -266,6 +270,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
             errors_only(r.diagnostics).map(|()| r.module)
         }),
         "legalize" => pass_fn(name, relax_checker::op::legalize::legalize_module),
+        "decompose-ops-for-inference" => pass_fn(name, crate::decompose::decompose_ops_for_inference),
         "dead-code-elimination" => pass_fn(name, |m: &IRModule| {
             Ok::<_, String>(crate::dce::dead_code_elimination(m))
         }),
@@ -275,11 +280,21 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
     })
 }
 
-/// The pipeline a module goes through before it runs: `check`, `legalize`,
-/// `fuse-ops`, `fuse-tir`, `dead-code-elimination`.
+/// The passes of [`default_pipeline`], in order.
+pub const DEFAULT_PASSES: &[&str] = &[
+    "check",
+    "decompose-ops-for-inference",
+    "dead-code-elimination",
+    "legalize",
+    "fuse-ops",
+    "fuse-tir",
+    "dead-code-elimination",
+];
+
+/// The pipeline a module goes through before it runs: [`DEFAULT_PASSES`].
 pub fn default_pipeline() -> Pipeline {
     let mut p = Pipeline::new();
-    for name in ["check", "legalize", "fuse-ops", "fuse-tir", "dead-code-elimination"] {
+    for name in DEFAULT_PASSES {
         if let Some(pass) = lookup(name) {
             p.push(pass);
         }

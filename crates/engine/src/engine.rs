@@ -518,7 +518,11 @@ impl Engine {
         }
         if self.config.legalize {
             if self.config.optimize {
-                names.extend(["decompose-ops-for-inference", "dead-code-elimination"]);
+                names.extend([
+                    "decompose-ops-for-inference",
+                    "simplify-stack-sum",
+                    "dead-code-elimination",
+                ]);
             }
             names.push("legalize");
             if self.config.optimize {

@@ -10,5 +10,6 @@ pub mod fuse_ops;
 pub mod fuse_tir;
 pub mod pass;
 pub mod pattern;
+pub mod simplify;
 
 pub use pass::{default_pipeline, lookup, pass_fn, registered_passes, Pass, PassError, PassTiming, Pipeline};

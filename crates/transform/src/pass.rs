@@ -225,6 +225,10 @@ pub fn registered_passes() -> &'static [(&'static str, &'static str)] {
             "inference batch norm becomes elementwise arithmetic (DecomposeOpsForInference)",
         ),
         (
+            "simplify-stack-sum",
+            "sum over a stack of tensors becomes additions (an ONNX residual Sum)",
+        ),
+        (
             "legalize",
             "lower operators to call_tir of generated PrimFuncs (LegalizeOps)",
         ),
@@ -271,6 +275,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
         }),
         "legalize" => pass_fn(name, relax_checker::op::legalize::legalize_module),
         "decompose-ops-for-inference" => pass_fn(name, crate::decompose::decompose_ops_for_inference),
+        "simplify-stack-sum" => pass_fn(name, crate::simplify::simplify_stack_sum),
         "dead-code-elimination" => pass_fn(name, |m: &IRModule| {
             Ok::<_, String>(crate::dce::dead_code_elimination(m))
         }),
@@ -284,6 +289,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
 pub const DEFAULT_PASSES: &[&str] = &[
     "check",
     "decompose-ops-for-inference",
+    "simplify-stack-sum",
     "dead-code-elimination",
     "legalize",
     "fuse-ops",

@@ -57,6 +57,7 @@ fn run(m: &IRModule, device: DeviceChoice, optimize: bool, args: &[Value]) -> Op
         ..EngineConfig::default()
     });
     if device == DeviceChoice::Gpu && engine.gpu_runtime().is_none() {
+        eprintln!("no GPU adapter: the GPU comparison is skipped");
         return None;
     }
     let loaded = engine.load(m).expect("loads");
@@ -153,5 +154,47 @@ fn fused_mlp_computes_the_same_on_host_and_gpu() {
     if let Some((gpu, k)) = run(&m, DeviceChoice::Gpu, true, &args) {
         assert_close(&gpu, &reference);
         assert_eq!(k, 2);
+    }
+}
+
+#[test]
+fn batch_norm_and_residual_sum_fuse_into_the_convolution() {
+    let m = module("bn_residual.py");
+    let opt = relax_transform::default_pipeline()
+        .verify(true)
+        .run(m.clone())
+        .expect("default pipeline");
+    let prims: Vec<&str> = opt
+        .functions
+        .iter()
+        .filter(|(_, f)| matches!(f, BaseFunc::Prim(_)))
+        .map(|(g, _)| g.name())
+        .collect();
+    assert_eq!(prims.len(), 1, "one fused PrimFunc: {prims:?}");
+    assert!(prims[0].starts_with("fused_conv2d"), "{prims:?}");
+    // The variance is positive: (v + 1) squared.
+    let v = match tensor(&[4], 6) {
+        Value::Tensor(t) => {
+            let a = t.to_array::<f32>().expect("f32").mapv(|x| (x + 1.5) * (x + 1.5));
+            Value::Tensor(relax_engine::Tensor::from_array(&a))
+        }
+        other => other,
+    };
+    let args = vec![
+        tensor(&[1, 4, 6, 6], 1),
+        tensor(&[4, 4, 3, 3], 2),
+        tensor(&[4], 3),
+        tensor(&[4], 4),
+        tensor(&[4], 5),
+        v,
+    ];
+    let (reference, unfused) = run(&m, DeviceChoice::Cpu, false, &args).expect("host");
+    let (host, fused) = run(&m, DeviceChoice::Cpu, true, &args).expect("host");
+    assert_close(&host, &reference);
+    assert!(unfused >= 4, "{unfused}");
+    assert_eq!(fused, 1);
+    if let Some((gpu, k)) = run(&m, DeviceChoice::Gpu, true, &args) {
+        assert_close(&gpu, &reference);
+        assert_eq!(k, 1);
     }
 }

@@ -164,6 +164,13 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
             "stats: allocations {}, bytes allocated {}, device allocations {}",
             s.allocations, s.bytes_allocated, s.device_allocations
         );
+        // Peak memory: weights, inputs and the intermediates alive at once.
+        let gpu_pool = loaded.gpu_runtime_stats().map(|g| g.allocated_bytes).unwrap_or(0);
+        eprintln!(
+            "stats: peak bytes: host tensors {}, GPU buffer pool {}",
+            relax_engine::host_peak_bytes(),
+            gpu_pool
+        );
         eprintln!(
             "stats: time total {:.3} ms, per run mean {:.3} ms, min {:.3} ms",
             total.as_secs_f64() * 1e3,

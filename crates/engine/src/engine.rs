@@ -336,6 +336,8 @@ pub(crate) struct Program {
     pub prim_symbols: HashMap<String, GlobalVar>,
     /// Free variables of local functions, by the address of their `Function` node.
     free_var_cache: Mutex<HashMap<usize, Arc<[Var]>>>,
+    /// Memory plans of dataflow blocks, by the address of their bindings.
+    release_plans: Mutex<HashMap<usize, Arc<Vec<Vec<Var>>>>>,
     /// Compiled kernels, by PrimFunc name and device (compiled on first use).
     kernels: Mutex<HashMap<(GlobalVar, Place), KernelSlot>>,
     cache_kernels: bool,
@@ -390,6 +392,42 @@ impl Program {
             name: name.to_string(),
             message,
         })
+    }
+
+    /// The memory plan of a dataflow block (cached): after binding `i`, the dataflow
+    /// variables in entry `i` are not used again, so their tensors are released and
+    /// their storage can serve later bindings (the GPU buffer pool and the host
+    /// allocator reuse it). Dataflow variables never leave their block, so a
+    /// variable's last use in the block is its last use.
+    pub(crate) fn release_plan(&self, block: &relax_ir::BindingBlock) -> Arc<Vec<Vec<Var>>> {
+        let key = block.bindings.as_ptr() as usize;
+        if let Ok(cache) = self.release_plans.lock() {
+            if let Some(p) = cache.get(&key) {
+                return p.clone();
+            }
+        }
+        let mut last: HashMap<Var, usize> = HashMap::new();
+        for (i, b) in block.bindings.iter().enumerate() {
+            if b.var().is_dataflow() {
+                last.insert(b.var().clone(), i);
+            }
+            relax_ir::visit::for_each_expr(b.value(), &mut |e| {
+                if let relax_ir::ExprKind::Var(v) = e.kind() {
+                    if v.is_dataflow() {
+                        last.insert(v.clone(), i);
+                    }
+                }
+            });
+        }
+        let mut plan = vec![Vec::new(); block.bindings.len()];
+        for (v, i) in last {
+            plan[i].push(v);
+        }
+        let plan = Arc::new(plan);
+        if let Ok(mut cache) = self.release_plans.lock() {
+            cache.insert(key, plan.clone());
+        }
+        plan
     }
 
     /// The free Relax variables of the function expression `e` (cached).
@@ -597,6 +635,7 @@ impl Engine {
                 max_depth: self.config.max_call_depth,
                 prim_symbols,
                 free_var_cache: Mutex::default(),
+                release_plans: Mutex::default(),
                 kernels: Mutex::default(),
                 cache_kernels: self.config.cache_kernels,
             }),

@@ -1,5 +1,5 @@
-//! `dead-code-elimination`: unused bindings in dataflow blocks (which hold only pure
-//! computations) and private functions no public function reaches.
+//! `dead-code-elimination`: unused bindings of pure values in dataflow blocks and
+//! private functions no public function reaches.
 
 use std::collections::HashSet;
 
@@ -13,7 +13,7 @@ pub fn dead_code_elimination(module: &IRModule) -> IRModule {
     let mut out = module.clone();
     for f in out.functions.values_mut() {
         if let BaseFunc::Relax(func) = f {
-            *func = RemoveUnused.visit_function(func);
+            *func = RemoveUnused { module }.visit_function(func);
         }
     }
     remove_unreachable(&out)
@@ -28,9 +28,27 @@ fn used_vars(e: &Expr, used: &mut HashSet<u64>) {
     });
 }
 
-struct RemoveUnused;
+struct RemoveUnused<'a> {
+    module: &'a IRModule,
+}
 
-impl ExprMutator for RemoveUnused {
+impl RemoveUnused<'_> {
+    /// Whether evaluating `e` has no effect: not a call, or a call of a pure operator
+    /// or of a pure module function. Calls of packed functions are kept.
+    fn is_pure(&self, e: &Expr) -> bool {
+        let Some(c) = e.as_call() else { return true };
+        match c.op.kind() {
+            ExprKind::Op(name) => relax_checker::derive::op_is_pure(name) && name != "relax.call_packed",
+            ExprKind::GlobalVar(g) => match self.module.get(g.name()) {
+                Some(BaseFunc::Relax(f)) => f.is_pure,
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
+impl ExprMutator for RemoveUnused<'_> {
     fn visit_expr(&mut self, e: &Expr) -> Expr {
         let ExprKind::Seq(seq) = e.kind() else {
             return walk_expr(self, e);
@@ -44,7 +62,7 @@ impl ExprMutator for RemoveUnused {
         for block in blocks.iter_mut().rev() {
             let mut kept = Vec::with_capacity(block.bindings.len());
             for b in block.bindings.iter().rev() {
-                let removable = block.is_dataflow && matches!(b, Binding::VarBinding { .. });
+                let removable = block.is_dataflow && matches!(b, Binding::VarBinding { .. }) && self.is_pure(b.value());
                 if removable && !used.contains(&b.var().id()) {
                     continue;
                 }

@@ -222,6 +222,8 @@ fn fuse_function(module: &IRModule, func: &Function) -> Option<PrimFunc> {
             kept.push(t);
         }
     }
+    // A convolution's or pooling's elementwise epilogue joins its loop nest.
+    kept.retain(|t| !epilogue_into_reduction(&mut stages, t));
     attrs.set("tirx.noalias", AttrValue::Bool(true));
     params.push(TirVar::new_handle(out_buf.name(), Some(odt), Some("global".into())));
     let oh = params.last()?.clone();
@@ -550,4 +552,232 @@ fn count_loads(s: &Stmt, t: &Buffer) -> usize {
     let mut c = Count { t, n: 0 };
     c.visit_stmt(s);
     c.n
+}
+
+/// The loops of a stage down to its single block: `(loop var, extent)` outermost
+/// first, the block's iteration values and the block.
+fn loop_nest(s: &Stmt) -> Option<(Vec<(TirVar, PrimExpr)>, &[PrimExpr], &Block)> {
+    let mut loops = Vec::new();
+    let mut cur = s;
+    while let Stmt::For {
+        var,
+        min,
+        extent,
+        kind,
+        body,
+        ..
+    } = cur
+    {
+        if min.as_int() != Some(0) || *kind == ForKind::ThreadBinding {
+            return None;
+        }
+        loops.push((var.clone(), extent.clone()));
+        cur = body;
+    }
+    match cur {
+        Stmt::BlockRealize {
+            iter_values,
+            predicate: None,
+            block,
+        } => Some((loops, iter_values, block)),
+        _ => None,
+    }
+}
+
+/// Replace loads of `t` by `with`.
+struct ReplaceLoads<'a> {
+    t: &'a Buffer,
+    with: PrimExpr,
+}
+
+impl StmtExprMutator for ReplaceLoads<'_> {
+    fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
+        if let PrimExprKind::BufferLoad { buffer, .. } = e.kind() {
+            if buffer == self.t {
+                return self.with.clone();
+            }
+        }
+        walk_prim_expr(self, e)
+    }
+}
+
+/// Whether a load in `e` has an index that is not a plain variable (a convolution
+/// window or padding, as opposed to a matmul, which keeps its own GPU schedule).
+fn has_computed_index(e: &PrimExpr) -> bool {
+    if let PrimExprKind::BufferLoad { indices, .. } = e.kind() {
+        if indices.iter().any(|i| i.as_var().is_none()) {
+            return true;
+        }
+    }
+    let mut found = false;
+    relax_ir::visit::for_each_prim_child(e, &mut |c| found |= has_computed_index(c));
+    found
+}
+
+/// When `t` is produced by a reduction stage (spatial loops outside, reduction loops
+/// inside) and read only by the next stage, an elementwise one at the same index,
+/// merge both into one loop nest: the reduction accumulates in a local scalar and
+/// the epilogue stores from it (TVM's schedules do the same with
+/// `reverse_compute_inline`). Returns whether `stages` changed.
+fn epilogue_into_reduction(stages: &mut Vec<Stmt>, t: &Buffer) -> bool {
+    let Some(ri) = stages.iter().position(|s| {
+        loop_nest(s).is_some_and(|(_, _, b)| {
+            matches!(&*b.body, Stmt::BufferStore { buffer, .. } if buffer == t) && b.init.is_some()
+        })
+    }) else {
+        return false;
+    };
+    let ci = ri + 1;
+    if ci >= stages.len()
+        || stages
+            .iter()
+            .enumerate()
+            .any(|(i, s)| i != ci && i != ri && count_loads(s, t) > 0)
+    {
+        return false;
+    }
+    let Some((loops, values, red)) = loop_nest(&stages[ri]) else {
+        return false;
+    };
+    let Some(cons) = as_producer_any(&stages[ci]) else {
+        return false;
+    };
+    let (
+        Stmt::BufferStore {
+            value: upd,
+            indices: sidx,
+            ..
+        },
+        Some(init),
+    ) = (&*red.body, red.init.as_deref())
+    else {
+        return false;
+    };
+    let Stmt::BufferStore { value: init_v, .. } = init else {
+        return false;
+    };
+    if !red.alloc_buffers.is_empty() || !red.match_buffers.is_empty() || values.len() != red.iter_vars.len() {
+        return false;
+    }
+    // Spatial iteration variables first, each bound to its own loop, in `t`'s order.
+    let n_sp = red
+        .iter_vars
+        .iter()
+        .take_while(|iv| iv.kind == IterKind::DataPar)
+        .count();
+    if n_sp != t.shape().len()
+        || n_sp > loops.len()
+        || red.iter_vars[n_sp..].iter().any(|iv| iv.kind != IterKind::CommReduce)
+        || !has_computed_index(upd)
+    {
+        return false;
+    }
+    let mut vmap: HashMap<u64, PrimExpr> = HashMap::new();
+    for (k, iv) in red.iter_vars.iter().enumerate() {
+        let Some(lv) = values[k].as_var() else { return false };
+        let pos = loops.iter().position(|(v, _)| v == lv);
+        match pos {
+            Some(p) if (k < n_sp) == (p < n_sp) && (k >= n_sp || p == k) => {}
+            _ => return false,
+        }
+        if k < n_sp && sidx[k].as_var() != Some(&iv.var) {
+            return false;
+        }
+        vmap.insert(iv.var.id(), lv.to_expr());
+    }
+    if sidx.len() != n_sp || loops.len() != red.iter_vars.len() {
+        return false;
+    }
+    // The epilogue reads `t` only at its own index, over the same extents.
+    if cons.iter_vars.len() != n_sp || !reads_only_at(&cons.value, t, &cons.iter_vars) {
+        return false;
+    }
+    let same = |a: &PrimExpr, b: &PrimExpr| a.as_int().is_some() && a.as_int() == b.as_int();
+    if cons.out.shape().len() != n_sp
+        || (0..n_sp).any(|k| !same(&cons.out.shape()[k], &t.shape()[k]) || !same(&loops[k].1, &t.shape()[k]))
+    {
+        return false;
+    }
+    for (k, v) in cons.iter_vars.iter().enumerate() {
+        vmap.insert(v.id(), loops[k].0.to_expr());
+    }
+    let acc = Buffer::with_scope("acc", t.dtype(), vec![PrimExpr::int(1)], "local");
+    let zero = PrimExpr::int(0);
+    let acc_load = PrimExpr::load(&acc, vec![zero.clone()]);
+    let sub = |e: &PrimExpr| substitute_prim_expr(e, &|v| vmap.get(&v.id()).cloned());
+    let mut rep = ReplaceLoads {
+        t,
+        with: acc_load.clone(),
+    };
+    let store_acc = |v: PrimExpr| Stmt::BufferStore {
+        buffer: acc.clone(),
+        value: v,
+        indices: vec![zero.clone()],
+        span: relax_ir::Span::NONE,
+    };
+    let mut inner = store_acc(sub(&rep.visit_prim_expr(upd)));
+    for (v, ext) in loops[n_sp..].iter().rev() {
+        inner = for_loop(v, ext, ForKind::Serial, inner);
+    }
+    let epi = Stmt::BufferStore {
+        buffer: cons.out.clone(),
+        value: sub(&rep.visit_prim_expr(&cons.value)),
+        indices: loops[..n_sp].iter().map(|(v, _)| v.to_expr()).collect(),
+        span: relax_ir::Span::NONE,
+    };
+    let mut nest = Stmt::Alloc {
+        buffer: acc.clone(),
+        body: Box::new(Stmt::Seq(vec![store_acc(sub(init_v)), inner, epi])),
+    };
+    for (v, ext) in loops[..n_sp].iter().rev() {
+        nest = for_loop(v, ext, ForKind::Parallel, nest);
+    }
+    stages[ri] = nest;
+    stages.remove(ci);
+    true
+}
+
+fn for_loop(v: &TirVar, extent: &PrimExpr, kind: ForKind, body: Stmt) -> Stmt {
+    Stmt::For {
+        var: v.clone(),
+        min: PrimExpr::int_of(0, extent.dtype()),
+        extent: extent.clone(),
+        kind,
+        thread_tag: None,
+        annotations: Attrs::new(),
+        body: Box::new(body),
+    }
+}
+
+/// A spatial stage `for i..: block(v = i): out[v] = value` writing any buffer.
+struct Consumer {
+    iter_vars: Vec<TirVar>,
+    value: PrimExpr,
+    out: Buffer,
+}
+
+fn as_producer_any(s: &Stmt) -> Option<Consumer> {
+    let (_, _, block) = loop_nest(s)?;
+    let Stmt::BufferStore { buffer, .. } = &*block.body else {
+        return None;
+    };
+    let p = as_producer(s, buffer)?;
+    Some(Consumer {
+        iter_vars: p.iter_vars,
+        value: p.value,
+        out: buffer.clone(),
+    })
+}
+
+/// Every load of `t` in `e` is at exactly `vars`.
+fn reads_only_at(e: &PrimExpr, t: &Buffer, vars: &[TirVar]) -> bool {
+    if let PrimExprKind::BufferLoad { buffer, indices } = e.kind() {
+        if buffer == t && (indices.len() != vars.len() || indices.iter().zip(vars).any(|(i, v)| i.as_var() != Some(v)))
+        {
+            return false;
+        }
+    }
+    let mut ok = true;
+    relax_ir::visit::for_each_prim_child(e, &mut |c| ok &= reads_only_at(c, t, vars));
+    ok
 }

@@ -172,6 +172,16 @@ fn batch_norm_and_residual_sum_fuse_into_the_convolution() {
         .collect();
     assert_eq!(prims.len(), 1, "one fused PrimFunc: {prims:?}");
     assert!(prims[0].starts_with("fused_conv2d"), "{prims:?}");
+    // One loop nest: the padding, batch norm, residual add and relu are computed in
+    // the convolution's loops, with no intermediate buffer.
+    let Some(BaseFunc::Prim(p)) = opt.get(prims[0]) else {
+        panic!("PrimFunc")
+    };
+    let relax_ir::Stmt::BlockRealize { block, .. } = &p.body else {
+        panic!("root block")
+    };
+    assert!(block.alloc_buffers.is_empty(), "{:?}", block.alloc_buffers);
+    assert!(matches!(&*block.body, relax_ir::Stmt::For { .. }), "one stage");
     // The variance is positive: (v + 1) squared.
     let v = match tensor(&[4], 6) {
         Value::Tensor(t) => {

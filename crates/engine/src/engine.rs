@@ -567,7 +567,8 @@ impl Engine {
                 names.extend(["fuse-ops", "fuse-tir", "dead-code-elimination"]);
             }
         }
-        let mut p = relax_transform::Pipeline::new();
+        // Exactly the configured passes (`check: false` means no check).
+        let mut p = relax_transform::Pipeline::new().add_required(false);
         for name in names {
             if let Some(pass) = relax_transform::lookup(name) {
                 p.push(pass);

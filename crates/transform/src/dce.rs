@@ -88,8 +88,9 @@ fn is_public(f: &BaseFunc) -> bool {
     }
 }
 
-/// The module without the private functions no public function reaches.
-fn remove_unreachable(module: &IRModule) -> IRModule {
+/// The module without the private functions no public function reaches (all of
+/// them when it has no public function).
+pub(crate) fn remove_unreachable(module: &IRModule) -> IRModule {
     if !module.functions.values().any(is_public) {
         return module.clone();
     }

@@ -57,7 +57,8 @@ pub fn fuse_tir(module: &IRModule) -> Result<IRModule, Diagnostic> {
     for (name, pf) in fused {
         out.functions.insert(GlobalVar::new(&name), BaseFunc::Prim(pf));
     }
-    Ok(out)
+    // The PrimFuncs only the groups called are gone with them.
+    Ok(crate::dce::remove_unreachable(&out))
 }
 
 /// Rewrites calls of fused functions into `call_tir`.

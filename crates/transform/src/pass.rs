@@ -14,6 +14,11 @@ pub trait Pass: Send + Sync {
     fn name(&self) -> &str;
     /// Transform `module`; a failure is reported as diagnostics.
     fn run(&self, module: IRModule) -> Result<IRModule, Vec<Diagnostic>>;
+    /// Registered passes that must have run before this one (TVM's
+    /// `PassInfo.required`): a [`Pipeline`] runs those it has not run yet first.
+    fn required(&self) -> &[&'static str] {
+        &[]
+    }
 }
 
 /// A pass that failed, or a module that a pass left ill-formed.
@@ -77,6 +82,7 @@ type PassFn = dyn Fn(IRModule) -> Result<IRModule, Vec<Diagnostic>> + Send + Syn
 struct FnPass {
     name: String,
     f: Box<PassFn>,
+    required: &'static [&'static str],
 }
 
 impl Pass for FnPass {
@@ -85,6 +91,9 @@ impl Pass for FnPass {
     }
     fn run(&self, module: IRModule) -> Result<IRModule, Vec<Diagnostic>> {
         (self.f)(module)
+    }
+    fn required(&self) -> &[&'static str] {
+        self.required
     }
 }
 
@@ -97,6 +106,20 @@ where
     Arc::new(FnPass {
         name: name.to_string(),
         f: Box::new(move |m: IRModule| f(&m).map_err(IntoDiagnostics::into_diagnostics)),
+        required: &[],
+    })
+}
+
+/// [`pass_fn`] with passes that must run before it.
+fn pass_fn_after<E, F>(name: &str, required: &'static [&'static str], f: F) -> Arc<dyn Pass>
+where
+    E: IntoDiagnostics,
+    F: Fn(&IRModule) -> Result<IRModule, E> + Send + Sync + 'static,
+{
+    Arc::new(FnPass {
+        name: name.to_string(),
+        f: Box::new(move |m: IRModule| f(&m).map_err(IntoDiagnostics::into_diagnostics)),
+        required,
     })
 }
 
@@ -114,6 +137,7 @@ pub struct PassTiming {
 pub struct Pipeline {
     passes: Vec<Arc<dyn Pass>>,
     verify: bool,
+    add_required: bool,
 }
 
 impl Default for Pipeline {
@@ -138,6 +162,7 @@ impl Pipeline {
         Pipeline {
             passes: Vec::new(),
             verify: cfg!(debug_assertions) || std::env::var("RELAX_VERIFY_PASSES").is_ok_and(|v| v == "1"),
+            add_required: true,
         }
     }
     /// Append `pass`.
@@ -167,6 +192,12 @@ impl Pipeline {
         self.verify = on;
         self
     }
+    /// Whether a pass's [`Pass::required`] passes that have not run yet are run
+    /// before it (on by default); off, the pipeline runs exactly its passes.
+    pub fn add_required(mut self, on: bool) -> Pipeline {
+        self.add_required = on;
+        self
+    }
     /// The passes' names, in order.
     pub fn names(&self) -> Vec<String> {
         self.passes.iter().map(|p| p.name().to_string()).collect()
@@ -179,7 +210,20 @@ impl Pipeline {
     /// [`Pipeline::run`], also returning each pass's time.
     pub fn run_timed(&self, mut module: IRModule) -> Result<(IRModule, Vec<PassTiming>), PassError> {
         let mut timings = Vec::with_capacity(self.passes.len());
+        let mut queue: Vec<Arc<dyn Pass>> = Vec::new();
         for pass in &self.passes {
+            if self.add_required {
+                for r in pass.required() {
+                    if !queue.iter().any(|q| q.name() == *r) {
+                        if let Some(p) = lookup(r) {
+                            queue.push(p);
+                        }
+                    }
+                }
+            }
+            queue.push(pass.clone());
+        }
+        for pass in &queue {
             let t = Instant::now();
             module = pass.run(module).map_err(|diagnostics| PassError {
                 pass: pass.name().to_string(),
@@ -279,7 +323,10 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
         "dead-code-elimination" => pass_fn(name, |m: &IRModule| {
             Ok::<_, String>(crate::dce::dead_code_elimination(m))
         }),
-        "fuse-ops" => pass_fn(name, |m: &IRModule| Ok::<_, String>(crate::fuse_ops::fuse_ops(m))),
+        // FuseOps works on `call_tir`s: it runs after LegalizeOps, as in TVM's pipeline.
+        "fuse-ops" => pass_fn_after(name, &["check", "legalize"], |m: &IRModule| {
+            Ok::<_, String>(crate::fuse_ops::fuse_ops(m))
+        }),
         "fuse-tir" => pass_fn(name, crate::fuse_tir::fuse_tir),
         _ => return None,
     })

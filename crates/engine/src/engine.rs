@@ -564,7 +564,7 @@ impl Engine {
             }
             names.push("legalize");
             if self.config.optimize {
-                names.extend(["fuse-ops", "fuse-tir", "dead-code-elimination"]);
+                names.extend(["fold-constant", "fuse-ops", "fuse-tir", "dead-code-elimination"]);
             }
         }
         // Exactly the configured passes (`check: false` means no check).

@@ -77,10 +77,11 @@ struct Fuser<'a> {
     new_funcs: &'a mut Vec<(String, Function)>,
 }
 
-/// A fusable `call_tir` binding: callee name, tensor argument variables, pattern.
+/// A fusable `call_tir` binding: callee name, tensor arguments (variables or
+/// constants), pattern.
 struct Node {
     callee: String,
-    args: Vec<Var>,
+    args: Vec<Expr>,
     pattern: OpPattern,
     /// A multiply-accumulate (convolution, matmul).
     fma: bool,
@@ -123,11 +124,14 @@ impl Fuser<'_> {
         let ExprKind::Tuple(fields) = call.args[1].kind() else {
             return None;
         };
-        let args: Option<Vec<Var>> = fields.iter().map(|a| a.as_var().cloned()).collect();
-        let args = args?;
+        let args = fields.clone();
         let dev = vdevice_of(var)?;
-        if args.iter().any(|a| vdevice_of(a).as_ref() != Some(&dev)) {
-            return None;
+        for a in &args {
+            match a.kind() {
+                ExprKind::Var(v) if vdevice_of(v).as_ref() == Some(&dev) => {}
+                ExprKind::Constant { .. } if dev.is_none() => {}
+                _ => return None,
+            }
         }
         Some(Node {
             callee: callee.name().to_string(),
@@ -153,7 +157,7 @@ impl Fuser<'_> {
             let mut size = 1;
             let mut anchor = n.pattern >= OpPattern::CommReduce;
             let mut take: Vec<usize> = Vec::new();
-            for a in &n.args {
+            for a in n.args.iter().filter_map(Expr::as_var) {
                 let Some(&j) = def.get(&a.id()) else { continue };
                 let Some(g) = group_of[j] else { continue };
                 if groups[g].tail != j || self.uses.get(&a.id()) != Some(&1) || take.contains(&g) {
@@ -218,11 +222,13 @@ impl Fuser<'_> {
     /// the binding that calls it in place of the group's tail.
     fn make_function(&mut self, block: &BindingBlock, nodes: &[Option<Node>], g: &Group) -> Binding {
         let member_vars: HashSet<u64> = g.members.iter().map(|&m| block.bindings[m].var().id()).collect();
-        let mut inputs: Vec<Var> = Vec::new();
+        // Inputs: variables from outside the group and constants, each once.
+        let mut inputs: Vec<Expr> = Vec::new();
         for &m in &g.members {
             if let Some(n) = &nodes[m] {
                 for a in &n.args {
-                    if !member_vars.contains(&a.id()) && !inputs.contains(a) {
+                    let inside = a.as_var().is_some_and(|v| member_vars.contains(&v.id()));
+                    if !inside && !inputs.iter().any(|i| input_key(i) == input_key(a)) {
                         inputs.push(a.clone());
                     }
                 }
@@ -230,9 +236,13 @@ impl Fuser<'_> {
         }
         let params: Vec<Var> = inputs
             .iter()
-            .map(|v| Var::new(v.name(), v.struct_info().cloned()))
+            .enumerate()
+            .map(|(i, e)| match e.kind() {
+                ExprKind::Var(v) => Var::new(v.name(), v.struct_info().cloned()),
+                _ => Var::new(format!("param_{i}"), constant_struct_info(e)),
+            })
             .collect();
-        let subst: HashMap<u64, Var> = inputs.iter().map(|v| v.id()).zip(params.iter().cloned()).collect();
+        let subst: HashMap<usize, Var> = inputs.iter().map(input_key).zip(params.iter().cloned()).collect();
         let tail_var = block.bindings[g.tail].var().clone();
         let out_var = Var::new("gv", tail_var.struct_info().cloned());
         let mut rename = Rename { subst };
@@ -286,7 +296,7 @@ impl Fuser<'_> {
             var: tail_var,
             value: Expr::call(
                 Expr::new(ExprKind::GlobalVar(GlobalVar::new(&unique))),
-                inputs.iter().map(Var::to_expr).collect(),
+                inputs,
                 Attrs::new(),
                 Vec::new(),
             ),
@@ -306,19 +316,43 @@ impl ExprMutator for Fuser<'_> {
     }
 }
 
-/// Replace uses of variables.
+/// Identity of a group input: a variable's id, or a constant's node address.
+fn input_key(e: &Expr) -> usize {
+    match e.kind() {
+        ExprKind::Var(v) => v.id() as usize,
+        ExprKind::Constant { data } => std::sync::Arc::as_ptr(data) as usize,
+        _ => std::sync::Arc::as_ptr(&e.0) as usize,
+    }
+}
+
+/// The StructInfo of a constant tensor.
+fn constant_struct_info(e: &Expr) -> Option<StructInfo> {
+    let ExprKind::Constant { data } = e.kind() else {
+        return None;
+    };
+    Some(StructInfo::Tensor(relax_ir::TensorStructInfo {
+        shape: Some(Expr::shape(
+            data.shape.iter().map(|&d| relax_ir::PrimExpr::int(d)).collect(),
+        )),
+        dtype: data.dtype,
+        vdevice: None,
+        ndim: data.shape.len() as i32,
+    }))
+}
+
+/// Replace group inputs (variables and constants) by the function's parameters.
 struct Rename {
-    subst: HashMap<u64, Var>,
+    subst: HashMap<usize, Var>,
 }
 
 impl ExprMutator for Rename {
-    fn visit_var_use(&mut self, v: &Var, e: &Expr) -> Expr {
-        match self.subst.get(&v.id()) {
-            Some(n) => n.to_expr(),
-            None => e.clone(),
-        }
-    }
     fn visit_expr(&mut self, e: &Expr) -> Expr {
+        if matches!(e.kind(), ExprKind::Var(_) | ExprKind::Constant { .. }) {
+            if let Some(p) = self.subst.get(&input_key(e)) {
+                return p.to_expr();
+            }
+            return e.clone();
+        }
         walk_expr(self, e)
     }
 }

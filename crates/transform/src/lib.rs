@@ -6,6 +6,7 @@
 
 pub mod dce;
 pub mod decompose;
+pub mod fold;
 pub mod fuse_ops;
 pub mod fuse_tir;
 pub mod pass;

@@ -273,6 +273,10 @@ pub fn registered_passes() -> &'static [(&'static str, &'static str)] {
             "sum over a stack of tensors becomes additions (an ONNX residual Sum)",
         ),
         (
+            "fold-constant",
+            "evaluate call_tir of constants at compile time (FoldConstant)",
+        ),
+        (
             "legalize",
             "lower operators to call_tir of generated PrimFuncs (LegalizeOps)",
         ),
@@ -320,6 +324,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
         "legalize" => pass_fn(name, relax_checker::op::legalize::legalize_module),
         "decompose-ops-for-inference" => pass_fn(name, crate::decompose::decompose_ops_for_inference),
         "simplify-stack-sum" => pass_fn(name, crate::simplify::simplify_stack_sum),
+        "fold-constant" => pass_fn_after(name, &["check", "legalize"], crate::fold::fold_constant),
         "dead-code-elimination" => pass_fn(name, |m: &IRModule| {
             Ok::<_, String>(crate::dce::dead_code_elimination(m))
         }),
@@ -339,6 +344,7 @@ pub const DEFAULT_PASSES: &[&str] = &[
     "simplify-stack-sum",
     "dead-code-elimination",
     "legalize",
+    "fold-constant",
     "fuse-ops",
     "fuse-tir",
     "dead-code-elimination",

@@ -208,3 +208,57 @@ fn batch_norm_and_residual_sum_fuse_into_the_convolution() {
         assert_eq!(k, 1);
     }
 }
+
+#[test]
+fn bound_batch_norm_statistics_fold_to_constants() {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    let m = module("bn_residual.py");
+    let v = match tensor(&[4], 6) {
+        Value::Tensor(t) => {
+            let a = t.to_array::<f32>().expect("f32").mapv(|x| (x + 1.5) * (x + 1.5));
+            Value::Tensor(relax_engine::Tensor::from_array(&a))
+        }
+        other => other,
+    };
+    let args = vec![
+        tensor(&[1, 4, 6, 6], 1),
+        tensor(&[4, 4, 3, 3], 2),
+        tensor(&[4], 3),
+        tensor(&[4], 4),
+        tensor(&[4], 5),
+        v,
+    ];
+    let (reference, _) = run(&m, DeviceChoice::Cpu, false, &args).expect("host");
+    let nd = |v: &Value| {
+        let t = v.as_tensor().expect("tensor");
+        Arc::new(relax_ir::NDArray {
+            dtype: t.dtype(),
+            shape: t.shape().to_vec(),
+            data: t.to_bytes().expect("bytes"),
+        })
+    };
+    let params: HashMap<String, Arc<relax_ir::NDArray>> = ["g", "b", "m", "v"]
+        .iter()
+        .zip(&args[2..])
+        .map(|(n, v)| (n.to_string(), nd(v)))
+        .collect();
+    let checked = pipeline(&["check"]).run(m).expect("checks");
+    let bound = relax_transform::fold::bind_params(&checked, "main", &params).expect("binds");
+    let Some(BaseFunc::Relax(main)) = bound.get("main") else {
+        panic!("main")
+    };
+    assert_eq!(main.params.len(), 2, "x and w remain");
+    // The statistics' reshapes, the epsilon add and the square root fold away.
+    let folded = pipeline(&["decompose-ops-for-inference", "legalize", "fold-constant"])
+        .run(bound.clone())
+        .expect("folds");
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(folded));
+    assert!(!text.contains("tir_sqrt"), "{text}");
+    let (host, _) = run(&bound, DeviceChoice::Cpu, true, &args[..2]).expect("host");
+    assert_close(&host, &reference);
+    assert!(
+        relax_transform::fold::bind_params(&checked, "main", &HashMap::from([("nope".to_string(), nd(&args[2]))]))
+            .is_err()
+    );
+}

@@ -555,9 +555,12 @@ fn count_loads(s: &Stmt, t: &Buffer) -> usize {
     c.n
 }
 
+/// Loops `(var, extent)` outermost first, the block's iteration values, the block.
+type LoopNest<'a> = (Vec<(TirVar, PrimExpr)>, &'a [PrimExpr], &'a Block);
+
 /// The loops of a stage down to its single block: `(loop var, extent)` outermost
 /// first, the block's iteration values and the block.
-fn loop_nest(s: &Stmt) -> Option<(Vec<(TirVar, PrimExpr)>, &[PrimExpr], &Block)> {
+fn loop_nest(s: &Stmt) -> Option<LoopNest<'_>> {
     let mut loops = Vec::new();
     let mut cur = s;
     while let Stmt::For {

@@ -4,6 +4,12 @@
 //! `(x - mean) / sqrt(var + eps) * gamma + beta`, the statistics reshaped to
 //! broadcast along `axis`. The call's tuple becomes `(out, moving_mean,
 //! moving_var)`, and `t[i]` of it is replaced by the field.
+//!
+//! When the statistics, scale and shift are constants (after `bind_params`) and the
+//! batch norm's input is an NCHW/OIHW `conv2d` with constant weights used by it
+//! alone, the batch norm is folded into the convolution instead: the weights of
+//! output channel `c` are scaled by `s[c] = gamma[c] / sqrt(var[c] + eps)`, and the
+//! batch norm becomes the addition of the bias `beta[c] - mean[c] * s[c]`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -169,6 +175,154 @@ impl ExprMutator for Decompose {
         vec![nb]
     }
     fn visit_block(&mut self, b: &BindingBlock) -> BindingBlock {
-        relax_ir::mutator::walk_block(self, b)
+        let b = fold_into_conv(b, &mut self.tuples, &mut self.changed);
+        relax_ir::mutator::walk_block(self, &b)
+    }
+}
+
+/// The little-endian f32 values of a constant.
+fn f32_values(e: &Expr) -> Option<(Vec<f32>, Vec<i64>)> {
+    let ExprKind::Constant { data } = e.kind() else {
+        return None;
+    };
+    if data.dtype != DataType::FLOAT32 {
+        return None;
+    }
+    let v = data
+        .data
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    Some((v, data.shape.clone()))
+}
+
+fn f32_constant(values: &[f32], shape: Vec<i64>) -> Expr {
+    Expr::new(ExprKind::Constant {
+        data: Arc::new(NDArray {
+            dtype: DataType::FLOAT32,
+            shape,
+            data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }),
+    })
+}
+
+/// Fold each constant inference batch norm of a block into the convolution
+/// before it (see the module documentation); records the batch norms' fields.
+fn fold_into_conv(b: &BindingBlock, tuples: &mut HashMap<u64, Vec<Expr>>, changed: &mut bool) -> BindingBlock {
+    if !b.is_dataflow {
+        return b.clone();
+    }
+    let mut uses: HashMap<u64, usize> = HashMap::new();
+    for x in &b.bindings {
+        relax_ir::visit::for_each_expr(x.value(), &mut |e| {
+            if let ExprKind::Var(v) = e.kind() {
+                *uses.entry(v.id()).or_default() += 1;
+            }
+        });
+    }
+    let def: HashMap<u64, usize> = b.bindings.iter().enumerate().map(|(i, x)| (x.var().id(), i)).collect();
+    let mut bindings = b.bindings.clone();
+    for i in 0..bindings.len() {
+        let cur = bindings[i].clone();
+        let Binding::VarBinding { var, value, span } = &cur else {
+            continue;
+        };
+        let Some(c) = value.as_call() else { continue };
+        if c.op.as_op() != Some("relax.nn.batch_norm")
+            || c.args.len() != 5
+            || c.attrs.get("training").and_then(AttrValue::as_bool) != Some(false)
+            || c.attrs.get("axis").and_then(AttrValue::as_int) != Some(1)
+        {
+            continue;
+        }
+        let Some(x) = c.args[0].as_var() else { continue };
+        let Some(&ci) = def.get(&x.id()) else { continue };
+        if !x.is_dataflow() || uses.get(&x.id()) != Some(&1) {
+            continue;
+        }
+        let conv_binding = bindings[ci].clone();
+        let Binding::VarBinding { value: cv, .. } = &conv_binding else {
+            continue;
+        };
+        let Some(conv) = cv.as_call() else { continue };
+        let layout_ok = |k: &str, want: &str| conv.attrs.get(k).and_then(AttrValue::as_str).is_none_or(|v| v == want);
+        if conv.op.as_op() != Some("relax.nn.conv2d")
+            || conv.args.len() != 2
+            || !layout_ok("data_layout", "NCHW")
+            || !layout_ok("kernel_layout", "OIHW")
+            || !layout_ok("out_layout", "NCHW")
+        {
+            continue;
+        }
+        let (Some((w, wshape)), Some((g, _)), Some((beta, _)), Some((mean, _)), Some((vr, _))) = (
+            f32_values(&conv.args[1]),
+            f32_values(&c.args[1]),
+            f32_values(&c.args[2]),
+            f32_values(&c.args[3]),
+            f32_values(&c.args[4]),
+        ) else {
+            continue;
+        };
+        let oc = wshape.first().copied().unwrap_or(0).max(0) as usize;
+        if oc == 0 || [g.len(), beta.len(), mean.len(), vr.len()].iter().any(|&n| n != oc) || w.len() % oc != 0 {
+            continue;
+        }
+        let eps = c.attrs.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5) as f32;
+        let center = c.attrs.get("center").and_then(AttrValue::as_bool).unwrap_or(true);
+        let scale_on = c.attrs.get("scale").and_then(AttrValue::as_bool).unwrap_or(true);
+        let s: Vec<f32> = (0..oc)
+            .map(|k| if scale_on { g[k] } else { 1.0 } / (vr[k] + eps).sqrt())
+            .collect();
+        let per = w.len() / oc;
+        let w2: Vec<f32> = w.iter().enumerate().map(|(j, v)| v * s[j / per]).collect();
+        let bias: Vec<f32> = (0..oc)
+            .map(|k| if center { beta[k] } else { 0.0 } - mean[k] * s[k])
+            .collect();
+        let mut nconv = conv.clone();
+        nconv.args[1] = f32_constant(&w2, wshape.clone());
+        let Binding::VarBinding {
+            var: cvar, span: cspan, ..
+        } = &conv_binding
+        else {
+            continue;
+        };
+        let (cvar, cspan) = (cvar.clone(), *cspan);
+        bindings[ci] = Binding::VarBinding {
+            var: cvar,
+            value: Expr::new(ExprKind::Call(nconv)),
+            span: cspan,
+        };
+        let out = Var::new_dataflow(format!("{}_biased", var.name()), None);
+        let bias = f32_constant(&bias, vec![1, oc as i64, 1, 1]);
+        let fields = vec![out.to_expr(), c.args[3].clone(), c.args[4].clone()];
+        let (var, span) = (var.clone(), *span);
+        bindings[i] = Binding::VarBinding {
+            var: out,
+            value: call("relax.add", vec![x.to_expr(), bias]),
+            span,
+        };
+        bindings.insert(
+            i + 1,
+            Binding::VarBinding {
+                var: var.clone(),
+                value: Expr::tuple(fields.clone()),
+                span,
+            },
+        );
+        tuples.insert(var.id(), fields);
+        *changed = true;
+        // Indices after `i` moved by one: stop here and let the caller's walk handle
+        // the rest (one fold per block pass keeps the bookkeeping simple).
+        let rest = BindingBlock {
+            bindings,
+            is_dataflow: b.is_dataflow,
+            span: b.span,
+        };
+        return fold_into_conv(&rest, tuples, changed);
+    }
+    BindingBlock {
+        bindings,
+        is_dataflow: b.is_dataflow,
+        span: b.span,
     }
 }

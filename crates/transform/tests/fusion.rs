@@ -261,4 +261,23 @@ fn bound_batch_norm_statistics_fold_to_constants() {
         relax_transform::fold::bind_params(&checked, "main", &HashMap::from([("nope".to_string(), nd(&args[2]))]))
             .is_err()
     );
+    // With the convolution's weights bound too, the batch norm folds into them: the
+    // program is a convolution plus a bias, no normalisation arithmetic is left.
+    let mut all = params.clone();
+    all.insert("w".to_string(), nd(&args[1]));
+    let bound = relax_transform::fold::bind_params(&checked, "main", &all).expect("binds");
+    let folded = pipeline(&["decompose-ops-for-inference", "dead-code-elimination"])
+        .run(bound.clone())
+        .expect("folds");
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(folded));
+    assert!(
+        !text.contains("batch_norm") && !text.contains("R.sqrt") && !text.contains("R.divide"),
+        "{text}"
+    );
+    let (host, k) = run(&bound, DeviceChoice::Cpu, true, &args[..1]).expect("host");
+    assert_close(&host, &reference);
+    assert_eq!(k, 1);
+    if let Some((gpu, _)) = run(&bound, DeviceChoice::Gpu, true, &args[..1]) {
+        assert_close(&gpu, &reference);
+    }
 }

@@ -52,3 +52,13 @@ pub fn parse_source(source: &Source) -> Result<Program, u8> {
         EXIT_REJECTED
     })
 }
+
+/// Print each pass's time, and the total, on stderr.
+pub fn print_pass_timings(timings: &[relax_transform::PassTiming]) {
+    let mut total = std::time::Duration::ZERO;
+    for t in timings {
+        eprintln!("pass {:<24} {:>10.3} ms", t.pass, t.time.as_secs_f64() * 1e3);
+        total += t.time;
+    }
+    eprintln!("pass {:<24} {:>10.3} ms", "(total)", total.as_secs_f64() * 1e3);
+}

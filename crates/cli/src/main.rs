@@ -10,7 +10,7 @@ mod wgsl;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 /// Relax tensor IR tools: TVMScript in, checked IR, WGSL or results out.
 #[derive(Parser, Debug)]
@@ -26,15 +26,6 @@ ill-formed, StructInfo error), cannot be compiled, or a run fails (including wro
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// A transformation applied by `relax print --pass`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum PassName {
-    /// Put the program in the spec's normal form (ANF) with StructInfo filled in.
-    Normalize,
-    /// Propagate virtual devices and desugar `hint_on_device`.
-    RealizeVdevice,
 }
 
 #[derive(Subcommand, Debug)]
@@ -57,9 +48,13 @@ enum Command {
     Print {
         /// The TVMScript file (`-` reads standard input).
         file: PathBuf,
-        /// Transformations to apply before printing, in order (repeatable).
-        #[arg(long = "pass", value_enum)]
-        passes: Vec<PassName>,
+        /// Passes to apply before printing, in order (repeatable): check, normalize,
+        /// realize-vdevice, legalize, dead-code-elimination, fuse-ops, fuse-tir.
+        #[arg(long = "pass", value_parser = pass_names())]
+        passes: Vec<String>,
+        /// Print each pass's time on stderr.
+        #[arg(long = "time-passes")]
+        time_passes: bool,
     },
     /// Print the WGSL compute shaders of the module's TIR PrimFuncs (default schedule).
     ///
@@ -117,7 +112,18 @@ enum Command {
         /// Write the result: `.npy` for a single tensor, `.npz` (arr_0, arr_1, ...) for several.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// Print each preparation pass's time on stderr.
+        #[arg(long = "time-passes")]
+        time_passes: bool,
+        /// Skip the graph optimizations (operator fusion, dead-code elimination).
+        #[arg(long = "no-optimize")]
+        no_optimize: bool,
     },
+}
+
+/// The names `--pass` accepts: every registered pass.
+fn pass_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(relax_transform::registered_passes().iter().map(|(n, _)| *n))
 }
 
 fn main() -> ExitCode {
@@ -130,7 +136,11 @@ fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
-        Command::Print { file, passes } => print::run(&file, &passes),
+        Command::Print {
+            file,
+            passes,
+            time_passes,
+        } => print::run(&file, &passes, time_passes),
         Command::Check { file, json } => check::run(&file, json),
         Command::Wgsl { file, func } => wgsl::run(&file, func.as_deref()),
         Command::Run {
@@ -143,6 +153,8 @@ fn main() -> ExitCode {
             repeat,
             stats,
             output,
+            time_passes,
+            no_optimize,
         } => run::run(&run::RunOptions {
             file,
             entry,
@@ -153,6 +165,8 @@ fn main() -> ExitCode {
             repeat: repeat as usize,
             stats,
             output,
+            time_passes,
+            no_optimize,
         }),
     };
     ExitCode::from(code)

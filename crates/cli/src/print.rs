@@ -2,55 +2,53 @@
 
 use std::path::Path;
 
-use relax_checker::normalize::normalize_module;
-use relax_checker::realize_vdevice::realize_vdevice;
 use relax_ir::text::{print_program, Program};
-use relax_ir::{BaseFunc, Diagnostic, IRModule, Severity};
+use relax_ir::{BaseFunc, IRModule};
 
 use crate::common::{parse_source, read_source, report, EXIT_OK, EXIT_REJECTED};
-use crate::PassName;
 
-/// Run `relax print`: parse, apply `passes` in order, print.
-pub fn run(path: &Path, passes: &[PassName]) -> u8 {
+/// Run `relax print`: parse, apply the registered passes named in `passes` in
+/// order (one pipeline), print. With `time_passes`, each pass's time goes to stderr.
+pub fn run(path: &Path, passes: &[String], time_passes: bool) -> u8 {
     let source = match read_source(path) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let mut program = match parse_source(&source) {
+    let program = match parse_source(&source) {
         Ok(p) => p,
         Err(code) => return code,
     };
-    for pass in passes {
-        let module = program.clone().into_module();
-        let (module, diagnostics) = match pass {
-            PassName::Normalize => {
-                let n = normalize_module(&module);
-                (n.module, n.diagnostics)
-            }
-            PassName::RealizeVdevice => {
-                let r = realize_vdevice(&module);
-                (r.module, r.diagnostics)
-            }
-        };
-        let mut failed = false;
-        for d in &diagnostics {
-            if *pass == PassName::Normalize && is_purity(d) {
-                // TVM's Normalize does not check purity: report, do not fail.
-                let mut w = d.clone();
-                w.severity = Severity::Warning;
-                report(&source, &w);
-                continue;
-            }
-            report(&source, d);
-            failed |= d.is_error();
-        }
-        if failed {
-            return EXIT_REJECTED;
-        }
-        program = rebuild(&program, module);
+    if passes.is_empty() {
+        println!("{}", print_program(&program));
+        return EXIT_OK;
     }
-    println!("{}", print_program(&program));
-    EXIT_OK
+    let mut pipeline = relax_transform::Pipeline::new();
+    for name in passes {
+        match relax_transform::lookup(name) {
+            Some(p) => pipeline.push(p),
+            None => {
+                eprintln!("error: no pass named `{name}`");
+                return crate::common::EXIT_USAGE;
+            }
+        }
+    }
+    match pipeline.run_timed(program.clone().into_module()) {
+        Ok((module, timings)) => {
+            if time_passes {
+                crate::common::print_pass_timings(&timings);
+            }
+            println!("{}", print_program(&rebuild(&program, module)));
+            EXIT_OK
+        }
+        Err(e) => {
+            let pass = e.pass.clone();
+            for d in e.into_diagnostics() {
+                report(&source, &d);
+            }
+            eprintln!("error: pass `{pass}` failed");
+            EXIT_REJECTED
+        }
+    }
 }
 
 /// Put a transformed module back in the shape of the original program, so a
@@ -73,9 +71,4 @@ fn rebuild(original: &Program, module: IRModule) -> Program {
             _ => Program::Module(module),
         },
     }
-}
-
-/// Whether `d` is a purity diagnostic (rule `struct-info/purity...`).
-fn is_purity(d: &Diagnostic) -> bool {
-    d.rule.as_deref().is_some_and(|r| r.starts_with("struct-info/purity"))
 }

@@ -42,6 +42,10 @@ pub struct RunOptions {
     pub stats: bool,
     /// `.npy`/`.npz` output file.
     pub output: Option<PathBuf>,
+    /// Print each preparation pass's time.
+    pub time_passes: bool,
+    /// Skip the graph optimizations (fusion, dead-code elimination).
+    pub no_optimize: bool,
 }
 
 /// A failure with its exit status.
@@ -85,6 +89,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
     let (choice, device) = choose_device(opts.device)?;
     let config = EngineConfig {
         device: choice,
+        optimize: !opts.no_optimize,
         ..EngineConfig::default()
     };
     let engine = Engine::new(config);
@@ -101,6 +106,9 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
     let loaded = engine
         .load(&module)
         .map_err(|e| rejected(format!("cannot load the module: {e}")))?;
+    if opts.time_passes {
+        crate::common::print_pass_timings(loaded.pass_timings());
+    }
     let mut result = None;
     let mut times = Vec::new();
     for _ in 0..opts.repeat.max(1) {
@@ -155,6 +163,13 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         eprintln!(
             "stats: allocations {}, bytes allocated {}, device allocations {}",
             s.allocations, s.bytes_allocated, s.device_allocations
+        );
+        // Peak memory: weights, inputs and the intermediates alive at once.
+        let gpu_pool = loaded.gpu_runtime_stats().map(|g| g.allocated_bytes).unwrap_or(0);
+        eprintln!(
+            "stats: peak bytes: host tensors {}, GPU buffer pool {}",
+            relax_engine::host_peak_bytes(),
+            gpu_pool
         );
         eprintln!(
             "stats: time total {:.3} ms, per run mean {:.3} ms, min {:.3} ms",

@@ -2,17 +2,17 @@
 
 use std::path::Path;
 
-use relax_checker::normalize::normalize_module;
-use relax_checker::op::legalize::legalize_module;
 use relax_ir::BaseFunc;
 use relax_jit::wgsl::{Access, BufRef};
 use relax_jit::{DeviceCaps, Jit, ScheduleOptions};
 
-use crate::common::{parse_source, read_source, EXIT_OK, EXIT_REJECTED};
+use crate::common::{parse_source, read_source, report, EXIT_OK, EXIT_REJECTED};
 
 /// Run `relax wgsl`: the WGSL of every PrimFunc (or only `func`) after the default
-/// schedule, including those `LegalizeOps` generates for the module's operator calls. Exit 0 on success, 1 when a PrimFunc cannot be compiled (or `func` is
-/// not a PrimFunc of the module), 2 on I/O errors.
+/// schedule, after the default pipeline (so including the PrimFuncs `LegalizeOps`
+/// generates for the module's operator calls and the fused ones). Exit 0 on success,
+/// 1 when a pass fails, a PrimFunc cannot be compiled (or `func` is not a PrimFunc of
+/// the module), 2 on I/O errors.
 pub fn run(path: &Path, func: Option<&str>) -> u8 {
     let source = match read_source(path) {
         Ok(s) => s,
@@ -22,11 +22,18 @@ pub fn run(path: &Path, func: Option<&str>) -> u8 {
         Ok(p) => p.into_module(),
         Err(code) => return code,
     };
-    // Operator calls become PrimFuncs first, as they do when the engine runs the module.
-    let normalized = normalize_module(&module);
-    let module = match normalized.diagnostics.iter().any(|d| d.is_error()) {
-        true => module,
-        false => legalize_module(&normalized.module).unwrap_or(module),
+    // The module goes through the engine's pipeline (operator calls become PrimFuncs,
+    // which are then fused); a failing pass is an error.
+    let module = match relax_transform::default_pipeline().run(module) {
+        Ok(m) => m,
+        Err(e) => {
+            let pass = e.pass.clone();
+            for d in e.into_diagnostics() {
+                report(&source, &d);
+            }
+            eprintln!("error: pass `{pass}` failed");
+            return EXIT_REJECTED;
+        }
     };
     let jit = Jit::with_options(None, DeviceCaps::ALL, ScheduleOptions::default());
     let mut found = false;

@@ -341,3 +341,32 @@ fn run_wrong_input_shape_on_every_device() {
         assert!(o.stdout.is_empty(), "{dev}: nothing on stdout");
     }
 }
+
+/// `relax print --pass fuse-ops --pass fuse-tir` on a small MLP: operators are
+/// legalized first (FuseOps requires it), then each matmul with its epilogue
+/// becomes one fused PrimFunc called from `main`.
+#[test]
+fn print_fuse_ops_fuse_tir_shows_fused_functions() {
+    let mlp = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../transform/tests/data/mlp.py");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_relax"))
+        .args(["print", "--pass", "fuse-ops", "--pass", "fuse-tir", "--time-passes"])
+        .arg(&mlp)
+        .output()
+        .expect("the relax binary runs");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.contains("lv2 = R.call_tir(cls.fused_matmul_add_relu, (x, w0, b0)"),
+        "{out}"
+    );
+    assert!(out.contains("def fused_matmul_add_relu(x: T.Buffer("), "{out}");
+    assert!(
+        out.contains("T.max(lv0[v_i0, v_i1] + b0[v_i1], T.float32(0.0))"),
+        "{out}"
+    );
+    assert!(out.contains("def fused_matmul1_add1_tir_exp_multiply("), "{out}");
+    for pass in ["check", "legalize", "fuse-ops", "fuse-tir"] {
+        assert!(err.contains(&format!("pass {pass} ")), "{err}");
+    }
+}

@@ -44,6 +44,10 @@ pub struct EngineConfig {
     /// Lower Relax operators to `call_tir` of generated TIR PrimFuncs at load
     /// (`relax_checker::op::legalize::legalize_module`), after checking.
     pub legalize: bool,
+    /// Run the graph optimizations of the default pipeline (with legalization):
+    /// `decompose-ops-for-inference` before it, `fuse-ops`, `fuse-tir` and
+    /// `dead-code-elimination` after it (see `relax_transform`).
+    pub optimize: bool,
     /// Simulated device-memory limit of the GPU the engine opens (a small device for
     /// out-of-memory tests); `None`: the driver's limit.
     pub memory_limit_bytes: Option<u64>,
@@ -62,6 +66,7 @@ impl Default for EngineConfig {
             stack_size: 256 << 20,
             check: true,
             legalize: true,
+            optimize: true,
             memory_limit_bytes: None,
             profile: false,
         }
@@ -331,6 +336,8 @@ pub(crate) struct Program {
     pub prim_symbols: HashMap<String, GlobalVar>,
     /// Free variables of local functions, by the address of their `Function` node.
     free_var_cache: Mutex<HashMap<usize, Arc<[Var]>>>,
+    /// Memory plans of dataflow blocks, by the address of their bindings.
+    release_plans: Mutex<HashMap<usize, Arc<Vec<Vec<Var>>>>>,
     /// Compiled kernels, by PrimFunc name and device (compiled on first use).
     kernels: Mutex<HashMap<(GlobalVar, Place), KernelSlot>>,
     cache_kernels: bool,
@@ -387,6 +394,42 @@ impl Program {
         })
     }
 
+    /// The memory plan of a dataflow block (cached): after binding `i`, the dataflow
+    /// variables in entry `i` are not used again, so their tensors are released and
+    /// their storage can serve later bindings (the GPU buffer pool and the host
+    /// allocator reuse it). Dataflow variables never leave their block, so a
+    /// variable's last use in the block is its last use.
+    pub(crate) fn release_plan(&self, block: &relax_ir::BindingBlock) -> Arc<Vec<Vec<Var>>> {
+        let key = block.bindings.as_ptr() as usize;
+        if let Ok(cache) = self.release_plans.lock() {
+            if let Some(p) = cache.get(&key) {
+                return p.clone();
+            }
+        }
+        let mut last: HashMap<Var, usize> = HashMap::new();
+        for (i, b) in block.bindings.iter().enumerate() {
+            if b.var().is_dataflow() {
+                last.insert(b.var().clone(), i);
+            }
+            relax_ir::visit::for_each_expr(b.value(), &mut |e| {
+                if let relax_ir::ExprKind::Var(v) = e.kind() {
+                    if v.is_dataflow() {
+                        last.insert(v.clone(), i);
+                    }
+                }
+            });
+        }
+        let mut plan = vec![Vec::new(); block.bindings.len()];
+        for (v, i) in last {
+            plan[i].push(v);
+        }
+        let plan = Arc::new(plan);
+        if let Ok(mut cache) = self.release_plans.lock() {
+            cache.insert(key, plan.clone());
+        }
+        plan
+    }
+
     /// The free Relax variables of the function expression `e` (cached).
     pub(crate) fn free_vars_of(&self, e: &Expr) -> Arc<[Var]> {
         let key = Arc::as_ptr(&e.0) as usize;
@@ -415,6 +458,8 @@ pub struct Engine {
     backend: Arc<BackendSlot>,
     print: PrintSink,
     passes: Vec<PreparePass>,
+    /// Passes inserted into the pipeline before a named pass.
+    inserted: Vec<(String, Arc<dyn relax_transform::Pass>)>,
 }
 
 impl Engine {
@@ -431,6 +476,7 @@ impl Engine {
             custom_executor: false,
             print: Arc::new(|s: &str| println!("{s}")),
             passes: Vec::new(),
+            inserted: Vec::new(),
         };
         crate::builtins::register_standard_packed(&engine.registry);
         engine
@@ -492,6 +538,55 @@ impl Engine {
         self
     }
 
+    /// Insert `pass` into the preparation pipeline before the pass named `before`
+    /// (for example a library-dispatch pass before `legalize`); at the end of the
+    /// built-in passes when there is none of that name.
+    pub fn with_pass_before(mut self, before: &str, pass: Arc<dyn relax_transform::Pass>) -> Engine {
+        self.inserted.push((before.to_string(), pass));
+        self
+    }
+
+    /// The preparation pipeline [`Engine::load`] runs: `check` (when configured),
+    /// `legalize` and the graph optimizations (when configured), the inserted passes,
+    /// then the passes added with [`Engine::with_prepare_pass`] in order.
+    pub fn pipeline(&self) -> relax_transform::Pipeline {
+        let mut names = Vec::new();
+        if self.config.check {
+            names.push("check");
+        }
+        if self.config.legalize {
+            if self.config.optimize {
+                names.extend([
+                    "decompose-ops-for-inference",
+                    "simplify-stack-sum",
+                    "dead-code-elimination",
+                ]);
+            }
+            names.push("legalize");
+            if self.config.optimize {
+                names.extend(["fold-constant", "fuse-ops", "fuse-tir", "dead-code-elimination"]);
+            }
+        }
+        // Exactly the configured passes (`check: false` means no check).
+        let mut p = relax_transform::Pipeline::new().add_required(false);
+        for name in names {
+            if let Some(pass) = relax_transform::lookup(name) {
+                p.push(pass);
+            }
+        }
+        for (before, pass) in &self.inserted {
+            p.insert_before(before, pass.clone());
+        }
+        for (i, pass) in self.passes.iter().enumerate() {
+            let pass = pass.clone();
+            p.push(relax_transform::pass_fn(
+                &format!("prepare-pass-{i}"),
+                move |m: &IRModule| pass(m.clone()),
+            ));
+        }
+        p
+    }
+
     /// Register `func` under the global symbol `name` (replacing an earlier one).
     /// Modules loaded before or after see it.
     pub fn register_packed(
@@ -514,7 +609,7 @@ impl Engine {
         if self.config.device == DeviceChoice::Gpu {
             self.backend.get()?;
         }
-        let module = self.prepare(module.clone())?;
+        let (module, pass_timings) = self.prepare(module.clone())?;
         let prim_symbols = module
             .functions
             .iter()
@@ -541,31 +636,24 @@ impl Engine {
                 max_depth: self.config.max_call_depth,
                 prim_symbols,
                 free_var_cache: Mutex::default(),
+                release_plans: Mutex::default(),
                 kernels: Mutex::default(),
                 cache_kernels: self.config.cache_kernels,
             }),
             stack_size: self.config.stack_size,
+            pass_timings,
         })
     }
 
-    /// The preparation pipeline: the checker (normal form and StructInfo derivation),
-    /// LegalizeOps, then the passes added with [`Engine::with_prepare_pass`] in order.
-    fn prepare(&self, mut module: IRModule) -> Result<IRModule> {
-        if self.config.check {
-            let checked = relax_checker::check::check_module(&module);
-            if !checked.is_valid() {
-                return Err(EngineError::Prepare(checked.errors().cloned().collect()));
+    /// Run [`Engine::pipeline`] on `module`; a failing pass rejects the module.
+    fn prepare(&self, module: IRModule) -> Result<(IRModule, Vec<relax_transform::PassTiming>)> {
+        self.pipeline().run_timed(module).map_err(|e| {
+            if e.pass == "check" || e.pass.starts_with("prepare-pass-") {
+                EngineError::Prepare(e.diagnostics)
+            } else {
+                EngineError::Prepare(e.into_diagnostics())
             }
-            module = checked.module;
-        }
-        if self.config.legalize {
-            module =
-                relax_checker::op::legalize::legalize_module(&module).map_err(|d| EngineError::Prepare(vec![d]))?;
-        }
-        for pass in &self.passes {
-            module = pass(module).map_err(EngineError::Prepare)?;
-        }
-        Ok(module)
+        })
     }
 
     /// Load `module` and call its function `func` once.
@@ -585,12 +673,18 @@ impl Default for Engine {
 pub struct Loaded {
     program: Arc<Program>,
     stack_size: usize,
+    pass_timings: Vec<relax_transform::PassTiming>,
 }
 
 impl Loaded {
     /// The prepared module.
     pub fn module(&self) -> &IRModule {
         &self.program.module
+    }
+
+    /// How long each preparation pass took when the module was loaded.
+    pub fn pass_timings(&self) -> &[relax_transform::PassTiming] {
+        &self.pass_timings
     }
 
     /// Call the public Relax function `func` with `args`.

@@ -336,10 +336,17 @@ impl Interp {
             self.dataflow = block.is_dataflow;
             let mut block_vars = Vec::new();
             let mut r = Ok(());
-            for b in &block.bindings {
+            let plan = block.is_dataflow.then(|| self.prog.release_plan(block));
+            for (i, b) in block.bindings.iter().enumerate() {
                 r = self.eval_binding(b, frame, &mut scope_shapes);
                 if r.is_err() {
                     break;
+                }
+                // Release intermediates after their last use (memory planning).
+                if let Some(dead) = plan.as_ref().and_then(|p| p.get(i)) {
+                    for v in dead {
+                        frame.vars.remove(v);
+                    }
                 }
                 let v = b.var().clone();
                 if v.is_dataflow() {

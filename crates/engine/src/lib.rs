@@ -46,6 +46,6 @@ pub use jit_exec::{JitGpuExecutor, JitHostExecutor};
 pub use kernel::{BufferArg, BufferData, Kernel, KernelArg, KernelExecutor};
 pub use packed::{PackedFunc, PackedRegistry, Purity};
 pub use value::{
-    host_live_bytes, ArrayValue, Closure, Element, Object, PrimFuncValue, PrimValue, Scalar, StorageObject, Tensor,
-    Value,
+    host_live_bytes, host_peak_bytes, reset_host_peak_bytes, ArrayValue, Closure, Element, Object, PrimFuncValue,
+    PrimValue, Scalar, StorageObject, Tensor, Value,
 };

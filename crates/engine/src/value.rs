@@ -247,6 +247,20 @@ pub fn host_live_bytes() -> u64 {
     HOST_LIVE_BYTES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The most host tensor memory alive at once since the last [`reset_host_peak_bytes`].
+static HOST_PEAK_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The most bytes of host tensor memory alive at once in the process since the last
+/// [`reset_host_peak_bytes`] (or since the start).
+pub fn host_peak_bytes() -> u64 {
+    HOST_PEAK_BYTES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Restart [`host_peak_bytes`] from the memory alive now.
+pub fn reset_host_peak_bytes() {
+    HOST_PEAK_BYTES.store(host_live_bytes(), std::sync::atomic::Ordering::Relaxed);
+}
+
 impl Drop for Storage {
     fn drop(&mut self) {
         let data = match self.data.get_mut() {
@@ -262,7 +276,8 @@ impl Drop for Storage {
 impl Storage {
     pub(crate) fn host(bytes: HostBytes) -> Arc<Storage> {
         let nbytes = bytes.bytes().len();
-        HOST_LIVE_BYTES.fetch_add(nbytes as u64, std::sync::atomic::Ordering::Relaxed);
+        let now = HOST_LIVE_BYTES.fetch_add(nbytes as u64, std::sync::atomic::Ordering::Relaxed) + nbytes as u64;
+        HOST_PEAK_BYTES.fetch_max(now, std::sync::atomic::Ordering::Relaxed);
         Arc::new(Storage {
             data: RwLock::new(StorageData::Host(bytes)),
             nbytes,

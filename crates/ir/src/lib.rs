@@ -8,6 +8,7 @@ pub mod diagnostic;
 pub mod dtype;
 mod id;
 pub mod module;
+pub mod mutator;
 pub mod relax;
 pub mod span;
 pub mod structural;

@@ -1,0 +1,378 @@
+//! Rewriting traversals with default recursion: [`ExprMutator`] for Relax and
+//! [`StmtExprMutator`] for TIR, after TVM's classes of the same names.
+//!
+//! A pass overrides the methods for the nodes it changes and calls the matching
+//! `walk_*` function to recurse into the rest. Unchanged subtrees are shared.
+
+use crate::relax::{Binding, BindingBlock, Call, Expr, ExprKind, Function, SeqExpr, Var};
+use crate::tir::{Block, Buffer, BufferRegion, IterVar, MatchBufferRegion, PrimExpr, PrimExprKind, Range, Stmt};
+use crate::visit::map_prim_children;
+
+/// A Relax expression rewriter. Every method defaults to rebuilding its node from
+/// the rewritten children (`walk_*`).
+pub trait ExprMutator {
+    /// Rewrite an expression.
+    fn visit_expr(&mut self, e: &Expr) -> Expr {
+        walk_expr(self, e)
+    }
+    /// Rewrite a use of a variable (not its definition).
+    fn visit_var_use(&mut self, v: &Var, e: &Expr) -> Expr {
+        let _ = v;
+        e.clone()
+    }
+    /// Rewrite one binding into zero or more bindings.
+    fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
+        vec![walk_binding(self, b)]
+    }
+    /// Rewrite a binding block.
+    fn visit_block(&mut self, b: &BindingBlock) -> BindingBlock {
+        walk_block(self, b)
+    }
+    /// Rewrite a function (local or global).
+    fn visit_function(&mut self, f: &Function) -> Function {
+        walk_function(self, f)
+    }
+}
+
+/// Rebuild `e` from its rewritten children.
+pub fn walk_expr<M: ExprMutator + ?Sized>(m: &mut M, e: &Expr) -> Expr {
+    let rebuild = |k: ExprKind| Expr::with_span(k, e.span());
+    match e.kind() {
+        ExprKind::Var(v) => m.visit_var_use(v, e),
+        ExprKind::Constant { .. }
+        | ExprKind::GlobalVar(_)
+        | ExprKind::PrimValue(_)
+        | ExprKind::StringImm(_)
+        | ExprKind::DataTypeImm(_)
+        | ExprKind::ExternFunc { .. }
+        | ExprKind::ShapeExpr(_)
+        | ExprKind::Op(_) => e.clone(),
+        ExprKind::Tuple(fields) => {
+            let new: Vec<Expr> = fields.iter().map(|f| m.visit_expr(f)).collect();
+            if new.iter().zip(fields).all(|(a, b)| a.same_as(b)) {
+                e.clone()
+            } else {
+                rebuild(ExprKind::Tuple(new))
+            }
+        }
+        ExprKind::Seq(seq) => rebuild(ExprKind::Seq(walk_seq(m, seq))),
+        ExprKind::Function(f) => rebuild(ExprKind::Function(m.visit_function(f))),
+        ExprKind::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => {
+            let (c, t, f) = (m.visit_expr(cond), m.visit_expr(then_branch), m.visit_expr(else_branch));
+            if c.same_as(cond) && t.same_as(then_branch) && f.same_as(else_branch) {
+                e.clone()
+            } else {
+                rebuild(ExprKind::If {
+                    cond: c,
+                    then_branch: t,
+                    else_branch: f,
+                })
+            }
+        }
+        ExprKind::Call(call) => {
+            let op = m.visit_expr(&call.op);
+            let args: Vec<Expr> = call.args.iter().map(|a| m.visit_expr(a)).collect();
+            if op.same_as(&call.op) && args.iter().zip(&call.args).all(|(a, b)| a.same_as(b)) {
+                e.clone()
+            } else {
+                rebuild(ExprKind::Call(Call {
+                    op,
+                    args,
+                    attrs: call.attrs.clone(),
+                    sinfo_args: call.sinfo_args.clone(),
+                }))
+            }
+        }
+        ExprKind::TupleGetItem { tuple, index } => {
+            let t = m.visit_expr(tuple);
+            if t.same_as(tuple) {
+                e.clone()
+            } else {
+                rebuild(ExprKind::TupleGetItem {
+                    tuple: t,
+                    index: *index,
+                })
+            }
+        }
+    }
+}
+
+/// Rebuild a `SeqExpr` from its rewritten blocks and result.
+pub fn walk_seq<M: ExprMutator + ?Sized>(m: &mut M, seq: &SeqExpr) -> SeqExpr {
+    let blocks = seq.blocks.iter().map(|b| m.visit_block(b)).collect();
+    let body = m.visit_expr(&seq.body);
+    SeqExpr { blocks, body }
+}
+
+/// Rebuild a block from its rewritten bindings.
+pub fn walk_block<M: ExprMutator + ?Sized>(m: &mut M, b: &BindingBlock) -> BindingBlock {
+    let bindings = b.bindings.iter().flat_map(|x| m.visit_binding(x)).collect();
+    BindingBlock {
+        bindings,
+        is_dataflow: b.is_dataflow,
+        span: b.span,
+    }
+}
+
+/// Rebuild a binding with its rewritten value.
+pub fn walk_binding<M: ExprMutator + ?Sized>(m: &mut M, b: &Binding) -> Binding {
+    match b {
+        Binding::VarBinding { var, value, span } => Binding::VarBinding {
+            var: var.clone(),
+            value: m.visit_expr(value),
+            span: *span,
+        },
+        Binding::MatchCast {
+            var,
+            value,
+            struct_info,
+            span,
+        } => Binding::MatchCast {
+            var: var.clone(),
+            value: m.visit_expr(value),
+            struct_info: struct_info.clone(),
+            span: *span,
+        },
+    }
+}
+
+/// Rebuild a function with its rewritten body.
+pub fn walk_function<M: ExprMutator + ?Sized>(m: &mut M, f: &Function) -> Function {
+    Function {
+        body: m.visit_expr(&f.body),
+        ..f.clone()
+    }
+}
+
+/// A TIR statement and expression rewriter. Every method defaults to rebuilding its
+/// node from the rewritten children (`walk_*`).
+pub trait StmtExprMutator {
+    /// Rewrite a statement.
+    fn visit_stmt(&mut self, s: &Stmt) -> Stmt {
+        walk_stmt(self, s)
+    }
+    /// Rewrite an expression.
+    fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
+        walk_prim_expr(self, e)
+    }
+    /// Rewrite a buffer reference (loads, stores, regions, allocations).
+    fn visit_buffer(&mut self, b: &Buffer) -> Buffer {
+        b.clone()
+    }
+}
+
+/// Rebuild `e` from its rewritten children (and buffer, for loads).
+pub fn walk_prim_expr<M: StmtExprMutator + ?Sized>(m: &mut M, e: &PrimExpr) -> PrimExpr {
+    if let PrimExprKind::BufferLoad { buffer, indices } = e.kind() {
+        let nb = m.visit_buffer(buffer);
+        let ni: Vec<PrimExpr> = indices.iter().map(|i| m.visit_prim_expr(i)).collect();
+        if nb == *buffer && ni.iter().zip(indices).all(|(a, b)| a.same_as(b)) {
+            return e.clone();
+        }
+        return PrimExpr::new(PrimExprKind::BufferLoad {
+            buffer: nb,
+            indices: ni,
+        });
+    }
+    map_prim_children(e, &mut |c| m.visit_prim_expr(c))
+}
+
+fn walk_range<M: StmtExprMutator + ?Sized>(m: &mut M, r: &Range) -> Range {
+    Range {
+        min: m.visit_prim_expr(&r.min),
+        extent: m.visit_prim_expr(&r.extent),
+    }
+}
+
+fn walk_region<M: StmtExprMutator + ?Sized>(m: &mut M, r: &BufferRegion) -> BufferRegion {
+    BufferRegion {
+        buffer: m.visit_buffer(&r.buffer),
+        region: r.region.iter().map(|x| walk_range(m, x)).collect(),
+    }
+}
+
+/// Rebuild a block from its rewritten parts.
+pub fn walk_block_stmt<M: StmtExprMutator + ?Sized>(m: &mut M, b: &Block) -> Block {
+    Block {
+        name: b.name.clone(),
+        iter_vars: b
+            .iter_vars
+            .iter()
+            .map(|iv| IterVar {
+                var: iv.var.clone(),
+                dom: walk_range(m, &iv.dom),
+                kind: iv.kind,
+            })
+            .collect(),
+        reads: b.reads.iter().map(|r| walk_region(m, r)).collect(),
+        writes: b.writes.iter().map(|r| walk_region(m, r)).collect(),
+        init: b.init.as_ref().map(|s| Box::new(m.visit_stmt(s))),
+        alloc_buffers: b.alloc_buffers.iter().map(|x| m.visit_buffer(x)).collect(),
+        match_buffers: b
+            .match_buffers
+            .iter()
+            .map(|mb| MatchBufferRegion {
+                buffer: m.visit_buffer(&mb.buffer),
+                source: walk_region(m, &mb.source),
+            })
+            .collect(),
+        annotations: b.annotations.clone(),
+        body: Box::new(m.visit_stmt(&b.body)),
+    }
+}
+
+/// Rebuild `s` from its rewritten children.
+pub fn walk_stmt<M: StmtExprMutator + ?Sized>(m: &mut M, s: &Stmt) -> Stmt {
+    let bx = |m: &mut M, s: &Stmt| Box::new(m.visit_stmt(s));
+    match s {
+        Stmt::BufferStore {
+            buffer,
+            value,
+            indices,
+            span,
+        } => Stmt::BufferStore {
+            buffer: m.visit_buffer(buffer),
+            value: m.visit_prim_expr(value),
+            indices: indices.iter().map(|i| m.visit_prim_expr(i)).collect(),
+            span: *span,
+        },
+        Stmt::Let { var, value, body } => Stmt::Let {
+            var: var.clone(),
+            value: m.visit_prim_expr(value),
+            body: bx(m, body),
+        },
+        Stmt::Attr { node, key, value, body } => Stmt::Attr {
+            node: node.clone(),
+            key: key.clone(),
+            value: m.visit_prim_expr(value),
+            body: bx(m, body),
+        },
+        Stmt::LaunchThread { var, tag, extent, body } => Stmt::LaunchThread {
+            var: var.clone(),
+            tag: tag.clone(),
+            extent: m.visit_prim_expr(extent),
+            body: bx(m, body),
+        },
+        Stmt::Assert { cond, message, body } => Stmt::Assert {
+            cond: m.visit_prim_expr(cond),
+            message: message.clone(),
+            body: bx(m, body),
+        },
+        Stmt::For {
+            var,
+            min,
+            extent,
+            kind,
+            thread_tag,
+            annotations,
+            body,
+        } => Stmt::For {
+            var: var.clone(),
+            min: m.visit_prim_expr(min),
+            extent: m.visit_prim_expr(extent),
+            kind: *kind,
+            thread_tag: thread_tag.clone(),
+            annotations: annotations.clone(),
+            body: bx(m, body),
+        },
+        Stmt::While { cond, body } => Stmt::While {
+            cond: m.visit_prim_expr(cond),
+            body: bx(m, body),
+        },
+        Stmt::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => Stmt::If {
+            cond: m.visit_prim_expr(cond),
+            then_branch: bx(m, then_branch),
+            else_branch: else_branch.as_ref().map(|e| bx(m, e)),
+        },
+        Stmt::Seq(v) => Stmt::Seq(v.iter().map(|x| m.visit_stmt(x)).collect()),
+        Stmt::Evaluate(e) => Stmt::Evaluate(m.visit_prim_expr(e)),
+        Stmt::Alloc { buffer, body } => Stmt::Alloc {
+            buffer: m.visit_buffer(buffer),
+            body: bx(m, body),
+        },
+        Stmt::BlockRealize {
+            iter_values,
+            predicate,
+            block,
+        } => Stmt::BlockRealize {
+            iter_values: iter_values.iter().map(|v| m.visit_prim_expr(v)).collect(),
+            predicate: predicate.as_ref().map(|p| m.visit_prim_expr(p)),
+            block: Box::new(walk_block_stmt(m, block)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attrs::Attrs;
+    use crate::dtype::DataType;
+    use crate::tir::TirVar;
+
+    struct RenameOp;
+    impl ExprMutator for RenameOp {
+        fn visit_expr(&mut self, e: &Expr) -> Expr {
+            match e.kind() {
+                ExprKind::Op(n) if n == "relax.add" => Expr::op("relax.multiply"),
+                _ => walk_expr(self, e),
+            }
+        }
+    }
+
+    #[test]
+    fn expr_mutator_rewrites_nested_and_shares_the_rest() {
+        let x = Var::new("x", None);
+        let call = Expr::call(
+            Expr::op("relax.add"),
+            vec![x.to_expr(), x.to_expr()],
+            Attrs::new(),
+            vec![],
+        );
+        let other = Expr::call(Expr::op("relax.exp"), vec![x.to_expr()], Attrs::new(), vec![]);
+        let t = Expr::tuple(vec![call, other.clone()]);
+        let out = RenameOp.visit_expr(&t);
+        let ExprKind::Tuple(f) = out.kind() else {
+            panic!("not a tuple")
+        };
+        assert_eq!(f[0].as_call().and_then(|c| c.op.as_op()), Some("relax.multiply"));
+        assert!(f[1].same_as(&other));
+    }
+
+    struct SwapBuf(Buffer, Buffer);
+    impl StmtExprMutator for SwapBuf {
+        fn visit_buffer(&mut self, b: &Buffer) -> Buffer {
+            if *b == self.0 {
+                self.1.clone()
+            } else {
+                b.clone()
+            }
+        }
+    }
+
+    #[test]
+    fn stmt_mutator_replaces_buffers_in_loads_and_stores() {
+        let a = Buffer::new("A", DataType::FLOAT32, vec![PrimExpr::int(4)]);
+        let b = Buffer::new("B", DataType::FLOAT32, vec![PrimExpr::int(4)]);
+        let i = TirVar::new("i", DataType::INT32);
+        let s = Stmt::BufferStore {
+            buffer: a.clone(),
+            value: PrimExpr::load(&a, vec![i.to_expr()]),
+            indices: vec![i.to_expr()],
+            span: crate::span::Span::NONE,
+        };
+        let out = SwapBuf(a, b.clone()).visit_stmt(&s);
+        let Stmt::BufferStore { buffer, value, .. } = out else {
+            panic!("not a store")
+        };
+        assert_eq!(buffer, b);
+        assert!(matches!(value.kind(), PrimExprKind::BufferLoad { buffer, .. } if *buffer == b));
+    }
+}

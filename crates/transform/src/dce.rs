@@ -1,0 +1,139 @@
+//! `dead-code-elimination`: unused bindings of pure values in dataflow blocks and
+//! private functions no public function reaches.
+
+use std::collections::HashSet;
+
+use relax_ir::mutator::{walk_expr, walk_function, ExprMutator};
+use relax_ir::visit::for_each_expr;
+use relax_ir::{BaseFunc, Binding, BindingBlock, Expr, ExprKind, Function, IRModule};
+
+/// Remove unused dataflow bindings from every Relax function, then every private
+/// function that no public function reaches.
+pub fn dead_code_elimination(module: &IRModule) -> IRModule {
+    let mut out = module.clone();
+    for f in out.functions.values_mut() {
+        if let BaseFunc::Relax(func) = f {
+            *func = RemoveUnused { module }.visit_function(func);
+        }
+    }
+    remove_unreachable(&out)
+}
+
+/// Every variable id used in `e`.
+fn used_vars(e: &Expr, used: &mut HashSet<u64>) {
+    for_each_expr(e, &mut |x| {
+        if let ExprKind::Var(v) = x.kind() {
+            used.insert(v.id());
+        }
+    });
+}
+
+struct RemoveUnused<'a> {
+    module: &'a IRModule,
+}
+
+impl RemoveUnused<'_> {
+    /// Whether evaluating `e` has no effect: not a call, or a call of a pure operator
+    /// or of a pure module function. Calls of packed functions are kept.
+    fn is_pure(&self, e: &Expr) -> bool {
+        let Some(c) = e.as_call() else { return true };
+        match c.op.kind() {
+            ExprKind::Op(name) => relax_checker::derive::op_is_pure(name) && name != "relax.call_packed",
+            ExprKind::GlobalVar(g) => match self.module.get(g.name()) {
+                Some(BaseFunc::Relax(f)) => f.is_pure,
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
+impl ExprMutator for RemoveUnused<'_> {
+    fn visit_expr(&mut self, e: &Expr) -> Expr {
+        let ExprKind::Seq(seq) = e.kind() else {
+            return walk_expr(self, e);
+        };
+        // Inner functions and branches first.
+        let mut blocks: Vec<BindingBlock> = seq.blocks.iter().map(|b| self.visit_block(b)).collect();
+        let body = self.visit_expr(&seq.body);
+        // Liveness from the end: a dataflow binding whose variable nothing later uses goes.
+        let mut used = HashSet::new();
+        used_vars(&body, &mut used);
+        for block in blocks.iter_mut().rev() {
+            let mut kept = Vec::with_capacity(block.bindings.len());
+            for b in block.bindings.iter().rev() {
+                let removable = block.is_dataflow && matches!(b, Binding::VarBinding { .. }) && self.is_pure(b.value());
+                if removable && !used.contains(&b.var().id()) {
+                    continue;
+                }
+                used_vars(b.value(), &mut used);
+                kept.push(b.clone());
+            }
+            kept.reverse();
+            block.bindings = kept;
+        }
+        blocks.retain(|b| !b.bindings.is_empty());
+        Expr::with_span(ExprKind::Seq(relax_ir::SeqExpr { blocks, body }), e.span())
+    }
+    fn visit_function(&mut self, f: &Function) -> Function {
+        walk_function(self, f)
+    }
+}
+
+/// Whether a module function is an entry point (kept even when nothing calls it).
+fn is_public(f: &BaseFunc) -> bool {
+    match f {
+        BaseFunc::Relax(r) => !r.private,
+        BaseFunc::Prim(p) => !p.private,
+    }
+}
+
+/// The module without the private functions no public function reaches (all of
+/// them when it has no public function).
+pub(crate) fn remove_unreachable(module: &IRModule) -> IRModule {
+    if !module.functions.values().any(is_public) {
+        return module.clone();
+    }
+    let mut reached: HashSet<String> = HashSet::new();
+    let mut stack: Vec<String> = module
+        .functions
+        .iter()
+        .filter(|(_, f)| is_public(f))
+        .map(|(g, _)| g.name().to_string())
+        .collect();
+    // PrimFuncs can also be reached through their `global_symbol` (`ExternFunc`).
+    let by_symbol: std::collections::HashMap<String, String> = module
+        .functions
+        .iter()
+        .filter_map(|(g, f)| match f {
+            BaseFunc::Prim(p) => p
+                .attrs
+                .get_str("global_symbol")
+                .map(|s| (s.to_string(), g.name().to_string())),
+            BaseFunc::Relax(r) => r
+                .attrs
+                .get_str("global_symbol")
+                .map(|s| (s.to_string(), g.name().to_string())),
+        })
+        .collect();
+    while let Some(name) = stack.pop() {
+        if !reached.insert(name.clone()) {
+            continue;
+        }
+        let Some(BaseFunc::Relax(f)) = module.get(&name) else {
+            continue;
+        };
+        for_each_expr(&f.body, &mut |x| match x.kind() {
+            ExprKind::GlobalVar(g) => stack.push(g.name().to_string()),
+            ExprKind::ExternFunc { global_symbol } => {
+                if let Some(n) = by_symbol.get(global_symbol) {
+                    stack.push(n.clone());
+                }
+            }
+            _ => {}
+        });
+    }
+    let mut out = module.clone();
+    out.functions.retain(|g, _| reached.contains(g.name()));
+    out
+}

@@ -1,0 +1,177 @@
+//! `bind_params` (TVM's `BindParams`): parameters known at load time become
+//! constants; `fold-constant` (TVM's `FoldConstant`): `call_tir`s whose arguments
+//! are all constants are evaluated once, on the host, and replaced by their result.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use relax_ir::mutator::{walk_expr, ExprMutator};
+use relax_ir::{BaseFunc, Binding, Diagnostic, Expr, ExprKind, IRModule, NDArray, Span, StructInfo, Var};
+use relax_jit::{Arg, HostTensor, Jit};
+
+/// Replace the parameters of `func` named in `params` by constants, remove them from
+/// its signature and re-normalize. A name that is no parameter, or a tensor whose
+/// dtype or shape does not match the parameter's annotation, is an error.
+pub fn bind_params(
+    module: &IRModule,
+    func: &str,
+    params: &HashMap<String, Arc<NDArray>>,
+) -> Result<IRModule, Diagnostic> {
+    let Some(BaseFunc::Relax(f)) = module.get(func) else {
+        return Err(Diagnostic::error(
+            format!("bind_params: no Relax function `{func}`"),
+            Span::NONE,
+        ));
+    };
+    let mut consts: HashMap<u64, Expr> = HashMap::new();
+    for (name, data) in params {
+        let Some(p) = f.params.iter().find(|p| p.name() == name) else {
+            return Err(Diagnostic::error(
+                format!("bind_params: `{func}` has no parameter `{name}`"),
+                Span::NONE,
+            ));
+        };
+        if let Some(StructInfo::Tensor(t)) = p.struct_info() {
+            let shape_ok = t.shape_values().is_none_or(|s| {
+                s.len() == data.shape.len()
+                    && s.iter()
+                        .zip(&data.shape)
+                        .all(|(a, b)| a.as_int().is_none_or(|a| a == *b))
+            });
+            if t.dtype != data.dtype || !shape_ok {
+                return Err(Diagnostic::error(
+                    format!(
+                        "bind_params: parameter `{name}` of `{func}` is not a {} tensor of shape {:?}",
+                        data.dtype, data.shape
+                    ),
+                    Span::NONE,
+                ));
+            }
+        }
+        consts.insert(p.id(), Expr::new(ExprKind::Constant { data: data.clone() }));
+    }
+    let mut sub = Substitute { map: consts };
+    let mut nf = sub.visit_function(f);
+    nf.params.retain(|p| !sub.map.contains_key(&p.id()));
+    let mut out = module.clone();
+    out.add(func, BaseFunc::Relax(nf));
+    let n = relax_checker::normalize::normalize_module(&out);
+    match n.diagnostics.into_iter().find(|d| d.is_error()) {
+        Some(d) => Err(d),
+        None => Ok(n.module),
+    }
+}
+
+/// Replace variables by expressions.
+struct Substitute {
+    map: HashMap<u64, Expr>,
+}
+
+impl ExprMutator for Substitute {
+    fn visit_var_use(&mut self, v: &Var, e: &Expr) -> Expr {
+        self.map.get(&v.id()).cloned().unwrap_or_else(|| e.clone())
+    }
+    fn visit_expr(&mut self, e: &Expr) -> Expr {
+        walk_expr(self, e)
+    }
+}
+
+/// Evaluate every `call_tir` of constants in the module's Relax functions (on the
+/// host; a kernel the host executor cannot run is left as it is).
+pub fn fold_constant(module: &IRModule) -> Result<IRModule, Diagnostic> {
+    let jit = Jit::new(None);
+    let mut out = module.clone();
+    let mut changed = false;
+    for f in out.functions.values_mut() {
+        let BaseFunc::Relax(func) = f else { continue };
+        let mut folder = Folder {
+            module,
+            jit: &jit,
+            map: HashMap::new(),
+        };
+        let nf = folder.visit_function(func);
+        if !folder.map.is_empty() {
+            *func = nf;
+            changed = true;
+        }
+    }
+    Ok(if changed {
+        crate::dce::dead_code_elimination(&out)
+    } else {
+        out
+    })
+}
+
+struct Folder<'a> {
+    module: &'a IRModule,
+    jit: &'a Jit,
+    /// Variables bound to a folded constant.
+    map: HashMap<u64, Expr>,
+}
+
+impl Folder<'_> {
+    /// The constant a `call_tir` of constants computes.
+    fn eval(&mut self, value: &Expr, var: &Var) -> Option<Expr> {
+        let c = value.as_call()?;
+        if c.op.as_op() != Some("relax.call_tir") || c.args.len() != 2 {
+            return None;
+        }
+        let ExprKind::GlobalVar(g) = c.args[0].kind() else {
+            return None;
+        };
+        let pf = self.module.prim_func(g.name())?;
+        let ExprKind::Tuple(args) = c.args[1].kind() else {
+            return None;
+        };
+        if args.is_empty() {
+            // A constant fill (`zeros`) stays a kernel rather than a large constant.
+            return None;
+        }
+        let mut tensors = Vec::new();
+        for a in args {
+            let ExprKind::Constant { data } = a.kind() else {
+                return None;
+            };
+            tensors.push(HostTensor::from_bytes(data.dtype, &data.shape, &data.data).ok()?);
+        }
+        let Some(StructInfo::Tensor(t)) = var.struct_info() else {
+            return None;
+        };
+        let shape: Vec<i64> = t.shape_values()?.iter().map(|d| d.as_int()).collect::<Option<_>>()?;
+        tensors.push(HostTensor::zeros(t.dtype, &shape).ok()?);
+        let mut call_args: Vec<Arg<'_>> = tensors.iter_mut().map(Arg::Tensor).collect();
+        // A kernel the host executor cannot run now stays for run time.
+        self.jit.run_host(pf, &mut call_args).ok()?;
+        let out = tensors.pop()?;
+        Some(Expr::new(ExprKind::Constant {
+            data: Arc::new(NDArray {
+                dtype: t.dtype,
+                shape,
+                data: out.bytes().to_vec(),
+            }),
+        }))
+    }
+}
+
+impl ExprMutator for Folder<'_> {
+    fn visit_var_use(&mut self, v: &Var, e: &Expr) -> Expr {
+        self.map.get(&v.id()).cloned().unwrap_or_else(|| e.clone())
+    }
+    fn visit_expr(&mut self, e: &Expr) -> Expr {
+        walk_expr(self, e)
+    }
+    fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
+        let nb = relax_ir::mutator::walk_binding(self, b);
+        if let Binding::VarBinding { var, value, span } = &nb {
+            if let Some(k) = self.eval(value, var) {
+                self.map.insert(var.id(), k.clone());
+                return vec![Binding::VarBinding {
+                    var: var.clone(),
+                    value: k,
+                    span: *span,
+                }];
+            }
+        }
+        vec![nb]
+    }
+}

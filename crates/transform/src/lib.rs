@@ -1,0 +1,16 @@
+//! Module-to-module passes over Relax programs and the pipeline that runs them.
+//!
+//! [`pass`] holds the infrastructure (named passes, [`Pipeline`] with timings and
+//! well-formedness checks, the registry of passes by name and the default
+//! pipeline); each other module is one pass.
+
+pub mod dce;
+pub mod decompose;
+pub mod fold;
+pub mod fuse_ops;
+pub mod fuse_tir;
+pub mod pass;
+pub mod pattern;
+pub mod simplify;
+
+pub use pass::{default_pipeline, lookup, pass_fn, registered_passes, Pass, PassError, PassTiming, Pipeline};

@@ -1,0 +1,283 @@
+//! Fusion on a small MLP: the fused functions have the expected shape, and the
+//! fused program computes what the unfused one does, on the host and on the GPU.
+
+use std::path::PathBuf;
+
+use ndarray::{ArrayD, IxDyn};
+use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
+use relax_ir::{BaseFunc, ExprKind, IRModule};
+use relax_transform::pattern::{op_pattern, OpPattern};
+use relax_transform::{lookup, Pipeline};
+
+fn data(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn module(name: &str) -> IRModule {
+    relax_ir::text::parse(&data(name)).expect("parses").into_module()
+}
+
+fn pipeline(names: &[&str]) -> Pipeline {
+    let mut p = Pipeline::new().verify(true);
+    for n in names {
+        p.push(lookup(n).unwrap_or_else(|| panic!("pass {n}")));
+    }
+    p
+}
+
+/// Deterministic pseudo-random data in [-1, 1).
+fn tensor(shape: &[usize], seed: u64) -> Value {
+    let n: usize = shape.iter().product();
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let v: Vec<f32> = (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect();
+    let a = ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape");
+    Value::Tensor(relax_engine::Tensor::from_array(&a))
+}
+
+fn mlp_args() -> Vec<Value> {
+    vec![
+        tensor(&[4, 8], 1),
+        tensor(&[8, 16], 2),
+        tensor(&[16], 3),
+        tensor(&[16, 3], 4),
+        tensor(&[3], 5),
+    ]
+}
+
+fn run(m: &IRModule, device: DeviceChoice, optimize: bool, args: &[Value]) -> Option<(Vec<f32>, u64)> {
+    let engine = Engine::new(EngineConfig {
+        device,
+        optimize,
+        ..EngineConfig::default()
+    });
+    if device == DeviceChoice::Gpu && engine.gpu_runtime().is_none() {
+        eprintln!("no GPU adapter: the GPU comparison is skipped");
+        return None;
+    }
+    let loaded = engine.load(m).expect("loads");
+    let out = loaded.run("main", args).expect("runs");
+    let t = out.as_tensor().expect("a tensor").to_array::<f32>().expect("f32");
+    Some((t.iter().copied().collect(), loaded.stats().kernels_run))
+}
+
+fn assert_close(a: &[f32], b: &[f32]) {
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "element {i}: {x} vs {y}");
+    }
+}
+
+#[test]
+fn patterns_of_legalized_operators() {
+    let m = pipeline(&["check", "legalize"])
+        .run(module("mlp.py"))
+        .expect("legalizes");
+    let pat = |n: &str| match m.get(n) {
+        Some(BaseFunc::Prim(p)) => op_pattern(p),
+        _ => panic!("no PrimFunc {n}"),
+    };
+    assert_eq!(pat("matmul"), OpPattern::OutEWiseFusable);
+    assert_eq!(pat("add"), OpPattern::ElemWise);
+    assert_eq!(pat("relu"), OpPattern::ElemWise);
+    assert_eq!(pat("tir_exp"), OpPattern::ElemWise);
+}
+
+#[test]
+fn fuse_ops_groups_matmul_with_its_epilogue() {
+    let m = pipeline(&["check", "legalize", "fuse-ops"])
+        .run(module("mlp.py"))
+        .expect("fuses");
+    let Some(BaseFunc::Relax(f)) = m.get("fused_matmul_add_relu") else {
+        panic!("no fused_matmul_add_relu: {:?}", m.functions.keys().collect::<Vec<_>>())
+    };
+    assert_eq!(f.attrs.get_int("Primitive"), Some(1));
+    assert!(f.private);
+    assert_eq!(f.params.len(), 3);
+    let ExprKind::Seq(seq) = f.body.kind() else {
+        panic!("body")
+    };
+    assert_eq!(seq.blocks[0].bindings.len(), 3);
+    assert!(m.get("fused_matmul1_add1_tir_exp_multiply").is_some());
+    // main calls the two groups.
+    let Some(BaseFunc::Relax(main)) = m.get("main") else {
+        panic!("main")
+    };
+    let ExprKind::Seq(seq) = main.body.kind() else {
+        panic!("body")
+    };
+    let calls = seq.blocks[0]
+        .bindings
+        .iter()
+        .filter(|b| matches!(b.value().as_call().map(|c| c.op.kind()), Some(ExprKind::GlobalVar(_))))
+        .count();
+    assert_eq!(calls, 2);
+}
+
+#[test]
+fn fuse_tir_makes_one_prim_func_per_group() {
+    let m = pipeline(&["check", "legalize", "fuse-ops", "fuse-tir", "dead-code-elimination"])
+        .run(module("mlp.py"))
+        .expect("fuses");
+    let names: Vec<&str> = m.functions.keys().map(|g| g.name()).collect();
+    assert_eq!(
+        names.len(),
+        3,
+        "main and two fused PrimFuncs are left after dead-code elimination: {names:?}"
+    );
+    let Some(BaseFunc::Prim(p)) = m.get("fused_matmul_add_relu") else {
+        panic!("{names:?}")
+    };
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(m.clone()));
+    // The add and relu are computed inline in one loop nest after the matmul.
+    assert!(
+        text.contains("T.max(lv0[v_i0, v_i1] + b0[v_i1], T.float32(0.0))"),
+        "{text}"
+    );
+    assert_eq!(op_pattern(p), OpPattern::OutEWiseFusable);
+}
+
+#[test]
+fn fused_mlp_computes_the_same_on_host_and_gpu() {
+    let m = module("mlp.py");
+    let args = mlp_args();
+    let (reference, unfused_kernels) = run(&m, DeviceChoice::Cpu, false, &args).expect("host");
+    let (host, fused_kernels) = run(&m, DeviceChoice::Cpu, true, &args).expect("host");
+    assert_close(&host, &reference);
+    assert_eq!(unfused_kernels, 7);
+    assert_eq!(fused_kernels, 2);
+    if let Some((gpu, k)) = run(&m, DeviceChoice::Gpu, true, &args) {
+        assert_close(&gpu, &reference);
+        assert_eq!(k, 2);
+    }
+}
+
+#[test]
+fn batch_norm_and_residual_sum_fuse_into_the_convolution() {
+    let m = module("bn_residual.py");
+    let opt = relax_transform::default_pipeline()
+        .verify(true)
+        .run(m.clone())
+        .expect("default pipeline");
+    let prims: Vec<&str> = opt
+        .functions
+        .iter()
+        .filter(|(_, f)| matches!(f, BaseFunc::Prim(_)))
+        .map(|(g, _)| g.name())
+        .collect();
+    assert_eq!(prims.len(), 1, "one fused PrimFunc: {prims:?}");
+    assert!(prims[0].starts_with("fused_conv2d"), "{prims:?}");
+    // One loop nest: the padding, batch norm, residual add and relu are computed in
+    // the convolution's loops, with no intermediate buffer.
+    let Some(BaseFunc::Prim(p)) = opt.get(prims[0]) else {
+        panic!("PrimFunc")
+    };
+    let relax_ir::Stmt::BlockRealize { block, .. } = &p.body else {
+        panic!("root block")
+    };
+    assert!(block.alloc_buffers.is_empty(), "{:?}", block.alloc_buffers);
+    assert!(matches!(&*block.body, relax_ir::Stmt::For { .. }), "one stage");
+    // The variance is positive: (v + 1) squared.
+    let v = match tensor(&[4], 6) {
+        Value::Tensor(t) => {
+            let a = t.to_array::<f32>().expect("f32").mapv(|x| (x + 1.5) * (x + 1.5));
+            Value::Tensor(relax_engine::Tensor::from_array(&a))
+        }
+        other => other,
+    };
+    let args = vec![
+        tensor(&[1, 4, 6, 6], 1),
+        tensor(&[4, 4, 3, 3], 2),
+        tensor(&[4], 3),
+        tensor(&[4], 4),
+        tensor(&[4], 5),
+        v,
+    ];
+    let (reference, unfused) = run(&m, DeviceChoice::Cpu, false, &args).expect("host");
+    let (host, fused) = run(&m, DeviceChoice::Cpu, true, &args).expect("host");
+    assert_close(&host, &reference);
+    assert!(unfused >= 4, "{unfused}");
+    assert_eq!(fused, 1);
+    if let Some((gpu, k)) = run(&m, DeviceChoice::Gpu, true, &args) {
+        assert_close(&gpu, &reference);
+        assert_eq!(k, 1);
+    }
+}
+
+#[test]
+fn bound_batch_norm_statistics_fold_to_constants() {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    let m = module("bn_residual.py");
+    let v = match tensor(&[4], 6) {
+        Value::Tensor(t) => {
+            let a = t.to_array::<f32>().expect("f32").mapv(|x| (x + 1.5) * (x + 1.5));
+            Value::Tensor(relax_engine::Tensor::from_array(&a))
+        }
+        other => other,
+    };
+    let args = vec![
+        tensor(&[1, 4, 6, 6], 1),
+        tensor(&[4, 4, 3, 3], 2),
+        tensor(&[4], 3),
+        tensor(&[4], 4),
+        tensor(&[4], 5),
+        v,
+    ];
+    let (reference, _) = run(&m, DeviceChoice::Cpu, false, &args).expect("host");
+    let nd = |v: &Value| {
+        let t = v.as_tensor().expect("tensor");
+        Arc::new(relax_ir::NDArray {
+            dtype: t.dtype(),
+            shape: t.shape().to_vec(),
+            data: t.to_bytes().expect("bytes"),
+        })
+    };
+    let params: HashMap<String, Arc<relax_ir::NDArray>> = ["g", "b", "m", "v"]
+        .iter()
+        .zip(&args[2..])
+        .map(|(n, v)| (n.to_string(), nd(v)))
+        .collect();
+    let checked = pipeline(&["check"]).run(m).expect("checks");
+    let bound = relax_transform::fold::bind_params(&checked, "main", &params).expect("binds");
+    let Some(BaseFunc::Relax(main)) = bound.get("main") else {
+        panic!("main")
+    };
+    assert_eq!(main.params.len(), 2, "x and w remain");
+    // The statistics' reshapes, the epsilon add and the square root fold away.
+    let folded = pipeline(&["decompose-ops-for-inference", "legalize", "fold-constant"])
+        .run(bound.clone())
+        .expect("folds");
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(folded));
+    assert!(!text.contains("tir_sqrt"), "{text}");
+    let (host, _) = run(&bound, DeviceChoice::Cpu, true, &args[..2]).expect("host");
+    assert_close(&host, &reference);
+    assert!(
+        relax_transform::fold::bind_params(&checked, "main", &HashMap::from([("nope".to_string(), nd(&args[2]))]))
+            .is_err()
+    );
+    // With the convolution's weights bound too, the batch norm folds into them: the
+    // program is a convolution plus a bias, no normalisation arithmetic is left.
+    let mut all = params.clone();
+    all.insert("w".to_string(), nd(&args[1]));
+    let bound = relax_transform::fold::bind_params(&checked, "main", &all).expect("binds");
+    let folded = pipeline(&["decompose-ops-for-inference", "dead-code-elimination"])
+        .run(bound.clone())
+        .expect("folds");
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(folded));
+    assert!(
+        !text.contains("batch_norm") && !text.contains("R.sqrt") && !text.contains("R.divide"),
+        "{text}"
+    );
+    let (host, k) = run(&bound, DeviceChoice::Cpu, true, &args[..1]).expect("host");
+    assert_close(&host, &reference);
+    assert_eq!(k, 1);
+    if let Some((gpu, _)) = run(&bound, DeviceChoice::Gpu, true, &args[..1]) {
+        assert_close(&gpu, &reference);
+    }
+}

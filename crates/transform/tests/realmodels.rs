@@ -1,0 +1,113 @@
+//! The default pipeline on the real networks with their weights bound as constants
+//! (`bind_params`): batch norms fold into the convolutions and weight-only
+//! computations into constants. Needs `RELAX_REALMODELS_DIR` (a directory holding
+//! `squeezenet/`, `shufflenet/`, `resnet50/` made by the real-model preparation
+//! script); slow, so ignored by default:
+//! `cargo test --release -p relax-transform --test realmodels -- --ignored --nocapture`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ndarray::ArrayD;
+use ndarray_npy::ReadNpyExt;
+use relax_engine::{DeviceChoice, Engine, EngineConfig, Tensor, Value};
+use relax_ir::{BaseFunc, ExprKind, NDArray};
+
+fn npy(path: &PathBuf) -> Tensor {
+    let open = || std::fs::File::open(path).expect("open");
+    if let Ok(a) = ArrayD::<f32>::read_npy(open()) {
+        return Tensor::from_array(&a);
+    }
+    if let Ok(a) = ArrayD::<i64>::read_npy(open()) {
+        return Tensor::from_array(&a);
+    }
+    let a = ArrayD::<i32>::read_npy(open()).expect("float32, int64 or int32 .npy");
+    Tensor::from_array(&a)
+}
+
+#[test]
+#[ignore]
+fn bound_networks_fold_and_match() {
+    let Some(dir) = std::env::var_os("RELAX_REALMODELS_DIR") else {
+        eprintln!("RELAX_REALMODELS_DIR is not set; nothing checked");
+        return;
+    };
+    for net in ["squeezenet", "shufflenet", "resnet50"] {
+        let d = PathBuf::from(&dir).join(net);
+        let Ok(src) = std::fs::read_to_string(d.join("prog.py")) else {
+            continue;
+        };
+        let m = relax_ir::text::parse(&src).expect("parses").into_module();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
+            .expect("dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("in") && n.ends_with(".npy"))
+            })
+            .collect();
+        files.sort();
+        let tensors: Vec<Tensor> = files.iter().map(npy).collect();
+        let checked = relax_transform::lookup("check").expect("check").run(m).expect("checks");
+        let Some(BaseFunc::Relax(main)) = checked.get("main") else {
+            panic!("main")
+        };
+        let params: HashMap<String, Arc<NDArray>> = main.params[1..]
+            .iter()
+            .zip(&tensors[1..])
+            .map(|(p, t)| {
+                let nd = NDArray {
+                    dtype: t.dtype(),
+                    shape: t.shape().to_vec(),
+                    data: t.to_bytes().expect("bytes"),
+                };
+                (p.name().to_string(), Arc::new(nd))
+            })
+            .collect();
+        let bound = relax_transform::fold::bind_params(&checked, "main", &params).expect("binds");
+        let (opt, timings) = relax_transform::default_pipeline()
+            .run_timed(bound.clone())
+            .expect("pipeline");
+        let total: f64 = timings.iter().map(|t| t.time.as_secs_f64()).sum();
+        let Some(BaseFunc::Relax(main)) = opt.get("main") else {
+            panic!("main")
+        };
+        let ExprKind::Seq(seq) = main.body.kind() else {
+            panic!("seq")
+        };
+        let calls = seq
+            .blocks
+            .iter()
+            .flat_map(|b| &b.bindings)
+            .filter(|b| b.value().as_call().and_then(|c| c.op.as_op()) == Some("relax.call_tir"));
+        eprintln!(
+            "{net}: weights bound: {} call_tir per inference, default pipeline {:.1} ms",
+            calls.count(),
+            total * 1e3
+        );
+        for t in &timings {
+            eprintln!("  {:<28} {:>8.2} ms", t.pass, t.time.as_secs_f64() * 1e3);
+        }
+        let engine = Engine::new(EngineConfig {
+            device: DeviceChoice::Auto,
+            ..EngineConfig::default()
+        });
+        let loaded = engine.load(&bound).expect("loads");
+        let out = loaded.run("main", &[Value::Tensor(tensors[0].clone())]).expect("runs");
+        let got = out.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+        let want =
+            ArrayD::<f32>::read_npy(std::fs::File::open(d.join("expected.npy")).expect("expected")).expect("npy");
+        let err = got
+            .iter()
+            .zip(want.iter())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        eprintln!(
+            "{net}: max abs error vs ONNX Runtime {err:e}; stats {:?}",
+            loaded.stats().kernels_run
+        );
+        assert!(err <= 1e-3, "{net}: {err}");
+    }
+}

@@ -287,7 +287,11 @@ fn check_arg(func: &str, i: usize, name: &str, sinfo: Option<&StructInfo>, value
                         )
                     })
                     .collect();
-                format!("shape ({})", shown.join(", "))
+                if shown.len() == 1 {
+                    format!("shape ({},)", shown[0])
+                } else {
+                    format!("shape ({})", shown.join(", "))
+                }
             }
             None => format!("{} dimension(s)", t.ndim),
         };

@@ -27,8 +27,11 @@ fn setup(name: &str) -> PathBuf {
     dir
 }
 
-/// Write `entries` (name, shape, values) to `dir/name`.
-fn npz(dir: &Path, name: &str, entries: &[(&str, &[usize], Vec<f32>)]) -> PathBuf {
+/// An `.npz` entry: name, shape, values.
+type Entry<'a> = (&'a str, &'a [usize], Vec<f32>);
+
+/// Write `entries` to `dir/name`.
+fn npz(dir: &Path, name: &str, entries: &[Entry]) -> PathBuf {
     let path = dir.join(name);
     let mut z = NpzWriter::new(std::fs::File::create(&path).expect("npz"));
     for (n, shape, v) in entries {
@@ -80,7 +83,7 @@ fn params_bind_by_name_and_inputs_fill_the_rest() {
 #[test]
 fn params_errors_name_the_parameter() {
     let dir = setup("errors");
-    let cases: Vec<(&str, Vec<(&str, &[usize], Vec<f32>)>, Vec<&str>)> = vec![
+    let cases: Vec<(&str, Vec<Entry>, Vec<&str>)> = vec![
         // `b` is neither in the file nor given with --input.
         (
             "missing.npz",

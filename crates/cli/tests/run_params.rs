@@ -211,3 +211,71 @@ fn gpu_run_without_xdg_runtime_dir_is_quiet() {
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(!err(&o).contains("XDG_RUNTIME_DIR"), "{}", err(&o));
 }
+
+#[test]
+fn many_inputs_positionally_and_by_name() {
+    // 270 parameters, like ResNet-50's weights: all as --input files, then all but the
+    // first by name from one .npz.
+    const N: usize = 270;
+    let dir = setup("many");
+    let params: Vec<String> = (0..N)
+        .map(|i| format!("p{i}: R.Tensor((1,), dtype=\"float32\")"))
+        .collect();
+    let mut body = String::from("    s0 = R.add(p0, p1)\n");
+    for i in 2..N {
+        body += &format!("    s{} = R.add(s{}, p{i})\n", i - 1, i - 2);
+    }
+    body += &format!("    return s{}\n", N - 2);
+    let prog = format!(
+        "# from tvm.script import relax as R\n@R.function\ndef main({}) -> R.Tensor((1,), dtype=\"float32\"):\n{body}",
+        params.join(", ")
+    );
+    std::fs::write(dir.join("many.py"), prog).expect("write");
+    let mut args = vec![
+        "run".to_string(),
+        "many.py".into(),
+        "--device".into(),
+        "cpu".into(),
+        "--json".into(),
+    ];
+    let mut entries = Vec::new();
+    for i in 0..N {
+        let name = format!("in{i:04}.npy");
+        ArrayD::from_shape_vec(IxDyn(&[1]), vec![i as f32])
+            .expect("a")
+            .write_npy(std::fs::File::create(dir.join(&name)).expect("create"))
+            .expect("write");
+        args.push("--input".into());
+        args.push(name);
+        entries.push((format!("p{i}"), vec![i as f32]));
+    }
+    let want = serde_json::json!([(N * (N - 1) / 2) as f64]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = relax(&dir, &argv);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let j: serde_json::Value = serde_json::from_str(&out(&o)).expect("json");
+    assert_eq!(j["outputs"][0]["data"], want);
+
+    let named: Vec<Entry> = entries[1..]
+        .iter()
+        .map(|(n, v)| (n.as_str(), &[1usize][..], v.clone()))
+        .collect();
+    npz(&dir, "many.npz", &named);
+    let o = relax(
+        &dir,
+        &[
+            "run",
+            "many.py",
+            "--device",
+            "cpu",
+            "--json",
+            "--params",
+            "many.npz",
+            "--input",
+            "in0000.npy",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let j: serde_json::Value = serde_json::from_str(&out(&o)).expect("json");
+    assert_eq!(j["outputs"][0]["data"], want);
+}

@@ -5,6 +5,7 @@ mod check;
 mod common;
 mod print;
 mod run;
+mod summary;
 mod wgsl;
 
 use std::path::PathBuf;
@@ -99,6 +100,11 @@ enum Command {
         /// All inputs as a JSON file (see above).
         #[arg(long = "inputs-json")]
         inputs_json: Option<PathBuf>,
+        /// An `.npz` file whose entries bind to the parameters of the same name (the weights of
+        /// a model); the parameters left take `--input`/`--inputs-json` in order. A missing,
+        /// extra or mis-shaped entry is an error naming the parameter.
+        #[arg(long)]
+        params: Option<PathBuf>,
         /// Print the result as JSON on stdout.
         #[arg(long)]
         json: bool,
@@ -110,6 +116,8 @@ enum Command {
         #[arg(long)]
         stats: bool,
         /// Write the result: `.npy` for a single tensor, `.npz` (arr_0, arr_1, ...) for several.
+        /// Stdout then shows a summary of each tensor (shape, dtype, first values, min, max,
+        /// mean) instead of every value, unless `--json` is given.
         #[arg(long)]
         output: Option<PathBuf>,
         /// Print each preparation pass's time on stderr.
@@ -149,6 +157,7 @@ fn main() -> ExitCode {
             device,
             inputs,
             inputs_json,
+            params,
             json,
             repeat,
             stats,
@@ -161,6 +170,7 @@ fn main() -> ExitCode {
             device,
             inputs,
             inputs_json,
+            params,
             json,
             repeat: repeat as usize,
             stats,

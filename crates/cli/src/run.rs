@@ -34,6 +34,8 @@ pub struct RunOptions {
     pub inputs: Vec<PathBuf>,
     /// JSON inputs file.
     pub inputs_json: Option<PathBuf>,
+    /// `.npz` file of arguments bound to parameters by name.
+    pub params: Option<PathBuf>,
     /// JSON output.
     pub json: bool,
     /// Number of runs.
@@ -85,7 +87,10 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
     for path in &opts.inputs {
         args.push(Value::Tensor(read_npy(path)?));
     }
-    check_inputs(&module, &opts.entry, &args)?;
+    match &opts.params {
+        Some(path) => args = bind_params(&module, &opts.entry, path, args)?,
+        None => check_inputs(&module, &opts.entry, &args)?,
+    }
     let (choice, device) = choose_device(opts.device)?;
     let config = EngineConfig {
         device: choice,
@@ -127,14 +132,20 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         let outputs = leaves.iter().map(tensor_json).collect::<Result<Vec<_>, _>>()?;
         let out = json!({"outputs": outputs, "structure": structure, "device": device});
         println!("{out}");
-    } else {
+    }
+    if let Some(path) = &opts.output {
+        write_output(path, &leaves)?;
+        if !opts.json {
+            println!("wrote {}", path.display());
+            for (i, t) in leaves.iter().enumerate() {
+                println!("{}", crate::summary::summarize(i, t));
+            }
+        }
+    } else if !opts.json {
         let text = result
             .render()
             .map_err(|e| rejected(format!("cannot print the result: {e}")))?;
         println!("{text}");
-    }
-    if let Some(path) = &opts.output {
-        write_output(path, &leaves)?;
     }
     if opts.stats {
         let s = loaded.stats();
@@ -179,6 +190,17 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         );
     }
     Ok(())
+}
+
+/// The arguments of `entry`: the entries of the `.npz` file at `path` bound by
+/// parameter name, then `positional` for the parameters left, in order.
+fn bind_params(module: &IRModule, entry: &str, path: &Path, positional: Vec<Value>) -> Result<Vec<Value>, Fail> {
+    if !path.is_file() {
+        return Err(usage(format!("cannot read {}: no such file", path.display())));
+    }
+    let params = relax_engine::Params::read_npz(path).map_err(|e| rejected(e.to_string()))?;
+    relax_engine::bind_args(module, entry, &positional, &params)
+        .map_err(|e| rejected(format!("{e} (--params {})", path.display())))
 }
 
 /// Decide where kernels run and say so on stderr: `gpu` needs a wgpu adapter (lavapipe

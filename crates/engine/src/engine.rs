@@ -687,7 +687,8 @@ impl Loaded {
         &self.pass_timings
     }
 
-    /// Call the public Relax function `func` with `args`.
+    /// Call the public Relax function `func` with `args`; returns once the call's
+    /// device work has completed.
     pub fn run(&self, func: &str, args: &[Value]) -> Result<Value> {
         let gv = GlobalVar::new(func);
         match self.program.module.functions.get(&gv) {
@@ -705,10 +706,21 @@ impl Loaded {
             let args = it.place_entry_args(&gv, args)?;
             it.call_global(&gv, args)
         });
+        let result = result.and_then(|v| self.synchronize().map(|()| v));
         if result.is_ok() {
             self.program.stats.runs.fetch_add(1, Ordering::Relaxed);
         }
         result
+    }
+
+    /// Wait until the GPU work submitted so far has completed (nothing to do when no
+    /// GPU is open). [`Loaded::run`] calls it before returning, so a run's wall time
+    /// is its time to completion and its device errors surface as its own.
+    pub fn synchronize(&self) -> Result<()> {
+        if let Some(Ok(Opened { gpu: Some((rt, _)), .. })) = self.program.backend.cell.get() {
+            rt.synchronize().map_err(|e| EngineError::Device(e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// A copy of `tensor` placed on the module's VDevice `vdevice` (`"kind:index:scope"`,

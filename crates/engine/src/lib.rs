@@ -35,6 +35,7 @@ pub mod jit_exec;
 pub mod kernel;
 mod matching;
 pub mod packed;
+pub mod params;
 mod place;
 mod prim;
 pub mod value;
@@ -45,6 +46,7 @@ pub use error::{EngineError, Result};
 pub use jit_exec::{JitGpuExecutor, JitHostExecutor};
 pub use kernel::{BufferArg, BufferData, Kernel, KernelArg, KernelExecutor};
 pub use packed::{PackedFunc, PackedRegistry, Purity};
+pub use params::{bind_args, Params};
 pub use value::{
     host_live_bytes, host_peak_bytes, reset_host_peak_bytes, ArrayValue, Closure, Element, Object, PrimFuncValue,
     PrimValue, Scalar, StorageObject, Tensor, Value,

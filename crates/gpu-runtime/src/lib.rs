@@ -62,6 +62,7 @@
 
 mod batch;
 mod buffer;
+mod env;
 mod error;
 mod kernel;
 mod runtime;

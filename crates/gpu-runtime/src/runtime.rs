@@ -292,6 +292,7 @@ fn summary(index: usize, info: &wgpu::AdapterInfo) -> AdapterSummary {
 }
 
 fn make_instance(backends: wgpu::Backends) -> wgpu::Instance {
+    crate::env::ensure_xdg_runtime_dir();
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
     wgpu::Instance::new(desc)

@@ -1,0 +1,197 @@
+//! Steady-state latency of real networks on our engine: loads each model of a prep.py
+//! directory once, runs `main` once to warm up (kernel compilation, weight upload),
+//! then times `Loaded::run` at least once and at most `--repeat` times, stopping after
+//! `--budget-s` seconds, and prints one line per model:
+//!
+//! `RESULT <model> <device> <median ms> <runs> <GFLOP per inference>`
+//!
+//! The work per inference is 2 x the multiply-adds of every `R.nn.conv2d` and
+//! `R.matmul` in `main`, counted from their StructInfo.
+//!
+//! Usage: `cargo run --release --example bench_models -- DIR [--device cpu|gpu]
+//! [--model NAME] [--repeat N] [--budget-s S]` (`scripts/bench_models.sh` runs it for
+//! both devices next to ONNX Runtime and TVM).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use relax_wgpu::engine::params::read_npy;
+use relax_wgpu::engine::{DeviceChoice, Engine, EngineConfig, Value};
+use relax_wgpu::ir::{Binding, ExprKind, IRModule, StructInfo};
+
+const MODELS: [&str; 3] = ["squeezenet", "shufflenet", "resnet50"];
+
+struct Options {
+    dir: PathBuf,
+    device: DeviceChoice,
+    models: Vec<String>,
+    repeat: usize,
+    budget: Duration,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut args = std::env::args().skip(1);
+    let mut o = Options {
+        dir: PathBuf::new(),
+        device: DeviceChoice::Cpu,
+        models: Vec::new(),
+        repeat: 10,
+        budget: Duration::from_secs(60),
+    };
+    let mut dir = None;
+    while let Some(a) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--device" => {
+                o.device = match value("--device")?.as_str() {
+                    "cpu" => DeviceChoice::Cpu,
+                    "gpu" => DeviceChoice::Gpu,
+                    d => return Err(format!("--device must be cpu or gpu, got {d}")),
+                }
+            }
+            "--model" => o.models.push(value("--model")?),
+            "--repeat" => {
+                o.repeat = value("--repeat")?
+                    .parse::<usize>()
+                    .map_err(|e| format!("--repeat: {e}"))?
+                    .max(1)
+            }
+            "--budget-s" => {
+                let s: f64 = value("--budget-s")?.parse().map_err(|e| format!("--budget-s: {e}"))?;
+                o.budget = Duration::from_secs_f64(s.max(0.0));
+            }
+            _ if a.starts_with("--") => return Err(format!("unknown option {a}")),
+            _ => dir = Some(PathBuf::from(a)),
+        }
+    }
+    o.dir = dir
+        .or_else(|| std::env::var_os("RELAX_REALMODELS_DIR").map(PathBuf::from))
+        .ok_or("give the prep.py directory as an argument or in RELAX_REALMODELS_DIR")?;
+    if o.models.is_empty() {
+        o.models = MODELS.iter().map(|m| m.to_string()).collect();
+    }
+    Ok(o)
+}
+
+/// `main`'s arguments: the `in*.npy` files of `dir`, in name order.
+fn arguments(dir: &Path) -> Result<Vec<Value>, String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("in") && n.ends_with(".npy"))
+        })
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| read_npy(p).map(Value::Tensor).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// Static dimensions of a tensor StructInfo.
+fn dims(s: Option<&StructInfo>) -> Option<Vec<i64>> {
+    match s? {
+        StructInfo::Tensor(t) => t.shape_values()?.iter().map(|d| d.as_int()).collect(),
+        _ => None,
+    }
+}
+
+/// 2 x multiply-adds of the conv2d and matmul bindings of `main`, in GFLOP.
+fn gflop(module: &IRModule) -> f64 {
+    let Some(relax_wgpu::ir::BaseFunc::Relax(main)) = module.functions.get(&relax_wgpu::ir::GlobalVar::new("main"))
+    else {
+        return 0.0;
+    };
+    let ExprKind::Seq(seq) = main.body.kind() else {
+        return 0.0;
+    };
+    let mut macs = 0i64;
+    for binding in seq.blocks.iter().flat_map(|b| &b.bindings) {
+        let Binding::VarBinding { var, value, .. } = binding else {
+            continue;
+        };
+        let ExprKind::Call(call) = value.kind() else {
+            continue;
+        };
+        let ExprKind::Op(op) = call.op.kind() else {
+            continue;
+        };
+        let arg = |i: usize| match call.args.get(i).map(|a| a.kind()) {
+            Some(ExprKind::Var(v)) => dims(v.struct_info()),
+            _ => None,
+        };
+        let (Some(out), Some(per_output)) = (
+            dims(var.struct_info()),
+            match op.as_str() {
+                "relax.nn.conv2d" => arg(1).map(|w| w[1..].iter().product::<i64>()),
+                "relax.matmul" => arg(0).and_then(|a| a.last().copied()),
+                _ => None,
+            },
+        ) else {
+            continue;
+        };
+        macs += out.iter().product::<i64>() * per_output;
+    }
+    2.0 * macs as f64 / 1e9
+}
+
+fn bench(o: &Options, name: &str) -> Result<(), String> {
+    let dir = o.dir.join(name);
+    let src =
+        std::fs::read_to_string(dir.join("prog.py")).map_err(|e| format!("{}: {e}", dir.join("prog.py").display()))?;
+    let module = relax_wgpu::ir::text::parse(&src)
+        .map_err(|d| format!("{name}: {d}"))?
+        .into_module();
+    let work = gflop(&module);
+    let args = arguments(&dir)?;
+    let engine = Engine::new(EngineConfig {
+        device: o.device,
+        ..EngineConfig::default()
+    });
+    let loaded = engine.load(&module).map_err(|e| format!("{name}: {e}"))?;
+    let warm = Instant::now();
+    loaded.run("main", &args).map_err(|e| format!("{name}: {e}"))?;
+    eprintln!(
+        "{name} {:?}: warm-up {:.0} ms",
+        o.device,
+        warm.elapsed().as_secs_f64() * 1e3
+    );
+    let start = Instant::now();
+    let mut times = Vec::new();
+    while times.len() < o.repeat && (times.is_empty() || start.elapsed() < o.budget) {
+        let t = Instant::now();
+        loaded.run("main", &args).map_err(|e| format!("{name}: {e}"))?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let device = if o.device == DeviceChoice::Gpu { "gpu" } else { "cpu" };
+    println!("RESULT {name} {device} {median:.3} {} {work:.4}", times.len());
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let o = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let mut failed = false;
+    for name in &o.models {
+        if !o.dir.join(name).join("prog.py").is_file() {
+            eprintln!("{name}: not in {}, skipped", o.dir.display());
+            continue;
+        }
+        if let Err(e) = bench(&o, name) {
+            eprintln!("error: {e}");
+            println!("FAILED {name}");
+            failed = true;
+        }
+    }
+    std::process::ExitCode::from(u8::from(failed))
+}

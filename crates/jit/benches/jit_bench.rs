@@ -280,6 +280,8 @@ fn main() {
             f16: rt.supports_f16(),
             f64: rt.supports_f64(),
             i64: rt.supports_i64(),
+            max_binding_bytes: rt.max_binding_bytes(),
+            binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
         },
         ScheduleOptions {
             naive: true,

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use relax_gpu_runtime::{DeviceBuffer, GpuRuntime, Kernel, KernelLayout};
+use relax_gpu_runtime::{BufferRange, DeviceBuffer, GpuRuntime, Kernel, KernelLayout};
 use relax_ir::{DataType, PrimFunc, TypeCode};
 
 use crate::error::{JitError, Result};
@@ -86,7 +86,8 @@ impl Jit {
                 storage_of.insert(i, st);
                 check_extent(t.numel() as i64, &format!("argument {i} of `{}`", lf.name))?;
                 let bytes = to_storage(t, st);
-                bufs.insert(i, upload(&rt, &bytes)?);
+                let buf = upload(&rt, &bytes).map_err(|e| too_large(&rt, lf, i, e))?;
+                bufs.insert(i, buf);
             }
         }
         let scalars: Vec<ScalarArg> = args
@@ -270,16 +271,16 @@ impl Jit {
                     }
                 }
             }
-            let mut bound: Vec<&DeviceBuffer> = Vec::new();
+            let mut bound: Vec<BufferRange<'_>> = Vec::new();
             for b in &k.bindings {
                 let buf = match b.buf {
                     BufRef::Param(i) => bufs.get(&i).copied(),
                     BufRef::Scratch(i) => scratch.get(i),
                 }
                 .ok_or_else(|| JitError::InvalidIr(format!("kernel {} binds a missing buffer", k.name)))?;
-                bound.push(buf);
+                bound.push(binding_range(rt, lf, b, buf)?);
             }
-            batch.dispatch(pipe, &bound, &ubytes, groups).map_err(gpu_err)?;
+            batch.dispatch_ranges(pipe, &bound, &ubytes, groups).map_err(gpu_err)?;
         }
         batch.submit().map_err(gpu_err)
     }
@@ -351,6 +352,55 @@ fn upload(rt: &GpuRuntime, bytes: &[u8]) -> Result<DeviceBuffer> {
         return rt.upload(&v).map_err(gpu_err);
     }
     rt.upload(bytes).map_err(gpu_err)
+}
+
+/// The range of `buf` bound for binding `b`: the whole buffer, or one aligned chunk
+/// of a tensor larger than one storage binding may hold.
+fn binding_range<'a>(
+    rt: &GpuRuntime,
+    lf: &crate::lower::LoweredFunc,
+    b: &crate::wgsl::BindingInfo,
+    buf: &'a DeviceBuffer,
+) -> Result<BufferRange<'a>> {
+    let max = rt.max_binding_bytes();
+    match b.chunk {
+        Some((first, count)) => {
+            let eb = b.storage.bytes() as u64;
+            let offset = first * eb;
+            let size = (count * eb).div_ceil(4) * 4;
+            if offset + size > buf.capacity().max(4) {
+                return Err(JitError::BadArgs(format!(
+                    "tensor `{}` of `{}`: a buffer of {} bytes for a chunk ending at byte {}",
+                    b.name,
+                    lf.name,
+                    buf.len(),
+                    offset + size
+                )));
+            }
+            Ok(BufferRange { buf, offset, size })
+        }
+        None if buf.binding_size() > max => Err(JitError::TooLarge(format!(
+            "tensor `{}` of `{}` needs {} bytes, more than one storage binding may hold ({max} bytes) on adapter {}; \
+             its size is not known when the kernel is compiled, so it cannot be bound in chunks",
+            b.name,
+            lf.name,
+            buf.binding_size(),
+            rt.adapter_info().name
+        ))),
+        None => Ok(BufferRange::whole(buf)),
+    }
+}
+
+/// An upload error, naming the argument and the adapter when the tensor is too large.
+fn too_large(rt: &GpuRuntime, lf: &crate::lower::LoweredFunc, i: usize, e: JitError) -> JitError {
+    match e {
+        JitError::Gpu(m) if m.contains("max buffer size") => JitError::TooLarge(format!(
+            "argument {i} of `{}` does not fit in one buffer on adapter {}: {m}",
+            lf.name,
+            rt.adapter_info().name
+        )),
+        e => e,
+    }
 }
 
 fn check_extent(n: i64, what: &str) -> Result<()> {

@@ -27,6 +27,7 @@ mod host_vec;
 pub mod jit;
 pub mod lower;
 pub mod math;
+mod resident;
 pub mod schedule;
 pub mod shash;
 pub mod tensor;

@@ -117,6 +117,12 @@ enum Command {
         /// Write the result: `.npy` for a single tensor, `.npz` (arr_0, arr_1, ...) for several.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// Print the GPU time of each kernel on stderr, most first, with the PrimFunc
+        /// (legalized operator or fused group) it runs and its GFLOP/s where the flop
+        /// count is known (GPU timestamps when the adapter has them, else wall time
+        /// per submission; every kernel then waits for completion).
+        #[arg(long)]
+        profile: bool,
     },
 }
 
@@ -143,6 +149,7 @@ fn main() -> ExitCode {
             repeat,
             stats,
             output,
+            profile,
         } => run::run(&run::RunOptions {
             file,
             entry,
@@ -153,6 +160,7 @@ fn main() -> ExitCode {
             repeat: repeat as usize,
             stats,
             output,
+            profile,
         }),
     };
     ExitCode::from(code)

@@ -99,7 +99,7 @@ impl Jit {
             })
             .collect();
         let bound: HashMap<usize, &DeviceBuffer> = bufs.iter().map(|(i, b)| (*i, b)).collect();
-        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound)?;
+        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound, "")?;
         for (i, a) in args.iter_mut().enumerate() {
             if !written[i] {
                 continue;
@@ -124,6 +124,12 @@ impl Jit {
     /// [`Jit::resident_compatible`]). Nothing is copied: outputs are written in place
     /// and the call returns after submission (later reads wait for it).
     pub fn run_gpu_resident(&self, f: &PrimFunc, args: &[GpuArg<'_>]) -> Result<()> {
+        self.run_gpu_resident_named("", f, args)
+    }
+
+    /// [`Jit::run_gpu_resident`] with the name the caller knows `f` by (its global
+    /// name in a module), used by the profile; empty: the PrimFunc's own name.
+    pub fn run_gpu_resident_named(&self, name: &str, f: &PrimFunc, args: &[GpuArg<'_>]) -> Result<()> {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?.clone();
         let prog = self.gpu_program(f)?;
         let lf = &prog.source.lowered;
@@ -180,7 +186,7 @@ impl Jit {
                 }
             }
         }
-        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound)
+        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound, name)
     }
 
     /// Dispatch every kernel of `prog` in one submission on the bound parameter buffers.
@@ -191,6 +197,7 @@ impl Jit {
         scalars: &[ScalarArg],
         shapes: &[Vec<i64>],
         bufs: &HashMap<usize, &DeviceBuffer>,
+        name: &str,
     ) -> Result<()> {
         let lf = &prog.source.lowered;
         let vars = var_values(lf, scalars, shapes)?;
@@ -281,6 +288,14 @@ impl Jit {
                 bound.push(binding_range(rt, lf, b, buf)?);
             }
             batch.dispatch_ranges(pipe, &bound, &ubytes, groups).map_err(gpu_err)?;
+        }
+        if self.profiling() {
+            let timing = batch.submit_timed().map_err(gpu_err)?;
+            let flops = crate::profile::flops_of(lf, &vars);
+            let time = timing.gpu.unwrap_or(timing.wall);
+            let name = if name.is_empty() { &lf.name } else { name };
+            self.profiler.record(name, time, flops, timing.gpu.is_some());
+            return Ok(());
         }
         batch.submit().map_err(gpu_err)
     }

@@ -94,6 +94,7 @@ pub struct Jit {
     pub(crate) gpu_cache: KernelCache<crate::gpu::GpuProgram>,
     pub(crate) counters: Counters,
     pub(crate) resident: crate::resident::ResidentCache,
+    pub(crate) profiler: crate::profile::Profiler,
 }
 
 impl Jit {
@@ -126,6 +127,7 @@ impl Jit {
             gpu_cache: KernelCache::default(),
             counters: Counters::default(),
             resident: Default::default(),
+            profiler: Default::default(),
         }
     }
 

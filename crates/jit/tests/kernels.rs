@@ -506,17 +506,23 @@ fn conv_func(n: i64, ci: i64, hw: i64, co: i64, k: i64, s: i64) -> PrimFunc {
 
 #[test]
 fn convolution_runs_as_implicit_gemm_and_matches_host() {
-    for &(n, ci, hw, co, k, s) in &[
-        (1i64, 3i64, 11i64, 10i64, 3i64, 2i64),
-        (2, 16, 7, 20, 1, 1),
-        (1, 5, 9, 70, 3, 1),
-    ] {
+    let cases = [
+        (1i64, 3i64, 33i64, 24i64, 3i64, 2i64),
+        (1, 3, 33, 10, 3, 2),
+        (2, 16, 20, 20, 1, 1),
+        (1, 5, 18, 70, 3, 1),
+        (1, 4, 9, 6, 3, 1),
+    ];
+    for &(n, ci, hw, co, k, s) in &cases {
         let f = conv_func(n, ci, hw, co, k, s);
         let o = (hw - k) / s + 1;
         let src = Jit::new(None).wgsl(&f).unwrap();
-        assert!(
+        // Output rows of 16 or more pixels and 16 or more channels take the
+        // implicit GEMM (fused reduction index); smaller ones one thread per output.
+        assert_eq!(
             src.kernels.iter().any(|kk| kk.wgsl.contains("kf_")),
-            "implicit GEMM schedule (fused reduction index) expected:\n{src}"
+            o >= 16 && co >= 16,
+            "schedule of a {o}-wide convolution:\n{src}"
         );
         let xv = rand_vec((n * ci * hw * hw) as usize, 11, -1.0, 1.0);
         let wv = rand_vec((co * ci * k * k) as usize, 12, -1.0, 1.0);

@@ -126,6 +126,12 @@ enum Command {
         /// Skip the graph optimizations (operator fusion, dead-code elimination).
         #[arg(long = "no-optimize")]
         no_optimize: bool,
+        /// Print the GPU time of each kernel on stderr, most first, with the PrimFunc
+        /// (legalized operator or fused group) it runs and its GFLOP/s where the flop
+        /// count is known (GPU timestamps when the adapter has them, else wall time
+        /// per submission; every kernel then waits for completion).
+        #[arg(long)]
+        profile: bool,
     },
 }
 
@@ -164,6 +170,7 @@ fn main() -> ExitCode {
             output,
             time_passes,
             no_optimize,
+            profile,
         } => run::run(&run::RunOptions {
             file,
             entry,
@@ -177,6 +184,7 @@ fn main() -> ExitCode {
             output,
             time_passes,
             no_optimize,
+            profile,
         }),
     };
     ExitCode::from(code)

@@ -48,6 +48,8 @@ pub struct RunOptions {
     pub time_passes: bool,
     /// Skip the graph optimizations (fusion, dead-code elimination).
     pub no_optimize: bool,
+    /// Print the per-kernel GPU profile.
+    pub profile: bool,
 }
 
 /// A failure with its exit status.
@@ -95,6 +97,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
     let config = EngineConfig {
         device: choice,
         optimize: !opts.no_optimize,
+        profile: opts.profile,
         ..EngineConfig::default()
     };
     let engine = Engine::new(config);
@@ -146,6 +149,9 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
             .render()
             .map_err(|e| rejected(format!("cannot print the result: {e}")))?;
         println!("{text}");
+    }
+    if opts.profile {
+        print_profile(&loaded.gpu_profile());
     }
     if opts.stats {
         let s = loaded.stats();
@@ -201,6 +207,31 @@ fn bind_params(module: &IRModule, entry: &str, path: &Path, positional: Vec<Valu
     let params = relax_engine::Params::read_npz(path).map_err(|e| rejected(e.to_string()))?;
     relax_engine::bind_args(module, entry, &positional, &params)
         .map_err(|e| rejected(format!("{e} (--params {})", path.display())))
+}
+
+/// The per-kernel GPU profile on stderr, most time first.
+fn print_profile(p: &[relax_jit::KernelProfile]) {
+    if p.is_empty() {
+        eprintln!("profile: no GPU kernels ran");
+        return;
+    }
+    let total: f64 = p.iter().map(|k| k.time.as_secs_f64()).sum();
+    let how = if p.iter().all(|k| k.timestamps) {
+        "GPU timestamps"
+    } else {
+        "wall time per submission"
+    };
+    eprintln!("profile: GPU time per kernel ({how}), total {:.3} ms", total * 1e3);
+    eprintln!(
+        "profile: {:>10} {:>6} {:>6} {:>9}  kernel",
+        "ms", "%", "calls", "GFLOP/s"
+    );
+    for k in p {
+        let ms = k.time.as_secs_f64() * 1e3;
+        let share = 100.0 * k.time.as_secs_f64() / total.max(f64::MIN_POSITIVE);
+        let gf = k.gflops().map(|g| format!("{g:.2}")).unwrap_or_else(|| "-".into());
+        eprintln!("profile: {ms:>10.3} {share:>6.1} {:>6} {gf:>9}  {}", k.calls, k.name);
+    }
 }
 
 /// Decide where kernels run and say so on stderr: `gpu` needs a wgpu adapter (lavapipe

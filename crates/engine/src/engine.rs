@@ -788,6 +788,16 @@ impl Loaded {
         opened.gpu.map(|(_, jit)| jit.counters())
     }
 
+    /// GPU time per PrimFunc, most first, recorded while [`EngineConfig::profile`]
+    /// is on (empty without a GPU).
+    pub fn gpu_profile(&self) -> Vec<relax_jit::KernelProfile> {
+        let opened = self.program.backend.get().ok().flatten();
+        opened
+            .and_then(|o| o.gpu)
+            .map(|(_, jit)| jit.profile())
+            .unwrap_or_default()
+    }
+
     /// Evaluate on a thread with the configured stack (deep recursion needs it); a
     /// panic in user code (a packed function, a kernel executor) becomes an error.
     /// Each calling thread keeps one such worker thread and reuses it for every run

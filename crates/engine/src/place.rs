@@ -279,7 +279,10 @@ impl Interp {
                 r.map_err(kernel_err)?
             }
             (Compiled::Gpu, Some((rt, jit))) => {
-                if !run_resident(self, jit, func, args).map_err(kernel_err)? {
+                if prog.profile && !jit.profiling() {
+                    jit.set_profiling(true);
+                }
+                if !run_resident(self, jit, name, func, args).map_err(kernel_err)? {
                     let r = with_kernel_args(args, &mut st, |kargs| {
                         crate::jit_exec::with_host_tensors(kargs, |jargs: &mut [Arg<'_>]| {
                             jit.run_gpu(func, jargs).map_err(|e| e.to_string())
@@ -320,7 +323,13 @@ fn oom(nbytes: usize, e: &str) -> EngineError {
 /// Run a GPU kernel on device buffers directly. Host-resident inputs are uploaded
 /// to temporaries (counted); returns `false` (nothing done) when some argument
 /// cannot be bound directly and the call must be staged through the host.
-fn run_resident(it: &Interp, jit: &Jit, func: &PrimFunc, args: &[StagedArg]) -> std::result::Result<bool, String> {
+fn run_resident(
+    it: &Interp,
+    jit: &Jit,
+    name: &str,
+    func: &PrimFunc,
+    args: &[StagedArg],
+) -> std::result::Result<bool, String> {
     // Every tensor must be device-resident (or a read-only host input), bindable,
     // at offset 0, and no written storage may appear twice.
     let mut seen: Vec<(*const Storage, bool)> = Vec::new();
@@ -350,17 +359,25 @@ fn run_resident(it: &Interp, jit: &Jit, func: &PrimFunc, args: &[StagedArg]) -> 
         }
         bufs.push(buf);
     }
-    // Upload host inputs.
-    let rt = jit.gpu().ok_or("no GPU runtime")?;
-    let mut temps: Vec<Option<relax_gpu_runtime::DeviceBuffer>> = Vec::with_capacity(args.len());
+    // Upload host inputs, once while the same unchanged host memory is passed again
+    // (the JIT keeps them resident, keyed by the storage's identity and contents).
+    let mut temps: Vec<Option<Arc<relax_gpu_runtime::DeviceBuffer>>> = Vec::with_capacity(args.len());
     for (a, b) in args.iter().zip(&bufs) {
         let temp = match (a, b) {
             (StagedArg::Tensor(t, _), None) => {
-                let mut bytes = t.to_bytes().map_err(|e| e.to_string())?;
-                let n = bytes.len();
-                bytes.resize(n.div_ceil(4).max(1) * 4, 0);
-                let buf = rt.upload(&bytes).map_err(|e| e.to_string())?;
-                it.prog.stats.record_copy(CopyKind::Upload, n as u64);
+                let owner: Arc<dyn std::any::Any + Send + Sync> = t.0.storage.clone();
+                let guard = t.0.storage.read().map_err(|e| e.to_string())?;
+                let StorageData::Host(h) = &*guard else {
+                    return Err("argument staging mismatch".into());
+                };
+                let range = t.0.offset..t.0.offset + t.nbytes();
+                let bytes = h.bytes().get(range).ok_or("tensor view exceeds its storage")?;
+                let (buf, uploaded) = jit
+                    .resident_upload(&owner, t.0.offset, bytes)
+                    .map_err(|e| e.to_string())?;
+                if uploaded {
+                    it.prog.stats.record_copy(CopyKind::Upload, bytes.len() as u64);
+                }
                 Some(buf)
             }
             _ => None,
@@ -373,7 +390,7 @@ fn run_resident(it: &Interp, jit: &Jit, func: &PrimFunc, args: &[StagedArg]) -> 
             StagedArg::Tensor(t, _) => {
                 let buf = match (b, temp) {
                     (Some(b), _) => b.gpu_buffer().ok_or("not a GPU buffer")?,
-                    (None, Some(tmp)) => tmp,
+                    (None, Some(tmp)) => &**tmp,
                     (None, None) => return Err("argument staging mismatch".into()),
                 };
                 GpuArg::Buffer {
@@ -391,6 +408,7 @@ fn run_resident(it: &Interp, jit: &Jit, func: &PrimFunc, args: &[StagedArg]) -> 
             }) => GpuArg::Float(*f),
         });
     }
-    jit.run_gpu_resident(func, &gargs).map_err(|e| e.to_string())?;
+    jit.run_gpu_resident_named(name, func, &gargs)
+        .map_err(|e| e.to_string())?;
     Ok(true)
 }

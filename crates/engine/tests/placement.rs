@@ -218,8 +218,17 @@ class Module:
     assert_eq!(f32s(&out), want);
     let s = loaded.stats();
     assert_eq!((s.gpu_kernels_run, s.host_kernels_run), (2, 0), "{s:?}");
-    // x and y are uploaded for `add`, y again for `multiply`; `a` never leaves the GPU.
-    assert_eq!((s.uploads, s.downloads), (3, 0), "{s:?}");
+    // x and y are uploaded once for `add` (y stays resident for `multiply`); `a`
+    // never leaves the GPU.
+    assert_eq!((s.uploads, s.downloads), (2, 0), "{s:?}");
+    // A second run with the same host tensors uploads nothing.
+    assert_eq!(f32s(&loaded.run("main", &[x.clone(), y.clone()]).unwrap()), want);
+    assert_eq!(loaded.stats().uploads, 2);
+    // Changed contents are uploaded again.
+    let y2 = input(0.25);
+    let want2: Vec<f32> = f32s(&x).iter().zip(f32s(&y2)).map(|(x, y)| (x + y) * y).collect();
+    assert_eq!(f32s(&loaded.run("main", &[x.clone(), y2]).unwrap()), want2);
+    assert_eq!(loaded.stats().uploads, 3);
     // `Auto` (the default) takes the adapter too.
     let auto = Engine::default().load(&module).unwrap();
     assert_eq!(f32s(&auto.run("main", &[x, y]).unwrap()), want);

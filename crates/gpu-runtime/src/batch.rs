@@ -17,13 +17,14 @@ const MAX_CACHED_BIND_GROUPS: usize = 4096;
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct BindGroupKey {
     layout_id: u64,
-    buffers: Vec<(u64, u64)>,
+    /// (buffer id, offset, size) of each storage binding.
+    buffers: Vec<(u64, u64, u64)>,
     uniform: Option<(u64, u64)>,
 }
 
 impl BindGroupKey {
     pub fn references_any(&self, ids: &[u64]) -> bool {
-        self.buffers.iter().any(|(id, _)| ids.contains(id)) || self.uniform.is_some_and(|(id, _)| ids.contains(&id))
+        self.buffers.iter().any(|(id, _, _)| ids.contains(id)) || self.uniform.is_some_and(|(id, _)| ids.contains(&id))
     }
 }
 
@@ -68,10 +69,33 @@ pub struct Timing {
     pub gpu: Option<Duration>,
 }
 
+/// A byte range of a device buffer bound to one storage binding
+/// ([`Batch::dispatch_ranges`]).
+#[derive(Clone, Copy, Debug)]
+pub struct BufferRange<'a> {
+    /// The buffer.
+    pub buf: &'a DeviceBuffer,
+    /// Start in bytes: a multiple of `min_storage_buffer_offset_alignment`.
+    pub offset: u64,
+    /// Length in bytes (a multiple of 4, at most `max_storage_buffer_binding_size`).
+    pub size: u64,
+}
+
+impl<'a> BufferRange<'a> {
+    /// The whole buffer (its [`DeviceBuffer::binding_size`]).
+    pub fn whole(buf: &'a DeviceBuffer) -> BufferRange<'a> {
+        BufferRange {
+            buf,
+            offset: 0,
+            size: buf.binding_size(),
+        }
+    }
+}
+
 enum Cmd<'a> {
     Dispatch {
         kernel: Arc<Kernel>,
-        buffers: Vec<&'a DeviceBuffer>,
+        buffers: Vec<BufferRange<'a>>,
         uniform_offset: Option<u32>,
         workgroups: [u32; 3],
     },
@@ -173,6 +197,21 @@ impl<'a> Batch<'a> {
         uniforms: &[u8],
         workgroups: [u32; 3],
     ) -> GpuResult<&mut Self> {
+        let ranges: Vec<BufferRange<'a>> = buffers.iter().map(|b| BufferRange::whole(b)).collect();
+        self.dispatch_ranges(kernel, &ranges, uniforms, workgroups)
+    }
+
+    /// Like [`Batch::dispatch`] with each storage binding a byte range of a buffer,
+    /// so a buffer larger than `max_storage_buffer_binding_size` can be bound in
+    /// pieces (offsets aligned to `min_storage_buffer_offset_alignment`). A range
+    /// bound read-write may not overlap another range of the same buffer.
+    pub fn dispatch_ranges(
+        &mut self,
+        kernel: &Arc<Kernel>,
+        buffers: &[BufferRange<'a>],
+        uniforms: &[u8],
+        workgroups: [u32; 3],
+    ) -> GpuResult<&mut Self> {
         let s = &self.rt.shared;
         let layout = kernel.layout();
         if kernel.owner != Arc::as_ptr(s) as usize {
@@ -188,10 +227,32 @@ impl<'a> Batch<'a> {
                 buffers.len()
             )));
         }
-        for (i, b) in buffers.iter().enumerate() {
-            self.check_owner(b)?;
-            for (j, other) in buffers.iter().enumerate().skip(i + 1) {
-                if b.id() == other.id()
+        let max_bind = s.limits.max_storage_buffer_binding_size;
+        let align = u64::from(s.limits.min_storage_buffer_offset_alignment.max(1));
+        for (i, r) in buffers.iter().enumerate() {
+            self.check_owner(r.buf)?;
+            if r.size > max_bind {
+                return Err(GpuError::BindingTooLarge {
+                    requested: r.size,
+                    limit: max_bind,
+                });
+            }
+            if !r.offset.is_multiple_of(align)
+                || r.size == 0
+                || r.offset.checked_add(r.size).is_none_or(|e| e > r.buf.capacity().max(4))
+            {
+                return Err(GpuError::InvalidArgument(format!(
+                    "kernel '{}': binding {i} range {}..+{} is not {align}-byte aligned or exceeds its buffer of {} bytes",
+                    kernel.entry_point(),
+                    r.offset,
+                    r.size,
+                    r.buf.capacity()
+                )));
+            }
+            for (j, o) in buffers.iter().enumerate().skip(i + 1) {
+                let overlap = r.offset < o.offset + o.size && o.offset < r.offset + r.size;
+                if r.buf.id() == o.buf.id()
+                    && overlap
                     && (layout.storage[i] == Access::ReadWrite || layout.storage[j] == Access::ReadWrite)
                 {
                     return Err(GpuError::InvalidArgument(format!(
@@ -364,13 +425,13 @@ impl<'a> Batch<'a> {
         &self,
         s: &Shared,
         kernel: &Kernel,
-        buffers: &[&DeviceBuffer],
+        buffers: &[BufferRange<'_>],
         uniform: Option<&UniformBuf>,
     ) -> GpuResult<wgpu::BindGroup> {
         let layout = kernel.layout();
         let key = BindGroupKey {
             layout_id: kernel.objects.id,
-            buffers: buffers.iter().map(|b| (b.id(), b.binding_size())).collect(),
+            buffers: buffers.iter().map(|r| (r.buf.id(), r.offset, r.size)).collect(),
             uniform: uniform
                 .filter(|_| layout.uniform_bytes > 0)
                 .map(|u| (u.id, layout.uniform_bind_size())),
@@ -382,12 +443,12 @@ impl<'a> Batch<'a> {
         let mut entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
+            .map(|(i, r)| wgpu::BindGroupEntry {
                 binding: i as u32,
                 resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: b.raw(),
-                    offset: 0,
-                    size: NonZeroU64::new(b.binding_size()),
+                    buffer: r.buf.raw(),
+                    offset: r.offset,
+                    size: NonZeroU64::new(r.size),
                 }),
             })
             .collect();

@@ -168,17 +168,20 @@ impl GpuRuntime {
     /// Allocates a device buffer of `len` bytes from the pool. The contents are
     /// unspecified (a reused buffer keeps old data); see [`GpuRuntime::alloc_zeroed`].
     ///
-    /// Errors: [`GpuError::BindingTooLarge`] when `len` exceeds the max storage
-    /// binding size, [`GpuError::OutOfMemory`] when the memory limit or the
+    /// A buffer may exceed the max storage binding size (up to `max_buffer_size`);
+    /// such a buffer can only be bound in ranges ([`crate::Batch::dispatch_ranges`]).
+    ///
+    /// Errors: [`GpuError::BufferTooLarge`] when `len` exceeds the max buffer
+    /// size, [`GpuError::OutOfMemory`] when the memory limit or the
     /// driver refuses, [`GpuError::DeviceLost`].
     pub fn alloc(&self, len: u64) -> GpuResult<DeviceBuffer> {
         let s = &self.shared;
         s.ensure_alive()?;
-        let max_bind = s.limits.max_storage_buffer_binding_size;
-        if len > max_bind {
-            return Err(GpuError::BindingTooLarge {
+        let max_size = s.limits.max_buffer_size;
+        if len > max_size {
+            return Err(GpuError::BufferTooLarge {
                 requested: len,
-                limit: max_bind,
+                limit: max_size,
             });
         }
         let mut size = bucket_size(len);

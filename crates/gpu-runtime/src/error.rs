@@ -58,6 +58,14 @@ pub enum GpuError {
         /// `max_storage_buffer_binding_size`.
         limit: u64,
     },
+    /// A buffer is larger than the device's maximum buffer size (`max_buffer_size`).
+    #[error("buffer of {requested} bytes exceeds the device's max buffer size of {limit} bytes")]
+    BufferTooLarge {
+        /// Requested size in bytes.
+        requested: u64,
+        /// `max_buffer_size`.
+        limit: u64,
+    },
     /// The WGSL source was rejected by naga (parse or validation error).
     #[error("shader rejected (entry point '{entry_point}'): {message}")]
     ShaderRejected {

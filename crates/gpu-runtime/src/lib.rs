@@ -41,8 +41,10 @@
 //!   real limits ([`GpuRuntime::limits`]) and the optional features it has among
 //!   [`WANTED_FEATURES`] (f16, i64, f64, subgroups, timestamps).
 //! * [`DeviceBuffer`]s come from a pool with 4 size buckets per power of two
-//!   ([`bucket_size`]) and go back to it on drop. A buffer larger than the max
-//!   storage binding size is refused with [`GpuError::BindingTooLarge`];
+//!   ([`bucket_size`]) and go back to it on drop. A buffer may exceed the max
+//!   storage binding size (up to `max_buffer_size`, else [`GpuError::BufferTooLarge`]);
+//!   binding it whole is refused with [`GpuError::BindingTooLarge`], but
+//!   [`Batch::dispatch_ranges`] binds aligned ranges of it ([`BufferRange`]);
 //!   [`RuntimeOptions::memory_limit_bytes`] simulates a small device for OOM tests.
 //! * Transfers go through reused mapped staging buffers in chunks of [`STAGING_CHUNK`];
 //!   `write`/`upload` return after submission, `read*` wait (readback is
@@ -68,7 +70,7 @@ mod kernel;
 mod runtime;
 mod transfer;
 
-pub use batch::{Batch, Timing};
+pub use batch::{Batch, BufferRange, Timing};
 pub use buffer::{bucket_size, DeviceBuffer, DEVICE_BUFFER_USAGE, MIN_BUCKET};
 pub use error::{GpuError, GpuResult};
 pub use kernel::{Access, Kernel, KernelLayout};

@@ -375,8 +375,14 @@ fn binding_size_error_names_sizes() {
         return;
     };
     assert_eq!(rt.max_binding_bytes(), 1 << 20);
-    assert!(rt.alloc(1 << 20).is_ok());
-    let err = rt.alloc((1 << 20) + 4).unwrap_err();
+    // A buffer over the binding size can be allocated, but not bound whole.
+    let n = (1 << 18) + 1;
+    let big = rt.alloc(n * 4).unwrap();
+    let small = rt.alloc(16).unwrap();
+    let k = rt.create_kernel(ADD_F32, "main", &add_layout()).unwrap();
+    let err = rt
+        .dispatch(&k, &[&big, &small, &small], &1u32.to_le_bytes(), [1, 1, 1])
+        .unwrap_err();
     assert_eq!(
         err,
         GpuError::BindingTooLarge {
@@ -386,14 +392,68 @@ fn binding_size_error_names_sizes() {
     );
     let msg = err.to_string();
     assert!(msg.contains("1048580") && msg.contains("1048576"), "{msg}");
-    // On the default runtime a tensor above the real limit fails before allocating.
+    // Beyond max_buffer_size the allocation itself fails, before allocating.
     let Some(rt2) = runtime() else { return };
-    let limit = rt2.max_binding_bytes();
+    let limit = rt2.limits().max_buffer_size;
     assert!(matches!(
         rt2.alloc(limit + 1),
-        Err(GpuError::BindingTooLarge { requested, limit: l }) if requested == limit + 1 && l == limit
+        Err(GpuError::BufferTooLarge { requested, limit: l }) if requested == limit + 1 && l == limit
     ));
     assert_eq!(rt2.stats().allocated_bytes, 0);
+}
+
+#[test]
+fn buffer_over_binding_size_binds_in_ranges() {
+    let Some(rt) = runtime_with(RuntimeOptions {
+        max_binding_bytes: Some(1 << 20),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let align = u64::from(rt.limits().min_storage_buffer_offset_alignment);
+    // a: 1.5 MiB of floats; c[i] = a[off + i] + b[i] over the second half.
+    let n = 3 << 17;
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let a_buf = rt.upload_pod(&a).unwrap();
+    let half = (n / 2) as u64 * 4;
+    assert!(half.is_multiple_of(align));
+    let m = n / 2;
+    let b: Vec<f32> = (0..m).map(|i| 0.5 * i as f32).collect();
+    let b_buf = rt.upload_pod(&b).unwrap();
+    let c_buf = rt.alloc(m as u64 * 4).unwrap();
+    let k = rt.create_kernel(ADD_F32, "main", &add_layout()).unwrap();
+    let ranges = [
+        relax_gpu_runtime::BufferRange {
+            buf: &a_buf,
+            offset: half,
+            size: half,
+        },
+        relax_gpu_runtime::BufferRange::whole(&b_buf),
+        relax_gpu_runtime::BufferRange::whole(&c_buf),
+    ];
+    let mut batch = rt.batch();
+    batch
+        .dispatch_ranges(&k, &ranges, &(m as u32).to_le_bytes(), grid(&rt, m as u32))
+        .unwrap();
+    batch.submit().unwrap();
+    let c: Vec<f32> = bytemuck::cast_slice(&rt.read(&c_buf).unwrap()).to_vec();
+    for i in (0..m).step_by(997) {
+        assert_eq!(c[i], a[m + i] + b[i], "at {i}");
+    }
+    // A misaligned offset is an error, not a validation failure.
+    let bad = [
+        relax_gpu_runtime::BufferRange {
+            buf: &a_buf,
+            offset: 4,
+            size: 64,
+        },
+        relax_gpu_runtime::BufferRange::whole(&b_buf),
+        relax_gpu_runtime::BufferRange::whole(&c_buf),
+    ];
+    assert!(matches!(
+        rt.batch().dispatch_ranges(&k, &bad, &[], [1, 1, 1]),
+        Err(GpuError::InvalidArgument(_))
+    ));
 }
 
 #[test]

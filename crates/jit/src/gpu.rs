@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use relax_gpu_runtime::{DeviceBuffer, GpuRuntime, Kernel, KernelLayout};
+use relax_gpu_runtime::{BufferRange, DeviceBuffer, GpuRuntime, Kernel, KernelLayout};
 use relax_ir::{DataType, PrimFunc, TypeCode};
 
 use crate::error::{JitError, Result};
@@ -86,7 +86,8 @@ impl Jit {
                 storage_of.insert(i, st);
                 check_extent(t.numel() as i64, &format!("argument {i} of `{}`", lf.name))?;
                 let bytes = to_storage(t, st);
-                bufs.insert(i, upload(&rt, &bytes)?);
+                let buf = upload(&rt, &bytes).map_err(|e| too_large(&rt, lf, i, e))?;
+                bufs.insert(i, buf);
             }
         }
         let scalars: Vec<ScalarArg> = args
@@ -98,7 +99,7 @@ impl Jit {
             })
             .collect();
         let bound: HashMap<usize, &DeviceBuffer> = bufs.iter().map(|(i, b)| (*i, b)).collect();
-        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound)?;
+        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound, "")?;
         for (i, a) in args.iter_mut().enumerate() {
             if !written[i] {
                 continue;
@@ -123,6 +124,12 @@ impl Jit {
     /// [`Jit::resident_compatible`]). Nothing is copied: outputs are written in place
     /// and the call returns after submission (later reads wait for it).
     pub fn run_gpu_resident(&self, f: &PrimFunc, args: &[GpuArg<'_>]) -> Result<()> {
+        self.run_gpu_resident_named("", f, args)
+    }
+
+    /// [`Jit::run_gpu_resident`] with the name the caller knows `f` by (its global
+    /// name in a module), used by the profile; empty: the PrimFunc's own name.
+    pub fn run_gpu_resident_named(&self, name: &str, f: &PrimFunc, args: &[GpuArg<'_>]) -> Result<()> {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?.clone();
         let prog = self.gpu_program(f)?;
         let lf = &prog.source.lowered;
@@ -179,7 +186,7 @@ impl Jit {
                 }
             }
         }
-        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound)
+        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound, name)
     }
 
     /// Dispatch every kernel of `prog` in one submission on the bound parameter buffers.
@@ -190,6 +197,7 @@ impl Jit {
         scalars: &[ScalarArg],
         shapes: &[Vec<i64>],
         bufs: &HashMap<usize, &DeviceBuffer>,
+        name: &str,
     ) -> Result<()> {
         let lf = &prog.source.lowered;
         let vars = var_values(lf, scalars, shapes)?;
@@ -270,16 +278,24 @@ impl Jit {
                     }
                 }
             }
-            let mut bound: Vec<&DeviceBuffer> = Vec::new();
+            let mut bound: Vec<BufferRange<'_>> = Vec::new();
             for b in &k.bindings {
                 let buf = match b.buf {
                     BufRef::Param(i) => bufs.get(&i).copied(),
                     BufRef::Scratch(i) => scratch.get(i),
                 }
                 .ok_or_else(|| JitError::InvalidIr(format!("kernel {} binds a missing buffer", k.name)))?;
-                bound.push(buf);
+                bound.push(binding_range(rt, lf, b, buf)?);
             }
-            batch.dispatch(pipe, &bound, &ubytes, groups).map_err(gpu_err)?;
+            batch.dispatch_ranges(pipe, &bound, &ubytes, groups).map_err(gpu_err)?;
+        }
+        if self.profiling() {
+            let timing = batch.submit_timed().map_err(gpu_err)?;
+            let flops = crate::profile::flops_of(lf, &vars);
+            let time = timing.gpu.unwrap_or(timing.wall);
+            let name = if name.is_empty() { &lf.name } else { name };
+            self.profiler.record(name, time, flops, timing.gpu.is_some());
+            return Ok(());
         }
         batch.submit().map_err(gpu_err)
     }
@@ -351,6 +367,55 @@ fn upload(rt: &GpuRuntime, bytes: &[u8]) -> Result<DeviceBuffer> {
         return rt.upload(&v).map_err(gpu_err);
     }
     rt.upload(bytes).map_err(gpu_err)
+}
+
+/// The range of `buf` bound for binding `b`: the whole buffer, or one aligned chunk
+/// of a tensor larger than one storage binding may hold.
+fn binding_range<'a>(
+    rt: &GpuRuntime,
+    lf: &crate::lower::LoweredFunc,
+    b: &crate::wgsl::BindingInfo,
+    buf: &'a DeviceBuffer,
+) -> Result<BufferRange<'a>> {
+    let max = rt.max_binding_bytes();
+    match b.chunk {
+        Some((first, count)) => {
+            let eb = b.storage.bytes() as u64;
+            let offset = first * eb;
+            let size = (count * eb).div_ceil(4) * 4;
+            if offset + size > buf.capacity().max(4) {
+                return Err(JitError::BadArgs(format!(
+                    "tensor `{}` of `{}`: a buffer of {} bytes for a chunk ending at byte {}",
+                    b.name,
+                    lf.name,
+                    buf.len(),
+                    offset + size
+                )));
+            }
+            Ok(BufferRange { buf, offset, size })
+        }
+        None if buf.binding_size() > max => Err(JitError::TooLarge(format!(
+            "tensor `{}` of `{}` needs {} bytes, more than one storage binding may hold ({max} bytes) on adapter {}; \
+             its size is not known when the kernel is compiled, so it cannot be bound in chunks",
+            b.name,
+            lf.name,
+            buf.binding_size(),
+            rt.adapter_info().name
+        ))),
+        None => Ok(BufferRange::whole(buf)),
+    }
+}
+
+/// An upload error, naming the argument and the adapter when the tensor is too large.
+fn too_large(rt: &GpuRuntime, lf: &crate::lower::LoweredFunc, i: usize, e: JitError) -> JitError {
+    match e {
+        JitError::Gpu(m) if m.contains("max buffer size") => JitError::TooLarge(format!(
+            "argument {i} of `{}` does not fit in one buffer on adapter {}: {m}",
+            lf.name,
+            rt.adapter_info().name
+        )),
+        e => e,
+    }
 }
 
 fn check_extent(n: i64, what: &str) -> Result<()> {

@@ -93,6 +93,8 @@ pub struct Jit {
     host_cache: KernelCache<HostKernel>,
     pub(crate) gpu_cache: KernelCache<crate::gpu::GpuProgram>,
     pub(crate) counters: Counters,
+    pub(crate) resident: crate::resident::ResidentCache,
+    pub(crate) profiler: crate::profile::Profiler,
 }
 
 impl Jit {
@@ -103,6 +105,8 @@ impl Jit {
                 f16: rt.supports_f16(),
                 f64: rt.supports_f64(),
                 i64: rt.supports_i64(),
+                max_binding_bytes: rt.max_binding_bytes(),
+                binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment.max(4)),
             },
             None => DeviceCaps::ALL,
         };
@@ -122,6 +126,8 @@ impl Jit {
             host_cache: KernelCache::default(),
             gpu_cache: KernelCache::default(),
             counters: Counters::default(),
+            resident: Default::default(),
+            profiler: Default::default(),
         }
     }
 

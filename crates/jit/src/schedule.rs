@@ -67,6 +67,9 @@ pub struct ScheduleOptions {
     pub matmul_threads: (u32, u32),
     /// Disable the matmul and cross-thread schedules (one thread per output).
     pub naive: bool,
+    /// Schedule convolution-like multiply-accumulate reductions as implicit GEMMs
+    /// (see `implicit_gemm`).
+    pub implicit_gemm: bool,
 }
 
 impl Default for ScheduleOptions {
@@ -77,6 +80,7 @@ impl Default for ScheduleOptions {
             matmul_tile: (8, 8),
             matmul_threads: (8, 8),
             naive: false,
+            implicit_gemm: true,
         }
     }
 }
@@ -157,12 +161,101 @@ fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<Gp
             if let (Some(mm), true) = (&r.matmul, r.out.dtype().is_float()) {
                 return Ok(matmul_kernel(r, mm, name, opts));
             }
+            let gemm = implicit_gemm(r).filter(|g| {
+                // Short rows or columns leave most of a register tile idle: measured
+                // on lavapipe, 7- to 14-wide convolutions run faster one thread per output.
+                [g.i, g.j]
+                    .iter()
+                    .all(|&d| const_extent(&r.spatial[d].1).is_some_and(|n| n >= MIN_GEMM_EXTENT))
+            });
+            if let (Some(g), true) = (gemm, r.out.dtype().is_float() && opts.implicit_gemm) {
+                let mut o = *opts;
+                o.matmul_threads = gemm_threads(r, &g, opts);
+                return Ok(matmul_kernel(r, &g, name, &o));
+            }
             if cross_thread_worthwhile(r) {
                 return Ok(cross_thread_kernel(r, name, opts));
             }
         }
     }
     Ok(spatial_kernel(&st.body, name, opts.elementwise_threads))
+}
+
+/// Smallest row and column extent (output channels, output pixels along the
+/// innermost axis) for which the implicit-GEMM schedule is used.
+const MIN_GEMM_EXTENT: i64 = 16;
+
+/// The value of a constant loop extent (through casts and folding).
+fn const_extent(e: &PrimExpr) -> Option<i64> {
+    expr::simplify(strip_casts(e)).as_int()
+}
+
+/// `e` without casts.
+fn strip_casts(e: &PrimExpr) -> &PrimExpr {
+    match e.kind() {
+        relax_ir::tir::PrimExprKind::Cast { value, .. } => strip_casts(value),
+        _ => e,
+    }
+}
+
+/// A multiply-accumulate reduction that is a GEMM over some of its loops, such as
+/// a convolution (`out[n, co, h, w] += pad[n, ci, h + kh, w + kw] * W[co, ci, kh, kw]`)
+/// as an implicit GEMM: rows `i` are a spatial loop only `x` reads (output
+/// channels), columns `j` a spatial loop only `y` reads (output pixels along the
+/// innermost such axis), the reduction is every reduction loop (input channels x
+/// window, decomposed from one fused index), and the other spatial loops are a
+/// batch. Depthwise and grouped convolutions (both operands read the channel) do not
+/// match and keep the generic schedule.
+fn implicit_gemm(r: &Reduction) -> Option<Matmul> {
+    if r.op != BinOp::Add || r.reduce.is_empty() || r.spatial.len() < 2 {
+        return None;
+    }
+    let relax_ir::tir::PrimExprKind::Binary { op: BinOp::Mul, a, b } = strip_casts(&r.rhs).kind() else {
+        return None;
+    };
+    let is_load = |e: &PrimExpr| matches!(strip_casts(e).kind(), relax_ir::tir::PrimExprKind::BufferLoad { .. });
+    if !is_load(a) || !is_load(b) {
+        return None;
+    }
+    let uses = |e: &PrimExpr, v: &TirVar| expr::uses_var(e, v);
+    for (x, y) in [(a, b), (b, a)] {
+        let only = |p: &PrimExpr, q: &PrimExpr| {
+            r.spatial
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(_, (v, _))| uses(p, v) && !uses(q, v) && uses(&r.out_index, v))
+                .map(|(n, _)| n)
+        };
+        let (Some(i), Some(j)) = (only(x, y), only(y, x)) else {
+            continue;
+        };
+        let reads_reduction = |e: &PrimExpr| r.reduce.iter().any(|(v, _)| uses(e, v));
+        if reads_reduction(x) && reads_reduction(y) {
+            return Some(Matmul {
+                i,
+                j,
+                x: x.clone(),
+                y: y.clone(),
+            });
+        }
+    }
+    None
+}
+
+/// Threads (rows, cols) of an implicit-GEMM workgroup: as many column threads as
+/// the columns need (output rows are often short), the rest on rows.
+fn gemm_threads(r: &Reduction, g: &Matmul, opts: &ScheduleOptions) -> (u32, u32) {
+    let total = opts.matmul_threads.0 * opts.matmul_threads.1;
+    let tn = opts.matmul_tile.1.max(1) as i64;
+    match const_extent(&r.spatial[g.j].1) {
+        Some(n) => {
+            let cols = ((n + tn - 1) / tn).max(1) as u32;
+            let cols = cols.next_power_of_two().min(opts.matmul_threads.1.max(1)).min(total);
+            (total / cols, cols)
+        }
+        None => opts.matmul_threads,
+    }
 }
 
 fn const_prod(es: &[(TirVar, PrimExpr)]) -> Option<i64> {
@@ -427,7 +520,12 @@ fn matmul_kernel(r: &Reduction, mm: &Matmul, name: String, opts: &ScheduleOption
     let tx = TirVar::new("tx", DataType::INT32);
     let (iv, iext) = r.spatial[mm.i].clone();
     let (jv, jext) = r.spatial[mm.j].clone();
-    let (kv, kext) = r.reduce[0].clone();
+    // One reduction loop, or several fused into one index (decomposed in the loop).
+    let (kv, kext) = if r.reduce.len() == 1 {
+        r.reduce[0].clone()
+    } else {
+        (TirVar::new("kf", DataType::INT32), to_i32(&total_of(&r.reduce)))
+    };
     let dt = r.out.dtype();
     let xdt = mm.x.dtype();
     let ydt = mm.y.dtype();
@@ -489,11 +587,18 @@ fn matmul_kernel(r: &Reduction, mm: &Matmul, name: String, opts: &ScheduleOption
         ForKind::Serial,
         unrolled(&jj, tn, store(&acc, acc_idx.clone(), init_at)),
     );
+    let kstep = |body: Stmt| {
+        if r.reduce.len() == 1 {
+            body
+        } else {
+            decompose(kv.to_expr(), &r.reduce, body)
+        }
+    };
     let kloop = for_loop(
         &kv,
         kext.clone(),
         ForKind::Serial,
-        Stmt::Seq(vec![
+        kstep(Stmt::Seq(vec![
             unrolled(&ii, tm, store(&xs, ii.to_expr(), x_at)),
             unrolled(&jj, tn, store(&ys, jj.to_expr(), y_at)),
             for_loop(
@@ -510,7 +615,7 @@ fn matmul_kernel(r: &Reduction, mm: &Matmul, name: String, opts: &ScheduleOption
                     ),
                 ),
             ),
-        ]),
+        ])),
     );
     let write = for_loop(
         &ii,

@@ -32,15 +32,34 @@ pub struct DeviceCaps {
     pub f64: bool,
     /// `SHADER_INT64`.
     pub i64: bool,
+    /// `max_storage_buffer_binding_size`: a tensor of known size above it is bound
+    /// as several chunks (see [`BindingInfo::chunk`]).
+    pub max_binding_bytes: u64,
+    /// `min_storage_buffer_offset_alignment` (chunks start at multiples of it).
+    pub binding_align: u64,
 }
 
 impl DeviceCaps {
-    /// Every optional feature (for emitting WGSL without a device).
+    /// Every optional feature and no binding-size limit (for emitting WGSL without
+    /// a device).
     pub const ALL: DeviceCaps = DeviceCaps {
         f16: true,
         f64: true,
         i64: true,
+        max_binding_bytes: u64::MAX,
+        binding_align: 256,
     };
+
+    /// Elements of `st` per chunk when a tensor of `numel` elements exceeds the
+    /// binding size; `None` when it can be bound whole.
+    pub fn chunk_elems(&self, numel: u64, st: StorageTy) -> Option<u64> {
+        let bytes = st.bytes() as u64;
+        if numel.saturating_mul(bytes) <= self.max_binding_bytes {
+            return None;
+        }
+        let align = self.binding_align.max(bytes);
+        Some((self.max_binding_bytes / align * align / bytes).max(1))
+    }
 }
 
 /// Where a storage binding's buffer comes from.
@@ -138,6 +157,9 @@ pub struct BindingInfo {
     pub storage: StorageTy,
     /// Access mode.
     pub access: Access,
+    /// For a tensor bound in chunks: (first element, element count) of the part
+    /// bound here. `None`: the whole tensor.
+    pub chunk: Option<(u64, u64)>,
 }
 
 /// Scalar types of uniform fields.
@@ -230,6 +252,9 @@ struct Em<'a> {
     vars: HashMap<u64, (String, W)>,
     declared: HashSet<String>,
     bufs: HashMap<u64, (String, DataType, StorageTy)>,
+    /// Buffers bound in chunks: elements per chunk (accessed through `ld_`/`st_` helpers).
+    chunked: HashMap<u64, i64>,
+    chunk_fns: Vec<String>,
     written: HashSet<u64>,
     locals: HashMap<u64, (String, DataType, W)>,
     workgroup_decls: Vec<String>,
@@ -248,6 +273,8 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         vars: HashMap::new(),
         declared: HashSet::new(),
         bufs: HashMap::new(),
+        chunked: HashMap::new(),
+        chunk_fns: Vec::new(),
         written: HashSet::new(),
         locals: HashMap::new(),
         workgroup_decls: Vec::new(),
@@ -296,13 +323,48 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         } else {
             Access::Read
         };
-        bindings.push(BindingInfo {
-            buf: r,
-            name,
-            dtype: b.dtype(),
-            storage: st,
-            access,
-        });
+        let numel = b.shape().first().and_then(|e| e.as_int()).unwrap_or(0).max(0) as u64;
+        match caps.chunk_elems(numel, st) {
+            None => bindings.push(BindingInfo {
+                buf: r,
+                name,
+                dtype: b.dtype(),
+                storage: st,
+                access,
+                chunk: None,
+            }),
+            Some(per) => {
+                let n = numel.div_ceil(per);
+                let t = st.wty().name();
+                let mut ld = format!("fn ld_{name}(i: i32) -> {t} {{\n");
+                let mut stf = format!("fn st_{name}(i: i32, v: {t}) {{\n");
+                for c in 0..n {
+                    let part = format!("{name}_c{c}");
+                    let lo = c * per;
+                    if c + 1 < n {
+                        let hi = lo + per;
+                        let _ = writeln!(ld, "    if (i < {hi}i) {{ return {part}[i - {lo}i]; }}");
+                        let _ = writeln!(stf, "    if (i < {hi}i) {{ {part}[i - {lo}i] = v; return; }}");
+                    } else {
+                        let _ = writeln!(ld, "    return {part}[i - {lo}i];\n}}");
+                        let _ = writeln!(stf, "    {part}[i - {lo}i] = v;\n}}");
+                    }
+                    bindings.push(BindingInfo {
+                        buf: r,
+                        name: part,
+                        dtype: b.dtype(),
+                        storage: st,
+                        access,
+                        chunk: Some((lo, per.min(numel - lo))),
+                    });
+                }
+                em.chunk_fns.push(ld);
+                if access == Access::ReadWrite {
+                    em.chunk_fns.push(stf);
+                }
+                em.chunked.insert(b.id(), per as i64);
+            }
+        }
     }
     // Builtins.
     for (v, b) in &k.builtins {
@@ -386,6 +448,10 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
     src.push('\n');
     for h in &em.helpers {
         src.push_str(helper_src(h));
+        src.push('\n');
+    }
+    for f in &em.chunk_fns {
+        src.push_str(f);
         src.push('\n');
     }
     let [x, y, z] = k.workgroup_size;
@@ -658,7 +724,11 @@ impl Em<'_> {
                 let Some((name, bdt, st)) = self.bufs.get(&buffer.id()).cloned() else {
                     return Err(self.unsupported(format!("buffer `{}` is not available in the kernel", buffer.name())));
                 };
-                let v = format!("{name}[{idx}]");
+                let v = if self.chunked.contains_key(&buffer.id()) {
+                    format!("ld_{name}({idx})")
+                } else {
+                    format!("{name}[{idx}]")
+                };
                 let sw = st.wty();
                 if bdt.is_bool() {
                     (format!("({v} != 0i)"), W::Bool)
@@ -1040,7 +1110,11 @@ impl Em<'_> {
                 } else {
                     self.conv(&vs, vw, st.wty())?
                 };
-                self.line(&format!("{name}[{idx}] = {v};"));
+                if self.chunked.contains_key(&buffer.id()) {
+                    self.line(&format!("st_{name}({idx}, {v});"));
+                } else {
+                    self.line(&format!("{name}[{idx}] = {v};"));
+                }
             }
             Stmt::Let { var, value, body } => {
                 let (vs, vw) = self.expr(value)?;

@@ -480,3 +480,62 @@ fn concurrent_first_calls_compile_once() {
         }
     }
 }
+
+/// `out[n, co, h, w] = sum(x[n, ci, h*s + kh, w*s + kw] * wt[co, ci, kh, kw])`.
+fn conv_func(n: i64, ci: i64, hw: i64, co: i64, k: i64, s: i64) -> PrimFunc {
+    let o = (hw - k) / s + 1;
+    let x = Buffer::new("X", F32, shape(&[n, ci, hw, hw]));
+    let w = Buffer::new("Wt", F32, shape(&[co, ci, k, k]));
+    let out = Buffer::new("Out", F32, shape(&[n, co, o, o]));
+    let body = grid_block("conv", &shape(&[n, co, o, o, ci, k, k]), "SSSSRRR", |v| {
+        let oi: Vec<PrimExpr> = v[..4].to_vec();
+        let init = store(&out, &oi, PrimExpr::float_of(0.0, F32));
+        let sc = i64c(s);
+        let xi = [
+            v[0].clone(),
+            v[4].clone(),
+            v[2].clone() * sc.clone() + v[5].clone(),
+            v[3].clone() * sc + v[6].clone(),
+        ];
+        let wi = [v[1].clone(), v[4].clone(), v[5].clone(), v[6].clone()];
+        let upd = store(&out, &oi, load(&out, &oi) + load(&x, &xi) * load(&w, &wi));
+        (Some(init), upd)
+    });
+    prim_func(&[x, w, out], &[], vec![], body)
+}
+
+#[test]
+fn convolution_runs_as_implicit_gemm_and_matches_host() {
+    let cases = [
+        (1i64, 3i64, 33i64, 24i64, 3i64, 2i64),
+        (1, 3, 33, 10, 3, 2),
+        (2, 16, 20, 20, 1, 1),
+        (1, 5, 18, 70, 3, 1),
+        (1, 4, 9, 6, 3, 1),
+    ];
+    for &(n, ci, hw, co, k, s) in &cases {
+        let f = conv_func(n, ci, hw, co, k, s);
+        let o = (hw - k) / s + 1;
+        let src = Jit::new(None).wgsl(&f).unwrap();
+        // Output rows of 16 or more pixels and 16 or more channels take the
+        // implicit GEMM (fused reduction index); smaller ones one thread per output.
+        assert_eq!(
+            src.kernels.iter().any(|kk| kk.wgsl.contains("kf_")),
+            o >= 16 && co >= 16,
+            "schedule of a {o}-wide convolution:\n{src}"
+        );
+        let xv = rand_vec((n * ci * hw * hw) as usize, 11, -1.0, 1.0);
+        let wv = rand_vec((co * ci * k * k) as usize, 12, -1.0, 1.0);
+        let (h, g) = run_both(
+            &f,
+            &[
+                HostTensor::from_f64s(F32, &[n, ci, hw, hw], &xv).unwrap(),
+                HostTensor::from_f64s(F32, &[co, ci, k, k], &wv).unwrap(),
+            ],
+            HostTensor::zeros(F32, &[n, co, o, o]).unwrap(),
+        );
+        if let Some(g) = g {
+            assert_close(&g.to_f64_vec(), &h.to_f64_vec(), 1e-5, 1e-5, "gpu conv");
+        }
+    }
+}

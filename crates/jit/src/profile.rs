@@ -1,0 +1,120 @@
+//! Per-kernel GPU time: when profiling is on, each PrimFunc's kernels are submitted
+//! on their own and waited for, timed with GPU timestamp queries when the adapter
+//! has `TIMESTAMP_QUERY` (wall time of the submission otherwise), and summed by
+//! PrimFunc.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use relax_ir::tir::{BinOp, PrimExpr, PrimExprKind};
+
+use crate::host::eval_int;
+use crate::jit::Jit;
+use crate::lower::LoweredFunc;
+
+/// Time spent in one PrimFunc's kernels over all its calls.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelProfile {
+    /// The PrimFunc (a legalized operator or a fused group).
+    pub name: String,
+    /// Calls.
+    pub calls: u64,
+    /// Total GPU time.
+    pub time: Duration,
+    /// Floating-point operations of all calls (2 per multiply-add of the
+    /// multiply-accumulate reductions: convolutions, matmuls), when known.
+    pub flops: Option<f64>,
+    /// Whether `time` comes from GPU timestamps (else wall time per submission).
+    pub timestamps: bool,
+}
+
+impl KernelProfile {
+    /// Achieved GFLOP/s, when the flop count is known.
+    pub fn gflops(&self) -> Option<f64> {
+        let s = self.time.as_secs_f64();
+        self.flops.filter(|_| s > 0.0).map(|f| f / s / 1e9)
+    }
+}
+
+/// The profiler of a [`Jit`].
+#[derive(Default)]
+pub(crate) struct Profiler {
+    pub enabled: AtomicBool,
+    records: Mutex<HashMap<String, KernelProfile>>,
+}
+
+impl Profiler {
+    pub(crate) fn record(&self, name: &str, time: Duration, flops: Option<f64>, timestamps: bool) {
+        if let Ok(mut r) = self.records.lock() {
+            let e = r.entry(name.to_string()).or_insert_with(|| KernelProfile {
+                name: name.to_string(),
+                calls: 0,
+                time: Duration::ZERO,
+                flops: flops.map(|_| 0.0),
+                timestamps,
+            });
+            e.calls += 1;
+            e.time += time;
+            e.flops = match (e.flops, flops) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+            e.timestamps &= timestamps;
+        }
+    }
+}
+
+impl Jit {
+    /// Turn per-kernel profiling on or off (on: every GPU call waits for completion).
+    pub fn set_profiling(&self, on: bool) {
+        self.profiler.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether profiling is on.
+    pub fn profiling(&self) -> bool {
+        self.profiler.enabled.load(Ordering::Relaxed)
+    }
+
+    /// The profile so far, most time first.
+    pub fn profile(&self) -> Vec<KernelProfile> {
+        let mut v: Vec<KernelProfile> = self
+            .profiler
+            .records
+            .lock()
+            .map(|r| r.values().cloned().collect())
+            .unwrap_or_default();
+        v.sort_by(|a, b| b.time.cmp(&a.time).then(a.name.cmp(&b.name)));
+        v
+    }
+}
+
+/// `e` without casts.
+fn strip_casts(e: &PrimExpr) -> &PrimExpr {
+    match e.kind() {
+        PrimExprKind::Cast { value, .. } => strip_casts(value),
+        _ => e,
+    }
+}
+
+/// Flops of one call: 2 per multiply-add of every reduction stage `out += a * b`
+/// (with the shape variables' values in `vars`); `None` when there is none.
+pub(crate) fn flops_of(lf: &LoweredFunc, vars: &HashMap<u64, i64>) -> Option<f64> {
+    let mut total = 0.0;
+    let mut any = false;
+    for st in &lf.stages {
+        let Some(r) = &st.reduction else { continue };
+        let is_mul = matches!(strip_casts(&r.rhs).kind(), PrimExprKind::Binary { op: BinOp::Mul, .. });
+        if r.op != BinOp::Add || !is_mul {
+            continue;
+        }
+        let mut n = 2.0;
+        for (_, ext) in r.spatial.iter().chain(&r.reduce) {
+            n *= eval_int(ext, vars).ok()? as f64;
+        }
+        total += n;
+        any = true;
+    }
+    any.then_some(total)
+}

@@ -1,0 +1,131 @@
+//! Host tensors kept resident in device memory across calls: a weight passed to
+//! several kernels, or to every run, is uploaded once.
+//!
+//! An entry is keyed by the identity of the host memory's owner (held weakly, so a
+//! freed owner can never be mistaken for a new one at the same address), the byte
+//! range, and a hash of the contents, so a tensor written in place since its upload
+//! is uploaded again.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use relax_gpu_runtime::{DeviceBuffer, GpuRuntime};
+
+use crate::error::{JitError, Result};
+use crate::jit::{lock, Jit};
+
+/// Resident bytes kept before the cache drops every entry whose owner is gone
+/// and, if still above, everything.
+const MAX_RESIDENT_BYTES: u64 = 1 << 30;
+
+struct Entry {
+    owner: Weak<dyn Any + Send + Sync>,
+    hash: u64,
+    buf: Arc<DeviceBuffer>,
+}
+
+/// The cache of [`Jit::resident_upload`].
+#[derive(Default)]
+pub(crate) struct ResidentCache {
+    entries: Mutex<HashMap<(usize, usize, usize), Entry>>,
+}
+
+/// A fast 64-bit hash of `bytes` (words mixed with a multiply-rotate).
+fn content_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = bytes.len() as u64 ^ K;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    for &b in chunks.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+    }
+    h
+}
+
+fn owner_addr(w: &Weak<dyn Any + Send + Sync>) -> usize {
+    w.as_ptr() as *const () as usize
+}
+
+impl Jit {
+    /// A device buffer holding `bytes` (host memory owned by `owner`, starting at
+    /// byte `offset` of it), padded to a multiple of 4 bytes. The buffer is reused
+    /// while `owner` is alive and the bytes are unchanged; returns it and whether it
+    /// was uploaded now.
+    pub fn resident_upload(
+        &self,
+        owner: &Arc<dyn Any + Send + Sync>,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(Arc<DeviceBuffer>, bool)> {
+        let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
+        let weak = Arc::downgrade(owner);
+        let key = (owner_addr(&weak), offset, bytes.len());
+        let hash = content_hash(bytes);
+        let cache = &self.resident;
+        {
+            let entries = lock(&cache.entries)?;
+            if let Some(e) = entries.get(&key) {
+                if e.hash == hash && e.owner.upgrade().is_some_and(|o| Arc::ptr_eq(&o, owner)) {
+                    return Ok((e.buf.clone(), false));
+                }
+            }
+        }
+        let buf = Arc::new(upload_padded(rt, bytes)?);
+        let mut entries = lock(&cache.entries)?;
+        entries.insert(
+            key,
+            Entry {
+                owner: weak,
+                hash,
+                buf: buf.clone(),
+            },
+        );
+        let total = |m: &HashMap<_, Entry>| m.values().map(|e| e.buf.len()).sum::<u64>();
+        if total(&entries) > MAX_RESIDENT_BYTES {
+            entries.retain(|_, e| e.owner.strong_count() > 0);
+            if total(&entries) > MAX_RESIDENT_BYTES {
+                entries.clear();
+            }
+        }
+        Ok((buf, true))
+    }
+
+    /// Forget every resident upload (their device memory returns to the pool once
+    /// no kernel call holds it).
+    pub fn clear_resident(&self) {
+        if let Ok(mut e) = self.resident.entries.lock() {
+            e.clear();
+        }
+    }
+}
+
+fn upload_padded(rt: &GpuRuntime, bytes: &[u8]) -> Result<DeviceBuffer> {
+    let gpu = |e: relax_gpu_runtime::GpuError| JitError::Gpu(e.to_string());
+    if bytes.len().is_multiple_of(4) && !bytes.is_empty() {
+        return rt.upload(bytes).map_err(gpu);
+    }
+    let mut v = bytes.to_vec();
+    v.resize(bytes.len().div_ceil(4).max(1) * 4, 0);
+    rt.upload(&v).map_err(gpu)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::content_hash;
+
+    #[test]
+    fn hash_sees_every_byte() {
+        let a = vec![1u8; 1001];
+        let mut b = a.clone();
+        b[1000] = 2;
+        assert_ne!(content_hash(&a), content_hash(&b));
+        b[1000] = 1;
+        b[3] = 0;
+        assert_ne!(content_hash(&a), content_hash(&b));
+        assert_eq!(content_hash(&a), content_hash(&a.clone()));
+    }
+}

@@ -65,6 +65,12 @@ fn squeeze(ctx: &LegalizeCtx) -> Option<Lowered> {
         None => (0..nd).filter(|&d| shape[d].as_int() == Some(1)).collect(),
         Some(v) => v.iter().map(|&a| norm_axis(a, nd)).collect::<Option<Vec<_>>>()?,
     };
+    // The result's StructInfo may come from an annotation that disagrees with the
+    // squeezed rank (a symbolic dimension that is not known to be 1): not legalized.
+    let kept = (0..nd).filter(|d| !axes.contains(d)).count();
+    if kept != out_shape.len() {
+        return None;
+    }
     t.compute("T_squeeze", &out_shape, "ax", |i| {
         let mut k = 0;
         let idx: Vec<PrimExpr> = (0..nd)

@@ -2,7 +2,7 @@
 //! shape overflows, claims more data than the file has, or nests braces; bfloat16
 //! values in `--inputs-json`; and an impossible allocation on the host.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn relax() -> Command {
@@ -34,7 +34,7 @@ fn npy(header: &str, data: &[u8]) -> Vec<u8> {
 const IDENTITY: &str = "@R.function\ndef main(x: R.Tensor((4,), \"float32\")):\n    return x\n";
 
 /// Run `src` on the host with `args`; (exit code, stdout, stderr).
-fn run(dir: &PathBuf, src: &str, args: &[&str]) -> (i32, String, String) {
+fn run(dir: &Path, src: &str, args: &[&str]) -> (i32, String, String) {
     let prog = dir.join("prog.py");
     std::fs::write(&prog, src).expect("write");
     let out = relax()

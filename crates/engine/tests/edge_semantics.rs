@@ -210,3 +210,29 @@ def main(x: R.Tensor((2,), "float64")):
         }
     }
 }
+
+#[test]
+fn a_concat_of_many_inputs_selects_the_right_input() {
+    // Past 64 inputs concat legalizes to a balanced tree of selects.
+    let n = 301;
+    let names: Vec<&str> = (0..n).map(|k| if k % 2 == 0 { "x" } else { "y" }).collect();
+    let src = format!(
+        "@R.function\ndef main(x: R.Tensor((2,), \"float32\"), y: R.Tensor((3,), \"float32\")):\n    z = R.concat([{}], axis=0)\n    return z\n",
+        names.join(", ")
+    );
+    let x = f32s(&[2], vec![1.0, 2.0]);
+    let y = f32s(&[3], vec![3.0, 4.0, 5.0]);
+    let mut want = Vec::new();
+    for k in 0..n {
+        if k % 2 == 0 {
+            want.extend([1.0f32, 2.0]);
+        } else {
+            want.extend([3.0f32, 4.0, 5.0]);
+        }
+    }
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(&src), "main", &[x.clone(), y.clone()]).expect(dev);
+        let got = out.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+        assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "{dev}");
+    }
+}

@@ -236,3 +236,23 @@ fn a_concat_of_many_inputs_selects_the_right_input() {
         assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "{dev}");
     }
 }
+
+#[test]
+fn empty_softmax_and_division_by_a_constant_zero_compile_on_both_devices() {
+    let src = r#"
+@R.function
+def main(x: R.Tensor((2, 0), "float32"), i: R.Tensor((2,), "int32")):
+    a = R.nn.softmax(x, axis=1)
+    b = R.floor_divide(i, R.const(0, "int32"))
+    c = R.floor_mod(i, R.const(0, "int32"))
+    return (a, b, c)
+"#;
+    let x = f32s(&[2, 0], vec![]);
+    let i = i32s(vec![7, -7]);
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(src), "main", &[x.clone(), i.clone()]).expect(dev);
+        assert_eq!(field(&out, 0).shape(), &[2, 0], "{dev}");
+        assert_eq!(ints(&out, 1), [7, -7], "{dev}");
+        assert_eq!(ints(&out, 2), [0, 0], "{dev}");
+    }
+}

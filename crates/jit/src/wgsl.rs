@@ -748,6 +748,15 @@ impl Em<'_> {
         let w = if w == W::Bool && !op.is_comparison() { W::I32 } else { w };
         let (x, y) = (self.conv(&sa, wa, w)?, self.conv(&sb, wb, w)?);
         let cmp = |o: &str| (format!("({x} {o} {y})"), W::Bool);
+        if !w.is_float() && w != W::Bool && b.as_int() == Some(0) {
+            // A constant zero divisor: naga rejects `x / 0` at compile time, so the
+            // run-time rule (and the host's) is written out: `x / 0 == x`, `x % 0 == 0`.
+            match op {
+                BinOp::Div | BinOp::FloorDiv => return Ok((x, w)),
+                BinOp::Mod | BinOp::FloorMod => return Ok((w.zero().to_string(), w)),
+                _ => {}
+            }
+        }
         Ok(match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul => {
                 let o = match op {

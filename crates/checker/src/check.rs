@@ -49,28 +49,10 @@ fn is_wf_rule(d: &Diagnostic) -> bool {
 /// definite mismatches, warnings where a match could not be proven), purity,
 /// VDevice propagation and every well-formedness criterion.
 ///
-/// Never panics: an internal failure is reported as an error diagnostic.
+/// A panic here is a bug (the fuzz targets in `crates/cli/tests/fuzz_pipeline.rs` look
+/// for them); bad input is always a diagnostic.
 pub fn check_module(module: &IRModule) -> CheckResult {
-    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_module_inner(module)));
-    match run {
-        Ok(r) => r,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown failure".to_string());
-            CheckResult {
-                module: module.clone(),
-                diagnostics: vec![
-                    Diagnostic::error(format!("internal checker failure: {msg}"), relax_ir::Span::NONE)
-                        .with_rule("internal"),
-                ],
-                well_formed: false,
-                bindings: Vec::new(),
-            }
-        }
-    }
+    check_module_inner(module)
 }
 
 fn check_module_inner(module: &IRModule) -> CheckResult {

@@ -3,6 +3,7 @@
 
 mod check;
 mod common;
+mod npy;
 mod print;
 mod run;
 mod summary;

@@ -412,6 +412,7 @@ fn encode(v: &Json, dtype: DataType, out: &mut Vec<u8>) -> Result<(), String> {
             _ => return Err(bad()),
         };
         match dtype.bits {
+            16 if dtype.code == relax_ir::TypeCode::BFloat => out.extend(half::bf16::from_f64(x).to_le_bytes()),
             16 => out.extend(half::f16::from_f64(x).to_le_bytes()),
             32 => out.extend((x as f32).to_le_bytes()),
             64 => out.extend(x.to_le_bytes()),
@@ -560,6 +561,7 @@ fn try_npy<T: ReadableElement + relax_engine::Element>(bytes: &[u8]) -> Option<T
 fn read_npy(path: &Path) -> Result<Tensor, Fail> {
     let bytes = std::fs::read(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
     let b = bytes.as_slice();
+    crate::npy::validate_header(b).map_err(|m| rejected(format!("{}: {m}", path.display())))?;
     try_npy::<f32>(b)
         .or_else(|| try_npy::<f64>(b))
         .or_else(|| try_npy::<i32>(b))

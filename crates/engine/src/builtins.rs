@@ -148,7 +148,8 @@ pub(crate) fn call_op(it: &mut Interp, name: &str, call: &Call, frame: &mut Fram
                 .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)));
             let nbytes = nbytes.ok_or_else(|| EngineError::Invalid(format!("invalid storage size {size:?}")))?;
             it.prog.stats.record_alloc(nbytes);
-            let storage = Storage::host(HostBytes::Owned(vec![0; nbytes]));
+            let bytes = crate::value::alloc_host(nbytes, || format!("a storage of {nbytes} bytes"))?;
+            let storage = Storage::host(HostBytes::Owned(bytes));
             Ok(Value::Object(crate::value::Object::new(
                 "relax.Storage",
                 StorageObject { storage, vdevice: None },

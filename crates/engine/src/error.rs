@@ -74,6 +74,11 @@ pub enum EngineError {
     /// A device (allocation, transfer) failed.
     #[error("device: {0}")]
     Device(String),
+    /// A host allocation was refused: its size overflows, is over the host memory
+    /// limit ([`crate::set_host_memory_limit`]) or the allocator failed. The engine
+    /// stays usable.
+    #[error("{0}")]
+    HostMemory(String),
     /// Calls nested deeper than the configured limit.
     #[error("call depth limit of {0} exceeded (unbounded recursion?)")]
     RecursionLimit(usize),
@@ -89,6 +94,23 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// The error, naming the binding whose value was being computed when a host
+    /// allocation was refused (other errors are returned as they are).
+    pub(crate) fn in_binding(self, name: &str) -> EngineError {
+        match self {
+            EngineError::HostMemory(m) if !m.starts_with("binding `") => {
+                EngineError::HostMemory(format!("binding `{name}`: {m}"))
+            }
+            EngineError::Kernel { name: k, message } if message.starts_with("host memory:") => {
+                EngineError::HostMemory(format!("binding `{name}`: kernel `{k}`: {message}"))
+            }
+            EngineError::Device(m) if !m.starts_with("binding `") => {
+                EngineError::Device(format!("binding `{name}`: {m}"))
+            }
+            e => e,
+        }
+    }
+
     /// A free-form error (for use in packed functions).
     pub fn msg(message: impl Into<String>) -> EngineError {
         EngineError::Invalid(message.into())

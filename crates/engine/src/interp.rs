@@ -381,7 +381,7 @@ impl Interp {
                 let v = if matches!(value.kind(), ExprKind::Function(_)) {
                     self.make_closure(value, frame, Some(var))?
                 } else {
-                    self.eval(value, frame)?
+                    self.eval(value, frame).map_err(|e| e.in_binding(var.name()))?
                 };
                 // `extent: T.int64 = source` also binds the symbolic variable `extent`.
                 if let Some(relax_ir::StructInfo::Prim(p)) = var.struct_info() {

@@ -232,7 +232,7 @@ pub(crate) fn with_kernel_args<R>(
 }
 
 fn download(buf: &dyn crate::device::DeviceBuffer, t: &Tensor) -> Result<Vec<u8>> {
-    let mut v = vec![0u8; t.nbytes()];
+    let mut v = crate::value::alloc_host(t.nbytes(), || t.describe())?;
     buf.read(t.0.offset, &mut v).map_err(EngineError::Device)?;
     Ok(v)
 }

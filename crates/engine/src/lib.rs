@@ -47,6 +47,9 @@ pub use jit_exec::{JitGpuExecutor, JitHostExecutor};
 pub use kernel::{BufferArg, BufferData, Kernel, KernelArg, KernelExecutor};
 pub use packed::{PackedFunc, PackedRegistry, Purity};
 pub use params::{bind_args, Params};
+/// The host memory limit: the largest host buffer one allocation may have (process-wide;
+/// the default is three quarters of the machine's memory).
+pub use relax_jit::memory::{default_host_memory_limit, host_memory_limit, set_host_memory_limit};
 pub use value::{
     host_live_bytes, host_peak_bytes, reset_host_peak_bytes, ArrayValue, Closure, Element, Object, PrimFuncValue,
     PrimValue, Scalar, StorageObject, Tensor, Value,

@@ -168,7 +168,7 @@ impl Interp {
                     _ => false,
                 };
                 if !direct {
-                    let mut tmp = vec![0u8; n];
+                    let mut tmp = crate::value::alloc_host(n, || t.describe())?;
                     src.read(t.0.offset, &mut tmp).map_err(EngineError::Device)?;
                     buf.write(0, &tmp).map_err(EngineError::Device)?;
                 }
@@ -183,7 +183,7 @@ impl Interp {
                 Storage::device(buf)
             }
             (Some(src), None) => {
-                let mut bytes = vec![0u8; n];
+                let mut bytes = crate::value::alloc_host(n, || t.describe())?;
                 src.read(t.0.offset, &mut bytes).map_err(EngineError::Device)?;
                 stats.record_copy(CopyKind::Download, n as u64);
                 Storage::host(HostBytes::Owned(bytes))

@@ -343,23 +343,41 @@ fn check_dtype(dtype: DataType) -> Result<()> {
     Ok(())
 }
 
+/// `n` zero bytes of host memory for `what`, through the fallible path: an `Err` (never
+/// an abort) when `n` is over the host memory limit or cannot be reserved.
+pub(crate) fn alloc_host(n: usize, what: impl FnOnce() -> String) -> Result<Vec<u8>> {
+    relax_jit::memory::try_zeroed::<u8>(n)
+        .map_err(|e| EngineError::HostMemory(format!("cannot allocate {} on the host: {e}", what())))
+}
+
+/// Zeroed host bytes for a tensor of `dtype` and `shape`, or an error naming both.
+pub(crate) fn alloc_host_tensor(dtype: DataType, shape: &[i64]) -> Result<Vec<u8>> {
+    let what = || format!("a {dtype} tensor of shape {shape:?}");
+    let n = numel_of(shape)?
+        .checked_mul(dtype.bytes())
+        .ok_or_else(|| EngineError::HostMemory(format!("cannot allocate {}: its size in bytes overflows", what())))?;
+    alloc_host(n, what)
+}
+
 impl Tensor {
-    /// A zero-filled host tensor.
+    /// A zero-filled host tensor; an [`EngineError::HostMemory`] when it is too large.
     pub fn zeros(dtype: DataType, shape: &[i64]) -> Result<Tensor> {
         check_dtype(dtype)?;
-        let n = numel_of(shape)? * dtype.bytes();
+        let bytes = alloc_host_tensor(dtype, shape)?;
         Ok(Tensor::from_storage(
             dtype,
             shape.to_vec(),
             None,
-            Storage::host(HostBytes::Owned(vec![0; n])),
+            Storage::host(HostBytes::Owned(bytes)),
             0,
         ))
     }
     /// A host tensor from little-endian row-major element bytes (bool: one byte each).
     pub fn from_bytes(dtype: DataType, shape: &[i64], bytes: Vec<u8>) -> Result<Tensor> {
         check_dtype(dtype)?;
-        let n = numel_of(shape)? * dtype.bytes();
+        let n = numel_of(shape)?
+            .checked_mul(dtype.bytes())
+            .ok_or_else(|| EngineError::Invalid(format!("shape {shape:?} is too large")))?;
         if bytes.len() != n {
             return Err(EngineError::Invalid(format!(
                 "tensor of shape {shape:?} and dtype {dtype} needs {n} bytes, got {}",
@@ -483,7 +501,7 @@ impl Tensor {
                 Ok(f(bytes))
             }
             StorageData::Device(buf) => {
-                let mut tmp = vec![0u8; self.nbytes()];
+                let mut tmp = alloc_host(self.nbytes(), || self.describe())?;
                 buf.read(self.0.offset, &mut tmp).map_err(EngineError::Device)?;
                 Ok(f(&tmp))
             }
@@ -500,7 +518,7 @@ impl Tensor {
                 Ok(f(bytes))
             }
             StorageData::Device(buf) => {
-                let mut tmp = vec![0u8; self.nbytes()];
+                let mut tmp = alloc_host(self.nbytes(), || self.describe())?;
                 buf.read(self.0.offset, &mut tmp).map_err(EngineError::Device)?;
                 let r = f(&mut tmp);
                 buf.write(self.0.offset, &tmp).map_err(EngineError::Device)?;

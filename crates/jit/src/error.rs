@@ -41,6 +41,10 @@ pub enum JitError {
     /// A TIR assertion failed at run time.
     #[error("assertion failed: {0}")]
     AssertFailed(String),
+    /// A host buffer could not be allocated (size overflow, over the host memory
+    /// limit, or refused by the allocator).
+    #[error("host memory: {0}")]
+    HostMemory(String),
     /// No GPU runtime was given to the JIT.
     #[error("no GPU runtime available")]
     NoGpu,

@@ -979,7 +979,9 @@ impl HostKernel {
         let mut scratch: Vec<Vec<u64>> = Vec::new();
         for (slot, size, eb) in &self.scratch_slots {
             let n = size(&mut fr).max(0) as usize;
-            let mut v = vec![0u64; (n * eb).div_ceil(8).max(1)];
+            let mut v = crate::memory::try_zeroed_words(n, *eb).map_err(|e| {
+                JitError::HostMemory(format!("scratch buffer #{slot} of `{}` ({n} elements): {e}", lf.name))
+            })?;
             fr.bufs[*slot] = BufPtr {
                 ptr: v.as_mut_ptr() as *mut u8,
                 len: n,

@@ -27,6 +27,7 @@ mod host_vec;
 pub mod jit;
 pub mod lower;
 pub mod math;
+pub mod memory;
 pub mod profile;
 mod resident;
 pub mod schedule;

@@ -61,10 +61,12 @@ impl HostTensor {
         let nbytes = n
             .checked_mul(eb)
             .ok_or_else(|| JitError::BadArgs("tensor size overflows".into()))?;
+        let words = crate::memory::try_zeroed::<u64>(nbytes.div_ceil(8))
+            .map_err(|e| JitError::HostMemory(format!("a {dtype} tensor of shape {shape:?}: {e}")))?;
         Ok(HostTensor {
             dtype,
             shape: shape.to_vec(),
-            words: vec![0u64; nbytes.div_ceil(8)],
+            words,
             nbytes,
         })
     }

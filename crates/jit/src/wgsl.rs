@@ -501,8 +501,50 @@ pub fn validate(src: &str, caps: &DeviceCaps) -> Result<()> {
     Ok(())
 }
 
+/// Whether `e` is a constant other than zero.
+fn is_nonzero_const(e: &PrimExpr) -> bool {
+    match e.kind() {
+        PrimExprKind::FloatImm { value, .. } => *value != 0.0,
+        PrimExprKind::IntImm { value, .. } => *value != 0,
+        PrimExprKind::Cast { value, .. } => is_nonzero_const(value),
+        _ => false,
+    }
+}
+
+/// The saturating float-to-integer conversion helper for a cast to `dtype` computed in
+/// `to` (integers of at most 32 bits), if there is one.
+fn sat_cast_helper(dtype: DataType, to: W) -> Option<&'static str> {
+    if !dtype.is_integer() || dtype.is_bool() {
+        return None;
+    }
+    if matches!(to, W::I64 | W::U64) {
+        return Some(if to == W::U64 { "sat_f32_u64" } else { "sat_f32_i64" });
+    }
+    if !matches!(to, W::I32 | W::U32) {
+        return None;
+    }
+    Some(match (dtype.is_uint(), dtype.bits) {
+        (false, 8) => "sat_f32_i8",
+        (false, 16) => "sat_f32_i16",
+        (false, 32) => "sat_f32_i32",
+        (true, 8) => "sat_f32_u8",
+        (true, 16) => "sat_f32_u16",
+        (true, 32) => "sat_f32_u32",
+        _ => return None,
+    })
+}
+
 fn helper_src(name: &str) -> &'static str {
     match name {
+        "sat_f32_i8" => "fn sat_f32_i8(x: f32) -> i32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0i; }\n    return i32(clamp(x, -128.0f, 127.0f));\n}\n",
+        "sat_f32_i16" => "fn sat_f32_i16(x: f32) -> i32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0i; }\n    return i32(clamp(x, -32768.0f, 32767.0f));\n}\n",
+        "sat_f32_i32" => "fn sat_f32_i32(x: f32) -> i32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0i; }\n    if (x >= 2147483648.0f) { return 2147483647i; }\n    if (x <= -2147483648.0f) { return -2147483647i - 1i; }\n    return i32(x);\n}\n",
+        "fdiv_f32" => "fn fdiv_f32(a: f32, b: f32) -> f32 {\n    if (b != 0.0f) { return a / b; }\n    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u || a == 0.0f) { return bitcast<f32>(0x7fc00000u); }\n    let neg = ((bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u) != 0u;\n    return select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), neg);\n}\n",
+        "sat_f32_i64" => "fn sat_f32_i64(x: f32) -> i64 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0li; }\n    if (x >= 9223372036854775808.0f) { return 9223372036854775807li; }\n    if (x <= -9223372036854775808.0f) { return -9223372036854775807li - 1li; }\n    return i64(x);\n}\n",
+        "sat_f32_u64" => "fn sat_f32_u64(x: f32) -> u64 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0lu; }\n    if (x >= 18446744073709551616.0f) { return 18446744073709551615lu; }\n    if (x <= 0.0f) { return 0lu; }\n    return u64(x);\n}\n",
+        "sat_f32_u8" => "fn sat_f32_u8(x: f32) -> u32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0u; }\n    return u32(clamp(x, 0.0f, 255.0f));\n}\n",
+        "sat_f32_u16" => "fn sat_f32_u16(x: f32) -> u32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0u; }\n    return u32(clamp(x, 0.0f, 65535.0f));\n}\n",
+        "sat_f32_u32" => "fn sat_f32_u32(x: f32) -> u32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0u; }\n    if (x >= 4294967296.0f) { return 4294967295u; }\n    if (x <= 0.0f) { return 0u; }\n    return u32(x);\n}\n",
         "floordiv_i32" => "fn floordiv_i32(a: i32, b: i32) -> i32 {\n    let q = a / b;\n    let r = a % b;\n    return select(q, q - 1i, r != 0i && ((r < 0i) != (b < 0i)));\n}\n",
         "floormod_i32" => "fn floormod_i32(a: i32, b: i32) -> i32 {\n    let r = a % b;\n    return select(r, r + b, r != 0i && ((r < 0i) != (b < 0i)));\n}\n",
         "floordiv_i64" => "fn floordiv_i64(a: i64, b: i64) -> i64 {\n    let q = a / b;\n    let r = a % b;\n    return select(q, q - 1li, r != 0li && ((r < 0li) != (b < 0li)));\n}\n",
@@ -684,6 +726,13 @@ impl Em<'_> {
                 if (from == W::F64 || to == W::F64) && from != to && !(from.is_float() && to.is_float()) {
                     // f64 <-> int conversions go through f32 / i32 lanes that drivers support.
                 }
+                if let (true, Some(h)) = (from.is_float(), sat_cast_helper(*dtype, to)) {
+                    // Out-of-range floats saturate and NaN becomes 0, as on the host
+                    // (WGSL's own conversion wraps narrow types and clamps inexactly).
+                    let x = self.conv(&s, from, W::F32)?;
+                    self.helpers.insert(h);
+                    return Ok((format!("{h}({x})"), to));
+                }
                 let c = self.conv(&s, from, to)?;
                 (self.wrap_small(c, *dtype), to)
             }
@@ -769,6 +818,15 @@ impl Em<'_> {
         let w = if w == W::Bool && !op.is_comparison() { W::I32 } else { w };
         let (x, y) = (self.conv(&sa, wa, w)?, self.conv(&sb, wb, w)?);
         let cmp = |o: &str| (format!("({x} {o} {y})"), W::Bool);
+        if !w.is_float() && w != W::Bool && b.as_int() == Some(0) {
+            // A constant zero divisor: naga rejects `x / 0` at compile time, so the
+            // run-time rule (and the host's) is written out: `x / 0 == x`, `x % 0 == 0`.
+            match op {
+                BinOp::Div | BinOp::FloorDiv => return Ok((x, w)),
+                BinOp::Mod | BinOp::FloorMod => return Ok((w.zero().to_string(), w)),
+                _ => {}
+            }
+        }
         Ok(match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul => {
                 let o = match op {
@@ -777,6 +835,12 @@ impl Em<'_> {
                     _ => "*",
                 };
                 (self.wrap_small(format!("({x} {o} {y})"), dt), w)
+            }
+            // A float divisor that may be zero: IEEE results (±inf, NaN) as on the host,
+            // where Vulkan leaves `x / 0.0` undefined.
+            BinOp::Div if w == W::F32 && !is_nonzero_const(b) => {
+                self.helpers.insert("fdiv_f32");
+                (format!("fdiv_f32({x}, {y})"), w)
             }
             BinOp::Div => (format!("({x} / {y})"), w),
             BinOp::Mod => (format!("({x} % {y})"), w),
@@ -825,6 +889,14 @@ impl Em<'_> {
         helper: Option<&'static str>,
     ) -> Result<(String, W)> {
         let out = self.cty(dtype)?;
+        if out == W::F64 {
+            // WGSL's math builtins have no f64 forms: computing in f32 would silently
+            // narrow the result, so the kernel is refused (it runs on the host instead).
+            return Err(JitError::UnsupportedDtype {
+                dtype,
+                context: format!("for `{f}` on the GPU (WGSL computes it only in f32; run it on the host)"),
+            });
+        }
         let native = out == W::F32 || (out == W::F16 && helper.is_none());
         let cw = if native { out } else { W::F32 };
         let mut parts = Vec::new();

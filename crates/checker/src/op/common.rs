@@ -345,11 +345,26 @@ pub(crate) fn fdiv(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     }
 }
 
+/// Whether `v` is representable in the integer dtype `d` (constants that overflow are
+/// not folded: the expression stays as written).
+fn fits(v: i64, d: DataType) -> bool {
+    let bits = d.bits as u32;
+    if !d.is_int() && !d.is_uint() || bits >= 64 {
+        return true;
+    }
+    let (lo, hi) = if d.is_uint() {
+        (0, (1i64 << bits) - 1)
+    } else {
+        (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+    };
+    (lo..=hi).contains(&v)
+}
+
 /// `a + b`, folded.
 pub(crate) fn add(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     let d = common_dtype(a, b);
     match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) => PrimExpr::int_of(x.wrapping_add(y), d),
+        (Some(x), Some(y)) if x.checked_add(y).is_some_and(|v| fits(v, d)) => PrimExpr::int_of(x.wrapping_add(y), d),
         (Some(0), _) => retype(b, d),
         (_, Some(0)) => retype(a, d),
         _ => bin(BinOp::Add, a, b),
@@ -360,7 +375,7 @@ pub(crate) fn add(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
 pub(crate) fn sub(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     let d = common_dtype(a, b);
     match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) => PrimExpr::int_of(x.wrapping_sub(y), d),
+        (Some(x), Some(y)) if x.checked_sub(y).is_some_and(|v| fits(v, d)) => PrimExpr::int_of(x.wrapping_sub(y), d),
         (_, Some(0)) => retype(a, d),
         _ => bin(BinOp::Sub, a, b),
     }
@@ -370,7 +385,7 @@ pub(crate) fn sub(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
 pub(crate) fn mul(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     let d = common_dtype(a, b);
     match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) => PrimExpr::int_of(x.wrapping_mul(y), d),
+        (Some(x), Some(y)) if x.checked_mul(y).is_some_and(|v| fits(v, d)) => PrimExpr::int_of(x.wrapping_mul(y), d),
         (Some(1), _) => retype(b, d),
         (_, Some(1)) => retype(a, d),
         (Some(0), _) | (_, Some(0)) => PrimExpr::int_of(0, d),

@@ -235,6 +235,9 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     } else {
         vec![int(1); axes.len()]
     };
+    if strides.iter().any(|s| s.as_int() == Some(0)) {
+        return Err(format!("{}: a stride is zero", op_name(call)));
+    }
     if strides.len() != axes.len() {
         return Err(format!(
             "For operator {}, when the optional 'strides' argument is provided, the number of axes provided must match the number of strides provided.  However, there are {} axes specified and {} strides specified",

@@ -393,6 +393,9 @@ fn special_new_shape(call: &Call, data: &TensorStructInfo, ctx: &InferCtx) -> Re
     Ok(Some(out))
 }
 
+/// The most sections `split` may produce: each becomes a field of the result tuple.
+const MAX_SECTIONS: i64 = 1 << 16;
+
 /// `split(x, indices_or_sections, axis)`.
 fn split(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let t = unary_tensor(call, args)?;
@@ -438,6 +441,14 @@ fn split(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             "{}: the number of sections must be positive, got {}",
             op_name(call),
             n
+        ));
+    }
+    if n > MAX_SECTIONS {
+        return Err(format!(
+            "{}: {} sections is more than the supported {}",
+            op_name(call),
+            n,
+            MAX_SECTIONS
         ));
     }
     if n == 1 {
@@ -751,7 +762,16 @@ fn tile(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         } else if i < nd_delta {
             out.push(int(reps[(i - l_delta) as usize]));
         } else {
-            let d = mul(&shape[(i - nd_delta) as usize], &int(reps[(i - l_delta) as usize]));
+            let (dim, rep) = (&shape[(i - nd_delta) as usize], reps[(i - l_delta) as usize]);
+            if let Some(v) = dim.as_int() {
+                if v.checked_mul(rep).is_none() {
+                    return Err(format!(
+                        "{}: dimension {i} of the result, {v} * {rep}, overflows int64",
+                        op_name(call)
+                    ));
+                }
+            }
+            let d = mul(dim, &int(rep));
             out.push(simplify(ctx.analyzer, &d));
         }
     }

@@ -146,6 +146,14 @@ fn complete_padding(call: &Call, p: &[i64], n: usize) -> Result<Vec<i64>, String
     ))
 }
 
+/// `values` when every entry is positive (strides and dilations).
+fn positive(call: &Call, key: &str, values: Vec<i64>) -> Result<Vec<i64>, String> {
+    match values.iter().find(|&&v| v <= 0) {
+        Some(v) => Err(format!("{}: `{}` must be positive, got {}", op_name(call), key, v)),
+        None => Ok(values),
+    }
+}
+
 fn expand(call: &Call, key: &str, default: i64, n: usize) -> Result<Vec<i64>, String> {
     let v = attr_ints(call, key, &vec![default; n])?;
     if v.len() == n {
@@ -208,8 +216,8 @@ fn conv(call: &Call, args: &[StructInfo], ctx: &InferCtx, n: usize, transpose: b
     let an = ctx.analyzer;
     let groups = attr_int(call, "groups", 1)?;
     let g = int(groups);
-    let strides = expand(call, "strides", 1, n)?;
-    let dilation = expand(call, "dilation", 1, n)?;
+    let strides = positive(call, "strides", expand(call, "strides", 1, n)?)?;
+    let dilation = positive(call, "dilation", expand(call, "dilation", 1, n)?)?;
     let padding = complete_padding(call, &attr_ints(call, "padding", &vec![0; 2 * n])?, n)?;
     let mut out = vec![d[0].clone(), int(0)];
     if !transpose {
@@ -329,8 +337,8 @@ fn pool(call: &Call, args: &[StructInfo], ctx: &InferCtx, n: usize) -> Res {
     let canon_l = Layout::parse(&canon)?;
     let d = convert_shape(&layout, &canon_l, &ds);
     let pool_size = expand(call, "pool_size", 1, n)?;
-    let strides = expand(call, "strides", 1, n)?;
-    let dilation = expand(call, "dilation", 1, n)?;
+    let strides = positive(call, "strides", expand(call, "strides", 1, n)?)?;
+    let dilation = positive(call, "dilation", expand(call, "dilation", 1, n)?)?;
     let padding = complete_padding(call, &attr_ints(call, "padding", &vec![0; 2 * n])?, n)?;
     let ceil_mode = attr_bool(call, "ceil_mode", false);
     let an = ctx.analyzer;

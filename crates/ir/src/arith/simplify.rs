@@ -577,8 +577,20 @@ impl Analyzer {
             let raw = self.expr_interval(a).sub(self.expr_interval(b));
             return decide_with(op, &d, raw.intersect(self.poly_interval(&d)));
         }
-        let s = self.simplify(&PrimExpr::binary(op, a.clone(), b.clone()));
-        s.as_int().map(|v| v != 0)
+        // Not integers: compare the simplified operands when both are float constants
+        // (simplifying the comparison itself would come back here).
+        let (sa, sb) = (self.simplify_expr(a), self.simplify_expr(b));
+        match (sa.kind(), sb.kind()) {
+            (PrimExprKind::FloatImm { value: x, .. }, PrimExprKind::FloatImm { value: y, .. }) => Some(match op {
+                BinOp::Eq => x == y,
+                BinOp::Ne => x != y,
+                BinOp::Lt => x < y,
+                BinOp::Le => x <= y,
+                BinOp::Gt => x > y,
+                _ => x >= y,
+            }),
+            _ => None,
+        }
     }
 
     /// Decide a boolean condition.

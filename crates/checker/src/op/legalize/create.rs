@@ -92,6 +92,9 @@ fn arange(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(finish("arange", t, 1, Vec::new(), ctx.out.clone()))
 }
 
+/// The most elements a constant-folded `arange` may have.
+const MAX_FOLDED_ARANGE: usize = 1 << 16;
+
 /// `arange` with constant bounds folds into a constant, as TVM's legalization
 /// does (`numpy.arange`: `start + i * step` in double precision, then cast).
 pub(crate) fn fold_arange(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
@@ -100,6 +103,10 @@ pub(crate) fn fold_arange(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
         [d] => usize::try_from(d.as_int()?).ok()?,
         _ => return None,
     };
+    // A large range stays a kernel: folding would build the whole constant here.
+    if n > MAX_FOLDED_ARANGE {
+        return None;
+    }
     let num = |e: &PrimExpr| match e.kind() {
         PrimExprKind::IntImm { value, .. } => Some(*value as f64),
         PrimExprKind::FloatImm { value, .. } => Some(*value),

@@ -65,6 +65,12 @@ fn squeeze(ctx: &LegalizeCtx) -> Option<Lowered> {
         None => (0..nd).filter(|&d| shape[d].as_int() == Some(1)).collect(),
         Some(v) => v.iter().map(|&a| norm_axis(a, nd)).collect::<Option<Vec<_>>>()?,
     };
+    // The result's StructInfo may come from an annotation that disagrees with the
+    // squeezed rank (a symbolic dimension that is not known to be 1): not legalized.
+    let kept = (0..nd).filter(|d| !axes.contains(d)).count();
+    if kept != out_shape.len() {
+        return None;
+    }
     t.compute("T_squeeze", &out_shape, "ax", |i| {
         let mut k = 0;
         let idx: Vec<PrimExpr> = (0..nd)
@@ -585,6 +591,14 @@ fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
         Some(a) => norm_axis(a, nd)?,
         None => 0,
     };
+    if bufs.len() > LINEAR_CONCAT
+        && bufs
+            .iter()
+            .any(|b| b.shape().get(axis).and_then(|d| d.as_int()).is_none())
+    {
+        // Symbolic offsets of many inputs would be sums as deep as the input count.
+        return None;
+    }
     // offsets[k]: the start of input k along the axis
     let mut offsets = vec![int(0)];
     for b in &bufs[..bufs.len() - 1] {
@@ -597,6 +611,11 @@ fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
             idx[axis] = sub_chain(&i[axis], &offsets[k]);
             PrimExpr::load(&bufs[k], idx)
         };
+        if bufs.len() > LINEAR_CONCAT {
+            // Many inputs: a balanced tree of selects (depth log2 n) instead of TVM's
+            // chain, whose depth n overflows every pass that recurses over expressions.
+            return balanced(&load, &offsets, &i[axis], 0, bufs.len());
+        }
         let mut e = load(0);
         for (k, off) in offsets.iter().enumerate().skip(1) {
             let cond = match off.as_int() {
@@ -610,6 +629,24 @@ fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
         e
     });
     Some(finish("concatenate", t, 1, Vec::new(), ctx.out.clone()))
+}
+
+/// The most inputs `concat` legalizes to TVM's chain of `if_then_else`.
+const LINEAR_CONCAT: usize = 64;
+
+/// `if_then_else` over inputs `lo..hi` of a concat, split at the middle offset.
+fn balanced(load: &dyn Fn(usize) -> PrimExpr, offsets: &[PrimExpr], at: &PrimExpr, lo: usize, hi: usize) -> PrimExpr {
+    if hi - lo <= 1 {
+        return load(lo);
+    }
+    let mid = lo + (hi - lo) / 2;
+    let cond = PrimExpr::binary(BinOp::Le, offsets[mid].clone(), at.clone());
+    let (upper, lower) = (
+        balanced(load, offsets, at, mid, hi),
+        balanced(load, offsets, at, lo, mid),
+    );
+    let dt = upper.dtype();
+    PrimExpr::call("if_then_else", dt, vec![cond, upper, lower])
 }
 
 /// `x - (a + b + c)` written as `x - a - b - c` (TVM's form of a symbolic offset).

@@ -320,11 +320,15 @@ fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
         .map(|&(i, n)| {
             if i % n == 0 {
                 i / n
-            } else {
+            } else if n <= 1 << 16 {
+                let (i, n) = (i as i128, n as i128);
                 (0..n)
                     .map(|o| ((o + 1) * i + n - 1) / n - (o * i) / n)
                     .max()
-                    .unwrap_or(1)
+                    .map_or(1, |w| w as i64)
+            } else {
+                // An upper bound on every window (positions past a window's end are masked).
+                (i / n).saturating_add(2)
             }
         })
         .collect();
@@ -378,7 +382,7 @@ fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     t.compute_annotated("adaptive_pool_avg", &out_shape, &names, ann, |i| {
         let v = PrimExpr::load(&sum, i.to_vec());
         if even {
-            let size: i64 = windows.iter().product();
+            let size: i64 = windows.iter().fold(1i64, |a, &w| a.saturating_mul(w));
             if size == 1 {
                 v
             } else {

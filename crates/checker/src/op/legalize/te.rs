@@ -561,7 +561,10 @@ pub fn collect_reads(e: &PrimExpr, out: &Buffer, acc: &mut Vec<(Buffer, Vec<Vec<
             }
             match acc.iter_mut().find(|(b, _)| b == buffer) {
                 Some((_, list)) => {
-                    if !list.iter().any(|l| idx_eq(l, indices)) {
+                    // Past a few distinct accesses duplicates are kept rather than searched
+                    // for (quadratic in the loads of a many-input concat); `regions` only
+                    // asks whether all accesses agree, which duplicates do not change.
+                    if list.len() > 64 || !list.iter().any(|l| idx_eq(l, indices)) {
                         list.push(indices.clone());
                     }
                 }

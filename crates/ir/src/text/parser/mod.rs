@@ -1,9 +1,12 @@
 //! TVMScript parser: Python syntax (via rustpython-parser) mapped to Relax and TIR.
 
+mod limits;
 mod metadata;
 pub mod prim_expr;
 mod relax;
 pub mod tir;
+
+pub use limits::{MAX_BLOCK_DEPTH, MAX_EXPR_DEPTH, MAX_NDIM};
 
 use std::collections::HashSet;
 
@@ -21,6 +24,7 @@ use crate::span::{LineIndex, Span};
 /// or `@T.prim_func`.
 pub fn parse(source: &str) -> Result<Program, Diagnostic> {
     let lines = LineIndex::new(source);
+    limits::check_nesting(source).map_err(|(at, msg)| Diagnostic::error(msg, lines.span(at)).with_rule("parse"))?;
     let suite = ast::Suite::parse(source, "<tvmscript>").map_err(|e| {
         Diagnostic::error(
             format!("invalid Python syntax: {}", e.error),
@@ -237,8 +241,13 @@ impl ModuleCx<'_> {
                 ast::Constant::Str(s) => AttrValue::Str(s.clone()),
                 _ => return Err(self.err(e, "expected an attribute value (number, string, list or dict)")),
             },
+            ast::Expr::UnaryOp(u)
+                if matches!(u.op, ast::UnaryOp::USub) && prim_expr::is_int64_min_magnitude(&u.operand) =>
+            {
+                AttrValue::Int(i64::MIN)
+            }
             ast::Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::USub) => match self.attr_value(&u.operand)? {
-                AttrValue::Int(i) => AttrValue::Int(-i),
+                AttrValue::Int(i) => AttrValue::Int(i.checked_neg().ok_or_else(|| self.err(e, "integer overflow"))?),
                 AttrValue::Float(f) => AttrValue::Float(-f),
                 _ => return Err(self.err(e, "expected a number after `-`")),
             },

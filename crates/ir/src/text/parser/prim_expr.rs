@@ -211,6 +211,9 @@ impl<'a> Evaluator<'a> {
                 }
                 Ok(Value::Dict(items))
             }
+            ast::Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::USub) && is_int64_min_magnitude(&u.operand) => {
+                Ok(Value::Int(i64::MIN))
+            }
             ast::Expr::UnaryOp(u) => {
                 let v = self.eval(&u.operand)?;
                 match u.op {
@@ -1373,4 +1376,10 @@ pub(crate) fn intrinsic(name: &str) -> Option<Intrinsic> {
         }
         _ => None,
     }
+}
+
+/// Whether `e` is the literal 9223372036854775808, which only exists negated (`-2**63`).
+pub(crate) fn is_int64_min_magnitude(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(i), .. })
+        if i.to_string() == "9223372036854775808")
 }

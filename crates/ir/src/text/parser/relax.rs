@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rustpython_parser::ast::{self, Ranged};
 use rustpython_parser::Parse;
 
+use super::limits::MAX_NDIM;
 use super::prim_expr::{parse_prim_expr, PrimEnv};
 use super::{dotted_name, ModuleCx};
 use crate::attrs::{AttrValue, Attrs};
@@ -776,7 +777,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                                     values = Some(dims);
                                 }
                             }
-                            "ndim" => ndim = cx.int_literal(v)? as i32,
+                            "ndim" => ndim = cx.ndim_literal(v)?,
                             _ => return Err(cx.err(v, format!("unexpected argument `{key}` of R.Shape"))),
                         }
                         Ok(())
@@ -954,7 +955,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
             _ => DataType::VOID,
         };
         let mut ndim = match ndim_e {
-            Some(n) => self.int_literal(n)? as i32,
+            Some(n) => self.ndim_literal(n)?,
             None => -1,
         };
         let shape = match shape_e {
@@ -1029,6 +1030,18 @@ impl<'m, 'a> FnCx<'m, 'a> {
             Ok(AttrValue::Int(i)) => Ok(i),
             _ => Err(self.err(e, "expected an integer")),
         }
+    }
+
+    /// An `ndim=` value: -1 (unknown) or a rank up to [`MAX_NDIM`].
+    fn ndim_literal(&self, e: &ast::Expr) -> PResult<i32> {
+        let n = self.int_literal(e)?;
+        if !(-1..=MAX_NDIM).contains(&n) {
+            return Err(self.err(
+                e,
+                format!("ndim must be -1 (unknown) or a rank between 0 and {MAX_NDIM}, got {n}"),
+            ));
+        }
+        Ok(n as i32)
     }
 
     /// A shape dimension: an integer, a shape variable, an expression or a string.

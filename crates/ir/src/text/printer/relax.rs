@@ -935,6 +935,13 @@ fn sinfo_vars(s: &StructInfo, out: &mut TirVars, param: bool) {
 }
 
 fn collect_params(f: &Function, out: &mut TirVars) {
+    // The function's own parameters, then those of every function nested in it, in
+    // pre-order (one walk: walking each nested function's body again was exponential).
+    function_params(f, out);
+    walk_functions(&f.body, &mut |g| function_params(g, out));
+}
+
+fn function_params(f: &Function, out: &mut TirVars) {
     // Scalar parameters (`n: T.int64`) define their symbolic variable themselves.
     for p in &f.params {
         if let Some(StructInfo::Prim(ps)) = p.struct_info() {
@@ -950,7 +957,6 @@ fn collect_params(f: &Function, out: &mut TirVars) {
             sinfo_vars(s, out, true);
         }
     }
-    walk_functions(&f.body, &mut |g| collect_params(g, out));
 }
 
 fn walk_functions(e: &Expr, cb: &mut dyn FnMut(&Function)) {

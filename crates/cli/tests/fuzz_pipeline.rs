@@ -1,0 +1,267 @@
+//! A time-bounded mutation fuzzer over the corpus (a small driver of our own, stable
+//! Rust) with three targets on every mutated text:
+//!
+//! - `roundtrip`: parse, print, parse again, and compare the two modules structurally;
+//! - `check`: parse then check;
+//! - `wgsl`: normalize, legalize and emit WGSL (validated by naga) for every PrimFunc.
+//!
+//! A panic anywhere fails the test with the input. Round-trip mismatches and WGSL
+//! errors are counted and reported, not failures (they are diagnostics). The budget is
+//! `RELAX_FUZZ_SECS` seconds per target (default 8); `RELAX_FUZZ_SEED` picks the seed.
+//! A long run: `RELAX_FUZZ_SECS=600 cargo test --release -p relax-cli --test fuzz_pipeline -- --nocapture`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use relax_checker::check::check_module;
+use relax_checker::normalize::normalize_module;
+use relax_checker::op::legalize::legalize_module;
+use relax_ir::structural::StructuralEqual;
+use relax_ir::text::{parse, print_program};
+use relax_ir::BaseFunc;
+use relax_jit::jit::emit_program;
+use relax_jit::{DeviceCaps, ScheduleOptions};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Fragments inserted by the mutator: numbers at the edges, operators, brackets.
+const FRAGMENTS: &[&str] = &[
+    "0",
+    "-1",
+    "1",
+    "2",
+    "-0.0",
+    "1.5",
+    "4294967296",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1e400",
+    "\"n\"",
+    "n",
+    "x",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    " + ",
+    " * ",
+    " // ",
+    " % ",
+    "-",
+    "R.add(",
+    "R.reshape(",
+    "R.shape([",
+    "T.int64(",
+    "\"float64\"",
+    "\"bfloat16\"",
+    "\"int8\"",
+    "\"bool\"",
+    "axis=-7",
+    "ndim=3",
+    "keepdims=True",
+    "\n",
+    "\n    ",
+    "'",
+    "\"",
+    "\\",
+    "None",
+];
+
+fn corpus_dir() -> Option<PathBuf> {
+    if let Ok(d) = std::env::var("RELAX_CORPUS_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/tvm");
+    p.exists().then_some(p)
+}
+
+/// Seeds: the repository's examples and test fixtures, plus corpus inputs when present.
+fn seeds() -> Vec<String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut out = Vec::new();
+    for dir in ["examples/relax", "crates/cli/tests/data"] {
+        if let Ok(rd) = std::fs::read_dir(root.join(dir)) {
+            for e in rd.flatten() {
+                if e.path().extension().is_some_and(|x| x == "py") {
+                    if let Ok(s) = std::fs::read_to_string(e.path()) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(dir) = corpus_dir() {
+        for file in [
+            "legalize.jsonl",
+            "op_struct_info.jsonl",
+            "well_formed.jsonl",
+            "parser.jsonl",
+        ] {
+            let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+                continue;
+            };
+            for line in text.lines().step_by(7).take(150) {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                    if let Some(s) = v.get("input").and_then(|i| i.as_str()) {
+                        out.push(s.to_string());
+                    }
+                }
+            }
+        }
+    } else {
+        eprintln!("fuzz_pipeline: corpus not found (set RELAX_CORPUS_DIR); fuzzing the examples only");
+    }
+    out
+}
+
+fn boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// One to three random edits of `s`.
+fn mutate(rng: &mut Rng, s: &str) -> String {
+    let mut s = s.to_string();
+    for _ in 0..1 + rng.below(3) {
+        let a = boundary(&s, rng.below(s.len() + 1));
+        let b = boundary(&s, a + rng.below(24));
+        match rng.below(5) {
+            0 => s.replace_range(a..b.max(a), ""),
+            1 => {
+                let piece = s[a..b.max(a)].to_string();
+                s.insert_str(b.max(a), &piece);
+            }
+            2 | 3 => s.insert_str(a, FRAGMENTS[rng.below(FRAGMENTS.len())]),
+            _ => {
+                // Replace a number-like token with an edge value.
+                let f = FRAGMENTS[rng.below(10)];
+                s.replace_range(a..b.max(a), f);
+            }
+        }
+    }
+    s
+}
+
+fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "<non-string panic>".into())
+}
+
+#[derive(Default, Debug)]
+struct Counts {
+    execs: usize,
+    parsed: usize,
+    interesting: usize,
+}
+
+/// Run `target` on mutated seeds for the budget; panics fail with the input.
+fn fuzz(name: &str, salt: u64, target: &dyn Fn(&str, &mut Counts)) -> Counts {
+    let secs: u64 = std::env::var("RELAX_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
+    let seed: u64 = std::env::var("RELAX_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x00f0_2217);
+    let seeds = seeds();
+    assert!(!seeds.is_empty(), "no seeds");
+    let mut rng = Rng((seed ^ salt) | 1);
+    let mut counts = Counts::default();
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        let base = &seeds[rng.below(seeds.len())];
+        let text = if counts.execs % 8 == 0 {
+            base.clone()
+        } else {
+            mutate(&mut rng, base)
+        };
+        let r = catch_unwind(AssertUnwindSafe(|| target(&text, &mut counts)));
+        if let Err(e) = r {
+            panic!(
+                "fuzz target `{name}` panicked: {}\n--- input ---\n{text}\n---",
+                panic_message(e)
+            );
+        }
+        counts.execs += 1;
+    }
+    eprintln!("fuzz {name}: {counts:?}");
+    counts
+}
+
+#[test]
+fn fuzz_parse_print_parse_roundtrip() {
+    let c = fuzz("roundtrip", 1, &|text, c| {
+        let Ok(p) = parse(text) else { return };
+        c.parsed += 1;
+        let printed = print_program(&p);
+        let again = match parse(&printed) {
+            Ok(a) => a,
+            Err(_) => {
+                c.interesting += 1; // printed text that does not re-parse
+                return;
+            }
+        };
+        if StructuralEqual::new()
+            .map_free_vars(true)
+            .module(&p.into_module(), &again.into_module())
+            .is_err()
+        {
+            c.interesting += 1;
+        }
+    });
+    assert!(c.execs > 0 && c.parsed > 0);
+}
+
+#[test]
+fn fuzz_parse_check() {
+    let c = fuzz("check", 2, &|text, c| {
+        let Ok(p) = parse(text) else { return };
+        c.parsed += 1;
+        let r = check_module(&p.into_module());
+        if r.is_valid() {
+            c.interesting += 1;
+        }
+    });
+    assert!(c.execs > 0 && c.parsed > 0);
+}
+
+#[test]
+fn fuzz_legalize_wgsl() {
+    let c = fuzz("wgsl", 3, &|text, c| {
+        let Ok(p) = parse(text) else { return };
+        c.parsed += 1;
+        let n = normalize_module(&p.into_module());
+        if n.diagnostics.iter().any(|d| d.is_error()) {
+            return;
+        }
+        let Ok(m) = legalize_module(&n.module) else { return };
+        for (_, f) in m.functions.iter() {
+            if let BaseFunc::Prim(pf) = f {
+                if emit_program(pf, &DeviceCaps::ALL, &ScheduleOptions::default()).is_ok() {
+                    c.interesting += 1;
+                }
+            }
+        }
+    });
+    assert!(c.execs > 0 && c.parsed > 0);
+}

@@ -1,0 +1,258 @@
+//! The edge cases of `docs/semantics.md`, on the host and (when an adapter exists) on
+//! the GPU: both devices must give the values in the table.
+
+use ndarray::{ArrayD, IxDyn};
+use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
+use relax_ir::IRModule;
+
+fn parse(src: &str) -> IRModule {
+    match relax_ir::text::parse(src) {
+        Ok(p) => p.into_module(),
+        Err(d) => panic!("parse error: {}", d.render("test.py", src, false)),
+    }
+}
+
+fn engines() -> Vec<(&'static str, Engine)> {
+    let engine = |device| {
+        Engine::new(EngineConfig {
+            device,
+            ..EngineConfig::default()
+        })
+    };
+    let mut v = vec![("cpu", engine(DeviceChoice::Cpu))];
+    match relax_gpu_runtime::GpuRuntime::shared_default() {
+        Ok(_) => v.push(("gpu", engine(DeviceChoice::Gpu))),
+        Err(e) => eprintln!("no GPU adapter: GPU half not checked ({e})"),
+    }
+    v
+}
+
+fn f32s(shape: &[usize], v: Vec<f32>) -> Value {
+    ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape").into()
+}
+
+fn i32s(v: Vec<i32>) -> Value {
+    ArrayD::from_shape_vec(IxDyn(&[v.len()]), v).expect("shape").into()
+}
+
+fn field(out: &Value, i: usize) -> &relax_engine::Tensor {
+    out.as_tuple().expect("tuple")[i].as_tensor().expect("tensor")
+}
+
+fn ints(out: &Value, i: usize) -> Vec<i64> {
+    use relax_engine::ArrayValue as A;
+    fn all<T: Copy + TryInto<i64>>(a: &ArrayD<T>) -> Vec<i64> {
+        a.iter().map(|&x| x.try_into().unwrap_or(i64::MAX)).collect()
+    }
+    match field(out, i).to_array_value().expect("array") {
+        A::Bool(a) => a.iter().map(|&b| b as i64).collect(),
+        A::I8(a) => all(&a),
+        A::I16(a) => all(&a),
+        A::I32(a) => all(&a),
+        A::I64(a) => all(&a),
+        A::U8(a) => all(&a),
+        A::U16(a) => all(&a),
+        A::U32(a) => all(&a),
+        A::U64(a) => all(&a),
+        other => panic!("not an integer array: {other:?}"),
+    }
+}
+
+/// Float results as bit-exact strings (`NaN`, `inf`, `-inf`, numbers).
+fn floats(out: &Value, i: usize) -> Vec<String> {
+    let t = field(out, i).to_array::<f32>().expect("f32");
+    t.iter().map(|x| format!("{x}")).collect()
+}
+
+const CASTS: &str = r#"
+@R.function
+def main(x: R.Tensor((9,), "float32")):
+    a = R.astype(x, "uint8")
+    b = R.astype(x, "int32")
+    c = R.astype(x, "int8")
+    d = R.astype(x, "uint32")
+    e = R.astype(x, "int16")
+    f = R.astype(x, "int64")
+    return (a, b, c, d, e, f)
+"#;
+
+#[test]
+fn float_to_int_casts_saturate_and_nan_is_zero() {
+    let x = f32s(
+        &[9],
+        vec![300.0, -5.0, f32::NAN, 3e9, -3e9, f32::INFINITY, 2.7, -2.7, 70000.0],
+    );
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(CASTS), "main", std::slice::from_ref(&x)).expect(dev);
+        assert_eq!(ints(&out, 0), [255, 0, 0, 255, 0, 255, 2, 0, 255], "{dev} uint8");
+        assert_eq!(
+            ints(&out, 1),
+            [300, -5, 0, 2147483647, -2147483648, 2147483647, 2, -2, 70000],
+            "{dev} int32"
+        );
+        assert_eq!(ints(&out, 2), [127, -5, 0, 127, -128, 127, 2, -2, 127], "{dev} int8");
+        assert_eq!(
+            ints(&out, 3),
+            [300, 0, 0, 3000000000, 0, 4294967295, 2, 0, 70000],
+            "{dev} uint32"
+        );
+        assert_eq!(
+            ints(&out, 4),
+            [300, -5, 0, 32767, -32768, 32767, 2, -2, 32767],
+            "{dev} int16"
+        );
+        assert_eq!(
+            ints(&out, 5),
+            [300, -5, 0, 3000000000, -3000000000, i64::MAX, 2, -2, 70000],
+            "{dev} int64"
+        );
+    }
+}
+
+const NAN_AND_ZERO: &str = r#"
+@R.function
+def main(x: R.Tensor((2, 3), "float32"), i: R.Tensor((2,), "int32"), j: R.Tensor((2,), "int32")):
+    a = R.max(x, axis=[1])
+    b = R.min(x, axis=[1])
+    c = R.sum(x, axis=[1])
+    d = R.argmax(x, axis=1)
+    e = R.argmin(x, axis=1)
+    f = R.greater(x, R.const(0.0, "float32"))
+    g = R.equal(x, x)
+    h = R.divide(i, j)
+    k = R.floor_divide(i, j)
+    l = R.floor_mod(i, j)
+    m = R.maximum(x, R.const(0.0, "float32"))
+    n = R.divide(x, R.const(0.0, "float32"))
+    return (a, b, c, d, e, f, g, h, k, l, m, n)
+"#;
+
+#[test]
+fn nan_infinity_and_integer_division_by_zero() {
+    let x = f32s(
+        &[2, 3],
+        vec![1.0, f32::NAN, -3.0, f32::NEG_INFINITY, f32::INFINITY, 0.0],
+    );
+    let i = i32s(vec![7, -7]);
+    let j = i32s(vec![0, 0]);
+    for (dev, engine) in engines() {
+        let out = engine
+            .run(&parse(NAN_AND_ZERO), "main", &[x.clone(), i.clone(), j.clone()])
+            .expect(dev);
+        // Reductions: max/min skip NaN, sum propagates it; argmax/argmin restart after a
+        // NaN (no comparison with NaN holds), so [1, NaN, -3] has argmax 2.
+        assert_eq!(floats(&out, 0), ["1", "inf"], "{dev} max");
+        assert_eq!(floats(&out, 1), ["-3", "-inf"], "{dev} min");
+        assert_eq!(floats(&out, 2), ["NaN", "NaN"], "{dev} sum");
+        assert_eq!(ints(&out, 3), [2, 1], "{dev} argmax");
+        assert_eq!(ints(&out, 4), [2, 0], "{dev} argmin");
+        // Comparisons with NaN are false (NaN != NaN).
+        assert_eq!(ints(&out, 5), [1, 0, 0, 0, 1, 0], "{dev} greater");
+        assert_eq!(ints(&out, 6), [1, 0, 1, 1, 1, 1], "{dev} equal");
+        // Integer division by zero gives the dividend, modulo by zero gives 0 (WGSL's rule).
+        assert_eq!(ints(&out, 7), [7, -7], "{dev} divide");
+        assert_eq!(ints(&out, 8), [7, -7], "{dev} floor_divide");
+        assert_eq!(ints(&out, 9), [0, 0], "{dev} floor_mod");
+        // maximum(NaN, 0) is 0.
+        assert_eq!(floats(&out, 10), ["1", "0", "0", "0", "inf", "0"], "{dev} maximum");
+        // Float division by zero is IEEE: ±inf, and NaN for 0/0 and NaN/0.
+        assert_eq!(
+            floats(&out, 11),
+            ["inf", "NaN", "-inf", "-inf", "inf", "NaN"],
+            "{dev} x / 0"
+        );
+    }
+}
+
+#[test]
+fn the_mean_of_an_empty_axis_is_nan() {
+    let src = r#"
+@R.function
+def main(x: R.Tensor((0, 3), "float32")):
+    a = R.mean(x, axis=[0])
+    b = R.sum(x, axis=[0])
+    return (a, b)
+"#;
+    let x = f32s(&[0, 3], vec![]);
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(src), "main", std::slice::from_ref(&x)).expect(dev);
+        assert_eq!(floats(&out, 0), ["NaN", "NaN", "NaN"], "{dev} mean");
+        assert_eq!(floats(&out, 1), ["0", "0", "0"], "{dev} sum");
+    }
+}
+
+#[test]
+fn float64_math_is_never_narrowed_to_f32() {
+    let src = r#"
+@R.function
+def main(x: R.Tensor((2,), "float64")):
+    y = R.exp(x)
+    return y
+"#;
+    let x: Value = ArrayD::from_shape_vec(IxDyn(&[2]), vec![700.0f64, 1.0000000001])
+        .expect("shape")
+        .into();
+    for (dev, engine) in engines() {
+        match engine.run(&parse(src), "main", std::slice::from_ref(&x)) {
+            Ok(out) => {
+                let y = out.as_tensor().expect("tensor").to_array::<f64>().expect("f64");
+                assert_eq!(y[[0]], 700f64.exp(), "{dev}");
+                assert_eq!(y[[1]], 1.0000000001f64.exp(), "{dev}");
+            }
+            Err(e) => {
+                // The GPU refuses instead of computing in f32.
+                assert_eq!(dev, "gpu", "{e}");
+                assert!(
+                    e.to_string().contains("float64 is not supported for `exp` on the GPU"),
+                    "{e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_concat_of_many_inputs_selects_the_right_input() {
+    // Past 64 inputs concat legalizes to a balanced tree of selects.
+    let n = 301;
+    let names: Vec<&str> = (0..n).map(|k| if k % 2 == 0 { "x" } else { "y" }).collect();
+    let src = format!(
+        "@R.function\ndef main(x: R.Tensor((2,), \"float32\"), y: R.Tensor((3,), \"float32\")):\n    z = R.concat([{}], axis=0)\n    return z\n",
+        names.join(", ")
+    );
+    let x = f32s(&[2], vec![1.0, 2.0]);
+    let y = f32s(&[3], vec![3.0, 4.0, 5.0]);
+    let mut want = Vec::new();
+    for k in 0..n {
+        if k % 2 == 0 {
+            want.extend([1.0f32, 2.0]);
+        } else {
+            want.extend([3.0f32, 4.0, 5.0]);
+        }
+    }
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(&src), "main", &[x.clone(), y.clone()]).expect(dev);
+        let got = out.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+        assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "{dev}");
+    }
+}
+
+#[test]
+fn empty_softmax_and_division_by_a_constant_zero_compile_on_both_devices() {
+    let src = r#"
+@R.function
+def main(x: R.Tensor((2, 0), "float32"), i: R.Tensor((2,), "int32")):
+    a = R.nn.softmax(x, axis=1)
+    b = R.floor_divide(i, R.const(0, "int32"))
+    c = R.floor_mod(i, R.const(0, "int32"))
+    return (a, b, c)
+"#;
+    let x = f32s(&[2, 0], vec![]);
+    let i = i32s(vec![7, -7]);
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(src), "main", &[x.clone(), i.clone()]).expect(dev);
+        assert_eq!(field(&out, 0).shape(), &[2, 0], "{dev}");
+        assert_eq!(ints(&out, 1), [7, -7], "{dev}");
+        assert_eq!(ints(&out, 2), [0, 0], "{dev}");
+    }
+}

@@ -39,6 +39,9 @@ pub struct DeviceCaps {
     pub binding_align: u64,
 }
 
+/// The most storage bindings one tensor may be split into.
+const MAX_CHUNKS: u64 = 8;
+
 impl DeviceCaps {
     /// Every optional feature and no binding-size limit (for emitting WGSL without
     /// a device).
@@ -335,6 +338,16 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
             }),
             Some(per) => {
                 let n = numel.div_ceil(per);
+                // Chunks are indexed with i32 and each one is a binding: a tensor that
+                // needs more than a few is one no adapter can bind.
+                if n > MAX_CHUNKS || numel > i32::MAX as u64 {
+                    return Err(JitError::TooLarge(format!(
+                        "buffer `{}` of {numel} elements ({} bytes) needs {n} bindings of at most {} bytes; at most {MAX_CHUNKS} are supported",
+                        b.name(),
+                        numel.saturating_mul(st.bytes() as u64),
+                        caps.max_binding_bytes
+                    )));
+                }
                 let t = st.wty().name();
                 let mut ld = format!("fn ld_{name}(i: i32) -> {t} {{\n");
                 let mut stf = format!("fn st_{name}(i: i32, v: {t}) {{\n");

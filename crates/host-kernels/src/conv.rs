@@ -1,0 +1,232 @@
+//! 2-D convolution, NCHW data and OIHW weights, with a fused [`Epilogue`].
+//!
+//! - 1x1, stride 1, no padding: one GEMM per image and group on the input as is.
+//! - depthwise (one input channel per group): a direct loop per output channel
+//!   whose inner loop runs along an output row (vectorizable at stride 1).
+//! - otherwise: im2col per image and group, then a GEMM.
+
+use rayon::prelude::*;
+
+use crate::gemm::{sgemm_parallel, MatRef};
+use crate::{check_len, Epilogue, KernelError, Result};
+
+/// Shapes and attributes of a 2-D convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv2dShape {
+    /// Batch size.
+    pub n: usize,
+    /// Input channels.
+    pub c_in: usize,
+    /// Input height.
+    pub h: usize,
+    /// Input width.
+    pub w: usize,
+    /// Output channels.
+    pub c_out: usize,
+    /// Kernel height.
+    pub kh: usize,
+    /// Kernel width.
+    pub kw: usize,
+    /// Strides (height, width).
+    pub stride: [usize; 2],
+    /// Padding (top, left, bottom, right).
+    pub pad: [usize; 4],
+    /// Dilation (height, width).
+    pub dilation: [usize; 2],
+    /// Groups.
+    pub groups: usize,
+}
+
+impl Conv2dShape {
+    /// Output height and width.
+    pub fn out_hw(&self) -> Result<(usize, usize)> {
+        let dim = |size: usize, p0: usize, p1: usize, k: usize, s: usize, d: usize| -> Result<usize> {
+            let span = d * (k.max(1) - 1) + 1;
+            let padded = size + p0 + p1;
+            if s == 0 || padded < span {
+                return Err(KernelError(format!(
+                    "conv2d: window {span} (stride {s}) does not fit in padded size {padded}"
+                )));
+            }
+            Ok((padded - span) / s + 1)
+        };
+        Ok((
+            dim(
+                self.h,
+                self.pad[0],
+                self.pad[2],
+                self.kh,
+                self.stride[0],
+                self.dilation[0],
+            )?,
+            dim(
+                self.w,
+                self.pad[1],
+                self.pad[3],
+                self.kw,
+                self.stride[1],
+                self.dilation[1],
+            )?,
+        ))
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.groups == 0 || self.c_in % self.groups != 0 || self.c_out % self.groups != 0 {
+            return Err(KernelError(format!(
+                "conv2d: {} input and {} output channels cannot be split into {} groups",
+                self.c_in, self.c_out, self.groups
+            )));
+        }
+        if self.kh == 0 || self.kw == 0 || self.dilation.contains(&0) {
+            return Err(KernelError("conv2d: empty kernel or zero dilation".into()));
+        }
+        Ok(())
+    }
+}
+
+/// `out = epilogue(conv2d(x, w))` with `x: [n, c_in, h, w]`, `w: [c_out, c_in/groups,
+/// kh, kw]`, `out: [n, c_out, oh, ow]`; the epilogue's channels are output channels.
+pub fn conv2d(s: &Conv2dShape, x: &[f32], w: &[f32], epilogue: &Epilogue<'_>, out: &mut [f32]) -> Result<()> {
+    s.validate()?;
+    let (oh, ow) = s.out_hw()?;
+    let icg = s.c_in / s.groups;
+    let ocg = s.c_out / s.groups;
+    let (hw, p) = (s.h * s.w, oh * ow);
+    check_len("conv2d input", x.len(), s.n * s.c_in * hw)?;
+    check_len("conv2d weight", w.len(), s.c_out * icg * s.kh * s.kw)?;
+    check_len("conv2d output", out.len(), s.n * s.c_out * p)?;
+    epilogue.check(s.c_out, out.len())?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    if icg == 1 && ocg == 1 {
+        return depthwise(s, oh, ow, x, w, epilogue, out);
+    }
+    let k = icg * s.kh * s.kw;
+    let pointwise = s.kh == 1 && s.kw == 1 && s.stride == [1, 1] && s.pad == [0; 4];
+    let mut col = if pointwise { Vec::new() } else { vec![0f32; k * p] };
+    for img in 0..s.n {
+        for g in 0..s.groups {
+            let xg = &x[(img * s.c_in + g * icg) * hw..(img * s.c_in + (g + 1) * icg) * hw];
+            let wg = &w[g * ocg * k..(g + 1) * ocg * k];
+            let o0 = (img * s.c_out + g * ocg) * p;
+            let ep = Epilogue {
+                residual: epilogue.residual.map(|r| &r[o0..o0 + ocg * p]),
+                ..*epilogue
+            };
+            let og = &mut out[o0..o0 + ocg * p];
+            let b = if pointwise {
+                MatRef::row_major(xg, p)
+            } else {
+                im2col(s, oh, ow, xg, &mut col);
+                MatRef::row_major(&col, p)
+            };
+            sgemm_parallel(ocg, k, p, MatRef::row_major(wg, k), b, og, &ep, g * ocg)?;
+        }
+    }
+    Ok(())
+}
+
+/// Unfold one image's channel group `x: [icg, h, w]` into `col: [icg*kh*kw, oh*ow]`.
+fn im2col(s: &Conv2dShape, oh: usize, ow: usize, x: &[f32], col: &mut [f32]) {
+    let p = oh * ow;
+    let (kh, kw) = (s.kh, s.kw);
+    col.par_chunks_mut(p).enumerate().for_each(|(row, dst)| {
+        let c = row / (kh * kw);
+        let (ky, kx) = ((row / kw) % kh, row % kw);
+        let plane = &x[c * s.h * s.w..(c + 1) * s.h * s.w];
+        let (ox0, ox1) = valid_range(s.w, ow, kx * s.dilation[1], s.pad[1], s.stride[1]);
+        for oy in 0..oh {
+            let d = &mut dst[oy * ow..(oy + 1) * ow];
+            let iy = (oy * s.stride[0] + ky * s.dilation[0]) as isize - s.pad[0] as isize;
+            if iy < 0 || iy >= s.h as isize {
+                d.fill(0.0);
+                continue;
+            }
+            let src = &plane[iy as usize * s.w..(iy as usize + 1) * s.w];
+            d[..ox0].fill(0.0);
+            d[ox1.max(ox0)..].fill(0.0);
+            let off = kx * s.dilation[1];
+            if ox1 <= ox0 {
+                continue;
+            }
+            if s.stride[1] == 1 {
+                let i0 = ox0 + off - s.pad[1];
+                d[ox0..ox1].copy_from_slice(&src[i0..i0 + (ox1 - ox0)]);
+            } else {
+                for (ox, v) in d.iter_mut().enumerate().take(ox1).skip(ox0) {
+                    *v = src[ox * s.stride[1] + off - s.pad[1]];
+                }
+            }
+        }
+    });
+}
+
+/// The outputs `o` in `0..out` whose input index `o * stride + offset - pad` lies
+/// in `0..size`, as a half-open range.
+fn valid_range(size: usize, out: usize, offset: usize, pad: usize, stride: usize) -> (usize, usize) {
+    // First o with o*stride + offset >= pad.
+    let lo = if offset >= pad {
+        0
+    } else {
+        (pad - offset).div_ceil(stride)
+    };
+    // Last o with o*stride + offset - pad <= size - 1.
+    let limit = size + pad; // o*stride + offset < size + pad
+    let hi = if offset >= limit {
+        0
+    } else {
+        (limit - offset - 1) / stride + 1
+    };
+    (lo.min(out), hi.min(out))
+}
+
+/// Depthwise convolution: output channel `oc` reads only input channel `oc`.
+fn depthwise(
+    s: &Conv2dShape,
+    oh: usize,
+    ow: usize,
+    x: &[f32],
+    w: &[f32],
+    epilogue: &Epilogue<'_>,
+    out: &mut [f32],
+) -> Result<()> {
+    let p = oh * ow;
+    let (kh, kw) = (s.kh, s.kw);
+    out.par_chunks_mut(p).enumerate().for_each(|(plane_idx, dst)| {
+        let oc = plane_idx % s.c_out;
+        let plane = &x[plane_idx * s.h * s.w..(plane_idx + 1) * s.h * s.w];
+        let wk = &w[oc * kh * kw..(oc + 1) * kh * kw];
+        dst.fill(0.0);
+        for ky in 0..kh {
+            for kx in 0..kw {
+                let wv = wk[ky * kw + kx];
+                let off = kx * s.dilation[1];
+                let (ox0, ox1) = valid_range(s.w, ow, off, s.pad[1], s.stride[1]);
+                if ox1 <= ox0 {
+                    continue;
+                }
+                for oy in 0..oh {
+                    let iy = (oy * s.stride[0] + ky * s.dilation[0]) as isize - s.pad[0] as isize;
+                    if iy < 0 || iy >= s.h as isize {
+                        continue;
+                    }
+                    let src = &plane[iy as usize * s.w..(iy as usize + 1) * s.w];
+                    let d = &mut dst[oy * ow + ox0..oy * ow + ox1];
+                    let i0 = ox0 * s.stride[1] + off - s.pad[1];
+                    if s.stride[1] == 1 {
+                        for (v, xv) in d.iter_mut().zip(&src[i0..i0 + (ox1 - ox0)]) {
+                            *v += wv * xv;
+                        }
+                    } else {
+                        for (j, v) in d.iter_mut().enumerate() {
+                            *v += wv * src[i0 + j * s.stride[1]];
+                        }
+                    }
+                }
+            }
+        }
+        epilogue.apply_row(oc, plane_idx * p, dst);
+    });
+    Ok(())
+}

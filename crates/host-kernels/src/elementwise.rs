@@ -1,0 +1,290 @@
+//! Elementwise, normalization and data-movement kernels.
+
+use rayon::prelude::*;
+
+use crate::{check_len, KernelError, Result};
+
+/// Minimum number of elements per parallel task.
+const GRAIN: usize = 1 << 14;
+
+fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Strides (in elements) of `shape` broadcast to `out` (numpy rules: shapes aligned
+/// on the right, size-1 axes repeat).
+fn broadcast_strides(shape: &[usize], out: &[usize]) -> Result<Vec<usize>> {
+    if shape.len() > out.len() {
+        return Err(KernelError(format!("cannot broadcast {shape:?} to {out:?}")));
+    }
+    let lead = out.len() - shape.len();
+    let mut strides = vec![0; out.len()];
+    let mut acc = 1;
+    for i in (0..shape.len()).rev() {
+        let (d, o) = (shape[i], out[lead + i]);
+        if d == o {
+            strides[lead + i] = if d == 1 { 0 } else { acc };
+        } else if d != 1 {
+            return Err(KernelError(format!("cannot broadcast {shape:?} to {out:?}")));
+        }
+        acc *= d;
+    }
+    Ok(strides)
+}
+
+/// Offset of element `flat` of `out_shape` in a tensor with `strides`.
+fn offset_of(mut flat: usize, out_shape: &[usize], strides: &[usize]) -> usize {
+    let mut off = 0;
+    for i in (0..out_shape.len()).rev() {
+        let d = out_shape[i].max(1);
+        off += (flat % d) * strides[i];
+        flat /= d;
+    }
+    off
+}
+
+/// The binary operations of [`binary`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `a + b`.
+    Add,
+    /// `a * b`.
+    Mul,
+}
+
+/// `out = a op b` with numpy broadcasting to `out_shape`, optionally clamped at zero.
+pub fn binary(
+    op: BinaryOp,
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+    out: &mut [f32],
+    out_shape: &[usize],
+    relu: bool,
+) -> Result<()> {
+    check_len("binary lhs", a.len(), numel(a_shape))?;
+    check_len("binary rhs", b.len(), numel(b_shape))?;
+    check_len("binary output", out.len(), numel(out_shape))?;
+    let sa = broadcast_strides(a_shape, out_shape)?;
+    let sb = broadcast_strides(b_shape, out_shape)?;
+    let f = move |x: f32, y: f32| {
+        let v = match op {
+            BinaryOp::Add => x + y,
+            BinaryOp::Mul => x * y,
+        };
+        if relu {
+            v.max(0.0)
+        } else {
+            v
+        }
+    };
+    let inner = out_shape.last().copied().unwrap_or(1).max(1);
+    let (ia, ib) = (sa.last().copied().unwrap_or(0), sb.last().copied().unwrap_or(0));
+    let rows_per_task = (GRAIN / inner).max(1);
+    out.par_chunks_mut(rows_per_task * inner)
+        .enumerate()
+        .for_each(|(t, chunk)| {
+            for (r, row) in chunk.chunks_mut(inner).enumerate() {
+                let flat = (t * rows_per_task + r) * inner;
+                let (oa, ob) = (offset_of(flat, out_shape, &sa), offset_of(flat, out_shape, &sb));
+                match (ia, ib) {
+                    (1, 1) => {
+                        for ((o, x), y) in row.iter_mut().zip(&a[oa..oa + inner]).zip(&b[ob..ob + inner]) {
+                            *o = f(*x, *y);
+                        }
+                    }
+                    (1, 0) => {
+                        let y = b[ob];
+                        for (o, x) in row.iter_mut().zip(&a[oa..oa + inner]) {
+                            *o = f(*x, y);
+                        }
+                    }
+                    (0, 1) => {
+                        let x = a[oa];
+                        for (o, y) in row.iter_mut().zip(&b[ob..ob + inner]) {
+                            *o = f(x, *y);
+                        }
+                    }
+                    _ => {
+                        for (j, o) in row.iter_mut().enumerate() {
+                            *o = f(a[oa + j * ia], b[ob + j * ib]);
+                        }
+                    }
+                }
+            }
+        });
+    Ok(())
+}
+
+/// `out = max(x, 0)`.
+pub fn relu(x: &[f32], out: &mut [f32]) -> Result<()> {
+    check_len("relu output", out.len(), x.len())?;
+    out.par_chunks_mut(GRAIN)
+        .zip(x.par_chunks(GRAIN))
+        .for_each(|(o, x)| o.iter_mut().zip(x).for_each(|(o, x)| *o = x.max(0.0)));
+    Ok(())
+}
+
+/// Copy `x` broadcast to `out_shape` into `out` (`broadcast_to`).
+pub fn broadcast_to(x: &[f32], x_shape: &[usize], out: &mut [f32], out_shape: &[usize]) -> Result<()> {
+    check_len("broadcast_to input", x.len(), numel(x_shape))?;
+    check_len("broadcast_to output", out.len(), numel(out_shape))?;
+    if x.len() == out.len() {
+        out.copy_from_slice(x);
+        return Ok(());
+    }
+    let zero = vec![0.0f32; 1];
+    binary(BinaryOp::Add, x, x_shape, &zero, &[], out, out_shape, false)
+}
+
+/// Softmax along the last axis of `x: [rows, cols]`.
+pub fn softmax(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
+    check_len("softmax input", x.len(), rows * cols)?;
+    check_len("softmax output", out.len(), rows * cols)?;
+    if cols == 0 {
+        return Ok(());
+    }
+    out.par_chunks_mut(cols).zip(x.par_chunks(cols)).for_each(|(o, x)| {
+        let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let mut sum = 0.0f32;
+        for (o, x) in o.iter_mut().zip(x) {
+            *o = (x - m).exp();
+            sum += *o;
+        }
+        let inv = 1.0 / sum;
+        o.iter_mut().for_each(|v| *v *= inv);
+    });
+    Ok(())
+}
+
+/// Mean over the innermost `inner` elements of each of `outer` rows (global average
+/// pooling is `mean(x, axis=[2, 3])` of NCHW data).
+pub fn mean_inner(x: &[f32], outer: usize, inner: usize, out: &mut [f32]) -> Result<()> {
+    check_len("mean input", x.len(), outer * inner)?;
+    check_len("mean output", out.len(), outer)?;
+    if inner == 0 {
+        out.fill(f32::NAN);
+        return Ok(());
+    }
+    out.par_iter_mut().enumerate().for_each(|(i, o)| {
+        let s: f32 = x[i * inner..(i + 1) * inner].iter().sum();
+        *o = s / inner as f32;
+    });
+    Ok(())
+}
+
+/// Per-channel scale and shift of inference batch normalization:
+/// `scale = gamma / sqrt(var + eps)`, `shift = beta - mean * scale`.
+pub fn batch_norm_fold(
+    gamma: &[f32],
+    beta: &[f32],
+    mean: &[f32],
+    var: &[f32],
+    eps: f64,
+) -> Result<(Vec<f32>, Vec<f32>)> {
+    let c = gamma.len();
+    check_len("batch_norm beta", beta.len(), c)?;
+    check_len("batch_norm mean", mean.len(), c)?;
+    check_len("batch_norm variance", var.len(), c)?;
+    let scale: Vec<f32> = gamma
+        .iter()
+        .zip(var)
+        .map(|(g, v)| g / (v + eps as f32).sqrt())
+        .collect();
+    let shift = beta.iter().zip(mean).zip(&scale).map(|((b, m), s)| b - m * s).collect();
+    Ok((scale, shift))
+}
+
+/// `out[o, c, i] = x[o, c, i] * scale[c] + shift[c]` for `x: [outer, channels, inner]`,
+/// optionally clamped at zero.
+pub fn channel_affine(
+    x: &[f32],
+    outer: usize,
+    channels: usize,
+    inner: usize,
+    scale: &[f32],
+    shift: &[f32],
+    relu: bool,
+    out: &mut [f32],
+) -> Result<()> {
+    check_len("affine input", x.len(), outer * channels * inner)?;
+    check_len("affine output", out.len(), x.len())?;
+    check_len("affine scale", scale.len(), channels)?;
+    check_len("affine shift", shift.len(), channels)?;
+    if inner == 0 {
+        return Ok(());
+    }
+    out.par_chunks_mut(inner)
+        .zip(x.par_chunks(inner))
+        .enumerate()
+        .for_each(|(r, (o, x))| {
+            let c = r % channels;
+            let (s, b) = (scale[c], shift[c]);
+            for (o, x) in o.iter_mut().zip(x) {
+                let v = x * s + b;
+                *o = if relu { v.max(0.0) } else { v };
+            }
+        });
+    Ok(())
+}
+
+/// `out = permute_dims(x, axes)`: `out` axis `i` is `x` axis `axes[i]`. Works on
+/// elements of any type (`T` is the element's storage).
+pub fn transpose<T: Copy + Send + Sync>(x: &[T], x_shape: &[usize], axes: &[usize], out: &mut [T]) -> Result<()> {
+    let nd = x_shape.len();
+    let mut seen = vec![false; nd];
+    if axes.len() != nd || axes.iter().any(|&a| a >= nd || std::mem::replace(&mut seen[a], true)) {
+        return Err(KernelError(format!(
+            "transpose: {axes:?} is not a permutation of {nd} axes"
+        )));
+    }
+    check_len("transpose input", x.len(), numel(x_shape))?;
+    check_len("transpose output", out.len(), x.len())?;
+    let mut in_strides = vec![1usize; nd];
+    for i in (0..nd.saturating_sub(1)).rev() {
+        in_strides[i] = in_strides[i + 1] * x_shape[i + 1];
+    }
+    let out_shape: Vec<usize> = axes.iter().map(|&a| x_shape[a]).collect();
+    let strides: Vec<usize> = axes.iter().map(|&a| in_strides[a]).collect();
+    let inner = out_shape.last().copied().unwrap_or(1).max(1);
+    let istride = strides.last().copied().unwrap_or(1);
+    let rows_per_task = (GRAIN / inner).max(1);
+    out.par_chunks_mut(rows_per_task * inner)
+        .enumerate()
+        .for_each(|(t, chunk)| {
+            for (r, row) in chunk.chunks_mut(inner).enumerate() {
+                let base = offset_of((t * rows_per_task + r) * inner, &out_shape, &strides);
+                if istride == 1 {
+                    row.copy_from_slice(&x[base..base + inner]);
+                } else {
+                    for (j, o) in row.iter_mut().enumerate() {
+                        *o = x[base + j * istride];
+                    }
+                }
+            }
+        });
+    Ok(())
+}
+
+/// Concatenate `parts` along an axis: each part is `[outer, len_i * inner]` in
+/// row-major order (`len_i` its size on the axis); `out` is `[outer, sum len_i * inner]`.
+pub fn concat<T: Copy + Send + Sync>(parts: &[(&[T], usize)], outer: usize, inner: usize, out: &mut [T]) -> Result<()> {
+    let total: usize = parts.iter().map(|(_, l)| l * inner).sum();
+    for (p, l) in parts {
+        check_len("concat input", p.len(), outer * l * inner)?;
+    }
+    check_len("concat output", out.len(), outer * total)?;
+    if total == 0 {
+        return Ok(());
+    }
+    out.par_chunks_mut(total).enumerate().for_each(|(o, row)| {
+        let mut at = 0;
+        for (p, l) in parts {
+            let n = l * inner;
+            row[at..at + n].copy_from_slice(&p[o * n..(o + 1) * n]);
+            at += n;
+        }
+    });
+    Ok(())
+}

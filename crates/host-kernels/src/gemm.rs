@@ -1,0 +1,179 @@
+//! Matrix products: `matrixmultiply`'s SIMD micro-kernels, split over rayon.
+
+use rayon::prelude::*;
+
+use crate::{check_len, pieces, Epilogue, KernelError, Result, SendConst, SendPtr};
+
+/// A strided read-only matrix operand: element `(i, j)` is `data[i * rs + j * cs]`.
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a> {
+    /// The elements.
+    pub data: &'a [f32],
+    /// Row stride, in elements.
+    pub rs: usize,
+    /// Column stride, in elements.
+    pub cs: usize,
+}
+
+impl<'a> MatRef<'a> {
+    /// A row-major matrix with `cols` columns.
+    pub fn row_major(data: &'a [f32], cols: usize) -> MatRef<'a> {
+        MatRef { data, rs: cols, cs: 1 }
+    }
+    fn check(&self, what: &str, rows: usize, cols: usize) -> Result<()> {
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        let last = (rows - 1) * self.rs + (cols - 1) * self.cs;
+        if last >= self.data.len() {
+            return Err(KernelError(format!(
+                "{what}: a {rows}x{cols} matrix with strides ({}, {}) does not fit in {} elements",
+                self.rs,
+                self.cs,
+                self.data.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `C = A * B` for `A: m x k`, `B: k x n` and a contiguous row-major `C: m x n`,
+/// then `epilogue` per row of `C` (row `i` is channel `channel0 + i`; a residual is
+/// indexed like `C`). Runs on rayon's pool, split over columns (or rows when `C`
+/// is taller than wide).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_parallel(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    epilogue: &Epilogue<'_>,
+    channel0: usize,
+) -> Result<()> {
+    a.check("gemm A", m, k)?;
+    b.check("gemm B", k, n)?;
+    check_len("gemm C", c.len(), m * n)?;
+    if let Some(r) = epilogue.residual {
+        check_len("gemm residual", r.len(), m * n)?;
+    }
+    if let Some(s) = epilogue.scale {
+        if s.len() < channel0 + m {
+            return Err(KernelError("gemm epilogue: scale too short".into()));
+        }
+    }
+    if let Some(s) = epilogue.shift {
+        if s.len() < channel0 + m {
+            return Err(KernelError("gemm epilogue: shift too short".into()));
+        }
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let work = m * n * k.max(1);
+    let (ap, bp, cp) = (
+        SendConst(a.data.as_ptr()),
+        SendConst(b.data.as_ptr()),
+        SendPtr(c.as_mut_ptr()),
+    );
+    // One block of C: rows `r0..r1`, columns `c0..c1`.
+    let block = |r0: usize, r1: usize, c0: usize, c1: usize| {
+        let (ap, bp, cp) = (ap, bp, cp);
+        // SAFETY: the operands were bounds-checked above; blocks of C are disjoint.
+        unsafe {
+            if k == 0 {
+                for i in r0..r1 {
+                    std::ptr::write_bytes(cp.0.add(i * n + c0), 0, c1 - c0);
+                }
+            } else {
+                matrixmultiply::sgemm(
+                    r1 - r0,
+                    k,
+                    c1 - c0,
+                    1.0,
+                    ap.0.add(r0 * a.rs),
+                    a.rs as isize,
+                    a.cs as isize,
+                    bp.0.add(c0 * b.cs),
+                    b.rs as isize,
+                    b.cs as isize,
+                    0.0,
+                    cp.0.add(r0 * n + c0),
+                    n as isize,
+                    1,
+                );
+            }
+            if !epilogue.is_identity() {
+                for i in r0..r1 {
+                    let row = std::slice::from_raw_parts_mut(cp.0.add(i * n + c0), c1 - c0);
+                    epilogue.apply_row(channel0 + i, i * n + c0, row);
+                }
+            }
+        }
+    };
+    if n >= m {
+        let p = pieces(work, n.div_ceil(16));
+        let step = n.div_ceil(p).next_multiple_of(16).min(n);
+        (0..n.div_ceil(step)).into_par_iter().for_each(|t| {
+            let c0 = t * step;
+            block(0, m, c0, (c0 + step).min(n));
+        });
+    } else {
+        let p = pieces(work, m.div_ceil(8));
+        let step = m.div_ceil(p).next_multiple_of(8).min(m);
+        (0..m.div_ceil(step)).into_par_iter().for_each(|t| {
+            let r0 = t * step;
+            block(r0, (r0 + step).min(m), 0, n);
+        });
+    }
+    Ok(())
+}
+
+/// Batched row-major matrix product `out[b] = a[b] * rhs[b]` of `batch` pairs of
+/// `m x k` and `k x n` matrices; `a_batched` / `b_batched` false means one matrix
+/// shared by every batch (broadcast).
+#[allow(clippy::too_many_arguments)]
+pub fn matmul(
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[f32],
+    a_batched: bool,
+    b: &[f32],
+    b_batched: bool,
+    out: &mut [f32],
+) -> Result<()> {
+    check_len("matmul A", a.len(), if a_batched { batch } else { 1 } * m * k)?;
+    check_len("matmul B", b.len(), if b_batched { batch } else { 1 } * k * n)?;
+    check_len("matmul output", out.len(), batch * m * n)?;
+    if !b_batched && a_batched && batch > 1 {
+        // One tall product: (batch * m) x k times k x n.
+        return sgemm_parallel(
+            batch * m,
+            k,
+            n,
+            MatRef::row_major(a, k),
+            MatRef::row_major(b, n),
+            out,
+            &Epilogue::default(),
+            0,
+        );
+    }
+    for (i, o) in out.chunks_mut((m * n).max(1)).enumerate().take(batch) {
+        let ai = if a_batched { i * m * k } else { 0 };
+        let bi = if b_batched { i * k * n } else { 0 };
+        sgemm_parallel(
+            m,
+            k,
+            n,
+            MatRef::row_major(&a[ai..ai + m * k], k),
+            MatRef::row_major(&b[bi..bi + k * n], n),
+            o,
+            &Epilogue::default(),
+            0,
+        )?;
+    }
+    Ok(())
+}

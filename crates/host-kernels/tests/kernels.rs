@@ -1,0 +1,352 @@
+//! The kernels against naive reference loops on random data.
+
+use relax_host_kernels::elementwise::{self, BinaryOp};
+use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
+use relax_host_kernels::{conv2d, matmul, Conv2dShape, Epilogue};
+
+/// Deterministic pseudo-random values in [-1, 1).
+fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn assert_close(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-4 + 1e-4 * w.abs(),
+            "{what}: element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+fn conv_ref(s: &Conv2dShape, x: &[f32], w: &[f32], ep: &Epilogue) -> Vec<f32> {
+    let (oh, ow) = s.out_hw().unwrap();
+    let (icg, ocg) = (s.c_in / s.groups, s.c_out / s.groups);
+    let mut out = vec![0f32; s.n * s.c_out * oh * ow];
+    for n in 0..s.n {
+        for oc in 0..s.c_out {
+            let g = oc / ocg;
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut acc = 0f64;
+                    for ic in 0..icg {
+                        for ky in 0..s.kh {
+                            for kx in 0..s.kw {
+                                let iy = (oy * s.stride[0] + ky * s.dilation[0]) as isize - s.pad[0] as isize;
+                                let ix = (ox * s.stride[1] + kx * s.dilation[1]) as isize - s.pad[1] as isize;
+                                if iy < 0 || ix < 0 || iy >= s.h as isize || ix >= s.w as isize {
+                                    continue;
+                                }
+                                let xi = ((n * s.c_in + g * icg + ic) * s.h + iy as usize) * s.w + ix as usize;
+                                let wi = ((oc * icg + ic) * s.kh + ky) * s.kw + kx;
+                                acc += x[xi] as f64 * w[wi] as f64;
+                            }
+                        }
+                    }
+                    let i = ((n * s.c_out + oc) * oh + oy) * ow + ox;
+                    let mut v = acc as f32;
+                    v = v * ep.scale.map_or(1.0, |s| s[oc]) + ep.shift.map_or(0.0, |b| b[oc]);
+                    v += ep.residual.map_or(0.0, |r| r[i]);
+                    if ep.relu {
+                        v = v.max(0.0);
+                    }
+                    out[i] = v;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn conv2d_matches_reference() {
+    // (n, c_in, h, w, c_out, kh, kw, stride, pad, dilation, groups)
+    let cases: &[(
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        [usize; 2],
+        [usize; 4],
+        [usize; 2],
+        usize,
+    )] = &[
+        (1, 3, 17, 19, 8, 3, 3, [2, 2], [0, 0, 0, 0], [1, 1], 1),
+        (2, 8, 9, 9, 16, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1], 1),
+        (1, 8, 10, 10, 12, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1], 4),
+        (1, 6, 11, 13, 6, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1], 6),
+        (2, 6, 11, 13, 6, 3, 3, [2, 2], [1, 1, 1, 1], [1, 1], 6),
+        (1, 4, 12, 12, 8, 3, 3, [1, 2], [2, 1, 0, 3], [2, 1], 2),
+        (1, 3, 20, 20, 5, 7, 7, [2, 2], [3, 3, 3, 3], [1, 1], 1),
+        (1, 4, 8, 8, 8, 1, 1, [2, 2], [0, 0, 0, 0], [1, 1], 1),
+        (1, 2, 5, 5, 3, 5, 5, [1, 1], [0, 0, 0, 0], [1, 1], 1),
+        (1, 64, 9, 9, 96, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1], 1),
+    ];
+    for (ci, &(n, c_in, h, w, c_out, kh, kw, stride, pad, dilation, groups)) in cases.iter().enumerate() {
+        let s = Conv2dShape {
+            n,
+            c_in,
+            h,
+            w,
+            c_out,
+            kh,
+            kw,
+            stride,
+            pad,
+            dilation,
+            groups,
+        };
+        let (oh, ow) = s.out_hw().unwrap();
+        let x = random(n * c_in * h * w, ci as u64);
+        let wt = random(c_out * c_in / groups * kh * kw, 100 + ci as u64);
+        let scale = random(c_out, 200 + ci as u64);
+        let shift = random(c_out, 300 + ci as u64);
+        let res = random(n * c_out * oh * ow, 400 + ci as u64);
+        let eps = [
+            Epilogue::default(),
+            Epilogue {
+                shift: Some(&shift),
+                relu: true,
+                ..Epilogue::default()
+            },
+            Epilogue {
+                scale: Some(&scale),
+                shift: Some(&shift),
+                residual: Some(&res),
+                relu: true,
+            },
+        ];
+        for (ei, ep) in eps.iter().enumerate() {
+            let mut out = vec![f32::NAN; n * c_out * oh * ow];
+            conv2d(&s, &x, &wt, ep, &mut out).unwrap();
+            assert_close(
+                &out,
+                &conv_ref(&s, &x, &wt, ep),
+                &format!("conv case {ci}, epilogue {ei}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn conv2d_rejects_bad_shapes() {
+    let s = Conv2dShape {
+        n: 1,
+        c_in: 3,
+        h: 4,
+        w: 4,
+        c_out: 4,
+        kh: 3,
+        kw: 3,
+        stride: [1, 1],
+        pad: [0; 4],
+        dilation: [1, 1],
+        groups: 2,
+    };
+    let mut out = vec![0.0; 16];
+    assert!(conv2d(&s, &[0.0; 48], &[0.0; 54], &Epilogue::default(), &mut out).is_err());
+    let s = Conv2dShape { groups: 1, ..s };
+    assert!(conv2d(&s, &[0.0; 47], &[0.0; 108], &Epilogue::default(), &mut out[..8]).is_err());
+}
+
+#[test]
+fn matmul_matches_reference() {
+    for &(batch, m, k, n, ab, bb) in &[
+        (1, 1, 544, 1000, true, true),
+        (3, 5, 7, 9, true, false),
+        (2, 4, 3, 6, true, true),
+        (2, 33, 65, 17, false, true),
+        (1, 130, 70, 3, true, true),
+    ] {
+        let a = random(if ab { batch } else { 1 } * m * k, 1);
+        let b = random(if bb { batch } else { 1 } * k * n, 2);
+        let mut out = vec![0.0; batch * m * n];
+        matmul(batch, m, k, n, &a, ab, &b, bb, &mut out).unwrap();
+        let mut want = vec![0.0f32; batch * m * n];
+        for t in 0..batch {
+            let (ai, bi) = (if ab { t * m * k } else { 0 }, if bb { t * k * n } else { 0 });
+            for i in 0..m {
+                for j in 0..n {
+                    let s: f64 = (0..k)
+                        .map(|l| a[ai + i * k + l] as f64 * b[bi + l * n + j] as f64)
+                        .sum();
+                    want[t * m * n + i * n + j] = s as f32;
+                }
+            }
+        }
+        assert_close(&out, &want, &format!("matmul {batch}x{m}x{k}x{n}"));
+    }
+}
+
+#[test]
+fn pooling_matches_reference() {
+    for &(h, w, pool, stride, pad, kind) in &[
+        (13, 13, [3, 3], [2, 2], [0, 0, 0, 0], PoolKind::Max),
+        (12, 11, [3, 3], [2, 2], [1, 1, 1, 1], PoolKind::Max),
+        (
+            12,
+            11,
+            [3, 3],
+            [2, 2],
+            [1, 1, 1, 1],
+            PoolKind::Avg {
+                count_include_pad: false,
+            },
+        ),
+        (
+            12,
+            11,
+            [3, 2],
+            [1, 2],
+            [1, 0, 1, 1],
+            PoolKind::Avg {
+                count_include_pad: true,
+            },
+        ),
+        (
+            7,
+            7,
+            [7, 7],
+            [1, 1],
+            [0, 0, 0, 0],
+            PoolKind::Avg {
+                count_include_pad: false,
+            },
+        ),
+    ] {
+        let oh = (h + pad[0] + pad[2] - pool[0]) / stride[0] + 1;
+        let ow = (w + pad[1] + pad[3] - pool[1]) / stride[1] + 1;
+        let s = Pool2dShape {
+            planes: 3,
+            h,
+            w,
+            oh,
+            ow,
+            pool,
+            stride,
+            pad,
+            dilation: [1, 1],
+        };
+        let x = random(3 * h * w, 9);
+        let mut out = vec![0.0; 3 * oh * ow];
+        pool2d(&s, kind, &x, &mut out).unwrap();
+        let mut want = vec![0.0; 3 * oh * ow];
+        for p in 0..3 {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let (mut m, mut sum, mut cnt) = (f32::NEG_INFINITY, 0.0f32, 0);
+                    for ky in 0..pool[0] {
+                        for kx in 0..pool[1] {
+                            let iy = (oy * stride[0] + ky) as isize - pad[0] as isize;
+                            let ix = (ox * stride[1] + kx) as isize - pad[1] as isize;
+                            if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                continue;
+                            }
+                            let v = x[p * h * w + iy as usize * w + ix as usize];
+                            m = m.max(v);
+                            sum += v;
+                            cnt += 1;
+                        }
+                    }
+                    want[p * oh * ow + oy * ow + ox] = match kind {
+                        PoolKind::Max => m,
+                        PoolKind::Avg {
+                            count_include_pad: true,
+                        } => sum / (pool[0] * pool[1]) as f32,
+                        PoolKind::Avg { .. } => sum / cnt as f32,
+                    };
+                }
+            }
+        }
+        assert_close(&out, &want, &format!("pool {kind:?} {h}x{w}"));
+    }
+}
+
+#[test]
+fn elementwise_kernels_match_reference() {
+    // Broadcasting add with ReLU: [2, 3, 4, 5] + [3, 1, 1].
+    let a = random(120, 1);
+    let b = random(3, 2);
+    let mut out = vec![0.0; 120];
+    elementwise::binary(
+        BinaryOp::Add,
+        &a,
+        &[2, 3, 4, 5],
+        &b,
+        &[3, 1, 1],
+        &mut out,
+        &[2, 3, 4, 5],
+        true,
+    )
+    .unwrap();
+    let want: Vec<f32> = (0..120).map(|i| (a[i] + b[(i / 20) % 3]).max(0.0)).collect();
+    assert_close(&out, &want, "broadcast add");
+    // Scalar-like lhs broadcast: [1, 5] * [4, 1].
+    let (x, y) = (random(5, 3), random(4, 4));
+    let mut out = vec![0.0; 20];
+    elementwise::binary(BinaryOp::Mul, &x, &[1, 5], &y, &[4, 1], &mut out, &[4, 5], false).unwrap();
+    let want: Vec<f32> = (0..20).map(|i| x[i % 5] * y[i / 5]).collect();
+    assert_close(&out, &want, "outer product");
+    assert!(elementwise::binary(BinaryOp::Add, &x, &[5], &y, &[4], &mut out, &[4, 5], false).is_err());
+
+    // Transpose [2, 3, 4] by (1, 2, 0).
+    let t = random(24, 5);
+    let mut out = vec![0.0; 24];
+    elementwise::transpose(&t, &[2, 3, 4], &[1, 2, 0], &mut out).unwrap();
+    let mut want = vec![0.0; 24];
+    for i in 0..2 {
+        for j in 0..3 {
+            for k in 0..4 {
+                want[(j * 4 + k) * 2 + i] = t[(i * 3 + j) * 4 + k];
+            }
+        }
+    }
+    assert_close(&out, &want, "transpose");
+    assert!(elementwise::transpose(&t, &[2, 3, 4], &[1, 1, 0], &mut out).is_err());
+
+    // Concat of [2, 1, 3] and [2, 2, 3] on axis 1.
+    let (p, q) = (random(6, 6), random(12, 7));
+    let mut out = vec![0.0; 18];
+    elementwise::concat(&[(&p[..], 1), (&q[..], 2)], 2, 3, &mut out).unwrap();
+    let want: Vec<f32> = [&p[0..3], &q[0..6], &p[3..6], &q[6..12]].concat();
+    assert_close(&out, &want, "concat");
+
+    // Softmax rows, mean, batch-norm affine.
+    let s = random(12, 8);
+    let mut out = vec![0.0; 12];
+    elementwise::softmax(&s, 3, 4, &mut out).unwrap();
+    for r in 0..3 {
+        let e: Vec<f64> = s[r * 4..r * 4 + 4].iter().map(|v| (*v as f64).exp()).collect();
+        let z: f64 = e.iter().sum();
+        let want: Vec<f32> = e.iter().map(|v| (v / z) as f32).collect();
+        assert_close(&out[r * 4..r * 4 + 4], &want, "softmax");
+    }
+    let mut m = vec![0.0; 3];
+    elementwise::mean_inner(&s, 3, 4, &mut m).unwrap();
+    assert_close(
+        &m,
+        &[0, 1, 2].map(|r| s[r * 4..r * 4 + 4].iter().sum::<f32>() / 4.0),
+        "mean",
+    );
+    let (g, be, mu, var) = (random(2, 10), random(2, 11), random(2, 12), [0.5f32, 2.0]);
+    let (sc, sh) = elementwise::batch_norm_fold(&g, &be, &mu, &var, 1e-5).unwrap();
+    let x = random(2 * 2 * 3, 13);
+    let mut out = vec![0.0; 12];
+    elementwise::channel_affine(&x, 2, 2, 3, &sc, &sh, false, &mut out).unwrap();
+    let want: Vec<f32> = (0..12)
+        .map(|i| {
+            let c = (i / 3) % 2;
+            (x[i] - mu[c]) / (var[c] + 1e-5).sqrt() * g[c] + be[c]
+        })
+        .collect();
+    assert_close(&out, &want, "batch norm");
+}

@@ -71,7 +71,7 @@ impl Conv2dShape {
     }
 
     fn validate(&self) -> Result<()> {
-        if self.groups == 0 || self.c_in % self.groups != 0 || self.c_out % self.groups != 0 {
+        if self.groups == 0 || !self.c_in.is_multiple_of(self.groups) || !self.c_out.is_multiple_of(self.groups) {
             return Err(KernelError(format!(
                 "conv2d: {} input and {} output channels cannot be split into {} groups",
                 self.c_in, self.c_out, self.groups

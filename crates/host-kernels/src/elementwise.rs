@@ -53,6 +53,8 @@ pub enum BinaryOp {
 }
 
 /// `out = a op b` with numpy broadcasting to `out_shape`, optionally clamped at zero.
+// Slices with their shapes plus the fused epilogue: a parameter struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn binary(
     op: BinaryOp,
     a: &[f32],
@@ -198,6 +200,8 @@ pub fn batch_norm_fold(
 
 /// `out[o, c, i] = x[o, c, i] * scale[c] + shift[c]` for `x: [outer, channels, inner]`,
 /// optionally clamped at zero.
+// Slices with their shapes plus the fused epilogue: a parameter struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn channel_affine(
     x: &[f32],
     outer: usize,

@@ -65,6 +65,7 @@ fn conv_ref(s: &Conv2dShape, x: &[f32], w: &[f32], ep: &Epilogue) -> Vec<f32> {
 }
 
 #[test]
+#[allow(clippy::type_complexity)] // one row of the case table
 fn conv2d_matches_reference() {
     // (n, c_in, h, w, c_out, kh, kw, stride, pad, dilation, groups)
     let cases: &[(

@@ -101,9 +101,10 @@ pub fn resolve_vdevice(module: &IRModule, spec: &str) -> Result<VDevice, String>
 /// Where tensors and kernels go.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DeviceChoice {
-    /// The first wgpu adapter when one exists (lavapipe counts), the host otherwise:
-    /// kernels not placed by a VDevice run on the GPU (unless a custom kernel
-    /// executor was given), host VDevices stay on the host.
+    /// The best wgpu adapter when one exists, the host otherwise: kernels not placed
+    /// by a VDevice run on the GPU (unless a custom kernel executor was given, or the
+    /// adapter is a CPU-type device such as lavapipe, slower than the host kernels),
+    /// host VDevices stay on the host, GPU VDevices use the adapter.
     /// [`DeviceChoice::detect`] turns `Auto` into `Gpu` or `Cpu`.
     #[default]
     Auto,
@@ -114,10 +115,21 @@ pub enum DeviceChoice {
 }
 
 impl DeviceChoice {
-    /// `Gpu` when a wgpu adapter can be opened (lavapipe counts), `Cpu` otherwise,
-    /// with a sentence saying which adapter was chosen or why there is none.
+    /// What `Auto` comes to on this machine, with a sentence saying why: `Gpu` when a
+    /// wgpu adapter that is not a CPU-type device can be opened; `Auto` when the only
+    /// adapter is a CPU-type device (lavapipe, llvmpipe, SwiftShader: unplaced work
+    /// runs on the faster host kernels, explicit GPU VDevices still use the adapter);
+    /// `Cpu` when there is no adapter.
     pub fn detect() -> (DeviceChoice, String) {
         match relax_gpu_runtime::GpuRuntime::shared_default() {
+            Ok(rt) if rt.adapter_info().is_software() => (
+                DeviceChoice::Auto,
+                format!(
+                    "the only GPU adapter, {}, is a CPU-type device: unplaced work runs on the host kernels, \
+                     which are faster (explicit GPU VDevices still use it; --device gpu forces it)",
+                    rt.adapter_info()
+                ),
+            ),
             Ok(rt) => (DeviceChoice::Gpu, format!("GPU adapter {}", rt.adapter_info())),
             Err(e) => (DeviceChoice::Cpu, format!("{e}; running on the host")),
         }

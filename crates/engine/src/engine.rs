@@ -54,6 +54,10 @@ pub struct EngineConfig {
     /// Wait for every GPU kernel to finish before going on, so that the per-device
     /// times in [`RunStats`] measure execution rather than submission (slower).
     pub profile: bool,
+    /// With `optimize`: run operator calls on host tensors through the native host
+    /// kernel library (the `dispatch-host-library` pass rewrites them into
+    /// `call_dps_packed` of `relax_host.*`) instead of legalized TIR.
+    pub host_library: bool,
 }
 
 impl Default for EngineConfig {
@@ -68,6 +72,7 @@ impl Default for EngineConfig {
             legalize: true,
             optimize: true,
             memory_limit_bytes: None,
+            host_library: true,
             profile: false,
         }
     }
@@ -286,10 +291,24 @@ impl BackendSlot {
             (Ok(o), _) => Ok(Some(o.clone())),
         }
     }
+    /// Under [`DeviceChoice::Auto`]: whether work no VDevice places goes to the opened
+    /// backend. Not when there is none, nor when the wgpu adapter is a CPU-type device
+    /// (lavapipe, llvmpipe, SwiftShader): the host kernels are faster on the same CPU.
+    fn auto_prefers_device(&self) -> bool {
+        match self.opened() {
+            Ok(o) => !o.gpu.as_ref().is_some_and(|(rt, _)| rt.adapter_info().is_software()),
+            Err(_) => false,
+        }
+    }
     /// A sentence saying where tensors and kernels go.
     pub(crate) fn describe(&self) -> String {
         match (self.device, self.opened()) {
             (DeviceChoice::Cpu, _) => "host (the engine is configured for the CPU)".to_string(),
+            (DeviceChoice::Auto, Ok(o)) if !self.auto_prefers_device() => format!(
+                "host for unplaced work: the only GPU adapter, {}, is a CPU-type device, slower than the host \
+                 kernels (explicit GPU VDevices still use it; --device gpu forces it)",
+                o.backend.name()
+            ),
             (_, Ok(o)) => format!("GPU: {}", o.backend.name()),
             (DeviceChoice::Gpu, Err(e)) => format!("no GPU ({e})"),
             (DeviceChoice::Auto, Err(e)) => format!("host (no GPU adapter: {e})"),
@@ -479,6 +498,7 @@ impl Engine {
             inserted: Vec::new(),
         };
         crate::builtins::register_standard_packed(&engine.registry);
+        crate::host_lib::register(&engine.registry);
         engine
     }
 
@@ -546,6 +566,17 @@ impl Engine {
         self
     }
 
+    /// Whether kernels and tensors that no VDevice places run on the GPU: always with
+    /// [`DeviceChoice::Gpu`], never with `Cpu`; with `Auto` when an adapter that is not
+    /// a CPU-type device exists (this opens it) and no custom kernel executor was given.
+    pub fn unplaced_on_gpu(&self) -> bool {
+        match self.config.device {
+            DeviceChoice::Gpu => true,
+            DeviceChoice::Cpu => false,
+            DeviceChoice::Auto => !self.custom_executor && self.backend.auto_prefers_device(),
+        }
+    }
+
     /// The preparation pipeline [`Engine::load`] runs: `check` (when configured),
     /// `legalize` and the graph optimizations (when configured), the inserted passes,
     /// then the passes added with [`Engine::with_prepare_pass`] in order.
@@ -573,6 +604,15 @@ impl Engine {
             if let Some(pass) = relax_transform::lookup(name) {
                 p.push(pass);
             }
+        }
+        if self.config.legalize && self.config.optimize && self.config.host_library {
+            let options = relax_transform::host_dispatch::DispatchOptions {
+                unplaced_on_host: !self.unplaced_on_gpu(),
+            };
+            let pass = relax_transform::pass_fn("dispatch-host-library", move |m: &IRModule| {
+                relax_transform::host_dispatch::dispatch_host_library_with(m, options)
+            });
+            p.insert_before("decompose-ops-for-inference", pass);
         }
         for (before, pass) in &self.inserted {
             p.insert_before(before, pass.clone());
@@ -625,11 +665,7 @@ impl Engine {
                 executor: self.executor.clone(),
                 backend: self.backend.clone(),
                 device: self.config.device,
-                default_gpu: match self.config.device {
-                    DeviceChoice::Gpu => true,
-                    DeviceChoice::Auto => !self.custom_executor,
-                    DeviceChoice::Cpu => false,
-                },
+                default_gpu: self.unplaced_on_gpu(),
                 profile: self.config.profile,
                 stats: Stats::default(),
                 print: self.print.clone(),

@@ -30,6 +30,7 @@ pub mod device;
 mod engine;
 mod error;
 pub mod gpu;
+mod host_lib;
 mod interp;
 pub mod jit_exec;
 pub mod kernel;

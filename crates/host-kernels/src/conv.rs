@@ -7,8 +7,8 @@
 
 use rayon::prelude::*;
 
-use crate::gemm::{sgemm_parallel, MatRef};
-use crate::{check_len, Epilogue, KernelError, Result};
+use crate::gemm::{sgemm_parallel, sgemm_serial, MatRef};
+use crate::{check_len, for_chunks, Epilogue, KernelError, Result};
 
 /// Shapes and attributes of a 2-D convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,34 +104,47 @@ pub fn conv2d(s: &Conv2dShape, x: &[f32], w: &[f32], epilogue: &Epilogue<'_>, ou
     }
     let k = icg * s.kh * s.kw;
     let pointwise = s.kh == 1 && s.kw == 1 && s.stride == [1, 1] && s.pad == [0; 4];
-    let mut col = if pointwise { Vec::new() } else { vec![0f32; k * p] };
-    for img in 0..s.n {
-        for g in 0..s.groups {
-            let xg = &x[(img * s.c_in + g * icg) * hw..(img * s.c_in + (g + 1) * icg) * hw];
-            let wg = &w[g * ocg * k..(g + 1) * ocg * k];
-            let o0 = (img * s.c_out + g * ocg) * p;
-            let ep = Epilogue {
-                residual: epilogue.residual.map(|r| &r[o0..o0 + ocg * p]),
-                ..*epilogue
-            };
-            let og = &mut out[o0..o0 + ocg * p];
-            let b = if pointwise {
-                MatRef::row_major(xg, p)
-            } else {
-                im2col(s, oh, ow, xg, &mut col);
-                MatRef::row_major(&col, p)
-            };
-            sgemm_parallel(ocg, k, p, MatRef::row_major(wg, k), b, og, &ep, g * ocg)?;
+    // One GEMM per image and group: over the pool's threads when there are several
+    // (each single-threaded), else one parallel GEMM at a time.
+    let tasks = s.n * s.groups;
+    let run = |t: usize, og: &mut [f32], col: &mut Vec<f32>, parallel: bool| -> Result<()> {
+        let (img, g) = (t / s.groups, t % s.groups);
+        let xg = &x[(img * s.c_in + g * icg) * hw..(img * s.c_in + (g + 1) * icg) * hw];
+        let wg = &w[g * ocg * k..(g + 1) * ocg * k];
+        let o0 = t * ocg * p;
+        let ep = Epilogue {
+            residual: epilogue.residual.map(|r| &r[o0..o0 + ocg * p]),
+            ..*epilogue
+        };
+        let b = if pointwise {
+            MatRef::row_major(xg, p)
+        } else {
+            col.resize(k * p, 0.0);
+            im2col(s, oh, ow, xg, col, parallel);
+            MatRef::row_major(col, p)
+        };
+        let gemm = if parallel { sgemm_parallel } else { sgemm_serial };
+        gemm(ocg, k, p, MatRef::row_major(wg, k), b, og, &ep, g * ocg)
+    };
+    let work = s.n * s.c_out * p * k;
+    if tasks > 1 && tasks >= rayon::current_num_threads() && work >= crate::PAR_MIN_WORK {
+        out.par_chunks_mut(ocg * p)
+            .enumerate()
+            .try_for_each_init(Vec::new, |col, (t, og)| run(t, og, col, false))
+    } else {
+        let mut col = Vec::new();
+        for (t, og) in out.chunks_mut(ocg * p).enumerate() {
+            run(t, og, &mut col, true)?;
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Unfold one image's channel group `x: [icg, h, w]` into `col: [icg*kh*kw, oh*ow]`.
-fn im2col(s: &Conv2dShape, oh: usize, ow: usize, x: &[f32], col: &mut [f32]) {
+fn im2col(s: &Conv2dShape, oh: usize, ow: usize, x: &[f32], col: &mut [f32], parallel: bool) {
     let p = oh * ow;
     let (kh, kw) = (s.kh, s.kw);
-    col.par_chunks_mut(p).enumerate().for_each(|(row, dst)| {
+    let unfold_row = |(row, dst): (usize, &mut [f32])| {
         let c = row / (kh * kw);
         let (ky, kx) = ((row / kw) % kh, row % kw);
         let plane = &x[c * s.h * s.w..(c + 1) * s.h * s.w];
@@ -159,7 +172,12 @@ fn im2col(s: &Conv2dShape, oh: usize, ow: usize, x: &[f32], col: &mut [f32]) {
                 }
             }
         }
-    });
+    };
+    if parallel && col.len() >= crate::PAR_MIN_WORK {
+        col.par_chunks_mut(p).enumerate().for_each(unfold_row);
+    } else {
+        col.chunks_mut(p).enumerate().for_each(unfold_row);
+    }
 }
 
 /// The outputs `o` in `0..out` whose input index `o * stride + offset - pad` lies
@@ -193,7 +211,8 @@ fn depthwise(
 ) -> Result<()> {
     let p = oh * ow;
     let (kh, kw) = (s.kh, s.kw);
-    out.par_chunks_mut(p).enumerate().for_each(|(plane_idx, dst)| {
+    let work = out.len() * kh * kw;
+    for_chunks(out, p, work, |(plane_idx, dst)| {
         let oc = plane_idx % s.c_out;
         let plane = &x[plane_idx * s.h * s.w..(plane_idx + 1) * s.h * s.w];
         let wk = &w[oc * kh * kw..(oc + 1) * kh * kw];

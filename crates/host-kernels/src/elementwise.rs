@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use crate::{check_len, KernelError, Result};
+use crate::{check_len, for_chunks, KernelError, Result};
 
 /// Minimum number of elements per parallel task.
 const GRAIN: usize = 1 << 14;
@@ -30,6 +30,41 @@ fn broadcast_strides(shape: &[usize], out: &[usize]) -> Result<Vec<usize>> {
         acc *= d;
     }
     Ok(strides)
+}
+
+/// Merge adjacent axes of `shape` that every operand walks contiguously (operand
+/// `k`'s stride of axis `i` is its stride of axis `i + 1` times that axis's size)
+/// and drop size-1 axes, so that inner loops run over long rows. Returns the
+/// coalesced shape and each operand's strides for it.
+fn coalesce(shape: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut out_shape: Vec<usize> = Vec::with_capacity(shape.len());
+    let mut out_strides: Vec<Vec<usize>> = vec![Vec::with_capacity(shape.len()); strides.len()];
+    for (i, &d) in shape.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        let mergeable = out_shape.last().is_some()
+            && strides
+                .iter()
+                .zip(&out_strides)
+                .all(|(s, o)| o.last().is_some_and(|&prev| prev == s[i] * d));
+        if mergeable {
+            if let Some(last) = out_shape.last_mut() {
+                *last *= d;
+            }
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                if let Some(prev) = o.last_mut() {
+                    *prev = s[i];
+                }
+            }
+        } else {
+            out_shape.push(d);
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                o.push(s[i]);
+            }
+        }
+    }
+    (out_shape, out_strides)
 }
 
 /// Offset of element `flat` of `out_shape` in a tensor with `strides`.
@@ -70,6 +105,8 @@ pub fn binary(
     check_len("binary output", out.len(), numel(out_shape))?;
     let sa = broadcast_strides(a_shape, out_shape)?;
     let sb = broadcast_strides(b_shape, out_shape)?;
+    let (out_shape, st) = coalesce(out_shape, &[&sa, &sb]);
+    let (out_shape, sa, sb) = (out_shape.as_slice(), &st[0], &st[1]);
     let f = move |x: f32, y: f32| {
         let v = match op {
             BinaryOp::Add => x + y,
@@ -84,47 +121,47 @@ pub fn binary(
     let inner = out_shape.last().copied().unwrap_or(1).max(1);
     let (ia, ib) = (sa.last().copied().unwrap_or(0), sb.last().copied().unwrap_or(0));
     let rows_per_task = (GRAIN / inner).max(1);
-    out.par_chunks_mut(rows_per_task * inner)
-        .enumerate()
-        .for_each(|(t, chunk)| {
-            for (r, row) in chunk.chunks_mut(inner).enumerate() {
-                let flat = (t * rows_per_task + r) * inner;
-                let (oa, ob) = (offset_of(flat, out_shape, &sa), offset_of(flat, out_shape, &sb));
-                match (ia, ib) {
-                    (1, 1) => {
-                        for ((o, x), y) in row.iter_mut().zip(&a[oa..oa + inner]).zip(&b[ob..ob + inner]) {
-                            *o = f(*x, *y);
-                        }
+    let work = out.len();
+    for_chunks(out, rows_per_task * inner, work, |(t, chunk)| {
+        for (r, row) in chunk.chunks_mut(inner).enumerate() {
+            let flat = (t * rows_per_task + r) * inner;
+            let (oa, ob) = (offset_of(flat, out_shape, sa), offset_of(flat, out_shape, sb));
+            match (ia, ib) {
+                (1, 1) => {
+                    for ((o, x), y) in row.iter_mut().zip(&a[oa..oa + inner]).zip(&b[ob..ob + inner]) {
+                        *o = f(*x, *y);
                     }
-                    (1, 0) => {
-                        let y = b[ob];
-                        for (o, x) in row.iter_mut().zip(&a[oa..oa + inner]) {
-                            *o = f(*x, y);
-                        }
+                }
+                (1, 0) => {
+                    let y = b[ob];
+                    for (o, x) in row.iter_mut().zip(&a[oa..oa + inner]) {
+                        *o = f(*x, y);
                     }
-                    (0, 1) => {
-                        let x = a[oa];
-                        for (o, y) in row.iter_mut().zip(&b[ob..ob + inner]) {
-                            *o = f(x, *y);
-                        }
+                }
+                (0, 1) => {
+                    let x = a[oa];
+                    for (o, y) in row.iter_mut().zip(&b[ob..ob + inner]) {
+                        *o = f(x, *y);
                     }
-                    _ => {
-                        for (j, o) in row.iter_mut().enumerate() {
-                            *o = f(a[oa + j * ia], b[ob + j * ib]);
-                        }
+                }
+                _ => {
+                    for (j, o) in row.iter_mut().enumerate() {
+                        *o = f(a[oa + j * ia], b[ob + j * ib]);
                     }
                 }
             }
-        });
+        }
+    });
     Ok(())
 }
 
 /// `out = max(x, 0)`.
 pub fn relu(x: &[f32], out: &mut [f32]) -> Result<()> {
     check_len("relu output", out.len(), x.len())?;
-    out.par_chunks_mut(GRAIN)
-        .zip(x.par_chunks(GRAIN))
-        .for_each(|(o, x)| o.iter_mut().zip(x).for_each(|(o, x)| *o = x.max(0.0)));
+    let work = out.len();
+    for_chunks(out, GRAIN, work, |(i, o)| {
+        o.iter_mut().zip(&x[i * GRAIN..]).for_each(|(o, x)| *o = x.max(0.0))
+    });
     Ok(())
 }
 
@@ -251,23 +288,24 @@ pub fn transpose<T: Copy + Send + Sync>(x: &[T], x_shape: &[usize], axes: &[usiz
     }
     let out_shape: Vec<usize> = axes.iter().map(|&a| x_shape[a]).collect();
     let strides: Vec<usize> = axes.iter().map(|&a| in_strides[a]).collect();
+    let (out_shape, st) = coalesce(&out_shape, &[&strides]);
+    let strides = &st[0];
     let inner = out_shape.last().copied().unwrap_or(1).max(1);
     let istride = strides.last().copied().unwrap_or(1);
     let rows_per_task = (GRAIN / inner).max(1);
-    out.par_chunks_mut(rows_per_task * inner)
-        .enumerate()
-        .for_each(|(t, chunk)| {
-            for (r, row) in chunk.chunks_mut(inner).enumerate() {
-                let base = offset_of((t * rows_per_task + r) * inner, &out_shape, &strides);
-                if istride == 1 {
-                    row.copy_from_slice(&x[base..base + inner]);
-                } else {
-                    for (j, o) in row.iter_mut().enumerate() {
-                        *o = x[base + j * istride];
-                    }
+    let work = out.len();
+    for_chunks(out, rows_per_task * inner, work, |(t, chunk)| {
+        for (r, row) in chunk.chunks_mut(inner).enumerate() {
+            let base = offset_of((t * rows_per_task + r) * inner, &out_shape, strides);
+            if istride == 1 {
+                row.copy_from_slice(&x[base..base + inner]);
+            } else {
+                for (j, o) in row.iter_mut().enumerate() {
+                    *o = x[base + j * istride];
                 }
             }
-        });
+        }
+    });
     Ok(())
 }
 
@@ -282,7 +320,8 @@ pub fn concat<T: Copy + Send + Sync>(parts: &[(&[T], usize)], outer: usize, inne
     if total == 0 {
         return Ok(());
     }
-    out.par_chunks_mut(total).enumerate().for_each(|(o, row)| {
+    let work = out.len();
+    for_chunks(out, total, work, |(o, row)| {
         let mut at = 0;
         for (p, l) in parts {
             let n = l * inner;

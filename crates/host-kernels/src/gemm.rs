@@ -52,6 +52,37 @@ pub fn sgemm_parallel(
     epilogue: &Epilogue<'_>,
     channel0: usize,
 ) -> Result<()> {
+    sgemm(m, k, n, a, b, c, epilogue, channel0, true)
+}
+
+/// [`sgemm_parallel`] on the calling thread alone (for callers that already split
+/// their work over rayon's pool).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_serial(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    epilogue: &Epilogue<'_>,
+    channel0: usize,
+) -> Result<()> {
+    sgemm(m, k, n, a, b, c, epilogue, channel0, false)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sgemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    epilogue: &Epilogue<'_>,
+    channel0: usize,
+    parallel: bool,
+) -> Result<()> {
     a.check("gemm A", m, k)?;
     b.check("gemm B", k, n)?;
     check_len("gemm C", c.len(), m * n)?;
@@ -112,7 +143,9 @@ pub fn sgemm_parallel(
             }
         }
     };
-    if n >= m {
+    if !parallel || pieces(work, usize::MAX) == 1 {
+        block(0, m, 0, n);
+    } else if n >= m {
         let p = pieces(work, n.div_ceil(16));
         let step = n.div_ceil(p).next_multiple_of(16).min(n);
         (0..n.div_ceil(step)).into_par_iter().for_each(|t| {

@@ -23,7 +23,7 @@ pub mod pool;
 use std::fmt;
 
 pub use conv::{conv2d, Conv2dShape};
-pub use gemm::{matmul, sgemm_parallel};
+pub use gemm::{matmul, sgemm_parallel, sgemm_serial};
 
 /// A kernel was called with inconsistent shapes or buffers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,6 +121,27 @@ pub(crate) struct SendConst<T>(pub *const T);
 // SAFETY: the pointee is only read while the borrow it came from is alive.
 unsafe impl<T> Send for SendConst<T> {}
 unsafe impl<T> Sync for SendConst<T> {}
+
+/// Below this much work (elements or multiply-adds) a kernel stays on the calling
+/// thread: waking rayon's pool costs more than it saves.
+pub(crate) const PAR_MIN_WORK: usize = 1 << 15;
+
+/// `f` over `(index, chunk)` of `out` in chunks of `size`: on rayon's pool when
+/// `work` is large enough to pay for it and there are several chunks, else on the
+/// calling thread.
+pub(crate) fn for_chunks<T, F>(out: &mut [T], size: usize, work: usize, f: F)
+where
+    T: Send,
+    F: Fn((usize, &mut [T])) + Sync + Send,
+{
+    use rayon::prelude::*;
+    let size = size.max(1);
+    if work < PAR_MIN_WORK || out.len() <= size {
+        out.chunks_mut(size).enumerate().for_each(f);
+    } else {
+        out.par_chunks_mut(size).enumerate().for_each(f);
+    }
+}
 
 /// Number of pieces to split `work` floating-point operations into: one per
 /// `MIN_WORK`, at most a few per thread (work stealing evens out loaded cores).

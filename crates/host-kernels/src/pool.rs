@@ -1,8 +1,6 @@
 //! Max and average pooling over the two innermost axes of NCHW data.
 
-use rayon::prelude::*;
-
-use crate::{check_len, KernelError, Result};
+use crate::{check_len, for_chunks, KernelError, Result};
 
 /// Shapes and attributes of a 2-D pooling (`ceil_mode` is expressed through the
 /// output size the caller gives; windows are clipped to the padded input).
@@ -51,52 +49,104 @@ pub fn pool2d(s: &Pool2dShape, kind: PoolKind, x: &[f32], out: &mut [f32]) -> Re
     if out.is_empty() {
         return Ok(());
     }
-    let (ph, pw) = (s.h + s.pad[0] + s.pad[2], s.w + s.pad[1] + s.pad[3]);
-    out.par_chunks_mut(s.oh * s.ow).enumerate().for_each(|(pi, dst)| {
+    let rows = Window::along(s.oh, s.h, s.pool[0], s.stride[0], s.pad[0], s.pad[2], s.dilation[0]);
+    let cols = Window::along(s.ow, s.w, s.pool[1], s.stride[1], s.pad[1], s.pad[3], s.dilation[1]);
+    let (dy, dx) = (s.dilation[0], s.dilation[1]);
+    let work = out.len() * s.pool[0] * s.pool[1];
+    for_chunks(out, s.oh * s.ow, work, |(pi, dst)| {
         let plane = &x[pi * s.h * s.w..(pi + 1) * s.h * s.w];
-        for oy in 0..s.oh {
-            for ox in 0..s.ow {
-                let mut acc = match kind {
-                    PoolKind::Max => f32::NEG_INFINITY,
-                    PoolKind::Avg { .. } => 0.0,
-                };
-                let (mut inside, mut padded) = (0usize, 0usize);
-                for ky in 0..s.pool[0] {
-                    let py = oy * s.stride[0] + ky * s.dilation[0];
-                    if py >= ph {
-                        continue;
-                    }
-                    let in_y = py >= s.pad[0] && py - s.pad[0] < s.h;
-                    for kx in 0..s.pool[1] {
-                        let px = ox * s.stride[1] + kx * s.dilation[1];
-                        if px >= pw {
-                            continue;
-                        }
-                        padded += 1;
-                        if !in_y || px < s.pad[1] || px - s.pad[1] >= s.w {
-                            continue;
-                        }
-                        inside += 1;
-                        let v = plane[(py - s.pad[0]) * s.w + px - s.pad[1]];
-                        match kind {
-                            PoolKind::Max => acc = acc.max(v),
-                            PoolKind::Avg { .. } => acc += v,
-                        }
-                    }
+        // Separable: reduce the window's rows elementwise (vectorizes), then each
+        // output's columns of that row.
+        let mut acc = vec![0f32; s.w];
+        for (oy, dst_row) in dst.chunks_exact_mut(s.ow).enumerate() {
+            let ry = rows[oy];
+            match kind {
+                PoolKind::Max => acc.fill(f32::NEG_INFINITY),
+                PoolKind::Avg { .. } => acc.fill(0.0),
+            }
+            for iy in (ry.lo..ry.hi).step_by(dy) {
+                let r = &plane[iy * s.w..(iy + 1) * s.w];
+                match kind {
+                    PoolKind::Max => acc.iter_mut().zip(r).for_each(|(a, &v)| *a = a.max(v)),
+                    PoolKind::Avg { .. } => acc.iter_mut().zip(r).for_each(|(a, &v)| *a += v),
                 }
-                dst[oy * s.ow + ox] = match kind {
-                    PoolKind::Max => acc,
-                    PoolKind::Avg { count_include_pad } => {
-                        let d = if count_include_pad { padded } else { inside };
-                        if d == 0 {
-                            0.0
-                        } else {
-                            acc / d as f32
-                        }
-                    }
+            }
+            for (o, c) in dst_row.iter_mut().zip(&cols) {
+                let window = acc[c.lo..c.hi].iter().step_by(dx);
+                *o = match kind {
+                    PoolKind::Max => window.fold(f32::NEG_INFINITY, |m, &v| m.max(v)),
+                    PoolKind::Avg { .. } => window.sum(),
                 };
+            }
+            if let PoolKind::Avg { count_include_pad } = kind {
+                for (o, c) in dst_row.iter_mut().zip(&cols) {
+                    let d = if count_include_pad {
+                        ry.padded * c.padded
+                    } else {
+                        ry.inside * c.inside
+                    };
+                    *o = if d == 0 { 0.0 } else { *o / d as f32 };
+                }
             }
         }
     });
     Ok(())
+}
+
+/// The input positions one output position's window covers along an axis.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    /// First input index inside the input.
+    lo: usize,
+    /// One past the last input index inside the input (`lo` when none).
+    hi: usize,
+    /// Window positions inside the input.
+    inside: usize,
+    /// Window positions inside the padded input.
+    padded: usize,
+}
+
+impl Window {
+    /// The windows of `out` output positions over an input of `len` elements.
+    fn along(
+        out: usize,
+        len: usize,
+        size: usize,
+        stride: usize,
+        pad_lo: usize,
+        pad_hi: usize,
+        dil: usize,
+    ) -> Vec<Window> {
+        let padded_len = len + pad_lo + pad_hi;
+        (0..out)
+            .map(|o| {
+                let mut w = Window {
+                    lo: 0,
+                    hi: 0,
+                    inside: 0,
+                    padded: 0,
+                };
+                let mut first = None;
+                let mut last = 0;
+                for k in 0..size {
+                    let p = o * stride + k * dil;
+                    if p >= padded_len {
+                        continue;
+                    }
+                    w.padded += 1;
+                    if p < pad_lo || p - pad_lo >= len {
+                        continue;
+                    }
+                    w.inside += 1;
+                    first.get_or_insert(p - pad_lo);
+                    last = p - pad_lo;
+                }
+                if let Some(f) = first {
+                    w.lo = f;
+                    w.hi = last + 1;
+                }
+                w
+            })
+            .collect()
+    }
 }

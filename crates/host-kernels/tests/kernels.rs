@@ -351,3 +351,91 @@ fn elementwise_kernels_match_reference() {
         .collect();
     assert_close(&out, &want, "batch norm");
 }
+
+/// Row-major strides of `shape`.
+fn strides_of(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// The multi-index of element `flat` of `shape`.
+fn index_of(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for i in (0..shape.len()).rev() {
+        idx[i] = flat % shape[i];
+        flat /= shape[i];
+    }
+    idx
+}
+
+#[test]
+fn broadcasting_and_transposes_over_coalescable_axes_match_reference() {
+    // Shapes whose axes merge (same shapes, per-channel operands, size-1 axes) and
+    // ones that do not (broadcast in the middle).
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[1, 8, 7, 7], &[1, 8, 7, 7]),
+        (&[2, 6, 5, 3], &[1, 6, 1, 1]),
+        (&[2, 6, 5, 3], &[6, 5, 1]),
+        (&[3, 1, 4], &[3, 2, 1]),
+        (&[1, 1, 1], &[1]),
+        (&[4, 5], &[]),
+    ];
+    for (i, &(sa, sb)) in cases.iter().enumerate() {
+        let out_shape: Vec<usize> = {
+            let n = sa.len().max(sb.len());
+            (0..n)
+                .map(|k| {
+                    let da = if k + sa.len() >= n { sa[k + sa.len() - n] } else { 1 };
+                    let db = if k + sb.len() >= n { sb[k + sb.len() - n] } else { 1 };
+                    da.max(db)
+                })
+                .collect()
+        };
+        let total: usize = out_shape.iter().product();
+        let a = random(sa.iter().product(), 10 + i as u64);
+        let b = random(sb.iter().product(), 20 + i as u64);
+        let mut out = vec![0.0; total];
+        elementwise::binary(BinaryOp::Add, &a, sa, &b, sb, &mut out, &out_shape, true).unwrap();
+        let pick = |x: &[f32], s: &[usize], idx: &[usize]| {
+            let lead = idx.len() - s.len();
+            let st = strides_of(s);
+            let off: usize = s
+                .iter()
+                .enumerate()
+                .map(|(k, &d)| if d == 1 { 0 } else { idx[lead + k] * st[k] })
+                .sum();
+            x[off]
+        };
+        let want: Vec<f32> = (0..total)
+            .map(|f| {
+                let idx = index_of(f, &out_shape);
+                (pick(&a, sa, &idx) + pick(&b, sb, &idx)).max(0.0)
+            })
+            .collect();
+        assert_close(&out, &want, &format!("add {sa:?} + {sb:?}"));
+    }
+
+    // Channel shuffle [1, 4, 3, 5, 5] -> axes (0, 2, 1, 3, 4), and a full reversal.
+    for (shape, axes) in [
+        (vec![1usize, 4, 3, 5, 5], vec![0usize, 2, 1, 3, 4]),
+        (vec![2, 3, 4], vec![2, 1, 0]),
+        (vec![3, 1, 4, 2], vec![0, 2, 1, 3]),
+    ] {
+        let n: usize = shape.iter().product();
+        let x = random(n, 99);
+        let mut out = vec![0.0; n];
+        elementwise::transpose(&x, &shape, &axes, &mut out).unwrap();
+        let out_shape: Vec<usize> = axes.iter().map(|&a| shape[a]).collect();
+        let st = strides_of(&shape);
+        let want: Vec<f32> = (0..n)
+            .map(|f| {
+                let idx = index_of(f, &out_shape);
+                x[axes.iter().zip(&idx).map(|(&a, &i)| i * st[a]).sum::<usize>()]
+            })
+            .collect();
+        assert_close(&out, &want, &format!("transpose {shape:?} by {axes:?}"));
+    }
+}

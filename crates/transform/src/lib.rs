@@ -9,6 +9,7 @@ pub mod decompose;
 pub mod fold;
 pub mod fuse_ops;
 pub mod fuse_tir;
+pub mod host_dispatch;
 pub mod pass;
 pub mod pattern;
 pub mod simplify;

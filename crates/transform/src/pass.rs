@@ -289,6 +289,10 @@ pub fn registered_passes() -> &'static [(&'static str, &'static str)] {
             "group call_tir chains into private Primitive functions (FuseOps)",
         ),
         ("fuse-tir", "turn each Primitive function into one PrimFunc (FuseTIR)"),
+        (
+            "dispatch-host-library",
+            "offload host operator calls to the native kernel library (call_dps_packed relax_host.*)",
+        ),
     ]
 }
 
@@ -333,6 +337,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
             Ok::<_, String>(crate::fuse_ops::fuse_ops(m))
         }),
         "fuse-tir" => pass_fn(name, crate::fuse_tir::fuse_tir),
+        "dispatch-host-library" => pass_fn(name, crate::host_dispatch::dispatch_host_library),
         _ => return None,
     })
 }

@@ -1,0 +1,373 @@
+//! The host kernel library as packed functions: the `relax_host.*` symbols that
+//! `relax_checker::host_dispatch` rewrites operator calls into. Each works in place
+//! on the tensors' host memory (no staging copies) with `relax_host_kernels`.
+
+use std::borrow::Cow;
+
+use relax_host_kernels::elementwise::{self, BinaryOp};
+use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
+use relax_host_kernels::{conv2d, matmul, Conv2dShape, Epilogue, KernelError};
+use relax_ir::DataType;
+
+use crate::error::{EngineError, Result};
+use crate::kernel::{with_kernel_args, BufferData, KernelArg, StagedArg, StagingStats};
+use crate::packed::{PackedFunc, PackedRegistry, Purity};
+use crate::value::{Tensor, Value};
+
+/// Register every `relax_host.*` kernel in `registry`.
+pub(crate) fn register(registry: &PackedRegistry) {
+    let reg = |name: &str, f: fn(&str, &Call) -> KResult| {
+        let full = format!("{}{name}", relax_transform::host_dispatch::PREFIX);
+        let fname = full.clone();
+        registry.register(PackedFunc::new(full, Purity::Pure, move |args| {
+            let call = Call::new(args)?;
+            f(&fname, &call).map_err(|e| EngineError::Invalid(format!("{fname}: {e}")))?;
+            Ok(Value::unit())
+        }));
+    };
+    for mid in ["", "_bias", "_bn"] {
+        for add in ["", "_add"] {
+            for relu in ["", "_relu"] {
+                reg(&format!("conv2d{mid}{add}{relu}"), conv2d_kernel);
+            }
+        }
+    }
+    for bias in ["", "_bias"] {
+        for relu in ["", "_relu"] {
+            reg(&format!("matmul{bias}{relu}"), matmul_kernel);
+        }
+    }
+    reg("add", add_kernel);
+    reg("add_relu", add_kernel);
+    reg("relu", |_, c| c.run(|ins, out, _| elementwise::relu(ins[0].0, out)));
+    reg("softmax", |_, c| {
+        c.run(|ins, out, shape| {
+            let cols = shape.last().copied().unwrap_or(1);
+            elementwise::softmax(ins[0].0, out.len() / cols.max(1), cols, out)
+        })
+    });
+    reg("mean", |_, c| {
+        c.run(|ins, out, _| {
+            let outer = out.len();
+            let inner = ins[0].0.len().checked_div(outer).unwrap_or(0);
+            elementwise::mean_inner(ins[0].0, outer, inner, out)
+        })
+    });
+    reg("reshape", |_, c| {
+        c.run(|ins, out, _| {
+            if ins[0].0.len() != out.len() {
+                return Err(KernelError("reshape changes the number of elements".into()));
+            }
+            out.copy_from_slice(ins[0].0);
+            Ok(())
+        })
+    });
+    reg("broadcast_to", |_, c| {
+        c.run(|ins, out, shape| elementwise::broadcast_to(ins[0].0, &ins[0].1, out, shape))
+    });
+    reg("permute_dims", |_, c| {
+        let axes = c.shape_param(0)?;
+        c.run(|ins, out, _| elementwise::transpose(ins[0].0, &ins[0].1, &axes, out))
+    });
+    reg("concat", |_, c| {
+        let axis = *c
+            .shape_param(0)?
+            .first()
+            .ok_or_else(|| KernelError("concat: no axis".into()))?;
+        c.run(|ins, out, shape| {
+            if axis >= shape.len() {
+                return Err(KernelError(format!("concat: axis {axis} out of range")));
+            }
+            let outer: usize = shape[..axis].iter().product();
+            let inner: usize = shape[axis + 1..].iter().product();
+            let parts: Vec<(&[f32], usize)> = ins
+                .iter()
+                .map(|(d, s)| (*d, s.get(axis).copied().unwrap_or(0)))
+                .collect();
+            elementwise::concat(&parts, outer, inner, out)
+        })
+    });
+    reg("max_pool2d", pool_kernel);
+    reg("avg_pool2d", pool_kernel);
+}
+
+type KResult = std::result::Result<(), KernelError>;
+
+/// An input: its elements and shape.
+type In<'a> = (&'a [f32], Vec<usize>);
+
+/// The arguments of one library call: tensors (the output last) and the other values.
+struct Call {
+    tensors: Vec<Tensor>,
+    shapes: Vec<Vec<i64>>,
+    floats: Vec<f64>,
+}
+
+impl Call {
+    fn new(args: &[Value]) -> Result<Call> {
+        let mut c = Call {
+            tensors: vec![],
+            shapes: vec![],
+            floats: vec![],
+        };
+        for a in args {
+            match a {
+                Value::Tensor(t) => c.tensors.push(t.clone()),
+                Value::Shape(s) => c.shapes.push(s.to_vec()),
+                Value::Prim(p) => c.floats.push(p.as_f64()),
+                other => {
+                    return Err(EngineError::Type(format!(
+                        "host library kernels take tensors, shapes and scalars, got {}",
+                        other.describe()
+                    )))
+                }
+            }
+        }
+        if c.tensors.len() < 2 {
+            return Err(EngineError::Type(
+                "host library kernels need an input and an output tensor".into(),
+            ));
+        }
+        Ok(c)
+    }
+
+    /// The `i`-th shape argument as non-negative integers.
+    fn shape_param(&self, i: usize) -> std::result::Result<Vec<usize>, KernelError> {
+        let s = self
+            .shapes
+            .get(i)
+            .ok_or_else(|| KernelError(format!("missing shape argument {i}")))?;
+        s.iter()
+            .map(|&v| usize::try_from(v).map_err(|_| KernelError(format!("negative parameter {v}"))))
+            .collect()
+    }
+
+    /// Call `f` on the inputs' `f32` elements and the output's, in place when the
+    /// memory is suitably aligned (copied otherwise).
+    fn run(&self, f: impl FnOnce(&[In<'_>], &mut [f32], &[usize]) -> KResult) -> KResult {
+        for t in &self.tensors {
+            if t.dtype() != DataType::FLOAT32 {
+                return Err(KernelError(format!("expected float32 tensors, got {}", t.dtype())));
+            }
+        }
+        let n = self.tensors.len();
+        let staged: Vec<StagedArg> = self
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| StagedArg::Tensor(t.clone(), i + 1 == n))
+            .collect();
+        let mut stats = StagingStats::default();
+        let r = with_kernel_args(&staged, &mut stats, |kargs| {
+            let (outs, ins) = kargs.split_last_mut().ok_or_else(|| KernelError("no output".into()))?;
+            let mut inputs: Vec<(Cow<'_, [f32]>, Vec<usize>)> = Vec::with_capacity(ins.len());
+            for a in ins.iter() {
+                let KernelArg::Buffer(b) = a else {
+                    return Err(KernelError("scalar among tensor arguments".into()));
+                };
+                inputs.push((as_f32(b.data.bytes()), dims(b.shape)));
+            }
+            let KernelArg::Buffer(o) = outs else {
+                return Err(KernelError("the output is not a tensor".into()));
+            };
+            let out_shape = dims(o.shape);
+            let BufferData::Write(bytes) = &mut o.data else {
+                return Err(KernelError("the output is not writable".into()));
+            };
+            let refs: Vec<In<'_>> = inputs.iter().map(|(d, s)| (d.as_ref(), s.clone())).collect();
+            match bytemuck_cast_mut(bytes) {
+                Some(out) => f(&refs, out, &out_shape),
+                None => {
+                    let mut tmp = vec![0f32; bytes.len() / 4];
+                    f(&refs, &mut tmp, &out_shape)?;
+                    for (dst, v) in bytes.chunks_exact_mut(4).zip(&tmp) {
+                        dst.copy_from_slice(&v.to_le_bytes());
+                    }
+                    Ok(())
+                }
+            }
+        });
+        r.map_err(|e| KernelError(e.to_string()))?
+    }
+}
+
+fn dims(shape: &[i64]) -> Vec<usize> {
+    shape.iter().map(|&d| d.max(0) as usize).collect()
+}
+
+/// The bytes as `f32`s: borrowed when aligned, else decoded.
+fn as_f32(bytes: &[u8]) -> Cow<'_, [f32]> {
+    if bytes.as_ptr().align_offset(std::mem::align_of::<f32>()) == 0 && bytes.len().is_multiple_of(4) {
+        // SAFETY: aligned, the length is a multiple of 4 and every bit pattern is an f32.
+        Cow::Borrowed(unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const f32, bytes.len() / 4) })
+    } else {
+        Cow::Owned(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        )
+    }
+}
+
+fn bytemuck_cast_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
+    if bytes.as_ptr().align_offset(std::mem::align_of::<f32>()) == 0 && bytes.len().is_multiple_of(4) {
+        // SAFETY: as in `as_f32`, and the borrow is exclusive.
+        Some(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut f32, bytes.len() / 4) })
+    } else {
+        None
+    }
+}
+
+fn conv2d_kernel(name: &str, c: &Call) -> KResult {
+    let p = c.shape_param(0)?;
+    let [sh, sw, pt, pl, pb, pr, dh, dw, groups] = p.as_slice() else {
+        return Err(KernelError(format!("conv2d: expected 9 parameters, got {}", p.len())));
+    };
+    let (bias, bn, residual, relu) = (
+        name.contains("_bias"),
+        name.contains("_bn"),
+        name.contains("_add"),
+        name.ends_with("_relu"),
+    );
+    let eps = c.floats.first().copied().unwrap_or(1e-5);
+    c.run(|ins, out, out_shape| {
+        let want = 2 + bias as usize + 4 * bn as usize + residual as usize;
+        if ins.len() != want {
+            return Err(KernelError(format!(
+                "conv2d: expected {want} inputs, got {}",
+                ins.len()
+            )));
+        }
+        let (xs, ws) = (&ins[0].1, &ins[1].1);
+        if xs.len() != 4 || ws.len() != 4 || out_shape.len() != 4 {
+            return Err(KernelError("conv2d: expected 4-D data, weight and output".into()));
+        }
+        let s = Conv2dShape {
+            n: xs[0],
+            c_in: xs[1],
+            h: xs[2],
+            w: xs[3],
+            c_out: ws[0],
+            kh: ws[2],
+            kw: ws[3],
+            stride: [*sh, *sw],
+            pad: [*pt, *pl, *pb, *pr],
+            dilation: [*dh, *dw],
+            groups: *groups,
+        };
+        let (oh, ow) = s.out_hw()?;
+        if out_shape != [s.n, s.c_out, oh, ow] || s.c_in != ws[1] * s.groups.max(1) {
+            return Err(KernelError(format!(
+                "conv2d: data {xs:?}, weight {ws:?} and output {out_shape:?} do not match"
+            )));
+        }
+        let folded;
+        let mut ep = Epilogue {
+            relu,
+            ..Epilogue::default()
+        };
+        let mut next = 2;
+        if bias {
+            ep.shift = Some(ins[2].0);
+            next = 3;
+        } else if bn {
+            folded = elementwise::batch_norm_fold(ins[2].0, ins[3].0, ins[4].0, ins[5].0, eps)?;
+            ep.scale = Some(&folded.0);
+            ep.shift = Some(&folded.1);
+            next = 6;
+        }
+        if residual {
+            ep.residual = Some(ins[next].0);
+        }
+        conv2d(&s, ins[0].0, ins[1].0, &ep, out)
+    })
+}
+
+fn matmul_kernel(name: &str, c: &Call) -> KResult {
+    let (bias, relu) = (name.contains("_bias"), name.ends_with("_relu"));
+    c.run(|ins, out, out_shape| {
+        if ins.len() != 2 + bias as usize {
+            return Err(KernelError("matmul: wrong number of inputs".into()));
+        }
+        let (a, b) = (&ins[0], &ins[1]);
+        let (ra, rb) = (a.1.len(), b.1.len());
+        if ra < 2 || rb < 2 {
+            return Err(KernelError("matmul: operands must be at least 2-D".into()));
+        }
+        let (m, k, k2, n) = (a.1[ra - 2], a.1[ra - 1], b.1[rb - 2], b.1[rb - 1]);
+        if k != k2 {
+            return Err(KernelError(format!("matmul: inner dimensions {k} and {k2} differ")));
+        }
+        let batch: usize = a.1[..ra - 2].iter().product();
+        let b_batched = rb > 2;
+        if b_batched && b.1[..rb - 2] != a.1[..ra - 2] {
+            return Err(KernelError("matmul: batch dimensions differ".into()));
+        }
+        if out.len() != batch * m * n || out_shape.last() != Some(&n) {
+            return Err(KernelError(format!("matmul: output {out_shape:?} does not match")));
+        }
+        matmul(batch, m, k, n, a.0, true, b.0, b_batched, out)?;
+        if bias || relu {
+            let bv = if bias { Some(ins[2].0) } else { None };
+            if bv.is_some_and(|b| b.len() != n) {
+                return Err(KernelError(
+                    "matmul: bias length differs from the output's last axis".into(),
+                ));
+            }
+            for row in out.chunks_mut(n.max(1)) {
+                if let Some(b) = bv {
+                    row.iter_mut().zip(b).for_each(|(o, b)| *o += b);
+                }
+                if relu {
+                    row.iter_mut().for_each(|o| *o = o.max(0.0));
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+fn add_kernel(name: &str, c: &Call) -> KResult {
+    let relu = name.ends_with("_relu");
+    c.run(|ins, out, shape| {
+        let [a, b] = ins else {
+            return Err(KernelError("add: expected two inputs".into()));
+        };
+        elementwise::binary(BinaryOp::Add, a.0, &a.1, b.0, &b.1, out, shape, relu)
+    })
+}
+
+fn pool_kernel(name: &str, c: &Call) -> KResult {
+    let p = c.shape_param(0)?;
+    let [ph, pw, sh, sw, pt, pl, pb, pr, dh, dw, include_pad] = p.as_slice() else {
+        return Err(KernelError(format!("pool2d: expected 11 parameters, got {}", p.len())));
+    };
+    let kind = if name.ends_with("max_pool2d") {
+        PoolKind::Max
+    } else {
+        PoolKind::Avg {
+            count_include_pad: *include_pad != 0,
+        }
+    };
+    c.run(|ins, out, os| {
+        let xs = &ins[0].1;
+        if xs.len() != 4 || os.len() != 4 || xs[..2] != os[..2] {
+            return Err(KernelError(format!(
+                "pool2d: input {xs:?} and output {os:?} do not match"
+            )));
+        }
+        let s = Pool2dShape {
+            planes: xs[0] * xs[1],
+            h: xs[2],
+            w: xs[3],
+            oh: os[2],
+            ow: os[3],
+            pool: [*ph, *pw],
+            stride: [*sh, *sw],
+            pad: [*pt, *pl, *pb, *pr],
+            dilation: [*dh, *dw],
+        };
+        pool2d(&s, kind, ins[0].0, out)
+    })
+}

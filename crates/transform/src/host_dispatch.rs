@@ -1,0 +1,758 @@
+//! `DispatchHostLibrary`: offload eligible operator calls to the host kernel library,
+//! the way TVM's BYOC flow offloads to BLAS or DNNL.
+//!
+//! Every `float32` call of a supported operator with static shapes whose tensors are
+//! on the host (placed on a host `VDevice`, or unplaced when unplaced work runs on the
+//! host, see [`DispatchOptions`]) becomes
+//! `R.call_dps_packed("relax_host.<kernel>", (args...), out_sinfo=...)`; attributes
+//! travel as `R.shape([...])` (integers) and `R.prim_value(...)` (floats) arguments,
+//! so the result prints and re-parses as TVMScript. Runs on a normalized module
+//! (every bound variable carries its StructInfo), before `LegalizeOps`; calls it
+//! does not rewrite are left for legalization.
+//!
+//! Patterns fused into one library call (intermediate results used exactly once):
+//! - `conv2d -> (add bias | batch_norm[0])? -> (add residual)? -> relu?`
+//!   (`relax_host.conv2d[_bias|_bn][_add][_relu]`)
+//! - `matmul -> (add bias)? -> relu?` (`relax_host.matmul[_bias][_relu]`)
+//! - `add -> relu`, and ONNX's two-operand `Sum` as TVM imports it,
+//!   `sum(stack((a, b)), axis=[0])`, as an `add` (`relax_host.add[_relu]`)
+//!
+//! Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `mean` over trailing
+//! axes, `softmax` over the last axis, `permute_dims`, `concat`, `reshape`,
+//! `broadcast_to` (an identity `broadcast_to` becomes an alias).
+//!
+//! Argument conventions of the kernels (outputs are appended by `call_dps_packed`):
+//! - `conv2d*`: `x, w, R.shape([stride_h, stride_w, pad_top, pad_left, pad_bottom,
+//!   pad_right, dilation_h, dilation_w, groups])`, then `bias` (`_bias`: any tensor of
+//!   `C_out` elements) or `gamma, beta, mean, var, R.prim_value(eps)` (`_bn`), then the
+//!   residual (`_add`).
+//! - `matmul*`: `a, b`, then `bias` (`_bias`: `N` elements).
+//! - `max_pool2d`, `avg_pool2d`: `x, R.shape([pool_h, pool_w, stride_h, stride_w,
+//!   pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w,
+//!   count_include_pad])`.
+//! - `permute_dims`: `x, R.shape(axes)`; `concat`: the parts, then `R.shape([axis])`.
+//! - `add*`, `relu`, `mean`, `softmax`, `reshape`, `broadcast_to`: the tensor operands.
+
+use std::collections::{HashMap, HashSet};
+
+use relax_ir::relax::{BindingBlock, Call, Function, SeqExpr};
+use relax_ir::visit::for_each_expr;
+use relax_ir::{
+    AttrValue, Attrs, BaseFunc, Binding, DataType, Diagnostic, Expr, ExprKind, IRModule, PrimExpr, StructInfo, VDevice,
+    Var,
+};
+
+use relax_checker::op::legalize::arg_struct_info;
+
+/// Prefix of the global symbols of the host kernel library.
+pub const PREFIX: &str = "relax_host.";
+
+/// Target kinds whose tensors live in GPU memory: calls touching them stay put.
+const GPU_KINDS: &[&str] = &["webgpu", "vulkan", "metal", "cuda", "rocm", "opencl"];
+
+/// Where the dispatch applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DispatchOptions {
+    /// Tensors without a `VDevice` live on the host (the engine runs unplaced work
+    /// there); when false only tensors placed on a host `VDevice` qualify.
+    pub unplaced_on_host: bool,
+}
+
+impl Default for DispatchOptions {
+    fn default() -> DispatchOptions {
+        DispatchOptions { unplaced_on_host: true }
+    }
+}
+
+/// Rewrite eligible operator calls of every Relax function of `module` into calls of
+/// the host kernel library (see the module documentation), treating unplaced tensors
+/// as host tensors. The module must be normalized.
+pub fn dispatch_host_library(module: &IRModule) -> Result<IRModule, Diagnostic> {
+    dispatch_host_library_with(module, DispatchOptions::default())
+}
+
+/// [`dispatch_host_library`] with explicit [`DispatchOptions`].
+pub fn dispatch_host_library_with(module: &IRModule, options: DispatchOptions) -> Result<IRModule, Diagnostic> {
+    let mut out = module.clone();
+    for (gv, f) in &module.functions {
+        if let BaseFunc::Relax(f) = f {
+            out.functions.insert(gv.clone(), BaseFunc::Relax(function(f, options)));
+        }
+    }
+    Ok(out)
+}
+
+fn function(f: &Function, options: DispatchOptions) -> Function {
+    let mut uses: HashMap<u64, usize> = HashMap::new();
+    for_each_expr(&f.body, &mut |e| {
+        if let ExprKind::Var(v) = e.kind() {
+            *uses.entry(v.id()).or_default() += 1;
+        }
+    });
+    Function {
+        body: expr(&f.body, &uses, options),
+        ..f.clone()
+    }
+}
+
+fn expr(e: &Expr, uses: &HashMap<u64, usize>, options: DispatchOptions) -> Expr {
+    match e.kind() {
+        ExprKind::Seq(s) => Expr::with_span(
+            ExprKind::Seq(SeqExpr {
+                blocks: s.blocks.iter().map(|b| block(b, uses, options)).collect(),
+                body: s.body.clone(),
+            }),
+            e.span(),
+        ),
+        ExprKind::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => Expr::with_span(
+            ExprKind::If {
+                cond: cond.clone(),
+                then_branch: expr(then_branch, uses, options),
+                else_branch: expr(else_branch, uses, options),
+            },
+            e.span(),
+        ),
+        _ => e.clone(),
+    }
+}
+
+/// A static float32 tensor: its shape and VDevice.
+struct TensorInfo {
+    shape: Vec<i64>,
+    vdevice: Option<VDevice>,
+}
+
+fn static_tensor(si: &StructInfo) -> Option<TensorInfo> {
+    let t = si.as_tensor()?;
+    if t.dtype != DataType::FLOAT32 {
+        return None;
+    }
+    let shape = t
+        .shape_values()?
+        .iter()
+        .map(PrimExpr::as_int)
+        .collect::<Option<Vec<_>>>()?;
+    Some(TensorInfo {
+        shape,
+        vdevice: t.vdevice.clone(),
+    })
+}
+
+fn ints(call: &Call, key: &str) -> Option<Vec<i64>> {
+    call.attrs.get(key).and_then(AttrValue::as_int_list)
+}
+
+fn shape_arg(values: &[i64]) -> Expr {
+    Expr::shape(values.iter().map(|&v| PrimExpr::int(v)).collect())
+}
+
+fn op_name(call: &Call) -> Option<&str> {
+    call.op.as_op()
+}
+
+/// Padding as (top, left, bottom, right) from TVM's 1-, 2- or 4-element forms.
+fn padding4(p: &[i64]) -> Option<[i64; 4]> {
+    match p {
+        [a] => Some([*a; 4]),
+        [a, b] => Some([*a, *b, *a, *b]),
+        [a, b, c, d] => Some([*a, *b, *c, *d]),
+        _ => None,
+    }
+}
+
+fn pair(p: &[i64]) -> Option<[i64; 2]> {
+    match p {
+        [a] => Some([*a, *a]),
+        [a, b] => Some([*a, *b]),
+        _ => None,
+    }
+}
+
+fn is_none_or(call: &Call, key: &str, want: &str) -> bool {
+    match call.attrs.get(key) {
+        None | Some(AttrValue::None) => true,
+        Some(AttrValue::Str(s)) => s.is_empty() || s == want,
+        Some(AttrValue::DataType(d)) => d.to_string() == want,
+        _ => false,
+    }
+}
+
+fn dps(name: &str, args: Vec<Expr>, out: &Var) -> Option<Expr> {
+    let out_sinfo = out.struct_info()?.clone();
+    Some(Expr::call(
+        Expr::op("relax.call_dps_packed"),
+        vec![
+            Expr::new(ExprKind::ExternFunc {
+                global_symbol: format!("{PREFIX}{name}"),
+            }),
+            Expr::tuple(args),
+        ],
+        Attrs::new(),
+        vec![out_sinfo],
+    ))
+}
+
+/// The rewriting of one binding block.
+struct BlockRewrite<'a> {
+    bindings: &'a [Binding],
+    uses: &'a HashMap<u64, usize>,
+    options: DispatchOptions,
+    /// Index of the binding defining each variable of the block.
+    def: HashMap<u64, usize>,
+    /// Indices of the bindings (of this block) using each variable.
+    users: HashMap<u64, Vec<usize>>,
+    /// Bindings replaced (`Some`) or removed (`None`).
+    replaced: HashMap<usize, Option<Binding>>,
+}
+
+fn block(b: &BindingBlock, uses: &HashMap<u64, usize>, options: DispatchOptions) -> BindingBlock {
+    let mut rw = BlockRewrite {
+        bindings: &b.bindings,
+        uses,
+        options,
+        def: HashMap::new(),
+        users: HashMap::new(),
+        replaced: HashMap::new(),
+    };
+    for (i, bd) in b.bindings.iter().enumerate() {
+        rw.def.insert(bd.var().id(), i);
+        let mut seen = HashSet::new();
+        for_each_expr(bd.value(), &mut |e| {
+            if let ExprKind::Var(v) = e.kind() {
+                if seen.insert(v.id()) {
+                    rw.users.entry(v.id()).or_default().push(i);
+                }
+            }
+        });
+    }
+    for i in 0..b.bindings.len() {
+        if rw.replaced.contains_key(&i) {
+            continue;
+        }
+        rw.rewrite(i);
+    }
+    let bindings = b
+        .bindings
+        .iter()
+        .enumerate()
+        .filter_map(|(i, bd)| match rw.replaced.remove(&i) {
+            Some(new) => new,
+            None => Some(bd.clone()),
+        })
+        .collect();
+    BindingBlock {
+        bindings,
+        is_dataflow: b.is_dataflow,
+        span: b.span,
+    }
+}
+
+impl BlockRewrite<'_> {
+    fn on_host(&self, t: &TensorInfo) -> bool {
+        match &t.vdevice {
+            None => self.options.unplaced_on_host,
+            Some(vd) => !GPU_KINDS.contains(&vd.target.kind.as_str()),
+        }
+    }
+
+    /// The static float32 host tensor an argument is.
+    fn arg_tensor(&self, e: &Expr) -> Option<TensorInfo> {
+        static_tensor(&arg_struct_info(e)?).filter(|t| self.on_host(t))
+    }
+
+    fn var_tensor(&self, v: &Var) -> Option<TensorInfo> {
+        static_tensor(v.struct_info()?).filter(|t| self.on_host(t))
+    }
+
+    fn call_at(&self, i: usize) -> Option<(&Var, &Call)> {
+        match &self.bindings[i] {
+            Binding::VarBinding { var, value, .. } => Some((var, value.as_call()?)),
+            Binding::MatchCast { .. } => None,
+        }
+    }
+
+    /// The single binding after `i` that uses `var` (which nothing else uses).
+    fn sole_user(&self, var: &Var, after: usize) -> Option<usize> {
+        if self.uses.get(&var.id()).copied() != Some(1) {
+            return None;
+        }
+        match self.users.get(&var.id())?.as_slice() {
+            [j] if *j > after && !self.replaced.contains_key(j) => Some(*j),
+            _ => None,
+        }
+    }
+
+    /// The sole user of `var` if it is a call of `op`, with the call's other
+    /// operand when it is a binary operator.
+    fn sole_call_user(&self, var: &Var, after: usize, op: &str) -> Option<(usize, &Var, &Call)> {
+        let j = self.sole_user(var, after)?;
+        let (v, c) = self.call_at(j)?;
+        (op_name(c)? == op).then_some((j, v, c))
+    }
+
+    fn set(&mut self, at: usize, var: &Var, value: Expr) {
+        let span = self.bindings[at].span();
+        self.replaced.insert(
+            at,
+            Some(Binding::VarBinding {
+                var: var.clone(),
+                value,
+                span,
+            }),
+        );
+    }
+
+    fn remove(&mut self, at: usize) {
+        self.replaced.insert(at, None);
+    }
+
+    fn rewrite(&mut self, i: usize) -> Option<()> {
+        let (var, call) = self.call_at(i)?;
+        let (var, call) = (var.clone(), call.clone());
+        match op_name(&call)? {
+            "relax.nn.conv2d" => self.conv2d(i, &var, &call),
+            "relax.matmul" => self.matmul(i, &var, &call),
+            "relax.add" => {
+                let [a, b] = call.args.as_slice() else { return None };
+                self.add(i, &var, a.clone(), b.clone())
+            }
+            "relax.stack" => self.stack_sum(i, &var, &call),
+            "relax.nn.relu" => {
+                let x = call.args.first()?;
+                self.arg_tensor(x)?;
+                self.var_tensor(&var)?;
+                let v = dps("relu", vec![x.clone()], &var)?;
+                self.set(i, &var, v);
+                Some(())
+            }
+            "relax.nn.max_pool2d" | "relax.nn.avg_pool2d" => self.pool(i, &var, &call),
+            "relax.nn.dropout" => self.dropout(i, &var, &call),
+            "relax.mean" => self.mean(i, &var, &call),
+            "relax.nn.softmax" => {
+                let x = call.args.first()?;
+                let t = self.arg_tensor(x)?;
+                self.var_tensor(&var)?;
+                let axis = call.attrs.get_int("axis").unwrap_or(-1);
+                let nd = t.shape.len() as i64;
+                if nd == 0 || (axis != -1 && axis != nd - 1) {
+                    return None;
+                }
+                let v = dps("softmax", vec![x.clone()], &var)?;
+                self.set(i, &var, v);
+                Some(())
+            }
+            "relax.permute_dims" => {
+                let x = call.args.first()?;
+                let t = self.arg_tensor(x)?;
+                self.var_tensor(&var)?;
+                let nd = t.shape.len() as i64;
+                let axes = match call.attrs.get("axes") {
+                    None | Some(AttrValue::None) => (0..nd).rev().collect(),
+                    Some(a) => a.as_int_list()?,
+                };
+                let axes: Vec<i64> = axes.iter().map(|&a| if a < 0 { a + nd } else { a }).collect();
+                if axes.len() as i64 != nd || axes.iter().any(|&a| a < 0 || a >= nd) {
+                    return None;
+                }
+                let v = dps("permute_dims", vec![x.clone(), shape_arg(&axes)], &var)?;
+                self.set(i, &var, v);
+                Some(())
+            }
+            "relax.concat" => {
+                let ExprKind::Tuple(parts) = call.args.first()?.kind() else {
+                    return None;
+                };
+                let out = self.var_tensor(&var)?;
+                for p in parts {
+                    self.arg_tensor(p)?;
+                }
+                let nd = out.shape.len() as i64;
+                let axis = call.attrs.get_int("axis").unwrap_or(0);
+                let axis = if axis < 0 { axis + nd } else { axis };
+                if parts.is_empty() || axis < 0 || axis >= nd {
+                    return None;
+                }
+                let mut args = parts.clone();
+                args.push(shape_arg(&[axis]));
+                let v = dps("concat", args, &var)?;
+                self.set(i, &var, v);
+                Some(())
+            }
+            "relax.reshape" => {
+                let x = call.args.first()?;
+                let t = self.arg_tensor(x)?;
+                let o = self.var_tensor(&var)?;
+                if t.shape.iter().product::<i64>() != o.shape.iter().product::<i64>() {
+                    return None;
+                }
+                let v = dps("reshape", vec![x.clone()], &var)?;
+                self.set(i, &var, v);
+                Some(())
+            }
+            "relax.broadcast_to" => {
+                let x = call.args.first()?;
+                let t = self.arg_tensor(x)?;
+                let o = self.var_tensor(&var)?;
+                if t.shape == o.shape && t.vdevice.is_none() && o.vdevice.is_none() {
+                    // Broadcasting to the same shape is the identity: alias.
+                    self.set(i, &var, x.clone());
+                } else {
+                    let v = dps("broadcast_to", vec![x.clone()], &var)?;
+                    self.set(i, &var, v);
+                }
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    fn conv2d(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
+        let [x, w] = call.args.as_slice() else { return None };
+        let xt = self.arg_tensor(x)?;
+        let wt = self.arg_tensor(w)?;
+        let out = self.var_tensor(var)?;
+        if xt.shape.len() != 4 || wt.shape.len() != 4 || out.shape.len() != 4 {
+            return None;
+        }
+        if !is_none_or(call, "data_layout", "NCHW")
+            || !is_none_or(call, "kernel_layout", "OIHW")
+            || !is_none_or(call, "out_layout", "NCHW")
+            || !is_none_or(call, "out_dtype", "float32")
+        {
+            return None;
+        }
+        let stride = pair(&ints(call, "strides").unwrap_or(vec![1, 1]))?;
+        let pad = padding4(&ints(call, "padding").unwrap_or(vec![0]))?;
+        let dil = pair(&ints(call, "dilation").unwrap_or(vec![1, 1]))?;
+        let groups = call.attrs.get_int("groups").unwrap_or(1);
+        let c_out = out.shape[1];
+        let mut params = vec![stride[0], stride[1]];
+        params.extend(pad);
+        params.extend([dil[0], dil[1], groups]);
+        let mut args = vec![x.clone(), w.clone(), shape_arg(&params)];
+        let mut name = String::from("conv2d");
+        let mut cur = var.clone();
+        let mut last = i;
+        let mut chain = vec![];
+
+        // Bias or batch normalization.
+        if let Some((j, v, c)) = self.sole_call_user(&cur, last, "relax.add") {
+            let other = other_operand(c, &cur).unwrap_or_else(|| cur.to_expr());
+            if let Some(b) = self.arg_tensor(&other).filter(|_| !is_var(&other, &cur)) {
+                let bias_like = b.shape.iter().product::<i64>() == c_out
+                    && (b.shape.as_slice() == [1, c_out, 1, 1] || b.shape.as_slice() == [c_out, 1, 1]);
+                if bias_like && self.var_tensor(v).is_some_and(|t| t.shape == out.shape) {
+                    args.push(other);
+                    name.push_str("_bias");
+                    chain.push(last);
+                    (cur, last) = (v.clone(), j);
+                }
+            }
+        } else if let Some((j, tv, c)) = self.sole_call_user_bn(&cur, last) {
+            if let Some((k, y, aliases)) = self.bn_getitem(&tv, j, &c, c_out) {
+                args.extend(c.args[1..5].iter().cloned());
+                let eps = c.attrs.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
+                args.push(Expr::new(ExprKind::PrimValue(PrimExpr::float_of(
+                    eps,
+                    DataType::FLOAT64,
+                ))));
+                name.push_str("_bn");
+                chain.push(last);
+                chain.push(j);
+                for (at, alias_var, value) in aliases {
+                    self.set(at, &alias_var, value);
+                }
+                (cur, last) = (y, k);
+            }
+        }
+        // Residual add.
+        if let Some((j, v, c)) = self.sole_call_user(&cur, last, "relax.add") {
+            let other = other_operand(c, &cur).unwrap_or_else(|| cur.to_expr());
+            if !is_var(&other, &cur)
+                && self.arg_tensor(&other).is_some_and(|r| r.shape == out.shape)
+                && self.var_tensor(v).is_some_and(|t| t.shape == out.shape)
+            {
+                args.push(other);
+                name.push_str("_add");
+                chain.push(last);
+                (cur, last) = (v.clone(), j);
+            }
+        }
+        if let Some((j, v, _)) = self.sole_call_user(&cur, last, "relax.nn.relu") {
+            if self.var_tensor(v).is_some() {
+                name.push_str("_relu");
+                chain.push(last);
+                (cur, last) = (v.clone(), j);
+            }
+        }
+        let value = dps(&name, args, &cur)?;
+        for at in chain {
+            self.remove(at);
+        }
+        self.set(last, &cur, value);
+        Some(())
+    }
+
+    /// The sole user of `var` when it is an inference `batch_norm` on axis 1 with
+    /// both `center` and `scale`.
+    fn sole_call_user_bn(&self, var: &Var, after: usize) -> Option<(usize, Var, Call)> {
+        let (j, v, c) = self.sole_call_user(var, after, "relax.nn.batch_norm")?;
+        let a = &c.attrs;
+        let axis = a.get_int("axis").unwrap_or(1);
+        if !(axis == 1 || axis == -3)
+            || a.get_bool("training").unwrap_or(true)
+            || !a.get_bool("center").unwrap_or(true)
+            || !a.get_bool("scale").unwrap_or(true)
+            || c.args.len() != 5
+        {
+            return None;
+        }
+        Some((j, v.clone(), c.clone()))
+    }
+
+    /// For the batch-norm tuple `tv` (bound at `j`): the binding of `tv[0]` (its index
+    /// and variable) when every use of `tv` is a `TupleGetItem` binding, and the
+    /// rewrites of `tv[1]` / `tv[2]` into aliases of the moving mean and variance
+    /// (what inference batch normalization returns).
+    #[allow(clippy::type_complexity)]
+    fn bn_getitem(&self, tv: &Var, j: usize, c: &Call, c_out: i64) -> Option<(usize, Var, Vec<(usize, Var, Expr)>)> {
+        for p in &c.args[1..5] {
+            let t = self.arg_tensor(p)?;
+            if t.shape.as_slice() != [c_out] {
+                return None;
+            }
+        }
+        let users = self.users.get(&tv.id())?;
+        if self.uses.get(&tv.id()).copied() != Some(users.len()) {
+            return None;
+        }
+        let mut first = None;
+        let mut aliases = vec![];
+        for &k in users {
+            if k <= j || self.replaced.contains_key(&k) {
+                return None;
+            }
+            let Binding::VarBinding { var, value, .. } = &self.bindings[k] else {
+                return None;
+            };
+            let ExprKind::TupleGetItem { tuple, index } = value.kind() else {
+                return None;
+            };
+            if !matches!(tuple.kind(), ExprKind::Var(t) if t.id() == tv.id()) {
+                return None;
+            }
+            match index {
+                0 if first.is_none() => first = Some((k, var.clone())),
+                1 | 2 => aliases.push((k, var.clone(), c.args[2 + index].clone())),
+                _ => return None,
+            }
+        }
+        let (k, y) = first?;
+        self.var_tensor(&y)?;
+        Some((k, y, aliases))
+    }
+
+    fn matmul(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
+        let [a, b] = call.args.as_slice() else { return None };
+        let at = self.arg_tensor(a)?;
+        let bt = self.arg_tensor(b)?;
+        let out = self.var_tensor(var)?;
+        if !is_none_or(call, "out_dtype", "float32") || at.shape.len() < 2 || bt.shape.len() < 2 {
+            return None;
+        }
+        // Supported: `b` 2-D, or equal batch dimensions.
+        let (ab, bb) = (&at.shape[..at.shape.len() - 2], &bt.shape[..bt.shape.len() - 2]);
+        if !(bb.is_empty() || ab == bb) {
+            return None;
+        }
+        let n = *out.shape.last()?;
+        let mut args = vec![a.clone(), b.clone()];
+        let mut name = String::from("matmul");
+        let (mut cur, mut last) = (var.clone(), i);
+        let mut chain = vec![];
+        if let Some((j, v, c)) = self.sole_call_user(&cur, last, "relax.add") {
+            let other = other_operand(c, &cur).unwrap_or_else(|| cur.to_expr());
+            if let Some(bias) = self.arg_tensor(&other).filter(|_| !is_var(&other, &cur)) {
+                let ok = bias.shape.iter().product::<i64>() == n
+                    && bias.shape.len() <= out.shape.len()
+                    && bias.shape.last() == Some(&n)
+                    && self.var_tensor(v).is_some_and(|t| t.shape == out.shape);
+                if ok {
+                    args.push(other);
+                    name.push_str("_bias");
+                    chain.push(last);
+                    (cur, last) = (v.clone(), j);
+                }
+            }
+        }
+        if let Some((j, v, _)) = self.sole_call_user(&cur, last, "relax.nn.relu") {
+            if self.var_tensor(v).is_some() {
+                name.push_str("_relu");
+                chain.push(last);
+                (cur, last) = (v.clone(), j);
+            }
+        }
+        let value = dps(&name, args, &cur)?;
+        for at in chain {
+            self.remove(at);
+        }
+        self.set(last, &cur, value);
+        Some(())
+    }
+
+    /// `add(a, b)` (broadcasting), fused with a following `relu`.
+    fn add(&mut self, i: usize, var: &Var, a: Expr, b: Expr) -> Option<()> {
+        self.arg_tensor(&a)?;
+        self.arg_tensor(&b)?;
+        self.var_tensor(var)?;
+        let (mut cur, mut last) = (var.clone(), i);
+        let mut name = String::from("add");
+        let mut chain = vec![];
+        if let Some((j, v, _)) = self.sole_call_user(&cur, last, "relax.nn.relu") {
+            if self.var_tensor(v).is_some() {
+                name.push_str("_relu");
+                chain.push(last);
+                (cur, last) = (v.clone(), j);
+            }
+        }
+        let value = dps(&name, vec![a, b], &cur)?;
+        for at in chain {
+            self.remove(at);
+        }
+        self.set(last, &cur, value);
+        Some(())
+    }
+
+    /// `sum(stack((a, b), axis=0), axis=[0])` is `add(a, b)`.
+    fn stack_sum(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
+        let ExprKind::Tuple(parts) = call.args.first()?.kind() else {
+            return None;
+        };
+        let [a, b] = parts.as_slice() else { return None };
+        if call.attrs.get_int("axis").unwrap_or(0) != 0 {
+            return None;
+        }
+        let (at, bt) = (self.arg_tensor(a)?, self.arg_tensor(b)?);
+        if at.shape != bt.shape {
+            return None;
+        }
+        let (j, v, c) = self.sole_call_user(var, i, "relax.sum")?;
+        if ints(c, "axis")? != [0] || c.attrs.get_bool("keepdims").unwrap_or(false) {
+            return None;
+        }
+        if self.var_tensor(v)?.shape != at.shape {
+            return None;
+        }
+        let v = v.clone();
+        self.remove(i);
+        self.add(j, &v, a.clone(), b.clone())
+    }
+
+    fn pool(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
+        let x = call.args.first()?;
+        let t = self.arg_tensor(x)?;
+        let out = self.var_tensor(var)?;
+        if t.shape.len() != 4
+            || out.shape.len() != 4
+            || !is_none_or(call, "layout", "NCHW")
+            || !is_none_or(call, "out_layout", "NCHW")
+            || call.attrs.get_bool("ceil_mode").unwrap_or(false)
+        {
+            return None;
+        }
+        let size = pair(&ints(call, "pool_size")?)?;
+        let stride = pair(&ints(call, "strides").unwrap_or(vec![1, 1]))?;
+        let pad = padding4(&ints(call, "padding").unwrap_or(vec![0]))?;
+        let dil = pair(&ints(call, "dilation").unwrap_or(vec![1, 1]))?;
+        let include_pad = call.attrs.get_bool("count_include_pad").unwrap_or(false);
+        let mut params = vec![size[0], size[1], stride[0], stride[1]];
+        params.extend(pad);
+        params.extend([dil[0], dil[1], include_pad as i64]);
+        let name = if op_name(call)? == "relax.nn.max_pool2d" {
+            "max_pool2d"
+        } else {
+            "avg_pool2d"
+        };
+        let v = dps(name, vec![x.clone(), shape_arg(&params)], var)?;
+        self.set(i, var, v);
+        Some(())
+    }
+
+    /// Inference `dropout` is the identity: `t[0]` of its tuple `t` becomes an alias
+    /// of the input (the mask `t[1]` must be unused).
+    fn dropout(&mut self, i: usize, tv: &Var, call: &Call) -> Option<()> {
+        let x = call.args.first()?;
+        self.arg_tensor(x)?;
+        let users = self.users.get(&tv.id())?.clone();
+        if self.uses.get(&tv.id()).copied() != Some(users.len()) {
+            return None;
+        }
+        let mut plan = vec![];
+        for &k in &users {
+            if k <= i || self.replaced.contains_key(&k) {
+                return None;
+            }
+            let Binding::VarBinding { var, value, .. } = &self.bindings[k] else {
+                return None;
+            };
+            let ExprKind::TupleGetItem { tuple, index } = value.kind() else {
+                return None;
+            };
+            if !is_var(tuple, tv) {
+                return None;
+            }
+            match index {
+                0 => plan.push((k, Some(var.clone()))),
+                1 if self.uses.get(&var.id()).copied().unwrap_or(0) == 0 => plan.push((k, None)),
+                _ => return None,
+            }
+        }
+        for (k, v) in plan {
+            match v {
+                Some(v) => self.set(k, &v, x.clone()),
+                None => self.remove(k),
+            }
+        }
+        self.remove(i);
+        Some(())
+    }
+
+    /// `mean` over trailing axes (global average pooling).
+    fn mean(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
+        let x = call.args.first()?;
+        let t = self.arg_tensor(x)?;
+        self.var_tensor(var)?;
+        let nd = t.shape.len() as i64;
+        let mut axes: Vec<i64> = ints(call, "axis")?
+            .iter()
+            .map(|&a| if a < 0 { a + nd } else { a })
+            .collect();
+        axes.sort_unstable();
+        axes.dedup();
+        let k = axes.len() as i64;
+        if k == 0 || axes.iter().enumerate().any(|(j, &a)| a != nd - k + j as i64) {
+            return None;
+        }
+        let v = dps("mean", vec![x.clone()], var)?;
+        self.set(i, var, v);
+        Some(())
+    }
+}
+
+fn is_var(e: &Expr, v: &Var) -> bool {
+    matches!(e.kind(), ExprKind::Var(x) if x.id() == v.id())
+}
+
+/// The operand of the binary call `c` that is not `v` (`None` when both are).
+fn other_operand(c: &Call, v: &Var) -> Option<Expr> {
+    let [a, b] = c.args.as_slice() else { return None };
+    match (is_var(a, v), is_var(b, v)) {
+        (true, false) => Some(b.clone()),
+        (false, true) => Some(a.clone()),
+        _ => None,
+    }
+}

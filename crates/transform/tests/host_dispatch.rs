@@ -1,0 +1,174 @@
+//! `dispatch-host-library`: which calls become `relax_host.*` library calls, that the
+//! result prints as TVMScript that re-parses, that GPU-placed work is left alone, and
+//! that the engine computes the same values through the library as through
+//! legalized TIR.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use ndarray::{ArrayD, IxDyn};
+use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
+use relax_ir::visit::for_each_expr;
+use relax_ir::{BaseFunc, ExprKind, IRModule};
+use relax_transform::host_dispatch::{dispatch_host_library_with, DispatchOptions, PREFIX};
+use relax_transform::{lookup, Pipeline};
+
+fn module() -> IRModule {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/host_cnn.py");
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    relax_ir::text::parse(&text).expect("parses").into_module()
+}
+
+fn checked(m: IRModule) -> IRModule {
+    Pipeline::new()
+        .verify(true)
+        .with(lookup("check").expect("check"))
+        .run(m)
+        .expect("checks")
+}
+
+/// How many times each operator and each library kernel is called in `main`.
+fn calls(m: &IRModule) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    let Some(BaseFunc::Relax(f)) = m.functions.iter().find(|(g, _)| g.name() == "main").map(|(_, f)| f) else {
+        panic!("no main");
+    };
+    for_each_expr(&f.body, &mut |e| {
+        if let ExprKind::Call(c) = e.kind() {
+            if let Some(op) = c.op.as_op() {
+                *out.entry(op.to_string()).or_default() += 1;
+            }
+        }
+        if let ExprKind::ExternFunc { global_symbol } = e.kind() {
+            *out.entry(global_symbol.clone()).or_default() += 1;
+        }
+    });
+    out
+}
+
+#[test]
+fn eligible_calls_become_library_calls() {
+    let m = checked(module());
+    let d = dispatch_host_library_with(&m, DispatchOptions::default()).expect("dispatches");
+    let got = calls(&d);
+    let want: BTreeMap<String, usize> = [
+        ("relax.call_dps_packed", 14),
+        ("conv2d_bias_relu", 1),
+        ("conv2d_bn_add_relu", 1),
+        ("conv2d", 1),
+        ("max_pool2d", 1),
+        ("avg_pool2d", 1),
+        ("mean", 1),
+        ("reshape", 2),
+        ("add_relu", 1),
+        ("concat", 2),
+        ("permute_dims", 1),
+        ("matmul_bias_relu", 1),
+        ("softmax", 1),
+    ]
+    .into_iter()
+    .map(|(k, v)| {
+        let k = if k.starts_with("relax.") {
+            k.to_string()
+        } else {
+            format!("{PREFIX}{k}")
+        };
+        (k, v)
+    })
+    .collect();
+    assert_eq!(got, want, "library calls after dispatch");
+
+    // The result is TVMScript that re-parses (and checks) to the same program.
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(d.clone()));
+    let again = relax_ir::text::parse(&text)
+        .expect("the dispatched module re-parses")
+        .into_module();
+    let again = checked(again);
+    assert_eq!(calls(&again), got);
+    let text2 = relax_ir::text::print_program(&relax_ir::text::Program::Module(again));
+    assert_eq!(text, text2, "printing is stable across a round trip");
+}
+
+#[test]
+fn unplaced_work_stays_when_it_runs_on_the_gpu() {
+    let m = checked(module());
+    let d = dispatch_host_library_with(
+        &m,
+        DispatchOptions {
+            unplaced_on_host: false,
+        },
+    )
+    .expect("dispatches");
+    let got = calls(&d);
+    assert!(
+        !got.keys().any(|k| k.starts_with(PREFIX)),
+        "nothing may be offloaded to the host library: {got:?}"
+    );
+    assert_eq!(calls(&m), got);
+}
+
+/// Deterministic pseudo-random data in [-1, 1).
+fn tensor(shape: &[usize], seed: u64, positive: bool) -> Value {
+    let n: usize = shape.iter().product();
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let v: Vec<f32> = (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let u = ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+            if positive {
+                0.5 + u.abs()
+            } else {
+                u
+            }
+        })
+        .collect();
+    Value::Tensor(relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape"),
+    ))
+}
+
+fn run(host_library: bool) -> (Vec<f32>, u64, u64) {
+    let engine = Engine::new(EngineConfig {
+        device: DeviceChoice::Cpu,
+        host_library,
+        ..EngineConfig::default()
+    });
+    let args = vec![
+        tensor(&[2, 4, 9, 9], 1, false),
+        tensor(&[8, 4, 3, 3], 2, false),
+        tensor(&[1, 8, 1, 1], 3, false),
+        tensor(&[8, 2, 3, 3], 4, false),
+        tensor(&[8], 5, false),
+        tensor(&[8], 6, false),
+        tensor(&[8], 7, false),
+        tensor(&[8], 8, true),
+        tensor(&[8, 1, 3, 3], 9, false),
+        tensor(&[104, 5], 10, false),
+        tensor(&[5], 11, false),
+    ];
+    let loaded = engine.load(&module()).expect("loads");
+    let out = loaded.run("main", &args).expect("runs");
+    let t = out.as_tensor().expect("a tensor").to_array::<f32>().expect("f32");
+    let stats = loaded.stats();
+    (t.iter().copied().collect(), stats.kernels_run, stats.packed_calls)
+}
+
+#[test]
+fn the_library_computes_what_legalized_tir_does() {
+    let (lib, lib_kernels, lib_packed) = run(true);
+    let (tir, tir_kernels, _) = run(false);
+    assert_eq!(lib.len(), 10);
+    for (i, (a, b)) in lib.iter().zip(&tir).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 + 1e-4 * b.abs(),
+            "element {i}: library {a}, TIR {b}"
+        );
+    }
+    assert!(
+        lib.iter().any(|v| (v - 0.2).abs() > 1e-3),
+        "a degenerate softmax proves nothing: {lib:?}"
+    );
+    assert_eq!(lib_kernels, 0, "every operator ran in the library");
+    assert_eq!(lib_packed, 14);
+    assert!(tir_kernels > 0);
+}

@@ -21,14 +21,27 @@ pub fn choose_device(use_gpu: bool, verbose: bool) -> DeviceChoice {
     if !use_gpu {
         return DeviceChoice::Cpu;
     }
-    let (choice, why) = DeviceChoice::detect();
+    let (auto, why) = DeviceChoice::detect();
     if verbose {
-        println!("{why}");
-        if choice == DeviceChoice::Cpu {
-            println!("  falling back to the host for every kernel and tensor");
-        }
+        println!("--device auto: {why}");
     }
-    choice
+    match auto {
+        DeviceChoice::Cpu => {
+            if verbose {
+                println!("  falling back to the host for every kernel and tensor");
+            }
+            DeviceChoice::Cpu
+        }
+        // A CPU-type adapter: `auto` would keep unplaced work on the host, but the
+        // demos show the GPU path, as `--device gpu` does.
+        DeviceChoice::Auto => {
+            if verbose {
+                println!("  this demo asks for the GPU explicitly (as --device gpu does), so it runs there");
+            }
+            DeviceChoice::Gpu
+        }
+        DeviceChoice::Gpu => DeviceChoice::Gpu,
+    }
 }
 
 /// An engine for `device` that waits for GPU kernels so per-device times are real.

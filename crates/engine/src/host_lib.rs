@@ -5,8 +5,9 @@
 use std::borrow::Cow;
 
 use relax_host_kernels::elementwise::{self, BinaryOp};
+use relax_host_kernels::gemm::MatRef;
 use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
-use relax_host_kernels::{conv2d, matmul, Conv2dShape, Epilogue, KernelError};
+use relax_host_kernels::{conv2d, matmul, sgemm_parallel, Conv2dShape, Epilogue, KernelError};
 use relax_ir::DataType;
 
 use crate::error::{EngineError, Result};
@@ -21,7 +22,16 @@ pub(crate) fn register(registry: &PackedRegistry) {
         let fname = full.clone();
         registry.register(PackedFunc::new(full, Purity::Pure, move |args| {
             let call = Call::new(args)?;
-            f(&fname, &call).map_err(|e| EngineError::Invalid(format!("{fname}: {e}")))?;
+            // A kernel with enough work runs on rayon's pool as a whole: one hand-over
+            // to the pool per call rather than one per parallel loop inside it. Small
+            // ones stay on this thread (handing over costs tens of microseconds).
+            let heavy = fname.contains("conv2d") || fname.contains("matmul");
+            let r = if heavy || call.output_len() >= PARALLEL_ELEMENTS {
+                rayon::scope(|_| f(&fname, &call))
+            } else {
+                f(&fname, &call)
+            };
+            r.map_err(|e| EngineError::Invalid(format!("{fname}: {e}")))?;
             Ok(Value::unit())
         }));
     };
@@ -32,9 +42,11 @@ pub(crate) fn register(registry: &PackedRegistry) {
             }
         }
     }
-    for bias in ["", "_bias"] {
-        for relu in ["", "_relu"] {
-            reg(&format!("matmul{bias}{relu}"), matmul_kernel);
+    for bt in ["", "_bt"] {
+        for bias in ["", "_bias"] {
+            for relu in ["", "_relu"] {
+                reg(&format!("matmul{bt}{bias}{relu}"), matmul_kernel);
+            }
         }
     }
     reg("add", add_kernel);
@@ -93,6 +105,9 @@ pub(crate) fn register(registry: &PackedRegistry) {
 
 type KResult = std::result::Result<(), KernelError>;
 
+/// Outputs with at least this many elements are computed on rayon's pool.
+const PARALLEL_ELEMENTS: usize = 1 << 15;
+
 /// An input: its elements and shape.
 type In<'a> = (&'a [f32], Vec<usize>);
 
@@ -129,6 +144,13 @@ impl Call {
             ));
         }
         Ok(c)
+    }
+
+    /// Elements of the output (the last tensor argument).
+    fn output_len(&self) -> usize {
+        self.tensors
+            .last()
+            .map_or(0, |t| t.shape().iter().map(|&d| d.max(0) as usize).product())
     }
 
     /// The `i`-th shape argument as non-negative integers.
@@ -285,7 +307,7 @@ fn conv2d_kernel(name: &str, c: &Call) -> KResult {
 }
 
 fn matmul_kernel(name: &str, c: &Call) -> KResult {
-    let (bias, relu) = (name.contains("_bias"), name.ends_with("_relu"));
+    let (bt, bias, relu) = (name.contains("_bt"), name.contains("_bias"), name.ends_with("_relu"));
     c.run(|ins, out, out_shape| {
         if ins.len() != 2 + bias as usize {
             return Err(KernelError("matmul: wrong number of inputs".into()));
@@ -295,19 +317,43 @@ fn matmul_kernel(name: &str, c: &Call) -> KResult {
         if ra < 2 || rb < 2 {
             return Err(KernelError("matmul: operands must be at least 2-D".into()));
         }
-        let (m, k, k2, n) = (a.1[ra - 2], a.1[ra - 1], b.1[rb - 2], b.1[rb - 1]);
+        let (m, k) = (a.1[ra - 2], a.1[ra - 1]);
+        let (k2, n) = if bt {
+            (b.1[rb - 1], b.1[rb - 2])
+        } else {
+            (b.1[rb - 2], b.1[rb - 1])
+        };
         if k != k2 {
             return Err(KernelError(format!("matmul: inner dimensions {k} and {k2} differ")));
         }
         let batch: usize = a.1[..ra - 2].iter().product();
         let b_batched = rb > 2;
-        if b_batched && b.1[..rb - 2] != a.1[..ra - 2] {
+        if b_batched && (bt || b.1[..rb - 2] != a.1[..ra - 2]) {
             return Err(KernelError("matmul: batch dimensions differ".into()));
         }
         if out.len() != batch * m * n || out_shape.last() != Some(&n) {
             return Err(KernelError(format!("matmul: output {out_shape:?} does not match")));
         }
-        matmul(batch, m, k, n, a.0, true, b.0, b_batched, out)?;
+        if bt {
+            // `b` is `[n, k]`: read it with swapped strides.
+            let bm = MatRef {
+                data: b.0,
+                rs: 1,
+                cs: k,
+            };
+            sgemm_parallel(
+                batch * m,
+                k,
+                n,
+                MatRef::row_major(a.0, k),
+                bm,
+                out,
+                &Epilogue::default(),
+                0,
+            )?;
+        } else {
+            matmul(batch, m, k, n, a.0, true, b.0, b_batched, out)?;
+        }
         if bias || relu {
             let bv = if bias { Some(ins[2].0) } else { None };
             if bv.is_some_and(|b| b.len() != n) {

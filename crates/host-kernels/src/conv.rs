@@ -8,6 +8,7 @@
 use rayon::prelude::*;
 
 use crate::gemm::{sgemm_parallel, sgemm_serial, MatRef};
+use crate::simd::axpy;
 use crate::{check_len, for_chunks, Epilogue, KernelError, Result};
 
 /// Shapes and attributes of a 2-D convolution.
@@ -199,7 +200,9 @@ fn valid_range(size: usize, out: usize, offset: usize, pad: usize, stride: usize
     (lo.min(out), hi.min(out))
 }
 
-/// Depthwise convolution: output channel `oc` reads only input channel `oc`.
+/// Depthwise convolution: output channel `oc` reads only input channel `oc`. Each
+/// plane is copied into a zero-padded scratch plane, so that every output row is a
+/// branch-free sum of `kh * kw` scaled input rows.
 fn depthwise(
     s: &Conv2dShape,
     oh: usize,
@@ -211,41 +214,101 @@ fn depthwise(
 ) -> Result<()> {
     let p = oh * ow;
     let (kh, kw) = (s.kh, s.kw);
+    let [sh, sw] = s.stride;
+    let [dh, dw] = s.dilation;
+    let (ph, pw) = (s.h + s.pad[0] + s.pad[2], s.w + s.pad[1] + s.pad[3]);
+    // The last output's window must lie inside the padded plane.
+    if (oh > 0 && (oh - 1) * sh + (kh - 1) * dh >= ph) || (ow > 0 && (ow - 1) * sw + (kw - 1) * dw >= pw) {
+        return Err(KernelError(format!(
+            "depthwise conv2d: output {oh}x{ow} does not fit the padded input {ph}x{pw}"
+        )));
+    }
     let work = out.len() * kh * kw;
+    let plane_in = s.h * s.w;
     for_chunks(out, p, work, |(plane_idx, dst)| {
         let oc = plane_idx % s.c_out;
-        let plane = &x[plane_idx * s.h * s.w..(plane_idx + 1) * s.h * s.w];
+        let plane = &x[plane_idx * plane_in..(plane_idx + 1) * plane_in];
         let wk = &w[oc * kh * kw..(oc + 1) * kh * kw];
-        dst.fill(0.0);
-        for ky in 0..kh {
-            for kx in 0..kw {
-                let wv = wk[ky * kw + kx];
-                let off = kx * s.dilation[1];
-                let (ox0, ox1) = valid_range(s.w, ow, off, s.pad[1], s.stride[1]);
-                if ox1 <= ox0 {
-                    continue;
-                }
-                for oy in 0..oh {
-                    let iy = (oy * s.stride[0] + ky * s.dilation[0]) as isize - s.pad[0] as isize;
-                    if iy < 0 || iy >= s.h as isize {
-                        continue;
-                    }
-                    let src = &plane[iy as usize * s.w..(iy as usize + 1) * s.w];
-                    let d = &mut dst[oy * ow + ox0..oy * ow + ox1];
-                    let i0 = ox0 * s.stride[1] + off - s.pad[1];
-                    if s.stride[1] == 1 {
-                        for (v, xv) in d.iter_mut().zip(&src[i0..i0 + (ox1 - ox0)]) {
-                            *v += wv * xv;
-                        }
-                    } else {
-                        for (j, v) in d.iter_mut().enumerate() {
-                            *v += wv * src[i0 + j * s.stride[1]];
-                        }
-                    }
-                }
-            }
-        }
+        SCRATCH.with_borrow_mut(|(padded, full)| depthwise_plane(s, (oh, ow), plane, wk, padded, full, dst));
         epilogue.apply_row(oc, plane_idx * p, dst);
     });
     Ok(())
+}
+
+thread_local! {
+    /// Per-thread scratch planes of [`depthwise`] (padded input, padded-width output).
+    static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// One plane of [`depthwise`] into `dst` (before the epilogue). The zero-padded
+/// plane is split by column phase (`stride_w` interleaved planes), so that every
+/// tap adds a contiguous run of input to a contiguous run of output.
+fn depthwise_plane(
+    s: &Conv2dShape,
+    (oh, ow): (usize, usize),
+    plane: &[f32],
+    wk: &[f32],
+    padded: &mut Vec<f32>,
+    full: &mut Vec<f32>,
+    dst: &mut [f32],
+) {
+    let (kh, kw) = (s.kh, s.kw);
+    let [sh, sw] = s.stride;
+    let [dh, dw] = s.dilation;
+    let (ph, pw) = (s.h + s.pad[0] + s.pad[2], s.w + s.pad[1] + s.pad[3]);
+    if sw == 1 && sh == 1 {
+        padded.clear();
+        padded.resize(ph * pw, 0.0);
+        for (iy, row) in plane.chunks_exact(s.w).enumerate() {
+            let at = (iy + s.pad[0]) * pw + s.pad[1];
+            padded[at..at + s.w].copy_from_slice(row);
+        }
+        // Stride 1: accumulate whole padded-width rows at once (`oh * pw` contiguous
+        // elements per tap; the columns past `ow` are discarded).
+        let len = oh * pw;
+        full.clear();
+        full.resize(len, 0.0);
+        for ky in 0..kh {
+            for kx in 0..kw {
+                let off = ky * dh * pw + kx * dw;
+                let n = len.min(padded.len() - off);
+                axpy(&mut full[..n], &padded[off..off + n], wk[ky * kw + kx]);
+            }
+        }
+        for (drow, frow) in dst.chunks_exact_mut(ow).zip(full.chunks(pw)) {
+            drow.copy_from_slice(&frow[..ow]);
+        }
+        return;
+    }
+    // Phase `r` holds the padded columns `r, r + sw, r + 2 sw, ...` of every row.
+    let qw = pw.div_ceil(sw);
+    padded.clear();
+    padded.resize(sw * ph * qw, 0.0);
+    for (iy, row) in plane.chunks_exact(s.w).enumerate() {
+        let y = iy + s.pad[0];
+        for r in 0..sw {
+            let dst_row = &mut padded[(r * ph + y) * qw..(r * ph + y + 1) * qw];
+            // Padded column c = j * sw + r is input column c - pad_left: the first
+            // input column of this phase and the number of them.
+            let j0 = s.pad[1].saturating_sub(r).div_ceil(sw);
+            let first = j0 * sw + r - s.pad[1];
+            if first < s.w {
+                let n = (s.w - first).div_ceil(sw);
+                for (d, &v) in dst_row[j0..j0 + n].iter_mut().zip(row[first..].iter().step_by(sw)) {
+                    *d = v;
+                }
+            }
+        }
+    }
+    for (oy, drow) in dst.chunks_exact_mut(ow).enumerate() {
+        drow.fill(0.0);
+        for ky in 0..kh {
+            let y = oy * sh + ky * dh;
+            for kx in 0..kw {
+                let off = kx * dw;
+                let at = ((off % sw) * ph + y) * qw + off / sw;
+                axpy(drow, &padded[at..at + ow], wk[ky * kw + kx]);
+            }
+        }
+    }
 }

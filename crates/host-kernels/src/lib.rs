@@ -19,6 +19,7 @@ pub mod conv;
 pub mod elementwise;
 pub mod gemm;
 pub mod pool;
+pub mod simd;
 
 use std::fmt;
 

@@ -13,7 +13,9 @@
 //! Patterns fused into one library call (intermediate results used exactly once):
 //! - `conv2d -> (add bias | batch_norm[0])? -> (add residual)? -> relu?`
 //!   (`relax_host.conv2d[_bias|_bn][_add][_relu]`)
-//! - `matmul -> (add bias)? -> relu?` (`relax_host.matmul[_bias][_relu]`)
+//! - `matmul -> (add bias)? -> relu?` (`relax_host.matmul[_bt][_bias][_relu]`),
+//!   reading the untransposed matrix (`_bt`) when the right operand is the transpose
+//!   of a 2-D matrix used only there (ONNX `Gemm` with `transB`)
 //! - `add -> relu`, and ONNX's two-operand `Sum` as TVM imports it,
 //!   `sum(stack((a, b)), axis=[0])`, as an `add` (`relax_host.add[_relu]`)
 //!
@@ -26,7 +28,8 @@
 //!   pad_right, dilation_h, dilation_w, groups])`, then `bias` (`_bias`: any tensor of
 //!   `C_out` elements) or `gamma, beta, mean, var, R.prim_value(eps)` (`_bn`), then the
 //!   residual (`_add`).
-//! - `matmul*`: `a, b`, then `bias` (`_bias`: `N` elements).
+//! - `matmul*`: `a, b` (`_bt`: `b` is `[N, K]`, transposed), then `bias` (`_bias`: `N`
+//!   elements).
 //! - `max_pool2d`, `avg_pool2d`: `x, R.shape([pool_h, pool_w, stride_h, stride_w,
 //!   pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w,
 //!   count_include_pad])`.
@@ -347,6 +350,10 @@ impl BlockRewrite<'_> {
             }
             "relax.permute_dims" => {
                 let x = call.args.first()?;
+                if self.feeds_matmul_as_transposed_rhs(i, &var) {
+                    // The matmul reads the untransposed matrix instead.
+                    return None;
+                }
                 let t = self.arg_tensor(x)?;
                 self.var_tensor(&var)?;
                 let nd = t.shape.len() as i64;
@@ -574,6 +581,11 @@ impl BlockRewrite<'_> {
         let mut name = String::from("matmul");
         let (mut cur, mut last) = (var.clone(), i);
         let mut chain = vec![];
+        if let Some((d, w)) = self.transposed_matrix(b) {
+            args[1] = w;
+            name.push_str("_bt");
+            chain.push(d);
+        }
         if let Some((j, v, c)) = self.sole_call_user(&cur, last, "relax.add") {
             let other = other_operand(c, &cur).unwrap_or_else(|| cur.to_expr());
             if let Some(bias) = self.arg_tensor(&other).filter(|_| !is_var(&other, &cur)) {
@@ -719,6 +731,44 @@ impl BlockRewrite<'_> {
         }
         self.remove(i);
         Some(())
+    }
+
+    /// The binding index and operand of `e` when it is a variable of this block bound
+    /// to the transpose of a static 2-D host matrix and used only once.
+    fn transposed_matrix(&self, e: &Expr) -> Option<(usize, Expr)> {
+        let ExprKind::Var(v) = e.kind() else { return None };
+        if self.uses.get(&v.id()).copied() != Some(1) {
+            return None;
+        }
+        let d = *self.def.get(&v.id())?;
+        if self.replaced.contains_key(&d) {
+            return None;
+        }
+        let (_, c) = self.call_at(d)?;
+        if op_name(c)? != "relax.permute_dims" {
+            return None;
+        }
+        let x = c.args.first()?;
+        if self.arg_tensor(x)?.shape.len() != 2 {
+            return None;
+        }
+        match c.attrs.get("axes") {
+            None | Some(AttrValue::None) => {}
+            Some(a) if a.as_int_list()? == [1, 0] => {}
+            _ => return None,
+        }
+        Some((d, x.clone()))
+    }
+
+    /// Whether `var` (bound at `i`) is the right operand of its only user, a 2-D
+    /// `matmul` that will read the untransposed matrix (see [`Self::matmul`]).
+    fn feeds_matmul_as_transposed_rhs(&self, i: usize, var: &Var) -> bool {
+        let Some((_, _, c)) = self.sole_call_user(var, i, "relax.matmul") else {
+            return false;
+        };
+        c.args.get(1).is_some_and(|b| is_var(b, var))
+            && c.args.first().and_then(|a| self.arg_tensor(a)).is_some()
+            && self.transposed_matrix(&var.to_expr()).is_some()
     }
 
     /// `mean` over trailing axes (global average pooling).

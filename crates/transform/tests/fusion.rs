@@ -51,9 +51,11 @@ fn mlp_args() -> Vec<Value> {
 }
 
 fn run(m: &IRModule, device: DeviceChoice, optimize: bool, args: &[Value]) -> Option<(Vec<f32>, u64)> {
+    // Fusion of legalized TIR is under test: keep the host kernel library out.
     let engine = Engine::new(EngineConfig {
         device,
         optimize,
+        host_library: false,
         ..EngineConfig::default()
     });
     if device == DeviceChoice::Gpu && engine.gpu_runtime().is_none() {

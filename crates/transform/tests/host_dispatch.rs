@@ -63,7 +63,7 @@ fn eligible_calls_become_library_calls() {
         ("add_relu", 1),
         ("concat", 2),
         ("permute_dims", 1),
-        ("matmul_bias_relu", 1),
+        ("matmul_bt_bias_relu", 1),
         ("softmax", 1),
     ]
     .into_iter()
@@ -143,7 +143,7 @@ fn run(host_library: bool) -> (Vec<f32>, u64, u64) {
         tensor(&[8], 7, false),
         tensor(&[8], 8, true),
         tensor(&[8, 1, 3, 3], 9, false),
-        tensor(&[104, 5], 10, false),
+        tensor(&[5, 104], 10, false),
         tensor(&[5], 11, false),
     ];
     let loaded = engine.load(&module()).expect("loads");

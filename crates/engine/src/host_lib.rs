@@ -65,15 +65,6 @@ pub(crate) fn register(registry: &PackedRegistry) {
             elementwise::mean_inner(ins[0].0, outer, inner, out)
         })
     });
-    reg("reshape", |_, c| {
-        c.run(|ins, out, _| {
-            if ins[0].0.len() != out.len() {
-                return Err(KernelError("reshape changes the number of elements".into()));
-            }
-            out.copy_from_slice(ins[0].0);
-            Ok(())
-        })
-    });
     reg("broadcast_to", |_, c| {
         c.run(|ins, out, shape| elementwise::broadcast_to(ins[0].0, &ins[0].1, out, shape))
     });
@@ -99,8 +90,44 @@ pub(crate) fn register(registry: &PackedRegistry) {
             elementwise::concat(&parts, outer, inner, out)
         })
     });
+    registry.register(PackedFunc::new(
+        relax_transform::host_dispatch::RESHAPE_VIEW,
+        Purity::Pure,
+        reshape_view,
+    ));
     reg("max_pool2d", pool_kernel);
     reg("avg_pool2d", pool_kernel);
+}
+
+/// `vm.builtin.reshape(x, shape)`: `x` with another shape of the same number of
+/// elements, a view of the same memory (no copy).
+fn reshape_view(args: &[Value]) -> Result<Value> {
+    let [Value::Tensor(t), Value::Shape(shape)] = args else {
+        return Err(EngineError::Type(format!(
+            "{}: expected a tensor and a shape",
+            relax_transform::host_dispatch::RESHAPE_VIEW
+        )));
+    };
+    let count = |s: &[i64]| {
+        s.iter()
+            .try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) })
+    };
+    let (from, to) = (count(t.shape()), count(shape));
+    if from.is_none() || from != to {
+        return Err(EngineError::Invalid(format!(
+            "{}: cannot view a tensor of shape {:?} as shape {:?}: the element counts differ",
+            relax_transform::host_dispatch::RESHAPE_VIEW,
+            t.shape(),
+            &shape[..]
+        )));
+    }
+    Ok(Value::Tensor(Tensor::from_storage(
+        t.dtype(),
+        shape.to_vec(),
+        t.0.vdevice.clone(),
+        t.0.storage.clone(),
+        t.0.offset,
+    )))
 }
 
 type KResult = std::result::Result<(), KernelError>;

@@ -143,17 +143,20 @@ fn sgemm(
             }
         }
     };
+    // One piece per thread: each piece packs its own copy of the operand that is
+    // not split, so more pieces would pack it more often.
+    let threads = rayon::current_num_threads().max(1);
     if !parallel || pieces(work, usize::MAX) == 1 {
         block(0, m, 0, n);
     } else if n >= m {
-        let p = pieces(work, n.div_ceil(16));
+        let p = pieces(work, n.div_ceil(16)).min(threads);
         let step = n.div_ceil(p).next_multiple_of(16).min(n);
         (0..n.div_ceil(step)).into_par_iter().for_each(|t| {
             let c0 = t * step;
             block(0, m, c0, (c0 + step).min(n));
         });
     } else {
-        let p = pieces(work, m.div_ceil(8));
+        let p = pieces(work, m.div_ceil(8)).min(threads);
         let step = m.div_ceil(p).next_multiple_of(8).min(m);
         (0..m.div_ceil(step)).into_par_iter().for_each(|t| {
             let r0 = t * step;

@@ -19,8 +19,9 @@
 //! - `add -> relu`, and ONNX's two-operand `Sum` as TVM imports it,
 //!   `sum(stack((a, b)), axis=[0])`, as an `add` (`relax_host.add[_relu]`)
 //!
-//! Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `mean` over trailing
-//! axes, `softmax` over the last axis, `permute_dims`, `concat`, `reshape`,
+//! `reshape` becomes a view of the same memory (`vm.builtin.reshape`, as TVM's VM
+//! lowers it). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `mean` over trailing
+//! axes, `softmax` over the last axis, `permute_dims`, `concat`,
 //! `broadcast_to` (an identity `broadcast_to` becomes an alias).
 //!
 //! Argument conventions of the kernels (outputs are appended by `call_dps_packed`):
@@ -34,7 +35,7 @@
 //!   pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w,
 //!   count_include_pad])`.
 //! - `permute_dims`: `x, R.shape(axes)`; `concat`: the parts, then `R.shape([axis])`.
-//! - `add*`, `relu`, `mean`, `softmax`, `reshape`, `broadcast_to`: the tensor operands.
+//! - `add*`, `relu`, `mean`, `softmax`, `broadcast_to`: the tensor operands.
 
 use std::collections::{HashMap, HashSet};
 
@@ -49,6 +50,11 @@ use relax_checker::op::legalize::arg_struct_info;
 
 /// Prefix of the global symbols of the host kernel library.
 pub const PREFIX: &str = "relax_host.";
+
+/// The runtime builtin that reshapes a tensor as a view of the same memory (TVM's
+/// name): `reshape` of a host tensor becomes
+/// `R.call_pure_packed("vm.builtin.reshape", x, R.shape([...]), sinfo_args=...)`.
+pub const RESHAPE_VIEW: &str = "vm.builtin.reshape";
 
 /// Target kinds whose tensors live in GPU memory: calls touching them stay put.
 const GPU_KINDS: &[&str] = &["webgpu", "vulkan", "metal", "cuda", "rocm", "opencl"];
@@ -396,7 +402,20 @@ impl BlockRewrite<'_> {
                 if t.shape.iter().product::<i64>() != o.shape.iter().product::<i64>() {
                     return None;
                 }
-                let v = dps("reshape", vec![x.clone()], &var)?;
+                // A view of the same memory, as TVM's VM lowers reshape.
+                let out_sinfo = var.struct_info()?.clone();
+                let v = Expr::call(
+                    Expr::op("relax.call_pure_packed"),
+                    vec![
+                        Expr::new(ExprKind::ExternFunc {
+                            global_symbol: RESHAPE_VIEW.to_string(),
+                        }),
+                        x.clone(),
+                        shape_arg(&o.shape),
+                    ],
+                    Attrs::new(),
+                    vec![out_sinfo],
+                );
                 self.set(i, &var, v);
                 Some(())
             }

@@ -836,8 +836,8 @@ impl Loaded {
 
     /// Evaluate on a thread with the configured stack (deep recursion needs it); a
     /// panic in user code (a packed function, a kernel executor) becomes an error.
-    /// Each calling thread keeps one such worker thread and reuses it for every run
-    /// (spawning a thread per run would cost more than running a small program).
+    /// The threads are those of a rayon pool (see [`run_on_pool`]), reused for every
+    /// run (spawning a thread per run would cost more than running a small program).
     fn on_run_thread(&self, f: impl FnOnce(&mut Interp) -> Result<Value> + Send + 'static) -> Result<Value> {
         let program = self.program.clone();
         let body = move || {
@@ -847,7 +847,7 @@ impl Loaded {
         let joined = if self.stack_size == 0 {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
         } else {
-            run_on_worker(self.stack_size, body)
+            run_on_pool(self.stack_size, body)
         };
         joined.unwrap_or_else(|payload| {
             let msg = payload
@@ -870,6 +870,37 @@ thread_local! {
     /// This thread's run worker: its stack size and job queue.
     static RUN_WORKER: std::cell::RefCell<Option<(usize, std::sync::mpsc::Sender<Job>)>> =
         const { std::cell::RefCell::new(None) };
+}
+
+/// The rayon pool whose threads (with `stack_size` stacks) evaluate runs, one per
+/// stack size in use, created on first use with rayon's default number of threads.
+fn run_pool(stack_size: usize) -> Option<Arc<rayon::ThreadPool>> {
+    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let mut pools = POOLS.lock().ok()?;
+    if let Some((_, p)) = pools.iter().find(|(s, _)| *s == stack_size) {
+        return Some(p.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(stack_size)
+        .thread_name(|i| format!("relax-run-{i}"))
+        .build()
+        .ok()?;
+    let pool = Arc::new(pool);
+    pools.push((stack_size, pool.clone()));
+    Some(pool)
+}
+
+/// Run `body` on a thread of the run pool with a `stack_size` stack. The host kernel
+/// library's parallel loops then run on that pool from inside it: the run's own
+/// thread takes part in the work, and no kernel pays for handing itself over to
+/// another thread and waiting to be woken (tens of microseconds per call). Runs
+/// started from several threads at once share the pool's threads. Falls back to a
+/// dedicated thread when the pool cannot be created.
+fn run_on_pool<T: Send + 'static>(stack_size: usize, body: impl FnOnce() -> T + Send + 'static) -> Joined<T> {
+    match run_pool(stack_size) {
+        Some(pool) => pool.install(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))),
+        None => run_on_worker(stack_size, body),
+    }
 }
 
 /// Run `body` on the calling thread's worker thread with a `stack_size` stack

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use relax_host_kernels::elementwise::{self, BinaryOp};
-use relax_host_kernels::gemm::MatRef;
+use relax_host_kernels::gemm::{gemv, MatRef, GEMV_ROWS};
 use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
 use relax_host_kernels::{conv2d, matmul, sgemm_parallel, Conv2dShape, Epilogue, KernelError};
 use relax_ir::DataType;
@@ -361,7 +361,10 @@ fn matmul_kernel(name: &str, c: &Call) -> KResult {
         if out.len() != batch * m * n || out_shape.last() != Some(&n) {
             return Err(KernelError(format!("matmul: output {out_shape:?} does not match")));
         }
-        if bt {
+        if bt && batch * m <= GEMV_ROWS {
+            // A few rows: dot products with the rows of `b` (`[n, k]`), read in order.
+            gemv(batch * m, k, n, a.0, b.0, true, out)?;
+        } else if bt {
             // `b` is `[n, k]`: read it with swapped strides.
             let bm = MatRef {
                 data: b.0,

@@ -2,7 +2,8 @@
 
 use rayon::prelude::*;
 
-use crate::{check_len, pieces, Epilogue, KernelError, Result, SendConst, SendPtr};
+use crate::simd::{axpy, dot};
+use crate::{check_len, for_chunks, pieces, Epilogue, KernelError, Result, SendConst, SendPtr};
 
 /// A strided read-only matrix operand: element `(i, j)` is `data[i * rs + j * cs]`.
 #[derive(Clone, Copy, Debug)]
@@ -166,6 +167,39 @@ fn sgemm(
     Ok(())
 }
 
+/// Products with at most this many rows of the left operand run as [`gemv`].
+pub const GEMV_ROWS: usize = 4;
+
+/// `c = a * b` for a few rows of `a` (`m x k`, row-major) with `b` given as
+/// `b: [k, n]` row-major, or transposed (`bt`: `[n, k]` row-major): matrix-vector
+/// products that read every operand once, in order, instead of packing the matrix
+/// the way a GEMM does. Parallel over the columns of `c` (`m x n`).
+#[allow(clippy::too_many_arguments)]
+pub fn gemv(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], transposed: bool, c: &mut [f32]) -> Result<()> {
+    check_len("gemv A", a.len(), m * k)?;
+    check_len("gemv B", b.len(), k * n)?;
+    check_len("gemv C", c.len(), m * n)?;
+    const COLS: usize = 256;
+    for (i, row) in c.chunks_mut(n.max(1)).enumerate().take(m) {
+        let ai = &a[i * k..(i + 1) * k];
+        for_chunks(row, COLS, n * k, |(t, out)| {
+            let j0 = t * COLS;
+            if transposed {
+                for (jj, o) in out.iter_mut().enumerate() {
+                    let j = j0 + jj;
+                    *o = dot(ai, &b[j * k..(j + 1) * k]);
+                }
+            } else {
+                out.fill(0.0);
+                for (kk, &av) in ai.iter().enumerate() {
+                    axpy(out, &b[kk * n + j0..kk * n + j0 + out.len()], av);
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
 /// Batched row-major matrix product `out[b] = a[b] * rhs[b]` of `batch` pairs of
 /// `m x k` and `k x n` matrices; `a_batched` / `b_batched` false means one matrix
 /// shared by every batch (broadcast).
@@ -184,6 +218,10 @@ pub fn matmul(
     check_len("matmul A", a.len(), if a_batched { batch } else { 1 } * m * k)?;
     check_len("matmul B", b.len(), if b_batched { batch } else { 1 } * k * n)?;
     check_len("matmul output", out.len(), batch * m * n)?;
+    if !b_batched && (if a_batched { batch * m } else { m }) <= GEMV_ROWS && (a_batched || batch == 1) {
+        let rows = if a_batched { batch * m } else { m };
+        return gemv(rows, k, n, &a[..rows * k], b, false, out);
+    }
     if !b_batched && a_batched && batch > 1 {
         // One tall product: (batch * m) x k times k x n.
         return sgemm_parallel(

@@ -441,3 +441,31 @@ fn broadcasting_and_transposes_over_coalescable_axes_match_reference() {
         assert_close(&out, &want, &format!("transpose {shape:?} by {axes:?}"));
     }
 }
+
+#[test]
+fn gemv_matches_reference_in_both_orientations() {
+    use relax_host_kernels::gemm::gemv;
+    for &(m, k, n) in &[(1usize, 37usize, 300usize), (3, 8, 5), (2, 1, 513), (1, 2048, 1000)] {
+        let a = random(m * k, 40);
+        let b = random(k * n, 41);
+        let want: Vec<f32> = (0..m * n)
+            .map(|f| (0..k).map(|kk| a[(f / n) * k + kk] * b[kk * n + f % n]).sum())
+            .collect();
+        let mut out = vec![0.0; m * n];
+        gemv(m, k, n, &a, &b, false, &mut out).unwrap();
+        assert_close(&out, &want, &format!("gemv {m}x{k}x{n}"));
+        // The same product with the right operand stored transposed ([n, k]).
+        let bt: Vec<f32> = (0..n * k).map(|f| b[(f % k) * n + f / k]).collect();
+        let mut out = vec![0.0; m * n];
+        gemv(m, k, n, &a, &bt, true, &mut out).unwrap();
+        assert_close(&out, &want, &format!("gemv transposed {m}x{k}x{n}"));
+    }
+    // Through `matmul`: one row of a batched left operand per batch.
+    let (a, b) = (random(2 * 6, 42), random(6 * 9, 43));
+    let mut out = vec![0.0; 2 * 9];
+    matmul(2, 1, 6, 9, &a, true, &b, false, &mut out).unwrap();
+    let want: Vec<f32> = (0..18)
+        .map(|f| (0..6).map(|kk| a[(f / 9) * 6 + kk] * b[kk * 9 + f % 9]).sum())
+        .collect();
+    assert_close(&out, &want, "matmul of single rows");
+}

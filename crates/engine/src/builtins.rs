@@ -265,7 +265,7 @@ fn inplace_indices(call: &Call, op: &str) -> Result<Vec<i64>> {
         .ok_or_else(|| EngineError::Type(format!("R.{op} needs an `inplace_indices` attribute")))
 }
 
-/// Allocate a zeroed host tensor (counted in the statistics).
+/// Allocate an uninitialized host tensor (counted in the statistics), as TVM does.
 fn alloc(it: &Interp, dtype: DataType, shape: &[i64], vdevice: Option<VDevice>) -> Result<Tensor> {
     it.alloc_tensor(dtype, shape, vdevice, Place::Host)
 }

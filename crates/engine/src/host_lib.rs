@@ -35,7 +35,7 @@ pub(crate) fn register(registry: &PackedRegistry) {
             Ok(Value::unit())
         }));
     };
-    for mid in ["", "_bias", "_bn"] {
+    for mid in ["", "_bias", "_bn", "_bias_bn"] {
         for add in ["", "_add"] {
             for relu in ["", "_relu"] {
                 reg(&format!("conv2d{mid}{add}{relu}"), conv2d_kernel);
@@ -317,14 +317,26 @@ fn conv2d_kernel(name: &str, c: &Call) -> KResult {
             ..Epilogue::default()
         };
         let mut next = 2;
-        if bias {
-            ep.shift = Some(ins[2].0);
-            next = 3;
-        } else if bn {
-            folded = elementwise::batch_norm_fold(ins[2].0, ins[3].0, ins[4].0, ins[5].0, eps)?;
+        let bias_v = bias.then(|| ins[2].0);
+        next += bias as usize;
+        if bn {
+            let (scale, mut shift) =
+                elementwise::batch_norm_fold(ins[next].0, ins[next + 1].0, ins[next + 2].0, ins[next + 3].0, eps)?;
+            if let Some(b) = bias_v {
+                // bn(y + b) = s (y + b) + t = s y + (s b + t).
+                if b.len() != shift.len() {
+                    return Err(KernelError("conv2d: bias and batch norm sizes differ".into()));
+                }
+                for ((t, s), b) in shift.iter_mut().zip(&scale).zip(b) {
+                    *t += s * b;
+                }
+            }
+            folded = (scale, shift);
             ep.scale = Some(&folded.0);
             ep.shift = Some(&folded.1);
-            next = 6;
+            next += 4;
+        } else {
+            ep.shift = bias_v;
         }
         if residual {
             ep.residual = Some(ins[next].0);

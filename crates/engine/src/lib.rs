@@ -31,6 +31,7 @@ mod engine;
 mod error;
 pub mod gpu;
 mod host_lib;
+mod host_pool;
 mod interp;
 pub mod jit_exec;
 pub mod kernel;

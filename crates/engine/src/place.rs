@@ -102,7 +102,7 @@ impl Interp {
         })
     }
 
-    /// A zeroed tensor for a kernel output running at `place`: in GPU memory when the
+    /// An uninitialized tensor for a kernel output running at `place`: in GPU memory when the
     /// kernel runs on the GPU, host memory otherwise (counted in the statistics).
     pub(crate) fn alloc_tensor(
         &self,
@@ -142,7 +142,8 @@ impl Interp {
                 ))
             }
             None => {
-                let t = Tensor::zeros(dtype, shape)?;
+                // Kernel outputs start uninitialized here too: recycled host memory.
+                let t = Tensor::for_output(dtype, shape)?;
                 Ok(if vdevice.is_some() { t.relabel(vdevice) } else { t })
             }
         }

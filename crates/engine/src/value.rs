@@ -270,6 +270,9 @@ impl Drop for Storage {
         if matches!(data, StorageData::Host(_)) {
             HOST_LIVE_BYTES.fetch_sub(self.nbytes as u64, std::sync::atomic::Ordering::Relaxed);
         }
+        if let StorageData::Host(HostBytes::Owned(v)) = data {
+            crate::host_pool::give(std::mem::take(v));
+        }
     }
 }
 
@@ -364,6 +367,24 @@ impl Tensor {
     pub fn zeros(dtype: DataType, shape: &[i64]) -> Result<Tensor> {
         check_dtype(dtype)?;
         let bytes = alloc_host_tensor(dtype, shape)?;
+        Ok(Tensor::from_storage(
+            dtype,
+            shape.to_vec(),
+            None,
+            Storage::host(HostBytes::Owned(bytes)),
+            0,
+        ))
+    }
+    /// A host tensor for a kernel to write completely: memory recycled from a
+    /// released tensor of the same size when there is one (stale contents), else
+    /// zeroed; an [`EngineError::HostMemory`] when it is too large.
+    pub(crate) fn for_output(dtype: DataType, shape: &[i64]) -> Result<Tensor> {
+        check_dtype(dtype)?;
+        let n = numel_of(shape)?.checked_mul(dtype.bytes());
+        let bytes = match n.and_then(crate::host_pool::take) {
+            Some(b) => b,
+            None => alloc_host_tensor(dtype, shape)?,
+        };
         Ok(Tensor::from_storage(
             dtype,
             shape.to_vec(),

@@ -11,8 +11,8 @@
 //! does not rewrite are left for legalization.
 //!
 //! Patterns fused into one library call (intermediate results used exactly once):
-//! - `conv2d -> (add bias | batch_norm[0])? -> (add residual)? -> relu?`
-//!   (`relax_host.conv2d[_bias|_bn][_add][_relu]`)
+//! - `conv2d -> (add bias)? -> batch_norm[0]? -> (add residual)? -> relu?`
+//!   (`relax_host.conv2d[_bias][_bn][_add][_relu]`)
 //! - `matmul -> (add bias)? -> relu?` (`relax_host.matmul[_bt][_bias][_relu]`),
 //!   reading the untransposed matrix (`_bt`) when the right operand is the transpose
 //!   of a 2-D matrix used only there (ONNX `Gemm` with `transB`)
@@ -27,8 +27,8 @@
 //! Argument conventions of the kernels (outputs are appended by `call_dps_packed`):
 //! - `conv2d*`: `x, w, R.shape([stride_h, stride_w, pad_top, pad_left, pad_bottom,
 //!   pad_right, dilation_h, dilation_w, groups])`, then `bias` (`_bias`: any tensor of
-//!   `C_out` elements) or `gamma, beta, mean, var, R.prim_value(eps)` (`_bn`), then the
-//!   residual (`_add`).
+//!   `C_out` elements), then `gamma, beta, mean, var, R.prim_value(eps)` (`_bn`), then
+//!   the residual (`_add`).
 //! - `matmul*`: `a, b` (`_bt`: `b` is `[N, K]`, transposed), then `bias` (`_bias`: `N`
 //!   elements).
 //! - `max_pool2d`, `avg_pool2d`: `x, R.shape([pool_h, pool_w, stride_h, stride_w,
@@ -465,7 +465,7 @@ impl BlockRewrite<'_> {
         let mut last = i;
         let mut chain = vec![];
 
-        // Bias or batch normalization.
+        // Bias, then batch normalization.
         if let Some((j, v, c)) = self.sole_call_user(&cur, last, "relax.add") {
             let other = other_operand(c, &cur).unwrap_or_else(|| cur.to_expr());
             if let Some(b) = self.arg_tensor(&other).filter(|_| !is_var(&other, &cur)) {
@@ -478,7 +478,8 @@ impl BlockRewrite<'_> {
                     (cur, last) = (v.clone(), j);
                 }
             }
-        } else if let Some((j, tv, c)) = self.sole_call_user_bn(&cur, last) {
+        }
+        if let Some((j, tv, c)) = self.sole_call_user_bn(&cur, last) {
             if let Some((k, y, aliases)) = self.bn_getitem(&tv, j, &c, c_out) {
                 args.extend(c.args[1..5].iter().cloned());
                 let eps = c.attrs.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);

@@ -55,7 +55,7 @@ fn eligible_calls_become_library_calls() {
         ("relax.call_dps_packed", 12),
         ("relax.call_pure_packed", 2),
         ("conv2d_bias_relu", 1),
-        ("conv2d_bn_add_relu", 1),
+        ("conv2d_bias_bn_add_relu", 1),
         ("conv2d", 1),
         ("max_pool2d", 1),
         ("avg_pool2d", 1),

@@ -1,5 +1,5 @@
 # A small CNN touching every pattern of `dispatch-host-library`: conv + bias + relu,
-# grouped strided conv + batch norm + residual + relu, depthwise conv, max and
+# grouped strided conv + bias + batch norm + residual + relu, depthwise conv, max and
 # average pooling (padded, count_include_pad), mean, add + relu, concat,
 # permute_dims, reshape, matmul of a transposed matrix + bias + relu, inference dropout, softmax.
 from tvm.script import ir as I
@@ -14,7 +14,8 @@ class Module:
             c1b: R.Tensor((2, 8, 9, 9), dtype="float32") = R.add(c1, b1)
             r1: R.Tensor((2, 8, 9, 9), dtype="float32") = R.nn.relu(c1b)
             c2: R.Tensor((2, 8, 5, 4), dtype="float32") = R.nn.conv2d(r1, w2, strides=[2, 2], padding=[1, 0, 2, 1], dilation=[1, 1], groups=4, data_layout="NCHW", kernel_layout="OIHW", out_layout="NCHW", out_dtype=None)
-            bn: R.Tuple(R.Tensor((2, 8, 5, 4), dtype="float32"), R.Tensor((8,), dtype="float32"), R.Tensor((8,), dtype="float32")) = R.nn.batch_norm(c2, gamma, beta, mean, var, axis=1, epsilon=1.0000000000000001e-05, center=True, scale=True, momentum=0.90000000000000002, training=False)
+            c2b: R.Tensor((2, 8, 5, 4), dtype="float32") = R.add(c2, b1)
+            bn: R.Tuple(R.Tensor((2, 8, 5, 4), dtype="float32"), R.Tensor((8,), dtype="float32"), R.Tensor((8,), dtype="float32")) = R.nn.batch_norm(c2b, gamma, beta, mean, var, axis=1, epsilon=1.0000000000000001e-05, center=True, scale=True, momentum=0.90000000000000002, training=False)
             y: R.Tensor((2, 8, 5, 4), dtype="float32") = bn[0]
             d: R.Tensor((2, 8, 5, 4), dtype="float32") = R.nn.conv2d(r1, wd, strides=[2, 2], padding=[1, 0, 2, 1], dilation=[1, 1], groups=8, data_layout="NCHW", kernel_layout="OIHW", out_layout="NCHW", out_dtype=None)
             s: R.Tensor((2, 8, 5, 4), dtype="float32") = R.add(y, d)

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use relax_host_kernels::elementwise::{self, BinaryOp};
+use relax_host_kernels::elementwise::{self, BinaryOp, UnaryOp};
 use relax_host_kernels::gemm::{gemv, MatRef, GEMV_ROWS};
 use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
 use relax_host_kernels::{conv2d, matmul, sgemm_parallel, Conv2dShape, Epilogue, KernelError};
@@ -49,9 +49,22 @@ pub(crate) fn register(registry: &PackedRegistry) {
             }
         }
     }
-    reg("add", add_kernel);
-    reg("add_relu", add_kernel);
+    for op in ["add", "subtract", "multiply", "divide"] {
+        reg(op, binary_kernel);
+        reg(&format!("{op}_relu"), binary_kernel);
+    }
     reg("relu", |_, c| c.run(|ins, out, _| elementwise::relu(ins[0].0, out)));
+    for op in [
+        "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "negative", "abs", "square",
+    ] {
+        reg(op, |name, c| {
+            let base = name
+                .strip_prefix(relax_transform::host_dispatch::PREFIX)
+                .unwrap_or(name);
+            let op = UnaryOp::from_name(base).ok_or_else(|| KernelError(format!("unknown unary operator `{base}`")))?;
+            c.run(|ins, out, _| elementwise::unary(op, ins[0].0, out))
+        });
+    }
     reg("softmax", |_, c| {
         c.run(|ins, out, shape| {
             let cols = shape.last().copied().unwrap_or(1);
@@ -416,13 +429,23 @@ fn matmul_kernel(name: &str, c: &Call) -> KResult {
     })
 }
 
-fn add_kernel(name: &str, c: &Call) -> KResult {
+fn binary_kernel(name: &str, c: &Call) -> KResult {
     let relu = name.ends_with("_relu");
+    let base = name
+        .strip_prefix(relax_transform::host_dispatch::PREFIX)
+        .unwrap_or(name);
+    let op = match base.strip_suffix("_relu").unwrap_or(base) {
+        "add" => BinaryOp::Add,
+        "subtract" => BinaryOp::Sub,
+        "multiply" => BinaryOp::Mul,
+        "divide" => BinaryOp::Div,
+        other => return Err(KernelError(format!("unknown binary operator `{other}`"))),
+    };
     c.run(|ins, out, shape| {
         let [a, b] = ins else {
-            return Err(KernelError("add: expected two inputs".into()));
+            return Err(KernelError(format!("{name}: expected two inputs")));
         };
-        elementwise::binary(BinaryOp::Add, a.0, &a.1, b.0, &b.1, out, shape, relu)
+        elementwise::binary(op, a.0, &a.1, b.0, &b.1, out, shape, relu)
     })
 }
 

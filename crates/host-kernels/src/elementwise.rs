@@ -83,8 +83,12 @@ fn offset_of(mut flat: usize, out_shape: &[usize], strides: &[usize]) -> usize {
 pub enum BinaryOp {
     /// `a + b`.
     Add,
+    /// `a - b`.
+    Sub,
     /// `a * b`.
     Mul,
+    /// `a / b` (IEEE: division by zero gives an infinity or NaN).
+    Div,
 }
 
 /// `out = a op b` with numpy broadcasting to `out_shape`, optionally clamped at zero.
@@ -107,40 +111,59 @@ pub fn binary(
     let sb = broadcast_strides(b_shape, out_shape)?;
     let (out_shape, st) = coalesce(out_shape, &[&sa, &sb]);
     let (out_shape, sa, sb) = (out_shape.as_slice(), &st[0], &st[1]);
-    let f = move |x: f32, y: f32| {
-        let v = match op {
-            BinaryOp::Add => x + y,
-            BinaryOp::Mul => x * y,
+    // One monomorphic loop per operator, so that each vectorizes.
+    macro_rules! with_op {
+        ($f:expr) => {
+            binary_loop($f, a, b, out, out_shape, sa, sb)
         };
-        if relu {
-            v.max(0.0)
-        } else {
-            v
-        }
-    };
+    }
+    match (op, relu) {
+        (BinaryOp::Add, false) => with_op!(|x: f32, y: f32| x + y),
+        (BinaryOp::Add, true) => with_op!(|x: f32, y: f32| (x + y).max(0.0)),
+        (BinaryOp::Sub, false) => with_op!(|x: f32, y: f32| x - y),
+        (BinaryOp::Sub, true) => with_op!(|x: f32, y: f32| (x - y).max(0.0)),
+        (BinaryOp::Mul, false) => with_op!(|x: f32, y: f32| x * y),
+        (BinaryOp::Mul, true) => with_op!(|x: f32, y: f32| (x * y).max(0.0)),
+        (BinaryOp::Div, false) => with_op!(|x: f32, y: f32| x / y),
+        (BinaryOp::Div, true) => with_op!(|x: f32, y: f32| (x / y).max(0.0)),
+    }
+    Ok(())
+}
+
+/// The loop of [`binary`] for one operator `f`, over the coalesced shape.
+fn binary_loop<F>(f: F, a: &[f32], b: &[f32], out: &mut [f32], out_shape: &[usize], sa: &[usize], sb: &[usize])
+where
+    F: Fn(f32, f32) -> f32 + Sync + Send,
+{
     let inner = out_shape.last().copied().unwrap_or(1).max(1);
     let (ia, ib) = (sa.last().copied().unwrap_or(0), sb.last().copied().unwrap_or(0));
-    let rows_per_task = (GRAIN / inner).max(1);
+    // Tasks of whole rows, or of GRAIN-element pieces of rows longer than that.
+    let chunk = if inner >= GRAIN { GRAIN } else { (GRAIN / inner) * inner };
     let work = out.len();
-    for_chunks(out, rows_per_task * inner, work, |(t, chunk)| {
-        for (r, row) in chunk.chunks_mut(inner).enumerate() {
-            let flat = (t * rows_per_task + r) * inner;
-            let (oa, ob) = (offset_of(flat, out_shape, sa), offset_of(flat, out_shape, sb));
+    for_chunks(out, chunk, work, |(t, seg)| {
+        let mut flat = t * chunk;
+        let mut done = 0;
+        while done < seg.len() {
+            let col = flat % inner;
+            let len = (inner - col).min(seg.len() - done);
+            let row = &mut seg[done..done + len];
+            let oa = offset_of(flat - col, out_shape, sa) + col * ia;
+            let ob = offset_of(flat - col, out_shape, sb) + col * ib;
             match (ia, ib) {
                 (1, 1) => {
-                    for ((o, x), y) in row.iter_mut().zip(&a[oa..oa + inner]).zip(&b[ob..ob + inner]) {
+                    for ((o, x), y) in row.iter_mut().zip(&a[oa..oa + len]).zip(&b[ob..ob + len]) {
                         *o = f(*x, *y);
                     }
                 }
                 (1, 0) => {
                     let y = b[ob];
-                    for (o, x) in row.iter_mut().zip(&a[oa..oa + inner]) {
+                    for (o, x) in row.iter_mut().zip(&a[oa..oa + len]) {
                         *o = f(*x, y);
                     }
                 }
                 (0, 1) => {
                     let x = a[oa];
-                    for (o, y) in row.iter_mut().zip(&b[ob..ob + inner]) {
+                    for (o, y) in row.iter_mut().zip(&b[ob..ob + len]) {
                         *o = f(x, *y);
                     }
                 }
@@ -150,9 +173,10 @@ pub fn binary(
                     }
                 }
             }
+            flat += len;
+            done += len;
         }
     });
-    Ok(())
 }
 
 /// `out = max(x, 0)`.
@@ -162,6 +186,86 @@ pub fn relu(x: &[f32], out: &mut [f32]) -> Result<()> {
     for_chunks(out, GRAIN, work, |(i, o)| {
         o.iter_mut().zip(&x[i * GRAIN..]).for_each(|(o, x)| *o = x.max(0.0))
     });
+    Ok(())
+}
+
+/// The elementwise functions of [`unary`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryOp {
+    /// `e^x`.
+    Exp,
+    /// Natural logarithm.
+    Log,
+    /// Square root.
+    Sqrt,
+    /// `1 / sqrt(x)`.
+    Rsqrt,
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// `-x`.
+    Negative,
+    /// `|x|`.
+    Abs,
+    /// `x * x`.
+    Square,
+}
+
+impl UnaryOp {
+    /// The operator of the Relax operator `relax.<name>` (`nn.relu` is [`relu`]).
+    pub fn from_name(name: &str) -> Option<UnaryOp> {
+        Some(match name {
+            "exp" => UnaryOp::Exp,
+            "log" => UnaryOp::Log,
+            "sqrt" => UnaryOp::Sqrt,
+            "rsqrt" => UnaryOp::Rsqrt,
+            "sigmoid" => UnaryOp::Sigmoid,
+            "tanh" => UnaryOp::Tanh,
+            "negative" => UnaryOp::Negative,
+            "abs" => UnaryOp::Abs,
+            "square" => UnaryOp::Square,
+            _ => return None,
+        })
+    }
+
+    #[inline(always)]
+    fn apply(self, x: f32) -> f32 {
+        match self {
+            UnaryOp::Exp => x.exp(),
+            UnaryOp::Log => x.ln(),
+            UnaryOp::Sqrt => x.sqrt(),
+            UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+            UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Negative => -x,
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Square => x * x,
+        }
+    }
+}
+
+/// `out = op(x)` element by element.
+pub fn unary(op: UnaryOp, x: &[f32], out: &mut [f32]) -> Result<()> {
+    check_len("unary output", out.len(), x.len())?;
+    // One monomorphic loop per operator, so that each vectorizes.
+    fn run(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32 + Sync + Send) {
+        let work = out.len() * 8;
+        for_chunks(out, GRAIN, work, |(i, o)| {
+            o.iter_mut().zip(&x[i * GRAIN..]).for_each(|(o, x)| *o = f(*x))
+        });
+    }
+    match op {
+        UnaryOp::Exp => run(x, out, |v| UnaryOp::Exp.apply(v)),
+        UnaryOp::Log => run(x, out, |v| UnaryOp::Log.apply(v)),
+        UnaryOp::Sqrt => run(x, out, |v| UnaryOp::Sqrt.apply(v)),
+        UnaryOp::Rsqrt => run(x, out, |v| UnaryOp::Rsqrt.apply(v)),
+        UnaryOp::Sigmoid => run(x, out, |v| UnaryOp::Sigmoid.apply(v)),
+        UnaryOp::Tanh => run(x, out, |v| UnaryOp::Tanh.apply(v)),
+        UnaryOp::Negative => run(x, out, |v| UnaryOp::Negative.apply(v)),
+        UnaryOp::Abs => run(x, out, |v| UnaryOp::Abs.apply(v)),
+        UnaryOp::Square => run(x, out, |v| UnaryOp::Square.apply(v)),
+    }
     Ok(())
 }
 

@@ -469,3 +469,40 @@ fn gemv_matches_reference_in_both_orientations() {
         .collect();
     assert_close(&out, &want, "matmul of single rows");
 }
+
+#[test]
+fn binary_over_rows_longer_than_a_task() {
+    // Rows of 40,000 elements are split into several tasks; the pieces must line up
+    // with the broadcast operand.
+    let (rows, cols) = (3usize, 40_000usize);
+    let a = random(rows * cols, 50);
+    let b = random(cols, 51);
+    let mut out = vec![0.0; rows * cols];
+    elementwise::binary(
+        BinaryOp::Sub,
+        &a,
+        &[rows, cols],
+        &b,
+        &[1, cols],
+        &mut out,
+        &[rows, cols],
+        false,
+    )
+    .unwrap();
+    let want: Vec<f32> = (0..rows * cols).map(|i| a[i] - b[i % cols]).collect();
+    assert_close(&out, &want, "long-row broadcast subtract");
+    let s = [2.5f32];
+    elementwise::binary(
+        BinaryOp::Div,
+        &a,
+        &[rows, cols],
+        &s,
+        &[1],
+        &mut out,
+        &[rows, cols],
+        false,
+    )
+    .unwrap();
+    let want: Vec<f32> = a.iter().map(|x| x / 2.5).collect();
+    assert_close(&out, &want, "long-row scalar divide");
+}

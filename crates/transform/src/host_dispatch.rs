@@ -16,9 +16,12 @@
 //! - `matmul -> (add bias)? -> relu?` (`relax_host.matmul[_bt][_bias][_relu]`),
 //!   reading the untransposed matrix (`_bt`) when the right operand is the transpose
 //!   of a 2-D matrix used only there (ONNX `Gemm` with `transB`)
-//! - `add -> relu`, and ONNX's two-operand `Sum` as TVM imports it,
-//!   `sum(stack((a, b)), axis=[0])`, as an `add` (`relax_host.add[_relu]`)
+//! - `add | subtract | multiply | divide -> relu?` (broadcasting,
+//!   `relax_host.<op>[_relu]`), and ONNX's two-operand `Sum` as TVM imports it,
+//!   `sum(stack((a, b)), axis=[0])`, as an `add`
 //!
+//! Unary elementwise operators: `exp`, `log`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`,
+//! `negative`, `abs`, `square` (`relax_host.<op>`).
 //! `reshape` becomes a view of the same memory (`vm.builtin.reshape`, as TVM's VM
 //! lowers it). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `mean` over trailing
 //! axes, `softmax` over the last axis, `permute_dims`, `concat`,
@@ -325,9 +328,10 @@ impl BlockRewrite<'_> {
         match op_name(&call)? {
             "relax.nn.conv2d" => self.conv2d(i, &var, &call),
             "relax.matmul" => self.matmul(i, &var, &call),
-            "relax.add" => {
+            "relax.add" | "relax.subtract" | "relax.multiply" | "relax.divide" => {
                 let [a, b] = call.args.as_slice() else { return None };
-                self.add(i, &var, a.clone(), b.clone())
+                let kernel = op_name(&call)?.strip_prefix("relax.")?.to_string();
+                self.binary(&kernel, i, &var, a.clone(), b.clone())
             }
             "relax.stack" => self.stack_sum(i, &var, &call),
             "relax.nn.relu" => {
@@ -335,6 +339,16 @@ impl BlockRewrite<'_> {
                 self.arg_tensor(x)?;
                 self.var_tensor(&var)?;
                 let v = dps("relu", vec![x.clone()], &var)?;
+                self.set(i, &var, v);
+                Some(())
+            }
+            "relax.exp" | "relax.log" | "relax.sqrt" | "relax.rsqrt" | "relax.sigmoid" | "relax.tanh"
+            | "relax.negative" | "relax.abs" | "relax.square" => {
+                let x = call.args.first()?;
+                self.arg_tensor(x)?;
+                self.var_tensor(&var)?;
+                let kernel = op_name(&call)?.strip_prefix("relax.")?.to_string();
+                let v = dps(&kernel, vec![x.clone()], &var)?;
                 self.set(i, &var, v);
                 Some(())
             }
@@ -636,13 +650,14 @@ impl BlockRewrite<'_> {
         Some(())
     }
 
-    /// `add(a, b)` (broadcasting), fused with a following `relu`.
-    fn add(&mut self, i: usize, var: &Var, a: Expr, b: Expr) -> Option<()> {
+    /// A broadcasting binary operator (`add`, `subtract`, `multiply`, `divide`),
+    /// fused with a following `relu`.
+    fn binary(&mut self, kernel: &str, i: usize, var: &Var, a: Expr, b: Expr) -> Option<()> {
         self.arg_tensor(&a)?;
         self.arg_tensor(&b)?;
         self.var_tensor(var)?;
         let (mut cur, mut last) = (var.clone(), i);
-        let mut name = String::from("add");
+        let mut name = kernel.to_string();
         let mut chain = vec![];
         if let Some((j, v, _)) = self.sole_call_user(&cur, last, "relax.nn.relu") {
             if self.var_tensor(v).is_some() {
@@ -680,8 +695,9 @@ impl BlockRewrite<'_> {
             return None;
         }
         let v = v.clone();
+        self.binary("add", j, &v, a.clone(), b.clone())?;
         self.remove(i);
-        self.add(j, &v, a.clone(), b.clone())
+        Some(())
     }
 
     fn pool(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {

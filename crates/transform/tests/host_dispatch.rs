@@ -52,7 +52,7 @@ fn eligible_calls_become_library_calls() {
     let d = dispatch_host_library_with(&m, DispatchOptions::default()).expect("dispatches");
     let got = calls(&d);
     let want: BTreeMap<String, usize> = [
-        ("relax.call_dps_packed", 12),
+        ("relax.call_dps_packed", 15),
         ("relax.call_pure_packed", 2),
         ("conv2d_bias_relu", 1),
         ("conv2d_bias_bn_add_relu", 1),
@@ -66,6 +66,9 @@ fn eligible_calls_become_library_calls() {
         ("permute_dims", 1),
         ("matmul_bt_bias_relu", 1),
         ("softmax", 1),
+        ("divide", 1),
+        ("multiply", 1),
+        ("subtract", 1),
     ]
     .into_iter()
     .map(|(k, v)| {
@@ -146,6 +149,7 @@ fn run(host_library: bool) -> (Vec<f32>, u64, u64) {
         tensor(&[8, 1, 3, 3], 9, false),
         tensor(&[5, 104], 10, false),
         tensor(&[5], 11, false),
+        tensor(&[5], 12, true),
     ];
     let loaded = engine.load(&module()).expect("loads");
     let out = loaded.run("main", &args).expect("runs");
@@ -170,6 +174,66 @@ fn the_library_computes_what_legalized_tir_does() {
         "a degenerate softmax proves nothing: {lib:?}"
     );
     assert_eq!(lib_kernels, 0, "every operator ran in the library");
-    assert_eq!(lib_packed, 14);
+    assert_eq!(lib_packed, 17);
     assert!(tir_kernels > 0);
+}
+
+const UNARY: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3, 7), "float32"), y: R.Tensor((3, 7), "float32")):
+        with R.dataflow():
+            a = R.exp(y)
+            b = R.log(x)
+            c = R.sqrt(x)
+            d = R.rsqrt(x)
+            e = R.sigmoid(y)
+            f = R.tanh(y)
+            g = R.negative(y)
+            h = R.abs(y)
+            k = R.square(y)
+            out = (a, b, c, d, e, f, g, h, k)
+            R.output(out)
+        return out
+"#;
+
+#[test]
+fn unary_operators_match_legalized_tir() {
+    let m = relax_ir::text::parse(UNARY).expect("parses").into_module();
+    let args = [tensor(&[3, 7], 21, true), tensor(&[3, 7], 22, false)];
+    let run = |host_library: bool| {
+        let engine = Engine::new(EngineConfig {
+            device: DeviceChoice::Cpu,
+            host_library,
+            ..EngineConfig::default()
+        });
+        let loaded = engine.load(&m).expect("loads");
+        let out = loaded.run("main", &args).expect("runs");
+        let Value::Tuple(fields) = out else { panic!("a tuple") };
+        let values: Vec<Vec<f32>> = fields
+            .iter()
+            .map(|f| {
+                f.as_tensor()
+                    .expect("tensor")
+                    .to_array::<f32>()
+                    .expect("f32")
+                    .iter()
+                    .copied()
+                    .collect()
+            })
+            .collect();
+        (values, loaded.stats().packed_calls)
+    };
+    let (lib, packed) = run(true);
+    let (tir, _) = run(false);
+    assert_eq!(packed, 9, "every unary operator ran in the library");
+    for (i, (a, b)) in lib.iter().zip(&tir).enumerate() {
+        for (x, y) in a.iter().zip(b) {
+            assert!(
+                (x - y).abs() <= 1e-6 + 1e-5 * y.abs(),
+                "operator {i}: library {x}, TIR {y}"
+            );
+        }
+    }
 }

@@ -1,14 +1,15 @@
 # A small CNN touching every pattern of `dispatch-host-library`: conv + bias + relu,
 # grouped strided conv + bias + batch norm + residual + relu, depthwise conv, max and
 # average pooling (padded, count_include_pad), mean, add + relu, concat,
-# permute_dims, reshape, matmul of a transposed matrix + bias + relu, inference dropout, softmax.
+# permute_dims, reshape, matmul of a transposed matrix + bias + relu, inference dropout,
+# divide, multiply, subtract, softmax.
 from tvm.script import ir as I
 from tvm.script import relax as R
 
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor((2, 4, 9, 9), dtype="float32"), w1: R.Tensor((8, 4, 3, 3), dtype="float32"), b1: R.Tensor((1, 8, 1, 1), dtype="float32"), w2: R.Tensor((8, 2, 3, 3), dtype="float32"), gamma: R.Tensor((8,), dtype="float32"), beta: R.Tensor((8,), dtype="float32"), mean: R.Tensor((8,), dtype="float32"), var: R.Tensor((8,), dtype="float32"), wd: R.Tensor((8, 1, 3, 3), dtype="float32"), fc: R.Tensor((5, 104), dtype="float32"), fcb: R.Tensor((5,), dtype="float32")) -> R.Tensor((2, 5), dtype="float32"):
+    def main(x: R.Tensor((2, 4, 9, 9), dtype="float32"), w1: R.Tensor((8, 4, 3, 3), dtype="float32"), b1: R.Tensor((1, 8, 1, 1), dtype="float32"), w2: R.Tensor((8, 2, 3, 3), dtype="float32"), gamma: R.Tensor((8,), dtype="float32"), beta: R.Tensor((8,), dtype="float32"), mean: R.Tensor((8,), dtype="float32"), var: R.Tensor((8,), dtype="float32"), wd: R.Tensor((8, 1, 3, 3), dtype="float32"), fc: R.Tensor((5, 104), dtype="float32"), fcb: R.Tensor((5,), dtype="float32"), sc: R.Tensor((5,), dtype="float32")) -> R.Tensor((2, 5), dtype="float32"):
         with R.dataflow():
             c1: R.Tensor((2, 8, 9, 9), dtype="float32") = R.nn.conv2d(x, w1, strides=[1, 1], padding=[1, 1, 1, 1], dilation=[1, 1], groups=1, data_layout="NCHW", kernel_layout="OIHW", out_layout="NCHW", out_dtype=None)
             c1b: R.Tensor((2, 8, 9, 9), dtype="float32") = R.add(c1, b1)
@@ -36,6 +37,9 @@ class Module:
             mrelu: R.Tensor((2, 5), dtype="float32") = R.nn.relu(mb)
             dr: R.Tuple(R.Tensor((2, 5), dtype="float32"), R.Tensor((2, 5), dtype="float32")) = R.nn.dropout(mrelu, rate=0.5)
             o: R.Tensor((2, 5), dtype="float32") = dr[0]
-            sm: R.Tensor((2, 5), dtype="float32") = R.nn.softmax(o, axis=-1)
+            dv: R.Tensor((2, 5), dtype="float32") = R.divide(o, sc)
+            ml: R.Tensor((2, 5), dtype="float32") = R.multiply(dv, o)
+            sb: R.Tensor((2, 5), dtype="float32") = R.subtract(ml, fcb)
+            sm: R.Tensor((2, 5), dtype="float32") = R.nn.softmax(sb, axis=-1)
             R.output(sm)
         return sm

@@ -56,8 +56,8 @@ fn run_many(device: DeviceChoice, runs: usize) {
     let s = loaded.stats();
     assert_eq!(s.runs as usize, runs + 50);
     // multiply, then matmul + add fused into one PrimFunc by the default pipeline (on
-    // the host, matmul + add is one call of the host kernel library instead).
-    let want = if device == DeviceChoice::Cpu { 1 } else { 2 };
+    // the host, both run in the host kernel library instead).
+    let want = if device == DeviceChoice::Cpu { 0 } else { 2 };
     assert_eq!(s.kernels_compiled, want, "{s:?}");
     if let (Some(g0), Some(g1)) = (gpu0, loaded.gpu_runtime_stats()) {
         assert_eq!(

@@ -1,7 +1,10 @@
-//! Matrix products: `matrixmultiply`'s SIMD micro-kernels, split over rayon.
+//! Matrix products: register-tiled AVX-512 / AVX2 kernels on row-major operands
+//! ([`crate::microkernel`]), `matrixmultiply` for strided operands and other CPUs,
+//! split over rayon.
 
 use rayon::prelude::*;
 
+use crate::microkernel;
 use crate::simd::{axpy, dot};
 use crate::{check_len, for_chunks, pieces, Epilogue, KernelError, Result, SendConst, SendPtr};
 
@@ -104,6 +107,7 @@ fn sgemm(
         return Ok(());
     }
     let work = m * n * k.max(1);
+    let isa = microkernel::detect();
     let (ap, bp, cp) = (
         SendConst(a.data.as_ptr()),
         SendConst(b.data.as_ptr()),
@@ -118,6 +122,8 @@ fn sgemm(
                 for i in r0..r1 {
                     std::ptr::write_bytes(cp.0.add(i * n + c0), 0, c1 - c0);
                 }
+            } else if let (Some(isa), 1, 1) = (isa, a.cs, b.cs) {
+                microkernel::gemm_block(isa, k, (r0, r1), (c0, c1), ap.0, a.rs, bp.0, b.rs, cp.0, n);
             } else {
                 matrixmultiply::sgemm(
                     r1 - r0,
@@ -150,15 +156,15 @@ fn sgemm(
     if !parallel || pieces(work, usize::MAX) == 1 {
         block(0, m, 0, n);
     } else if n >= m {
-        let p = pieces(work, n.div_ceil(16)).min(threads);
-        let step = n.div_ceil(p).next_multiple_of(16).min(n);
+        let p = pieces(work, n.div_ceil(32)).min(threads);
+        let step = n.div_ceil(p).next_multiple_of(32).min(n);
         (0..n.div_ceil(step)).into_par_iter().for_each(|t| {
             let c0 = t * step;
             block(0, m, c0, (c0 + step).min(n));
         });
     } else {
-        let p = pieces(work, m.div_ceil(8)).min(threads);
-        let step = m.div_ceil(p).next_multiple_of(8).min(m);
+        let p = pieces(work, m.div_ceil(6)).min(threads);
+        let step = m.div_ceil(p).next_multiple_of(6).min(m);
         (0..m.div_ceil(step)).into_par_iter().for_each(|t| {
             let r0 = t * step;
             block(r0, (r0 + step).min(m), 0, n);

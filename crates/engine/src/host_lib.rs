@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use relax_host_kernels::elementwise::{self, BinaryOp, UnaryOp};
+use relax_host_kernels::elementwise::{self, BinaryOp, Reduction, UnaryOp};
 use relax_host_kernels::gemm::{gemv, MatRef, GEMV_ROWS};
 use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
 use relax_host_kernels::{conv2d, matmul, sgemm_parallel, Conv2dShape, Epilogue, KernelError};
@@ -78,6 +78,44 @@ pub(crate) fn register(registry: &PackedRegistry) {
             elementwise::mean_inner(ins[0].0, outer, inner, out)
         })
     });
+    for (op, r) in [
+        ("sum", Reduction::Sum),
+        ("max", Reduction::Max),
+        ("min", Reduction::Min),
+    ] {
+        registry_reduce(&reg, op, r);
+    }
+    reg("layer_norm", |_, c| {
+        let k = *c
+            .shape_param(0)?
+            .first()
+            .ok_or_else(|| KernelError("layer_norm: no axes".into()))?;
+        let eps = c.floats.first().copied().unwrap_or(1e-5) as f32;
+        c.run(|ins, out, shape| {
+            let [x, g, b] = ins else {
+                return Err(KernelError("layer_norm: expected x, gamma and beta".into()));
+            };
+            let cols: usize = shape[shape.len().saturating_sub(k)..].iter().product();
+            let rows = out.len().checked_div(cols).unwrap_or(0);
+            elementwise::layer_norm(x.0, rows, cols, g.0, b.0, eps, out)
+        })
+    });
+    reg("batch_norm", |_, c| {
+        let eps = c.floats.first().copied().unwrap_or(1e-5);
+        c.run(|ins, out, shape| {
+            let [x, g, b, m, v] = ins else {
+                return Err(KernelError(
+                    "batch_norm: expected x, gamma, beta, mean and variance".into(),
+                ));
+            };
+            if shape.len() < 2 {
+                return Err(KernelError("batch_norm: the data needs a channel axis".into()));
+            }
+            let (scale, shift) = elementwise::batch_norm_fold(g.0, b.0, m.0, v.0, eps)?;
+            let inner: usize = shape[2..].iter().product();
+            elementwise::channel_affine(x.0, shape[0], shape[1], inner, &scale, &shift, false, out)
+        })
+    });
     reg("broadcast_to", |_, c| {
         c.run(|ins, out, shape| elementwise::broadcast_to(ins[0].0, &ins[0].1, out, shape))
     });
@@ -144,6 +182,24 @@ fn reshape_view(args: &[Value]) -> Result<Value> {
 }
 
 type KResult = std::result::Result<(), KernelError>;
+
+/// Register the reduction `op` over trailing axes (the output's elements are rows).
+fn registry_reduce(reg: &impl Fn(&str, fn(&str, &Call) -> KResult), op: &str, r: Reduction) {
+    let f: fn(&str, &Call) -> KResult = match r {
+        Reduction::Sum => |_, c| reduce_kernel(Reduction::Sum, c),
+        Reduction::Max => |_, c| reduce_kernel(Reduction::Max, c),
+        Reduction::Min => |_, c| reduce_kernel(Reduction::Min, c),
+    };
+    reg(op, f);
+}
+
+fn reduce_kernel(r: Reduction, c: &Call) -> KResult {
+    c.run(|ins, out, _| {
+        let outer = out.len();
+        let inner = ins[0].0.len().checked_div(outer).unwrap_or(0);
+        elementwise::reduce_inner(r, ins[0].0, outer, inner, out)
+    })
+}
 
 /// Outputs with at least this many elements are computed on rayon's pool.
 const PARALLEL_ELEMENTS: usize = 1 << 15;

@@ -317,6 +317,68 @@ pub fn mean_inner(x: &[f32], outer: usize, inner: usize, out: &mut [f32]) -> Res
     Ok(())
 }
 
+/// The reductions of [`reduce_inner`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// Sum.
+    Sum,
+    /// Maximum (NaN-ignoring, as `f32::max`).
+    Max,
+    /// Minimum (NaN-ignoring, as `f32::min`).
+    Min,
+}
+
+/// Reduce the innermost `inner` elements of each of `outer` rows (an empty row gives
+/// 0 for a sum, -inf for a max and +inf for a min).
+pub fn reduce_inner(op: Reduction, x: &[f32], outer: usize, inner: usize, out: &mut [f32]) -> Result<()> {
+    check_len("reduce input", x.len(), outer * inner)?;
+    check_len("reduce output", out.len(), outer)?;
+    let work = outer * inner;
+    for_chunks(out, 64, work, |(t, o)| {
+        for (r, o) in o.iter_mut().enumerate() {
+            let row = &x[(t * 64 + r) * inner..(t * 64 + r + 1) * inner];
+            *o = match op {
+                Reduction::Sum => row.iter().sum(),
+                Reduction::Max => row.iter().copied().fold(f32::NEG_INFINITY, f32::max),
+                Reduction::Min => row.iter().copied().fold(f32::INFINITY, f32::min),
+            };
+        }
+    });
+    Ok(())
+}
+
+/// Layer normalization of each of `rows` rows of `cols` elements:
+/// `(x - mean) / sqrt(var + eps) * gamma + beta` with the population variance, and
+/// `gamma`, `beta` of `cols` elements.
+pub fn layer_norm(
+    x: &[f32],
+    rows: usize,
+    cols: usize,
+    gamma: &[f32],
+    beta: &[f32],
+    eps: f32,
+    out: &mut [f32],
+) -> Result<()> {
+    check_len("layer_norm input", x.len(), rows * cols)?;
+    check_len("layer_norm output", out.len(), rows * cols)?;
+    check_len("layer_norm gamma", gamma.len(), cols)?;
+    check_len("layer_norm beta", beta.len(), cols)?;
+    if cols == 0 {
+        return Ok(());
+    }
+    let work = rows * cols * 4;
+    for_chunks(out, cols, work, |(r, o)| {
+        let row = &x[r * cols..(r + 1) * cols];
+        let mean = row.iter().sum::<f32>() / cols as f32;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / cols as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for (((o, v), g), b) in o.iter_mut().zip(row).zip(gamma).zip(beta) {
+            *o = (v - mean) * inv * g + b;
+        }
+    });
+    Ok(())
+}
+
 /// Per-channel scale and shift of inference batch normalization:
 /// `scale = gamma / sqrt(var + eps)`, `shift = beta - mean * scale`.
 pub fn batch_norm_fold(

@@ -23,8 +23,7 @@
 //! Unary elementwise operators: `exp`, `log`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`,
 //! `negative`, `abs`, `square` (`relax_host.<op>`).
 //! `reshape` becomes a view of the same memory (`vm.builtin.reshape`, as TVM's VM
-//! lowers it). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `mean` over trailing
-//! axes, `softmax` over the last axis, `permute_dims`, `concat`,
+//! lowers it). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `softmax` over the last axis, `permute_dims`, `concat`,
 //! `broadcast_to` (an identity `broadcast_to` becomes an alias).
 //!
 //! Argument conventions of the kernels (outputs are appended by `call_dps_packed`):
@@ -38,7 +37,10 @@
 //!   pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w,
 //!   count_include_pad])`.
 //! - `permute_dims`: `x, R.shape(axes)`; `concat`: the parts, then `R.shape([axis])`.
-//! - `add*`, `relu`, `mean`, `softmax`, `broadcast_to`: the tensor operands.
+//! - `layer_norm`: `x, gamma, beta, R.shape([normalized axes]), R.prim_value(eps)`;
+//!   `batch_norm`: `x, gamma, beta, mean, var, R.prim_value(eps)`.
+//! - elementwise operators, `sum`/`mean`/`max`/`min`, `softmax`, `broadcast_to`: the
+//!   tensor operands.
 
 use std::collections::{HashMap, HashSet};
 
@@ -354,7 +356,9 @@ impl BlockRewrite<'_> {
             }
             "relax.nn.max_pool2d" | "relax.nn.avg_pool2d" => self.pool(i, &var, &call),
             "relax.nn.dropout" => self.dropout(i, &var, &call),
-            "relax.mean" => self.mean(i, &var, &call),
+            "relax.mean" | "relax.sum" | "relax.max" | "relax.min" => self.reduce(i, &var, &call),
+            "relax.nn.layer_norm" => self.layer_norm(i, &var, &call),
+            "relax.nn.batch_norm" => self.batch_norm(i, &var, &call),
             "relax.nn.softmax" => {
                 let x = call.args.first()?;
                 let t = self.arg_tensor(x)?;
@@ -808,25 +812,90 @@ impl BlockRewrite<'_> {
     }
 
     /// `mean` over trailing axes (global average pooling).
-    fn mean(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
+    fn reduce(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
         let x = call.args.first()?;
         let t = self.arg_tensor(x)?;
         self.var_tensor(var)?;
-        let nd = t.shape.len() as i64;
-        let mut axes: Vec<i64> = ints(call, "axis")?
-            .iter()
-            .map(|&a| if a < 0 { a + nd } else { a })
-            .collect();
-        axes.sort_unstable();
-        axes.dedup();
-        let k = axes.len() as i64;
-        if k == 0 || axes.iter().enumerate().any(|(j, &a)| a != nd - k + j as i64) {
-            return None;
-        }
-        let v = dps("mean", vec![x.clone()], var)?;
+        trailing_axes(&ints(call, "axis")?, t.shape.len())?;
+        let kernel = op_name(call)?.strip_prefix("relax.")?.to_string();
+        let v = dps(&kernel, vec![x.clone()], var)?;
         self.set(i, var, v);
         Some(())
     }
+
+    /// `layer_norm` over trailing axes.
+    fn layer_norm(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
+        let [x, gamma, beta] = call.args.as_slice() else {
+            return None;
+        };
+        let t = self.arg_tensor(x)?;
+        self.var_tensor(var)?;
+        let k = trailing_axes(&ints(call, "axes").unwrap_or(vec![-1]), t.shape.len())?;
+        let cols: i64 = t.shape[t.shape.len() - k..].iter().product();
+        for p in [gamma, beta] {
+            if self.arg_tensor(p)?.shape.iter().product::<i64>() != cols {
+                return None;
+            }
+        }
+        if !call.attrs.get_bool("center").unwrap_or(true) || !call.attrs.get_bool("scale").unwrap_or(true) {
+            return None;
+        }
+        let eps = call.attrs.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
+        let eps = Expr::new(ExprKind::PrimValue(PrimExpr::float_of(eps, DataType::FLOAT64)));
+        let v = dps(
+            "layer_norm",
+            vec![x.clone(), gamma.clone(), beta.clone(), shape_arg(&[k as i64]), eps],
+            var,
+        )?;
+        self.set(i, var, v);
+        Some(())
+    }
+
+    /// Inference `batch_norm` on axis 1 not fused into a convolution: a per-channel
+    /// scale and shift (`relax_host.batch_norm`); `t[1]`, `t[2]` of its tuple become
+    /// the moving mean and variance.
+    fn batch_norm(&mut self, i: usize, tv: &Var, call: &Call) -> Option<()> {
+        let x = call.args.first()?;
+        let t = self.arg_tensor(x)?;
+        if t.shape.len() < 2 {
+            return None;
+        }
+        let a = &call.attrs;
+        let axis = a.get_int("axis").unwrap_or(1);
+        if !(axis == 1 || axis == 1 - t.shape.len() as i64)
+            || a.get_bool("training").unwrap_or(true)
+            || !a.get_bool("center").unwrap_or(true)
+            || !a.get_bool("scale").unwrap_or(true)
+            || call.args.len() != 5
+        {
+            return None;
+        }
+        let (k, y, aliases) = self.bn_getitem(tv, i, call, t.shape[1])?;
+        let mut args = call.args.clone();
+        let eps = a.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
+        args.push(Expr::new(ExprKind::PrimValue(PrimExpr::float_of(
+            eps,
+            DataType::FLOAT64,
+        ))));
+        let value = dps("batch_norm", args, &y)?;
+        for (at, alias_var, v) in aliases {
+            self.set(at, &alias_var, v);
+        }
+        self.remove(i);
+        self.set(k, &y, value);
+        Some(())
+    }
+}
+
+/// The number of axes when `axes` (possibly negative, in any order) are the last
+/// ones of a tensor of rank `nd`.
+fn trailing_axes(axes: &[i64], nd: usize) -> Option<usize> {
+    let nd = nd as i64;
+    let mut axes: Vec<i64> = axes.iter().map(|&a| if a < 0 { a + nd } else { a }).collect();
+    axes.sort_unstable();
+    axes.dedup();
+    let k = axes.len() as i64;
+    (k > 0 && axes.iter().enumerate().all(|(j, &a)| a == nd - k + j as i64)).then_some(k as usize)
 }
 
 fn is_var(e: &Expr, v: &Var) -> bool {

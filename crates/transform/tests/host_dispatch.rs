@@ -237,3 +237,71 @@ fn unary_operators_match_legalized_tir() {
         }
     }
 }
+
+const NORMS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 4, 5), "float32"), g: R.Tensor((4, 5), "float32"), b: R.Tensor((4, 5), "float32"), g1: R.Tensor((5,), "float32"), b1: R.Tensor((5,), "float32"), gamma: R.Tensor((3,), "float32"), beta: R.Tensor((3,), "float32"), mean: R.Tensor((3,), "float32"), var: R.Tensor((3,), "float32")):
+        with R.dataflow():
+            ln2 = R.nn.layer_norm(x, g, b, axes=[-2, -1], epsilon=1e-05)
+            ln1 = R.nn.layer_norm(x, g1, b1, axes=[3], epsilon=0.001)
+            bn = R.nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=1e-05, center=True, scale=True, momentum=0.9, training=False)
+            y = bn[0]
+            mv = bn[2]
+            s = R.sum(x, axis=[2, 3], keepdims=True)
+            mx = R.max(x, axis=[-1])
+            mn = R.min(x, axis=[1, 2, 3])
+            out = (ln2, ln1, y, mv, s, mx, mn)
+            R.output(out)
+        return out
+"#;
+
+#[test]
+fn normalizations_and_reductions_match_legalized_tir() {
+    let m = relax_ir::text::parse(NORMS).expect("parses").into_module();
+    let args = [
+        tensor(&[2, 3, 4, 5], 31, false),
+        tensor(&[4, 5], 32, false),
+        tensor(&[4, 5], 33, false),
+        tensor(&[5], 34, false),
+        tensor(&[5], 35, false),
+        tensor(&[3], 36, false),
+        tensor(&[3], 37, false),
+        tensor(&[3], 38, false),
+        tensor(&[3], 39, true),
+    ];
+    let run = |host_library: bool| {
+        let engine = Engine::new(EngineConfig {
+            device: DeviceChoice::Cpu,
+            host_library,
+            ..EngineConfig::default()
+        });
+        let loaded = engine.load(&m).expect("loads");
+        let out = loaded.run("main", &args).expect("runs");
+        let Value::Tuple(fields) = out else { panic!("a tuple") };
+        let values: Vec<(Vec<i64>, Vec<f32>)> = fields
+            .iter()
+            .map(|f| {
+                let t = f.as_tensor().expect("tensor");
+                (
+                    t.shape().to_vec(),
+                    t.to_array::<f32>().expect("f32").iter().copied().collect(),
+                )
+            })
+            .collect();
+        (values, loaded.stats())
+    };
+    let (lib, stats) = run(true);
+    let (tir, _) = run(false);
+    assert_eq!((stats.kernels_run, stats.packed_calls), (0, 6), "{stats:?}");
+    for (i, ((sa, a), (sb, b))) in lib.iter().zip(&tir).enumerate() {
+        assert_eq!(sa, sb, "output {i}: shape");
+        for (x, y) in a.iter().zip(b) {
+            assert!(
+                (x - y).abs() <= 1e-5 + 1e-4 * y.abs(),
+                "output {i}: library {x}, TIR {y}"
+            );
+        }
+    }
+}

@@ -834,42 +834,22 @@ impl Loaded {
             .unwrap_or_default()
     }
 
-    /// Evaluate on a thread with the configured stack (deep recursion needs it); a
-    /// panic in user code (a packed function, a kernel executor) becomes an error.
-    /// The threads are those of a rayon pool (see [`run_on_pool`]), reused for every
-    /// run (spawning a thread per run would cost more than running a small program).
+    /// Evaluate on a thread with the configured stack (deep recursion needs it): a
+    /// thread of the run pool (see [`run_on_pool`]), reused for every run (spawning a
+    /// thread per run would cost more than running a small program). A panic is a
+    /// bug and propagates to the caller like any Rust panic.
     fn on_run_thread(&self, f: impl FnOnce(&mut Interp) -> Result<Value> + Send + 'static) -> Result<Value> {
         let program = self.program.clone();
         let body = move || {
             let mut it = Interp::new(program);
             f(&mut it)
         };
-        let joined = if self.stack_size == 0 {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+        if self.stack_size == 0 {
+            body()
         } else {
             run_on_pool(self.stack_size, body)
-        };
-        joined.unwrap_or_else(|payload| {
-            let msg = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(EngineError::Internal(format!("panic during evaluation: {msg}")))
-        })
+        }
     }
-}
-
-/// A job for a run thread; the result comes back through a channel.
-type Job = Box<dyn FnOnce() + Send>;
-
-/// A panic payload or an error starting the worker.
-type Joined<T> = std::result::Result<T, Box<dyn std::any::Any + Send>>;
-
-thread_local! {
-    /// This thread's run worker: its stack size and job queue.
-    static RUN_WORKER: std::cell::RefCell<Option<(usize, std::sync::mpsc::Sender<Job>)>> =
-        const { std::cell::RefCell::new(None) };
 }
 
 /// The rayon pool whose threads (with `stack_size` stacks) evaluate runs, one per
@@ -894,52 +874,11 @@ fn run_pool(stack_size: usize) -> Option<Arc<rayon::ThreadPool>> {
 /// library's parallel loops then run on that pool from inside it: the run's own
 /// thread takes part in the work, and no kernel pays for handing itself over to
 /// another thread and waiting to be woken (tens of microseconds per call). Runs
-/// started from several threads at once share the pool's threads. Falls back to a
-/// dedicated thread when the pool cannot be created.
-fn run_on_pool<T: Send + 'static>(stack_size: usize, body: impl FnOnce() -> T + Send + 'static) -> Joined<T> {
+/// started from several threads at once share the pool's threads. When the pool
+/// cannot be created the run stays on the calling thread.
+fn run_on_pool<T: Send>(stack_size: usize, body: impl FnOnce() -> T + Send) -> T {
     match run_pool(stack_size) {
-        Some(pool) => pool.install(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))),
-        None => run_on_worker(stack_size, body),
-    }
-}
-
-/// Run `body` on the calling thread's worker thread with a `stack_size` stack
-/// (started on first use; it ends when the calling thread does).
-fn run_on_worker<T: Send + 'static>(stack_size: usize, body: impl FnOnce() -> T + Send + 'static) -> Joined<T> {
-    let (tx, rx) = std::sync::mpsc::channel::<Joined<T>>();
-    let job: Job = Box::new(move || {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-        let _ = tx.send(r);
-    });
-    let sent = RUN_WORKER.with(|w| -> std::result::Result<(), Job> {
-        let mut w = w.borrow_mut();
-        if !matches!(&*w, Some((s, _)) if *s == stack_size) {
-            let (jtx, jrx) = std::sync::mpsc::channel::<Job>();
-            let spawned = std::thread::Builder::new()
-                .name("relax-run".into())
-                .stack_size(stack_size)
-                .spawn(move || {
-                    while let Ok(job) = jrx.recv() {
-                        job();
-                    }
-                });
-            *w = spawned.ok().map(|_| (stack_size, jtx));
-        }
-        match &*w {
-            Some((_, jtx)) => jtx.send(job).map_err(|e| e.0),
-            None => Err(job),
-        }
-    });
-    match sent {
-        Ok(()) => rx
-            .recv()
-            .unwrap_or_else(|_| Err(Box::new("the run thread stopped".to_string()))),
-        Err(job) => {
-            // No worker (thread creation failed): run here instead.
-            RUN_WORKER.with(|w| *w.borrow_mut() = None);
-            job();
-            rx.recv()
-                .unwrap_or_else(|_| Err(Box::new("the run did not complete".to_string())))
-        }
+        Some(pool) => pool.install(body),
+        None => body(),
     }
 }

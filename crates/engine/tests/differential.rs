@@ -7,6 +7,8 @@
 //! The run is bounded by `RELAX_DIFF_PROGRAMS` programs (default 60) so the test takes a
 //! few seconds; `RELAX_DIFF_SEED` picks the seed. A long run:
 //! `RELAX_DIFF_PROGRAMS=5000 cargo test --release -p relax-engine --test differential -- --nocapture`.
+//! `RELAX_DIFF_DUMP=DIR` also writes every program, its inputs and the host's results
+//! for `scripts/compare_tvm.py DIR`, which runs them with Apache TVM and compares.
 //! Without a GPU adapter only the checking and the host half run.
 
 use ndarray::{ArrayD, IxDyn};
@@ -259,6 +261,34 @@ fn flat(v: &Value) -> Vec<(Vec<usize>, Vec<f64>, bool)> {
     }
 }
 
+/// Write case `case`: `caseN.py`, its inputs `caseN_inI.npy` and the host's results
+/// `caseN_outK.npy` (float64, with a `caseN_outK.int` marker for integer results).
+fn dump_case(dir: &std::path::Path, case: usize, p: &Program, host: &Value) {
+    use ndarray_npy::WriteNpyExt;
+    let file = |name: String| std::fs::File::create(dir.join(name)).expect("a dump file");
+    std::fs::write(dir.join(format!("case{case}.py")), &p.text).expect("program written");
+    for (i, v) in p.inputs.iter().enumerate() {
+        let t = v.as_tensor().expect("inputs are tensors");
+        let w = file(format!("case{case}_in{i}.npy"));
+        match t.to_array_value().expect("readable") {
+            ArrayValue::F32(a) => a.write_npy(w),
+            ArrayValue::F64(a) => a.write_npy(w),
+            ArrayValue::I32(a) => a.write_npy(w),
+            ArrayValue::I64(a) => a.write_npy(w),
+            other => panic!("unexpected input dtype: {other:?}"),
+        }
+        .expect("input written");
+    }
+    for (k, (shape, vals, int)) in flat(host).into_iter().enumerate() {
+        let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), vals).expect("shape");
+        a.write_npy(file(format!("case{case}_out{k}.npy")))
+            .expect("result written");
+        if int {
+            std::fs::write(dir.join(format!("case{case}_out{k}.int")), "").expect("marker written");
+        }
+    }
+}
+
 fn agree(x: f64, y: f64, int: bool) -> bool {
     if int {
         return x == y;
@@ -296,6 +326,12 @@ fn random_programs_agree_on_host_and_gpu() {
             None
         }
     };
+    // `RELAX_DIFF_DUMP=DIR` writes every program with its inputs and host results,
+    // for `scripts/compare_tvm.py DIR` (never in CI).
+    let dump = std::env::var("RELAX_DIFF_DUMP").ok().map(std::path::PathBuf::from);
+    if let Some(dir) = &dump {
+        std::fs::create_dir_all(dir).expect("the dump directory can be created");
+    }
     let mut rng = Rng(seed | 1);
     let (mut compared, mut values) = (0usize, 0usize);
     for case in 0..count {
@@ -314,6 +350,9 @@ fn random_programs_agree_on_host_and_gpu() {
         let host = cpu
             .run(&module, "main", &p.inputs)
             .unwrap_or_else(|e| panic!("case {case}: host run failed: {e}\n{}", p.text));
+        if let Some(dir) = &dump {
+            dump_case(dir, case, &p, &host);
+        }
         let Some(gpu) = &gpu else { continue };
         let dev = gpu
             .run(&module, "main", &p.inputs)

@@ -107,6 +107,12 @@ impl EngineError {
             EngineError::Device(m) if !m.starts_with("binding `") => {
                 EngineError::Device(format!("binding `{name}`: {m}"))
             }
+            EngineError::PackedFunc { name: f, message } if !message.starts_with("binding `") => {
+                EngineError::PackedFunc {
+                    name: f,
+                    message: format!("binding `{name}`: {message}"),
+                }
+            }
             e => e,
         }
     }

@@ -553,7 +553,7 @@ fn packed_functions_pure_and_impure() {
     assert!(err.to_string().contains("impure packed function `test.tick`"), "{err}");
     assert_eq!(counter.load(Ordering::SeqCst), 2);
 
-    // Errors of packed functions carry the symbol.
+    // Errors of packed functions carry the symbol and the binding.
     let r = untyped("r");
     let failing = impure(func(
         vec![],
@@ -564,7 +564,10 @@ fn packed_functions_pure_and_impure() {
         None,
     ));
     let err = engine.run(&module(vec![("main", failing)]), "main", &[]).unwrap_err();
-    assert_eq!(err.to_string(), "packed function `test.fail` failed: bad input");
+    assert_eq!(
+        err.to_string(),
+        "packed function `test.fail` failed: binding `r`: bad input"
+    );
 }
 
 #[test]

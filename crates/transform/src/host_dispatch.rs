@@ -22,8 +22,9 @@
 //!
 //! Unary elementwise operators: `exp`, `log`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`,
 //! `negative`, `abs`, `square` (`relax_host.<op>`).
-//! `reshape` becomes a view of the same memory (`vm.builtin.reshape`, as TVM's VM
-//! lowers it). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `softmax` over the last axis, `permute_dims`, `concat`,
+//! `reshape` becomes a view of the same memory on whatever device
+//! (`vm.builtin.reshape`, as TVM's VM lowers it), which checks at run time that the
+//! element count is kept (symbolic shapes included). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `softmax` over the last axis, `permute_dims`, `concat`,
 //! `broadcast_to` (an identity `broadcast_to` becomes an alias).
 //!
 //! Argument conventions of the kernels (outputs are appended by `call_dps_packed`):
@@ -414,13 +415,25 @@ impl BlockRewrite<'_> {
                 Some(())
             }
             "relax.reshape" => {
+                // Any dtype, static or symbolic shapes, any device: a view of the same
+                // memory, as TVM's VM lowers reshape; the builtin checks at run time
+                // that the element count is kept.
                 let x = call.args.first()?;
-                let t = self.arg_tensor(x)?;
-                let o = self.var_tensor(&var)?;
-                if t.shape.iter().product::<i64>() != o.shape.iter().product::<i64>() {
+                let xt = arg_struct_info(x)?;
+                let xt = xt.as_tensor()?;
+                let o = var.struct_info()?.as_tensor()?;
+                // Only metadata changes, so this holds on every device (the view
+                // shares the GPU buffer too), but not across devices.
+                if xt.vdevice != o.vdevice || xt.dtype != o.dtype || o.dtype.is_void() {
                     return None;
                 }
-                // A view of the same memory, as TVM's VM lowers reshape.
+                let dims = o.shape_values()?.to_vec();
+                let statics = |d: &[PrimExpr]| d.iter().map(PrimExpr::as_int).collect::<Option<Vec<_>>>();
+                if let (Some(a), Some(b)) = (xt.shape_values().and_then(statics), statics(&dims)) {
+                    if a.iter().product::<i64>() != b.iter().product::<i64>() {
+                        return None;
+                    }
+                }
                 let out_sinfo = var.struct_info()?.clone();
                 let v = Expr::call(
                     Expr::op("relax.call_pure_packed"),
@@ -429,7 +442,7 @@ impl BlockRewrite<'_> {
                             global_symbol: RESHAPE_VIEW.to_string(),
                         }),
                         x.clone(),
-                        shape_arg(&o.shape),
+                        Expr::shape(dims),
                     ],
                     Attrs::new(),
                     vec![out_sinfo],

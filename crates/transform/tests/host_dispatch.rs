@@ -108,7 +108,12 @@ fn unplaced_work_stays_when_it_runs_on_the_gpu() {
         !got.keys().any(|k| k.starts_with(PREFIX)),
         "nothing may be offloaded to the host library: {got:?}"
     );
-    assert_eq!(calls(&m), got);
+    // Only the reshapes change: they become views on any device.
+    let mut want = calls(&m);
+    assert_eq!(want.remove("relax.reshape"), Some(2));
+    want.insert("relax.call_pure_packed".into(), 2);
+    want.insert("vm.builtin.reshape".into(), 2);
+    assert_eq!(want, got);
 }
 
 /// Deterministic pseudo-random data in [-1, 1).

@@ -56,7 +56,18 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
         return None;
     }
     if let Some(mm) = &r.matmul {
-        return Some(matmul_kernel(r, &GemmPlan::of_matmul(mm), epi, name.to_string(), opts));
+        let mut o = *opts;
+        // Few rows (a matrix-vector product such as a classifier's batch-1 dense
+        // layer): a row tile as tall as the rows and one column per thread, so
+        // neighbouring threads read neighbouring columns and no work is wasted on
+        // clamped rows.
+        let (tm, _) = opts.matmul_tile;
+        if let Some(m) = const_extent(&r.spatial[mm.i].1).filter(|&m| m < i64::from(tm)) {
+            let threads = opts.matmul_threads.0 * opts.matmul_threads.1;
+            o.matmul_tile = ((m.max(1) as u32).next_power_of_two().min(tm), 1);
+            o.matmul_threads = (1, threads);
+        }
+        return Some(matmul_kernel(r, &GemmPlan::of_matmul(mm), epi, name.to_string(), &o));
     }
     if !opts.implicit_gemm {
         return None;

@@ -82,7 +82,7 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
         return None;
     }
     let mut o = *opts;
-    o.matmul_threads = gemm_threads(cols, opts);
+    o.matmul_threads = gemm_threads(rows, cols, opts);
     Some(matmul_kernel(r, &g, epi, name.to_string(), &o))
 }
 
@@ -152,18 +152,21 @@ fn implicit_gemm(r: &Reduction) -> Option<GemmPlan> {
 }
 
 /// Threads (rows, cols) of an implicit-GEMM workgroup: as many column threads as
-/// the columns need, the rest on rows.
-fn gemm_threads(cols: Option<i64>, opts: &ScheduleOptions) -> (u32, u32) {
-    let total = opts.matmul_threads.0 * opts.matmul_threads.1;
-    let tn = opts.matmul_tile.1.max(1) as i64;
-    match cols {
-        Some(n) => {
-            let cols = ((n + tn - 1) / tn).max(1) as u32;
-            let cols = cols.next_power_of_two().min(opts.matmul_threads.1.max(1)).min(total);
-            (total / cols, cols)
-        }
-        None => opts.matmul_threads,
-    }
+/// the columns need up to the default, as many row threads as the rows need (few
+/// output channels leave no idle rows), then any threads left to the columns.
+fn gemm_threads(rows: Option<i64>, cols: Option<i64>, opts: &ScheduleOptions) -> (u32, u32) {
+    let total = (opts.matmul_threads.0 * opts.matmul_threads.1).max(1);
+    let need = |n: Option<i64>, per: u32| {
+        n.map_or(total, |n| {
+            let per = i64::from(per.max(1));
+            (((n + per - 1) / per).clamp(1, i64::from(total)) as u32).next_power_of_two()
+        })
+    };
+    let (rn, cn) = (need(rows, opts.matmul_tile.0), need(cols, opts.matmul_tile.1));
+    let c = cn.min(opts.matmul_threads.1.max(1)).min(total);
+    let r = rn.min(total / c).max(1);
+    let c = cn.max(c).min(total / r).max(1);
+    (r, c)
 }
 
 /// Register-blocked matmul: a workgroup of `TY x TX` threads computes a

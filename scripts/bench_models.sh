@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
         --repeat) repeat="$2"; shift 2 ;;
         --budget-s) budget="$2"; shift 2 ;;
         --model) models+=(--model "$2"); shift 2 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) dir="$1"; shift ;;
     esac
 done
@@ -72,7 +72,7 @@ awk '
         for (i = 1; i <= count; i++) {
             m = order[i]
             printf "%-11s %7.3f", m, work[m]
-            ort = ms[m, "ort"]
+            ort = ((m, "ort") in ms) ? ms[m, "ort"] : 0
             for (c = 1; c <= 4; c++) {
                 k = m SUBSEP cols[c]
                 if (!(k in ms)) { printf "  %-34s", "-"; continue }
@@ -88,7 +88,7 @@ awk '
             m = order[i]; k = m SUBSEP "gpu"
             if (!(k in ms) || ms[k] <= 0 || !(m in hand) || hand[m] <= 0) continue
             if (!header) {
-                printf "\nNetwork ratio: ours-gpu GFLOP/s / the hand 8x8 WGSL matmul's (1024^3), timed on the same adapter right after\n"
+                printf "\nNetwork ratio: ours-gpu GFLOP/s / the hand 8x8 WGSL matmul GFLOP/s (1024^3), timed on the same adapter right after\n"
                 printf "%-11s %14s %14s %10s %20s\n", "model", "gpu GFLOP/s", "hand GFLOP/s", "x hand", "first inference ms"
                 header = 1
             }

@@ -3,7 +3,14 @@
 //! then times `Loaded::run` at least once and at most `--repeat` times, stopping after
 //! `--budget-s` seconds, and prints one line per model:
 //!
-//! `RESULT <model> <device> <median ms> <runs> <GFLOP per inference>`
+//! `RESULT <model> <device> <median ms> <runs> <GFLOP per inference> <first-inference ms>`
+//!
+//! With `--device gpu`, right after each model's timed runs it times the
+//! hand-written 8x8 register-tiled matmul (`shaders/matmul_8x8.wgsl`, 1024^3) on the
+//! same adapter (twice, two network runs apart, keeping the better) and prints
+//! `HAND <model> <GFLOP/s>` and
+//! `RATIO <model> <achieved GFLOP/s> / hand <GFLOP/s> = <ratio>`: the network's
+//! achieved GFLOP/s over the hand kernel's, measured back to back in this run.
 //!
 //! The work per inference is 2 x the multiply-adds of every `R.nn.conv2d` and
 //! `R.matmul` in `main`, counted from their StructInfo.
@@ -138,6 +145,29 @@ fn gflop(module: &IRModule) -> f64 {
     2.0 * macs as f64 / 1e9
 }
 
+/// GFLOP/s of the hand 8x8 matmul on the engine's adapter, or `None` (with a note)
+/// when there is no adapter.
+fn hand_gflops() -> Option<f64> {
+    use relax_wgpu::gpu_runtime::{reference, GpuRuntime};
+    let rt = match GpuRuntime::shared_default() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("no GPU adapter for the hand matmul reference: {e}");
+            return None;
+        }
+    };
+    match reference::hand_matmul_gflops(&rt, 1024, 5) {
+        Ok(g) => {
+            eprintln!("hand 8x8 matmul 1024^3 on {}: {g:.2} GFLOP/s", rt.adapter_info());
+            Some(g)
+        }
+        Err(e) => {
+            eprintln!("hand matmul reference failed: {e}");
+            None
+        }
+    }
+}
+
 fn bench(o: &Options, name: &str) -> Result<(), String> {
     let dir = o.dir.join(name);
     let src =
@@ -154,11 +184,8 @@ fn bench(o: &Options, name: &str) -> Result<(), String> {
     let loaded = engine.load(&module).map_err(|e| format!("{name}: {e}"))?;
     let warm = Instant::now();
     loaded.run("main", &args).map_err(|e| format!("{name}: {e}"))?;
-    eprintln!(
-        "{name} {:?}: warm-up {:.0} ms",
-        o.device,
-        warm.elapsed().as_secs_f64() * 1e3
-    );
+    let first = warm.elapsed().as_secs_f64() * 1e3;
+    eprintln!("{name} {:?}: first inference {first:.0} ms", o.device);
     let start = Instant::now();
     let mut times = Vec::new();
     while times.len() < o.repeat && (times.is_empty() || start.elapsed() < o.budget) {
@@ -169,7 +196,30 @@ fn bench(o: &Options, name: &str) -> Result<(), String> {
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
     let device = if o.device == DeviceChoice::Gpu { "gpu" } else { "cpu" };
-    println!("RESULT {name} {device} {median:.3} {} {work:.4}", times.len());
+    println!(
+        "RESULT {name} {device} {median:.3} {} {work:.4} {first:.1}",
+        times.len()
+    );
+    // The hand kernel right after the network's timed runs and again after two more
+    // network runs; the better of the two (the conservative choice for the ratio on
+    // a machine whose load varies).
+    let hand = if o.device == DeviceChoice::Gpu {
+        let first = hand_gflops();
+        for _ in 0..2 {
+            loaded.run("main", &args).map_err(|e| format!("{name}: {e}"))?;
+        }
+        match (first, hand_gflops()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    } else {
+        None
+    };
+    if let Some(hand) = hand {
+        println!("HAND {name} {hand:.4}");
+        let achieved = work / (median / 1e3);
+        println!("RATIO {name} {achieved:.4} / hand {hand:.4} = {:.3}", achieved / hand);
+    }
     Ok(())
 }
 

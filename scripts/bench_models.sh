@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Steady-state per-inference latency of real networks: ours on the host and on the GPU,
 # ONNX Runtime (CPU) and TVM's `tvm.compile(mod, target="llvm")`, measured in one run,
-# with each column's ratio to ONNX Runtime and the achieved GFLOP/s.
+# with each column's ratio to ONNX Runtime and the achieved GFLOP/s; then, for the GPU,
+# the network ratio: achieved GFLOP/s over the hand 8x8 register-tiled matmul's
+# (shaders/matmul_8x8.wgsl) timed on the same adapter in the same run, and the
+# first-inference time (JIT plus pipeline creation plus weight upload).
 #
 # Usage: scripts/bench_models.sh [DIR] [--python PY] [--repeat N] [--budget-s S] [--model NAME]...
 #   DIR        a directory made by prep.py (<DIR>/<name>/{prog.py,model.onnx,in*.npy});
@@ -24,7 +27,7 @@ while [ $# -gt 0 ]; do
         --repeat) repeat="$2"; shift 2 ;;
         --budget-s) budget="$2"; shift 2 ;;
         --model) models+=(--model "$2"); shift 2 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) dir="$1"; shift ;;
     esac
 done
@@ -53,8 +56,10 @@ echo
 echo "Per-inference latency, median of the timed runs (warm-up excluded); (n) = runs timed;"
 echo "x ORT = time / ONNX Runtime's time; GFLOP/s = 2 x multiply-adds of conv2d and matmul / time."
 awk '
+    $1 == "HAND" { hand[$2] = $3 }
     $1 == "RESULT" {
         key = $2 SUBSEP $3; ms[key] = $4; n[key] = $5
+        if (NF >= 7) first[key] = $7
         if ($3 == "cpu" || $3 == "gpu") work[$2] = $6
         if (!($2 in seen)) { seen[$2] = 1; order[++count] = $2 }
     }
@@ -67,7 +72,7 @@ awk '
         for (i = 1; i <= count; i++) {
             m = order[i]
             printf "%-11s %7.3f", m, work[m]
-            ort = ms[m, "ort"]
+            ort = ((m, "ort") in ms) ? ms[m, "ort"] : 0
             for (c = 1; c <= 4; c++) {
                 k = m SUBSEP cols[c]
                 if (!(k in ms)) { printf "  %-34s", "-"; continue }
@@ -77,6 +82,18 @@ awk '
                 printf "  %-34s", cell
             }
             printf "\n"
+        }
+        header = 0
+        for (i = 1; i <= count; i++) {
+            m = order[i]; k = m SUBSEP "gpu"
+            if (!(k in ms) || ms[k] <= 0 || !(m in hand) || hand[m] <= 0) continue
+            if (!header) {
+                printf "\nNetwork ratio: ours-gpu GFLOP/s / the hand 8x8 WGSL matmul GFLOP/s (1024^3), timed on the same adapter right after\n"
+                printf "%-11s %14s %14s %10s %20s\n", "model", "gpu GFLOP/s", "hand GFLOP/s", "x hand", "first inference ms"
+                header = 1
+            }
+            g = work[m] / (ms[k] / 1000)
+            printf "%-11s %14.3f %14.3f %10.3f %20.0f\n", m, g, hand[m], g / hand[m], first[k]
         }
     }
 ' "$results"

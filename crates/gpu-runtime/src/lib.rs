@@ -67,6 +67,7 @@ mod buffer;
 mod env;
 mod error;
 mod kernel;
+pub mod reference;
 mod runtime;
 mod transfer;
 

@@ -21,6 +21,8 @@
 
 pub mod error;
 pub mod expr;
+pub mod fused_reduction;
+pub mod gemm_schedule;
 pub mod gpu;
 pub mod host;
 mod host_vec;

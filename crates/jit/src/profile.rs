@@ -99,12 +99,21 @@ fn strip_casts(e: &PrimExpr) -> &PrimExpr {
 }
 
 /// Flops of one call: 2 per multiply-add of every reduction stage `out += a * b`
+/// (also one fused with its epilogue)
 /// (with the shape variables' values in `vars`); `None` when there is none.
 pub(crate) fn flops_of(lf: &LoweredFunc, vars: &HashMap<u64, i64>) -> Option<f64> {
     let mut total = 0.0;
     let mut any = false;
     for st in &lf.stages {
-        let Some(r) = &st.reduction else { continue };
+        // A reduction block, or a reduction fused with its epilogue.
+        let fused = st
+            .reduction
+            .is_none()
+            .then(|| crate::fused_reduction::detect(&st.body).map(|(r, _)| r))
+            .flatten();
+        let Some(r) = st.reduction.as_ref().or(fused.as_ref()) else {
+            continue;
+        };
         let is_mul = matches!(strip_casts(&r.rhs).kind(), PrimExprKind::Binary { op: BinOp::Mul, .. });
         if r.op != BinOp::Add || !is_mul {
             continue;

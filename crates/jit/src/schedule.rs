@@ -16,7 +16,7 @@ use relax_ir::{DataType, Span};
 
 use crate::error::{JitError, Result};
 use crate::expr::{self, add, bin, mul};
-use crate::lower::{for_loop, LoweredFunc, Matmul, Reduction, Stage};
+use crate::lower::{for_loop, LoweredFunc, Reduction, Stage};
 
 /// A thread-index builtin of a compute shader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,15 +85,15 @@ impl Default for ScheduleOptions {
     }
 }
 
-fn i32c(v: i64) -> PrimExpr {
+pub(crate) fn i32c(v: i64) -> PrimExpr {
     PrimExpr::int_of(v, DataType::INT32)
 }
 
-fn to_i32(e: &PrimExpr) -> PrimExpr {
+pub(crate) fn to_i32(e: &PrimExpr) -> PrimExpr {
     expr::cast(e.clone(), DataType::INT32)
 }
 
-fn let_(v: &TirVar, value: PrimExpr, body: Stmt) -> Stmt {
+pub(crate) fn let_(v: &TirVar, value: PrimExpr, body: Stmt) -> Stmt {
     Stmt::Let {
         var: v.clone(),
         value,
@@ -101,7 +101,7 @@ fn let_(v: &TirVar, value: PrimExpr, body: Stmt) -> Stmt {
     }
 }
 
-fn if_(c: PrimExpr, t: Stmt) -> Stmt {
+pub(crate) fn if_(c: PrimExpr, t: Stmt) -> Stmt {
     match c.as_int() {
         Some(0) => Stmt::Seq(vec![]),
         Some(_) => t,
@@ -113,7 +113,7 @@ fn if_(c: PrimExpr, t: Stmt) -> Stmt {
     }
 }
 
-fn store(b: &Buffer, idx: PrimExpr, v: PrimExpr) -> Stmt {
+pub(crate) fn store(b: &Buffer, idx: PrimExpr, v: PrimExpr) -> Stmt {
     Stmt::BufferStore {
         buffer: b.clone(),
         value: v,
@@ -122,7 +122,7 @@ fn store(b: &Buffer, idx: PrimExpr, v: PrimExpr) -> Stmt {
     }
 }
 
-fn unrolled(v: &TirVar, n: i64, body: Stmt) -> Stmt {
+pub(crate) fn unrolled(v: &TirVar, n: i64, body: Stmt) -> Stmt {
     for_loop(v, i32c(n), ForKind::Unrolled, body)
 }
 
@@ -158,104 +158,20 @@ pub fn sanitize(s: &str) -> String {
 fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<GpuKernel> {
     if !opts.naive {
         if let Some(r) = &st.reduction {
-            if let (Some(mm), true) = (&r.matmul, r.out.dtype().is_float()) {
-                return Ok(matmul_kernel(r, mm, name, opts));
-            }
-            let gemm = implicit_gemm(r).filter(|g| {
-                // Short rows or columns leave most of a register tile idle: measured
-                // on lavapipe, 7- to 14-wide convolutions run faster one thread per output.
-                [g.i, g.j]
-                    .iter()
-                    .all(|&d| const_extent(&r.spatial[d].1).is_some_and(|n| n >= MIN_GEMM_EXTENT))
-            });
-            if let (Some(g), true) = (gemm, r.out.dtype().is_float() && opts.implicit_gemm) {
-                let mut o = *opts;
-                o.matmul_threads = gemm_threads(r, &g, opts);
-                return Ok(matmul_kernel(r, &g, name, &o));
+            if let Some(k) = crate::gemm_schedule::gemm_kernel(r, None, &name, opts) {
+                return Ok(k);
             }
             if cross_thread_worthwhile(r) {
                 return Ok(cross_thread_kernel(r, name, opts));
             }
         }
+        if let Some((r, epi)) = crate::fused_reduction::detect(&st.body) {
+            if let Some(k) = crate::gemm_schedule::gemm_kernel(&r, Some(&epi), &name, opts) {
+                return Ok(k);
+            }
+        }
     }
     Ok(spatial_kernel(&st.body, name, opts.elementwise_threads))
-}
-
-/// Smallest row and column extent (output channels, output pixels along the
-/// innermost axis) for which the implicit-GEMM schedule is used.
-const MIN_GEMM_EXTENT: i64 = 16;
-
-/// The value of a constant loop extent (through casts and folding).
-fn const_extent(e: &PrimExpr) -> Option<i64> {
-    expr::simplify(strip_casts(e)).as_int()
-}
-
-/// `e` without casts.
-fn strip_casts(e: &PrimExpr) -> &PrimExpr {
-    match e.kind() {
-        relax_ir::tir::PrimExprKind::Cast { value, .. } => strip_casts(value),
-        _ => e,
-    }
-}
-
-/// A multiply-accumulate reduction that is a GEMM over some of its loops, such as
-/// a convolution (`out[n, co, h, w] += pad[n, ci, h + kh, w + kw] * W[co, ci, kh, kw]`)
-/// as an implicit GEMM: rows `i` are a spatial loop only `x` reads (output
-/// channels), columns `j` a spatial loop only `y` reads (output pixels along the
-/// innermost such axis), the reduction is every reduction loop (input channels x
-/// window, decomposed from one fused index), and the other spatial loops are a
-/// batch. Depthwise and grouped convolutions (both operands read the channel) do not
-/// match and keep the generic schedule.
-fn implicit_gemm(r: &Reduction) -> Option<Matmul> {
-    if r.op != BinOp::Add || r.reduce.is_empty() || r.spatial.len() < 2 {
-        return None;
-    }
-    let relax_ir::tir::PrimExprKind::Binary { op: BinOp::Mul, a, b } = strip_casts(&r.rhs).kind() else {
-        return None;
-    };
-    let is_load = |e: &PrimExpr| matches!(strip_casts(e).kind(), relax_ir::tir::PrimExprKind::BufferLoad { .. });
-    if !is_load(a) || !is_load(b) {
-        return None;
-    }
-    let uses = |e: &PrimExpr, v: &TirVar| expr::uses_var(e, v);
-    for (x, y) in [(a, b), (b, a)] {
-        let only = |p: &PrimExpr, q: &PrimExpr| {
-            r.spatial
-                .iter()
-                .enumerate()
-                .rev()
-                .find(|(_, (v, _))| uses(p, v) && !uses(q, v) && uses(&r.out_index, v))
-                .map(|(n, _)| n)
-        };
-        let (Some(i), Some(j)) = (only(x, y), only(y, x)) else {
-            continue;
-        };
-        let reads_reduction = |e: &PrimExpr| r.reduce.iter().any(|(v, _)| uses(e, v));
-        if reads_reduction(x) && reads_reduction(y) {
-            return Some(Matmul {
-                i,
-                j,
-                x: x.clone(),
-                y: y.clone(),
-            });
-        }
-    }
-    None
-}
-
-/// Threads (rows, cols) of an implicit-GEMM workgroup: as many column threads as
-/// the columns need (output rows are often short), the rest on rows.
-fn gemm_threads(r: &Reduction, g: &Matmul, opts: &ScheduleOptions) -> (u32, u32) {
-    let total = opts.matmul_threads.0 * opts.matmul_threads.1;
-    let tn = opts.matmul_tile.1.max(1) as i64;
-    match const_extent(&r.spatial[g.j].1) {
-        Some(n) => {
-            let cols = ((n + tn - 1) / tn).max(1) as u32;
-            let cols = cols.next_power_of_two().min(opts.matmul_threads.1.max(1)).min(total);
-            (total / cols, cols)
-        }
-        None => opts.matmul_threads,
-    }
 }
 
 fn const_prod(es: &[(TirVar, PrimExpr)]) -> Option<i64> {
@@ -357,7 +273,7 @@ fn spatial_kernel(body: &Stmt, name: String, threads: u32) -> GpuKernel {
 
 /// Decompose a linear index into the given loops' variables (innermost fastest)
 /// as `let` bindings around `body`.
-fn decompose(idx: PrimExpr, loops: &[(TirVar, PrimExpr)], body: Stmt) -> Stmt {
+pub(crate) fn decompose(idx: PrimExpr, loops: &[(TirVar, PrimExpr)], body: Stmt) -> Stmt {
     let mut rem = idx;
     let mut lets = Vec::new();
     for (i, (v, e)) in loops.iter().enumerate().rev() {
@@ -379,7 +295,7 @@ fn decompose(idx: PrimExpr, loops: &[(TirVar, PrimExpr)], body: Stmt) -> Stmt {
     out
 }
 
-fn total_of(loops: &[(TirVar, PrimExpr)]) -> PrimExpr {
+pub(crate) fn total_of(loops: &[(TirVar, PrimExpr)]) -> PrimExpr {
     expr::simplify(&loops.iter().fold(PrimExpr::int(1), |a, (_, e)| {
         mul(a, expr::cast(e.clone(), DataType::INT64))
     }))
@@ -506,205 +422,6 @@ fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> G
         body,
         workgroup_size: [nt as u32, 1, 1],
         grid: Grid::Linear(stotal),
-        builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
-    }
-}
-
-/// Register-blocked matmul: a workgroup of `TY x TX` threads computes a
-/// `(TY*TM) x (TX*TN)` block of outputs; each thread a `TM x TN` tile.
-fn matmul_kernel(r: &Reduction, mm: &Matmul, name: String, opts: &ScheduleOptions) -> GpuKernel {
-    let (tm, tn) = (opts.matmul_tile.0 as i64, opts.matmul_tile.1 as i64);
-    let (ty, tx_n) = (opts.matmul_threads.0 as i64, opts.matmul_threads.1 as i64);
-    let (bm, bn) = (ty * tm, tx_n * tn);
-    let bx = TirVar::new("bx", DataType::INT32);
-    let tx = TirVar::new("tx", DataType::INT32);
-    let (iv, iext) = r.spatial[mm.i].clone();
-    let (jv, jext) = r.spatial[mm.j].clone();
-    // One reduction loop, or several fused into one index (decomposed in the loop).
-    let (kv, kext) = if r.reduce.len() == 1 {
-        r.reduce[0].clone()
-    } else {
-        (TirVar::new("kf", DataType::INT32), to_i32(&total_of(&r.reduce)))
-    };
-    let dt = r.out.dtype();
-    let xdt = mm.x.dtype();
-    let ydt = mm.y.dtype();
-    let acc = Buffer::with_scope("acc", dt, vec![PrimExpr::int(tm * tn)], "local");
-    let xs = Buffer::with_scope("xr", xdt, vec![PrimExpr::int(tm)], "local");
-    let ys = Buffer::with_scope("yr", ydt, vec![PrimExpr::int(tn)], "local");
-    let ii = TirVar::new("ii", DataType::INT32);
-    let jj = TirVar::new("jj", DataType::INT32);
-    let i0 = TirVar::new("i0", DataType::INT32);
-    let j0 = TirVar::new("j0", DataType::INT32);
-    let nbm = TirVar::new("nbm", DataType::INT32);
-    let nbn = TirVar::new("nbn", DataType::INT32);
-    let m32 = to_i32(&iext);
-    let n32 = to_i32(&jext);
-    let ld = |b: &Buffer, i: PrimExpr| PrimExpr::load(b, vec![i]);
-    let acc_idx = add(mul(ii.to_expr(), i32c(tn)), jj.to_expr());
-    // Row / column of this tile element; loads use clamped indices so every read is
-    // in bounds, stores are guarded.
-    let irow = add(i0.to_expr(), ii.to_expr());
-    let jcol = add(j0.to_expr(), jj.to_expr());
-    let clamp = |e: PrimExpr, ext: &PrimExpr| {
-        bin(
-            BinOp::Max,
-            bin(BinOp::Min, e, bin(BinOp::Sub, ext.clone(), i32c(1))),
-            i32c(0),
-        )
-    };
-    let mut xmap = expr::VarMap::new();
-    xmap.insert(iv.id(), expr::cast(clamp(irow.clone(), &m32), iv.dtype()));
-    let mut ymap = expr::VarMap::new();
-    ymap.insert(jv.id(), expr::cast(clamp(jcol.clone(), &n32), jv.dtype()));
-    let x_at = expr::subst(&mm.x, &xmap);
-    let y_at = expr::subst(&mm.y, &ymap);
-    // rhs with the loads replaced by the register copies.
-    let xr = ld(&xs, ii.to_expr());
-    let yr = ld(&ys, jj.to_expr());
-    let rhs = expr::map_expr(&r.rhs, &mut |e| {
-        if crate::lower::expr_eq(e, &mm.x) {
-            Some(xr.clone())
-        } else if crate::lower::expr_eq(e, &mm.y) {
-            Some(yr.clone())
-        } else {
-            None
-        }
-    });
-    let mut elem_map = expr::VarMap::new();
-    elem_map.insert(iv.id(), expr::cast(irow.clone(), iv.dtype()));
-    elem_map.insert(jv.id(), expr::cast(jcol.clone(), jv.dtype()));
-    let init_at = expr::subst(&r.init, &elem_map);
-    let out_at = expr::subst(&r.out_index, &elem_map);
-    // The accumulator's initialisation, update and write-back loop over rows (the
-    // driver unrolls these short constant loops) and unroll over columns: fully
-    // unrolled, they make the WGSL large enough for naga's front end (superlinear in
-    // a function's expressions) to cost milliseconds per kernel, with no measurable
-    // gain at run time on lavapipe.
-    let init = for_loop(
-        &ii,
-        i32c(tm),
-        ForKind::Serial,
-        unrolled(&jj, tn, store(&acc, acc_idx.clone(), init_at)),
-    );
-    let kstep = |body: Stmt| {
-        if r.reduce.len() == 1 {
-            body
-        } else {
-            decompose(kv.to_expr(), &r.reduce, body)
-        }
-    };
-    let kloop = for_loop(
-        &kv,
-        kext.clone(),
-        ForKind::Serial,
-        kstep(Stmt::Seq(vec![
-            unrolled(&ii, tm, store(&xs, ii.to_expr(), x_at)),
-            unrolled(&jj, tn, store(&ys, jj.to_expr(), y_at)),
-            for_loop(
-                &ii,
-                i32c(tm),
-                ForKind::Serial,
-                unrolled(
-                    &jj,
-                    tn,
-                    store(
-                        &acc,
-                        acc_idx.clone(),
-                        PrimExpr::binary(r.op, ld(&acc, acc_idx.clone()), rhs),
-                    ),
-                ),
-            ),
-        ])),
-    );
-    let write = for_loop(
-        &ii,
-        i32c(tm),
-        ForKind::Serial,
-        unrolled(
-            &jj,
-            tn,
-            if_(
-                bin(
-                    BinOp::And,
-                    bin(BinOp::Lt, irow.clone(), m32.clone()),
-                    bin(BinOp::Lt, jcol.clone(), n32.clone()),
-                ),
-                store(&r.out, out_at, ld(&acc, acc_idx.clone())),
-            ),
-        ),
-    );
-    let tile = Stmt::Alloc {
-        buffer: acc,
-        body: Box::new(Stmt::Alloc {
-            buffer: xs,
-            body: Box::new(Stmt::Alloc {
-                buffer: ys,
-                body: Box::new(Stmt::Seq(vec![init, kloop, write])),
-            }),
-        }),
-    };
-    // Workgroup -> (batch, block row, block col); thread -> tile.
-    let batch: Vec<(TirVar, PrimExpr)> = r
-        .spatial
-        .iter()
-        .enumerate()
-        .filter(|(n, _)| *n != mm.i && *n != mm.j)
-        .map(|(_, x)| x.clone())
-        .collect();
-    let blk = TirVar::new("blk", DataType::INT32);
-    let per_batch = mul(nbm.to_expr(), nbn.to_expr());
-    let body = let_(
-        &i0,
-        add(
-            mul(
-                bin(
-                    BinOp::Div,
-                    bin(BinOp::Mod, bx.to_expr(), per_batch.clone()),
-                    nbn.to_expr(),
-                ),
-                i32c(bm),
-            ),
-            mul(bin(BinOp::Div, tx.to_expr(), i32c(tx_n)), i32c(tm)),
-        ),
-        let_(
-            &j0,
-            add(
-                mul(bin(BinOp::Mod, bx.to_expr(), nbn.to_expr()), i32c(bn)),
-                mul(bin(BinOp::Mod, tx.to_expr(), i32c(tx_n)), i32c(tn)),
-            ),
-            tile,
-        ),
-    );
-    let body = let_(
-        &blk,
-        bin(BinOp::Div, bx.to_expr(), per_batch.clone()),
-        decompose(blk.to_expr(), &batch, body),
-    );
-    let ceil = |e: &PrimExpr, b: i64| bin(BinOp::Div, add(e.clone(), i32c(b - 1)), i32c(b));
-    let nbatch = total_of(&batch);
-    let total = mul(mul(to_i32(&nbatch), per_batch), i32c(1));
-    let body = let_(
-        &nbm,
-        ceil(&m32, bm),
-        let_(&nbn, ceil(&n32, bn), if_(bin(BinOp::Lt, bx.to_expr(), total), body)),
-    );
-    let grid_m = bin(
-        BinOp::FloorDiv,
-        add(expr::cast(iext, DataType::INT64), PrimExpr::int(bm - 1)),
-        PrimExpr::int(bm),
-    );
-    let grid_n = bin(
-        BinOp::FloorDiv,
-        add(expr::cast(jext, DataType::INT64), PrimExpr::int(bn - 1)),
-        PrimExpr::int(bn),
-    );
-    let grid = expr::simplify(&mul(mul(nbatch, grid_m), grid_n));
-    GpuKernel {
-        name,
-        body,
-        workgroup_size: [(ty * tx_n) as u32, 1, 1],
-        grid: Grid::Linear(grid),
         builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
     }
 }

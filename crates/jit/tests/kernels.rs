@@ -517,11 +517,12 @@ fn convolution_runs_as_implicit_gemm_and_matches_host() {
         let f = conv_func(n, ci, hw, co, k, s);
         let o = (hw - k) / s + 1;
         let src = Jit::new(None).wgsl(&f).unwrap();
-        // Output rows of 16 or more pixels and 16 or more channels take the
-        // implicit GEMM (fused reduction index); smaller ones one thread per output.
+        // 16 or more output pixels (all of them, batch included) and 16 or more
+        // channels take the implicit GEMM (fused reduction index); smaller ones one
+        // thread per output.
         assert_eq!(
             src.kernels.iter().any(|kk| kk.wgsl.contains("kf_")),
-            o >= 16 && co >= 16,
+            n * o * o >= 16 && co >= 16,
             "schedule of a {o}-wide convolution:\n{src}"
         );
         let xv = rand_vec((n * ci * hw * hw) as usize, 11, -1.0, 1.0);

@@ -1,0 +1,43 @@
+//! The hand-written reference kernel that benchmarks compare against: an 8x8
+//! register-tiled f32 matmul (`shaders/matmul_8x8.wgsl`), timed on device-resident
+//! operands on the runtime's own adapter.
+
+use std::time::Instant;
+
+use crate::{Access, GpuError, GpuResult, GpuRuntime, KernelLayout};
+
+/// WGSL source of the hand 8x8 register-tiled matmul (row-major `n x n`, `n` a
+/// multiple of 64; dispatch `(n / 64, n / 64, 1)`).
+pub const HAND_MATMUL_8X8_WGSL: &str = include_str!("../../../shaders/matmul_8x8.wgsl");
+
+/// Achieved GFLOP/s (`2 n^3` per product) of the hand 8x8 matmul on `rt`: one
+/// warm-up dispatch, then the median of `reps` timed dispatches, each including
+/// completion. `n` must be a positive multiple of 64.
+pub fn hand_matmul_gflops(rt: &GpuRuntime, n: u32, reps: usize) -> GpuResult<f64> {
+    if n == 0 || !n.is_multiple_of(64) {
+        return Err(GpuError::InvalidArgument(format!(
+            "hand matmul size {n} is not a positive multiple of 64"
+        )));
+    }
+    let elems = (n as usize) * (n as usize);
+    let a: Vec<f32> = (0..elems).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
+    let b: Vec<f32> = (0..elems).map(|i| ((i * 5 % 11) as f32 - 5.0) / 8.0).collect();
+    let a = rt.upload_pod(&a)?;
+    let b = rt.upload_pod(&b)?;
+    let c = rt.alloc((elems * 4) as u64)?;
+    let layout = KernelLayout::new([Access::Read, Access::Read, Access::ReadWrite], 4);
+    let kernel = rt.create_kernel(HAND_MATMUL_8X8_WGSL, "main", &layout)?;
+    let groups = n / 64;
+    let mut times = Vec::new();
+    for i in 0..=reps.max(1) {
+        let t = Instant::now();
+        rt.dispatch(&kernel, &[&a, &b, &c], &n.to_le_bytes(), [groups, groups, 1])?;
+        rt.synchronize()?;
+        if i > 0 {
+            times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let t = times[times.len() / 2];
+    Ok(2.0 * f64::from(n).powi(3) / t / 1e9)
+}

@@ -1,0 +1,634 @@
+//! The register-tiled GEMM schedule: matmuls, and multiply-accumulate reductions
+//! recognised as implicit GEMMs (convolutions), each thread computing a `TM x TN`
+//! tile of outputs with the operands of one reduction step held in registers.
+//!
+//! An implicit GEMM's columns are all the output pixels (`N*OH*OW` for an NCHW
+//! convolution) fused into one index, so 7x7 and 14x14 outputs fill the tiles as
+//! well as 56x56 ones; the column coordinates of a thread's tile are computed once,
+//! before the reduction loop, into registers.
+
+use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, Stmt, TirVar};
+use relax_ir::DataType;
+
+use crate::expr::{self, add, bin, mul};
+use crate::fused_reduction::Epilogue;
+use crate::lower::{for_loop, Matmul, Reduction};
+use crate::schedule::{
+    decompose, i32c, if_, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, Grid, ScheduleOptions,
+};
+
+/// Smallest row extent (output channels) and column extent (output pixels) for
+/// which the implicit-GEMM schedule is used.
+const MIN_GEMM_EXTENT: i64 = 16;
+
+/// A GEMM over some loops of a reduction: rows `i`, columns `js` (one or more
+/// spatial loops fused into one column index, outermost first), `x` the load
+/// reading the rows, `y` the load reading the columns; every other spatial loop
+/// is a batch.
+#[derive(Clone, Debug)]
+pub struct GemmPlan {
+    /// Index in `spatial` of the row loop.
+    pub i: usize,
+    /// Indices in `spatial` of the column loops, outermost first.
+    pub js: Vec<usize>,
+    /// The load depending on the rows and the reduction.
+    pub x: PrimExpr,
+    /// The load depending on the columns and the reduction.
+    pub y: PrimExpr,
+}
+
+impl GemmPlan {
+    fn of_matmul(mm: &Matmul) -> GemmPlan {
+        GemmPlan {
+            i: mm.i,
+            js: vec![mm.j],
+            x: mm.x.clone(),
+            y: mm.y.clone(),
+        }
+    }
+}
+
+/// The register-tiled kernel for a reduction recognised as a matmul or an implicit
+/// GEMM (float outputs only), or `None`. With an epilogue (a reduction fused with
+/// its elementwise consumer), each tile element is stored through it.
+pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {
+    if !r.out.dtype().is_float() {
+        return None;
+    }
+    if let Some(mm) = &r.matmul {
+        let mut o = *opts;
+        // Few rows (a matrix-vector product such as a classifier's batch-1 dense
+        // layer): a row tile as tall as the rows and one column per thread, so
+        // neighbouring threads read neighbouring columns and no work is wasted on
+        // clamped rows.
+        let (tm, _) = opts.matmul_tile;
+        if let Some(m) = const_extent(&r.spatial[mm.i].1).filter(|&m| m < i64::from(tm)) {
+            let threads = opts.matmul_threads.0 * opts.matmul_threads.1;
+            o.matmul_tile = ((m.max(1) as u32).next_power_of_two().min(tm), 1);
+            o.matmul_threads = (1, threads);
+        }
+        return Some(matmul_kernel(r, &GemmPlan::of_matmul(mm), epi, name.to_string(), &o));
+    }
+    if !opts.implicit_gemm {
+        return None;
+    }
+    let g = implicit_gemm(r)?;
+    let cols =
+        g.js.iter()
+            .try_fold(1i64, |a, &j| const_extent(&r.spatial[j].1).map(|n| a.saturating_mul(n)));
+    // Few rows or columns leave most of a register tile idle.
+    let rows = const_extent(&r.spatial[g.i].1);
+    if !(rows.is_some_and(|n| n >= MIN_GEMM_EXTENT) && cols.is_some_and(|n| n >= MIN_GEMM_EXTENT)) {
+        return None;
+    }
+    let mut o = *opts;
+    o.matmul_threads = gemm_threads(rows, cols, opts);
+    Some(matmul_kernel(r, &g, epi, name.to_string(), &o))
+}
+
+/// The value of a constant loop extent (through casts and folding).
+fn const_extent(e: &PrimExpr) -> Option<i64> {
+    expr::simplify(strip_casts(e)).as_int()
+}
+
+/// `e` without casts.
+fn strip_casts(e: &PrimExpr) -> &PrimExpr {
+    match e.kind() {
+        relax_ir::tir::PrimExprKind::Cast { value, .. } => strip_casts(value),
+        _ => e,
+    }
+}
+
+/// A multiply-accumulate reduction that is a GEMM over some of its loops, such as
+/// a convolution (`out[n, co, h, w] += pad[n, ci, h + kh, w + kw] * W[co, ci, kh, kw]`)
+/// as an implicit GEMM: rows `i` are a spatial loop only `x` reads (output
+/// channels), columns every spatial loop only `y` reads (all output pixels:
+/// `n`, `h`, `w`), the reduction is every reduction loop (input channels x window,
+/// decomposed from one fused index), and the other spatial loops are a batch.
+/// Depthwise and grouped convolutions (both operands read the channel) do not
+/// match and keep the generic schedule.
+fn implicit_gemm(r: &Reduction) -> Option<GemmPlan> {
+    if r.op != BinOp::Add || r.reduce.is_empty() || r.spatial.len() < 2 {
+        return None;
+    }
+    let relax_ir::tir::PrimExprKind::Binary { op: BinOp::Mul, a, b } = strip_casts(&r.rhs).kind() else {
+        return None;
+    };
+    if load_count(a) == 0 || load_count(b) == 0 {
+        return None;
+    }
+    let uses = |e: &PrimExpr, v: &TirVar| expr::uses_var(e, v);
+    let reads_reduction = |e: &PrimExpr| r.reduce.iter().any(|(v, _)| uses(e, v));
+    if !reads_reduction(a) || !reads_reduction(b) {
+        return None;
+    }
+    let only = |p: &PrimExpr, q: &PrimExpr| -> Vec<usize> {
+        r.spatial
+            .iter()
+            .enumerate()
+            .filter(|(_, (v, _))| uses(p, v) && !uses(q, v) && uses(&r.out_index, v))
+            .map(|(n, _)| n)
+            .collect()
+    };
+    // Rows: the operand with one loop of its own (a convolution's weight: the output
+    // channel) if there is one; columns: all of the other operand's own loops.
+    let mut plans: Vec<(usize, GemmPlan)> = Vec::new();
+    for (x, y) in [(a, b), (b, a)] {
+        let (xs, js) = (only(x, y), only(y, x));
+        if let (Some(&i), false) = (xs.last(), js.is_empty()) {
+            plans.push((
+                xs.len(),
+                GemmPlan {
+                    i,
+                    js,
+                    x: x.clone(),
+                    y: y.clone(),
+                },
+            ));
+        }
+    }
+    let best = plans.iter().position(|(n, _)| *n == 1).unwrap_or(0);
+    (best < plans.len()).then(|| plans.swap_remove(best).1)
+}
+
+/// Threads (rows, cols) of an implicit-GEMM workgroup: as many column threads as
+/// the columns need up to the default, as many row threads as the rows need (few
+/// output channels leave no idle rows), then any threads left to the columns.
+fn gemm_threads(rows: Option<i64>, cols: Option<i64>, opts: &ScheduleOptions) -> (u32, u32) {
+    let total = (opts.matmul_threads.0 * opts.matmul_threads.1).max(1);
+    let need = |n: Option<i64>, per: u32| {
+        n.map_or(total, |n| {
+            let per = i64::from(per.max(1));
+            (((n + per - 1) / per).clamp(1, i64::from(total)) as u32).next_power_of_two()
+        })
+    };
+    let (rn, cn) = (need(rows, opts.matmul_tile.0), need(cols, opts.matmul_tile.1));
+    let c = cn.min(opts.matmul_threads.1.max(1)).min(total);
+    let r = rn.min(total / c).max(1);
+    let c = cn.max(c).min(total / r).max(1);
+    (r, c)
+}
+
+/// Register-blocked matmul: a workgroup of `TY x TX` threads computes a
+/// `(TY*TM) x (TX*TN)` block of outputs; each thread a `TM x TN` tile.
+fn matmul_kernel(
+    r: &Reduction,
+    mm: &GemmPlan,
+    epi: Option<&Epilogue>,
+    name: String,
+    opts: &ScheduleOptions,
+) -> GpuKernel {
+    let (tm, tn) = (opts.matmul_tile.0 as i64, opts.matmul_tile.1 as i64);
+    let (ty, tx_n) = (opts.matmul_threads.0 as i64, opts.matmul_threads.1 as i64);
+    let (bm, bn) = (ty * tm, tx_n * tn);
+    let bx = TirVar::new("bx", DataType::INT32);
+    let tx = TirVar::new("tx", DataType::INT32);
+    let (iv, iext) = r.spatial[mm.i].clone();
+    let cols: Vec<(TirVar, PrimExpr)> = mm.js.iter().map(|&j| r.spatial[j].clone()).collect();
+    let jext = if cols.len() == 1 {
+        cols[0].1.clone()
+    } else {
+        total_of(&cols)
+    };
+    // One reduction loop, or several fused into one index (decomposed in the loop).
+    let (kv, kext) = if r.reduce.len() == 1 {
+        r.reduce[0].clone()
+    } else {
+        (TirVar::new("kf", DataType::INT32), to_i32(&total_of(&r.reduce)))
+    };
+    let dt = r.out.dtype();
+    let xdt = mm.x.dtype();
+    let ydt = mm.y.dtype();
+    let acc = Buffer::with_scope("acc", dt, vec![PrimExpr::int(tm * tn)], "local");
+    let xs = Buffer::with_scope("xr", xdt, vec![PrimExpr::int(tm)], "local");
+    let ys = Buffer::with_scope("yr", ydt, vec![PrimExpr::int(tn)], "local");
+    let ii = TirVar::new("ii", DataType::INT32);
+    let jj = TirVar::new("jj", DataType::INT32);
+    let i0 = TirVar::new("i0", DataType::INT32);
+    let j0 = TirVar::new("j0", DataType::INT32);
+    let nbm = TirVar::new("nbm", DataType::INT32);
+    let nbn = TirVar::new("nbn", DataType::INT32);
+    let m32 = to_i32(&iext);
+    let n32 = to_i32(&jext);
+    let ld = |b: &Buffer, i: PrimExpr| PrimExpr::load(b, vec![i]);
+    let acc_idx = add(mul(ii.to_expr(), i32c(tn)), jj.to_expr());
+    // Row / column of this tile element; loads use clamped indices so every read is
+    // in bounds, stores are guarded.
+    let irow = add(i0.to_expr(), ii.to_expr());
+    let jcol = add(j0.to_expr(), jj.to_expr());
+    let clamp = |e: PrimExpr, ext: &PrimExpr| {
+        bin(
+            BinOp::Max,
+            bin(BinOp::Min, e, bin(BinOp::Sub, ext.clone(), i32c(1))),
+            i32c(0),
+        )
+    };
+    let mut xmap = expr::VarMap::new();
+    xmap.insert(iv.id(), expr::cast(clamp(irow.clone(), &m32), iv.dtype()));
+    // The column loops' values at this thread's columns: one column loop is the
+    // (clamped) column itself; several are decomposed from it once, before the
+    // reduction, into per-column registers `cj<t>[jj]`.
+    let mut ymap = expr::VarMap::new();
+    let mut elem_map = expr::VarMap::new();
+    let mut col_regs = Vec::new();
+    let mut col_init = Vec::new();
+    if let [(jv, _)] = cols.as_slice() {
+        ymap.insert(jv.id(), expr::cast(clamp(jcol.clone(), &n32), jv.dtype()));
+        elem_map.insert(jv.id(), expr::cast(jcol.clone(), jv.dtype()));
+    } else {
+        let jc = clamp(jcol.clone(), &n32);
+        let mut stride = i32c(1);
+        let mut vals = Vec::new();
+        for (t, (v, e)) in cols.iter().enumerate().rev() {
+            let q = bin(BinOp::Div, jc.clone(), stride.clone());
+            let val = if t == 0 { q } else { bin(BinOp::Mod, q, to_i32(e)) };
+            vals.push((t, v.clone(), val));
+            stride = mul(stride, to_i32(e));
+        }
+        vals.reverse();
+        for (t, v, val) in vals {
+            let b = Buffer::with_scope(format!("cj{t}"), DataType::INT32, vec![PrimExpr::int(tn)], "local");
+            col_init.push(store(&b, jj.to_expr(), val));
+            let reg = expr::cast(ld(&b, jj.to_expr()), v.dtype());
+            ymap.insert(v.id(), reg.clone());
+            elem_map.insert(v.id(), reg);
+            col_regs.push(b);
+        }
+    }
+    // Each operand's flat index split into a part of the rows (columns) and a part
+    // of the reduction: the first is computed once per thread into `xb` (`yb`), so
+    // a reduction step adds one term per load.
+    let red_vars: Vec<TirVar> = r.reduce.iter().map(|(v, _)| v.clone()).collect();
+    let mut bases = Vec::new();
+    let mut base_init = Vec::new();
+    let mut operand =
+        |load: &PrimExpr, own: &[TirVar], map: &expr::VarMap, name: &str, lane: &TirVar, n: i64| match split_load(
+            load, own, &red_vars,
+        ) {
+            Some((buf, outer, inner)) => {
+                let b = Buffer::with_scope(name, DataType::INT32, vec![PrimExpr::int(n)], "local");
+                let dt = outer.dtype();
+                base_init.push(unrolled(
+                    lane,
+                    n,
+                    store(
+                        &b,
+                        lane.to_expr(),
+                        expr::cast(expr::subst(&outer, map), DataType::INT32),
+                    ),
+                ));
+                let idx = add(expr::cast(ld(&b, lane.to_expr()), dt), expr::cast(inner, dt));
+                bases.push(b);
+                expr::subst(&replace_load(load, &PrimExpr::load(&buf, vec![idx])), map)
+            }
+            None => expr::subst(load, map),
+        };
+    let x_at = operand(&mm.x, std::slice::from_ref(&iv), &xmap, "xb", &ii, tm);
+    let col_vars: Vec<TirVar> = cols.iter().map(|(v, _)| v.clone()).collect();
+    let y_at = operand(&mm.y, &col_vars, &ymap, "yb", &jj, tn);
+    // rhs with the loads replaced by the register copies.
+    let xr = ld(&xs, ii.to_expr());
+    let yr = ld(&ys, jj.to_expr());
+    let rhs = expr::map_expr(&r.rhs, &mut |e| {
+        if crate::lower::expr_eq(e, &mm.x) {
+            Some(xr.clone())
+        } else if crate::lower::expr_eq(e, &mm.y) {
+            Some(yr.clone())
+        } else {
+            None
+        }
+    });
+    elem_map.insert(iv.id(), expr::cast(irow.clone(), iv.dtype()));
+    let init_at = expr::subst(&r.init, &elem_map);
+    let out_at = expr::subst(&r.out_index, &elem_map);
+    // The accumulator's initialisation, update and write-back loop over rows (the
+    // driver unrolls these short constant loops) and unroll over columns: fully
+    // unrolled, they make the WGSL large enough for naga's front end (superlinear in
+    // a function's expressions) to cost milliseconds per kernel, with no measurable
+    // gain at run time on lavapipe.
+    let init = for_loop(
+        &ii,
+        i32c(tm),
+        ForKind::Serial,
+        unrolled(&jj, tn, store(&acc, acc_idx.clone(), init_at)),
+    );
+    let kstep = |body: Stmt| {
+        if r.reduce.len() == 1 {
+            body
+        } else {
+            decompose(kv.to_expr(), &r.reduce, body)
+        }
+    };
+    // A bounds condition of the column operand (a convolution's padding) that reads
+    // only some reduction loops (the window) is evaluated once per column in an
+    // outer loop over those, the other reduction loops (input channels) inner.
+    let hoisted = hoist_condition(&y_at, &r.reduce, &jj, tn);
+    let y_at = hoisted.as_ref().map_or(y_at, |h| h.operand.clone());
+    let step = Stmt::Seq(vec![
+        unrolled(&ii, tm, store(&xs, ii.to_expr(), x_at)),
+        unrolled(&jj, tn, store(&ys, jj.to_expr(), y_at)),
+        for_loop(
+            &ii,
+            i32c(tm),
+            ForKind::Serial,
+            unrolled(
+                &jj,
+                tn,
+                store(
+                    &acc,
+                    acc_idx.clone(),
+                    PrimExpr::binary(r.op, ld(&acc, acc_idx.clone()), rhs),
+                ),
+            ),
+        ),
+    ]);
+    let kloop = match &hoisted {
+        None => for_loop(&kv, kext.clone(), ForKind::Serial, kstep(step)),
+        Some(h) => {
+            let nest = |name: &str, loops: &[(TirVar, PrimExpr)], body: Stmt| {
+                let v = TirVar::new(name, DataType::INT32);
+                for_loop(
+                    &v,
+                    to_i32(&total_of(loops)),
+                    ForKind::Serial,
+                    decompose(v.to_expr(), loops, body),
+                )
+            };
+            let inner = nest("kf", &h.inner, step);
+            let mask = unrolled(&jj, tn, store(&h.mask, jj.to_expr(), h.cond.clone()));
+            let outer = nest("kw", &h.outer, Stmt::Seq(vec![mask, inner]));
+            Stmt::Alloc {
+                buffer: h.mask.clone(),
+                body: Box::new(outer),
+            }
+        }
+    };
+    // With an epilogue the write-back body is large: a loop the driver might not
+    // unroll would index the accumulator dynamically and keep it out of registers
+    // for the whole kernel, so it is unrolled here.
+    let write = for_loop(
+        &ii,
+        i32c(tm),
+        if epi.is_some() {
+            ForKind::Unrolled
+        } else {
+            ForKind::Serial
+        },
+        unrolled(
+            &jj,
+            tn,
+            if_(
+                bin(
+                    BinOp::And,
+                    bin(BinOp::Lt, irow.clone(), m32.clone()),
+                    bin(BinOp::Lt, jcol.clone(), n32.clone()),
+                ),
+                match epi {
+                    None => store(&r.out, out_at, ld(&acc, acc_idx.clone())),
+                    Some(e) => {
+                        let tile_acc = ld(&acc, acc_idx.clone());
+                        let value = expr::map_expr(&e.value, &mut |x| {
+                            matches!(x.kind(), relax_ir::tir::PrimExprKind::BufferLoad { buffer, .. } if *buffer == e.acc)
+                                .then(|| tile_acc.clone())
+                        });
+                        store(&e.out, expr::subst(&e.index, &elem_map), expr::subst(&value, &elem_map))
+                    }
+                },
+            ),
+        ),
+    );
+    let mut steps = Vec::new();
+    if !col_init.is_empty() {
+        steps.push(unrolled(&jj, tn, Stmt::Seq(col_init)));
+    }
+    steps.extend(base_init);
+    steps.extend([init, kloop, write]);
+    let mut tile = Stmt::Alloc {
+        buffer: acc,
+        body: Box::new(Stmt::Alloc {
+            buffer: xs,
+            body: Box::new(Stmt::Alloc {
+                buffer: ys,
+                body: Box::new(Stmt::Seq(steps)),
+            }),
+        }),
+    };
+    for b in col_regs.into_iter().chain(bases) {
+        tile = Stmt::Alloc {
+            buffer: b,
+            body: Box::new(tile),
+        };
+    }
+    // Workgroup -> (batch, block row, block col); thread -> tile.
+    let batch: Vec<(TirVar, PrimExpr)> = r
+        .spatial
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| *n != mm.i && !mm.js.contains(n))
+        .map(|(_, x)| x.clone())
+        .collect();
+    let blk = TirVar::new("blk", DataType::INT32);
+    let per_batch = mul(nbm.to_expr(), nbn.to_expr());
+    let body = let_(
+        &i0,
+        add(
+            mul(
+                bin(
+                    BinOp::Div,
+                    bin(BinOp::Mod, bx.to_expr(), per_batch.clone()),
+                    nbn.to_expr(),
+                ),
+                i32c(bm),
+            ),
+            mul(bin(BinOp::Div, tx.to_expr(), i32c(tx_n)), i32c(tm)),
+        ),
+        let_(
+            &j0,
+            add(
+                mul(bin(BinOp::Mod, bx.to_expr(), nbn.to_expr()), i32c(bn)),
+                mul(bin(BinOp::Mod, tx.to_expr(), i32c(tx_n)), i32c(tn)),
+            ),
+            tile,
+        ),
+    );
+    let body = let_(
+        &blk,
+        bin(BinOp::Div, bx.to_expr(), per_batch.clone()),
+        decompose(blk.to_expr(), &batch, body),
+    );
+    let ceil = |e: &PrimExpr, b: i64| bin(BinOp::Div, add(e.clone(), i32c(b - 1)), i32c(b));
+    let nbatch = total_of(&batch);
+    let total = mul(mul(to_i32(&nbatch), per_batch), i32c(1));
+    let body = let_(
+        &nbm,
+        ceil(&m32, bm),
+        let_(&nbn, ceil(&n32, bn), if_(bin(BinOp::Lt, bx.to_expr(), total), body)),
+    );
+    let grid_m = bin(
+        BinOp::FloorDiv,
+        add(expr::cast(iext, DataType::INT64), PrimExpr::int(bm - 1)),
+        PrimExpr::int(bm),
+    );
+    let grid_n = bin(
+        BinOp::FloorDiv,
+        add(expr::cast(jext, DataType::INT64), PrimExpr::int(bn - 1)),
+        PrimExpr::int(bn),
+    );
+    let grid = expr::simplify(&mul(mul(nbatch, grid_m), grid_n));
+    GpuKernel {
+        name,
+        body,
+        workgroup_size: [(ty * tx_n) as u32, 1, 1],
+        grid: Grid::Linear(grid),
+        builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
+    }
+}
+
+/// The buffer, row/column part and reduction part of a load's flat index
+/// (`index = outer + inner`), when the index is a sum (through integer casts,
+/// subtractions and multiplications by loop-invariant factors) of terms that each
+/// read either `own` variables (or neither) or reduction variables, not both.
+fn split_load(operand: &PrimExpr, own: &[TirVar], red: &[TirVar]) -> Option<(Buffer, PrimExpr, PrimExpr)> {
+    if load_count(operand) != 1 {
+        return None;
+    }
+    let mut found = None;
+    expr::visit_expr(operand, &mut |e| {
+        if let relax_ir::tir::PrimExprKind::BufferLoad { .. } = e.kind() {
+            found = Some(e.clone());
+        }
+    });
+    let load = found?;
+    let relax_ir::tir::PrimExprKind::BufferLoad { buffer, indices, .. } = load.kind() else {
+        return None;
+    };
+    let [index] = indices.as_slice() else {
+        return None;
+    };
+    let uses_any = |e: &PrimExpr, vs: &[TirVar]| vs.iter().any(|v| expr::uses_var(e, v));
+    let (outer, inner) = split_affine(index, &|e| uses_any(e, own), &|e| uses_any(e, red))?;
+    let zero = || expr::int_like(index, 0);
+    let (outer, inner) = (outer.unwrap_or_else(zero), inner.unwrap_or_else(zero));
+    // Only worth it when both parts are there and the rows/columns part is not free.
+    (uses_any(&outer, own) && uses_any(&inner, red)).then(|| (buffer.clone(), outer, inner))
+}
+
+/// `e` as `outer + inner` (`None`: zero), `inner` holding every term that reads a
+/// reduction variable, or `None` when a term reads both kinds.
+fn split_affine(
+    e: &PrimExpr,
+    own: &dyn Fn(&PrimExpr) -> bool,
+    red: &dyn Fn(&PrimExpr) -> bool,
+) -> Option<(Option<PrimExpr>, Option<PrimExpr>)> {
+    use relax_ir::tir::PrimExprKind as K;
+    if !red(e) {
+        return Some((Some(e.clone()), None));
+    }
+    if !own(e) {
+        return Some((None, Some(e.clone())));
+    }
+    let sum = |a: Option<PrimExpr>, b: Option<PrimExpr>, op: BinOp| match (a, b) {
+        (a, None) => a,
+        (None, Some(b)) if op == BinOp::Add => Some(b),
+        (None, Some(b)) => Some(bin(BinOp::Sub, expr::int_like(&b, 0), b)),
+        (Some(a), Some(b)) => Some(bin(op, a, b)),
+    };
+    match e.kind() {
+        K::Binary {
+            op: op @ (BinOp::Add | BinOp::Sub),
+            a,
+            b,
+        } => {
+            let (ao, ai) = split_affine(a, own, red)?;
+            let (bo, bi) = split_affine(b, own, red)?;
+            Some((sum(ao, bo, *op), sum(ai, bi, *op)))
+        }
+        K::Binary { op: BinOp::Mul, a, b } => {
+            let (v, f) = if !own(b) && !red(b) {
+                (a, b)
+            } else if !own(a) && !red(a) {
+                (b, a)
+            } else {
+                return None;
+            };
+            let (o, i) = split_affine(v, own, red)?;
+            Some((o.map(|o| mul(o, f.clone())), i.map(|i| mul(i, f.clone()))))
+        }
+        K::Cast { dtype, value } if dtype.is_int() && value.dtype().is_int() => {
+            let (o, i) = split_affine(value, own, red)?;
+            Some((o.map(|o| expr::cast(o, *dtype)), i.map(|i| expr::cast(i, *dtype))))
+        }
+        _ => None,
+    }
+}
+
+/// The number of buffer loads in `e`.
+fn load_count(e: &PrimExpr) -> usize {
+    let mut n = 0;
+    expr::visit_expr(e, &mut |x| {
+        if let relax_ir::tir::PrimExprKind::BufferLoad { .. } = x.kind() {
+            n += 1;
+        }
+    });
+    n
+}
+
+/// `load` (an operand with one buffer load) with the load replaced by `new`.
+fn replace_load(load: &PrimExpr, new: &PrimExpr) -> PrimExpr {
+    expr::map_expr(load, &mut |e| {
+        matches!(e.kind(), relax_ir::tir::PrimExprKind::BufferLoad { .. }).then(|| new.clone())
+    })
+}
+
+/// A column operand's bounds condition evaluated in an outer reduction loop.
+struct Hoisted {
+    /// The operand reading the condition from `mask[jj]`.
+    operand: PrimExpr,
+    /// Per-column condition registers (`i32`, 0 or 1).
+    mask: Buffer,
+    /// The condition's value for column `jj` (0 or 1).
+    cond: PrimExpr,
+    /// Reduction loops the condition reads (outer loop).
+    outer: Vec<(TirVar, PrimExpr)>,
+    /// The other reduction loops (inner loop).
+    inner: Vec<(TirVar, PrimExpr)>,
+}
+
+/// For an operand `if_then_else(cond, value, other)` whose `cond` reads some but
+/// not all reduction loops (and `value`/`other` may read any), the rewrite that
+/// tests a precomputed `mask[jj]` instead.
+fn hoist_condition(operand: &PrimExpr, reduce: &[(TirVar, PrimExpr)], jj: &TirVar, tn: i64) -> Option<Hoisted> {
+    use relax_ir::tir::PrimExprKind as K;
+    let mut conds = Vec::new();
+    expr::visit_expr(operand, &mut |e| {
+        if let K::Call { op, args, .. } = e.kind() {
+            if op == "if_then_else" && args.len() == 3 {
+                conds.push(args[0].clone());
+            }
+        }
+    });
+    let [cond] = conds.as_slice() else {
+        return None;
+    };
+    let (outer, inner): (Vec<_>, Vec<_>) = reduce.iter().cloned().partition(|(v, _)| expr::uses_var(cond, v));
+    if outer.is_empty() || inner.is_empty() {
+        return None;
+    }
+    let mask = Buffer::with_scope("ym", DataType::INT32, vec![PrimExpr::int(tn)], "local");
+    let test = bin(BinOp::Ne, PrimExpr::load(&mask, vec![jj.to_expr()]), i32c(0));
+    let rewritten = expr::map_expr(operand, &mut |e| match e.kind() {
+        K::Call { op, args, dtype } if op == "if_then_else" && args.len() == 3 => Some(PrimExpr::call(
+            "if_then_else",
+            *dtype,
+            vec![test.clone(), args[1].clone(), args[2].clone()],
+        )),
+        _ => None,
+    });
+    Some(Hoisted {
+        operand: rewritten,
+        cond: PrimExpr::select(cond.clone(), i32c(1), i32c(0)),
+        mask,
+        outer,
+        inner,
+    })
+}

@@ -798,37 +798,26 @@ impl Loaded {
             .unwrap_or_default()
     }
 
-    /// Evaluate on a thread with the configured stack (deep recursion needs it); a
-    /// panic in user code (a packed function, a kernel executor) becomes an error.
+    /// Evaluate on a thread with the configured stack (deep recursion needs it).
     /// Each calling thread keeps one such worker thread and reuses it for every run
     /// (spawning a thread per run would cost more than running a small program).
+    /// A panic is a bug and is not turned into an error: it propagates to the caller.
     fn on_run_thread(&self, f: impl FnOnce(&mut Interp) -> Result<Value> + Send + 'static) -> Result<Value> {
         let program = self.program.clone();
         let body = move || {
             let mut it = Interp::new(program);
             f(&mut it)
         };
-        let joined = if self.stack_size == 0 {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+        if self.stack_size == 0 {
+            body()
         } else {
             run_on_worker(self.stack_size, body)
-        };
-        joined.unwrap_or_else(|payload| {
-            let msg = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(EngineError::Internal(format!("panic during evaluation: {msg}")))
-        })
+        }
     }
 }
 
 /// A job for a run thread; the result comes back through a channel.
 type Job = Box<dyn FnOnce() + Send>;
-
-/// A panic payload or an error starting the worker.
-type Joined<T> = std::result::Result<T, Box<dyn std::any::Any + Send>>;
 
 thread_local! {
     /// This thread's run worker: its stack size and job queue.
@@ -837,12 +826,13 @@ thread_local! {
 }
 
 /// Run `body` on the calling thread's worker thread with a `stack_size` stack
-/// (started on first use; it ends when the calling thread does).
-fn run_on_worker<T: Send + 'static>(stack_size: usize, body: impl FnOnce() -> T + Send + 'static) -> Joined<T> {
-    let (tx, rx) = std::sync::mpsc::channel::<Joined<T>>();
+/// (started on first use; it ends when the calling thread does). A panic in
+/// `body` ends the worker (the default hook prints its message) and is raised
+/// again on the calling thread; the next run starts a fresh worker.
+fn run_on_worker<T: Send + 'static>(stack_size: usize, body: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel::<T>();
     let job: Job = Box::new(move || {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-        let _ = tx.send(r);
+        let _ = tx.send(body());
     });
     let sent = RUN_WORKER.with(|w| -> std::result::Result<(), Job> {
         let mut w = w.borrow_mut();
@@ -864,15 +854,21 @@ fn run_on_worker<T: Send + 'static>(stack_size: usize, body: impl FnOnce() -> T 
         }
     });
     match sent {
-        Ok(()) => rx
-            .recv()
-            .unwrap_or_else(|_| Err(Box::new("the run thread stopped".to_string()))),
+        Ok(()) => match rx.recv() {
+            Ok(v) => v,
+            Err(_) => {
+                RUN_WORKER.with(|w| *w.borrow_mut() = None);
+                panic!("the run thread panicked (its message is above)");
+            }
+        },
         Err(job) => {
-            // No worker (thread creation failed): run here instead.
+            // No worker (thread creation failed, or it ended): run here instead.
             RUN_WORKER.with(|w| *w.borrow_mut() = None);
             job();
-            rx.recv()
-                .unwrap_or_else(|_| Err(Box::new("the run did not complete".to_string())))
+            match rx.recv() {
+                Ok(v) => v,
+                Err(_) => panic!("the run did not complete"),
+            }
         }
     }
 }

@@ -7,6 +7,8 @@
 //! The run is bounded by `RELAX_DIFF_PROGRAMS` programs (default 60) so the test takes a
 //! few seconds; `RELAX_DIFF_SEED` picks the seed. A long run:
 //! `RELAX_DIFF_PROGRAMS=5000 cargo test --release -p relax-engine --test differential -- --nocapture`.
+//! `RELAX_DIFF_DUMP=DIR` also writes every program (`caseN.py`) and its inputs
+//! (`caseN.json`) into DIR, which `scripts/compare_tvm.py` runs with TVM.
 //! Without a GPU adapter only the checking and the host half run.
 
 use ndarray::{ArrayD, IxDyn};
@@ -259,6 +261,39 @@ fn flat(v: &Value) -> Vec<(Vec<usize>, Vec<f64>, bool)> {
     }
 }
 
+/// Write `text` as `case{case}.py` (a full TVMScript module) and its inputs as
+/// `case{case}.json` (the `relax run --inputs-json` format) into `dir`, for
+/// `scripts/compare_tvm.py`.
+fn dump(dir: &std::path::Path, case: usize, p: &Program) {
+    let module = format!(
+        "from tvm.script import ir as I\nfrom tvm.script import relax as R\nfrom tvm.script import tir as T\n\n\
+         @I.ir_module\nclass Module:\n    {}\n",
+        p.text.trim_end().replace('\n', "\n    ")
+    );
+    let inputs: Vec<serde_json::Value> = p
+        .inputs
+        .iter()
+        .map(|v| {
+            let t = v.as_tensor().expect("input tensor");
+            let a = t.to_array_value().expect("readable");
+            let (dtype, data): (&str, Vec<serde_json::Value>) = match a {
+                ArrayValue::F32(a) => ("float32", a.iter().map(|&x| serde_json::json!(x)).collect()),
+                ArrayValue::I32(a) => ("int32", a.iter().map(|&x| serde_json::json!(x)).collect()),
+                ArrayValue::I64(a) => ("int64", a.iter().map(|&x| serde_json::json!(x)).collect()),
+                other => panic!("unexpected input dtype: {other:?}"),
+            };
+            // A flat list reshaped by the script (nested lists are not needed).
+            serde_json::json!({"dtype": dtype, "shape": t.shape(), "data": data})
+        })
+        .collect();
+    std::fs::write(dir.join(format!("case{case}.py")), module).expect("write case text");
+    std::fs::write(
+        dir.join(format!("case{case}.json")),
+        serde_json::Value::Array(inputs).to_string(),
+    )
+    .expect("write case inputs");
+}
+
 fn agree(x: f64, y: f64, int: bool) -> bool {
     if int {
         return x == y;
@@ -296,10 +331,19 @@ fn random_programs_agree_on_host_and_gpu() {
             None
         }
     };
+    // `RELAX_DIFF_DUMP=DIR` also writes each program and its inputs into DIR
+    // (for `scripts/compare_tvm.py`).
+    let dump_dir = std::env::var_os("RELAX_DIFF_DUMP").map(std::path::PathBuf::from);
+    if let Some(dir) = &dump_dir {
+        std::fs::create_dir_all(dir).expect("create RELAX_DIFF_DUMP");
+    }
     let mut rng = Rng(seed | 1);
     let (mut compared, mut values) = (0usize, 0usize);
     for case in 0..count {
         let p = generate(&mut rng);
+        if let Some(dir) = &dump_dir {
+            dump(dir, case, &p);
+        }
         let module = match relax_ir::text::parse(&p.text) {
             Ok(m) => m.into_module(),
             Err(d) => panic!("case {case}: generated text does not parse: {}\n{}", d.message, p.text),

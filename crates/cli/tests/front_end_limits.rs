@@ -285,3 +285,19 @@ fn two_hundred_chained_symbolic_multiplications_check_quickly() {
     let secs = start.elapsed().as_secs_f64();
     assert!(secs < 20.0, "200 chained multiplications took {secs:.1} s");
 }
+
+/// A private function with an explicit `global_symbol` attribute (found by the
+/// round-trip fuzzer): the printer kept eliding the attribute as if the parser would
+/// add it again, which it does not for a private function.
+#[test]
+fn a_private_function_keeps_its_global_symbol_attribute() {
+    let src = "@I.ir_module\nclass Module:\n    @R.function(private=True)\n    def main(x: R.Tensor((), \"int32\")) -> R.Tensor((), \"int32\"):\n        R.func_attr({\"global_symbol\": \"main\"})\n        y = R.add(x, x)\n        return y\n";
+    let p = parse(src).expect("parses");
+    let text = print_program(&p);
+    assert!(text.contains("\"global_symbol\": \"main\""), "{text}");
+    let again = parse(&text).unwrap_or_else(|d| panic!("re-parse failed: {}\n{text}", d.message));
+    relax_ir::structural::StructuralEqual::new()
+        .map_free_vars(true)
+        .module(&p.into_module(), &again.into_module())
+        .unwrap_or_else(|m| panic!("round trip differs: {m:?}\n{text}"));
+}

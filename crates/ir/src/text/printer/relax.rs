@@ -314,7 +314,7 @@ impl<'m> Printer<'m> {
         let attrs: Vec<(String, AttrValue)> = f
             .attrs
             .iter()
-            .filter(|(k, v)| !(*k == "global_symbol" && v.as_str() == Some(name) && top))
+            .filter(|(k, v)| !(*k == "global_symbol" && v.as_str() == Some(name) && top && !f.private))
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
         if !attrs.is_empty() {

@@ -301,3 +301,18 @@ fn a_private_function_keeps_its_global_symbol_attribute() {
         .module(&p.into_module(), &again.into_module())
         .unwrap_or_else(|m| panic!("round trip differs: {m:?}\n{text}"));
 }
+
+/// An infinite float attribute (an overflowing literal such as `11e400024`, found by
+/// the round-trip fuzzer) printed as `inf`, which does not re-parse.
+#[test]
+fn an_infinite_float_attribute_round_trips() {
+    let src = format!("{HEAD}    R.func_attr({{\"a\": 11e400024, \"b\": -1e999}})\n    return x\n");
+    let p = parse(&src).expect("parses");
+    let text = print_program(&p);
+    let again = parse(&text).unwrap_or_else(|d| panic!("re-parse failed: {}\n{text}", d.message));
+    assert_eq!(text, print_program(&again));
+    relax_ir::structural::StructuralEqual::new()
+        .map_free_vars(true)
+        .module(&p.into_module(), &again.into_module())
+        .unwrap_or_else(|m| panic!("round trip differs: {m:?}\n{text}"));
+}

@@ -245,3 +245,74 @@ fn a_concat_of_ten_thousand_tensors_compiles() {
     assert_eq!(whole_pipeline(&src), 1);
     assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
 }
+
+#[test]
+fn two_hundred_chained_symbolic_multiplications_check_quickly() {
+    let names: Vec<String> = (0..200).map(|i| format!("n{i}")).collect();
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let mut src = format!(
+        "@R.function\ndef main(x: R.Tensor(({},), \"float32\")):\n",
+        quoted.join(", ")
+    );
+    for n in &names {
+        src.push_str(&format!("    {n} = T.int64()\n"));
+    }
+    // One 200-factor product, and 200 bindings each multiplying one more factor.
+    src.push_str(&format!("    y = R.reshape(x, R.shape([{}]))\n", names.join(" * ")));
+    for i in 1..=names.len() {
+        src.push_str(&format!("    s{i} = R.shape([{}])\n", names[..i].join(" * ")));
+    }
+    src.push_str("    return y\n");
+    let start = std::time::Instant::now();
+    assert_eq!(check_errors(&src), Vec::<String>::new());
+    // Legalization and WGSL finish quickly too. The reshape's index expression
+    // repeats the 200-factor products (quadratic text), past naga's parser
+    // recursion limit: that is an error from `emit_program`, not a crash or hang.
+    let p = parse(&src).unwrap_or_else(|d| panic!("parse failed: {}", d.message));
+    let n = normalize_module(&p.into_module());
+    let legal = legalize_module(&n.module).unwrap_or_else(|d| panic!("legalize failed: {}", d.message));
+    let mut prims = 0;
+    for (_, f) in legal.functions.iter() {
+        if let BaseFunc::Prim(pf) = f {
+            prims += 1;
+            if let Err(e) = emit_program(pf, &DeviceCaps::ALL, &ScheduleOptions::default()) {
+                let msg = format!("{e:?}");
+                assert!(msg.contains("recursion limit"), "{}", &msg[..msg.len().min(300)]);
+            }
+        }
+    }
+    assert_eq!(prims, 1);
+    let secs = start.elapsed().as_secs_f64();
+    assert!(secs < 20.0, "200 chained multiplications took {secs:.1} s");
+}
+
+/// A private function with an explicit `global_symbol` attribute (found by the
+/// round-trip fuzzer): the printer kept eliding the attribute as if the parser would
+/// add it again, which it does not for a private function.
+#[test]
+fn a_private_function_keeps_its_global_symbol_attribute() {
+    let src = "@I.ir_module\nclass Module:\n    @R.function(private=True)\n    def main(x: R.Tensor((), \"int32\")) -> R.Tensor((), \"int32\"):\n        R.func_attr({\"global_symbol\": \"main\"})\n        y = R.add(x, x)\n        return y\n";
+    let p = parse(src).expect("parses");
+    let text = print_program(&p);
+    assert!(text.contains("\"global_symbol\": \"main\""), "{text}");
+    let again = parse(&text).unwrap_or_else(|d| panic!("re-parse failed: {}\n{text}", d.message));
+    relax_ir::structural::StructuralEqual::new()
+        .map_free_vars(true)
+        .module(&p.into_module(), &again.into_module())
+        .unwrap_or_else(|m| panic!("round trip differs: {m:?}\n{text}"));
+}
+
+/// An infinite float attribute (an overflowing literal such as `11e400024`, found by
+/// the round-trip fuzzer) printed as `inf`, which does not re-parse.
+#[test]
+fn an_infinite_float_attribute_round_trips() {
+    let src = format!("{HEAD}    R.func_attr({{\"a\": 11e400024, \"b\": -1e999}})\n    return x\n");
+    let p = parse(&src).expect("parses");
+    let text = print_program(&p);
+    let again = parse(&text).unwrap_or_else(|d| panic!("re-parse failed: {}\n{text}", d.message));
+    assert_eq!(text, print_program(&again));
+    relax_ir::structural::StructuralEqual::new()
+        .map_free_vars(true)
+        .module(&p.into_module(), &again.into_module())
+        .unwrap_or_else(|m| panic!("round trip differs: {m:?}\n{text}"));
+}

@@ -208,6 +208,18 @@ fn fuzz(name: &str, salt: u64, target: &dyn Fn(&str, &mut Counts)) -> Counts {
     counts
 }
 
+/// With `RELAX_FUZZ_DUMP=DIR`, write a round-trip mismatch (the input, the printed
+/// text and why they differ) into DIR, for finding its class.
+fn dump_mismatch(k: usize, text: &str, printed: &str, why: &str) {
+    if let Some(dir) = std::env::var_os("RELAX_FUZZ_DUMP").map(PathBuf::from) {
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(
+            dir.join(format!("rt{k}.txt")),
+            format!("{why}\n=== input ===\n{text}\n=== printed ===\n{printed}"),
+        );
+    }
+}
+
 #[test]
 fn fuzz_parse_print_parse_roundtrip() {
     let c = fuzz("roundtrip", 1, &|text, c| {
@@ -216,17 +228,18 @@ fn fuzz_parse_print_parse_roundtrip() {
         let printed = print_program(&p);
         let again = match parse(&printed) {
             Ok(a) => a,
-            Err(_) => {
+            Err(d) => {
                 c.interesting += 1; // printed text that does not re-parse
+                dump_mismatch(c.interesting, text, &printed, &d.message);
                 return;
             }
         };
-        if StructuralEqual::new()
+        if let Err(e) = StructuralEqual::new()
             .map_free_vars(true)
             .module(&p.into_module(), &again.into_module())
-            .is_err()
         {
             c.interesting += 1;
+            dump_mismatch(c.interesting, text, &printed, &format!("{e:?}"));
         }
     });
     assert!(c.execs > 0 && c.parsed > 0);

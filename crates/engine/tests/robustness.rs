@@ -268,3 +268,42 @@ fn eight_threads_share_one_loaded_module() {
         }
     }
 }
+
+/// No `catch_unwind` turns a panic into an error: a panicking packed function (a bug
+/// in user code) propagates to the caller, and the engine runs the next program.
+#[test]
+fn a_panic_in_a_packed_function_propagates_and_the_engine_stays_usable() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+        y = R.call_pure_packed("test.boom", x, sinfo_args=R.Tensor((2,), dtype="float32"))
+        return y
+"#;
+    let module = std::sync::Arc::new(parse(src));
+    let engine = std::sync::Arc::new(relax_engine::Engine::new(relax_engine::EngineConfig {
+        device: relax_engine::DeviceChoice::Cpu,
+        ..relax_engine::EngineConfig::default()
+    }));
+    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let a = armed.clone();
+    engine.register_packed("test.boom", relax_engine::Purity::Pure, move |args| {
+        if a.load(std::sync::atomic::Ordering::SeqCst) {
+            panic!("boom from a packed function");
+        }
+        Ok(args[0].clone())
+    });
+    let (e, m) = (engine.clone(), module.clone());
+    let joined = std::thread::spawn(move || e.run(&m, "main", &[f32_tensor(&[2], |i| i as f32)])).join();
+    assert!(
+        joined.is_err(),
+        "the panic must reach the caller, not become an error value"
+    );
+    armed.store(false, std::sync::atomic::Ordering::SeqCst);
+    let out = engine
+        .run(&module, "main", &[f32_tensor(&[2], |i| i as f32 + 1.0)])
+        .expect("the engine still runs");
+    let t = out.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+    assert_eq!(t.iter().copied().collect::<Vec<_>>(), [1.0, 2.0]);
+}

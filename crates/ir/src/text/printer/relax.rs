@@ -314,7 +314,7 @@ impl<'m> Printer<'m> {
         let attrs: Vec<(String, AttrValue)> = f
             .attrs
             .iter()
-            .filter(|(k, v)| !(*k == "global_symbol" && v.as_str() == Some(name) && top))
+            .filter(|(k, v)| !(*k == "global_symbol" && v.as_str() == Some(name) && top && !f.private))
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
         if !attrs.is_empty() {
@@ -696,6 +696,8 @@ impl<'m> Printer<'m> {
             AttrValue::None => "None".to_string(),
             AttrValue::Bool(b) => if *b { "True" } else { "False" }.to_string(),
             AttrValue::Int(i) => i.to_string(),
+            // `inf` would not re-parse; `1e999` is read back as infinity.
+            AttrValue::Float(f) if f.is_infinite() => if *f > 0.0 { "1e999" } else { "-1e999" }.to_string(),
             AttrValue::Float(f) => format_float(*f),
             AttrValue::Str(s) => quote(s),
             AttrValue::DataType(d) => quote(&d.to_string()),

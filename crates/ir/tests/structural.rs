@@ -598,3 +598,18 @@ mod props {
         }
     }
 }
+
+#[test]
+fn kernel_identity_ignores_the_function_name() {
+    let f = add_one("", Some(16));
+    let mut g = add_one("x", Some(16));
+    g.attrs.set("global_symbol", AttrValue::Str("renamed".into()));
+    g.private = !f.private;
+    assert!(!structural_equal_prim_func(&f, &g));
+    let kernel = StructuralEqual::new().ignore_global_symbol(true);
+    assert_eq!(kernel.prim_func(&f, &g), Ok(()));
+    assert_eq!(kernel.hash_prim_func(&f), kernel.hash_prim_func(&g));
+    let h = add_one("", Some(32));
+    assert!(kernel.prim_func(&f, &h).is_err());
+    assert_ne!(kernel.hash_prim_func(&f), kernel.hash_prim_func(&h));
+}

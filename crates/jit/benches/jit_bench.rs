@@ -125,7 +125,7 @@ fn corpus_jit_cost() {
         let module = parsed.into_module();
         for (gv, func) in &module.functions {
             let relax_ir::BaseFunc::Prim(f) = func else { continue };
-            if !seen.insert(relax_jit::shash::hash_prim_func(f)) {
+            if !seen.insert(relax_jit::jit::kernel_hash(f)) {
                 continue;
             }
             let id = case["id"].as_str().unwrap_or("?");

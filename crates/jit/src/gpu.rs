@@ -14,7 +14,6 @@ use crate::host::{check_args, eval_int, Arg};
 use crate::jit::{emit_program, Jit, ProgramSource};
 use crate::lower::ParamSlot;
 use crate::schedule::Grid;
-use crate::shash::hash_prim_func;
 use crate::tensor::{read_i64, write_i64, HostTensor};
 use crate::wgsl::{Access, BufRef, StorageTy, UniformTy};
 
@@ -33,8 +32,7 @@ impl Jit {
     /// The GPU program of `f`, compiled on first use (per structural hash).
     pub fn gpu_program(&self, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
-        let key = hash_prim_func(f) ^ (self.options.naive as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let (p, hit) = self.gpu_cache.get_or_build(key, || {
+        let (p, hit) = self.gpu_cache.get_or_build(f, || {
             let t0 = Instant::now();
             let source = emit_program(f, &self.caps, &self.options)?;
             let ours = t0.elapsed();

@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use relax_ir::structural::StructuralEqual;
 use relax_ir::PrimFunc;
 
 use crate::error::{JitError, Result};
 use crate::host::{Arg, HostKernel};
 use crate::lower::{self, LoweredFunc};
 use crate::schedule::{self, ScheduleOptions};
-use crate::shash::hash_prim_func;
 use crate::wgsl::{self, DeviceCaps, KernelSource};
 
 /// All kernels generated for one PrimFunc (run in order).
@@ -157,7 +157,7 @@ impl Jit {
 
     /// The host program of `f`, compiled on first use.
     pub fn host_kernel(&self, f: &PrimFunc) -> Result<Arc<HostKernel>> {
-        let (k, hit) = self.host_cache.get_or_build(hash_prim_func(f), || {
+        let (k, hit) = self.host_cache.get_or_build(f, || {
             let t = Instant::now();
             let lowered = Arc::new(lower::lower(f)?);
             let k = Arc::new(HostKernel::compile(lowered)?);
@@ -179,10 +179,16 @@ impl Jit {
     }
 }
 
-/// Compiled programs by structural hash. Each key is built exactly once, even when
-/// several threads ask for it at the same time (they wait for the first); different
-/// keys build concurrently. A failed build leaves the key empty.
-pub(crate) struct KernelCache<T>(DashMap<u64, Arc<Mutex<Option<Arc<T>>>>>);
+/// One cached program: the function it was built from and its slot.
+type Entry<T> = (PrimFunc, Arc<Mutex<Option<Arc<T>>>>);
+
+/// Compiled programs by structure. A lookup hashes the function (names of the
+/// function, variables and buffers aside) and confirms a hash hit with structural
+/// equality, so a hash collision builds a second program instead of running the
+/// wrong one. Each function is built exactly once, even when several threads ask for
+/// it at the same time (they wait for the first); different functions build
+/// concurrently. A failed build leaves the slot empty.
+pub(crate) struct KernelCache<T>(DashMap<u64, Vec<Entry<T>>>);
 
 impl<T> Default for KernelCache<T> {
     fn default() -> Self {
@@ -190,10 +196,26 @@ impl<T> Default for KernelCache<T> {
     }
 }
 
+/// The kernel identity: structure up to renaming, the function's name aside.
+fn kernel_equality() -> StructuralEqual {
+    StructuralEqual::new().ignore_global_symbol(true)
+}
+
 impl<T> KernelCache<T> {
-    /// The program for `key`, built by `build` if absent; `true` when it was cached.
-    pub(crate) fn get_or_build(&self, key: u64, build: impl FnOnce() -> Result<Arc<T>>) -> Result<(Arc<T>, bool)> {
-        let slot = self.0.entry(key).or_default().clone();
+    /// The program for `f`, built by `build` if absent; `true` when it was cached.
+    pub(crate) fn get_or_build(&self, f: &PrimFunc, build: impl FnOnce() -> Result<Arc<T>>) -> Result<(Arc<T>, bool)> {
+        let eq = kernel_equality();
+        let slot = {
+            let mut bucket = self.0.entry(eq.hash_prim_func(f)).or_default();
+            match bucket.iter().find(|(g, _)| eq.prim_func(g, f).is_ok()) {
+                Some((_, slot)) => slot.clone(),
+                None => {
+                    let slot = Arc::new(Mutex::new(None));
+                    bucket.push((f.clone(), slot.clone()));
+                    slot
+                }
+            }
+        };
         let mut guard = lock(&slot)?;
         if let Some(v) = guard.as_ref() {
             return Ok((v.clone(), true));
@@ -202,6 +224,13 @@ impl<T> KernelCache<T> {
         *guard = Some(v.clone());
         Ok((v, false))
     }
+}
+
+/// The kernel-cache hash of `f`: equal for functions the JIT compiles to the same
+/// program (the same structure up to renaming of the function, its variables and
+/// buffers). Tests and benchmarks use it to count distinct kernels.
+pub fn kernel_hash(f: &PrimFunc) -> u64 {
+    kernel_equality().hash_prim_func(f)
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {

@@ -33,7 +33,6 @@ pub mod memory;
 pub mod profile;
 mod resident;
 pub mod schedule;
-pub mod shash;
 pub mod tensor;
 pub mod wgsl;
 

@@ -199,7 +199,7 @@ fn corpus_legalize_prim_funcs() {
         };
         for (gv, func) in &module.functions {
             let BaseFunc::Prim(f) = func else { continue };
-            if !seen.insert(relax_jit::shash::hash_prim_func(f)) {
+            if !seen.insert(relax_jit::jit::kernel_hash(f)) {
                 continue;
             }
             total += 1;

@@ -470,3 +470,100 @@ def foo(x: R.Tensor((2, 5), "float32"), w: R.Tensor((3, 5), "float32"), b: R.Ten
     )
     .contains("no parameter `scale`"));
 }
+
+/// Parse, print, parse again: the two modules must be structurally equal.
+fn exact_round_trip(src: &str) -> String {
+    let a = module(parse(src).unwrap_or_else(|d| panic!("{d}\n{src}")));
+    let text = print_program(&Program::Module(a.clone()));
+    let b = module(parse(&text).unwrap_or_else(|d| panic!("reparse: {d}\n{text}")));
+    if let Err(m) = relax_ir::structural::check_structural_equal_module(&a, &b) {
+        panic!("{m:?}\n{text}");
+    }
+    text
+}
+
+/// Three classes of print → parse mismatches found by the round-trip fuzzer.
+#[test]
+fn fuzzer_round_trip_classes_parse_back_equal() {
+    // An annotated, unused unit binding keeps its annotation (an unannotated `_` still
+    // prints as an expression statement, as TVM prints it).
+    let text = exact_round_trip(
+        r#"@I.ir_module
+class Module:
+    @R.function(private=True)
+    def quux(x: R.Tensor((), "int32")) -> R.Tensor((), "int32"):
+        R.func_attr({"relax.force_pure": True})
+        y: R.Tuple = R.print(format="Lol")
+        R.print(format="bare")
+        z: R.Tensor((), dtype="int32") = R.multiply(x, x)
+        return z
+"#,
+    );
+    assert!(text.contains("y: R.Tuple = R.print("), "{text}");
+    assert!(text.contains("\n        R.print(format=R.str(\"bare\"))\n"), "{text}");
+    // A module `TypeVar` inside a quoted signature dimension is the int64 variable.
+    let text = exact_round_trip(
+        r#"@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def neg(var_x: T.handle, var_y: T.handle):
+        a = T.int64()
+        X = T.match_buffer(var_x, (-a,))
+        Y = T.match_buffer(var_y, (a,))
+        for i in range(a):
+            Y[i] = X[i]
+
+    @R.function
+    def main(x: R.Tensor(("a",), dtype="float32")) -> R.Tensor(("a",), dtype="float32"):
+        a = T.int64()
+        gv = R.call_tir(Module.neg, (x,), out_ty=R.Tensor((a,), dtype="float32"))
+        return gv
+"#,
+    );
+    assert!(text.contains("\"a * T.int64(-1)\""), "{text}");
+    // A quoted dimension with quotes inside is escaped, as TVM escapes it.
+    let text = exact_round_trip(
+        r#"@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def f(var_x: T.handle, var_y: T.handle):
+        a = T.int32()
+        X = T.match_buffer(var_x, (T.Cast("int64", a) * 2,))
+        Y = T.match_buffer(var_y, (T.Cast("int64", a) * 2,))
+        for i in range(T.Cast("int64", a) * 2):
+            Y[i] = X[i]
+"#,
+    );
+    assert!(
+        text.contains(r#"T.Buffer(("T.Cast(\"int64\", a) * T.int64(2)",)"#),
+        "{text}"
+    );
+    // A string is not a shape dimension (TVM refuses `+"n"` too).
+    let e = err("@R.function\ndef f(y: R.Tensor((\"m\", +\"n\"), dtype=\"float32\")):\n    return y\n");
+    assert!(e.contains("shape dimension must be an integer expression"), "{e}");
+}
+
+/// A shape variable only the return annotation names is a `TypeVar` in a standalone
+/// function too (it was declared in the body, after the signature that uses it).
+#[test]
+fn standalone_function_return_only_variable_is_a_typevar() {
+    let src = r#"@R.function(private=True)
+def main(A: R.Tensor(("extent",))) -> R.Tensor(("ext",)):
+    extent = T.int64()
+    output: R.Tensor((extent - 1,)) = R.strided_slice(A, (0,), (0,), (extent - 1,), assume_inbound=False)
+    return output
+"#;
+    let a = parse(src).unwrap_or_else(|d| panic!("{d}"));
+    let text = print_program(&a);
+    assert!(text.contains("ext = TypeVar(\"ext\")"), "{text}");
+    assert!(!text.contains("ext = T.int64()"), "{text}");
+    let b = parse(&text).unwrap_or_else(|d| panic!("reparse: {d}\n{text}"));
+    let (Program::Function { func: fa, .. }, Program::Function { func: fb, .. }) = (&a, &b) else {
+        panic!("expected functions");
+    };
+    // `ext` is free in both (nothing binds it), so free variables are mapped.
+    let eq = relax_ir::structural::StructuralEqual::new().map_free_vars(true);
+    if let Err(m) = eq.function(fa, fb) {
+        panic!("{m:?}\n{text}");
+    }
+}

@@ -671,3 +671,29 @@ def f(a: T.Buffer((4,), "int32"), c: T.Buffer((4,), "int32")):
     let found = format!("{:?}", f.body).contains("\"shift_left\"");
     assert!(found, "`<<` parses to T.shift_left");
 }
+
+/// A parameter bound in the buffer map has the buffer's type, as in TVM: `T.handle` plus
+/// `T.match_buffer` and an inline `T.Buffer` parameter are the same function (the printer
+/// turns the first into the second), with the same structural hash.
+#[test]
+fn match_buffer_handle_equals_buffer_parameter() {
+    use relax_ir::structural::{structural_equal_prim_func, structural_hash_prim_func};
+    let handle = parse(
+        "@T.prim_func
+def copy(var_x: T.handle, n: T.int64, var_y: T.handle):
+    X = T.match_buffer(var_x, (n * 2,), dtype=\"float32\")
+    Y = T.match_buffer(var_y, (n * 2,), dtype=\"float32\")
+    for i in range(n * 2):
+        Y[i] = X[i]
+",
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let printed = print("copy", &handle);
+    assert!(printed.contains("X: T.Buffer(("), "{printed}");
+    let inline = parse(&printed).unwrap_or_else(|d| panic!("{d}\n{printed}"));
+    assert!(structural_equal_prim_func(&handle, &inline));
+    assert_eq!(structural_hash_prim_func(&handle), structural_hash_prim_func(&inline));
+    // A different buffer dtype is still a difference.
+    let other = parse(&printed.replace("\"float32\"", "\"int32\"")).unwrap_or_else(|d| panic!("{d}"));
+    assert!(!structural_equal_prim_func(&handle, &other));
+}

@@ -310,14 +310,23 @@ impl Eq {
     // ---- TIR ----
 
     pub(super) fn tvar_def(&mut self, a: &TirVar, b: &TirVar) -> R {
+        self.tvar_def_typed(a, b, true)
+    }
+
+    /// Define `a` against `b`; with `pointer_type` false the handles' pointee type and
+    /// storage scope are not compared (a parameter bound in the buffer map has the
+    /// buffer's type, as in TVM, whether it was written `T.handle` or `T.Buffer`).
+    fn tvar_def_typed(&mut self, a: &TirVar, b: &TirVar, pointer_type: bool) -> R {
         match self.tvars.check(a.id(), b.id()) {
             Some(true) => return Ok(()),
             Some(false) => return fail(format!("TIR variable {} defined against {}", a.name(), b.name())),
             None => {}
         }
         same(&a.dtype(), &b.dtype(), "dtype")?;
-        same(&a.0.pointee, &b.0.pointee, "pointee type")?;
-        same(&a.0.storage_scope, &b.0.storage_scope, "storage scope")?;
+        if pointer_type {
+            same(&a.0.pointee, &b.0.pointee, "pointee type")?;
+            same(&a.0.storage_scope, &b.0.storage_scope, "storage scope")?;
+        }
         self.tvars.insert(a.id(), b.id());
         Ok(())
     }
@@ -493,7 +502,10 @@ impl Eq {
     }
 
     pub(super) fn prim_func(&mut self, a: &PrimFunc, b: &PrimFunc) -> R {
-        list(&a.params, &b.params, "params", |x, y| self.tvar_def(x, y))?;
+        list(&a.params, &b.params, "params", |x, y| {
+            let typed = !a.buffer_map.iter().any(|(p, _)| p.id() == x.id());
+            self.tvar_def_typed(x, y, typed)
+        })?;
         list(&a.buffer_map, &b.buffer_map, "buffer_map", |(p1, b1), (p2, b2)| {
             self.tvar_use(p1, p2)?;
             self.buffer_def(b1, b2)

@@ -383,6 +383,12 @@ impl Hash {
     }
 
     pub(super) fn tvar(&mut self, v: &TirVar) {
+        self.tvar_typed(v, true)
+    }
+
+    /// Hash `v`; with `pointer_type` false a definition leaves out the pointee type and
+    /// storage scope (buffer-map parameters, as in structural equality).
+    fn tvar_typed(&mut self, v: &TirVar, pointer_type: bool) {
         match Self::index(&mut self.tvars, v.id()) {
             Ok(i) => {
                 self.tag(1);
@@ -392,6 +398,9 @@ impl Hash {
                 self.tag(2);
                 self.u(i);
                 self.dt(v.dtype());
+                if !pointer_type {
+                    return;
+                }
                 if let Some(p) = v.0.pointee {
                     self.dt(p);
                 }
@@ -519,7 +528,9 @@ impl Hash {
 
     pub(super) fn prim_func(&mut self, f: &PrimFunc) {
         self.len(f.params.len());
-        f.params.iter().for_each(|p| self.tvar(p));
+        for p in &f.params {
+            self.tvar_typed(p, !f.buffer_map.iter().any(|(q, _)| q.id() == p.id()));
+        }
         self.len(f.buffer_map.len());
         for (p, b) in &f.buffer_map {
             self.tvar(p);

@@ -97,7 +97,7 @@ pub fn parse(source: &str) -> Result<Program, Diagnostic> {
                         program = Some(Program::Function { name: f.name.to_string(), func });
                     }
                     Some(DecoKind::Prim) => {
-                        let func = tir::parse_prim_func(f, &lines)?;
+                        let func = tir::parse_prim_func_with(f, &lines, &cx.typevars)?;
                         program = Some(Program::PrimFunc { name: f.name.to_string(), func });
                     }
                     None => {
@@ -191,7 +191,9 @@ impl ModuleCx<'_> {
                     }
                     let func = match decorator_kind(f) {
                         Some(DecoKind::Relax) => BaseFunc::Relax(relax::parse_function(self, f, None)?),
-                        Some(DecoKind::Prim) => BaseFunc::Prim(tir::parse_prim_func(f, self.lines)?),
+                        Some(DecoKind::Prim) => {
+                            BaseFunc::Prim(tir::parse_prim_func_with(f, self.lines, &self.typevars)?)
+                        }
                         None => return Err(self.err(s, "expected @R.function or @T.prim_func on a module function")),
                     };
                     functions.insert(name, func);

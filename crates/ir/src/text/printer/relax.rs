@@ -101,37 +101,11 @@ pub(crate) fn print_module(m: &IRModule) -> String {
     // parameter buffers of prim_funcs (only `int64` ones can be written as TypeVars).
     let mut typevars: Vec<String> = Vec::new();
     for f in m.functions.values() {
-        let mut vars = TirVars::default();
         match f {
-            BaseFunc::Relax(func) => collect_function(func, &mut vars),
-            BaseFunc::Prim(pf) => {
-                // The TIR printer decides which of its variables are TypeVars and how
-                // they are named.
-                typevars.extend(super::tir::prim_func_type_var_names(pf));
-                continue;
-            }
-        }
-        typevars.extend(
-            vars.params
-                .iter()
-                .filter(|v| v.dtype() == DataType::INT64)
-                .map(|v| v.name().to_string()),
-        );
-        // The signature can only name module-level variables: shape variables of the
-        // return annotation that no parameter binds are TypeVars too.
-        if let Some(r) = match f {
-            BaseFunc::Relax(func) => func.ret_struct_info.as_ref(),
-            BaseFunc::Prim(_) => None,
-        } {
-            let mut ret = TirVars::default();
-            sinfo_vars(r, &mut ret, false);
-            let bound: HashSet<u64> = vars.params.iter().chain(&vars.scalar_params).map(TirVar::id).collect();
-            typevars.extend(
-                ret.others
-                    .iter()
-                    .filter(|v| v.dtype() == DataType::INT64 && !bound.contains(&v.id()))
-                    .map(|v| v.name().to_string()),
-            );
+            BaseFunc::Relax(func) => typevars.extend(function_typevars(func)),
+            // The TIR printer decides which of its variables are TypeVars and how they
+            // are named.
+            BaseFunc::Prim(pf) => typevars.extend(super::tir::prim_func_type_var_names(pf)),
         }
     }
     typevars.sort();
@@ -166,12 +140,40 @@ pub(crate) fn print_module(m: &IRModule) -> String {
     )
 }
 
+/// The `int64` shape variables of `func`'s signature, printed as `TypeVar`s: those its
+/// parameters bind and those only its return annotation names (a signature can only
+/// name module-level variables).
+fn function_typevars(func: &Function) -> Vec<String> {
+    let mut vars = TirVars::default();
+    collect_function(func, &mut vars);
+    let mut out: Vec<String> = vars
+        .params
+        .iter()
+        .filter(|v| v.dtype() == DataType::INT64)
+        .map(|v| v.name().to_string())
+        .collect();
+    if let Some(r) = func.ret_struct_info.as_ref() {
+        let mut ret = TirVars::default();
+        sinfo_vars(r, &mut ret, false);
+        let bound: HashSet<u64> = vars.params.iter().chain(&vars.scalar_params).map(TirVar::id).collect();
+        out.extend(
+            ret.others
+                .iter()
+                .filter(|v| v.dtype() == DataType::INT64 && !bound.contains(&v.id()))
+                .map(|v| v.name().to_string()),
+        );
+    }
+    out
+}
+
 pub(crate) fn print_standalone(name: &str, f: &Function) -> String {
     let mut p = Printer::new(None);
+    p.module_typevars = function_typevars(f).into_iter().collect();
     let mut body = String::new();
     p.function(name, f, 0, true, &mut body);
     let body = body.trim_end_matches('\n').to_string();
     let mut tv = p.typevars.clone();
+    tv.extend(p.module_typevars.iter().cloned());
     tv.sort();
     tv.dedup();
     format!(
@@ -430,14 +432,14 @@ impl<'m> Printer<'m> {
                 }
                 _ => {
                     self.declare_undefined(value, ind, out);
+                    // An unused, unannotated `_` prints as an expression statement, the way
+                    // TVM prints a unit-valued call; an annotated variable keeps its
+                    // annotation so that the text parses back to the same binding.
                     let bare = (value.as_call().is_some()
                         || matches!(value.kind(), ExprKind::Tuple(f) if f.is_empty()))
                         && !self.used.contains(&var.id())
-                        && match var.struct_info() {
-                            Some(StructInfo::Tuple(f)) => f.is_empty(),
-                            None => var.name() == "_",
-                            _ => false,
-                        };
+                        && var.struct_info().is_none()
+                        && var.name() == "_";
                     if bare {
                         out.push_str(&format!("{pad}{}\n", self.expr(value)));
                     } else {

@@ -1076,7 +1076,14 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 .map(to_i64)
                 .map_err(|d| Diagnostic { span: at, ..d });
         }
-        Ok(to_i64(self.prim(e)?))
+        let d = self.prim(e)?;
+        if !(d.dtype().is_int() || d.dtype().is_uint()) {
+            return Err(self.err(
+                e,
+                format!("a shape dimension must be an integer expression, not a {}", d.dtype()),
+            ));
+        }
+        Ok(to_i64(d))
     }
 
     pub(crate) fn prim(&self, e: &ast::Expr) -> PResult<PrimExpr> {

@@ -23,7 +23,7 @@
 mod tir_access;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rustpython_parser::ast::{self, Ranged};
 
@@ -49,7 +49,18 @@ use stmt::*;
 /// Names used in buffer shapes of the signature that are neither parameters nor
 /// quoted (`"n"`) are taken as module-level `TypeVar`s: fresh `int64` variables.
 pub fn parse_prim_func(def: &ast::StmtFunctionDef, lines: &LineIndex) -> Result<PrimFunc, Diagnostic> {
+    parse_prim_func_with(def, lines, &HashSet::new())
+}
+
+/// [`parse_prim_func`] inside a module whose text declares the `TypeVar`s `typevars`: such a
+/// name inside a quoted dimension (`"a * T.int64(-1)"`) is an `int64` variable, as in TVM.
+pub(crate) fn parse_prim_func_with(
+    def: &ast::StmtFunctionDef,
+    lines: &LineIndex,
+    typevars: &HashSet<String>,
+) -> Result<PrimFunc, Diagnostic> {
     let mut p = TirParser::new(lines);
+    p.typevars = typevars.clone();
     p.function(def)
 }
 
@@ -84,6 +95,8 @@ struct TirParser<'a> {
     attrs: Attrs,
     params: Vec<TirVar>,
     buffer_map: Vec<(TirVar, Buffer)>,
+    /// The module's `TypeVar` names (`int64` even inside quoted dimensions).
+    typevars: HashSet<String>,
 }
 
 enum Item {
@@ -163,6 +176,7 @@ impl<'a> TirParser<'a> {
             attrs: Attrs::new(),
             params: Vec::new(),
             buffer_map: Vec::new(),
+            typevars: HashSet::new(),
         }
     }
 
@@ -418,6 +432,7 @@ impl<'a> TirParser<'a> {
                 }
                 let v = match scalar_params.get(name) {
                     Some(v) => v.clone(),
+                    None if self.typevars.contains(name) => TirVar::new(name, DataType::INT64),
                     None => TirVar::new(name, dtype),
                 };
                 bound.insert(name.to_string(), v.clone());

@@ -450,7 +450,7 @@ impl Printer {
             }
             let text = self.e(s);
             dims.push(if (signature && contains_new) || compound_tv {
-                format!("\"{text}\"")
+                format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
             } else {
                 text
             });

@@ -567,3 +567,9 @@ def main(A: R.Tensor(("extent",))) -> R.Tensor(("ext",)):
         panic!("{m:?}\n{text}");
     }
 }
+
+#[test]
+fn unary_plus_on_a_relax_value_is_refused() {
+    let e = err("@R.function\ndef f(n: T.int64) -> T.int64:\n    a: T.int64 = n + 1\n    return +  a\n");
+    assert_eq!(e, "4:12 unary `+` is not defined on a Relax expression");
+}

@@ -517,11 +517,11 @@ impl<'a> Evaluator<'a> {
                 match v {
                     Value::Slice(lo, hi) => {
                         let lo = match lo {
-                            Some(x) => self.to_prim(*x, node)?,
+                            Some(x) => self.index(*x, node)?,
                             None => const_of(0, index_dtype(&buf, i)),
                         };
                         let hi = match hi {
-                            Some(x) => self.to_prim(*x, node)?,
+                            Some(x) => self.index(*x, node)?,
                             None => buf
                                 .shape()
                                 .get(i)
@@ -532,7 +532,7 @@ impl<'a> Evaluator<'a> {
                         region.push(Range::new(lo, extent));
                     }
                     other => {
-                        let x = self.to_prim(other, node)?;
+                        let x = self.index(other, node)?;
                         let one = const_of(1, x.dtype());
                         region.push(Range::new(x, one));
                     }
@@ -546,9 +546,15 @@ impl<'a> Evaluator<'a> {
         }
         let mut idx = Vec::new();
         for (v, node) in vals {
-            idx.push(self.to_prim(v, node)?);
+            idx.push(self.index(v, node)?);
         }
         Ok(Value::Expr(PrimExpr::load(&buf, idx)))
+    }
+
+    /// A buffer index or region bound: an integer expression (TVM refuses others too).
+    fn index(&self, v: Value, node: &ast::Expr) -> Result<PrimExpr, Diagnostic> {
+        let x = self.to_prim(v, node)?;
+        integer_index(x).map_err(|m| self.err(node, m))
     }
 
     fn call(&self, c: &ast::ExprCall, e: &ast::Expr) -> Result<Value, Diagnostic> {
@@ -873,4 +879,14 @@ pub(crate) fn intrinsic(name: &str) -> Option<Intrinsic> {
 pub(crate) fn is_int64_min_magnitude(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(i), .. })
         if i.to_string() == "9223372036854775808")
+}
+
+/// `x` if it can index a buffer (an integer expression), else the message saying why not.
+pub(crate) fn integer_index(x: PrimExpr) -> Result<PrimExpr, String> {
+    let dt = x.dtype();
+    if dt.is_int() || dt.is_uint() {
+        Ok(x)
+    } else {
+        Err(format!("a buffer index must be an integer expression, not a {dt}"))
+    }
 }

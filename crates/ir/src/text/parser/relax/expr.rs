@@ -82,6 +82,10 @@ impl<'m, 'a> FnCx<'m, 'a> {
                     if matches!(u.op, ast::UnaryOp::USub) && matches!(&*u.operand, ast::Expr::Constant(_)) {
                         return self.literal(e, ArgKind::Prim);
                     }
+                    if matches!(u.op, ast::UnaryOp::UAdd) && !matches!(&*u.operand, ast::Expr::Constant(_)) {
+                        // Relax values have no unary `+` (TVM: "bad operand type for unary +").
+                        return Err(self.err(e, "unary `+` is not defined on a Relax expression"));
+                    }
                 }
                 match self.prim(e) {
                     Ok(p) => Ok(Expr::with_span(ExprKind::PrimValue(p), span)),

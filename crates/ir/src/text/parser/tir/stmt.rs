@@ -556,7 +556,8 @@ impl<'a> TirParser<'a> {
         let empty = idx_exprs.len() == 1 && matches!(idx_exprs[0], ast::Expr::Tuple(t) if t.elts.is_empty());
         if !empty {
             for i in idx_exprs {
-                indices.push(self.prim(i)?);
+                let x = self.prim(i)?;
+                indices.push(crate::text::parser::prim_expr::integer_index(x).map_err(|m| self.err(i, m))?);
             }
         }
         let v = self.eval(value)?;

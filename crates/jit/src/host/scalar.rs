@@ -373,14 +373,8 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
         "pow" | "powf" | "atan2" | "fmod" | "copysign" | "hypot" | "nextafter" | "ldexp" => {
             arity(2)?;
             let (a, b) = (compile_f(env, &args[0])?, compile_f(env, &args[1])?);
-            let f: fn(f64, f64) -> f64 = match op {
-                "pow" | "powf" => math::pow,
-                "atan2" => f64::atan2,
-                "fmod" => |x, y| x % y,
-                "copysign" => f64::copysign,
-                "hypot" => f64::hypot,
-                "ldexp" => |x, y| x * (2f64).powf(y),
-                _ => |x: f64, y: f64| if x == y { y } else { x },
+            let Some(f) = binary_f64(op) else {
+                return Err(unsupported(env, format!("intrinsic T.{op}")));
             };
             CE::F(Box::new(move |fr| round_to(dtype, f(a(fr), b(fr)))))
         }
@@ -444,6 +438,20 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
             }
         }
         _ => return Err(unsupported(env, format!("intrinsic T.{op}"))),
+    })
+}
+
+/// The binary float intrinsics, by TIR name (computed in `f64`).
+pub(super) fn binary_f64(op: &str) -> Option<fn(f64, f64) -> f64> {
+    Some(match op {
+        "pow" | "powf" => math::pow,
+        "atan2" => f64::atan2,
+        "fmod" => |x, y| x % y,
+        "copysign" => f64::copysign,
+        "hypot" => f64::hypot,
+        "ldexp" => |x, y| x * (2f64).powf(y),
+        "nextafter" => |x: f64, y: f64| if x == y { y } else { x },
+        _ => return None,
     })
 }
 

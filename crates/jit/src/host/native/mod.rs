@@ -1,0 +1,514 @@
+//! Native code for host stages: a lowered stage is compiled with Cranelift into
+//! one function `(ints, floats, bufs, lo, hi, err, arena) -> site`, which reads
+//! the frame's scalar slots and buffers and runs iterations `lo..hi` of the
+//! stage's outer parallel loop nest (flattened; the driver splits that range
+//! across the rayon pool). What the generator does not support makes the stage
+//! fall back to the closure interpreter; [`native_counters`] counts both and
+//! `RELAX_HOST_JIT_LOG=1` prints why a stage was interpreted.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, UserFuncName};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use rayon::prelude::*;
+use relax_ir::tir::{Buffer, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
+
+use super::{compile_i, Env, Frame, IFn};
+use crate::error::{JitError, Result};
+
+mod expr;
+mod gen;
+mod shims;
+
+use gen::{ty_of, Gen};
+
+/// The representation of a value in generated code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ty {
+    /// Integers and booleans, as `i64` wrapped to their dtype.
+    I,
+    /// `float32`.
+    F32,
+    /// `float64`.
+    F64,
+}
+
+/// A place where generated code can fail.
+#[derive(Clone, Debug)]
+pub(super) enum Site {
+    Read(String),
+    Write(String),
+    Assert(String),
+    Alloc(String),
+}
+
+static NATIVE: AtomicU64 = AtomicU64::new(0);
+static INTERPRETED: AtomicU64 = AtomicU64::new(0);
+
+/// Host stages compiled to native code and stages left to the interpreter, since
+/// the process started.
+pub fn native_counters() -> (u64, u64) {
+    (NATIVE.load(Ordering::Relaxed), INTERPRETED.load(Ordering::Relaxed))
+}
+
+/// Whether host stages are compiled to native code (`RELAX_HOST_JIT=0` turns it off).
+pub(super) fn enabled_by_default() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("RELAX_HOST_JIT").map_or(true, |v| v != "0"))
+}
+
+fn log_enabled() -> bool {
+    static LOG: OnceLock<bool> = OnceLock::new();
+    *LOG.get_or_init(|| std::env::var_os("RELAX_HOST_JIT_LOG").is_some())
+}
+
+/// Record that a stage of `func` runs on the interpreter, and why.
+pub(super) fn note_fallback(func: &str, stage: usize, why: &JitError) {
+    INTERPRETED.fetch_add(1, Ordering::Relaxed);
+    if log_enabled() {
+        eprintln!("relax host jit: `{func}` stage {stage} interpreted: {why}");
+    }
+}
+
+fn isa() -> Result<OwnedTargetIsa> {
+    static ISA: OnceLock<std::result::Result<OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut fb = settings::builder();
+        for (k, v) in [
+            ("use_colocated_libcalls", "false"),
+            ("is_pic", "false"),
+            ("opt_level", "speed"),
+        ] {
+            fb.set(k, v).map_err(|e| e.to_string())?;
+        }
+        let ib = cranelift_native::builder().map_err(|e| e.to_string())?;
+        ib.finish(settings::Flags::new(fb)).map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|e| JitError::Unsupported {
+        func: String::new(),
+        msg: format!("no native code generator for this machine: {e}"),
+    })
+}
+
+type Entry = unsafe extern "C" fn(*const i64, *const f64, *const u8, i64, i64, *mut i64, *mut shims::Arena) -> i64;
+
+/// The JIT module owning a stage's code; never used after finalisation except
+/// to free the code.
+struct Code(Option<JITModule>);
+
+// SAFETY: the module is only touched again when dropped; the code it owns is
+// immutable and callable from any thread.
+unsafe impl Send for Code {}
+unsafe impl Sync for Code {}
+
+impl Drop for Code {
+    fn drop(&mut self) {
+        if let Some(m) = self.0.take() {
+            // SAFETY: the stage owning this code is being dropped, so no function
+            // pointer into it survives.
+            unsafe { m.free_memory() }
+        }
+    }
+}
+
+/// A stage compiled to native code.
+pub(super) struct NativeStage {
+    entry: Entry,
+    _code: Code,
+    sites: Vec<Site>,
+    allocs: usize,
+    /// Extents of the flattened parallel loop nest (empty: run once).
+    par: Vec<IFn>,
+    /// Minimum iterations per parallel task.
+    grain: i64,
+}
+
+/// The perfectly nested parallel loops at the top of `body` whose extents do not
+/// depend on each other's variables, and the statement inside them.
+fn parallel_nest(body: &Stmt) -> (Vec<(&TirVar, &PrimExpr)>, &Stmt) {
+    let mut nest: Vec<(&TirVar, &PrimExpr)> = Vec::new();
+    let mut s = body;
+    loop {
+        match s {
+            Stmt::Attr { body, .. } if !nest.is_empty() => s = body,
+            Stmt::For {
+                var,
+                extent,
+                kind: ForKind::Parallel,
+                body,
+                ..
+            } if nest.iter().all(|(v, _)| !crate::expr::uses_var(extent, v)) => {
+                nest.push((var, extent));
+                s = body;
+            }
+            _ => return (nest, s),
+        }
+    }
+}
+
+/// A rough count of the innermost iterations per iteration of the parallel nest.
+fn work(s: &Stmt) -> i64 {
+    match s {
+        Stmt::For { extent, body, .. } | Stmt::LaunchThread { extent, body, .. } => extent
+            .as_int()
+            .unwrap_or(64)
+            .clamp(1, 1 << 20)
+            .saturating_mul(work(body)),
+        Stmt::Seq(v) => v.iter().map(work).fold(0i64, |a, b| a.saturating_add(b)).max(1),
+        Stmt::Let { body, .. }
+        | Stmt::Attr { body, .. }
+        | Stmt::Assert { body, .. }
+        | Stmt::Alloc { body, .. }
+        | Stmt::While { body, .. } => work(body),
+        Stmt::If {
+            then_branch,
+            else_branch,
+            ..
+        } => work(then_branch).max(else_branch.as_deref().map_or(1, work)),
+        _ => 1,
+    }
+}
+
+/// Variables and buffers a statement uses from outside itself.
+#[derive(Default)]
+struct Uses {
+    vars: Vec<TirVar>,
+    bufs: Vec<Buffer>,
+    seen: HashSet<u64>,
+    defined: HashSet<u64>,
+    local: HashSet<u64>,
+}
+
+impl Uses {
+    fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::BufferStore {
+                buffer, value, indices, ..
+            } => {
+                self.buf(buffer);
+                self.expr(value);
+                indices.iter().for_each(|i| self.expr(i));
+            }
+            Stmt::Let { var, value, body } => {
+                self.defined.insert(var.id());
+                self.expr(value);
+                self.stmt(body);
+            }
+            Stmt::For { var, extent, body, .. } | Stmt::LaunchThread { var, extent, body, .. } => {
+                self.defined.insert(var.id());
+                self.expr(extent);
+                self.stmt(body);
+            }
+            Stmt::Attr { body, .. } => self.stmt(body),
+            Stmt::Assert { cond, body, .. } | Stmt::While { cond, body } => {
+                self.expr(cond);
+                self.stmt(body);
+            }
+            Stmt::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                self.expr(cond);
+                self.stmt(then_branch);
+                if let Some(e) = else_branch {
+                    self.stmt(e);
+                }
+            }
+            Stmt::Seq(v) => v.iter().for_each(|x| self.stmt(x)),
+            Stmt::Evaluate(e) => self.expr(e),
+            Stmt::Alloc { buffer, body } => {
+                self.local.insert(buffer.id());
+                buffer.shape().iter().for_each(|e| self.expr(e));
+                self.stmt(body);
+            }
+            Stmt::BlockRealize { .. } => {}
+        }
+    }
+
+    fn buf(&mut self, b: &Buffer) {
+        if self.seen.insert(b.id() ^ (1 << 63)) {
+            self.bufs.push(b.clone());
+        }
+    }
+
+    fn expr(&mut self, e: &PrimExpr) {
+        use PrimExprKind as K;
+        match e.kind() {
+            K::Var(v) => {
+                if self.seen.insert(v.id()) {
+                    self.vars.push(v.clone());
+                }
+            }
+            K::Cast { value, .. } | K::Not(value) => self.expr(value),
+            K::Binary { a, b, .. } => {
+                self.expr(a);
+                self.expr(b);
+            }
+            K::Select { cond, t, f } => [cond, t, f].into_iter().for_each(|x| self.expr(x)),
+            K::Call { args, .. } => args.iter().for_each(|x| self.expr(x)),
+            K::BufferLoad { buffer, indices } => {
+                self.buf(buffer);
+                indices.iter().for_each(|x| self.expr(x));
+            }
+            K::Let { var, value, body } => {
+                self.defined.insert(var.id());
+                self.expr(value);
+                self.expr(body);
+            }
+            K::Ramp { base, stride, .. } => {
+                self.expr(base);
+                self.expr(stride);
+            }
+            K::Broadcast { value, .. } => self.expr(value),
+            K::IntImm { .. } | K::FloatImm { .. } | K::StringImm(_) => {}
+        }
+    }
+}
+
+impl NativeStage {
+    /// Compile one stage body.
+    pub(super) fn compile(env: &mut Env, body: &Stmt) -> Result<NativeStage> {
+        let (nest, inner) = parallel_nest(body);
+        let isa = isa()?;
+        let call_conv = isa.default_call_conv();
+        let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let mut ctx = module.make_context();
+        ctx.func.signature.params.extend([AbiParam::new(types::I64); 7]);
+        ctx.func.signature.returns.push(AbiParam::new(types::I64));
+        ctx.func.name = UserFuncName::user(0, 0);
+        let mut fbc = FunctionBuilderContext::new();
+        let (sites, allocs) = {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            let fail = b.create_block();
+            for _ in 0..3 {
+                b.append_block_param(fail, types::I64);
+            }
+            b.switch_to_block(entry);
+            let p = b.block_params(entry).to_vec();
+            let mut g = Gen::new(&mut b, env, fail, p[6], call_conv);
+            g.bind_externals(body, p[0], p[1], p[2])?;
+            g.nest(&nest, inner, p[3], p[4])?;
+            let zero = g.iconst(0);
+            g.b.ins().return_(&[zero]);
+            let (sites, allocs) = (std::mem::take(&mut g.sites), g.allocs);
+            b.switch_to_block(fail);
+            let fp = b.block_params(fail).to_vec();
+            let fl = gen::flags();
+            b.ins().store(fl, fp[1], p[5], 0);
+            b.ins().store(fl, fp[2], p[5], 8);
+            b.ins().return_(&[fp[0]]);
+            b.seal_all_blocks();
+            b.finalize(module.target_config());
+            (sites, allocs)
+        };
+        let backend = |e: &dyn std::fmt::Display| JitError::Unsupported {
+            func: env.func.clone(),
+            msg: format!("native code generation failed: {e}"),
+        };
+        let id = module
+            .declare_function("stage", Linkage::Export, &ctx.func.signature)
+            .map_err(|e| backend(&e))?;
+        module
+            .define_function(id, &mut ctx)
+            .map_err(|e| backend(&format!("{e:?}")))?;
+        module.clear_context(&mut ctx);
+        module.finalize_definitions().map_err(|e| backend(&e))?;
+        let ptr = module.get_finalized_function(id);
+        // SAFETY: the function was generated with exactly this signature.
+        let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(ptr) };
+        let par = nest
+            .iter()
+            .map(|(_, e)| compile_i(env, e))
+            .collect::<Result<Vec<_>>>()?;
+        NATIVE.fetch_add(1, Ordering::Relaxed);
+        if log_enabled() {
+            eprintln!(
+                "relax host jit: `{}` stage compiled: {} parallel loop(s), {} check site(s)",
+                env.func,
+                nest.len(),
+                sites.len()
+            );
+        }
+        Ok(NativeStage {
+            entry,
+            _code: Code(Some(module)),
+            sites,
+            allocs,
+            par,
+            grain: (16384 / work(inner).max(1)).max(1),
+        })
+    }
+
+    /// Run the stage on frame `fr`; failures go to the frame's status.
+    pub(super) fn run(&self, fr: &mut Frame) {
+        if self.par.is_empty() {
+            self.call(fr, 0, 1, &mut shims::Arena::new(self.allocs));
+            return;
+        }
+        let mut total: i64 = 1;
+        for e in &self.par {
+            total = total.saturating_mul(e(fr).max(0));
+        }
+        let threads = rayon::current_num_threads() as i64;
+        let block = self.grain.max((total + threads * 8 - 1) / (threads * 8)).max(1);
+        let nblocks = (total + block - 1) / block;
+        if nblocks <= 1 || threads <= 1 {
+            if total > 0 {
+                self.call(fr, 0, total, &mut shims::Arena::new(self.allocs));
+            }
+            return;
+        }
+        let fr: &Frame = fr;
+        (0..nblocks).into_par_iter().for_each_init(
+            || shims::Arena::new(self.allocs),
+            |arena, b| {
+                if fr.status.failed.load(Ordering::Relaxed) {
+                    return;
+                }
+                let lo = b * block;
+                self.call(fr, lo, (lo + block).min(total), arena);
+            },
+        );
+    }
+
+    fn call(&self, fr: &Frame, lo: i64, hi: i64, arena: &mut shims::Arena) {
+        let mut err = [0i64; 2];
+        // SAFETY: the frame's slots and buffer table outlive the call and match the
+        // layout the code was generated for; buffer contents are bounds-checked by
+        // the generated code, and parallel ranges write disjoint elements.
+        let code = unsafe {
+            (self.entry)(
+                fr.ints.as_ptr(),
+                fr.floats.as_ptr(),
+                fr.bufs.as_ptr() as *const u8,
+                lo,
+                hi,
+                err.as_mut_ptr(),
+                arena,
+            )
+        };
+        if code != 0 {
+            fr.status.fail(self.error(code, err));
+        }
+    }
+
+    fn error(&self, code: i64, [idx, len]: [i64; 2]) -> JitError {
+        match self.sites.get((code - 1) as usize) {
+            Some(Site::Read(n)) => JitError::InvalidIr(format!("out-of-bounds read of `{n}` at {idx} (size {len})")),
+            Some(Site::Write(n)) => JitError::InvalidIr(format!("out-of-bounds write of `{n}` at {idx} (size {len})")),
+            Some(Site::Assert(m)) => JitError::AssertFailed(m.clone()),
+            Some(Site::Alloc(n)) => JitError::HostMemory(format!("local buffer `{n}` ({idx} elements)")),
+            None => JitError::InvalidIr(format!("native host code failed with code {code}")),
+        }
+    }
+}
+
+impl Gen<'_, '_> {
+    /// Load the frame's values of the variables and buffers `body` uses from outside.
+    fn bind_externals(
+        &mut self,
+        body: &Stmt,
+        ints: cranelift_codegen::ir::Value,
+        floats: cranelift_codegen::ir::Value,
+        bufs: cranelift_codegen::ir::Value,
+    ) -> Result<()> {
+        let mut u = Uses::default();
+        u.stmt(body);
+        let fl = gen::flags().with_readonly();
+        for v in u.vars.iter().filter(|v| !u.defined.contains(&v.id())) {
+            let ty = ty_of(v.dtype()).ok_or_else(|| self.unsupported(format!("variable of type {}", v.dtype())))?;
+            let (is_f, slot) = self.env.var_slot(v);
+            let off = (slot * 8) as i32;
+            let x = match (is_f, ty) {
+                (false, _) => self.b.ins().load(types::I64, fl, ints, off),
+                (true, _) => self.b.ins().load(types::F64, fl, floats, off),
+            };
+            let x = match (is_f, ty) {
+                (false, Ty::I) | (true, Ty::F64) => x,
+                (true, Ty::F32) => self.b.ins().fdemote(types::F32, x),
+                _ => return Err(self.unsupported(format!("variable `{}` of type {}", v.name(), v.dtype()))),
+            };
+            let var = self.var(gen::clif(ty), x);
+            self.vars.insert(v.id(), (var, ty));
+        }
+        for buf in u.bufs.iter().filter(|b| !u.local.contains(&b.id())) {
+            let slot = self.env.buf_slot(buf);
+            let off = (slot * std::mem::size_of::<super::BufPtr>()) as i32;
+            let p = self.b.ins().load(types::I64, fl, bufs, off);
+            let n = self.b.ins().load(types::I64, fl, bufs, off + 8);
+            let (pv, nv) = (self.var(types::I64, p), self.var(types::I64, n));
+            self.bufs.insert(buf.id(), (pv, nv));
+        }
+        Ok(())
+    }
+
+    /// Run `inner` for the flat iterations `lo..hi` of the loop nest `nest`: each
+    /// segment decomposes its first index once, then runs the innermost loop.
+    fn nest(
+        &mut self,
+        nest: &[(&TirVar, &PrimExpr)],
+        inner: &Stmt,
+        lo: cranelift_codegen::ir::Value,
+        hi: cranelift_codegen::ir::Value,
+    ) -> Result<()> {
+        let Some(((last, _), outer)) = nest.split_last() else {
+            return self.stmt(inner);
+        };
+        let mut exts = Vec::new();
+        for (_, e) in nest {
+            exts.push(self.int(e)?);
+        }
+        let iv = self.var(types::I64, lo);
+        let (head, body, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let idx = self.b.use_var(iv);
+        let c = self
+            .b
+            .ins()
+            .icmp(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, idx, hi);
+        self.b.ins().brif(c, body, &[], exit, &[]);
+        self.b.switch_to_block(body);
+        // Decompose idx into the nest's indices (innermost fastest).
+        let mut rem = idx;
+        let mut starts = vec![rem; nest.len()];
+        for k in (0..nest.len()).rev() {
+            if k == 0 {
+                starts[0] = rem;
+            } else {
+                starts[k] = self.b.ins().urem(rem, exts[k]);
+                rem = self.b.ins().udiv(rem, exts[k]);
+            }
+        }
+        let mut saved = Vec::new();
+        for (k, (v, _)) in outer.iter().enumerate() {
+            let x = self.var(types::I64, starts[k]);
+            saved.push((v.id(), self.vars.insert(v.id(), (x, Ty::I))));
+        }
+        let start = starts[nest.len() - 1];
+        let left = self.b.ins().isub(hi, idx);
+        let end = self.b.ins().iadd(start, left);
+        let end = self.b.ins().smin(end, exts[nest.len() - 1]);
+        self.counted_loop(last, start, end, |g| g.stmt(inner))?;
+        for (id, prev) in saved {
+            gen::restore(&mut self.vars, id, prev);
+        }
+        let idx = self.b.use_var(iv);
+        let done = self.b.ins().isub(end, start);
+        let next = self.b.ins().iadd(idx, done);
+        self.b.def_var(iv, next);
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+}

@@ -31,7 +31,7 @@ impl Gen<'_, '_> {
             K::FloatImm { value, dtype } => self.fconst(*value, fty(*dtype)),
             K::StringImm(s) => return Err(self.unsupported(format!("string value \"{s}\" in an expression"))),
             K::Var(v) => match self.vars.get(&v.id()) {
-                Some((var, ty)) => (self.b.use_var(*var), *ty),
+                Some((v, ty)) => (*v, *ty),
                 None => {
                     return Err(JitError::InvalidIr(format!(
                         "variable `{}` has no value here",

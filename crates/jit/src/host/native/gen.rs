@@ -6,7 +6,7 @@
 //! assertion, or allocation) leaves the function through one exit block that
 //! stores the offending index and size and returns the failure's site number.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, SigRef, Type, Value};
@@ -24,9 +24,9 @@ use crate::tensor::host_elem_bytes;
 pub(super) struct Gen<'a, 'b> {
     pub(super) b: &'b mut FunctionBuilder<'a>,
     pub(super) env: &'b mut Env,
-    pub(super) vars: HashMap<u64, (Variable, Ty)>,
-    /// Buffer id -> (pointer, length) variables.
-    pub(super) bufs: HashMap<u64, (Variable, Variable)>,
+    pub(super) vars: HashMap<u64, (Value, Ty)>,
+    /// Buffer id -> (pointer, length).
+    pub(super) bufs: HashMap<u64, (Value, Value)>,
     pub(super) sites: Vec<Site>,
     /// The failure exit: `(site, index, size)`.
     pub(super) fail: Block,
@@ -34,6 +34,8 @@ pub(super) struct Gen<'a, 'b> {
     pub(super) allocs: usize,
     pub(super) call_conv: CallConv,
     sigs: HashMap<&'static str, SigRef>,
+    /// Accesses (by index identity) whose bounds were checked before the loop.
+    unchecked: HashSet<usize>,
 }
 
 pub(super) fn flags() -> MemFlagsData {
@@ -80,6 +82,7 @@ impl<'a, 'b> Gen<'a, 'b> {
             allocs: 0,
             call_conv,
             sigs: HashMap::new(),
+            unchecked: HashSet::new(),
         }
     }
 
@@ -131,7 +134,7 @@ impl<'a, 'b> Gen<'a, 'b> {
             Stmt::LaunchThread { var, extent, body, .. } | Stmt::For { var, extent, body, .. } => {
                 let n = self.int(extent)?;
                 let zero = self.iconst(0);
-                self.counted_loop(var, zero, n, |g| g.stmt(body))
+                self.counted_loop(var, zero, n, body)
             }
             Stmt::Assert { cond, message, body } => {
                 let c = self.int(cond)?;
@@ -187,14 +190,30 @@ impl<'a, 'b> Gen<'a, 'b> {
         }
     }
 
-    /// `for var in lo..hi { body }` (`hi` exclusive, signed compare).
-    pub(super) fn counted_loop(
-        &mut self,
-        var: &TirVar,
-        lo: Value,
-        hi: Value,
-        body: impl FnOnce(&mut Self) -> Result<()>,
-    ) -> Result<()> {
+    /// `for var in lo..hi { body }` (`hi` exclusive, signed compare), with the
+    /// bounds checks of an innermost loop hoisted when they can be.
+    pub(super) fn counted_loop(&mut self, var: &TirVar, lo: Value, hi: Value, body: &Stmt) -> Result<()> {
+        let sites = self.hoistable(var, body);
+        if sites.is_empty() || !self.unchecked.is_empty() {
+            return self.plain_loop(var, lo, hi, body);
+        }
+        let ok = self.range_ok(var, &sites, lo, hi)?;
+        let (fast, slow, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(ok, fast, &[], slow, &[]);
+        self.b.switch_to_block(fast);
+        self.unchecked = super::hoist::keys(&sites);
+        let r = self.plain_loop(var, lo, hi, body);
+        self.unchecked.clear();
+        r?;
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(slow);
+        self.plain_loop(var, lo, hi, body)?;
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(join);
+        Ok(())
+    }
+
+    fn plain_loop(&mut self, var: &TirVar, lo: Value, hi: Value, body: &Stmt) -> Result<()> {
         let iv = self.var(types::I64, lo);
         let (head, inner, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.ins().jump(head, &[]);
@@ -203,11 +222,11 @@ impl<'a, 'b> Gen<'a, 'b> {
         let c = self.b.ins().icmp(IntCC::SignedLessThan, i, hi);
         self.b.ins().brif(c, inner, &[], exit, &[]);
         self.b.switch_to_block(inner);
-        let prev = self.vars.insert(var.id(), (iv, Ty::I));
-        body(self)?;
+        let cur = self.b.use_var(iv);
+        let prev = self.vars.insert(var.id(), (cur, Ty::I));
+        self.stmt(body)?;
         restore(&mut self.vars, var.id(), prev);
-        let i = self.b.use_var(iv);
-        let next = self.b.ins().iadd_imm_s(i, 1);
+        let next = self.b.ins().iadd_imm_s(cur, 1);
         self.b.def_var(iv, next);
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(exit);
@@ -224,8 +243,7 @@ impl<'a, 'b> Gen<'a, 'b> {
     ) -> Result<T> {
         let ty = self.ty(var.dtype())?;
         let v = self.conv(v, ty, src);
-        let x = self.var(clif(ty), v);
-        let prev = self.vars.insert(var.id(), (x, ty));
+        let prev = self.vars.insert(var.id(), (v, ty));
         let r = f(self);
         restore(&mut self.vars, var.id(), prev);
         r
@@ -244,23 +262,24 @@ impl<'a, 'b> Gen<'a, 'b> {
         let call = self.b.ins().call_indirect(sig, f, &[self.arena, site, n, eb]);
         let p = self.b.inst_results(call)[0];
         self.check(p, Site::Alloc(buffer.name().to_string()), n, zero);
-        let (pv, lv) = (self.var(types::I64, p), self.var(types::I64, n));
-        let prev = self.bufs.insert(buffer.id(), (pv, lv));
+        let prev = self.bufs.insert(buffer.id(), (p, n));
         let r = self.stmt(body);
         restore(&mut self.bufs, buffer.id(), prev);
         r
     }
 
     /// The element address of `buffer[idx]` after a bounds check.
-    fn addr(&mut self, buffer: &Buffer, idx: Value, write: bool) -> Result<Value> {
-        let (pv, lv) = match self.bufs.get(&buffer.id()) {
+    fn addr(&mut self, buffer: &Buffer, index: &PrimExpr, write: bool) -> Result<Value> {
+        let idx = self.int(index)?;
+        let (p, len) = match self.bufs.get(&buffer.id()) {
             Some(x) => *x,
             None => return Err(JitError::InvalidIr(format!("buffer `{}` is not bound", buffer.name()))),
         };
-        let (p, len) = (self.b.use_var(pv), self.b.use_var(lv));
-        let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, idx, len);
-        let name = buffer.name().to_string();
-        self.check(ok, if write { Site::Write(name) } else { Site::Read(name) }, idx, len);
+        if !self.unchecked.contains(&super::hoist::key(index)) {
+            let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, idx, len);
+            let name = buffer.name().to_string();
+            self.check(ok, if write { Site::Write(name) } else { Site::Read(name) }, idx, len);
+        }
         let eb = host_elem_bytes(buffer.dtype())? as i64;
         let off = self.b.ins().imul_imm_s(idx, eb);
         Ok(self.b.ins().iadd(p, off))
@@ -273,8 +292,7 @@ impl<'a, 'b> Gen<'a, 'b> {
         let bdt = buffer.dtype();
         let ty = self.ty(bdt)?;
         let v = self.expr(value)?;
-        let idx = self.int(&indices[0])?;
-        let a = self.addr(buffer, idx, true)?;
+        let a = self.addr(buffer, &indices[0], true)?;
         let v = self.conv(v, ty, value.dtype());
         let fl = flags();
         match (ty, bdt.bits) {
@@ -300,8 +318,7 @@ impl<'a, 'b> Gen<'a, 'b> {
         }
         let bdt = buffer.dtype();
         let ty = self.ty(bdt)?;
-        let idx = self.int(&indices[0])?;
-        let a = self.addr(buffer, idx, false)?;
+        let a = self.addr(buffer, &indices[0], false)?;
         let (fl, i64t) = (flags(), types::I64);
         let ins = self.b.ins();
         let v = match (bdt.code, bdt.bits) {

@@ -17,13 +17,14 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use rayon::prelude::*;
-use relax_ir::tir::{Buffer, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{ForKind, PrimExpr, Stmt, TirVar};
 
 use super::{compile_i, Env, Frame, IFn};
 use crate::error::{JitError, Result};
 
 mod expr;
 mod gen;
+mod hoist;
 mod shims;
 
 use gen::{ty_of, Gen};
@@ -176,103 +177,6 @@ fn work(s: &Stmt) -> i64 {
     }
 }
 
-/// Variables and buffers a statement uses from outside itself.
-#[derive(Default)]
-struct Uses {
-    vars: Vec<TirVar>,
-    bufs: Vec<Buffer>,
-    seen: HashSet<u64>,
-    defined: HashSet<u64>,
-    local: HashSet<u64>,
-}
-
-impl Uses {
-    fn stmt(&mut self, s: &Stmt) {
-        match s {
-            Stmt::BufferStore {
-                buffer, value, indices, ..
-            } => {
-                self.buf(buffer);
-                self.expr(value);
-                indices.iter().for_each(|i| self.expr(i));
-            }
-            Stmt::Let { var, value, body } => {
-                self.defined.insert(var.id());
-                self.expr(value);
-                self.stmt(body);
-            }
-            Stmt::For { var, extent, body, .. } | Stmt::LaunchThread { var, extent, body, .. } => {
-                self.defined.insert(var.id());
-                self.expr(extent);
-                self.stmt(body);
-            }
-            Stmt::Attr { body, .. } => self.stmt(body),
-            Stmt::Assert { cond, body, .. } | Stmt::While { cond, body } => {
-                self.expr(cond);
-                self.stmt(body);
-            }
-            Stmt::If {
-                cond,
-                then_branch,
-                else_branch,
-            } => {
-                self.expr(cond);
-                self.stmt(then_branch);
-                if let Some(e) = else_branch {
-                    self.stmt(e);
-                }
-            }
-            Stmt::Seq(v) => v.iter().for_each(|x| self.stmt(x)),
-            Stmt::Evaluate(e) => self.expr(e),
-            Stmt::Alloc { buffer, body } => {
-                self.local.insert(buffer.id());
-                buffer.shape().iter().for_each(|e| self.expr(e));
-                self.stmt(body);
-            }
-            Stmt::BlockRealize { .. } => {}
-        }
-    }
-
-    fn buf(&mut self, b: &Buffer) {
-        if self.seen.insert(b.id() ^ (1 << 63)) {
-            self.bufs.push(b.clone());
-        }
-    }
-
-    fn expr(&mut self, e: &PrimExpr) {
-        use PrimExprKind as K;
-        match e.kind() {
-            K::Var(v) => {
-                if self.seen.insert(v.id()) {
-                    self.vars.push(v.clone());
-                }
-            }
-            K::Cast { value, .. } | K::Not(value) => self.expr(value),
-            K::Binary { a, b, .. } => {
-                self.expr(a);
-                self.expr(b);
-            }
-            K::Select { cond, t, f } => [cond, t, f].into_iter().for_each(|x| self.expr(x)),
-            K::Call { args, .. } => args.iter().for_each(|x| self.expr(x)),
-            K::BufferLoad { buffer, indices } => {
-                self.buf(buffer);
-                indices.iter().for_each(|x| self.expr(x));
-            }
-            K::Let { var, value, body } => {
-                self.defined.insert(var.id());
-                self.expr(value);
-                self.expr(body);
-            }
-            K::Ramp { base, stride, .. } => {
-                self.expr(base);
-                self.expr(stride);
-            }
-            K::Broadcast { value, .. } => self.expr(value),
-            K::IntImm { .. } | K::FloatImm { .. } | K::StringImm(_) => {}
-        }
-    }
-}
-
 impl NativeStage {
     /// Compile one stage body.
     pub(super) fn compile(env: &mut Env, body: &Stmt) -> Result<NativeStage> {
@@ -315,6 +219,9 @@ impl NativeStage {
             func: env.func.clone(),
             msg: format!("native code generation failed: {e}"),
         };
+        if std::env::var("RELAX_HOST_JIT_LOG").as_deref() == Ok("ir") {
+            eprintln!("{}", ctx.func.display());
+        }
         let id = module
             .declare_function("stage", Linkage::Export, &ctx.func.signature)
             .map_err(|e| backend(&e))?;
@@ -420,38 +327,51 @@ impl Gen<'_, '_> {
         body: &Stmt,
         ints: cranelift_codegen::ir::Value,
         floats: cranelift_codegen::ir::Value,
-        bufs: cranelift_codegen::ir::Value,
+        bufs_ptr: cranelift_codegen::ir::Value,
     ) -> Result<()> {
-        let mut u = Uses::default();
-        u.stmt(body);
         let fl = gen::flags().with_readonly();
-        for v in u.vars.iter().filter(|v| !u.defined.contains(&v.id())) {
+        for v in crate::expr::free_vars_stmt(body) {
             let ty = ty_of(v.dtype()).ok_or_else(|| self.unsupported(format!("variable of type {}", v.dtype())))?;
-            let (is_f, slot) = self.env.var_slot(v);
+            let (is_f, slot) = self.env.var_slot(&v);
             let off = (slot * 8) as i32;
             let x = match (is_f, ty) {
-                (false, _) => self.b.ins().load(types::I64, fl, ints, off),
-                (true, _) => self.b.ins().load(types::F64, fl, floats, off),
-            };
-            let x = match (is_f, ty) {
-                (false, Ty::I) | (true, Ty::F64) => x,
-                (true, Ty::F32) => self.b.ins().fdemote(types::F32, x),
+                (false, Ty::I) => self.b.ins().load(types::I64, fl, ints, off),
+                (true, Ty::F64) => self.b.ins().load(types::F64, fl, floats, off),
+                (true, Ty::F32) => {
+                    let x = self.b.ins().load(types::F64, fl, floats, off);
+                    self.b.ins().fdemote(types::F32, x)
+                }
                 _ => return Err(self.unsupported(format!("variable `{}` of type {}", v.name(), v.dtype()))),
             };
-            let var = self.var(gen::clif(ty), x);
-            self.vars.insert(v.id(), (var, ty));
+            self.vars.insert(v.id(), (x, ty));
         }
-        for buf in u.bufs.iter().filter(|b| !u.local.contains(&b.id())) {
-            let slot = self.env.buf_slot(buf);
+        let mut local = HashSet::new();
+        let mut bufs = Vec::new();
+        crate::expr::visit_stmts(body, &mut |s| {
+            if let Stmt::Alloc { buffer, .. } = s {
+                local.insert(buffer.id());
+            }
+        });
+        let mut seen = HashSet::new();
+        hoist::accesses(body, &mut |b, _| {
+            if !local.contains(&b) && seen.insert(b) {
+                bufs.push(b);
+            }
+        });
+        for b in bufs {
+            let Some(slot) = self.env.bufs.get(&b).copied() else {
+                // Never bound by the caller: empty, like the interpreter's.
+                let z = self.iconst(0);
+                self.bufs.insert(b, (z, z));
+                continue;
+            };
             let off = (slot * std::mem::size_of::<super::BufPtr>()) as i32;
-            let p = self.b.ins().load(types::I64, fl, bufs, off);
-            let n = self.b.ins().load(types::I64, fl, bufs, off + 8);
-            let (pv, nv) = (self.var(types::I64, p), self.var(types::I64, n));
-            self.bufs.insert(buf.id(), (pv, nv));
+            let p = self.b.ins().load(types::I64, fl, bufs_ptr, off);
+            let n = self.b.ins().load(types::I64, fl, bufs_ptr, off + 8);
+            self.bufs.insert(b, (p, n));
         }
         Ok(())
     }
-
     /// Run `inner` for the flat iterations `lo..hi` of the loop nest `nest`: each
     /// segment decomposes its first index once, then runs the innermost loop.
     fn nest(
@@ -492,14 +412,13 @@ impl Gen<'_, '_> {
         }
         let mut saved = Vec::new();
         for (k, (v, _)) in outer.iter().enumerate() {
-            let x = self.var(types::I64, starts[k]);
-            saved.push((v.id(), self.vars.insert(v.id(), (x, Ty::I))));
+            saved.push((v.id(), self.vars.insert(v.id(), (starts[k], Ty::I))));
         }
         let start = starts[nest.len() - 1];
         let left = self.b.ins().isub(hi, idx);
         let end = self.b.ins().iadd(start, left);
         let end = self.b.ins().smin(end, exts[nest.len() - 1]);
-        self.counted_loop(last, start, end, |g| g.stmt(inner))?;
+        self.counted_loop(last, start, end, inner)?;
         for (id, prev) in saved {
             gen::restore(&mut self.vars, id, prev);
         }

@@ -11,9 +11,9 @@ use cranelift_codegen::ir::{InstBuilder, Value};
 use relax_ir::tir::{PrimExpr, PrimExprKind, Stmt, TirVar};
 
 use super::gen::Gen;
-use crate::expr::{visit_expr, visit_stmt_exprs, visit_stmts};
 use super::Ty;
 use crate::error::Result;
+use crate::expr::{visit_expr, visit_stmt_exprs, visit_stmts};
 
 /// An access whose bounds check can be hoisted: its buffer id, index (and the
 /// index's identity in the tree), stride.

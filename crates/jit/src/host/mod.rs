@@ -1,6 +1,7 @@
-//! The host executor: lowered TIR compiled once into closures (no AST walk per
-//! element), outer parallel loops run with rayon, and matmul-like reductions
-//! dispatched to `matrixmultiply`'s GEMM kernels.
+//! The host executor: each lowered TIR stage compiled once to native code
+//! (`native`, Cranelift) or, where the code generator does not support it, into
+//! closures (no AST walk per element); outer parallel loops run with rayon, and
+//! matmul-like reductions are dispatched to `matrixmultiply`'s GEMM kernels.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -386,7 +387,7 @@ pub struct HostKernel {
 
 enum HostStage {
     Generic(SFn),
-    Native(native::NativeStage),
+    Native(Box<native::NativeStage>),
     Gemm(Box<GemmPlan>),
 }
 
@@ -541,7 +542,7 @@ impl HostKernel {
                     self.lowered.name
                 )));
             }
-            if (ptr as usize) % eb != 0 {
+            if !(ptr as usize).is_multiple_of(eb) {
                 return Ok(false);
             }
             bound.push(Bound::Buf(BufPtr { ptr, len: n }));
@@ -676,34 +677,14 @@ pub enum BorrowedArg<'a> {
 
 /// Which parameters the stages of `lf` store to.
 fn written_params(lf: &LoweredFunc) -> Vec<bool> {
-    fn stores(s: &Stmt, out: &mut std::collections::HashSet<u64>) {
-        match s {
-            Stmt::BufferStore { buffer, .. } => {
-                out.insert(buffer.id());
-            }
-            Stmt::Let { body, .. }
-            | Stmt::Attr { body, .. }
-            | Stmt::LaunchThread { body, .. }
-            | Stmt::Assert { body, .. }
-            | Stmt::For { body, .. }
-            | Stmt::While { body, .. }
-            | Stmt::Alloc { body, .. } => stores(body, out),
-            Stmt::If {
-                then_branch,
-                else_branch,
-                ..
-            } => {
-                stores(then_branch, out);
-                if let Some(e) = else_branch {
-                    stores(e, out);
-                }
-            }
-            Stmt::Seq(v) => v.iter().for_each(|x| stores(x, out)),
-            Stmt::Evaluate(_) | Stmt::BlockRealize { .. } => {}
-        }
-    }
     let mut ids = std::collections::HashSet::new();
-    lf.stages.iter().for_each(|st| stores(&st.body, &mut ids));
+    for st in &lf.stages {
+        crate::expr::visit_stmts(&st.body, &mut |s| {
+            if let Stmt::BufferStore { buffer, .. } = s {
+                ids.insert(buffer.id());
+            }
+        });
+    }
     lf.params
         .iter()
         .map(|p| matches!(p, ParamSlot::Buffer { flat, .. } if ids.contains(&flat.id())))
@@ -764,7 +745,7 @@ fn compile_stage(env: &mut Env, st: &Stage, native: bool, index: usize) -> Resul
     let generic_stage = |env: &mut Env| -> Result<HostStage> {
         if native {
             match native::NativeStage::compile(env, &st.body) {
-                Ok(n) => return Ok(HostStage::Native(n)),
+                Ok(n) => return Ok(HostStage::Native(Box::new(n))),
                 Err(e) => native::note_fallback(&env.func, index, &e),
             }
         }

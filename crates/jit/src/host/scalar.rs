@@ -320,16 +320,7 @@ pub(super) fn float_to_int(v: f64, to: DataType) -> i64 {
 }
 
 pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[PrimExpr]) -> Result<CE> {
-    let arity = |n: usize| -> Result<()> {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(JitError::InvalidIr(format!(
-                "T.{op} takes {n} arguments, {} given",
-                args.len()
-            )))
-        }
-    };
+    let arity = |n: usize| check_arity(op, args, n);
     if let Some(f) = math::unary_f64(op) {
         arity(1)?;
         let a = compile_f(env, &args[0])?;
@@ -380,13 +371,7 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
         }
         "truncdiv" | "truncmod" | "floordiv" | "floormod" => {
             arity(2)?;
-            let bop = match op {
-                "truncdiv" => BinOp::Div,
-                "truncmod" => BinOp::Mod,
-                "floordiv" => BinOp::FloorDiv,
-                _ => BinOp::FloorMod,
-            };
-            compile(env, &PrimExpr::binary(bop, args[0].clone(), args[1].clone()))?
+            compile(env, &division_call(op, args))?
         }
         "max_value" | "min_value" => {
             let v = math::limit(dtype, op == "max_value").ok_or_else(|| JitError::UnsupportedDtype {
@@ -439,6 +424,30 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
         }
         _ => return Err(unsupported(env, format!("intrinsic T.{op}"))),
     })
+}
+
+/// `T.truncdiv(a, b)` (and `truncmod`, `floordiv`, `floormod`) as a binary
+/// expression.
+pub(super) fn division_call(op: &str, args: &[PrimExpr]) -> PrimExpr {
+    let bop = match op {
+        "truncdiv" => BinOp::Div,
+        "truncmod" => BinOp::Mod,
+        "floordiv" => BinOp::FloorDiv,
+        _ => BinOp::FloorMod,
+    };
+    PrimExpr::binary(bop, args[0].clone(), args[1].clone())
+}
+
+/// An error unless the call `T.{op}(args)` has `n` arguments.
+pub(super) fn check_arity(op: &str, args: &[PrimExpr], n: usize) -> Result<()> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(JitError::InvalidIr(format!(
+            "T.{op} takes {n} arguments, {} given",
+            args.len()
+        )))
+    }
 }
 
 /// The binary float intrinsics, by TIR name (computed in `f64`).

@@ -154,7 +154,7 @@ impl Gen<'_, '_> {
             BinOp::Min | BinOp::Max => self.fminmax(op == BinOp::Max, x, y),
             BinOp::Mod | BinOp::FloorDiv | BinOp::FloorMod => {
                 // In f64, then rounded, as the interpreter does.
-                let (x, y) = (self.to_f64(x, t), self.to_f64(y, t));
+                let (x, y) = (self.widen(x, t), self.widen(y, t));
                 let r = match op {
                     BinOp::Mod => {
                         let f = shims::binary_f64_addr("fmod").unwrap_or(0);
@@ -171,7 +171,7 @@ impl Gen<'_, '_> {
                         self.b.ins().fsub(x, p)
                     }
                 };
-                return (self.from_f64(r, t), t);
+                return (self.narrow(r, t), t);
             }
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
                 let cc = match op {
@@ -212,7 +212,7 @@ impl Gen<'_, '_> {
         self.b.ins().select(xn, y, r)
     }
 
-    pub(super) fn to_f64(&mut self, v: Value, t: Ty) -> Value {
+    pub(super) fn widen(&mut self, v: Value, t: Ty) -> Value {
         if t == Ty::F32 {
             self.b.ins().fpromote(types::F64, v)
         } else {
@@ -220,7 +220,7 @@ impl Gen<'_, '_> {
         }
     }
 
-    pub(super) fn from_f64(&mut self, v: Value, t: Ty) -> Value {
+    pub(super) fn narrow(&mut self, v: Value, t: Ty) -> Value {
         if t == Ty::F32 {
             self.b.ins().fdemote(types::F32, v)
         } else {
@@ -372,7 +372,7 @@ impl Gen<'_, '_> {
             }
             _ => {
                 let f = shims::unary_f64_addr(op).ok_or_else(|| self.unsupported(format!("intrinsic T.{op}")))?;
-                let x = self.to_f64(x, t);
+                let x = self.widen(x, t);
                 let sig = self.sig("f64", &[types::I64, types::F64], types::F64);
                 let (tramp, fv) = (
                     self.iconst(shims::call_f64 as *const () as usize as i64),
@@ -380,22 +380,13 @@ impl Gen<'_, '_> {
                 );
                 let call = self.b.ins().call_indirect(sig, tramp, &[fv, x]);
                 let r = self.b.inst_results(call)[0];
-                self.from_f64(r, t)
+                self.narrow(r, t)
             }
         })
     }
 
     fn call(&mut self, op: &str, dtype: DataType, args: &[PrimExpr]) -> Result<(Value, Ty)> {
-        let arity = |n: usize| -> Result<()> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(JitError::InvalidIr(format!(
-                    "T.{op} takes {n} arguments, {} given",
-                    args.len()
-                )))
-            }
-        };
+        let arity = |n: usize| crate::host::check_arity(op, args, n);
         if math::unary_f64(op).is_some() {
             arity(1)?;
             let t = fty(dtype);
@@ -435,13 +426,7 @@ impl Gen<'_, '_> {
             }
             "truncdiv" | "truncmod" | "floordiv" | "floormod" => {
                 arity(2)?;
-                let bop = match op {
-                    "truncdiv" => BinOp::Div,
-                    "truncmod" => BinOp::Mod,
-                    "floordiv" => BinOp::FloorDiv,
-                    _ => BinOp::FloorMod,
-                };
-                self.expr(&PrimExpr::binary(bop, args[0].clone(), args[1].clone()))?
+                self.expr(&crate::host::division_call(op, args))?
             }
             "max_value" | "min_value" => match math::limit(dtype, op == "max_value") {
                 Some(math::Scalar::I(i)) => (self.iconst(i), Ty::I),
@@ -473,7 +458,7 @@ impl Gen<'_, '_> {
                 let x = self.float(&args[0], Ty::F64)?;
                 let y = self.float(&args[1], Ty::F64)?;
                 let r = self.call_f64x2(f, x, y);
-                (self.from_f64(r, t), t)
+                (self.narrow(r, t), t)
             }
         })
     }

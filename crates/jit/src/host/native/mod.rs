@@ -4,7 +4,8 @@
 //! stage's outer parallel loop nest (flattened; the driver splits that range
 //! across the rayon pool). What the generator does not support makes the stage
 //! fall back to the closure interpreter; [`native_counters`] counts both and
-//! `RELAX_HOST_JIT_LOG=1` prints why a stage was interpreted.
+//! `RELAX_HOST_JIT_LOG=1` prints which stages were compiled or interpreted and why
+//! (`=ir` also prints the Cranelift IR); `RELAX_HOST_JIT=0` interprets every stage.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -177,6 +178,54 @@ fn work(s: &Stmt) -> i64 {
     }
 }
 
+/// Emit the stage function: bind the frame's values, run the loop nest, return 0;
+/// the failure exit stores `(index, size)` and returns the site number. Returns
+/// the failure sites and the number of allocation sites.
+fn translate(
+    b: &mut FunctionBuilder<'_>,
+    env: &mut Env,
+    call_conv: cranelift_codegen::isa::CallConv,
+    body: &Stmt,
+    nest: &[(&TirVar, &PrimExpr)],
+    inner: &Stmt,
+) -> Result<(Vec<Site>, usize)> {
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    let fail = b.create_block();
+    for _ in 0..3 {
+        b.append_block_param(fail, types::I64);
+    }
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let mut g = Gen::new(b, env, fail, p[6], call_conv);
+    g.bind_externals(body, p[0], p[1], p[2])?;
+    g.nest(nest, inner, p[3], p[4])?;
+    let zero = g.iconst(0);
+    g.b.ins().return_(&[zero]);
+    let out = (std::mem::take(&mut g.sites), g.allocs);
+    b.switch_to_block(fail);
+    let fp = b.block_params(fail).to_vec();
+    let fl = gen::flags();
+    b.ins().store(fl, fp[1], p[5], 0);
+    b.ins().store(fl, fp[2], p[5], 8);
+    b.ins().return_(&[fp[0]]);
+    b.seal_all_blocks();
+    Ok(out)
+}
+
+/// Compile the function in `ctx` and return its entry point.
+fn finish(module: &mut JITModule, ctx: &mut cranelift_codegen::Context) -> std::result::Result<Entry, String> {
+    let id = module
+        .declare_function("stage", Linkage::Export, &ctx.func.signature)
+        .map_err(|e| e.to_string())?;
+    module.define_function(id, ctx).map_err(|e| format!("{e:?}"))?;
+    module.clear_context(ctx);
+    module.finalize_definitions().map_err(|e| e.to_string())?;
+    let ptr = module.get_finalized_function(id);
+    // SAFETY: the function was generated with exactly this signature.
+    Ok(unsafe { std::mem::transmute::<*const u8, Entry>(ptr) })
+}
+
 impl NativeStage {
     /// Compile one stage body.
     pub(super) fn compile(env: &mut Env, body: &Stmt) -> Result<NativeStage> {
@@ -189,50 +238,16 @@ impl NativeStage {
         ctx.func.signature.returns.push(AbiParam::new(types::I64));
         ctx.func.name = UserFuncName::user(0, 0);
         let mut fbc = FunctionBuilderContext::new();
-        let (sites, allocs) = {
-            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-            let entry = b.create_block();
-            b.append_block_params_for_function_params(entry);
-            let fail = b.create_block();
-            for _ in 0..3 {
-                b.append_block_param(fail, types::I64);
-            }
-            b.switch_to_block(entry);
-            let p = b.block_params(entry).to_vec();
-            let mut g = Gen::new(&mut b, env, fail, p[6], call_conv);
-            g.bind_externals(body, p[0], p[1], p[2])?;
-            g.nest(&nest, inner, p[3], p[4])?;
-            let zero = g.iconst(0);
-            g.b.ins().return_(&[zero]);
-            let (sites, allocs) = (std::mem::take(&mut g.sites), g.allocs);
-            b.switch_to_block(fail);
-            let fp = b.block_params(fail).to_vec();
-            let fl = gen::flags();
-            b.ins().store(fl, fp[1], p[5], 0);
-            b.ins().store(fl, fp[2], p[5], 8);
-            b.ins().return_(&[fp[0]]);
-            b.seal_all_blocks();
-            b.finalize(module.target_config());
-            (sites, allocs)
-        };
-        let backend = |e: &dyn std::fmt::Display| JitError::Unsupported {
-            func: env.func.clone(),
-            msg: format!("native code generation failed: {e}"),
-        };
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+        let (sites, allocs) = translate(&mut b, env, call_conv, body, &nest, inner)?;
+        b.finalize(module.target_config());
         if std::env::var("RELAX_HOST_JIT_LOG").as_deref() == Ok("ir") {
             eprintln!("{}", ctx.func.display());
         }
-        let id = module
-            .declare_function("stage", Linkage::Export, &ctx.func.signature)
-            .map_err(|e| backend(&e))?;
-        module
-            .define_function(id, &mut ctx)
-            .map_err(|e| backend(&format!("{e:?}")))?;
-        module.clear_context(&mut ctx);
-        module.finalize_definitions().map_err(|e| backend(&e))?;
-        let ptr = module.get_finalized_function(id);
-        // SAFETY: the function was generated with exactly this signature.
-        let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(ptr) };
+        let entry = finish(&mut module, &mut ctx).map_err(|e| JitError::Unsupported {
+            func: env.func.clone(),
+            msg: format!("native code generation failed: {e}"),
+        })?;
         let par = nest
             .iter()
             .map(|(_, e)| compile_i(env, e))

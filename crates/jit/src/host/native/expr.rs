@@ -49,7 +49,8 @@ impl Gen<'_, '_> {
                     };
                     let x = self.float(a, t)?;
                     let y = self.float(b, t)?;
-                    self.float_binop(*op, x, y, t)
+                    let x_const = matches!(a.kind(), K::FloatImm { value, .. } if !value.is_nan());
+                    self.float_binop(*op, (x, x_const), y, t)
                 } else {
                     let x = self.int(a)?;
                     let y = self.int(b)?;
@@ -144,14 +145,14 @@ impl Gen<'_, '_> {
         Ok((v, Ty::I))
     }
 
-    fn float_binop(&mut self, op: BinOp, x: Value, y: Value, t: Ty) -> (Value, Ty) {
+    fn float_binop(&mut self, op: BinOp, (x, x_const): (Value, bool), y: Value, t: Ty) -> (Value, Ty) {
         let ins = self.b.ins();
         let v = match op {
             BinOp::Add => ins.fadd(x, y),
             BinOp::Sub => ins.fsub(x, y),
             BinOp::Mul => ins.fmul(x, y),
             BinOp::Div => ins.fdiv(x, y),
-            BinOp::Min | BinOp::Max => self.fminmax(op == BinOp::Max, x, y),
+            BinOp::Min | BinOp::Max => self.fminmax(op == BinOp::Max, x, y, x_const),
             BinOp::Mod | BinOp::FloorDiv | BinOp::FloorMod => {
                 // In f64, then rounded, as the interpreter does.
                 let (x, y) = (self.widen(x, t), self.widen(y, t));
@@ -199,16 +200,17 @@ impl Gen<'_, '_> {
         (v, t)
     }
 
-    /// `min`/`max` ignoring a NaN operand (Rust's `f64::min`/`max`).
-    fn fminmax(&mut self, max: bool, x: Value, y: Value) -> Value {
-        let m = if max {
-            self.b.ins().fmax(x, y)
-        } else {
-            self.b.ins().fmin(x, y)
-        };
+    /// `min`/`max` ignoring a NaN operand (Rust's `f64::min`/`max`), as compares
+    /// and selects; the NaN test of `x` is left out when `x` is a constant.
+    fn fminmax(&mut self, max: bool, x: Value, y: Value, x_const: bool) -> Value {
+        let cc = if max { FloatCC::GreaterThan } else { FloatCC::LessThan };
+        // y wins when strictly better; a NaN y never wins.
+        let better = self.b.ins().fcmp(cc, y, x);
+        let r = self.b.ins().select(better, y, x);
+        if x_const {
+            return r;
+        }
         let xn = self.b.ins().fcmp(FloatCC::Unordered, x, x);
-        let yn = self.b.ins().fcmp(FloatCC::Unordered, y, y);
-        let r = self.b.ins().select(yn, x, m);
         self.b.ins().select(xn, y, r)
     }
 

@@ -82,6 +82,18 @@ class Module:
                 O[i, j] = T.max(A[i, j] * B[j], T.float32(0)) + A[i, m - 1 - j]
 
     @T.prim_func
+    def lanes(a: T.handle, b: T.handle, c: T.handle, o: T.handle):
+        n = T.int64()
+        m = T.int64()
+        A = T.match_buffer(a, (n, m), "float32")
+        B = T.match_buffer(b, (m,), "float32")
+        C = T.match_buffer(c, (n,), "float32")
+        O = T.match_buffer(o, (n, m), "float32")
+        for i in T.parallel(n):
+            for j in T.parallel(m):
+                O[i, j] = T.min(T.max(A[i, j] + B[j], T.float32(-0.5)), C[i]) * T.float32(2) - A[i, j] / T.float32(3)
+
+    @T.prim_func
     def gather(a: T.Buffer((4,), "float32"), idx: T.Buffer((3,), "int32"), o: T.Buffer((3,), "float32")):
         for i in range(3):
             o[i] = a[idx[i]]
@@ -330,6 +342,39 @@ fn symbolic_shapes_and_parallel_nests() {
                 let m = m as usize;
                 let want = (a[i * m + j] * b[j]).max(0.0) + a[i * m + m - 1 - j];
                 assert_eq!(out[2].as_slice::<f32>().expect("f32")[i * m + j], want);
+            }
+        }
+    }
+}
+
+#[test]
+fn unit_stride_float_loops_in_lanes_match_scalar() {
+    for (n, m) in [(2i64, 1003i64), (5, 3), (1, 4), (3, 64)] {
+        let mut a: Vec<f32> = (0..n * m).map(|i| ((i * 29) % 97) as f32 / 40.0 - 1.2).collect();
+        a[0] = f32::NAN;
+        let mut b: Vec<f32> = (0..m).map(|j| (j % 5) as f32 * 0.3 - 0.6).collect();
+        b[(m - 1) as usize] = f32::NAN;
+        let c: Vec<f32> = (0..n).map(|i| 0.25 * i as f32 + 0.1).collect();
+        let out = both(
+            "lanes",
+            &[
+                In::T(HostTensor::from_slice(&[n, m], &a).expect("a")),
+                t(&b),
+                t(&c),
+                z(DataType::FLOAT32, &[n, m]),
+            ],
+            0.0,
+        );
+        let o = out[3].as_slice::<f32>().expect("f32");
+        for i in 0..n as usize {
+            for j in 0..m as usize {
+                let x = a[i * m as usize + j];
+                let want = (x + b[j]).max(-0.5).min(c[i]) * 2.0 - x / 3.0;
+                let got = o[i * m as usize + j];
+                assert!(
+                    got == want || (got.is_nan() && want.is_nan()),
+                    "({i}, {j}): {got} vs {want}"
+                );
             }
         }
     }

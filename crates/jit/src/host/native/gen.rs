@@ -35,7 +35,7 @@ pub(super) struct Gen<'a, 'b> {
     pub(super) call_conv: CallConv,
     sigs: HashMap<&'static str, SigRef>,
     /// Accesses (by index identity) whose bounds were checked before the loop.
-    unchecked: HashSet<usize>,
+    pub(super) unchecked: HashSet<usize>,
 }
 
 pub(super) fn flags() -> MemFlagsData {
@@ -202,7 +202,11 @@ impl<'a, 'b> Gen<'a, 'b> {
         self.b.ins().brif(ok, fast, &[], slow, &[]);
         self.b.switch_to_block(fast);
         self.unchecked = super::hoist::keys(&sites);
-        let r = self.plain_loop(var, lo, hi, body);
+        let r = match self.lane_loop(var, lo, hi, body) {
+            Ok(true) => Ok(()),
+            Ok(false) => self.plain_loop(var, lo, hi, body),
+            Err(e) => Err(e),
+        };
         self.unchecked.clear();
         r?;
         self.b.ins().jump(join, &[]);
@@ -213,7 +217,7 @@ impl<'a, 'b> Gen<'a, 'b> {
         Ok(())
     }
 
-    fn plain_loop(&mut self, var: &TirVar, lo: Value, hi: Value, body: &Stmt) -> Result<()> {
+    pub(super) fn plain_loop(&mut self, var: &TirVar, lo: Value, hi: Value, body: &Stmt) -> Result<()> {
         let iv = self.var(types::I64, lo);
         let (head, inner, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.ins().jump(head, &[]);

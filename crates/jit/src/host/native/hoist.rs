@@ -31,7 +31,7 @@ pub(super) fn key(e: &PrimExpr) -> usize {
 
 /// The coefficient of `v` in `e` when `e` is affine in `v` with a constant
 /// coefficient, built from variables, constants, `+`, `-` and `*` by constants.
-fn stride_of(e: &PrimExpr, v: &TirVar) -> Option<i64> {
+pub(super) fn stride_of(e: &PrimExpr, v: &TirVar) -> Option<i64> {
     use relax_ir::tir::BinOp;
     use PrimExprKind as K;
     match e.kind() {

@@ -27,6 +27,7 @@ mod expr;
 mod gen;
 mod hoist;
 mod shims;
+mod simd;
 
 use gen::{ty_of, Gen};
 

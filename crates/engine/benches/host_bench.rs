@@ -3,9 +3,13 @@
 //!   ndarray's `.dot()` (goal: at least 0.9x);
 //! - elementwise `R.add`, `R.nn.relu`, `R.sigmoid` (host kernel library) and `R.cos`
 //!   (legalized TIR on the JIT's host executor) on 4M elements against a plain Rust
-//!   loop (goal: at least 0.5x).
+//!   loop (goal: at least 0.5x);
+//! - other operators that stay legalized TIR (a broadcast `maximum` + `clip` chain,
+//!   `where`, a strided slice, a row `argmax`) against plain Rust loops (goal: at
+//!   least 0.5x).
 //!
-//! `cargo bench -p relax-engine --bench host_bench` (`-- --quick` for fewer runs).
+//! `cargo bench -p relax-engine --bench host_bench` (`-- --quick` for fewer runs,
+//! `-- --only NAME` for the rows whose name contains NAME).
 
 use std::time::{Duration, Instant};
 
@@ -55,6 +59,15 @@ fn tensor(shape: &[usize], v: Vec<f32>) -> Value {
     ))
 }
 
+/// Whether the row `what` is selected by `--only NAME`.
+fn selected(what: &str) -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|a| a == "--only") {
+        Some(i) => args.get(i + 1).is_none_or(|n| what.contains(n.as_str())),
+        None => true,
+    }
+}
+
 fn report(what: &str, ours: Duration, base: Duration, baseline: &str, goal: f64, work: Option<f64>) {
     let ratio = base.as_secs_f64() / ours.as_secs_f64();
     let rate = work.map_or(String::new(), |w| {
@@ -79,8 +92,14 @@ fn main() {
         "host benchmark: {} rayon threads, medians of {runs} runs (ratio = baseline time / ours)",
         rayon::current_num_threads()
     );
+    if selected("matmul 1024") {
+        matmul(runs);
+    }
+    library_elementwise(runs);
+    tir_rows(runs);
+}
 
-    // 1024 matmul.
+fn matmul(runs: usize) {
     let n = 1024;
     let mm = load(
         r#"
@@ -112,84 +131,149 @@ class Module:
         0.9,
         Some(2.0 * (n * n * n) as f64),
     );
+}
 
-    // Elementwise on 4M elements.
+/// Time `main` of the program `src` on `args` against `baseline` (a plain Rust
+/// loop computing the same values) and report the row `what`.
+fn row(what: &str, runs: usize, src: &str, args: &[Value], baseline: impl FnMut()) {
+    if !selected(what) {
+        return;
+    }
+    let m = load(src);
+    let ours = time(runs, || {
+        m.run("main", args).expect("the benchmark program runs");
+    });
+    let base = time(runs, baseline);
+    report(what, ours, base, "Rust loop", 0.5, None);
+}
+
+/// A program `main(x[, y]) = body` over float32 tensors of shape `xs` (and `ys`)
+/// returning a tensor of shape `out` and dtype `odt`.
+fn program(params: &[(&str, &str)], out: &str, odt: &str, body: &str) -> String {
+    let ps: Vec<String> = params
+        .iter()
+        .map(|(n, s)| format!("{n}: R.Tensor({s}, \"float32\")"))
+        .collect();
+    format!(
+        "@I.ir_module\nclass Module:\n    @R.function\n    def main({}) -> R.Tensor({out}, \"{odt}\"):\n        z = {body}\n        return z\n",
+        ps.join(", ")
+    )
+}
+
+/// Elementwise operators: 4M elements, the library's (`add`, `relu`, `sigmoid`) and
+/// legalized TIR (`cos`).
+fn library_elementwise(runs: usize) {
     let len = 1 << 22;
-    let add = load(
-        r#"
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((4194304,), "float32"), y: R.Tensor((4194304,), "float32")) -> R.Tensor((4194304,), "float32"):
-        z = R.add(x, y)
-        return z
-"#,
-    );
-    let relu = load(
-        r#"
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((4194304,), "float32")) -> R.Tensor((4194304,), "float32"):
-        z = R.nn.relu(x)
-        return z
-"#,
-    );
     let (xv, yv) = (data(len, 3), data(len, 4));
     let (x, y) = (tensor(&[len], xv.clone()), tensor(&[len], yv.clone()));
-    let ours = time(runs, || {
-        add.run("main", &[x.clone(), y.clone()]).expect("add runs");
-    });
-    let base = time(runs, || {
-        let out: Vec<f32> = xv.iter().zip(&yv).map(|(a, b)| a + b).collect();
-        std::hint::black_box(out);
-    });
-    report("add 4M", ours, base, "Rust loop", 0.5, None);
-    let ours = time(runs, || {
-        relu.run("main", std::slice::from_ref(&x)).expect("relu runs");
-    });
-    let base = time(runs, || {
+    let v = "(4194304,)";
+    let unary = |op: &str| program(&[("x", v)], v, "float32", &format!("{op}(x)"));
+    row(
+        "add 4M",
+        runs,
+        &program(&[("x", v), ("y", v)], v, "float32", "R.add(x, y)"),
+        &[x.clone(), y.clone()],
+        || {
+            let out: Vec<f32> = xv.iter().zip(&yv).map(|(a, b)| a + b).collect();
+            std::hint::black_box(out);
+        },
+    );
+    row("relu 4M", runs, &unary("R.nn.relu"), std::slice::from_ref(&x), || {
         let out: Vec<f32> = xv.iter().map(|a| a.max(0.0)).collect();
         std::hint::black_box(out);
     });
-    report("relu 4M", ours, base, "Rust loop", 0.5, None);
-
-    let sigmoid = load(
-        r#"
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((4194304,), "float32")) -> R.Tensor((4194304,), "float32"):
-        z = R.sigmoid(x)
-        return z
-"#,
+    row(
+        "sigmoid 4M",
+        runs,
+        &unary("R.sigmoid"),
+        std::slice::from_ref(&x),
+        || {
+            let out: Vec<f32> = xv.iter().map(|a| 1.0 / (1.0 + (-a).exp())).collect();
+            std::hint::black_box(out);
+        },
     );
-    let ours = time(runs, || {
-        sigmoid.run("main", std::slice::from_ref(&x)).expect("sigmoid runs");
-    });
-    let base = time(runs, || {
-        let out: Vec<f32> = xv.iter().map(|a| 1.0 / (1.0 + (-a).exp())).collect();
-        std::hint::black_box(out);
-    });
-    report("sigmoid 4M", ours, base, "Rust loop", 0.5, None);
-
     // An operator outside the host library: legalized TIR on the JIT's host executor.
-    let cos = load(
-        r#"
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((4194304,), "float32")) -> R.Tensor((4194304,), "float32"):
-        z = R.cos(x)
-        return z
-"#,
-    );
-    let ours = time(runs, || {
-        cos.run("main", std::slice::from_ref(&x)).expect("cos runs");
-    });
-    let base = time(runs, || {
+    row("cos 4M (TIR)", runs, &unary("R.cos"), std::slice::from_ref(&x), || {
         let out: Vec<f32> = xv.iter().map(|a| a.cos()).collect();
         std::hint::black_box(out);
     });
-    report("cos 4M (TIR)", ours, base, "Rust loop", 0.5, None);
+}
+
+/// Operators that stay legalized TIR: injective ops with broadcasting and
+/// striding, and a reduction, on 2048 x 2048 float32 tensors.
+fn tir_rows(runs: usize) {
+    let n = 2048;
+    let (xv, yv, bv) = (data(n * n, 5), data(n * n, 6), data(n, 7));
+    let (x, y, b) = (
+        tensor(&[n, n], xv.clone()),
+        tensor(&[n, n], yv.clone()),
+        tensor(&[n], bv.clone()),
+    );
+    let m = "(2048, 2048)";
+    row(
+        "max+clip bcast (TIR)",
+        runs,
+        &program(
+            &[("x", m), ("b", "(2048,)")],
+            m,
+            "float32",
+            "R.clip(R.maximum(x, b), -0.25, 0.25)",
+        ),
+        &[x.clone(), b],
+        || {
+            let mut out = vec![0f32; n * n];
+            for (o, r) in out.chunks_mut(n).zip(xv.chunks(n)) {
+                for ((o, a), c) in o.iter_mut().zip(r).zip(&bv) {
+                    *o = a.max(*c).clamp(-0.25, 0.25);
+                }
+            }
+            std::hint::black_box(out);
+        },
+    );
+    row(
+        "where (TIR)",
+        runs,
+        &program(&[("x", m), ("y", m)], m, "float32", "R.where(R.greater(x, y), x, y)"),
+        &[x.clone(), y],
+        || {
+            let out: Vec<f32> = xv.iter().zip(&yv).map(|(a, b)| if a > b { *a } else { *b }).collect();
+            std::hint::black_box(out);
+        },
+    );
+    row(
+        "strided_slice (TIR)",
+        runs,
+        &program(
+            &[("x", m)],
+            "(2048, 1024)",
+            "float32",
+            "R.strided_slice(x, (1,), (0,), (2048,), (2,))",
+        ),
+        std::slice::from_ref(&x),
+        || {
+            let out: Vec<f32> = xv.iter().step_by(2).copied().collect();
+            std::hint::black_box(out);
+        },
+    );
+    row(
+        "argmax rows (TIR)",
+        runs,
+        &program(&[("x", m)], "(2048,)", "int64", "R.argmax(x, axis=1)"),
+        std::slice::from_ref(&x),
+        || {
+            let out: Vec<i64> = xv
+                .chunks(n)
+                .map(|r| {
+                    let mut best = 0;
+                    for (i, v) in r.iter().enumerate() {
+                        if *v > r[best] {
+                            best = i;
+                        }
+                    }
+                    best as i64
+                })
+                .collect();
+            std::hint::black_box(out);
+        },
+    );
 }

@@ -1,11 +1,12 @@
 //! The JIT as the engine's [`KernelExecutor`]: PrimFuncs run on the host (the default)
-//! or as WGSL kernels on the GPU, on copies of their buffer arguments.
+//! (on their buffer arguments in place where it can) or as WGSL kernels on the GPU
+//! (on copies of their buffer arguments).
 
 use std::sync::Arc;
 
 use relax_gpu_runtime::GpuRuntime;
 use relax_ir::PrimFunc;
-use relax_jit::host::{Arg, HostKernel};
+use relax_jit::host::{Arg, BorrowedArg, HostKernel};
 use relax_jit::jit::Jit;
 use relax_jit::lower::lower_named;
 use relax_jit::HostTensor;
@@ -29,6 +30,35 @@ impl KernelExecutor for JitHostExecutor {
 
 impl Kernel for JitHostKernel {
     fn run(&self, args: &mut [KernelArg<'_>]) -> Result<Option<PrimValue>, String> {
+        // In place when the kernel allows it; else on copies.
+        let mut borrowed: Vec<BorrowedArg<'_>> = args
+            .iter_mut()
+            .map(|a| match a {
+                KernelArg::Buffer(b) => match &mut b.data {
+                    BufferData::Read(bytes) => BorrowedArg::Read {
+                        dtype: b.dtype,
+                        shape: b.shape,
+                        bytes,
+                    },
+                    BufferData::Write(bytes) => BorrowedArg::Write {
+                        dtype: b.dtype,
+                        shape: b.shape,
+                        bytes,
+                    },
+                },
+                KernelArg::Scalar(PrimValue {
+                    value: Scalar::Int(i), ..
+                }) => BorrowedArg::Int(*i),
+                KernelArg::Scalar(PrimValue {
+                    value: Scalar::Float(f),
+                    ..
+                }) => BorrowedArg::Float(*f),
+            })
+            .collect();
+        if self.0.run_borrowed(&mut borrowed).map_err(|e| e.to_string())? {
+            return Ok(None);
+        }
+        drop(borrowed);
         with_host_tensors(args, |jargs| self.0.run(jargs).map_err(|e| e.to_string()))
     }
 }

@@ -5,8 +5,9 @@
 //!
 //! * [`Jit::new`]`(Option<Arc<GpuRuntime>>)` creates a JIT (host only without a runtime).
 //! * [`Jit::run_host`]`(&PrimFunc, &mut [Arg])` runs a function on the CPU:
-//!   closures compiled once per function, outer spatial loops in parallel (rayon),
-//!   matmul-like blocks through `matrixmultiply`'s GEMM.
+//!   native code (Cranelift) compiled once per function, interpreter closures for
+//!   what it does not support, outer spatial loops in parallel (rayon), matmul-like
+//!   blocks through `matrixmultiply`'s GEMM.
 //! * [`Jit::run_gpu`]`(&PrimFunc, &mut [Arg])` runs it on the GPU: compiled on the first
 //!   call (keyed by structural hash), then only dispatched. All scalar parameters and
 //!   shape variables live in one uniform block, so one pipeline serves every shape.

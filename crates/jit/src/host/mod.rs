@@ -1,6 +1,7 @@
-//! The host executor: lowered TIR compiled once into closures (no AST walk per
-//! element), outer parallel loops run with rayon, and matmul-like reductions
-//! dispatched to `matrixmultiply`'s GEMM kernels.
+//! The host executor: each lowered TIR stage compiled once to native code
+//! (`native`, Cranelift) or, where the code generator does not support it, into
+//! closures (no AST walk per element); outer parallel loops run with rayon, and
+//! matmul-like reductions are dispatched to `matrixmultiply`'s GEMM kernels.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +17,9 @@ use crate::lower::{LoweredFunc, ParamSlot, Reduction, Stage};
 use crate::math;
 use crate::tensor::{host_elem_bytes, HostTensor};
 
+mod native;
 mod scalar;
+pub use native::native_counters;
 #[allow(unused_imports)]
 pub(crate) use scalar::*;
 
@@ -41,6 +44,7 @@ enum CE {
 }
 
 #[derive(Clone, Copy)]
+#[repr(C)]
 pub(crate) struct BufPtr {
     pub(crate) ptr: *mut u8,
     pub(crate) len: usize,
@@ -377,10 +381,13 @@ pub struct HostKernel {
     shape_slots: Vec<usize>,
     scratch_slots: Vec<(usize, IFn, usize)>,
     shape_checks: Vec<(IFn, usize, usize)>,
+    /// Per parameter: whether the function stores to it.
+    written: Vec<bool>,
 }
 
 enum HostStage {
     Generic(SFn),
+    Native(Box<native::NativeStage>),
     Gemm(Box<GemmPlan>),
 }
 
@@ -402,8 +409,14 @@ struct GemmPlan {
 }
 
 impl HostKernel {
-    /// Compile a lowered function.
+    /// Compile a lowered function: stages to native code where the code generator
+    /// supports them (unless `RELAX_HOST_JIT=0`), the rest to interpreter closures.
     pub fn compile(lowered: Arc<LoweredFunc>) -> Result<HostKernel> {
+        HostKernel::compile_with(lowered, native::enabled_by_default())
+    }
+
+    /// Compile a lowered function, with native stages when `native` is set.
+    pub fn compile_with(lowered: Arc<LoweredFunc>, native: bool) -> Result<HostKernel> {
         let mut env = Env {
             ivars: HashMap::new(),
             fvars: HashMap::new(),
@@ -443,14 +456,15 @@ impl HostKernel {
             shape_checks.push((compile_i(&mut env, e)?, *p, *d));
         }
         let mut stages = Vec::new();
-        for st in &lowered.stages {
-            stages.push(compile_stage(&mut env, st)?);
+        for (i, st) in lowered.stages.iter().enumerate() {
+            stages.push(compile_stage(&mut env, st, native, i)?);
         }
         Ok(HostKernel {
             env_ints: env.ivars.len(),
             env_floats: env.fvars.len(),
             nbufs: env.nbufs,
             nlocals: env.nlocals,
+            written: written_params(&lowered),
             lowered,
             stages,
             param_slots,
@@ -466,17 +480,91 @@ impl HostKernel {
         &self.lowered
     }
 
+    /// How many stages run as native code (the others are interpreted or GEMM calls).
+    pub fn native_stages(&self) -> usize {
+        self.stages.iter().filter(|s| matches!(s, HostStage::Native(_))).count()
+    }
+
     /// Run on `args` (one per PrimFunc parameter).
     pub fn run(&self, args: &mut [Arg<'_>]) -> Result<()> {
+        self.check_count(args.len())?;
+        let shapes = check_args(&self.lowered, args)?;
+        let bound: Vec<Bound> = args
+            .iter_mut()
+            .map(|a| match a {
+                Arg::Tensor(t) => Bound::Buf(BufPtr {
+                    len: t.numel(),
+                    ptr: t.as_mut_ptr(),
+                }),
+                Arg::Int(v) => Bound::Int(*v),
+                Arg::Float(v) => Bound::Float(*v),
+            })
+            .collect();
+        self.run_bound(&bound, &shapes)
+    }
+
+    /// Run on borrowed buffers, without copies. Returns `Ok(false)` without running
+    /// when an argument cannot be used in place (an input the function writes, or
+    /// data not aligned to its element type): the caller then copies and calls
+    /// [`HostKernel::run`].
+    pub fn run_borrowed(&self, args: &mut [BorrowedArg<'_>]) -> Result<bool> {
+        self.check_count(args.len())?;
+        let metas: Vec<Option<(DataType, &[i64])>> = args
+            .iter()
+            .map(|a| match a {
+                BorrowedArg::Read { dtype, shape, .. } | BorrowedArg::Write { dtype, shape, .. } => {
+                    Some((*dtype, &shape[..]))
+                }
+                BorrowedArg::Int(_) | BorrowedArg::Float(_) => None,
+            })
+            .collect();
+        let shapes = check_meta(&self.lowered, &metas)?;
+        let mut bound = Vec::with_capacity(args.len());
+        for (i, a) in args.iter_mut().enumerate() {
+            let (dtype, ptr, nbytes) = match a {
+                BorrowedArg::Int(v) => {
+                    bound.push(Bound::Int(*v));
+                    continue;
+                }
+                BorrowedArg::Float(v) => {
+                    bound.push(Bound::Float(*v));
+                    continue;
+                }
+                BorrowedArg::Read { .. } if self.written[i] => return Ok(false),
+                BorrowedArg::Read { dtype, bytes, .. } => (*dtype, bytes.as_ptr() as *mut u8, bytes.len()),
+                BorrowedArg::Write { dtype, bytes, .. } => (*dtype, bytes.as_mut_ptr(), bytes.len()),
+            };
+            let eb = host_elem_bytes(dtype)?;
+            let n = crate::tensor::numel(&shapes[i])?;
+            if n.checked_mul(eb) != Some(nbytes) {
+                return Err(JitError::BadArgs(format!(
+                    "argument {i} of `{}` has {nbytes} bytes, expected {n} elements of {dtype}",
+                    self.lowered.name
+                )));
+            }
+            if !(ptr as usize).is_multiple_of(eb) {
+                return Ok(false);
+            }
+            bound.push(Bound::Buf(BufPtr { ptr, len: n }));
+        }
+        self.run_bound(&bound, &shapes).map(|()| true)
+    }
+
+    fn check_count(&self, n: usize) -> Result<()> {
         let lf = &self.lowered;
-        if args.len() != lf.params.len() {
+        if n != lf.params.len() {
             return Err(JitError::BadArgs(format!(
                 "`{}` takes {} arguments, {} given",
                 lf.name,
                 lf.params.len(),
-                args.len()
+                n
             )));
         }
+        Ok(())
+    }
+
+    fn run_bound(&self, args: &[Bound], shapes: &[Vec<i64>]) -> Result<()> {
+        let lf = &self.lowered;
         let status = Arc::new(Status {
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
@@ -494,20 +582,13 @@ impl HostKernel {
             locals: vec![Vec::new(); self.nlocals],
             status: status.clone(),
         };
-        let shapes = check_args(lf, args)?;
-        for (i, a) in args.iter_mut().enumerate() {
+        for (i, a) in args.iter().enumerate() {
             match (a, self.param_slots[i], self.param_bufs[i]) {
-                (Arg::Tensor(t), None, Some(slot)) => {
-                    let n = t.numel();
-                    fr.bufs[slot] = BufPtr {
-                        ptr: t.as_mut_ptr(),
-                        len: n,
-                    };
-                }
-                (Arg::Int(v), Some((false, s)), _) => fr.ints[s] = *v,
-                (Arg::Int(v), Some((true, s)), _) => fr.floats[s] = *v as f64,
-                (Arg::Float(v), Some((true, s)), _) => fr.floats[s] = *v,
-                (Arg::Float(v), Some((false, s)), _) => fr.ints[s] = *v as i64,
+                (Bound::Buf(b), None, Some(slot)) => fr.bufs[slot] = *b,
+                (Bound::Int(v), Some((false, s)), _) => fr.ints[s] = *v,
+                (Bound::Int(v), Some((true, s)), _) => fr.floats[s] = *v as f64,
+                (Bound::Float(v), Some((true, s)), _) => fr.floats[s] = *v,
+                (Bound::Float(v), Some((false, s)), _) => fr.ints[s] = *v as i64,
                 _ => {
                     return Err(JitError::BadArgs(format!(
                         "argument {i} of `{}` has the wrong kind",
@@ -543,6 +624,7 @@ impl HostKernel {
         for st in &self.stages {
             match st {
                 HostStage::Generic(f) => f(&mut fr),
+                HostStage::Native(n) => n.run(&mut fr),
                 HostStage::Gemm(g) => run_gemm(g, &mut fr),
             }
             if status.failed.load(Ordering::Relaxed) {
@@ -558,33 +640,96 @@ impl HostKernel {
     }
 }
 
+/// A kernel argument bound to the frame.
+enum Bound {
+    Buf(BufPtr),
+    Int(i64),
+    Float(f64),
+}
+
+/// An argument of [`HostKernel::run_borrowed`]: tensors as borrowed little-endian
+/// row-major bytes.
+#[derive(Debug)]
+pub enum BorrowedArg<'a> {
+    /// An input tensor (never written).
+    Read {
+        /// Element type.
+        dtype: DataType,
+        /// Shape.
+        shape: &'a [i64],
+        /// The elements.
+        bytes: &'a [u8],
+    },
+    /// An output (or in-place) tensor, written in place.
+    Write {
+        /// Element type.
+        dtype: DataType,
+        /// Shape.
+        shape: &'a [i64],
+        /// The elements.
+        bytes: &'a mut [u8],
+    },
+    /// An integer scalar (also `bool`).
+    Int(i64),
+    /// A float scalar.
+    Float(f64),
+}
+
+/// Which parameters the stages of `lf` store to.
+fn written_params(lf: &LoweredFunc) -> Vec<bool> {
+    let mut ids = std::collections::HashSet::new();
+    for st in &lf.stages {
+        crate::expr::visit_stmts(&st.body, &mut |s| {
+            if let Stmt::BufferStore { buffer, .. } = s {
+                ids.insert(buffer.id());
+            }
+        });
+    }
+    lf.params
+        .iter()
+        .map(|p| matches!(p, ParamSlot::Buffer { flat, .. } if ids.contains(&flat.id())))
+        .collect()
+}
+
 /// Check argument kinds and dtypes; return each tensor argument's shape.
 pub(crate) fn check_args(lf: &LoweredFunc, args: &[Arg<'_>]) -> Result<Vec<Vec<i64>>> {
+    let metas: Vec<Option<(DataType, &[i64])>> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => Some((t.dtype(), t.shape())),
+            Arg::Int(_) | Arg::Float(_) => None,
+        })
+        .collect();
+    check_meta(lf, &metas)
+}
+
+/// [`check_args`] on `(dtype, shape)` of each tensor argument (`None`: a scalar).
+fn check_meta(lf: &LoweredFunc, args: &[Option<(DataType, &[i64])>]) -> Result<Vec<Vec<i64>>> {
     let mut shapes = Vec::new();
     for (i, (p, a)) in lf.params.iter().zip(args.iter()).enumerate() {
         match (p, a) {
-            (ParamSlot::Buffer { orig, .. }, Arg::Tensor(t)) => {
-                if t.dtype() != orig.dtype() {
+            (ParamSlot::Buffer { orig, .. }, Some((dtype, shape))) => {
+                if *dtype != orig.dtype() {
                     return Err(JitError::BadArgs(format!(
                         "argument {i} (`{}`) of `{}` is {}, expected {}",
                         orig.name(),
                         lf.name,
-                        t.dtype(),
+                        dtype,
                         orig.dtype()
                     )));
                 }
-                if t.shape().len() != orig.shape().len() {
+                if shape.len() != orig.shape().len() {
                     return Err(JitError::BadArgs(format!(
                         "argument {i} (`{}`) of `{}` has rank {}, expected {}",
                         orig.name(),
                         lf.name,
-                        t.shape().len(),
+                        shape.len(),
                         orig.shape().len()
                     )));
                 }
-                shapes.push(t.shape().to_vec());
+                shapes.push(shape.to_vec());
             }
-            (ParamSlot::Scalar(_), Arg::Int(_) | Arg::Float(_)) => shapes.push(vec![]),
+            (ParamSlot::Scalar(_), None) => shapes.push(vec![]),
             _ => {
                 return Err(JitError::BadArgs(format!(
                     "argument {i} of `{}` has the wrong kind",
@@ -596,29 +741,37 @@ pub(crate) fn check_args(lf: &LoweredFunc, args: &[Arg<'_>]) -> Result<Vec<Vec<i
     Ok(shapes)
 }
 
-fn compile_stage(env: &mut Env, st: &Stage) -> Result<HostStage> {
-    let generic = compile_stmt(env, &st.body)?;
-    let Some(r) = &st.reduction else {
-        return Ok(HostStage::Generic(generic));
+fn compile_stage(env: &mut Env, st: &Stage, native: bool, index: usize) -> Result<HostStage> {
+    let generic_stage = |env: &mut Env| -> Result<HostStage> {
+        if native {
+            match native::NativeStage::compile(env, &st.body) {
+                Ok(n) => return Ok(HostStage::Native(Box::new(n))),
+                Err(e) => native::note_fallback(&env.func, index, &e),
+            }
+        }
+        Ok(HostStage::Generic(compile_stmt(env, &st.body)?))
     };
-    let Some(mm) = &r.matmul else {
-        return Ok(HostStage::Generic(generic));
+    let Some(mm) = st.reduction.as_ref().and_then(|r| r.matmul.as_ref()) else {
+        return generic_stage(env);
+    };
+    let Some(r) = &st.reduction else {
+        return generic_stage(env);
     };
     let dt = r.out.dtype();
     let zero_init = matches!(r.init.kind(), PrimExprKind::FloatImm { value, .. } if *value == 0.0);
     let plain = |e: &PrimExpr| matches!(e.kind(), PrimExprKind::BufferLoad { buffer, .. } if buffer.dtype() == dt);
     if !(dt == DataType::FLOAT32 || dt == DataType::FLOAT64) || !zero_init || !plain(&mm.x) || !plain(&mm.y) {
-        return Ok(HostStage::Generic(generic));
+        return generic_stage(env);
     }
     let load_parts = |e: &PrimExpr| match e.kind() {
         PrimExprKind::BufferLoad { buffer, indices } => Some((buffer.clone(), indices[0].clone())),
         _ => None,
     };
     let (Some((xb, xi)), Some((yb, yi))) = (load_parts(&mm.x), load_parts(&mm.y)) else {
-        return Ok(HostStage::Generic(generic));
+        return generic_stage(env);
     };
     let plan = GemmPlan {
-        generic,
+        generic: compile_stmt(env, &st.body)?,
         out: env.buf_slot(&r.out),
         x: env.buf_slot(&xb),
         y: env.buf_slot(&yb),

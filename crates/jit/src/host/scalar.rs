@@ -320,16 +320,7 @@ pub(super) fn float_to_int(v: f64, to: DataType) -> i64 {
 }
 
 pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[PrimExpr]) -> Result<CE> {
-    let arity = |n: usize| -> Result<()> {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(JitError::InvalidIr(format!(
-                "T.{op} takes {n} arguments, {} given",
-                args.len()
-            )))
-        }
-    };
+    let arity = |n: usize| check_arity(op, args, n);
     if let Some(f) = math::unary_f64(op) {
         arity(1)?;
         let a = compile_f(env, &args[0])?;
@@ -373,26 +364,14 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
         "pow" | "powf" | "atan2" | "fmod" | "copysign" | "hypot" | "nextafter" | "ldexp" => {
             arity(2)?;
             let (a, b) = (compile_f(env, &args[0])?, compile_f(env, &args[1])?);
-            let f: fn(f64, f64) -> f64 = match op {
-                "pow" | "powf" => math::pow,
-                "atan2" => f64::atan2,
-                "fmod" => |x, y| x % y,
-                "copysign" => f64::copysign,
-                "hypot" => f64::hypot,
-                "ldexp" => |x, y| x * (2f64).powf(y),
-                _ => |x: f64, y: f64| if x == y { y } else { x },
+            let Some(f) = binary_f64(op) else {
+                return Err(unsupported(env, format!("intrinsic T.{op}")));
             };
             CE::F(Box::new(move |fr| round_to(dtype, f(a(fr), b(fr)))))
         }
         "truncdiv" | "truncmod" | "floordiv" | "floormod" => {
             arity(2)?;
-            let bop = match op {
-                "truncdiv" => BinOp::Div,
-                "truncmod" => BinOp::Mod,
-                "floordiv" => BinOp::FloorDiv,
-                _ => BinOp::FloorMod,
-            };
-            compile(env, &PrimExpr::binary(bop, args[0].clone(), args[1].clone()))?
+            compile(env, &division_call(op, args))?
         }
         "max_value" | "min_value" => {
             let v = math::limit(dtype, op == "max_value").ok_or_else(|| JitError::UnsupportedDtype {
@@ -444,6 +423,44 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
             }
         }
         _ => return Err(unsupported(env, format!("intrinsic T.{op}"))),
+    })
+}
+
+/// `T.truncdiv(a, b)` (and `truncmod`, `floordiv`, `floormod`) as a binary
+/// expression.
+pub(super) fn division_call(op: &str, args: &[PrimExpr]) -> PrimExpr {
+    let bop = match op {
+        "truncdiv" => BinOp::Div,
+        "truncmod" => BinOp::Mod,
+        "floordiv" => BinOp::FloorDiv,
+        _ => BinOp::FloorMod,
+    };
+    PrimExpr::binary(bop, args[0].clone(), args[1].clone())
+}
+
+/// An error unless the call `T.{op}(args)` has `n` arguments.
+pub(super) fn check_arity(op: &str, args: &[PrimExpr], n: usize) -> Result<()> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(JitError::InvalidIr(format!(
+            "T.{op} takes {n} arguments, {} given",
+            args.len()
+        )))
+    }
+}
+
+/// The binary float intrinsics, by TIR name (computed in `f64`).
+pub(super) fn binary_f64(op: &str) -> Option<fn(f64, f64) -> f64> {
+    Some(match op {
+        "pow" | "powf" => math::pow,
+        "atan2" => f64::atan2,
+        "fmod" => |x, y| x % y,
+        "copysign" => f64::copysign,
+        "hypot" => f64::hypot,
+        "ldexp" => |x, y| x * (2f64).powf(y),
+        "nextafter" => |x: f64, y: f64| if x == y { y } else { x },
+        _ => return None,
     })
 }
 

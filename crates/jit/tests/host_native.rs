@@ -1,0 +1,476 @@
+//! The host's native code (Cranelift) against the closure interpreter on the same
+//! PrimFuncs: integer results equal, float results within a few ulps (f32 math
+//! runs in f32 natively, in f64 then rounded in the interpreter), the same errors,
+//! and golden values for the edge cases of docs/semantics.md.
+
+use std::sync::Arc;
+
+use relax_ir::{BaseFunc, DataType, PrimFunc};
+use relax_jit::host::{native_counters, BorrowedArg, HostKernel};
+use relax_jit::lower::lower;
+use relax_jit::{Arg, HostTensor};
+
+const SRC: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def int_ops(a: T.handle, b: T.handle, q: T.handle, r: T.handle, fq: T.handle, fr: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "int32")
+        B = T.match_buffer(b, (n,), "int32")
+        Q = T.match_buffer(q, (n,), "int32")
+        R = T.match_buffer(r, (n,), "int32")
+        FQ = T.match_buffer(fq, (n,), "int32")
+        FR = T.match_buffer(fr, (n,), "int32")
+        for i in T.parallel(n):
+            Q[i] = T.truncdiv(A[i], B[i])
+            R[i] = T.truncmod(A[i], B[i])
+            FQ[i] = A[i] // B[i]
+            FR[i] = A[i] % B[i]
+
+    @T.prim_func
+    def small_ints(a: T.Buffer((6,), "int8"), b: T.Buffer((6,), "int8"), c: T.Buffer((6,), "int8"), d: T.Buffer((6,), "uint8"), e: T.Buffer((6,), "int64")):
+        for i in range(6):
+            c[i] = a[i] * b[i] + T.shift_left(a[i], T.int8(3))
+            d[i] = T.Cast("uint8", a[i]) + T.uint8(200)
+            e[i] = T.Cast("int64", a[i]) * T.int64(4294967296) + T.bitwise_xor(T.Cast("int64", b[i]), T.int64(5)) // T.int64(4)
+
+    @T.prim_func
+    def casts(x: T.Buffer((7,), "float32"), i8: T.Buffer((7,), "int8"), u8: T.Buffer((7,), "uint8"), i32: T.Buffer((7,), "int32"), i64: T.Buffer((7,), "int64"), b: T.Buffer((7,), "bool"), f64: T.Buffer((7,), "float64")):
+        for i in range(7):
+            i8[i] = T.Cast("int8", x[i])
+            u8[i] = T.Cast("uint8", x[i])
+            i32[i] = T.Cast("int32", x[i])
+            i64[i] = T.Cast("int64", x[i])
+            b[i] = T.Cast("bool", x[i])
+            f64[i] = T.Cast("float64", x[i]) * T.float64(0.1)
+
+    @T.prim_func
+    def floats(x: T.Buffer((8,), "float32"), y: T.Buffer((8,), "float32"), mn: T.Buffer((8,), "float32"), mx: T.Buffer((8,), "float32"), sel: T.Buffer((8,), "float32"), cmp: T.Buffer((8,), "bool"), fm: T.Buffer((8,), "float32")):
+        for i in range(8):
+            mn[i] = T.min(x[i], y[i])
+            mx[i] = T.max(x[i], y[i])
+            sel[i] = T.Select(x[i] > y[i], x[i] - y[i], T.if_then_else(x[i] == y[i], T.float32(7), y[i] / x[i]))
+            cmp[i] = x[i] <= y[i] or T.isnan(x[i])
+            fm[i] = T.floormod(x[i], T.float32(0.75)) + T.floordiv(y[i], T.float32(0.5))
+
+    @T.prim_func
+    def math32(x: T.Buffer((64,), "float32"), o: T.Buffer((64, 8), "float32")):
+        for i, j in T.grid(64, 8):
+            o[i, j] = T.if_then_else(j == 0, T.cos(x[i]), T.if_then_else(j == 1, T.exp(x[i]), T.if_then_else(j == 2, T.tanh(x[i]), T.if_then_else(j == 3, T.sigmoid(x[i]), T.if_then_else(j == 4, T.erf(x[i]), T.if_then_else(j == 5, T.sqrt(T.fabs(x[i])), T.if_then_else(j == 6, T.pow(x[i], T.float32(2)), T.floor(x[i] * T.float32(3.5)))))))))
+
+    @T.prim_func
+    def math64(x: T.Buffer((16,), "float64"), o: T.Buffer((16,), "float64")):
+        for i in range(16):
+            o[i] = T.exp(x[i]) + T.sqrt(T.fabs(x[i])) + T.floor(x[i]) + T.log1p(T.fabs(x[i])) + T.atan2(x[i], T.float64(0.5))
+
+    @T.prim_func
+    def bools(x: T.Buffer((4,), "bool"), y: T.Buffer((4,), "bool"), o: T.Buffer((4,), "bool"), c: T.Buffer((4,), "int32")):
+        for i in range(4):
+            o[i] = x[i] and not y[i]
+            c[i] = T.Cast("int32", x[i]) + T.Cast("int32", y[i]) * 2
+
+    @T.prim_func
+    def bcast(a: T.handle, b: T.handle, o: T.handle):
+        n = T.int64()
+        m = T.int64()
+        A = T.match_buffer(a, (n, m), "float32")
+        B = T.match_buffer(b, (m,), "float32")
+        O = T.match_buffer(o, (n, m), "float32")
+        for i in T.parallel(n):
+            for j in T.parallel(m):
+                O[i, j] = T.max(A[i, j] * B[j], T.float32(0)) + A[i, m - 1 - j]
+
+    @T.prim_func
+    def lanes(a: T.handle, b: T.handle, c: T.handle, o: T.handle):
+        n = T.int64()
+        m = T.int64()
+        A = T.match_buffer(a, (n, m), "float32")
+        B = T.match_buffer(b, (m,), "float32")
+        C = T.match_buffer(c, (n,), "float32")
+        O = T.match_buffer(o, (n, m), "float32")
+        for i in T.parallel(n):
+            for j in T.parallel(m):
+                O[i, j] = T.min(T.max(A[i, j] + B[j], T.float32(-0.5)), C[i]) * T.float32(2) - A[i, j] / T.float32(3)
+
+    @T.prim_func
+    def gather(a: T.Buffer((4,), "float32"), idx: T.Buffer((3,), "int32"), o: T.Buffer((3,), "float32")):
+        for i in range(3):
+            o[i] = a[idx[i]]
+
+    @T.prim_func
+    def overrun(o: T.Buffer((4,), "float32")):
+        for i in range(6):
+            o[i] = T.float32(1)
+
+    @T.prim_func
+    def loop_state(a: T.Buffer((8,), "int32"), o: T.Buffer((2,), "int32"), n: T.int32):
+        x: T.int32 = 0
+        while x < n:
+            x = x + 1
+        acc: T.int32 = 0
+        for i in range(8):
+            acc = acc + a[i] * x
+        o[0] = acc
+        o[1] = x
+
+    @T.prim_func
+    def guarded(a: T.Buffer((4,), "float32"), n: T.int32):
+        assert n > 100, "n is too small"
+        a[0] = T.float32(1)
+"#;
+
+fn func(name: &str) -> PrimFunc {
+    let module = relax_ir::text::parse(SRC)
+        .unwrap_or_else(|d| panic!("{d}"))
+        .into_module();
+    for (gv, f) in &module.functions {
+        if let (true, BaseFunc::Prim(f)) = (gv.name() == name, f) {
+            return f.clone();
+        }
+    }
+    panic!("no function {name}")
+}
+
+enum In {
+    T(HostTensor),
+    I(i64),
+}
+
+/// The kernel compiled natively (every stage must be native) and interpreted.
+fn kernels(f: &PrimFunc) -> (HostKernel, HostKernel) {
+    let lowered = Arc::new(lower(f).expect("lowers"));
+    let native = HostKernel::compile_with(lowered.clone(), true).expect("native compile");
+    assert_eq!(
+        native.native_stages(),
+        lowered.stages.len(),
+        "every stage of `{}` compiles to native code",
+        lowered.name
+    );
+    let interp = HostKernel::compile_with(lowered, false).expect("interpreter compile");
+    assert_eq!(interp.native_stages(), 0);
+    (native, interp)
+}
+
+fn run(k: &HostKernel, inputs: &[In]) -> Result<Vec<HostTensor>, String> {
+    let mut ts: Vec<HostTensor> = inputs
+        .iter()
+        .filter_map(|a| match a {
+            In::T(t) => Some(t.clone()),
+            In::I(_) => None,
+        })
+        .collect();
+    let mut slots = ts.iter_mut();
+    let mut args: Vec<Arg> = Vec::new();
+    for a in inputs {
+        args.push(match a {
+            In::T(_) => Arg::Tensor(slots.next().expect("tensor")),
+            In::I(v) => Arg::Int(*v),
+        });
+    }
+    k.run(&mut args).map_err(|e| e.to_string())?;
+    Ok(ts)
+}
+
+/// Run natively and interpreted; the outputs agree (ints exactly, floats within
+/// `rel`); returns the native outputs.
+fn both(name: &str, inputs: &[In], rel: f64) -> Vec<HostTensor> {
+    let (native, interp) = kernels(&func(name));
+    let a = run(&native, inputs).unwrap_or_else(|e| panic!("{name} native: {e}"));
+    let b = run(&interp, inputs).unwrap_or_else(|e| panic!("{name} interpreted: {e}"));
+    for (k, (x, y)) in a.iter().zip(&b).enumerate() {
+        let (xv, yv) = (x.to_f64_vec(), y.to_f64_vec());
+        for (i, (p, q)) in xv.iter().zip(&yv).enumerate() {
+            let same = p == q || (p.is_nan() && q.is_nan());
+            let close = x.dtype().is_float() && (p - q).abs() <= rel * q.abs().max(1e-30);
+            assert!(
+                same || close,
+                "{name}: argument {k} element {i}: native {p}, interpreted {q}"
+            );
+        }
+    }
+    a
+}
+
+/// Both paths fail with the same message.
+fn same_error(name: &str, inputs: &[In]) -> String {
+    let (native, interp) = kernels(&func(name));
+    let a = run(&native, inputs).expect_err("native run fails");
+    let b = run(&interp, inputs).expect_err("interpreted run fails");
+    assert_eq!(a, b, "{name}: the same error");
+    a
+}
+
+fn t<T: relax_jit::tensor::Element>(v: &[T]) -> In {
+    In::T(HostTensor::from_slice(&[v.len() as i64], v).expect("tensor"))
+}
+
+fn z(dt: DataType, shape: &[i64]) -> In {
+    In::T(HostTensor::zeros(dt, shape).expect("tensor"))
+}
+
+#[test]
+fn integer_division_by_zero_and_signs() {
+    let a = [7i32, -7, 7, -7, 5, i32::MIN, 0, -3];
+    let b = [2i32, 2, -2, -2, 0, -1, 0, 4];
+    let n = a.len() as i64;
+    let i32t = DataType::INT32;
+    let out = both(
+        "int_ops",
+        &[t(&a), t(&b), z(i32t, &[n]), z(i32t, &[n]), z(i32t, &[n]), z(i32t, &[n])],
+        0.0,
+    );
+    let v = |k: usize| out[k].as_slice::<i32>().expect("i32").to_vec();
+    assert_eq!(v(2), [3, -3, -3, 3, 5, i32::MIN, 0, 0], "truncdiv");
+    assert_eq!(v(3), [1, -1, 1, -1, 0, 0, 0, -3], "truncmod");
+    assert_eq!(v(4), [3, -4, -4, 3, 5, i32::MIN, 0, -1], "floordiv");
+    assert_eq!(v(5), [1, 1, -1, -1, 0, 0, 0, 1], "floormod");
+}
+
+#[test]
+fn narrow_and_wide_integers_wrap_like_the_interpreter() {
+    let a = [100i8, -100, 5, 127, -128, 0];
+    let b = [100i8, -3, -7, 1, -1, 9];
+    let out = both(
+        "small_ints",
+        &[
+            t(&a),
+            t(&b),
+            z(DataType::INT8, &[6]),
+            z(DataType::UINT8, &[6]),
+            z(DataType::INT64, &[6]),
+        ],
+        0.0,
+    );
+    assert_eq!(out[2].as_slice::<i8>().expect("i8"), &[48, 12, 5, 119, -128, 0]);
+    assert_eq!(out[3].as_slice::<u8>().expect("u8"), &[44, 100, 205, 71, 72, 200]);
+    assert_eq!(
+        out[4].as_slice::<i64>().expect("i64")[0],
+        100 * 4294967296 + (100 ^ 5) / 4
+    );
+}
+
+#[test]
+fn float_to_int_casts_saturate() {
+    let x = [300.0f32, -5.5, f32::NAN, f32::INFINITY, -3e9, 2.75, 0.0];
+    let outs = [
+        z(DataType::INT8, &[7]),
+        z(DataType::UINT8, &[7]),
+        z(DataType::INT32, &[7]),
+        z(DataType::INT64, &[7]),
+        z(DataType::BOOL, &[7]),
+        z(DataType::FLOAT64, &[7]),
+    ];
+    let mut inputs = vec![t(&x)];
+    inputs.extend(outs);
+    let out = both("casts", &inputs, 0.0);
+    assert_eq!(out[1].as_slice::<i8>().expect("i8"), &[127, -5, 0, 127, -128, 2, 0]);
+    assert_eq!(out[2].as_slice::<u8>().expect("u8"), &[255, 0, 0, 255, 0, 2, 0]);
+    assert_eq!(
+        out[3].as_slice::<i32>().expect("i32"),
+        &[300, -5, 0, i32::MAX, i32::MIN, 2, 0]
+    );
+    assert_eq!(out[4].as_slice::<i64>().expect("i64")[3], i64::MAX);
+    assert_eq!(out[5].to_f64_vec(), [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]);
+}
+
+#[test]
+fn nan_aware_min_max_select_and_float_floor_ops() {
+    let x = [1.0f32, f32::NAN, -3.0, 2.0, 0.5, -0.0, 4.0, f32::INFINITY];
+    let y = [f32::NAN, 0.0, -3.0, 5.0, -1.25, 0.0, 4.0, 1.0];
+    let f32t = DataType::FLOAT32;
+    let out = both(
+        "floats",
+        &[
+            t(&x),
+            t(&y),
+            z(f32t, &[8]),
+            z(f32t, &[8]),
+            z(f32t, &[8]),
+            z(DataType::BOOL, &[8]),
+            z(f32t, &[8]),
+        ],
+        0.0,
+    );
+    assert_eq!(out[2].to_f64_vec()[..3], [1.0, 0.0, -3.0], "min skips NaN");
+    assert_eq!(out[3].to_f64_vec()[..3], [1.0, 0.0, -3.0], "max skips NaN");
+    assert_eq!(out[4].to_f64_vec()[2..5], [7.0, 2.5, 1.75]);
+}
+
+#[test]
+fn f32_math_within_ulps_and_f64_math_exact() {
+    let x: Vec<f32> = (0..64).map(|i| (i as f32 - 31.5) * 0.37).collect();
+    both("math32", &[t(&x), z(DataType::FLOAT32, &[64, 8])], 4e-7);
+    let x: Vec<f64> = (0..16).map(|i| (i as f64 - 7.5) * 0.61).collect();
+    let out = both("math64", &[t(&x), z(DataType::FLOAT64, &[16])], 0.0);
+    let want = x[3].exp() + x[3].abs().sqrt() + x[3].floor() + x[3].abs().ln_1p() + x[3].atan2(0.5);
+    assert_eq!(out[1].to_f64_vec()[3], want);
+}
+
+#[test]
+fn bools_load_and_store_as_bytes() {
+    let out = both(
+        "bools",
+        &[
+            In::T(HostTensor::from_f64s(DataType::BOOL, &[4], &[1.0, 1.0, 0.0, 0.0]).expect("x")),
+            In::T(HostTensor::from_f64s(DataType::BOOL, &[4], &[1.0, 0.0, 1.0, 0.0]).expect("y")),
+            z(DataType::BOOL, &[4]),
+            z(DataType::INT32, &[4]),
+        ],
+        0.0,
+    );
+    assert_eq!(out[2].to_f64_vec(), [0.0, 1.0, 0.0, 0.0]);
+    assert_eq!(out[3].as_slice::<i32>().expect("i32"), &[3, 1, 2, 0]);
+}
+
+#[test]
+fn symbolic_shapes_and_parallel_nests() {
+    for (n, m) in [(1i64, 1i64), (3, 1000), (257, 33), (0, 5)] {
+        let a: Vec<f32> = (0..n * m).map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0).collect();
+        let b: Vec<f32> = (0..m).map(|j| (j % 7) as f32 - 3.0).collect();
+        let out = both(
+            "bcast",
+            &[
+                In::T(HostTensor::from_slice(&[n, m], &a).expect("a")),
+                t(&b),
+                z(DataType::FLOAT32, &[n, m]),
+            ],
+            0.0,
+        );
+        for i in 0..n as usize {
+            for j in 0..m as usize {
+                let m = m as usize;
+                let want = (a[i * m + j] * b[j]).max(0.0) + a[i * m + m - 1 - j];
+                assert_eq!(out[2].as_slice::<f32>().expect("f32")[i * m + j], want);
+            }
+        }
+    }
+}
+
+#[test]
+fn unit_stride_float_loops_in_lanes_match_scalar() {
+    for (n, m) in [(2i64, 1003i64), (5, 3), (1, 4), (3, 64)] {
+        let mut a: Vec<f32> = (0..n * m).map(|i| ((i * 29) % 97) as f32 / 40.0 - 1.2).collect();
+        a[0] = f32::NAN;
+        let mut b: Vec<f32> = (0..m).map(|j| (j % 5) as f32 * 0.3 - 0.6).collect();
+        b[(m - 1) as usize] = f32::NAN;
+        let c: Vec<f32> = (0..n).map(|i| 0.25 * i as f32 + 0.1).collect();
+        let out = both(
+            "lanes",
+            &[
+                In::T(HostTensor::from_slice(&[n, m], &a).expect("a")),
+                t(&b),
+                t(&c),
+                z(DataType::FLOAT32, &[n, m]),
+            ],
+            0.0,
+        );
+        let o = out[3].as_slice::<f32>().expect("f32");
+        for i in 0..n as usize {
+            for j in 0..m as usize {
+                let x = a[i * m as usize + j];
+                let want = (x + b[j]).max(-0.5).min(c[i]) * 2.0 - x / 3.0;
+                let got = o[i * m as usize + j];
+                assert!(
+                    got == want || (got.is_nan() && want.is_nan()),
+                    "({i}, {j}): {got} vs {want}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn out_of_bounds_accesses_fail_the_same_way() {
+    let e = same_error(
+        "gather",
+        &[
+            t(&[1.0f32, 2.0, 3.0, 4.0]),
+            t(&[1i32, 7, 0]),
+            z(DataType::FLOAT32, &[3]),
+        ],
+    );
+    assert!(e.contains("out-of-bounds read of `a` at 7 (size 4)"), "{e}");
+    let e = same_error(
+        "gather",
+        &[t(&[1.0f32; 4]), t(&[-1i32, 0, 0]), z(DataType::FLOAT32, &[3])],
+    );
+    assert!(e.contains("at -1 (size 4)"), "{e}");
+    let e = same_error("overrun", &[z(DataType::FLOAT32, &[4])]);
+    assert!(e.contains("out-of-bounds write of `o` at 4 (size 4)"), "{e}");
+    let e = same_error("guarded", &[z(DataType::FLOAT32, &[4]), In::I(3)]);
+    assert!(e.contains("n is too small"), "{e}");
+}
+
+#[test]
+fn loops_with_state_and_scalar_params() {
+    let a: Vec<i32> = (1..=8).collect();
+    let out = both("loop_state", &[t(&a), z(DataType::INT32, &[2]), In::I(5)], 0.0);
+    assert_eq!(out[1].as_slice::<i32>().expect("i32"), &[36 * 5, 5]);
+}
+
+#[test]
+fn counters_record_native_stages() {
+    let before = native_counters().0;
+    kernels(&func("bcast"));
+    assert!(native_counters().0 > before);
+}
+
+#[test]
+fn borrowed_buffers_run_in_place_or_ask_for_copies() {
+    let (native, _) = kernels(&func("gather"));
+    let a: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let idx: Vec<u8> = [3i32, 0, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
+    // A copy in 8-byte words keeps the f32 data aligned.
+    let mut out_words = [0u64; 2];
+    let out: &mut [u8] = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut out_words)[..12];
+    let mut args = [
+        BorrowedArg::Read {
+            dtype: DataType::FLOAT32,
+            shape: &[4],
+            bytes: &a,
+        },
+        BorrowedArg::Read {
+            dtype: DataType::INT32,
+            shape: &[3],
+            bytes: &idx,
+        },
+        BorrowedArg::Write {
+            dtype: DataType::FLOAT32,
+            shape: &[3],
+            bytes: out,
+        },
+    ];
+    assert!(native.run_borrowed(&mut args).expect("runs"));
+    let BorrowedArg::Write { bytes, .. } = &args[2] else {
+        unreachable!()
+    };
+    let got: Vec<f32> = bytes
+        .chunks(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(got, [4.0, 1.0, 3.0]);
+    // The wrong number of bytes is an error; a written input asks for copies.
+    let mut bad = [
+        BorrowedArg::Read {
+            dtype: DataType::FLOAT32,
+            shape: &[4],
+            bytes: &a[..8],
+        },
+        BorrowedArg::Read {
+            dtype: DataType::INT32,
+            shape: &[3],
+            bytes: &idx,
+        },
+        BorrowedArg::Int(0),
+    ];
+    assert!(native.run_borrowed(&mut bad).is_err());
+    let (overrun, _) = kernels(&func("overrun"));
+    let zeros = [0u8; 16];
+    let mut ro = [BorrowedArg::Read {
+        dtype: DataType::FLOAT32,
+        shape: &[4],
+        bytes: &zeros,
+    }];
+    assert!(!overrun.run_borrowed(&mut ro).expect("no error"));
+}

@@ -147,7 +147,8 @@ fn row(what: &str, runs: usize, src: &str, args: &[Value], baseline: impl FnMut(
     report(what, ours, base, "Rust loop", 0.5, None);
 }
 
-/// A program `main(x[, y]) = body` over float32 tensors of shape `xs` (and `ys`)
+/// A program `main(x[, y]) = body` over float32 tensors of shape `xs` (and `ys`), in a
+/// dataflow block (as importers write them, so that chains of operators fuse)
 /// returning a tensor of shape `out` and dtype `odt`.
 fn program(params: &[(&str, &str)], out: &str, odt: &str, body: &str) -> String {
     let ps: Vec<String> = params
@@ -155,7 +156,7 @@ fn program(params: &[(&str, &str)], out: &str, odt: &str, body: &str) -> String 
         .map(|(n, s)| format!("{n}: R.Tensor({s}, \"float32\")"))
         .collect();
     format!(
-        "@I.ir_module\nclass Module:\n    @R.function\n    def main({}) -> R.Tensor({out}, \"{odt}\"):\n        z = {body}\n        return z\n",
+        "@I.ir_module\nclass Module:\n    @R.function\n    def main({}) -> R.Tensor({out}, \"{odt}\"):\n        with R.dataflow():\n            z = {body}\n            R.output(z)\n        return z\n",
         ps.join(", ")
     )
 }

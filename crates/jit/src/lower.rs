@@ -107,6 +107,9 @@ pub struct LoweredFunc {
     pub has_thread_bindings: bool,
     /// Whether the function synchronises threads (`T.tvm_storage_sync`).
     pub has_barriers: bool,
+    /// Whether the function promises that its buffer parameters do not overlap
+    /// (`"tirx.noalias"`, as legalized functions do).
+    pub noalias: bool,
 }
 
 impl LoweredFunc {
@@ -309,6 +312,9 @@ pub fn lower_named(f: &PrimFunc, name: &str) -> Result<LoweredFunc> {
         stages,
         has_thread_bindings: ctx.has_threads || has_tb,
         has_barriers: ctx.has_barriers,
+        noalias: ["tirx.noalias", "tir.noalias"]
+            .iter()
+            .any(|k| f.attrs.get_bool(k).unwrap_or(false) || f.attrs.get_int(k).is_some_and(|v| v != 0)),
     })
 }
 

@@ -94,6 +94,74 @@ class Module:
                 O[i, j] = T.min(T.max(A[i, j] + B[j], T.float32(-0.5)), C[i]) * T.float32(2) - A[i, j] / T.float32(3)
 
     @T.prim_func
+    def masks(a: T.handle, b: T.handle, o: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        O = T.match_buffer(o, (n, 3), "float32")
+        for i in T.parallel(n):
+            for j in range(n):
+                O[i, 0] = T.Select(T.int64(0) < T.Cast("int64", B[i] < A[i]), A[i], B[i])
+        for i, j in T.grid(3, n):
+            O[j, i] = T.if_then_else(i == 0, T.Select(T.int64(0) < T.Cast("int64", B[j] < A[j]), A[j], B[j]), T.if_then_else(i == 1, T.Select(A[j] >= T.float32(0) and not B[j] != B[j] or A[j] == B[j], A[j] * B[j], T.float32(-1)), T.Select(T.Cast("int8", A[j] <= B[j]) != T.int8(0), B[j] - A[j], A[j])))
+
+    @T.prim_func
+    def where_rows(a: T.handle, b: T.handle, o: T.handle):
+        n = T.int64()
+        m = T.int64()
+        A = T.match_buffer(a, (n, m), "float32")
+        B = T.match_buffer(b, (n, m), "float32")
+        O = T.match_buffer(o, (n, m), "float32")
+        for i in T.parallel(n):
+            for j in range(m):
+                O[i, j] = T.Select(T.int64(0) < T.Cast("int64", B[i, j] < A[i, j]), A[i, j], T.Select(A[i, j] != A[i, j] or B[i, j] >= T.float32(0.25), B[i, j], T.float32(0.5)))
+
+    @T.prim_func(private=True)
+    def argmax_rows(a: T.handle, o: T.handle):
+        T.func_attr({"tirx.noalias": True})
+        n = T.int64()
+        m = T.int64()
+        x = T.match_buffer(a, (n, m), "float32")
+        x_red = T.match_buffer(o, (n,), "int64")
+        x_red_temp_v0 = T.alloc_buffer((n,), "int64")
+        x_red_temp_v1 = T.alloc_buffer((n,))
+        for ax0, k1 in T.grid(n, m):
+            with T.sblock("x_red_temp"):
+                v_ax0, v_k1 = T.axis.remap("SR", [ax0, k1])
+                T.reads(x[v_ax0, v_k1])
+                T.writes(x_red_temp_v0[v_ax0], x_red_temp_v1[v_ax0])
+                with T.init():
+                    x_red_temp_v0[v_ax0] = T.int64(-1)
+                    x_red_temp_v1[v_ax0] = T.float32(-3.4028234663852886e38)
+                v_x_red_temp_v0: T.let[T.int64] = T.Select(x_red_temp_v1[v_ax0] > x[v_ax0, v_k1] or x_red_temp_v1[v_ax0] == x[v_ax0, v_k1] and x_red_temp_v0[v_ax0] < v_k1, x_red_temp_v0[v_ax0], v_k1)
+                v_x_red_temp_v1: T.let[T.float32] = T.Select(x_red_temp_v1[v_ax0] > x[v_ax0, v_k1], x_red_temp_v1[v_ax0], x[v_ax0, v_k1])
+                x_red_temp_v0[v_ax0] = v_x_red_temp_v0
+                x_red_temp_v1[v_ax0] = v_x_red_temp_v1
+        for ax0 in range(n):
+            with T.sblock("x_red"):
+                v_ax0 = T.axis.spatial(n, ax0)
+                T.reads(x_red_temp_v0[v_ax0])
+                T.writes(x_red[v_ax0])
+                x_red[v_ax0] = x_red_temp_v0[v_ax0]
+
+    @T.prim_func
+    def sums(a: T.handle, s: T.handle, w: T.handle):
+        T.func_attr({"tirx.noalias": True})
+        n = T.int64()
+        m = T.int64()
+        A = T.match_buffer(a, (n, m), "int32")
+        S = T.match_buffer(s, (n,), "int32")
+        W = T.match_buffer(w, (n,), "int8")
+        for i in T.parallel(n):
+            S[i] = 0
+            W[i] = T.int8(0)
+            for k in range(m):
+                S[i] = S[i] + A[i, k] * (k + 1)
+                W[i] = W[i] + T.Cast("int8", A[i, k])
+                if S[i] > 1000:
+                    S[i] = S[i] - 1000
+
+    @T.prim_func
     def gather(a: T.Buffer((4,), "float32"), idx: T.Buffer((3,), "int32"), o: T.Buffer((3,), "float32")):
         for i in range(3):
             o[i] = a[idx[i]]
@@ -376,6 +444,113 @@ fn unit_stride_float_loops_in_lanes_match_scalar() {
                     "({i}, {j}): {got} vs {want}"
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn float_masks_select_in_lanes() {
+    let (n, m) = (7i64, 1001i64);
+    let mut a: Vec<f32> = (0..n * m).map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0).collect();
+    let mut b: Vec<f32> = (0..n * m).map(|i| ((i * 53) % 89) as f32 / 45.0 - 1.0).collect();
+    a[3] = f32::NAN;
+    b[10] = f32::NAN;
+    a[20] = b[20];
+    let out = both(
+        "where_rows",
+        &[
+            In::T(HostTensor::from_slice(&[n, m], &a).expect("a")),
+            In::T(HostTensor::from_slice(&[n, m], &b).expect("b")),
+            z(DataType::FLOAT32, &[n, m]),
+        ],
+        0.0,
+    );
+    let o = out[2].as_slice::<f32>().expect("f32");
+    for (i, ((x, y), got)) in a.iter().zip(&b).zip(o).enumerate() {
+        let want = if y < x {
+            *x
+        } else if x.is_nan() || *y >= 0.25 {
+            *y
+        } else {
+            0.5
+        };
+        assert!(got == &want || (got.is_nan() && want.is_nan()), "{i}: {got} vs {want}");
+    }
+    let k = 13usize;
+    let out = both(
+        "masks",
+        &[t(&a[..k]), t(&b[..k]), z(DataType::FLOAT32, &[k as i64, 3])],
+        0.0,
+    );
+    let o = out[2].as_slice::<f32>().expect("f32");
+    for j in 0..k {
+        let (x, y) = (a[j], b[j]);
+        let want = [
+            if y < x { x } else { y },
+            if (x >= 0.0 && !y.is_nan()) || x == y {
+                x * y
+            } else {
+                -1.0
+            },
+            if x <= y { y - x } else { x },
+        ];
+        for (c, w) in want.iter().enumerate() {
+            let g = o[j * 3 + c];
+            assert!(g == *w || (g.is_nan() && w.is_nan()), "({j}, {c}): {g} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn reduction_accumulators_in_registers_match_memory() {
+    for (n, m) in [(3i64, 17i64), (4, 1), (2, 130)] {
+        let mut x: Vec<f32> = (0..n * m).map(|i| ((i * 29) % 31) as f32 - 15.0).collect();
+        x[(m / 2) as usize] = f32::NAN;
+        x[(m + m - 1) as usize] = 1e30;
+        let out = both(
+            "argmax_rows",
+            &[
+                In::T(HostTensor::from_slice(&[n, m], &x).expect("x")),
+                z(DataType::INT64, &[n]),
+            ],
+            0.0,
+        );
+        let got = out[1].as_slice::<i64>().expect("i64");
+        for (r, row) in x.chunks(m as usize).enumerate() {
+            // TVM's argmax: a NaN restarts the running comparison (docs/semantics.md).
+            let (mut bi, mut bv) = (-1i64, -f32::MAX);
+            for (k, v) in row.iter().enumerate() {
+                let keep = bv > *v || (bv == *v && bi < k as i64);
+                if !keep {
+                    bi = k as i64;
+                }
+                if !(bv > *v) {
+                    bv = *v;
+                }
+            }
+            assert_eq!(got[r], bi, "row {r} of {n}x{m}");
+        }
+        let a: Vec<i32> = (0..n * m).map(|i| (i as i32 * 7) % 300 - 40).collect();
+        let out = both(
+            "sums",
+            &[
+                In::T(HostTensor::from_slice(&[n, m], &a).expect("a")),
+                z(DataType::INT32, &[n]),
+                z(DataType::INT8, &[n]),
+            ],
+            0.0,
+        );
+        for (r, row) in a.chunks(m as usize).enumerate() {
+            let (mut s, mut w) = (0i32, 0i8);
+            for (k, v) in row.iter().enumerate() {
+                s += v * (k as i32 + 1);
+                w = w.wrapping_add(*v as i8);
+                if s > 1000 {
+                    s -= 1000;
+                }
+            }
+            assert_eq!(out[1].as_slice::<i32>().expect("i32")[r], s, "sum row {r}");
+            assert_eq!(out[2].as_slice::<i8>().expect("i8")[r], w, "int8 sum row {r}");
         }
     }
 }

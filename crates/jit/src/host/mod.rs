@@ -3,7 +3,7 @@
 //! closures (no AST walk per element); outer parallel loops run with rayon, and
 //! matmul-like reductions are dispatched to `matrixmultiply`'s GEMM kernels.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -99,6 +99,10 @@ pub(crate) struct Env {
     nlocals: usize,
     in_parallel: bool,
     func: String,
+    /// Flat buffers of the parameters (caller storage, which may overlap unless
+    /// `noalias`).
+    params: HashSet<u64>,
+    noalias: bool,
 }
 
 impl Env {
@@ -425,6 +429,8 @@ impl HostKernel {
             nlocals: 0,
             in_parallel: false,
             func: lowered.name.clone(),
+            params: lowered.param_buffers().map(|(_, b)| b.id()).collect(),
+            noalias: lowered.noalias,
         };
         if lowered.has_barriers {
             return Err(unsupported(&env, "thread barriers (T.tvm_storage_sync) on the host"));

@@ -36,6 +36,8 @@ pub(super) struct Gen<'a, 'b> {
     sigs: HashMap<&'static str, SigRef>,
     /// Accesses (by index identity) whose bounds were checked before the loop.
     pub(super) unchecked: HashSet<usize>,
+    /// Buffer elements held in variables during an innermost loop (`promote`).
+    pub(super) promoted: HashMap<u64, (Variable, Ty)>,
 }
 
 pub(super) fn flags() -> MemFlagsData {
@@ -83,6 +85,7 @@ impl<'a, 'b> Gen<'a, 'b> {
             call_conv,
             sigs: HashMap::new(),
             unchecked: HashSet::new(),
+            promoted: HashMap::new(),
         }
     }
 
@@ -134,7 +137,24 @@ impl<'a, 'b> Gen<'a, 'b> {
             Stmt::LaunchThread { var, extent, body, .. } | Stmt::For { var, extent, body, .. } => {
                 let n = self.int(extent)?;
                 let zero = self.iconst(0);
-                self.counted_loop(var, zero, n, body)
+                match peel_first(var, body) {
+                    Some((init, rest)) => {
+                        // `for v { if v == 0 { init }; rest }` (a reduction's init):
+                        // the init runs once before the loop when there is an iteration.
+                        let (t, join) = (self.b.create_block(), self.b.create_block());
+                        let some = self.b.ins().icmp(IntCC::SignedGreaterThan, n, zero);
+                        self.b.ins().brif(some, t, &[], join, &[]);
+                        self.b.switch_to_block(t);
+                        let prev = self.vars.insert(var.id(), (zero, Ty::I));
+                        let r = self.stmt(init);
+                        restore(&mut self.vars, var.id(), prev);
+                        r?;
+                        self.b.ins().jump(join, &[]);
+                        self.b.switch_to_block(join);
+                        self.counted_loop(var, zero, n, &rest)
+                    }
+                    None => self.counted_loop(var, zero, n, body),
+                }
             }
             Stmt::Assert { cond, message, body } => {
                 let c = self.int(cond)?;
@@ -202,11 +222,16 @@ impl<'a, 'b> Gen<'a, 'b> {
         self.b.ins().brif(ok, fast, &[], slow, &[]);
         self.b.switch_to_block(fast);
         self.unchecked = super::hoist::keys(&sites);
-        let r = match self.lane_loop(var, lo, hi, body) {
-            Ok(true) => Ok(()),
-            Ok(false) => self.plain_loop(var, lo, hi, body),
-            Err(e) => Err(e),
-        };
+        let promoted = self.promotable(var, body);
+        let r = self
+            .promote(&promoted)
+            .and_then(|()| match self.lane_loop(var, lo, hi, body) {
+                Ok(true) => Ok(()),
+                Ok(false) => self.plain_loop(var, lo, hi, body),
+                Err(e) => Err(e),
+            });
+        let r = r.and_then(|()| self.demote(&promoted));
+        self.promoted.clear();
         self.unchecked.clear();
         r?;
         self.b.ins().jump(join, &[]);
@@ -293,11 +318,28 @@ impl<'a, 'b> Gen<'a, 'b> {
         if indices.len() != 1 {
             return Err(JitError::InvalidIr(format!("unflattened store to `{}`", buffer.name())));
         }
+        let v = self.expr(value)?;
+        self.store_value(buffer, &indices[0], v, value.dtype())
+    }
+
+    /// Store `v` (of dtype `src`) to `buffer[index]`.
+    pub(super) fn store_value(
+        &mut self,
+        buffer: &Buffer,
+        index: &PrimExpr,
+        v: (Value, Ty),
+        src: DataType,
+    ) -> Result<()> {
         let bdt = buffer.dtype();
         let ty = self.ty(bdt)?;
-        let v = self.expr(value)?;
-        let a = self.addr(buffer, &indices[0], true)?;
-        let v = self.conv(v, ty, value.dtype());
+        let v = self.conv(v, ty, src);
+        if let Some((var, _)) = self.promoted.get(&buffer.id()).copied() {
+            // What a store then a load would give: wrapped to the element type.
+            let v = if ty == Ty::I { self.wrap(v, bdt) } else { v };
+            self.b.def_var(var, v);
+            return Ok(());
+        }
+        let a = self.addr(buffer, index, true)?;
         let fl = flags();
         match (ty, bdt.bits) {
             (Ty::I, 1) => {
@@ -319,6 +361,9 @@ impl<'a, 'b> Gen<'a, 'b> {
                 "unflattened load from `{}`",
                 buffer.name()
             )));
+        }
+        if let Some((var, ty)) = self.promoted.get(&buffer.id()).copied() {
+            return Ok((self.b.use_var(var), ty));
         }
         let bdt = buffer.dtype();
         let ty = self.ty(bdt)?;
@@ -417,6 +462,33 @@ impl<'a, 'b> Gen<'a, 'b> {
         let v = self.expr(value)?;
         self.scoped(var, v, value.dtype(), |g| g.expr(body))
     }
+}
+
+/// `(init, rest)` when the loop body over `var` (from 0) is
+/// `if var == 0 { init } rest...` with no else branch.
+fn peel_first<'s>(var: &TirVar, body: &'s Stmt) -> Option<(&'s Stmt, Stmt)> {
+    let Stmt::Seq(v) = body else { return None };
+    let (
+        Stmt::If {
+            cond,
+            then_branch,
+            else_branch: None,
+        },
+        rest,
+    ) = v.split_first()?
+    else {
+        return None;
+    };
+    let PrimExprKind::Binary {
+        op: relax_ir::tir::BinOp::Eq,
+        a,
+        b,
+    } = cond.kind()
+    else {
+        return None;
+    };
+    let first = matches!(a.kind(), PrimExprKind::Var(w) if w == var) && b.as_int() == Some(0);
+    (first && !rest.is_empty()).then(|| (&**then_branch, Stmt::seq(rest.to_vec())))
 }
 
 pub(super) fn restore<K: std::hash::Hash + Eq, V>(m: &mut HashMap<K, V>, k: K, prev: Option<V>) {

@@ -5,7 +5,7 @@
 //! across the rayon pool). What the generator does not support makes the stage
 //! fall back to the closure interpreter; [`native_counters`] counts both and
 //! `RELAX_HOST_JIT_LOG=1` prints which stages were compiled or interpreted and why
-//! (`=ir` also prints the Cranelift IR); `RELAX_HOST_JIT=0` interprets every stage.
+//! (`=ir` also prints the Cranelift IR, `=asm` the machine code); `RELAX_HOST_JIT=0` interprets every stage.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +26,7 @@ use crate::error::{JitError, Result};
 mod expr;
 mod gen;
 mod hoist;
+mod promote;
 mod shims;
 mod simd;
 
@@ -219,7 +220,12 @@ fn finish(module: &mut JITModule, ctx: &mut cranelift_codegen::Context) -> std::
     let id = module
         .declare_function("stage", Linkage::Export, &ctx.func.signature)
         .map_err(|e| e.to_string())?;
+    let asm = std::env::var("RELAX_HOST_JIT_LOG").as_deref() == Ok("asm");
+    ctx.set_disasm(asm);
     module.define_function(id, ctx).map_err(|e| format!("{e:?}"))?;
+    if let Some(code) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()).filter(|_| asm) {
+        eprintln!("{code}");
+    }
     module.clear_context(ctx);
     module.finalize_definitions().map_err(|e| e.to_string())?;
     let ptr = module.get_finalized_function(id);

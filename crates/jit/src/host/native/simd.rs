@@ -37,8 +37,78 @@ impl Gen<'_, '_> {
                     && self.lanes_ok(b, var)
             }
             K::Cast { value, .. } => self.lanes_ok(value, var),
+            K::Select { cond, t, f } => self.mask_ok(cond, var) && self.lanes_ok(t, var) && self.lanes_ok(f, var),
+            K::Call { op, args, .. } if op == "if_then_else" && args.len() == 3 => {
+                self.mask_ok(&args[0], var) && self.lanes_ok(&args[1], var) && self.lanes_ok(&args[2], var)
+            }
             _ => false,
         }
+    }
+
+    /// Whether the condition `e` can be evaluated as a four-lane mask: comparisons
+    /// of `float32` lane expressions, combined with `and`/`or`/`not`, possibly as the
+    /// legalized `0 < T.Cast("int64", cond)` (or `!= 0`, `> 0`).
+    fn mask_ok(&self, e: &PrimExpr, var: &TirVar) -> bool {
+        use PrimExprKind as K;
+        match e.kind() {
+            K::Binary { op, a, b } if op.is_comparison() => {
+                if let Some(m) = cast_nonzero(*op, a, b) {
+                    return self.mask_ok(m, var);
+                }
+                a.dtype() == DataType::FLOAT32
+                    && b.dtype() == DataType::FLOAT32
+                    && (uses_var(a, var) || uses_var(b, var))
+                    && self.lanes_ok(a, var)
+                    && self.lanes_ok(b, var)
+            }
+            K::Binary { op, a, b } if op.is_logical() => self.mask_ok(a, var) && self.mask_ok(b, var),
+            K::Not(a) => self.mask_ok(a, var),
+            _ => false,
+        }
+    }
+
+    /// The lane mask (all ones where true) of a condition checked by `mask_ok`.
+    fn mask(&mut self, e: &PrimExpr, var: &TirVar) -> Result<Value> {
+        use PrimExprKind as K;
+        Ok(match e.kind() {
+            K::Binary { op, a, b } if op.is_comparison() => {
+                if let Some(m) = cast_nonzero(*op, a, b) {
+                    return self.mask(m, var);
+                }
+                let (x, y) = (self.lanes(a, var)?, self.lanes(b, var)?);
+                let cc = match op {
+                    BinOp::Eq => FloatCC::Equal,
+                    BinOp::Ne => FloatCC::NotEqual,
+                    BinOp::Lt => FloatCC::LessThan,
+                    BinOp::Le => FloatCC::LessThanOrEqual,
+                    BinOp::Gt => FloatCC::GreaterThan,
+                    _ => FloatCC::GreaterThanOrEqual,
+                };
+                self.b.ins().fcmp(cc, x, y)
+            }
+            K::Binary { op, a, b } => {
+                let (x, y) = (self.mask(a, var)?, self.mask(b, var)?);
+                if *op == BinOp::And {
+                    self.b.ins().band(x, y)
+                } else {
+                    self.b.ins().bor(x, y)
+                }
+            }
+            K::Not(a) => {
+                let x = self.mask(a, var)?;
+                self.b.ins().bnot(x)
+            }
+            _ => unreachable!("checked by mask_ok"),
+        })
+    }
+
+    /// `cond ? t : f` per lane.
+    fn lane_select(&mut self, cond: &PrimExpr, t: &PrimExpr, f: &PrimExpr, var: &TirVar) -> Result<Value> {
+        let m = self.mask(cond, var)?;
+        let (x, y) = (self.lanes(t, var)?, self.lanes(f, var)?);
+        let bits = MemFlagsData::new().with_endianness(Endianness::Little);
+        let m = self.b.ins().bitcast(types::F32X4, bits, m);
+        Ok(self.b.ins().bitselect(m, x, y))
     }
 
     /// The store `buf[index] = value` when the loop over `var` can run in lanes.
@@ -108,6 +178,8 @@ impl Gen<'_, '_> {
                 self.b.ins().load(types::F32X4, flags(), a, 0)
             }
             K::Cast { value, .. } => self.lanes(value, var)?,
+            K::Select { cond, t, f } => self.lane_select(cond, t, f, var)?,
+            K::Call { args, .. } => self.lane_select(&args[0], &args[1], &args[2], var)?,
             K::Binary { op, a, b } => {
                 let (x, y) = (self.lanes(a, var)?, self.lanes(b, var)?);
                 let ins = self.b.ins();
@@ -137,5 +209,24 @@ impl Gen<'_, '_> {
 
     fn is_unchecked(&self, index: &PrimExpr) -> bool {
         self.unchecked.contains(&key(index))
+    }
+}
+
+/// The boolean `m` when `a op b` is `0 < T.Cast(int, m)`, `T.Cast(int, m) > 0` or
+/// `T.Cast(int, m) != 0` (either side) for a `bool` `m`: how legalization turns a
+/// boolean tensor into a condition.
+fn cast_nonzero<'e>(op: BinOp, a: &'e PrimExpr, b: &'e PrimExpr) -> Option<&'e PrimExpr> {
+    use PrimExprKind as K;
+    let zero = |e: &PrimExpr| matches!(e.kind(), K::IntImm { value: 0, .. });
+    let bool_of = |e: &'e PrimExpr| match e.kind() {
+        K::Cast { value, dtype } if dtype.is_integer() && value.dtype() == DataType::BOOL => Some(value),
+        _ => None,
+    };
+    match op {
+        BinOp::Lt if zero(a) => bool_of(b),
+        BinOp::Gt if zero(b) => bool_of(a),
+        BinOp::Ne if zero(a) => bool_of(b),
+        BinOp::Ne if zero(b) => bool_of(a),
+        _ => None,
     }
 }

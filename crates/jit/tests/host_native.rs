@@ -524,7 +524,7 @@ fn reduction_accumulators_in_registers_match_memory() {
                 if !keep {
                     bi = k as i64;
                 }
-                if !(bv > *v) {
+                if bv.partial_cmp(v) != Some(std::cmp::Ordering::Greater) {
                     bv = *v;
                 }
             }

@@ -56,6 +56,7 @@ pub fn run(path: &Path, func: Option<&str>) -> u8 {
                         let buf = match b.buf {
                             BufRef::Param(p) => format!("param {p}"),
                             BufRef::Scratch(s) => format!("scratch {s}"),
+                            BufRef::Bounds => "out-of-bounds flags".to_string(),
                         };
                         let access = match b.access {
                             Access::Read => "read",

@@ -251,7 +251,7 @@ impl Opened {
 /// The device backend: given by the user, or opened on first use (a GPU through
 /// `relax_gpu_runtime` unless the engine is configured for the CPU).
 pub(crate) struct BackendSlot {
-    cell: OnceLock<std::result::Result<Opened, String>>,
+    pub(crate) cell: OnceLock<std::result::Result<Opened, String>>,
     device: DeviceChoice,
     adapter: Option<String>,
     memory_limit: Option<u64>,
@@ -740,7 +740,11 @@ impl Loaded {
         let args = args.to_vec();
         let result = self.on_run_thread(move |it| {
             let args = it.place_entry_args(&gv, args)?;
-            it.call_global(&gv, args)
+            let v = it.call_global(&gv, args);
+            // Always look (and clear), so a failed run's record never reaches the next.
+            let bounds = it.check_gpu_bounds();
+            let v = v?;
+            bounds.map(|()| v)
         });
         let result = result.and_then(|v| self.synchronize().map(|()| v));
         if result.is_ok() {
@@ -780,7 +784,12 @@ impl Loaded {
     pub fn call(&self, callee: &Value, args: &[Value]) -> Result<Value> {
         let callee = callee.clone();
         let args = args.to_vec();
-        self.on_run_thread(move |it| it.call_value(&callee, args))
+        self.on_run_thread(move |it| {
+            let v = it.call_value(&callee, args);
+            let bounds = it.check_gpu_bounds();
+            let v = v?;
+            bounds.map(|()| v)
+        })
     }
 
     /// A snapshot of the statistics of all runs so far.

@@ -35,6 +35,18 @@ pub(crate) struct Interp {
 }
 
 impl Interp {
+    /// Fail when a GPU kernel of this run (this thread) accessed a buffer out of
+    /// bounds through a data-dependent index (see `relax_jit`'s bounds checks).
+    pub(crate) fn check_gpu_bounds(&self) -> Result<()> {
+        if let Some(Ok(crate::engine::Opened {
+            gpu: Some((_, jit)), ..
+        })) = self.prog.backend.cell.get()
+        {
+            jit.check_gpu_bounds().map_err(|e| EngineError::Device(e.to_string()))?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn new(prog: Arc<Program>) -> Interp {
         Interp {
             prog,

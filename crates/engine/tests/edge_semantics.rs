@@ -256,3 +256,52 @@ def main(x: R.Tensor((2, 0), "float32"), i: R.Tensor((2,), "int32")):
         assert_eq!(ints(&out, 2), [0, 0], "{dev}");
     }
 }
+
+#[test]
+fn data_dependent_out_of_bounds_accesses_fail_the_run_on_both_devices() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def scatter(i: T.Buffer((3,), "int32"), v: T.Buffer((3,), "float32"), o: T.Buffer((4,), "float32")):
+        for k in range(4):
+            o[k] = T.float32(0)
+        for k in range(3):
+            o[i[k]] = v[k]
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), i: R.Tensor((3,), "int32"), v: R.Tensor((3,), "float32")):
+        cls = Module
+        a = R.take(x, i, axis=0)
+        b = R.gather_elements(x, i, axis=0)
+        c = R.call_tir(cls.scatter, (i, v), out_sinfo=R.Tensor((4,), "float32"))
+        return (a, b, c)
+"#;
+    let x = f32s(&[4], vec![1.0, 2.0, 3.0, 4.0]);
+    let v = f32s(&[3], vec![7.0, 8.0, 9.0]);
+    let module = parse(src);
+    for (dev, engine) in engines() {
+        let loaded = engine.load(&module).expect(dev);
+        // An index past the end and a negative one: an error naming the buffer.
+        for bad in [vec![1, 7, 0], vec![2, -1, 3]] {
+            let e = loaded
+                .run("main", &[x.clone(), i32s(bad.clone()), v.clone()])
+                .expect_err(dev)
+                .to_string();
+            assert!(e.contains("out-of-bounds"), "{dev} {bad:?}: {e}");
+            assert!(
+                e.contains("of `x`") || e.contains("of `o`") || e.contains("of `i`"),
+                "{dev}: {e}"
+            );
+            let at = if bad[1] == 7 { "at 7 (size 4)" } else { "at -1 (size 4)" };
+            assert!(e.contains(at), "{dev} {bad:?}: {e}");
+        }
+        // The module stays usable and the next (valid) run reports nothing stale.
+        let out = loaded
+            .run("main", &[x.clone(), i32s(vec![3, 0, 1]), v.clone()])
+            .expect(dev);
+        assert_eq!(floats(&out, 0), ["4", "1", "2"], "{dev} take");
+        assert_eq!(floats(&out, 1), ["4", "1", "2"], "{dev} gather_elements");
+        assert_eq!(floats(&out, 2), ["8", "9", "0", "7"], "{dev} scatter");
+    }
+}

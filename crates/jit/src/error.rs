@@ -51,6 +51,9 @@ pub enum JitError {
     /// An error from the GPU runtime.
     #[error("GPU runtime error: {0}")]
     Gpu(String),
+    /// A GPU kernel accessed a buffer outside its bounds (index computed from data).
+    #[error("{0}")]
+    OutOfBounds(String),
 }
 
 /// Result alias.

@@ -35,6 +35,7 @@ impl Jit {
         let (p, hit) = self.gpu_cache.get_or_build(f, || {
             let t0 = Instant::now();
             let source = emit_program(f, &self.caps, &self.options)?;
+            crate::oob::static_check(&source.lowered)?;
             let ours = t0.elapsed();
             let t1 = Instant::now();
             let mut pipelines = Vec::new();
@@ -48,7 +49,8 @@ impl Jit {
                     })
                     .collect();
                 let layout = KernelLayout::new(storage, 4 * k.uniforms.len() as u32);
-                pipelines.push(rt.create_kernel(&k.wgsl, "main", &layout).map_err(gpu_err)?);
+                let wgsl = self.oob.register(&k.name, &k.oob_sites, &k.wgsl);
+                pipelines.push(rt.create_kernel(&wgsl, "main", &layout).map_err(gpu_err)?);
             }
             let c = &self.counters;
             c.ours_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
@@ -107,7 +109,7 @@ impl Jit {
                 from_storage(t, *st, &bytes)?;
             }
         }
-        Ok(())
+        self.check_gpu_bounds()
     }
 
     /// Whether tensors of `dtype` can be bound directly from device memory holding
@@ -208,6 +210,10 @@ impl Jit {
             let len = (n.max(1) as u64) * st.bytes() as u64;
             scratch.push(rt.alloc(len.div_ceil(4) * 4).map_err(gpu_err)?);
         }
+        let flag = match prog.source.kernels.iter().any(|k| !k.oob_sites.is_empty()) {
+            true => Some(self.oob.flag(rt)?),
+            false => None,
+        };
         let limit = rt.limits().max_compute_workgroups_per_dimension as i64;
         let mut batch = rt.batch();
         for (k, pipe) in prog.source.kernels.iter().zip(&prog.pipelines) {
@@ -281,6 +287,7 @@ impl Jit {
                 let buf = match b.buf {
                     BufRef::Param(i) => bufs.get(&i).copied(),
                     BufRef::Scratch(i) => scratch.get(i),
+                    BufRef::Bounds => flag.as_deref(),
                 }
                 .ok_or_else(|| JitError::InvalidIr(format!("kernel {} binds a missing buffer", k.name)))?;
                 bound.push(binding_range(rt, lf, b, buf)?);

@@ -95,6 +95,7 @@ pub struct Jit {
     pub(crate) counters: Counters,
     pub(crate) resident: crate::resident::ResidentCache,
     pub(crate) profiler: crate::profile::Profiler,
+    pub(crate) oob: crate::oob::OobState,
 }
 
 impl Jit {
@@ -128,6 +129,7 @@ impl Jit {
             counters: Counters::default(),
             resident: Default::default(),
             profiler: Default::default(),
+            oob: Default::default(),
         }
     }
 

@@ -31,6 +31,7 @@ pub mod jit;
 pub mod lower;
 pub mod math;
 pub mod memory;
+mod oob;
 pub mod profile;
 mod resident;
 pub mod schedule;

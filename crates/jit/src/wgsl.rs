@@ -23,7 +23,10 @@ use crate::lower::{LoweredFunc, ParamSlot};
 use crate::math;
 use crate::schedule::{sanitize, Builtin, GpuKernel, Grid};
 
+mod bounds;
 mod intrinsics;
+
+pub use bounds::{FLAG_WORDS, SITE_BASE_DECL};
 
 /// Optional shader features of the target device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -74,6 +77,8 @@ pub enum BufRef {
     Param(usize),
     /// Function-level scratch buffer `i` ([`LoweredFunc::scratch`]).
     Scratch(usize),
+    /// The out-of-bounds flag buffer ([`crate::oob`]).
+    Bounds,
 }
 
 /// WGSL storage element types.
@@ -204,6 +209,9 @@ pub struct KernelSource {
     pub uniforms: Vec<UniformField>,
     /// Launch grid.
     pub grid: Grid,
+    /// What each run-time bounds check reports (site `i + 1`); empty when the kernel
+    /// checks nothing and binds no flag buffer.
+    pub oob_sites: Vec<String>,
 }
 
 /// Compute types of expressions in the shader.
@@ -266,6 +274,10 @@ struct Em<'a> {
     helpers: BTreeSet<&'static str>,
     uses_f16: bool,
     lf: &'a LoweredFunc,
+    /// Bounds-check sites (see `bounds`).
+    oob_sites: Vec<String>,
+    /// Depth of `select` arms being emitted (accesses there are not checked).
+    lazy: usize,
 }
 
 /// Emit (and validate) the WGSL of one scheduled kernel.
@@ -286,6 +298,8 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         helpers: BTreeSet::new(),
         uses_f16: false,
         lf,
+        oob_sites: Vec::new(),
+        lazy: 0,
     };
     // Storage bindings: every global buffer the kernel touches, in parameter order.
     let mut used: HashSet<u64> = HashSet::new();
@@ -427,6 +441,17 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         uniforms.push(UniformField { var: v, name, ty });
     }
     em.stmt(&k.body)?;
+    if !em.oob_sites.is_empty() {
+        em.helpers.insert("relax_chk");
+        bindings.push(BindingInfo {
+            buf: BufRef::Bounds,
+            name: bounds::FLAG.to_string(),
+            dtype: DataType::UINT32,
+            storage: StorageTy::U32,
+            access: Access::ReadWrite,
+            chunk: None,
+        });
+    }
     let mut src = String::new();
     if em.uses_f16 {
         src.push_str("enable f16;\n\n");
@@ -437,6 +462,16 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         } else {
             "read"
         };
+        if b.buf == BufRef::Bounds {
+            let _ = writeln!(
+                src,
+                "@group(0) @binding({i}) var<storage, read_write> {}: array<atomic<u32>, {}>;\n{}",
+                b.name,
+                bounds::FLAG_WORDS,
+                bounds::SITE_BASE_DECL
+            );
+            continue;
+        }
         let _ = writeln!(
             src,
             "@group(0) @binding({i}) var<storage, {acc}> {}: array<{}>;",
@@ -484,6 +519,7 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         bindings,
         uniforms,
         grid: k.grid.clone(),
+        oob_sites: em.oob_sites,
     })
 }
 
@@ -550,6 +586,9 @@ fn sat_cast_helper(dtype: DataType, to: W) -> Option<&'static str> {
 }
 
 fn helper_src(name: &str) -> &'static str {
+    if name == "relax_chk" {
+        return bounds::CHECK_FN;
+    }
     match name {
         "sat_f32_i8" => "fn sat_f32_i8(x: f32) -> i32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0i; }\n    return i32(clamp(x, -128.0f, 127.0f));\n}\n",
         "sat_f32_i16" => "fn sat_f32_i16(x: f32) -> i32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0i; }\n    return i32(clamp(x, -32768.0f, 32767.0f));\n}\n",
@@ -758,8 +797,10 @@ impl Em<'_> {
             }
             K::Select { cond, t, f } => {
                 let (c, cw) = self.expr(cond)?;
-                let (ts, tw) = self.expr(t)?;
-                let (fs, fw) = self.expr(f)?;
+                self.lazy += 1;
+                let arms = self.expr(t).and_then(|t| Ok((t, self.expr(f)?)));
+                self.lazy -= 1;
+                let ((ts, tw), (fs, fw)) = arms?;
                 let w = tw.max(fw);
                 (
                     format!(
@@ -787,6 +828,11 @@ impl Em<'_> {
                 }
                 let Some((name, bdt, st)) = self.bufs.get(&buffer.id()).cloned() else {
                     return Err(self.unsupported(format!("buffer `{}` is not available in the kernel", buffer.name())));
+                };
+                let idx = if self.needs_check(&indices[0]) {
+                    self.checked_index(buffer, &idx, false)?
+                } else {
+                    idx
                 };
                 let v = if self.chunked.contains_key(&buffer.id()) {
                     format!("ld_{name}({idx})")
@@ -941,10 +987,18 @@ impl Em<'_> {
                 } else {
                     self.conv(&vs, vw, st.wty())?
                 };
-                if self.chunked.contains_key(&buffer.id()) {
-                    self.line(&format!("st_{name}({idx}, {v});"));
+                let store = if self.chunked.contains_key(&buffer.id()) {
+                    format!("st_{name}({idx}, {v});")
                 } else {
-                    self.line(&format!("{name}[{idx}] = {v};"));
+                    format!("{name}[{idx}] = {v};")
+                };
+                if self.needs_check(&indices[0]) {
+                    // Robust buffer access may redirect an out-of-range store anywhere
+                    // in the buffer: skip it instead.
+                    let ok = self.checked_index(buffer, &idx, true)?;
+                    self.line(&format!("if ({ok} >= 0i) {{ {store} }}"));
+                } else {
+                    self.line(&store);
                 }
             }
             Stmt::Let { var, value, body } => {

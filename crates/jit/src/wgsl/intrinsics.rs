@@ -179,8 +179,10 @@ impl Em<'_> {
             "if_then_else" => {
                 n(3)?;
                 let (c, cw) = self.expr(&args[0])?;
-                let (ts, tw) = self.expr(&args[1])?;
-                let (fs, fw) = self.expr(&args[2])?;
+                self.lazy += 1;
+                let arms = self.expr(&args[1]).and_then(|t| Ok((t, self.expr(&args[2])?)));
+                self.lazy -= 1;
+                let ((ts, tw), (fs, fw)) = arms?;
                 let w = tw.max(fw);
                 (
                     format!(

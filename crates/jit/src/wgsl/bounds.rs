@@ -1,0 +1,82 @@
+//! Out-of-bounds detection in kernels: an access whose index depends on data the
+//! kernel reads (`R.take`, `R.gather_elements`, hand-written gathers and scatters)
+//! is checked against the buffer's length at run time (reads inside the arms of a
+//! `select` are not: WGSL evaluates them even where the program guards them). A violation skips the store
+//! (a read yields an out-of-range index, which WGSL's robust buffer access keeps
+//! inside the buffer) and records itself in a small flag buffer that the run reads
+//! back at its end ([`crate::oob`]), so the run fails as it does on the host.
+//!
+//! Accesses through indices built from loop and thread variables only are not
+//! checked: the schedules derive them from the buffers' own shapes.
+
+use std::fmt::Write;
+
+use relax_ir::tir::{Buffer, PrimExpr, PrimExprKind};
+
+use super::{Em, W};
+use crate::error::Result;
+use crate::expr::visit_expr;
+
+/// Name of the flag buffer's binding in the shader.
+pub(super) const FLAG: &str = "relax_oob";
+
+/// The constant holding the first site number of a kernel: emitted as 0 and
+/// replaced when the pipeline is created ([`crate::oob`]), so that sites are
+/// numbered across every kernel the JIT compiles.
+pub const SITE_BASE_DECL: &str = "const relax_oob_base: u32 = 0u;";
+
+/// Words of the flag buffer: `[0]` the largest site violated (0: none), `[1]` the
+/// site of the first recorded violation, `[2]`, `[3]` its index and buffer length.
+pub const FLAG_WORDS: usize = 4;
+
+/// `relax_chk(i, n, site)`: `i` when `0 <= i < n`, else `-1` after recording the
+/// violation.
+pub(super) const CHECK_FN: &str = "fn relax_chk(i: i32, n: i32, site: u32) -> i32 {
+    if (i >= 0i && i < n) { return i; }
+    let s = relax_oob_base + site;
+    atomicMax(&relax_oob[0], s);
+    if (atomicCompareExchangeWeak(&relax_oob[1], 0u, s).exchanged) {
+        atomicStore(&relax_oob[2], bitcast<u32>(i));
+        atomicStore(&relax_oob[3], bitcast<u32>(n));
+    }
+    return -1i;
+}
+";
+
+impl Em<'_> {
+    /// Whether an access through `index` is checked: the index reads a tensor (not a
+    /// schedule's own local or workgroup array) and the access is evaluated
+    /// unconditionally (not inside the arms of a `select`, which WGSL evaluates
+    /// eagerly even where the program guards them).
+    pub(super) fn needs_check(&self, index: &PrimExpr) -> bool {
+        if self.lazy > 0 {
+            return false;
+        }
+        let mut found = false;
+        visit_expr(index, &mut |x| {
+            if let PrimExprKind::BufferLoad { buffer, .. } = x.kind() {
+                found |= self.bufs.contains_key(&buffer.id());
+            }
+        });
+        found
+    }
+
+    /// The checked form of `idx` (WGSL `i32`) for an access of the global buffer
+    /// `buffer`: `relax_chk(idx, len, site)`, registering the site.
+    pub(super) fn checked_index(&mut self, buffer: &Buffer, idx: &str, write: bool) -> Result<String> {
+        let len = match buffer.shape().first() {
+            Some(e) => {
+                let (s, w) = self.expr(e)?;
+                self.conv(&s, w, W::I32)?
+            }
+            None => "1i".to_string(),
+        };
+        let what = if write { "write" } else { "read" };
+        self.oob_sites
+            .push(format!("out-of-bounds {what} of `{}`", buffer.name()));
+        let site = self.oob_sites.len();
+        let mut s = String::new();
+        let _ = write!(s, "relax_chk({idx}, {len}, {site}u)");
+        Ok(s)
+    }
+}

@@ -305,3 +305,30 @@ class Module:
         assert_eq!(floats(&out, 2), ["8", "9", "0", "7"], "{dev} scatter");
     }
 }
+
+#[test]
+fn a_loop_index_past_the_end_fails_on_both_devices() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def overrun(x: T.Buffer((4,), "float32"), o: T.Buffer((4,), "float32")):
+        for i in range(6):
+            o[i] = x[T.min(i, 3)]
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        cls = Module
+        y = R.call_tir(cls.overrun, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+"#;
+    let x = f32s(&[4], vec![1.0, 2.0, 3.0, 4.0]);
+    for (dev, engine) in engines() {
+        let e = engine
+            .run(&parse(src), "main", std::slice::from_ref(&x))
+            .expect_err(dev)
+            .to_string();
+        assert!(e.contains("out-of-bounds write of `o` at"), "{dev}: {e}");
+        assert!(e.contains("(size 4)"), "{dev}: {e}");
+    }
+}

@@ -612,7 +612,13 @@ impl<'m> Printer<'m> {
             _ => {
                 let mut parts: Vec<String> = c.args.iter().map(|a| self.expr(a)).collect();
                 parts.extend(self.ty_args(c));
-                return format!("{}({})", self.expr(&c.op), parts.join(", "));
+                // A callee that prints as a bare value (a PrimValue) keeps its
+                // constructor, or it would read back as a different expression.
+                let callee = match c.op.kind() {
+                    ExprKind::PrimValue(p) => format!("R.prim_value({})", prim(p)),
+                    _ => self.expr(&c.op),
+                };
+                return format!("{callee}({})", parts.join(", "));
             }
         };
         let short = op.strip_prefix("relax.").unwrap_or(op);

@@ -233,7 +233,11 @@ impl<'a> Evaluator<'a> {
                         }
                         other => Err(self.err(e, format!("cannot negate {}", other.kind_name()))),
                     },
-                    ast::UnaryOp::UAdd => Ok(v),
+                    ast::UnaryOp::UAdd => match v {
+                        Value::Int(_) | Value::Float(_) | Value::Expr(_) => Ok(v),
+                        Value::Bool(b) => Ok(Value::Int(b as i64)),
+                        other => Err(self.err(e, format!("bad operand type for unary `+`: {}", other.kind_name()))),
+                    },
                     ast::UnaryOp::Not => match v {
                         Value::Bool(b) => Ok(Value::Bool(!b)),
                         Value::Int(i) => Ok(Value::Bool(i == 0)),

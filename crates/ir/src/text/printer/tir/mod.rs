@@ -525,6 +525,8 @@ impl Printer {
             AttrValue::None => "None".into(),
             AttrValue::Bool(b) => if *b { "True" } else { "False" }.into(),
             AttrValue::Int(i) => i.to_string(),
+            // `inf` would not re-parse; `1e999` is read back as infinity (as in Relax).
+            AttrValue::Float(f) if f.is_infinite() => if *f > 0.0 { "1e999" } else { "-1e999" }.to_string(),
             AttrValue::Float(f) => format_float(*f),
             AttrValue::Str(s) => quote(s),
             AttrValue::DataType(d) => quote(&d.to_string()),

@@ -21,11 +21,13 @@ pub mod binary;
 pub mod constant;
 pub mod conv;
 pub mod create;
+pub mod dynamic_strided_slice;
 pub mod index;
 pub mod linear_algebra;
 pub mod manipulate;
 pub mod nn;
 pub mod pool;
+pub mod scatter;
 pub mod search;
 pub mod statistical;
 pub mod te;
@@ -141,6 +143,7 @@ pub static FAMILIES: &[&[(&str, LegalizeFn)]] = &[
     search::OPS,
     pool::OPS,
     conv::OPS,
+    scatter::OPS,
 ];
 
 /// The legalization of operator `name` (`"relax.add"`), if any.
@@ -166,6 +169,75 @@ pub static FOLDS: &[(&str, FoldFn)] = &[
 /// The folding legalization of operator `name`, if any.
 pub fn lookup_fold(name: &str) -> Option<FoldFn> {
     FOLDS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// What a legalization that emits more than one binding can do (TVM's
+/// `BlockBuilder` inside `FLegalize`).
+pub trait Emitter {
+    /// `R.call_tir` of `lowered`, its PrimFunc added to the module.
+    fn call_tir(&mut self, lowered: Lowered) -> Expr;
+    /// Bind `value` to a fresh variable (named `name`) emitted before the call.
+    fn emit(&mut self, name: &str, value: Expr, sinfo: StructInfo) -> Expr;
+    /// `name = R.match_cast(value, sinfo)` emitted before the call.
+    fn match_cast(&mut self, name: &str, value: Expr, sinfo: StructInfo) -> Expr;
+}
+
+/// A legalization that emits bindings before its result, or `None` to leave
+/// the call unchanged.
+pub type EmitFn = fn(&LegalizeCtx, &mut dyn Emitter) -> Option<Expr>;
+
+/// The emitting legalizations.
+pub static EMITS: &[(&str, EmitFn)] = &[("relax.dynamic_strided_slice", dynamic_strided_slice::legalize)];
+
+/// Whether operator `name` (`"relax.add"`) has a legalization.
+pub fn has_legalization(name: &str) -> bool {
+    lookup(name).is_some() || lookup_emit(name).is_some()
+}
+
+/// The emitting legalization of operator `name`, if any.
+pub fn lookup_emit(name: &str) -> Option<EmitFn> {
+    EMITS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+struct PassEmitter<'a> {
+    pass: &'a mut Pass,
+    bindings: Vec<Binding>,
+    dataflow: bool,
+}
+
+impl PassEmitter<'_> {
+    fn fresh(&self, name: &str, sinfo: StructInfo) -> relax_ir::Var {
+        if self.dataflow {
+            relax_ir::Var::new_dataflow(name, Some(sinfo))
+        } else {
+            relax_ir::Var::new(name, Some(sinfo))
+        }
+    }
+}
+
+impl Emitter for PassEmitter<'_> {
+    fn call_tir(&mut self, lowered: Lowered) -> Expr {
+        self.pass.call_tir(lowered)
+    }
+    fn emit(&mut self, name: &str, value: Expr, sinfo: StructInfo) -> Expr {
+        let var = self.fresh(name, sinfo);
+        self.bindings.push(Binding::VarBinding {
+            var: var.clone(),
+            value,
+            span: relax_ir::Span::NONE,
+        });
+        var.to_expr()
+    }
+    fn match_cast(&mut self, name: &str, value: Expr, sinfo: StructInfo) -> Expr {
+        let var = self.fresh(name, sinfo.clone());
+        self.bindings.push(Binding::MatchCast {
+            var: var.clone(),
+            value,
+            struct_info: sinfo,
+            span: relax_ir::Span::NONE,
+        });
+        var.to_expr()
+    }
 }
 
 /// The StructInfo of a normalized argument (a variable or a constant).
@@ -215,20 +287,8 @@ impl Pass {
         name
     }
 
-    fn lower_call(&mut self, var: &relax_ir::Var, call: &Call) -> Option<Expr> {
-        let name = call.op.as_op()?;
-        let fold = lookup_fold(name);
-        let f = lookup(name);
-        if fold.is_none() && f.is_none() {
-            return None;
-        }
-        let args = call.args.iter().map(arg_struct_info).collect::<Option<Vec<_>>>()?;
-        let out = var.struct_info()?.clone();
-        let ctx = LegalizeCtx { call, args, out };
-        if let Some(folded) = fold.and_then(|g| g(&ctx)) {
-            return Some(folded);
-        }
-        let lowered = f?(&ctx)?;
+    /// `R.call_tir` of a lowered call (its PrimFunc added to the module).
+    fn call_tir(&mut self, lowered: Lowered) -> Expr {
         let gname = self.add_prim_func(&lowered.name, lowered.func);
         let mut cargs = vec![
             Expr::new(ExprKind::GlobalVar(GlobalVar::new(&gname))),
@@ -237,12 +297,35 @@ impl Pass {
         if !lowered.tir_vars.is_empty() {
             cargs.push(Expr::shape(lowered.tir_vars));
         }
-        Some(Expr::call(
-            Expr::op("relax.call_tir"),
-            cargs,
-            Attrs::new(),
-            vec![lowered.out],
-        ))
+        Expr::call(Expr::op("relax.call_tir"), cargs, Attrs::new(), vec![lowered.out])
+    }
+
+    /// The replacement of `var = call`: bindings to emit first, and the new value.
+    fn lower_call(&mut self, var: &relax_ir::Var, call: &Call, dataflow: bool) -> Option<(Vec<Binding>, Expr)> {
+        let name = call.op.as_op()?;
+        let fold = lookup_fold(name);
+        let f = lookup(name);
+        let emit = lookup_emit(name);
+        if fold.is_none() && f.is_none() && emit.is_none() {
+            return None;
+        }
+        let args = call.args.iter().map(arg_struct_info).collect::<Option<Vec<_>>>()?;
+        let out = var.struct_info()?.clone();
+        let ctx = LegalizeCtx { call, args, out };
+        if let Some(folded) = fold.and_then(|g| g(&ctx)) {
+            return Some((Vec::new(), folded));
+        }
+        if let Some(g) = emit {
+            let mut em = PassEmitter {
+                pass: self,
+                bindings: Vec::new(),
+                dataflow,
+            };
+            let value = g(&ctx, &mut em)?;
+            return Some((em.bindings, value));
+        }
+        let lowered = f?(&ctx)?;
+        Some((Vec::new(), self.call_tir(lowered)))
     }
 
     fn expr(&mut self, e: &Expr) -> Expr {
@@ -270,7 +353,11 @@ impl Pass {
             .blocks
             .iter()
             .map(|b| BindingBlock {
-                bindings: b.bindings.iter().map(|bd| self.binding(bd)).collect(),
+                bindings: b
+                    .bindings
+                    .iter()
+                    .flat_map(|bd| self.binding(bd, b.is_dataflow))
+                    .collect(),
                 is_dataflow: b.is_dataflow,
                 span: b.span,
             })
@@ -281,20 +368,32 @@ impl Pass {
         }
     }
 
-    fn binding(&mut self, b: &Binding) -> Binding {
+    fn binding(&mut self, b: &Binding, dataflow: bool) -> Vec<Binding> {
         match b {
             Binding::VarBinding { var, value, span } => {
-                let new_value = match value.as_call() {
-                    Some(call) => self.lower_call(var, call).unwrap_or_else(|| value.clone()),
-                    None => self.expr(value),
+                let (mut out, new_value) = match value.as_call() {
+                    Some(call) => self
+                        .lower_call(var, call, dataflow)
+                        .unwrap_or_else(|| (Vec::new(), value.clone())),
+                    None => (Vec::new(), self.expr(value)),
                 };
-                Binding::VarBinding {
-                    var: var.clone(),
+                // An emitted result more precise than the binding's annotation
+                // (a symbolic shape bound by `match_cast`) refines the variable.
+                let var = match (out.is_empty(), new_value.as_call()) {
+                    (false, Some(c)) if c.op.as_op() == Some("relax.call_tir") => match c.sinfo_args.first() {
+                        Some(si) => refine(var, si),
+                        None => var.clone(),
+                    },
+                    _ => var.clone(),
+                };
+                out.push(Binding::VarBinding {
+                    var,
                     value: new_value,
                     span: *span,
-                }
+                });
+                out
             }
-            other => other.clone(),
+            other => vec![other.clone()],
         }
     }
 
@@ -304,6 +403,17 @@ impl Pass {
             ..f.clone()
         }
     }
+}
+
+/// `var` (same identity) with the StructInfo `si`.
+fn refine(var: &relax_ir::Var, si: &StructInfo) -> relax_ir::Var {
+    relax_ir::Var(std::sync::Arc::new(relax_ir::relax::VarNode {
+        id: var.0.id,
+        name: var.0.name.clone(),
+        struct_info: Some(si.clone()),
+        is_dataflow: var.0.is_dataflow,
+        span: var.0.span,
+    }))
 }
 
 /// Run `LegalizeOps` on a normalized module (every bound variable carries its
@@ -328,3 +438,5 @@ pub fn legalize_module(module: &IRModule) -> Result<IRModule, Diagnostic> {
 mod tests;
 #[cfg(test)]
 mod tests_nn;
+#[cfg(test)]
+mod tests_scatter;

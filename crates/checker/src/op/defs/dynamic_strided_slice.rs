@@ -5,12 +5,52 @@
 //! slices into a tensor of that symbolic shape.
 
 use relax_ir::tir::{BinOp, Range};
-use relax_ir::{Attrs, DataType, Expr, PrimExpr, StructInfo, TirVar};
+use relax_ir::{Attrs, Call, DataType, Expr, PrimExpr, StructInfo, TirVar};
 
-use super::te::Te;
-use super::{Emitter, LegalizeCtx, Lowered};
-use crate::op::common::{add, int, max, min, mul, sub};
+use crate::op::common::*;
 use crate::op::index::{if_then_else, lt0};
+use crate::op::legalize::te::Te;
+use crate::op::legalize::{Emitter, LegalizeCtx, Legalized, Lowered, OrSkip, Skip};
+use crate::op::{InferCtx, OpDef};
+
+/// StructInfo: rank-preserving, extents unknown until run time (TVM's
+/// `InferStructInfoDynStridedSlice`).
+fn infer(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
+    let ts = tensor_args(call, args, 4)?;
+    let data = ts[0];
+    if data.ndim == -1 {
+        return Ok(tensor_ndim(data.dtype, -1, data.vdevice.clone()));
+    }
+    for (t, name) in ts[1..].iter().zip(["begin", "end", "strides"]) {
+        if t.ndim != 1 {
+            return Err(format!(
+                "Dynamic strided slice requires {name} to be 1d tensor (list of values)."
+            ));
+        }
+        let Some(s) = shape_of(t) else {
+            return Err(format!(
+                "Dynamic strided slice requires the input {name} to have well-defined shape."
+            ));
+        };
+        let Some(k) = s[0].as_int() else {
+            return Err(format!(
+                "Dynamic strided slice requires the input {name} to have a known integer shape value."
+            ));
+        };
+        if k != data.ndim as i64 {
+            return Err(format!(
+                "Dynamic strided slice requires the number of indices in {name} to equal the number of axes."
+            ));
+        }
+        if !t.dtype.is_void() && t.dtype != DataType::INT64 {
+            return Err(format!(
+                "Dynamic strided_slice expects the input {name}values to be all int64. However, {name} has dtype {}.",
+                t.dtype
+            ));
+        }
+    }
+    Ok(tensor_ndim(data.dtype, data.ndim, data.vdevice.clone()))
+}
 
 /// `T.Select(c, a, b)`.
 fn select(c: PrimExpr, a: PrimExpr, b: PrimExpr) -> PrimExpr {
@@ -105,9 +145,9 @@ fn slice(ctx: &LegalizeCtx, out_shape: Vec<PrimExpr>) -> Option<Lowered> {
         out: StructInfo::tensor(out_shape, xt.dtype),
         tir_vars: Vec::new(),
     };
-    super::index::data_read_first(&mut lowered.func, &x);
+    crate::op::legalize::index::data_read_first(&mut lowered.func, &x);
     // The data is read at run-time positions: the whole tensor.
-    super::index::for_each_block(&mut lowered.func.body, &mut |b| {
+    crate::op::legalize::index::for_each_block(&mut lowered.func.body, &mut |b| {
         for r in b.reads.iter_mut().filter(|r| r.buffer == x) {
             r.region = shape
                 .iter()
@@ -118,23 +158,28 @@ fn slice(ctx: &LegalizeCtx, out_shape: Vec<PrimExpr>) -> Option<Lowered> {
     Some(lowered)
 }
 
-/// Legalize `dynamic_strided_slice`: shape function, `tensor_to_shape`,
-/// `match_cast` to fresh extents, then the slice.
-pub fn legalize(ctx: &LegalizeCtx, em: &mut dyn Emitter) -> Option<Expr> {
-    let xt = ctx.args.first()?.as_tensor()?;
+/// Legalization: shape function, `tensor_to_shape`, `match_cast` to fresh
+/// extents, then the slice.
+fn legalize(ctx: &LegalizeCtx, em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+    const UNKNOWN: &str = "the data's shape or dtype is not known";
+    let xt = ctx.args.first().and_then(StructInfo::as_tensor).or_skip(UNKNOWN)?;
     if xt.dtype.is_void() || ctx.args.len() != 4 {
-        return None;
+        return Err(Skip::new(UNKNOWN));
     }
-    let ndim = usize::try_from(xt.ndim).ok()?;
+    let ndim = usize::try_from(xt.ndim).ok().or_skip(UNKNOWN)?;
     for a in &ctx.args[1..] {
-        let t = a.as_tensor()?;
-        if t.dtype != DataType::INT64
-            || t.shape_values()?.iter().map(PrimExpr::as_int).collect::<Vec<_>>() != [Some(ndim as i64)]
-        {
-            return None;
+        let known = a.as_tensor().is_some_and(|t| {
+            t.dtype == DataType::INT64
+                && t.shape_values()
+                    .is_some_and(|s| s.len() == 1 && s[0].as_int() == Some(ndim as i64))
+        });
+        if !known {
+            return Err(Skip::new(
+                "begin, end and strides must be int64 vectors of the data's rank",
+            ));
         }
     }
-    let sf = shape_func(ctx, ndim)?;
+    let sf = shape_func(ctx, ndim).or_skip(UNKNOWN)?;
     let sinfo = sf.out.clone();
     let lengths = em.call_tir(sf);
     let lengths = em.emit("gv", lengths, sinfo);
@@ -151,6 +196,14 @@ pub fn legalize(ctx: &LegalizeCtx, em: &mut dyn Emitter) -> Option<Expr> {
     let as_shape = em.emit("gv1", as_shape, shape_sinfo);
     let vars: Vec<PrimExpr> = (0..ndim).map(|_| TirVar::new("s", DataType::INT64).to_expr()).collect();
     em.match_cast("gv2", as_shape, StructInfo::shape(vars.clone()));
-    let lowered = slice(ctx, vars)?;
-    Some(em.call_tir(lowered))
+    let lowered = slice(ctx, vars).or_skip(UNKNOWN)?;
+    Ok(Legalized::Expr(em.call_tir(lowered)))
 }
+
+/// The operator.
+pub const DEF: OpDef = OpDef {
+    name: "relax.dynamic_strided_slice",
+    pure: true,
+    infer,
+    legalize: Some(legalize),
+};

@@ -129,6 +129,12 @@ PROGRAMS = {
     "conv_pool_extra": ([normal((2, 4, 7, 6)), normal((6, 2, 3, 3)), normal((3, 4, 3, 2)), normal((4, 3, 3, 2)), normal((2, 4, 5)), normal((4, 1, 3))], DEFAULT,
                         "grouped conv2d with stride/dilation/asymmetric padding, NHWC/HWIO conv2d, max_pool2d with dilation and ceil_mode, "
                         "avg_pool2d with ceil_mode, count_include_pad and dilation, grouped conv2d_transpose/conv1d_transpose with stride, padding, output_padding, dilation"),
+    "scatter_slice": ([normal((4, 5)), const([[3, 0, 1, 2, 0], [1, 2, 3, 0, 3]], "int64"), normal((2, 5)),
+                       const([[0, -1], [4, 4], [-5, 2], [1, 1]], "int64"), normal((4, 2)), normal((3, 4)),
+                       const([[2], [0]], "int64"), normal((2, 4)), const([[0, 1], [2, 3], [0, 1]], "int64"), normal((3,)),
+                       const([3, 0], "int64"), const([0, 5], "int64"), const([-1, 2], "int64")], DEFAULT,
+                      "scatter_elements update/add/max/mean on axis 0, 1 and -1 with negative and repeated indices, "
+                      "scatter_nd of rows and of elements (repeated indices, add and min), dynamic_strided_slice with a negative stride"),
 }
 
 

@@ -99,6 +99,8 @@ const PASSING: &[(&str, Device)] = &[
     ("reshape_family", Device::Gpu),
     ("scalar_prim", Device::Cpu),
     ("scalar_prim", Device::Gpu),
+    ("scatter_slice", Device::Cpu),
+    ("scatter_slice", Device::Gpu),
     ("softmax_norm", Device::Cpu),
     ("softmax_norm", Device::Gpu),
     ("tri_eye", Device::Cpu),

@@ -230,7 +230,7 @@ fn legalize_matches_tvm() {
         let key = ops.join("+");
         let covered = ops
             .iter()
-            .all(|o| relax_checker::op::legalize::lookup(&format!("relax.{o}")).is_some());
+            .all(|o| relax_checker::op::legalize::has_legalization(&format!("relax.{o}")));
         if ops.is_empty() || !covered {
             continue;
         }
@@ -269,7 +269,7 @@ fn legalize_matches_tvm() {
     eprintln!("legalize corpus: {total} covered cases, {structural} structurally equal, {sem} semantically equal");
     assert!(total > 0);
     let agree = structural + sem;
-    // Measured: 283 of 296 covered cases agree (262 structurally, 21 semantically).
-    assert!(agree >= 283, "only {agree} of {total} covered cases agree (floor 283)");
+    // Measured: 290 of 301 covered cases agree (269 structurally, 21 semantically).
+    assert!(agree >= 290, "only {agree} of {total} covered cases agree (floor 290)");
     assert!(agree * 100 >= total * 95, "agreement {agree}/{total} below 95%");
 }

@@ -29,7 +29,12 @@ pub fn run(path: &Path, as_json: bool) -> u8 {
             return EXIT_REJECTED;
         }
     };
-    let result = check_module(&module);
+    let mut result = check_module(&module);
+    if result.is_valid() {
+        // Calls whose legalization declines (a `legalize/skipped` warning each).
+        let (_, skipped) = relax_checker::op::legalize::legalize_module_report(&result.module);
+        result.diagnostics.extend(skipped);
+    }
     for d in &result.diagnostics {
         report(&source, d);
     }

@@ -322,6 +322,7 @@ macro_rules! op {
             name: $name,
             pure: $pure,
             infer: $f,
+            legalize: None,
         }
     };
 }
@@ -331,6 +332,7 @@ pub static OPS: &[OpDef] = &[
     op!("relax.call_tir", true, call_tir),
     op!("relax.call_tir_with_grad", true, call_tir),
     op!("relax.call_tir_inplace", true, call_tir),
+    op!("relax.dist.call_tir", true, call_tir),
     op!("relax.call_dps_packed", true, call_dps_packed),
     op!("relax.call_pure_packed", true, call_pure_packed),
     op!("relax.call_inplace_packed", true, call_inplace_packed),

@@ -1,4 +1,4 @@
-//! Indexing: `take`, `strided_slice`, `dynamic_strided_slice`.
+//! Indexing: `take`, `strided_slice`.
 
 use relax_ir::tir::BinOp;
 use relax_ir::{Call, DataType, Expr, ExprKind, PrimExpr, StructInfo};
@@ -261,47 +261,8 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     Ok(tensor(out, data.dtype, vd))
 }
 
-/// `dynamic_strided_slice(x, begin, end, strides)`: rank-preserving.
-fn dynamic_strided_slice(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
-    let ts = tensor_args(call, args, 4)?;
-    let data = ts[0];
-    if data.ndim == -1 {
-        return Ok(tensor_ndim(data.dtype, -1, data.vdevice.clone()));
-    }
-    for (t, name) in ts[1..].iter().zip(["begin", "end", "strides"]) {
-        if t.ndim != 1 {
-            return Err(format!(
-                "Dynamic strided slice requires {name} to be 1d tensor (list of values)."
-            ));
-        }
-        let Some(s) = shape_of(t) else {
-            return Err(format!(
-                "Dynamic strided slice requires the input {name} to have well-defined shape."
-            ));
-        };
-        let Some(k) = s[0].as_int() else {
-            return Err(format!(
-                "Dynamic strided slice requires the input {name} to have a known integer shape value."
-            ));
-        };
-        if k != data.ndim as i64 {
-            return Err(format!(
-                "Dynamic strided slice requires the number of indices in {name} to equal the number of axes."
-            ));
-        }
-        if !t.dtype.is_void() && t.dtype != DataType::INT64 {
-            return Err(format!(
-                "Dynamic strided_slice expects the input {name}values to be all int64. However, {name} has dtype {}.",
-                t.dtype
-            ));
-        }
-    }
-    Ok(tensor_ndim(data.dtype, data.ndim, data.vdevice.clone()))
-}
-
 /// The indexing operators.
 pub static OPS: &[OpDef] = &[
     pure_op!("relax.take", take),
     pure_op!("relax.strided_slice", strided_slice),
-    pure_op!("relax.dynamic_strided_slice", dynamic_strided_slice),
 ];

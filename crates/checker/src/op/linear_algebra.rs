@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use relax_ir::{Call, DataType, PrimExpr, StructInfo, VDevice};
 
+use super::attrs::{MatmulAttrs, OpAttrs};
 use super::common::*;
 use super::{pure_op, InferCtx, OpDef};
 
@@ -16,7 +17,7 @@ fn matmul(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         (Some(a), None) => Some(a.clone()),
         (None, b) => b.clone(),
     };
-    let dtype = match attr_opt_dtype(call, "out_dtype")? {
+    let dtype = match MatmulAttrs::from_call(call)?.out_dtype {
         Some(d) => d,
         None => binary_dtype(call, &args[0], &args[1])?,
     };
@@ -255,7 +256,7 @@ fn outer(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The linear algebra operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.matmul", matmul),
+    pure_op!("relax.matmul", matmul, super::legalize::linear_algebra::matmul),
     pure_op!("relax.einsum", einsum),
     pure_op!("relax.outer", outer),
 ];

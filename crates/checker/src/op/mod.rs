@@ -2,7 +2,9 @@
 //! StructInfo inference (`FInferStructInfo`) and (later) its legalization.
 //!
 //! Operators are grouped in one module per family (`unary`, `binary`, ...); each
-//! family lists its [`OpDef`]s in a static table, and [`REGISTRY`] collects them.
+//! family lists its [`OpDef`]s in a static table, and [`OPERATORS`] collects
+//! them, each under an interned [`OpId`]. Newer operators live in one file
+//! each under [`defs`] (see `docs/operators.md`).
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -10,7 +12,9 @@ use std::sync::LazyLock;
 use relax_ir::arith::Analyzer;
 use relax_ir::{Call, IRModule, StructInfo};
 
+pub mod attrs;
 mod common;
+pub mod defs;
 
 pub mod binary;
 pub mod builtin;
@@ -39,7 +43,10 @@ pub struct InferCtx<'a> {
 /// arguments, the StructInfo of the result, or an error message.
 pub type InferFn = fn(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Result<StructInfo, String>;
 
-/// One operator's definition.
+/// One operator's definition: its name, purity, StructInfo inference and
+/// (when it has one of its own) its legalization. Attributes are typed per
+/// operator ([`attrs`]); their defaults are the parser's schema
+/// (`relax_ir::text::ops`), declared once.
 pub struct OpDef {
     /// Full name, e.g. `"relax.add"`.
     pub name: &'static str,
@@ -47,11 +54,72 @@ pub struct OpDef {
     pub pure: bool,
     /// StructInfo inference.
     pub infer: InferFn,
+    /// Its legalization (`None`: the legacy table of [`legalize`], if any, by name).
+    pub legalize: Option<legalize::LegalizeFn>,
 }
+
+/// An operator, interned: an index into the registry. Obtained once from the
+/// name with [`OpId::of`]; everything else is read through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpId(u32);
+
+/// A registered operator: its definition with its legalization and
+/// compile-time folding resolved.
+pub struct Operator {
+    /// The interned id.
+    pub id: OpId,
+    /// The definition.
+    pub def: &'static OpDef,
+    /// The family (`"unary"`, `"nn"`, ...).
+    pub family: &'static str,
+    /// How calls are lowered to `call_tir`, if they are.
+    pub legalize: Option<legalize::Legalizer>,
+    /// A folding tried before the legalization (`arange` of constants, ...).
+    pub fold: Option<legalize::FoldFn>,
+}
+
+impl OpId {
+    /// The id of the operator named `name` (`"relax.add"`).
+    pub fn of(name: &str) -> Option<OpId> {
+        IDS.get(name).copied()
+    }
+    /// The registered operator.
+    pub fn get(self) -> &'static Operator {
+        &OPERATORS[self.0 as usize]
+    }
+    /// Its full name.
+    pub fn name(self) -> &'static str {
+        self.get().def.name
+    }
+}
+
+/// Every registered operator, in family order; `OPERATORS[id]` is `id`'s entry.
+pub static OPERATORS: LazyLock<Vec<Operator>> = LazyLock::new(|| {
+    let mut out: Vec<Operator> = Vec::new();
+    for (family, defs) in FAMILIES {
+        for def in defs.iter() {
+            let legalize = match def.legalize {
+                Some(f) => Some(legalize::Legalizer::Typed(f)),
+                None => legalize::legacy(def.name).map(legalize::Legalizer::Legacy),
+            };
+            out.push(Operator {
+                id: OpId(out.len() as u32),
+                def,
+                family,
+                legalize,
+                fold: legalize::lookup_fold(def.name),
+            });
+        }
+    }
+    out
+});
+
+static IDS: LazyLock<HashMap<&'static str, OpId>> =
+    LazyLock::new(|| OPERATORS.iter().map(|o| (o.def.name, o.id)).collect());
 
 /// Look up an operator by its full name (`"relax.add"`).
 pub fn lookup(name: &str) -> Option<&'static OpDef> {
-    BY_NAME.get(name).copied()
+    OpId::of(name).map(|id| id.get().def)
 }
 
 /// The operator families: a name and the family's table.
@@ -69,22 +137,18 @@ pub static FAMILIES: &[(&str, &[OpDef])] = &[
     ("create", create::OPS),
     ("nn", nn::OPS),
     ("builtin", builtin::OPS),
+    ("scatter", &[defs::scatter_elements::DEF, defs::scatter_nd::DEF]),
+    ("index", &[defs::dynamic_strided_slice::DEF]),
+    ("nn", &[defs::attention::DEF]),
 ];
 
-/// Every registered operator, family by family.
-pub static REGISTRY: LazyLock<Vec<&'static OpDef>> =
-    LazyLock::new(|| FAMILIES.iter().flat_map(|(_, ops)| ops.iter()).collect());
+/// Every registered operator's definition, family by family.
+pub static REGISTRY: LazyLock<Vec<&'static OpDef>> = LazyLock::new(|| OPERATORS.iter().map(|o| o.def).collect());
 
 /// The family (`"unary"`, `"nn"`, ...) an operator belongs to.
 pub fn family_of(name: &str) -> Option<&'static str> {
-    FAMILIES
-        .iter()
-        .find(|(_, ops)| ops.iter().any(|d| d.name == name))
-        .map(|(f, _)| *f)
+    OpId::of(name).map(|id| id.get().family)
 }
-
-static BY_NAME: LazyLock<HashMap<&'static str, &'static OpDef>> =
-    LazyLock::new(|| REGISTRY.iter().map(|d| (d.name, *d)).collect());
 
 /// Shorthand to declare a pure operator.
 macro_rules! pure_op {
@@ -93,6 +157,15 @@ macro_rules! pure_op {
             name: $name,
             pure: true,
             infer: $f,
+            legalize: None,
+        }
+    };
+    ($name:literal, $f:expr, $legalize:expr) => {
+        $crate::op::OpDef {
+            name: $name,
+            pure: true,
+            infer: $f,
+            legalize: Some($legalize),
         }
     };
 }

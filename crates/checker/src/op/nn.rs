@@ -4,6 +4,7 @@
 use relax_ir::tir::BinOp;
 use relax_ir::{Call, DataType, PrimExpr, StructInfo, TensorStructInfo};
 
+use super::attrs::{ConvAttrs, OpAttrs};
 use super::common::*;
 use super::index::if_then_else;
 use super::unary::{unary_any, unary_float};
@@ -155,7 +156,11 @@ fn positive(call: &Call, key: &str, values: Vec<i64>) -> Result<Vec<i64>, String
 }
 
 fn expand(call: &Call, key: &str, default: i64, n: usize) -> Result<Vec<i64>, String> {
-    let v = attr_ints(call, key, &vec![default; n])?;
+    fit(call, key, attr_ints(call, key, &vec![default; n])?, n)
+}
+
+/// `n` values from a list of `n` or one.
+fn fit(call: &Call, key: &str, v: Vec<i64>, n: usize) -> Result<Vec<i64>, String> {
     if v.len() == n {
         Ok(v)
     } else if v.len() == 1 {
@@ -193,15 +198,13 @@ fn conv(call: &Call, args: &[StructInfo], ctx: &InferCtx, n: usize, transpose: b
     let ts = tensor_args(call, args, 2)?;
     let (data, weight) = (ts[0], ts[1]);
     let (dl, kl) = conv_layouts(n, transpose);
-    let data_layout = check_layout(call, attr_str(call, "data_layout", &dl), &dl, "data")?;
-    let weight_layout = check_layout(call, attr_str(call, "kernel_layout", &kl), &kl, "kernel")?;
-    let out_layout_s = attr(call, "out_layout")
-        .and_then(|v| v.as_str())
-        .unwrap_or(attr_str(call, "data_layout", &dl));
-    let out_layout = check_layout(call, out_layout_s, &dl, "output")?;
+    let a = ConvAttrs::from_call(call)?;
+    let data_layout = check_layout(call, &a.data_layout, &dl, "data")?;
+    let weight_layout = check_layout(call, &a.kernel_layout, &kl, "kernel")?;
+    let out_layout = check_layout(call, &a.out_layout, &dl, "output")?;
     let ds = ndim_per_layout(call, data, &data_layout)?;
     let ws = ndim_per_layout(call, weight, &weight_layout)?;
-    let dtype = match attr_opt_dtype(call, "out_dtype")? {
+    let dtype = match a.out_dtype {
         Some(d) => d,
         None => binary_dtype(call, &args[0], &args[1])?,
     };
@@ -214,11 +217,11 @@ fn conv(call: &Call, args: &[StructInfo], ctx: &InferCtx, n: usize, transpose: b
     let d = convert_shape(&data_layout, &canon_d, &ds);
     let w = convert_shape(&weight_layout, &canon_k, &ws);
     let an = ctx.analyzer;
-    let groups = attr_int(call, "groups", 1)?;
+    let groups = a.groups;
     let g = int(groups);
-    let strides = positive(call, "strides", expand(call, "strides", 1, n)?)?;
-    let dilation = positive(call, "dilation", expand(call, "dilation", 1, n)?)?;
-    let padding = complete_padding(call, &attr_ints(call, "padding", &vec![0; 2 * n])?, n)?;
+    let strides = positive(call, "strides", fit(call, "strides", a.strides, n)?)?;
+    let dilation = positive(call, "dilation", fit(call, "dilation", a.dilation, n)?)?;
+    let padding = complete_padding(call, &a.padding, n)?;
     let mut out = vec![d[0].clone(), int(0)];
     if !transpose {
         let cin_k = mul(&w[1], &g);
@@ -906,9 +909,9 @@ pub static OPS: &[OpDef] = &[
     pure_op!("relax.nn.cross_entropy_with_logits", cross_entropy),
     pure_op!("relax.nn.nll_loss", nll_loss),
     pure_op!("relax.nn.batch_flatten", batch_flatten),
-    pure_op!("relax.nn.conv1d", conv1d),
-    pure_op!("relax.nn.conv2d", conv2d),
-    pure_op!("relax.nn.conv3d", conv3d),
+    pure_op!("relax.nn.conv1d", conv1d, super::legalize::conv::conv1d),
+    pure_op!("relax.nn.conv2d", conv2d, super::legalize::conv::conv2d),
+    pure_op!("relax.nn.conv3d", conv3d, super::legalize::conv::conv3d),
     pure_op!("relax.nn.conv1d_transpose", conv1d_t),
     pure_op!("relax.nn.conv2d_transpose", conv2d_t),
     pure_op!("relax.nn.conv3d_transpose", conv3d_t),

@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::attrs::AttrValue;
+use crate::attrs::{AttrValue, Attrs};
 
 /// How a call argument written as a Python literal is converted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +141,18 @@ impl OpSig {
     pub fn param(&self, name: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.name == name)
     }
+    /// The value attribute `name` takes when a call does not give it
+    /// (`SameAs` defaults read the other attribute through `get`); `None` when
+    /// `name` is not an attribute with a default.
+    pub fn default_attr(&self, name: &str, get: &dyn Fn(&str) -> Option<AttrValue>) -> Option<AttrValue> {
+        let p = self.param(name)?;
+        let ParamKind::Attr(kind) = p.kind else { return None };
+        match &p.default {
+            Default::Required => None,
+            Default::SameAs(other) => get(other).or_else(|| self.default_attr(other, get)),
+            d => Some(default_attr(kind, d)),
+        }
+    }
     /// Whether this operator has attributes.
     pub fn has_attrs(&self) -> bool {
         !self.attr_order.is_empty()
@@ -161,7 +173,7 @@ const TABLE: &[&str] = &[
     "isnan: x", "nonzero: x", "flatten: x", "shape_of: expr", "shape_to_tensor: expr", "tensor_to_shape: expr",
     "builtin.stop_lift_params: x", "memory.kill_storage: storage", "memory.kill_tensor: tensor",
     "vm.kill_object: obj", "nn.relu: data", "nn.selu: data", "nn.gelu: data", "nn.gelu_tanh: data", "nn.silu: data",
-    "nn.batch_flatten: data", "erf: x", "bitwise_not: x", "logical_not: x", "trunc: x", "zeros_like_shape: x",
+    "nn.batch_flatten: data", "erf: x", "bitwise_not: x", "logical_not: x", "trunc: x",
     // binary
     "add: x1, x2", "log_add_exp: x1, x2", "atan2: x1, x2", "divide: x1, x2", "equal: x1, x2", "floor_divide: x1, x2",
     "floor_mod: x1, x2", "greater: x1, x2", "greater_equal: x1, x2", "less: x1, x2", "less_equal: x1, x2",
@@ -180,7 +192,7 @@ const TABLE: &[&str] = &[
     "ones_like: x, dtype=None:@optdtype", "zeros_like: x, dtype=None:@optdtype",
     "tril: x, k=0:p", "triu: x, k=0:p",
     // datatype
-    "astype: x, dtype:@dtype",
+    "astype: x, dtype:@dtype", "wrap_param: data, dtype='float32':@dtype",
     // manipulation
     "broadcast_to: x, shape:shape", "collapse_sum_to: data, shape:shape", "reshape: x, shape:shape",
     "concat: tensors:tuple, axis=0:@optint", "stack: tensors:tuple, axis=0:@optint", "expand_dims: x, axis:@ints", "flip: data, axis:@int",
@@ -201,7 +213,7 @@ const TABLE: &[&str] = &[
     "strided_slice: x, axes:tuple, begin:tuple, end:tuple, strides=None:tuple, assume_inbound=False:@bool",
     "dynamic_strided_slice: x, begin, end, strides",
     // linear algebra
-    "matmul: x1, x2, out_dtype=None:@optdtype",
+    "matmul: x1, x2, out_dtype=None:@optdtype", "outer: x1, x2",
     // statistical / search / sort / set
     "sum: x, axis=None:@optints, keepdims=False:@bool", "mean: x, axis=None:@optints, keepdims=False:@bool",
     "max: x, axis=None:@optints, keepdims=False:@bool", "min: x, axis=None:@optints, keepdims=False:@bool",
@@ -214,6 +226,8 @@ const TABLE: &[&str] = &[
     "topk: data, k=1:@int, axis=-1:@int, ret_type='both':@str, largest=True:@bool, dtype='int32':@optdtype",
     "unique: x, sorted=True:p, return_index=False:p, return_inverse=False:p, return_counts=False:p, axis=None:p",
     "clip: x, min:p, max:p",
+    "bucketize: input_tensor, boundaries, out_int32=False:@bool, right=False:@bool",
+    "hamming_window: window_size:p, periodic:p, alpha:p, beta:p, dtype:@optdtype",
     // nn
     "nn.softmax: data, axis=-1:@int", "nn.log_softmax: data, axis=-1:@int",
     "nn.leakyrelu: data, alpha=0.01:@float", "nn.dropout: data, rate=0.5:@float",
@@ -250,7 +264,8 @@ const TABLE: &[&str] = &[
     "vm.alloc_tensor: storage, offset:p, shape:shape, dtype:dtype, runtime_device_ind=0:p",
     "vm.call_tir_dyn: func, args:tuple",
     "make_closure: func, args:tuple",
-    "null_value:",
+    "null_value:", "size: x",
+    "call_builtin_with_ctx: func, args:tuple",
     "to_vdevice: data, dst_vdevice:@vdevice",
     // call_tir family: the StructInfo arguments are handled by the parser
     "call_tir_inplace: gvar, args:tuple, inplace_indices:@ints",
@@ -258,13 +273,13 @@ const TABLE: &[&str] = &[
 ];
 
 /// Operators whose calls are written specially (not through [`lookup`]'s generic
-/// signature): `call_tir`, `call_dps_packed`, `call_packed`, `call_pure_packed`,
-/// `invoke_closure`, `invoke_pure_closure`, `print`, `assert_op`, `hint_on_device`.
+/// signature). `R.call_packed` is not among them: it calls an external
+/// function, not an operator.
 pub const SPECIAL_OPS: &[&str] = &[
     "call_tir",
     "call_dps_packed",
-    "call_packed",
     "call_pure_packed",
+    "call_inplace_packed",
     "invoke_closure",
     "invoke_pure_closure",
     "print",
@@ -431,6 +446,30 @@ pub fn names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = table().keys().map(String::as_str).collect();
     v.sort_unstable();
     v
+}
+
+/// The attribute value a default stands for (as the parser stores it): lists
+/// repeated to their arity, dtypes parsed, `None` unset.
+pub fn default_attr(kind: AttrKind, d: &Default) -> AttrValue {
+    let list = |l: Vec<i64>| AttrValue::List(l.into_iter().map(AttrValue::Int).collect());
+    match (kind, d) {
+        (AttrKind::Map, Default::None) => AttrValue::Map(Attrs::new()),
+        (_, Default::None) => AttrValue::None,
+        (AttrKind::Ints | AttrKind::OptInts, Default::Int(i)) => list(vec![*i]),
+        (AttrKind::Rep(n), Default::Int(i)) => list(vec![*i; n as usize]),
+        (AttrKind::Pad(n), Default::Int(i)) => list(vec![*i; 2 * n as usize]),
+        (AttrKind::Pad(n), Default::Ints(l)) if l.len() == n as usize => list([l.clone(), l.clone()].concat()),
+        (_, Default::Ints(l)) => list(l.clone()),
+        (AttrKind::Float, Default::Int(i)) => AttrValue::Float(*i as f64),
+        (_, Default::Int(i)) => AttrValue::Int(*i),
+        (_, Default::Float(f)) => AttrValue::Float(*f),
+        (_, Default::Bool(b)) => AttrValue::Bool(*b),
+        (AttrKind::DType | AttrKind::OptDType, Default::Str(s)) => {
+            s.parse().map(AttrValue::DataType).unwrap_or(AttrValue::None)
+        }
+        (_, Default::Str(s)) => AttrValue::Str(s.clone()),
+        _ => AttrValue::None,
+    }
 }
 
 /// Whether `AttrValue` `v` is the unset value.

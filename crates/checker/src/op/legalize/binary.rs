@@ -6,7 +6,7 @@ use relax_ir::{DataType, Expr, ExprKind, PrimExpr, StructInfo, TirVar};
 
 use super::manipulate::ScalarParams;
 use super::te::{Operand, Te};
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{LegacyFn, LegalizeCtx, Lowered};
 
 /// Bind the first `n` arguments (tensors or inlined scalar constants).
 pub(crate) fn operands(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand>)> {
@@ -192,33 +192,48 @@ fn ewise_fma(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The binary (and ternary) operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[
-    ("relax.add", add),
-    ("relax.subtract", subtract),
-    ("relax.multiply", multiply),
-    ("relax.divide", divide),
-    ("relax.floor_divide", floor_divide),
-    ("relax.power", power),
-    ("relax.atan2", atan2),
-    ("relax.maximum", maximum),
-    ("relax.minimum", minimum),
-    ("relax.mod", modulo),
-    ("relax.floor_mod", floor_mod),
-    ("relax.equal", equal),
-    ("relax.not_equal", not_equal),
-    ("relax.less", less),
-    ("relax.less_equal", less_equal),
-    ("relax.greater", greater),
-    ("relax.greater_equal", greater_equal),
-    ("relax.logical_and", logical_and),
-    ("relax.logical_or", logical_or),
-    ("relax.where", where_),
-    ("relax.ewise_fma", ewise_fma),
-    ("relax.bitwise_and", bitwise_and),
-    ("relax.bitwise_or", bitwise_or),
-    ("relax.bitwise_xor", bitwise_xor),
-    ("relax.logical_xor", logical_xor),
-    ("relax.left_shift", left_shift),
-    ("relax.right_shift", right_shift),
-    ("relax.log_add_exp", log_add_exp),
-];
+pub static OPS: &[(&str, LegacyFn)] = &[("relax.where", where_), ("relax.ewise_fma", ewise_fma)];
+
+/// The typed legalizations of this family's element-wise operators (no
+/// attributes; a skip says which precondition failed).
+pub mod typed {
+    use super::super::{elementwise, Emitter, LegalizeCtx, Legalized, Skip};
+
+    macro_rules! typed {
+        ($($f:ident),* $(,)?) => {$(
+            #[doc = concat!("`", stringify!($f), "`.")]
+            pub fn $f(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+                elementwise(ctx, super::$f)
+            }
+        )*};
+    }
+
+    typed!(
+        add,
+        atan2,
+        bitwise_and,
+        bitwise_or,
+        bitwise_xor,
+        divide,
+        equal,
+        floor_divide,
+        floor_mod,
+        greater,
+        greater_equal,
+        left_shift,
+        less,
+        less_equal,
+        log_add_exp,
+        logical_and,
+        logical_or,
+        logical_xor,
+        maximum,
+        minimum,
+        modulo,
+        multiply,
+        not_equal,
+        power,
+        right_shift,
+        subtract
+    );
+}

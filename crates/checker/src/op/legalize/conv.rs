@@ -7,7 +7,8 @@ use relax_ir::{Attrs, PrimExpr};
 
 use super::pool::pad_stage;
 use super::te::{add, konst, mul, scale, Reduce, Te};
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{Emitter, LegacyFn, LegalizeCtx, Legalized, Lowered, OrSkip, Skip};
+use crate::op::attrs::{ConvAttrs, OpAttrs};
 use crate::op::common::{attr_int, attr_ints, attr_str};
 
 /// `e // g` folded when `e` is static.
@@ -28,57 +29,131 @@ fn n_ints(ctx: &LegalizeCtx, key: &str, n: usize, default: i64) -> Option<Vec<i6
     }
 }
 
-/// `conv1d` (`n == 1`) and `conv2d` (`n == 2`) in channel-first or
-/// channel-last data layouts, `OI<spatial>` or `<spatial>IO` kernels.
-fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
-    let (out_shape, odt) = ctx.out_tensor()?;
-    let (dl_default, kl_default) = match n {
-        1 => ("NCW", "OIW"),
-        2 => ("NCHW", "OIHW"),
-        _ => ("NCDHW", "OIDHW"),
-    };
-    let data_layout = attr_str(ctx.call, "data_layout", dl_default);
-    let kernel_layout = attr_str(ctx.call, "kernel_layout", kl_default);
-    let out_layout = attr_str(ctx.call, "out_layout", data_layout);
+/// `conv1d` (`n == 1`), `conv2d` and `conv3d` in channel-first or
+/// channel-last data layouts, `OI<spatial>` or `<spatial>IO` kernels, read
+/// through their typed attributes.
+fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
+    let a = ConvAttrs::from_call(ctx.call).map_err(Skip::new)?;
+    let (out_shape, odt) = ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
     let sp_letters: &[char] = match n {
         1 => &['W'],
         2 => &['H', 'W'],
         _ => &['D', 'H', 'W'],
     };
     let rank = n + 2;
-    let pos = |layout: &str, c: char| layout.find(c);
-    if data_layout.len() != rank || kernel_layout.len() != rank || out_layout != data_layout {
-        return None;
+    let (data_layout, kernel_layout) = (a.data_layout.as_str(), a.kernel_layout.as_str());
+    if a.out_layout != a.data_layout {
+        return Err(Skip::new("an output layout other than the data layout"));
     }
-    let n_ax = pos(data_layout, 'N')?;
-    let c_ax = pos(data_layout, 'C')?;
-    let sp_ax: Vec<usize> = sp_letters.iter().map(|&c| pos(data_layout, c)).collect::<Option<_>>()?;
-    let ko_ax = pos(kernel_layout, 'O')?;
-    let ki_ax = pos(kernel_layout, 'I')?;
+    let pos = |layout: &str, c: char| layout.find(c).filter(|_| layout.len() == rank);
+    let layout_err = || Skip::new(format!("layouts {data_layout}/{kernel_layout} are not supported"));
+    let n_ax = pos(data_layout, 'N').ok_or_else(layout_err)?;
+    let c_ax = pos(data_layout, 'C').ok_or_else(layout_err)?;
+    let sp_ax: Vec<usize> = sp_letters
+        .iter()
+        .map(|&c| pos(data_layout, c))
+        .collect::<Option<_>>()
+        .ok_or_else(layout_err)?;
+    let ko_ax = pos(kernel_layout, 'O').ok_or_else(layout_err)?;
+    let ki_ax = pos(kernel_layout, 'I').ok_or_else(layout_err)?;
     let ksp_ax: Vec<usize> = sp_letters
         .iter()
         .map(|&c| pos(kernel_layout, c))
-        .collect::<Option<_>>()?;
+        .collect::<Option<_>>()
+        .ok_or_else(layout_err)?;
     let channel_last = c_ax == rank - 1;
     if n_ax != 0 || !(c_ax == 1 || channel_last) {
-        return None;
+        return Err(layout_err());
     }
-    let groups = attr_int(ctx.call, "groups", 1).ok()?;
+    let groups = a.groups;
     if groups < 1 || (groups > 1 && channel_last) {
-        return None;
+        return Err(Skip::new("groups with a channel-last layout"));
     }
-    let stride = n_ints(ctx, "strides", n, 1)?;
-    let dil = n_ints(ctx, "dilation", n, 1)?;
-    let p = attr_ints(ctx.call, "padding", &vec![0; 2 * n]).ok()?;
+    let fit = |v: &[i64]| match v.len() {
+        1 => Some(vec![v[0]; n]),
+        l if l == n => Some(v.to_vec()),
+        _ => None,
+    };
+    let stride = fit(&a.strides).or_skip("strides of the wrong length")?;
+    let dil = fit(&a.dilation).or_skip("dilation of the wrong length")?;
+    let p = &a.padding;
     let (pb, pa): (Vec<i64>, Vec<i64>) = match p.len() {
         1 => (vec![p[0]; n], vec![p[0]; n]),
         l if l == n => (p.clone(), p.clone()),
         l if l == 2 * n => (p[..n].to_vec(), p[n..].to_vec()),
-        _ => return None,
+        _ => return Err(Skip::new("padding of the wrong length")),
     };
     if stride.iter().chain(&dil).any(|&v| v < 1) || pb.iter().chain(&pa).any(|&v| v < 0) {
-        return None;
+        return Err(Skip::new("non-positive strides or dilation, or negative padding"));
     }
+    conv_compute(
+        ctx,
+        ConvPlan {
+            n,
+            rank,
+            n_ax,
+            c_ax,
+            sp_ax,
+            ko_ax,
+            ki_ax,
+            ksp_ax,
+            channel_last,
+            groups,
+            stride,
+            dil,
+            pb,
+            pa,
+            data_layout,
+            out_shape,
+            odt,
+        },
+    )
+    .map(Legalized::call)
+    .or_skip("an argument's shape or dtype is not known")
+}
+
+/// What [`conv_nd`] decided from the attributes.
+struct ConvPlan<'a> {
+    n: usize,
+    rank: usize,
+    n_ax: usize,
+    c_ax: usize,
+    sp_ax: Vec<usize>,
+    ko_ax: usize,
+    ki_ax: usize,
+    ksp_ax: Vec<usize>,
+    channel_last: bool,
+    groups: i64,
+    stride: Vec<i64>,
+    dil: Vec<i64>,
+    pb: Vec<i64>,
+    pa: Vec<i64>,
+    data_layout: &'a str,
+    out_shape: Vec<PrimExpr>,
+    odt: relax_ir::DataType,
+}
+
+/// The padded copy and the reduction.
+fn conv_compute(ctx: &LegalizeCtx, plan: ConvPlan<'_>) -> Option<Lowered> {
+    let ConvPlan {
+        n,
+        rank,
+        n_ax,
+        c_ax,
+        sp_ax,
+        ko_ax,
+        ki_ax,
+        ksp_ax,
+        channel_last,
+        groups,
+        stride,
+        dil,
+        pb,
+        pa,
+        data_layout,
+        out_shape,
+        odt,
+    } = plan;
     let mut t = Te::new();
     let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
     let w = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
@@ -410,24 +485,24 @@ fn conv3d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
     conv_transpose_nd(ctx, 3)
 }
 
-fn conv3d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    conv_nd(ctx, 3)
-}
-
-fn conv1d(ctx: &LegalizeCtx) -> Option<Lowered> {
+/// `nn.conv1d`.
+pub(crate) fn conv1d(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
     conv_nd(ctx, 1)
 }
 
-fn conv2d(ctx: &LegalizeCtx) -> Option<Lowered> {
+/// `nn.conv2d`.
+pub(crate) fn conv2d(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
     conv_nd(ctx, 2)
 }
 
+/// `nn.conv3d`.
+pub(crate) fn conv3d(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+    conv_nd(ctx, 3)
+}
+
 /// The convolution operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[
-    ("relax.nn.conv1d", conv1d),
-    ("relax.nn.conv2d", conv2d),
+pub static OPS: &[(&str, LegacyFn)] = &[
     ("relax.nn.conv1d_transpose", conv1d_transpose),
     ("relax.nn.conv2d_transpose", conv2d_transpose),
-    ("relax.nn.conv3d", conv3d),
     ("relax.nn.conv3d_transpose", conv3d_transpose),
 ];

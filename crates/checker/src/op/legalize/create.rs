@@ -7,7 +7,7 @@ use relax_ir::{DataType, ExprKind, PrimExpr, PrimExprKind};
 use super::manipulate::finish;
 use super::te::{konst, scalar_constant, Operand, Te};
 use super::unary::one_input;
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{LegacyFn, LegalizeCtx, Lowered};
 use crate::op::common::{add, mul, sub};
 
 fn filled(ctx: &LegalizeCtx, name: &str, v: f64) -> Option<Lowered> {
@@ -221,7 +221,7 @@ fn triu(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The creation operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[
+pub static OPS: &[(&str, LegacyFn)] = &[
     ("relax.zeros", zeros),
     ("relax.ones", ones),
     ("relax.full", full),

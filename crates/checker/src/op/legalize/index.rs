@@ -6,7 +6,7 @@ use relax_ir::{Expr, ExprKind, PrimExpr, Stmt, StructInfo, TirVar};
 
 use super::manipulate::finish;
 use super::te::Te;
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{LegacyFn, LegalizeCtx, Lowered};
 use crate::op::common::{add, attr_bool, attr_opt_int, attr_str, int, max, min, mul, sub};
 
 fn norm_axis(a: i64, nd: usize) -> Option<usize> {
@@ -96,7 +96,7 @@ fn take(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// Visit every block of a statement.
-fn for_each_block(s: &mut Stmt, f: &mut dyn FnMut(&mut Block)) {
+pub(crate) fn for_each_block(s: &mut Stmt, f: &mut dyn FnMut(&mut Block)) {
     match s {
         Stmt::For { body, .. } => for_each_block(body, f),
         Stmt::Seq(v) => v.iter_mut().for_each(|x| for_each_block(x, f)),
@@ -202,7 +202,7 @@ fn strided_slice(ctx: &LegalizeCtx) -> Option<Lowered> {
 
 /// Move the reads of `first` to the front of every block's read list (topi
 /// lists the data read before the index read nested in its subscript).
-fn data_read_first(f: &mut relax_ir::PrimFunc, first: &relax_ir::Buffer) {
+pub(crate) fn data_read_first(f: &mut relax_ir::PrimFunc, first: &relax_ir::Buffer) {
     for_each_block(&mut f.body, &mut |b| {
         if let Some(k) = b.reads.iter().position(|r| &r.buffer == first) {
             let r = b.reads.remove(k);
@@ -285,7 +285,7 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The indexing operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[
+pub static OPS: &[(&str, LegacyFn)] = &[
     ("relax.take", take),
     ("relax.strided_slice", strided_slice),
     ("relax.gather_elements", gather_elements),

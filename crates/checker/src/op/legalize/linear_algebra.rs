@@ -5,16 +5,24 @@ use relax_ir::tir::BinOp;
 use relax_ir::PrimExpr;
 
 use super::te::{konst, Reduce, Te};
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{Emitter, LegalizeCtx, Legalized, Lowered, OrSkip, Skip};
+use crate::op::attrs::{MatmulAttrs, OpAttrs};
 
-fn matmul(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, odt) = ctx.out_tensor()?;
+/// `matmul`: the accumulation runs in the output dtype (`out_dtype`, else the
+/// operands' common dtype, as inference decided).
+pub(crate) fn matmul(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+    MatmulAttrs::from_call(ctx.call).map_err(Skip::new)?;
+    let (out_shape, odt) = ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let y = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let mut input = |i: usize| {
+        let e = ctx.call.args.get(i)?;
+        t.placeholder(e, ctx.args.get(i)?.as_tensor()?)
+    };
+    let (x, y) = (input(0), input(1));
+    let (x, y) = x.zip(y).or_skip("an operand's shape or dtype is not known")?;
     let (a, b) = (x.shape().len(), y.shape().len());
     if a == 0 || b == 0 {
-        return None;
+        return Err(Skip::new("a 0-d operand"));
     }
     let kdim = x.shape()[a - 1].clone();
     let r = out_shape.len();
@@ -60,8 +68,8 @@ fn matmul(ctx: &LegalizeCtx) -> Option<Lowered> {
         |acc, v| PrimExpr::binary(BinOp::Add, acc, v),
         |s, k| PrimExpr::binary(BinOp::Mul, access(&xb, s, &k[0], true), access(&yb, s, &k[0], false)),
     );
-    Some(Lowered::from_te("matmul", t, 1, ctx.out.clone()))
+    Ok(Legalized::call(Lowered::from_te("matmul", t, 1, ctx.out.clone())))
 }
 
-/// The linear-algebra operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[("relax.matmul", matmul)];
+/// The linear-algebra operators with legacy legalizations (none left).
+pub static OPS: &[(&str, super::LegacyFn)] = &[];

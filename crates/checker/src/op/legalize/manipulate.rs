@@ -12,7 +12,7 @@ use relax_ir::{Expr, ExprKind, PrimExpr, PrimExprKind, StructInfo, TirVar};
 
 use super::te::{konst, Reduce, Te};
 use super::unary::one_input;
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{LegacyFn, LegalizeCtx, Lowered};
 use crate::op::common::{add, attr_opt_ints, floordiv, floormod, int, mul, sub};
 
 fn norm_axis(a: i64, nd: usize) -> Option<usize> {
@@ -396,7 +396,7 @@ fn reflect_pad(ctx: &LegalizeCtx, out_shape: &[PrimExpr], widths: &[i64]) -> Opt
 }
 
 /// The manipulation operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[
+pub static OPS: &[(&str, LegacyFn)] = &[
     ("relax.permute_dims", permute_dims),
     ("relax.expand_dims", expand_dims),
     ("relax.squeeze", squeeze),

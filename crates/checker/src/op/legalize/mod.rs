@@ -21,6 +21,7 @@ pub mod binary;
 pub mod constant;
 pub mod conv;
 pub mod create;
+pub mod extern_kernel;
 pub mod index;
 pub mod linear_algebra;
 pub mod manipulate;
@@ -125,11 +126,95 @@ fn collect_vars(e: &PrimExpr, f: &mut impl FnMut(&TirVar)) {
     }
 }
 
-/// `FLegalize`: lower one call, or `None` to leave it unchanged.
-pub type LegalizeFn = fn(&LegalizeCtx) -> Option<Lowered>;
+/// A legalization written before [`LegalizeFn`]: lower one call, or `None`
+/// to leave it unchanged (the reason is not said). Wrapped by
+/// [`Legalizer::Legacy`].
+pub type LegacyFn = fn(&LegalizeCtx) -> Option<Lowered>;
 
-/// The operator families' tables.
-pub static FAMILIES: &[&[(&str, LegalizeFn)]] = &[
+/// Why a call was left as it is (shown to the user as a `legalize/skipped` warning).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skip {
+    /// What the legalization could not handle.
+    pub reason: String,
+}
+
+impl Skip {
+    /// A skip with `reason`.
+    pub fn new(reason: impl Into<String>) -> Skip {
+        Skip { reason: reason.into() }
+    }
+}
+
+/// `Option` to `Result<_, Skip>`.
+pub trait OrSkip<T> {
+    /// `Some(x)` is `Ok(x)`; `None` is a skip with `reason`.
+    fn or_skip(self, reason: &str) -> Result<T, Skip>;
+}
+
+impl<T> OrSkip<T> for Option<T> {
+    fn or_skip(self, reason: &str) -> Result<T, Skip> {
+        self.ok_or_else(|| Skip::new(reason))
+    }
+}
+
+/// What a legalization produces.
+pub enum Legalized {
+    /// A PrimFunc called with `R.call_tir`.
+    Call(Box<Lowered>),
+    /// An expression (bindings it needs were emitted through the [`Emitter`]).
+    Expr(Expr),
+}
+
+impl Legalized {
+    /// A lowered call.
+    pub fn call(lowered: Lowered) -> Legalized {
+        Legalized::Call(Box::new(lowered))
+    }
+}
+
+/// `FLegalize`: lower one call, or say why not.
+pub type LegalizeFn = fn(&LegalizeCtx, &mut dyn Emitter) -> Result<Legalized, Skip>;
+
+/// An operator's legalization.
+#[derive(Clone, Copy)]
+pub enum Legalizer {
+    /// Declared with the operator (typed attributes, reasons for skipping).
+    Typed(LegalizeFn),
+    /// A legacy table entry (see [`FAMILIES`]).
+    Legacy(LegacyFn),
+}
+
+impl Legalizer {
+    /// Run it.
+    pub fn run(self, ctx: &LegalizeCtx, em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+        match self {
+            Legalizer::Typed(f) => f(ctx, em),
+            Legalizer::Legacy(f) => f(ctx)
+                .map(Legalized::call)
+                .or_skip("the shapes, dtypes or attributes of this call are not supported"),
+        }
+    }
+}
+
+/// An element-wise operator's legalization (no attributes): the output and
+/// every tensor argument must have a known shape and dtype; `f` builds the
+/// PrimFunc.
+pub fn elementwise(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Skip> {
+    ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
+    for a in &ctx.args {
+        if let StructInfo::Tensor(t) = a {
+            if t.dtype.is_void() || t.shape_values().is_none() {
+                return Err(Skip::new("an operand's shape or dtype is not known"));
+            }
+        }
+    }
+    f(ctx)
+        .map(Legalized::call)
+        .or_skip("the operand dtypes are not supported")
+}
+
+/// The legacy legalization tables, one per family.
+pub static FAMILIES: &[&[(&str, LegacyFn)]] = &[
     unary::OPS,
     binary::OPS,
     statistical::OPS,
@@ -143,13 +228,23 @@ pub static FAMILIES: &[&[(&str, LegalizeFn)]] = &[
     conv::OPS,
 ];
 
-/// The legalization of operator `name` (`"relax.add"`), if any.
-pub fn lookup(name: &str) -> Option<LegalizeFn> {
+/// The legacy legalization of operator `name`, if any.
+pub fn legacy(name: &str) -> Option<LegacyFn> {
     FAMILIES
         .iter()
         .flat_map(|t| t.iter())
         .find(|(n, _)| *n == name)
         .map(|(_, f)| *f)
+}
+
+/// The legalization of operator `name` (`"relax.add"`), if any.
+pub fn lookup(name: &str) -> Option<Legalizer> {
+    crate::op::OpId::of(name).and_then(|id| id.get().legalize)
+}
+
+/// Whether operator `name` (`"relax.add"`) has a legalization.
+pub fn has_legalization(name: &str) -> bool {
+    lookup(name).is_some()
 }
 
 /// A legalization that replaces the call by an expression computed at
@@ -166,6 +261,58 @@ pub static FOLDS: &[(&str, FoldFn)] = &[
 /// The folding legalization of operator `name`, if any.
 pub fn lookup_fold(name: &str) -> Option<FoldFn> {
     FOLDS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// What a legalization can do besides returning its result (TVM's
+/// `BlockBuilder` inside `FLegalize`): add PrimFuncs, emit bindings before the call.
+pub trait Emitter {
+    /// `R.call_tir` of `lowered`, its PrimFunc added to the module.
+    fn call_tir(&mut self, lowered: Lowered) -> Expr;
+    /// Bind `value` to a fresh variable (named `name`) emitted before the call.
+    fn emit(&mut self, name: &str, value: Expr, sinfo: StructInfo) -> Expr;
+    /// `name = R.match_cast(value, sinfo)` emitted before the call.
+    fn match_cast(&mut self, name: &str, value: Expr, sinfo: StructInfo) -> Expr;
+}
+
+struct PassEmitter<'a> {
+    pass: &'a mut Pass,
+    bindings: Vec<Binding>,
+    dataflow: bool,
+}
+
+impl PassEmitter<'_> {
+    fn fresh(&self, name: &str, sinfo: StructInfo) -> relax_ir::Var {
+        if self.dataflow {
+            relax_ir::Var::new_dataflow(name, Some(sinfo))
+        } else {
+            relax_ir::Var::new(name, Some(sinfo))
+        }
+    }
+}
+
+impl Emitter for PassEmitter<'_> {
+    fn call_tir(&mut self, lowered: Lowered) -> Expr {
+        self.pass.call_tir(lowered)
+    }
+    fn emit(&mut self, name: &str, value: Expr, sinfo: StructInfo) -> Expr {
+        let var = self.fresh(name, sinfo);
+        self.bindings.push(Binding::VarBinding {
+            var: var.clone(),
+            value,
+            span: relax_ir::Span::NONE,
+        });
+        var.to_expr()
+    }
+    fn match_cast(&mut self, name: &str, value: Expr, sinfo: StructInfo) -> Expr {
+        let var = self.fresh(name, sinfo.clone());
+        self.bindings.push(Binding::MatchCast {
+            var: var.clone(),
+            value,
+            struct_info: sinfo,
+            span: relax_ir::Span::NONE,
+        });
+        var.to_expr()
+    }
 }
 
 /// The StructInfo of a normalized argument (a variable or a constant).
@@ -190,6 +337,8 @@ struct Pass {
     module: IRModule,
     /// Generated functions (name, structural hash) for deduplication.
     generated: Vec<(String, u64)>,
+    /// One warning per call whose legalization declined.
+    skipped: Vec<Diagnostic>,
 }
 
 impl Pass {
@@ -215,20 +364,8 @@ impl Pass {
         name
     }
 
-    fn lower_call(&mut self, var: &relax_ir::Var, call: &Call) -> Option<Expr> {
-        let name = call.op.as_op()?;
-        let fold = lookup_fold(name);
-        let f = lookup(name);
-        if fold.is_none() && f.is_none() {
-            return None;
-        }
-        let args = call.args.iter().map(arg_struct_info).collect::<Option<Vec<_>>>()?;
-        let out = var.struct_info()?.clone();
-        let ctx = LegalizeCtx { call, args, out };
-        if let Some(folded) = fold.and_then(|g| g(&ctx)) {
-            return Some(folded);
-        }
-        let lowered = f?(&ctx)?;
+    /// `R.call_tir` of a lowered call (its PrimFunc added to the module).
+    fn call_tir(&mut self, lowered: Lowered) -> Expr {
         let gname = self.add_prim_func(&lowered.name, lowered.func);
         let mut cargs = vec![
             Expr::new(ExprKind::GlobalVar(GlobalVar::new(&gname))),
@@ -237,12 +374,58 @@ impl Pass {
         if !lowered.tir_vars.is_empty() {
             cargs.push(Expr::shape(lowered.tir_vars));
         }
-        Some(Expr::call(
-            Expr::op("relax.call_tir"),
-            cargs,
-            Attrs::new(),
-            vec![lowered.out],
-        ))
+        Expr::call(Expr::op("relax.call_tir"), cargs, Attrs::new(), vec![lowered.out])
+    }
+
+    /// The replacement of `var = call`: bindings to emit first, and the new
+    /// value; `None` leaves the call (a skipped legalization is reported).
+    fn lower_call(
+        &mut self,
+        var: &relax_ir::Var,
+        call: &Call,
+        dataflow: bool,
+        span: relax_ir::Span,
+    ) -> Option<(Vec<Binding>, Expr)> {
+        let op = crate::op::OpId::of(call.op.as_op()?)?.get();
+        if op.fold.is_none() && op.legalize.is_none() {
+            return None;
+        }
+        let skip = |pass: &mut Pass, reason: String| {
+            let mut d = Diagnostic::warning(
+                format!(
+                    "`{}` is left as a call (not lowered to a PrimFunc): {reason}",
+                    op.def.name
+                ),
+                span,
+            );
+            d.rule = Some("legalize/skipped".into());
+            pass.skipped.push(d);
+            None
+        };
+        let Some(args) = call.args.iter().map(arg_struct_info).collect::<Option<Vec<_>>>() else {
+            return skip(self, "an argument has no StructInfo".into());
+        };
+        let Some(out) = var.struct_info().cloned() else {
+            return skip(self, "the result has no StructInfo".into());
+        };
+        let ctx = LegalizeCtx { call, args, out };
+        if let Some(folded) = op.fold.and_then(|g| g(&ctx)) {
+            return Some((Vec::new(), folded));
+        }
+        let f = op.legalize?;
+        let mut em = PassEmitter {
+            pass: self,
+            bindings: Vec::new(),
+            dataflow,
+        };
+        match f.run(&ctx, &mut em) {
+            Ok(Legalized::Call(lowered)) => {
+                let bindings = em.bindings;
+                Some((bindings, self.call_tir(*lowered)))
+            }
+            Ok(Legalized::Expr(e)) => Some((em.bindings, e)),
+            Err(Skip { reason }) => skip(self, reason),
+        }
     }
 
     fn expr(&mut self, e: &Expr) -> Expr {
@@ -270,7 +453,11 @@ impl Pass {
             .blocks
             .iter()
             .map(|b| BindingBlock {
-                bindings: b.bindings.iter().map(|bd| self.binding(bd)).collect(),
+                bindings: b
+                    .bindings
+                    .iter()
+                    .flat_map(|bd| self.binding(bd, b.is_dataflow))
+                    .collect(),
                 is_dataflow: b.is_dataflow,
                 span: b.span,
             })
@@ -281,20 +468,32 @@ impl Pass {
         }
     }
 
-    fn binding(&mut self, b: &Binding) -> Binding {
+    fn binding(&mut self, b: &Binding, dataflow: bool) -> Vec<Binding> {
         match b {
             Binding::VarBinding { var, value, span } => {
-                let new_value = match value.as_call() {
-                    Some(call) => self.lower_call(var, call).unwrap_or_else(|| value.clone()),
-                    None => self.expr(value),
+                let (mut out, new_value) = match value.as_call() {
+                    Some(call) => self
+                        .lower_call(var, call, dataflow, *span)
+                        .unwrap_or_else(|| (Vec::new(), value.clone())),
+                    None => (Vec::new(), self.expr(value)),
                 };
-                Binding::VarBinding {
-                    var: var.clone(),
+                // An emitted result more precise than the binding's annotation
+                // (a symbolic shape bound by `match_cast`) refines the variable.
+                let var = match (out.is_empty(), new_value.as_call()) {
+                    (false, Some(c)) if c.op.as_op() == Some("relax.call_tir") => match c.sinfo_args.first() {
+                        Some(si) => refine(var, si),
+                        None => var.clone(),
+                    },
+                    _ => var.clone(),
+                };
+                out.push(Binding::VarBinding {
+                    var,
                     value: new_value,
                     span: *span,
-                }
+                });
+                out
             }
-            other => other.clone(),
+            other => vec![other.clone()],
         }
     }
 
@@ -306,12 +505,30 @@ impl Pass {
     }
 }
 
+/// `var` (same identity) with the StructInfo `si`.
+fn refine(var: &relax_ir::Var, si: &StructInfo) -> relax_ir::Var {
+    relax_ir::Var(std::sync::Arc::new(relax_ir::relax::VarNode {
+        id: var.0.id,
+        name: var.0.name.clone(),
+        struct_info: Some(si.clone()),
+        is_dataflow: var.0.is_dataflow,
+        span: var.0.span,
+    }))
+}
+
 /// Run `LegalizeOps` on a normalized module (every bound variable carries its
 /// StructInfo, e.g. the output of `normalize_module`).
 pub fn legalize_module(module: &IRModule) -> Result<IRModule, Diagnostic> {
+    Ok(legalize_module_report(module).0)
+}
+
+/// [`legalize_module`], with a `legalize/skipped` warning for every call whose
+/// operator has a legalization that declined it (saying why).
+pub fn legalize_module_report(module: &IRModule) -> (IRModule, Vec<Diagnostic>) {
     let mut pass = Pass {
         module: module.clone(),
         generated: Vec::new(),
+        skipped: Vec::new(),
     };
     let names: Vec<GlobalVar> = module.functions.keys().cloned().collect();
     for gv in names {
@@ -321,10 +538,12 @@ pub fn legalize_module(module: &IRModule) -> Result<IRModule, Diagnostic> {
         let nf = pass.function(f);
         pass.module.functions.insert(gv, BaseFunc::Relax(nf));
     }
-    Ok(pass.module)
+    (pass.module, pass.skipped)
 }
 
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_nn;
+#[cfg(test)]
+mod tests_scatter;

@@ -5,7 +5,7 @@ use relax_ir::{AttrValue, Attrs, DataType, PrimExpr};
 
 use super::te::{add, konst, min_value, mul, Operand, Reduce, Te};
 use super::unary::one_input;
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{LegacyFn, LegalizeCtx, Lowered};
 use crate::op::common::{attr, attr_int, attr_ints};
 
 fn relu(ctx: &LegalizeCtx) -> Option<Lowered> {
@@ -957,7 +957,7 @@ fn batch_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The nn operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[
+pub static OPS: &[(&str, LegacyFn)] = &[
     ("relax.nn.relu", relu),
     ("relax.nn.leakyrelu", leakyrelu),
     ("relax.nn.silu", silu),

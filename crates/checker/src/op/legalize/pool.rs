@@ -6,7 +6,7 @@ use relax_ir::tir::BinOp;
 use relax_ir::{AttrValue, Attrs, Buffer, PrimExpr};
 
 use super::te::{add, konst, min_value, scale, sub, Reduce, Te};
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{LegacyFn, LegalizeCtx, Lowered};
 use crate::op::common::{attr_bool, attr_ints, attr_str};
 
 /// `a + b` with a constant `b` folded (`v + 0` is `v`).
@@ -445,7 +445,7 @@ fn avg_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The pooling operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[
+pub static OPS: &[(&str, LegacyFn)] = &[
     ("relax.nn.max_pool1d", max_pool1d),
     ("relax.nn.max_pool2d", max_pool2d),
     ("relax.nn.max_pool3d", max_pool3d),

@@ -6,7 +6,7 @@ use relax_ir::tir::{BinOp, Block, IterKind};
 use relax_ir::{Attrs, Buffer, PrimExpr, Span, Stmt, TirVar};
 
 use super::te::{collect_reads, make_iters, max_value, min_value, nest, point_region, regions, Te};
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{LegacyFn, LegalizeCtx, Lowered};
 use crate::op::common::{attr_bool, attr_opt_int};
 
 /// The flat index of the reduction position: the reduced axis' variable for
@@ -173,4 +173,4 @@ fn argmin(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The search operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[("relax.argmax", argmax), ("relax.argmin", argmin)];
+pub static OPS: &[(&str, LegacyFn)] = &[("relax.argmax", argmax), ("relax.argmin", argmin)];

@@ -5,7 +5,7 @@ use relax_ir::tir::BinOp;
 use relax_ir::PrimExpr;
 
 use super::te::{konst, max_value, min_value, Operand, Reduce, Te};
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{LegacyFn, LegalizeCtx, Lowered};
 use crate::op::common::{attr_bool, attr_opt_int, attr_opt_ints};
 
 /// The reduced axes (normalized, sorted) and `keepdims`.
@@ -319,7 +319,7 @@ fn cumprod(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The statistical operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[
+pub static OPS: &[(&str, LegacyFn)] = &[
     ("relax.sum", sum),
     ("relax.prod", prod),
     ("relax.max", max),

@@ -4,7 +4,7 @@ use relax_ir::tir::BinOp;
 use relax_ir::{DataType, ExprKind, PrimExpr};
 
 use super::te::{konst, Operand, Te};
-use super::{LegalizeCtx, LegalizeFn, Lowered};
+use super::{LegacyFn, LegalizeCtx, Lowered};
 
 /// One input tensor (no inlined scalar): the builder and the operand.
 pub(crate) fn one_input(ctx: &LegalizeCtx) -> Option<(Te, Operand, Vec<PrimExpr>)> {
@@ -234,38 +234,54 @@ fn astype(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The unary operators.
-pub static OPS: &[(&str, LegalizeFn)] = &[
-    ("relax.abs", abs),
-    ("relax.acos", acos),
-    ("relax.acosh", acosh),
-    ("relax.asin", asin),
-    ("relax.asinh", asinh),
-    ("relax.atan", atan),
-    ("relax.atanh", atanh),
-    ("relax.ceil", ceil),
-    ("relax.cos", cos),
-    ("relax.cosh", cosh),
-    ("relax.exp", exp),
-    ("relax.erf", erf),
-    ("relax.floor", floor),
-    ("relax.log", log),
-    ("relax.negative", negative),
-    ("relax.round", round),
-    ("relax.rsqrt", rsqrt),
-    ("relax.sigmoid", sigmoid),
-    ("relax.sign", sign),
-    ("relax.sin", sin),
-    ("relax.sinh", sinh),
-    ("relax.sqrt", sqrt),
-    ("relax.square", square),
-    ("relax.tan", tan),
-    ("relax.tanh", tanh),
-    ("relax.isnan", isnan),
-    ("relax.isinf", isinf),
-    ("relax.isfinite", isfinite),
-    ("relax.clip", clip),
-    ("relax.astype", astype),
-    ("relax.logical_not", logical_not),
-    ("relax.bitwise_not", bitwise_not),
-    ("relax.trunc", trunc),
-];
+pub static OPS: &[(&str, LegacyFn)] = &[("relax.astype", astype)];
+
+/// The typed legalizations of this family's element-wise operators (no
+/// attributes; a skip says which precondition failed).
+pub mod typed {
+    use super::super::{elementwise, Emitter, LegalizeCtx, Legalized, Skip};
+
+    macro_rules! typed {
+        ($($f:ident),* $(,)?) => {$(
+            #[doc = concat!("`", stringify!($f), "`.")]
+            pub fn $f(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+                elementwise(ctx, super::$f)
+            }
+        )*};
+    }
+
+    typed!(
+        abs,
+        acos,
+        acosh,
+        asin,
+        asinh,
+        atan,
+        atanh,
+        bitwise_not,
+        ceil,
+        clip,
+        cos,
+        cosh,
+        erf,
+        exp,
+        floor,
+        isfinite,
+        isinf,
+        isnan,
+        log,
+        logical_not,
+        negative,
+        round,
+        rsqrt,
+        sigmoid,
+        sign,
+        sin,
+        sinh,
+        sqrt,
+        square,
+        tan,
+        tanh,
+        trunc
+    );
+}

@@ -3,7 +3,7 @@
 #[allow(unused_imports)]
 use super::*;
 
-pub(super) fn tensor_role<'a>(s: &'a StructInfo, what: &str, role: &str) -> Result<&'a TensorStructInfo, String> {
+pub(crate) fn tensor_role<'a>(s: &'a StructInfo, what: &str, role: &str) -> Result<&'a TensorStructInfo, String> {
     match s {
         StructInfo::Tensor(t) => Ok(t),
         o => Err(format!(
@@ -108,124 +108,6 @@ pub(super) fn gather_nd(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Re
     let mut out: Vec<PrimExpr> = is[..is.len() - 1].to_vec();
     out.extend(ds[(bd + l) as usize..].iter().cloned());
     Ok(tensor(out, data.dtype, vd))
-}
-
-/// `scatter_elements(data, indices, updates, axis, reduction)`.
-pub(super) fn scatter_elements(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
-    check_nargs(call, args, 3)?;
-    let data = tensor_role(&args[0], "ScatterElements", "data")?;
-    let idx = tensor_role(&args[1], "ScatterElements", "indices")?;
-    let upd = tensor_role(&args[2], "ScatterElements", "updates")?;
-    let vd = data.vdevice.clone();
-    if data.ndim == -1 {
-        return Ok(tensor_ndim(data.dtype, -1, vd));
-    }
-    if idx.ndim != -1 && upd.ndim != -1 {
-        if data.ndim != idx.ndim {
-            return Err(format!(
-                "ScatterElements op requires the data tensor to have the same rank with indices tensor. However, the given dimensions are indices: {}, data: {}",
-                idx.ndim, data.ndim
-            ));
-        }
-        if idx.ndim != upd.ndim {
-            return Err(format!(
-                "ScatterElements op requires the indices tensor to have the same rank with updates tensor. However, the given dimensions are indices: {}, updates: {}",
-                idx.ndim, upd.ndim
-            ));
-        }
-    }
-    if !data.dtype.is_void() && !upd.dtype.is_void() && data.dtype != upd.dtype {
-        return Err(format!(
-            "ScatterElements op requires the input data to have same type with updates. However, the given types are data: {}, updates: {}",
-            data.dtype, upd.dtype
-        ));
-    }
-    if !idx.dtype.is_void() && !is_int_or_uint(idx.dtype) {
-        return Err(format!(
-            "ScatterElements op requires the input indices to have integer dtype. However, the given indices dtype is {}",
-            idx.dtype
-        ));
-    }
-    if let (Some(is), Some(us)) = (shape_of(idx), shape_of(upd)) {
-        for (a, b) in is.iter().zip(&us) {
-            if prove_ne(ctx.analyzer, a, b) {
-                return Err(format!(
-                    "ScatterElements op requires the indices tensor to have the same shape with updates tensor. However, the given shapes are indices: {}, updates: {}",
-                    show_shape(&is),
-                    show_shape(&us)
-                ));
-            }
-        }
-    }
-    match shape_of(data) {
-        Some(s) => Ok(tensor(s, data.dtype, vd)),
-        None => Ok(tensor_ndim(data.dtype, data.ndim, vd)),
-    }
-}
-
-/// `scatter_nd(data, indices, updates, reduction)`.
-pub(super) fn scatter_nd(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
-    check_nargs(call, args, 3)?;
-    let data = tensor_role(&args[0], "ScatterND op", "data")?;
-    let idx = tensor_role(&args[1], "ScatterND op", "indices")?;
-    let upd = tensor_role(&args[2], "ScatterND op", "updates")?;
-    if data.dtype.is_void() || upd.dtype.is_void() {
-        return Err(format!(
-            "ScatterND op requires the input data and updates to have known dtype. However, the given types are data: {}, updates: {}",
-            data.dtype, upd.dtype
-        ));
-    }
-    if data.dtype != upd.dtype {
-        return Err(format!(
-            "ScatterND op requires the input data to have same type with updates. However, the given types are data: {}, updates: {}",
-            data.dtype, upd.dtype
-        ));
-    }
-    if !idx.dtype.is_void() && !is_int_or_uint(idx.dtype) {
-        return Err(format!(
-            "ScatterND op requires the input indices to have integer dtype. However, the given indices dtype is {}",
-            idx.dtype
-        ));
-    }
-    let vd = data.vdevice.clone();
-    if let (Some(ds), Some(is), Some(us)) = (shape_of(data), shape_of(idx), shape_of(upd)) {
-        let Some(k) = is.last().and_then(|d| d.as_int()) else {
-            return Err(format!(
-                "ScatterND needs a static shape for the last axis of indices, got {}",
-                show_shape(&is)
-            ));
-        };
-        if ds.len() as i64 + is.len() as i64 - k - 1 != us.len() as i64 {
-            return Err(format!(
-                "ScatterND op requires the updates tensor to have the rank of `data tensor + indices tensor - last axis of indices tensor - 1`. However, the given shapes are data: {}, indices: {}, updates: {}",
-                show_shape(&ds),
-                show_shape(&is),
-                show_shape(&us)
-            ));
-        }
-        if k > ds.len() as i64 || k < 0 {
-            return Err(format!(
-                "ScatterND op requires the last axis of indices tensor to be less than or equal to the rank of data tensor. However, the given shapes are data: {}, indices: {}",
-                show_shape(&ds),
-                show_shape(&is)
-            ));
-        }
-        let mut expected: Vec<PrimExpr> = is[..is.len() - 1].to_vec();
-        expected.extend(ds[k as usize..].iter().cloned());
-        let ok = expected.len() == us.len() && expected.iter().zip(&us).all(|(a, b)| prove_eq(ctx.analyzer, a, b));
-        if !ok {
-            return Err(format!(
-                "ScatterND op requires the updates tensor to have the shape with constraint: `updates.shape = indices.shape[:-1] + data.shape[K:]`, but got updates.shape: {}, indices.shape: {}, data.shape: {}",
-                show_shape(&us),
-                show_shape(&is),
-                show_shape(&ds)
-            ));
-        }
-    }
-    match shape_of(data) {
-        Some(s) => Ok(tensor(s, data.dtype, vd)),
-        None => Ok(tensor_ndim(data.dtype, data.ndim, vd)),
-    }
 }
 
 /// `meshgrid(tensors, indexing)`.

@@ -6,7 +6,7 @@ use relax_ir::{Call, DataType, ExprKind, PrimExpr, StructInfo, TensorStructInfo}
 use super::common::*;
 use super::{pure_op, InferCtx, OpDef};
 
-mod gather;
+pub(crate) mod gather;
 #[allow(unused_imports)]
 use gather::*;
 
@@ -861,8 +861,6 @@ pub static OPS: &[OpDef] = &[
     pure_op!("relax.reverse_sequence", reverse_sequence),
     pure_op!("relax.gather_elements", gather_elements),
     pure_op!("relax.gather_nd", gather_nd),
-    pure_op!("relax.scatter_elements", scatter_elements),
-    pure_op!("relax.scatter_nd", scatter_nd),
     pure_op!("relax.meshgrid", meshgrid),
     pure_op!("relax.one_hot", one_hot),
     pure_op!("relax.layout_transform", layout_transform),

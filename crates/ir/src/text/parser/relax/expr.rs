@@ -718,7 +718,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                                 return Err(self.err(whole, format!("R.{op} is missing the argument `{}`", p.name)))
                             }
                             Default::SameAs(other) => attr_vals.get(other.as_str()).cloned().unwrap_or(AttrValue::None),
-                            d => default_attr(kind, d),
+                            d => crate::text::ops::default_attr(kind, d),
                         },
                     };
                     attr_vals.insert(p.name.as_str(), val);
@@ -1043,26 +1043,4 @@ pub(super) fn default_arg(kind: ArgKind, d: &Default, span: Span) -> Expr {
         _ => ExprKind::Tuple(Vec::new()),
     };
     Expr::with_span(k, span)
-}
-
-pub(super) fn default_attr(kind: AttrKind, d: &Default) -> AttrValue {
-    let list = |l: Vec<i64>| AttrValue::List(l.into_iter().map(AttrValue::Int).collect());
-    match (kind, d) {
-        (AttrKind::Map, Default::None) => AttrValue::Map(Attrs::new()),
-        (_, Default::None) => AttrValue::None,
-        (AttrKind::Ints | AttrKind::OptInts, Default::Int(i)) => list(vec![*i]),
-        (AttrKind::Rep(n), Default::Int(i)) => list(vec![*i; n as usize]),
-        (AttrKind::Pad(n), Default::Int(i)) => list(vec![*i; 2 * n as usize]),
-        (AttrKind::Pad(n), Default::Ints(l)) if l.len() == n as usize => list([l.clone(), l.clone()].concat()),
-        (_, Default::Ints(l)) => list(l.clone()),
-        (AttrKind::Float, Default::Int(i)) => AttrValue::Float(*i as f64),
-        (_, Default::Int(i)) => AttrValue::Int(*i),
-        (_, Default::Float(f)) => AttrValue::Float(*f),
-        (_, Default::Bool(b)) => AttrValue::Bool(*b),
-        (AttrKind::DType | AttrKind::OptDType, Default::Str(s)) => {
-            s.parse().map(AttrValue::DataType).unwrap_or(AttrValue::None)
-        }
-        (_, Default::Str(s)) => AttrValue::Str(s.clone()),
-        _ => AttrValue::None,
-    }
 }

@@ -1,0 +1,8 @@
+//! Operators defined one file each: attributes, StructInfo inference,
+//! legalization and the [`OpDef`](super::OpDef) registering them (see
+//! `docs/operators.md`).
+
+pub mod attention;
+pub mod dynamic_strided_slice;
+pub mod scatter_elements;
+pub mod scatter_nd;

@@ -5,8 +5,8 @@
 //!   (legalized TIR on the JIT's host executor) on 4M elements against a plain Rust
 //!   loop (goal: at least 0.5x);
 //! - other operators that stay legalized TIR (a broadcast `maximum` + `clip` chain,
-//!   `where`, a strided slice, a row `argmax`) against plain Rust loops (goal: at
-//!   least 0.5x).
+//!   `where`, a strided slice) and a row `argmax` (host kernel library) against
+//!   plain Rust loops (goal: at least 0.5x).
 //!
 //! `cargo bench -p relax-engine --bench host_bench` (`-- --quick` for fewer runs,
 //! `-- --only NAME` for the rows whose name contains NAME).
@@ -200,8 +200,8 @@ fn library_elementwise(runs: usize) {
     });
 }
 
-/// Operators that stay legalized TIR: injective ops with broadcasting and
-/// striding, and a reduction, on 2048 x 2048 float32 tensors.
+/// Operators that stay legalized TIR (injective ops with broadcasting and striding)
+/// and a row reduction, on 2048 x 2048 float32 tensors.
 fn tir_rows(runs: usize) {
     let n = 2048;
     let (xv, yv, bv) = (data(n * n, 5), data(n * n, 6), data(n, 7));
@@ -257,7 +257,7 @@ fn tir_rows(runs: usize) {
         },
     );
     row(
-        "argmax rows (TIR)",
+        "argmax rows (library)",
         runs,
         &program(&[("x", m)], "(2048,)", "int64", "R.argmax(x, axis=1)"),
         std::slice::from_ref(&x),

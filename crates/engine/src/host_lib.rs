@@ -85,6 +85,16 @@ pub(crate) fn register(registry: &PackedRegistry) {
     ] {
         registry_reduce(&reg, op, r);
     }
+    for op in ["argmax", "argmin"] {
+        reg(op, |name, c| {
+            let max = name.ends_with("argmax");
+            c.run_i64(|ins, out, _| {
+                let rows = out.len();
+                let cols = ins[0].0.len().checked_div(rows).unwrap_or(0);
+                elementwise::arg_reduce_rows(max, ins[0].0, rows, cols, out)
+            })
+        });
+    }
     reg("layer_norm", |_, c| {
         let k = *c
             .shape_param(0)?
@@ -263,12 +273,41 @@ impl Call {
     /// Call `f` on the inputs' `f32` elements and the output's, in place when the
     /// memory is suitably aligned (copied otherwise).
     fn run(&self, f: impl FnOnce(&[In<'_>], &mut [f32], &[usize]) -> KResult) -> KResult {
-        for t in &self.tensors {
-            if t.dtype() != DataType::FLOAT32 {
-                return Err(KernelError(format!("expected float32 tensors, got {}", t.dtype())));
+        self.with_args(DataType::FLOAT32, |ins, bytes, shape| match bytemuck_cast_mut(bytes) {
+            Some(out) => f(ins, out, shape),
+            None => {
+                let mut tmp = vec![0f32; bytes.len() / 4];
+                f(ins, &mut tmp, shape)?;
+                for (dst, v) in bytes.chunks_exact_mut(4).zip(&tmp) {
+                    dst.copy_from_slice(&v.to_le_bytes());
+                }
+                Ok(())
+            }
+        })
+    }
+
+    /// [`Call::run`] for an `int64` output (computed aside, then stored).
+    fn run_i64(&self, f: impl FnOnce(&[In<'_>], &mut [i64], &[usize]) -> KResult) -> KResult {
+        self.with_args(DataType::INT64, |ins, bytes, shape| {
+            let mut tmp = vec![0i64; bytes.len() / 8];
+            f(ins, &mut tmp, shape)?;
+            for (dst, v) in bytes.chunks_exact_mut(8).zip(&tmp) {
+                dst.copy_from_slice(&v.to_le_bytes());
+            }
+            Ok(())
+        })
+    }
+
+    /// Call `f` on the inputs' `f32` elements (borrowed when aligned) and the output's
+    /// bytes, after checking that the inputs are `float32` and the output `out`.
+    fn with_args(&self, out: DataType, f: impl FnOnce(&[In<'_>], &mut [u8], &[usize]) -> KResult) -> KResult {
+        let n = self.tensors.len();
+        for (i, t) in self.tensors.iter().enumerate() {
+            let want = if i + 1 == n { out } else { DataType::FLOAT32 };
+            if t.dtype() != want {
+                return Err(KernelError(format!("expected {want} tensors, got {}", t.dtype())));
             }
         }
-        let n = self.tensors.len();
         let staged: Vec<StagedArg> = self
             .tensors
             .iter()
@@ -293,17 +332,7 @@ impl Call {
                 return Err(KernelError("the output is not writable".into()));
             };
             let refs: Vec<In<'_>> = inputs.iter().map(|(d, s)| (d.as_ref(), s.clone())).collect();
-            match bytemuck_cast_mut(bytes) {
-                Some(out) => f(&refs, out, &out_shape),
-                None => {
-                    let mut tmp = vec![0f32; bytes.len() / 4];
-                    f(&refs, &mut tmp, &out_shape)?;
-                    for (dst, v) in bytes.chunks_exact_mut(4).zip(&tmp) {
-                        dst.copy_from_slice(&v.to_le_bytes());
-                    }
-                    Ok(())
-                }
-            }
+            f(&refs, bytes, &out_shape)
         });
         r.map_err(|e| KernelError(e.to_string()))?
     }

@@ -347,6 +347,35 @@ pub fn reduce_inner(op: Reduction, x: &[f32], outer: usize, inner: usize, out: &
     Ok(())
 }
 
+/// `argmax` (`max`) or `argmin` over each of `rows` rows of `cols` elements, as TVM
+/// legalizes them: the running value starts at the lowest (highest) finite float and
+/// index -1, and an element replaces it unless the running value is at least (at
+/// most) as large (small) — so the first of equal extremes wins, and a NaN, which no
+/// comparison keeps, restarts the scan (`argmax([1, NaN, -3])` is 2). An empty row
+/// gives -1.
+pub fn arg_reduce_rows(max: bool, x: &[f32], rows: usize, cols: usize, out: &mut [i64]) -> Result<()> {
+    check_len("argmax input", x.len(), rows * cols)?;
+    check_len("argmax output", out.len(), rows)?;
+    let scan = |row: &[f32]| -> i64 {
+        let (mut bi, mut bv) = (-1i64, if max { f32::MIN } else { f32::MAX });
+        for (k, &v) in row.iter().enumerate() {
+            let keep = if max { bv >= v } else { bv <= v };
+            if !keep {
+                bi = k as i64;
+                bv = v;
+            }
+        }
+        bi
+    };
+    for_chunks(out, 64, rows * cols, |(t, o)| {
+        for (r, o) in o.iter_mut().enumerate() {
+            let i = t * 64 + r;
+            *o = scan(&x[i * cols..(i + 1) * cols]);
+        }
+    });
+    Ok(())
+}
+
 /// Layer normalization of each of `rows` rows of `cols` elements:
 /// `(x - mean) / sqrt(var + eps) * gamma + beta` with the population variance, and
 /// `gamma`, `beta` of `cols` elements.

@@ -513,3 +513,38 @@ fn binary_over_rows_longer_than_a_task() {
     let want: Vec<f32> = a.iter().map(|x| x / 2.5).collect();
     assert_close(&out, &want, "long-row scalar divide");
 }
+
+#[test]
+fn arg_reduce_rows_follows_tvm_legalization() {
+    // Rows: ties (first wins), a NaN restarting the scan, all -inf (no element beats
+    // the initial lowest finite value: -1), and a long row over the parallel size.
+    let nan = f32::NAN;
+    let ninf = f32::NEG_INFINITY;
+    let x = [
+        1.0, 3.0, 3.0, 2.0, //
+        1.0, nan, -3.0, -5.0, //
+        ninf, ninf, ninf, ninf, //
+        5.0, -1.0, 5.0, -2.0,
+    ];
+    let mut out = [0i64; 4];
+    elementwise::arg_reduce_rows(true, &x, 4, 4, &mut out).expect("argmax");
+    assert_eq!(out, [1, 2, -1, 0]);
+    elementwise::arg_reduce_rows(false, &x, 4, 4, &mut out).expect("argmin");
+    assert_eq!(out, [0, 3, 0, 3]);
+    let (rows, cols) = (300, 1001);
+    let big = random(rows * cols, 9);
+    let mut out = vec![0i64; rows];
+    elementwise::arg_reduce_rows(true, &big, rows, cols, &mut out).expect("argmax");
+    for (r, row) in big.chunks(cols).enumerate() {
+        let want = row
+            .iter()
+            .enumerate()
+            .fold(
+                (0, f32::MIN),
+                |(bi, bv), (k, &v)| if v > bv { (k, v) } else { (bi, bv) },
+            )
+            .0;
+        assert_eq!(out[r], want as i64, "row {r}");
+    }
+    assert!(elementwise::arg_reduce_rows(true, &big, rows, cols + 1, &mut out).is_err());
+}

@@ -20,6 +20,7 @@
 //!   `relax_host.<op>[_relu]`), and ONNX's two-operand `Sum` as TVM imports it,
 //!   `sum(stack((a, b)), axis=[0])`, as an `add`
 //!
+//! `argmax`/`argmin` over the last axis or all elements (`relax_host.argmax`, `argmin`).
 //! Unary elementwise operators: `exp`, `log`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`,
 //! `negative`, `abs`, `square` (`relax_host.<op>`).
 //! `reshape` becomes a view of the same memory on whatever device
@@ -358,6 +359,7 @@ impl BlockRewrite<'_> {
             "relax.nn.max_pool2d" | "relax.nn.avg_pool2d" => self.pool(i, &var, &call),
             "relax.nn.dropout" => self.dropout(i, &var, &call),
             "relax.mean" | "relax.sum" | "relax.max" | "relax.min" => self.reduce(i, &var, &call),
+            "relax.argmax" | "relax.argmin" => self.arg_reduce(i, &var, &call),
             "relax.nn.layer_norm" => self.layer_norm(i, &var, &call),
             "relax.nn.batch_norm" => self.batch_norm(i, &var, &call),
             "relax.nn.softmax" => {
@@ -830,6 +832,36 @@ impl BlockRewrite<'_> {
         let t = self.arg_tensor(x)?;
         self.var_tensor(var)?;
         trailing_axes(&ints(call, "axis")?, t.shape.len())?;
+        let kernel = op_name(call)?.strip_prefix("relax.")?.to_string();
+        let v = dps(&kernel, vec![x.clone()], var)?;
+        self.set(i, var, v);
+        Some(())
+    }
+
+    /// `argmax`/`argmin` over the last axis, or over all elements (`axis=None`), of a
+    /// float32 tensor (`relax_host.argmax`/`argmin`: one `int64` per row).
+    fn arg_reduce(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
+        let x = call.args.first()?;
+        let t = self.arg_tensor(x)?;
+        let out = var.struct_info()?.as_tensor()?;
+        if out.dtype != DataType::INT64
+            || !self.on_host(&TensorInfo {
+                shape: vec![],
+                vdevice: out.vdevice.clone(),
+            })
+        {
+            return None;
+        }
+        match call.attrs.get("axis") {
+            None | Some(AttrValue::None) => {}
+            Some(a) => {
+                let axis = a.as_int()?;
+                let nd = t.shape.len() as i64;
+                if axis != nd - 1 && axis != -1 {
+                    return None;
+                }
+            }
+        }
         let kernel = op_name(call)?.strip_prefix("relax.")?.to_string();
         let v = dps(&kernel, vec![x.clone()], var)?;
         self.set(i, var, v);

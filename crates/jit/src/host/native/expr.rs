@@ -175,15 +175,7 @@ impl Gen<'_, '_> {
                 return (self.narrow(r, t), t);
             }
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
-                let cc = match op {
-                    BinOp::Eq => FloatCC::Equal,
-                    BinOp::Ne => FloatCC::NotEqual,
-                    BinOp::Lt => FloatCC::LessThan,
-                    BinOp::Le => FloatCC::LessThanOrEqual,
-                    BinOp::Gt => FloatCC::GreaterThan,
-                    _ => FloatCC::GreaterThanOrEqual,
-                };
-                return (fcmp64(self.b, cc, x, y), Ty::I);
+                return (fcmp64(self.b, float_cc(op), x, y), Ty::I);
             }
             BinOp::And | BinOp::Or => {
                 let (z, _) = self.fconst(0.0, t);
@@ -530,5 +522,17 @@ impl Gen<'_, '_> {
             }
             _ => Err(self.unsupported(format!("T.reinterpret from {from} to {dtype}"))),
         }
+    }
+}
+
+/// The IEEE comparison of a TIR comparison operator (ordered, except `!=`).
+pub(super) fn float_cc(op: BinOp) -> FloatCC {
+    match op {
+        BinOp::Eq => FloatCC::Equal,
+        BinOp::Ne => FloatCC::NotEqual,
+        BinOp::Lt => FloatCC::LessThan,
+        BinOp::Le => FloatCC::LessThanOrEqual,
+        BinOp::Gt => FloatCC::GreaterThan,
+        _ => FloatCC::GreaterThanOrEqual,
     }
 }

@@ -76,15 +76,7 @@ impl Gen<'_, '_> {
                     return self.mask(m, var);
                 }
                 let (x, y) = (self.lanes(a, var)?, self.lanes(b, var)?);
-                let cc = match op {
-                    BinOp::Eq => FloatCC::Equal,
-                    BinOp::Ne => FloatCC::NotEqual,
-                    BinOp::Lt => FloatCC::LessThan,
-                    BinOp::Le => FloatCC::LessThanOrEqual,
-                    BinOp::Gt => FloatCC::GreaterThan,
-                    _ => FloatCC::GreaterThanOrEqual,
-                };
-                self.b.ins().fcmp(cc, x, y)
+                self.b.ins().fcmp(super::expr::float_cc(*op), x, y)
             }
             K::Binary { op, a, b } => {
                 let (x, y) = (self.mask(a, var)?, self.mask(b, var)?);

@@ -333,10 +333,11 @@ fn matmul_kernel(
     // outer loop over those, the other reduction loops (input channels) inner.
     let hoisted = hoist_condition(&y_at, &r.reduce, &jj, tn);
     let y_at = hoisted.as_ref().map_or(y_at, |h| h.operand.clone());
-    // Four-element loads: the row operand along the reduction when it is
-    // contiguous there (a weight's input channels x window), the column operand
-    // along the columns when four neighbouring columns are four neighbouring
-    // elements at an aligned offset (a matmul's or a 1x1 convolution's input).
+    // Four-element loads: the column operand along the columns when four
+    // neighbouring columns are four neighbouring elements at an aligned offset (a
+    // matmul's or a 1x1 convolution's input); with `vec4_reduction`, also the row
+    // operand along the reduction when it is contiguous there (a weight's input
+    // channels x window), four reduction steps unrolled per iteration.
     let kconst = const_extent(&kext);
     let plain_f32 = |e: &PrimExpr| {
         e.dtype() == DataType::FLOAT32
@@ -344,7 +345,8 @@ fn matmul_kernel(
             && matches!(e.kind(), relax_ir::tir::PrimExprKind::BufferLoad { .. })
     };
     let x_vec = x_split.as_ref().filter(|sp| {
-        hoisted.is_none()
+        opts.vec4_reduction
+            && hoisted.is_none()
             && plain_f32(&mm.x)
             && kconst.is_some_and(|k| k % 4 == 0)
             && numel_multiple_of_4(&sp.buf)

@@ -57,6 +57,9 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
     }
     if let Some(mm) = &r.matmul {
         let mut o = *opts;
+        // Matmuls always take the row operand's four-element loads: a network has
+        // few distinct ones, so their longer driver compile costs little.
+        o.vec4_reduction = true;
         // Few rows (a matrix-vector product such as a classifier's batch-1 dense
         // layer): a row tile as tall as the rows and one column per thread, so
         // neighbouring threads read neighbouring columns and no work is wasted on

@@ -70,11 +70,11 @@ pub struct ScheduleOptions {
     /// Schedule convolution-like multiply-accumulate reductions as implicit GEMMs
     /// (see `implicit_gemm`).
     pub implicit_gemm: bool,
-    /// In GEMM kernels, load the row operand four reduction steps at a time where
-    /// it is contiguous along the reduction, with those four steps unrolled: on
-    /// lavapipe about 1.3x faster steady state, but each kernel takes about twice
-    /// as long for the driver to compile (the first inference grows), so off by
-    /// default.
+    /// In implicit-GEMM kernels (convolutions), load the row operand four
+    /// reduction steps at a time where it is contiguous along the reduction, with
+    /// those four steps unrolled: on lavapipe about 1.3x faster steady state, but
+    /// each kernel takes about twice as long for the driver to compile (the first
+    /// inference of a network grows), so off by default. Matmuls always do it.
     pub vec4_reduction: bool,
 }
 

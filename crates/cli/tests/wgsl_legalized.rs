@@ -16,8 +16,10 @@ fn wgsl_includes_legalized_operators() {
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("// PrimFunc matmul: kernel"), "{out}");
     assert!(out.contains("// PrimFunc relu: kernel"), "{out}");
-    // Three storage bindings for the matmul: a and b read, the output written.
-    assert!(out.contains("var<storage, read> b0_a: array<f32>;"), "{out}");
+    // Three storage bindings for the matmul: a and b read (four elements at a
+    // time), the output written.
+    assert!(out.contains("var<storage, read> b0_a_v4: array<vec4<f32>>;"), "{out}");
+    assert!(out.contains("var<storage, read> b1_b_v4: array<vec4<f32>>;"), "{out}");
     assert!(out.contains("var<storage, read_write> b2_matmul: array<f32>;"), "{out}");
     assert_eq!(out.matches("@compute").count(), 2, "{out}");
     // Selecting the generated function by name works like any other PrimFunc.

@@ -57,6 +57,9 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
     }
     if let Some(mm) = &r.matmul {
         let mut o = *opts;
+        // Matmuls always take the row operand's four-element loads: a network has
+        // few distinct ones, so their longer driver compile costs little.
+        o.vec4_reduction = true;
         // Few rows (a matrix-vector product such as a classifier's batch-1 dense
         // layer): a row tile as tall as the rows and one column per thread, so
         // neighbouring threads read neighbouring columns and no work is wasted on
@@ -166,7 +169,29 @@ fn gemm_threads(rows: Option<i64>, cols: Option<i64>, opts: &ScheduleOptions) ->
     let c = cn.min(opts.matmul_threads.1.max(1)).min(total);
     let r = rn.min(total / c).max(1);
     let c = cn.max(c).min(total / r).max(1);
-    (r, c)
+    (r, fit_columns(c, cols, opts.matmul_tile.1))
+}
+
+/// Column threads for `cols` output columns of `tn` each: of `c` and the counts
+/// down to just over half of it, the one whose column blocks pad the columns
+/// least (the largest on ties). 14x14 and 7x7 outputs (196 and 49 columns) then
+/// pad 2% and 14% instead of 31% each with 64-column blocks; the workgroup is not
+/// a power of two.
+fn fit_columns(c: u32, cols: Option<i64>, tn: u32) -> u32 {
+    let (Some(n), tn) = (cols.filter(|&n| n > 0), i64::from(tn.max(1))) else {
+        return c;
+    };
+    let padded = |c: u32| {
+        let block = i64::from(c) * tn;
+        (n + block - 1) / block * block
+    };
+    let mut best = c;
+    for k in (c / 2 + 1..c).rev() {
+        if padded(k) < padded(best) {
+            best = k;
+        }
+    }
+    best
 }
 
 /// Register-blocked matmul: a workgroup of `TY x TX` threads computes a
@@ -267,6 +292,12 @@ fn matmul_kernel(
         ) {
             Some((buf, outer, inner)) => {
                 let b = Buffer::with_scope(name, DataType::INT32, vec![PrimExpr::int(n)], "local");
+                let split = Split {
+                    buf: buf.clone(),
+                    outer: outer.clone(),
+                    inner: inner.clone(),
+                    base: b.clone(),
+                };
                 let dt = outer.dtype();
                 base_init.push(unrolled(
                     lane,
@@ -279,13 +310,16 @@ fn matmul_kernel(
                 ));
                 let idx = add(expr::cast(ld(&b, lane.to_expr()), dt), expr::cast(inner, dt));
                 bases.push(b);
-                expr::subst(&replace_load(load, &PrimExpr::load(&buf, vec![idx])), map)
+                (
+                    expr::subst(&replace_load(load, &PrimExpr::load(&buf, vec![idx])), map),
+                    Some(split),
+                )
             }
-            None => expr::subst(load, map),
+            None => (expr::subst(load, map), None),
         };
-    let x_at = operand(&mm.x, std::slice::from_ref(&iv), &xmap, "xb", &ii, tm);
+    let (x_at, x_split) = operand(&mm.x, std::slice::from_ref(&iv), &xmap, "xb", &ii, tm);
     let col_vars: Vec<TirVar> = cols.iter().map(|(v, _)| v.clone()).collect();
-    let y_at = operand(&mm.y, &col_vars, &ymap, "yb", &jj, tn);
+    let (y_at, y_split) = operand(&mm.y, &col_vars, &ymap, "yb", &jj, tn);
     // rhs with the loads replaced by the register copies.
     let xr = ld(&xs, ii.to_expr());
     let yr = ld(&ys, jj.to_expr());
@@ -324,9 +358,64 @@ fn matmul_kernel(
     // outer loop over those, the other reduction loops (input channels) inner.
     let hoisted = hoist_condition(&y_at, &r.reduce, &jj, tn);
     let y_at = hoisted.as_ref().map_or(y_at, |h| h.operand.clone());
-    let step = Stmt::Seq(vec![
-        unrolled(&ii, tm, store(&xs, ii.to_expr(), x_at)),
-        unrolled(&jj, tn, store(&ys, jj.to_expr(), y_at)),
+    // Four-element loads: the column operand along the columns when four
+    // neighbouring columns are four neighbouring elements at an aligned offset (a
+    // matmul's or a 1x1 convolution's input); with `vec4_reduction`, also the row
+    // operand along the reduction when it is contiguous there (a weight's input
+    // channels x window), four reduction steps unrolled per iteration.
+    let kconst = const_extent(&kext);
+    let plain_f32 = |e: &PrimExpr| {
+        e.dtype() == DataType::FLOAT32
+            && load_count(e) == 1
+            && matches!(e.kind(), relax_ir::tir::PrimExprKind::BufferLoad { .. })
+    };
+    let x_vec = x_split.as_ref().filter(|sp| {
+        opts.vec4_reduction
+            && hoisted.is_none()
+            && plain_f32(&mm.x)
+            && kconst.is_some_and(|k| k % 4 == 0)
+            && numel_multiple_of_4(&sp.buf)
+            && contiguous(&sp.inner, &r.reduce)
+            && aligned(&sp.outer, std::slice::from_ref(&iv))
+    });
+    let y_vec = y_split.as_ref().filter(|sp| {
+        hoisted.is_none()
+            && plain_f32(&mm.y)
+            && tn % 4 == 0
+            && const_extent(&jext).is_some_and(|n| n % 4 == 0)
+            && numel_multiple_of_4(&sp.buf)
+            && affine(&sp.inner, &red_vars).is_some_and(|(c, k)| {
+                // Loops of extent 1 (a 1x1 window) are always 0.
+                k % 4 == 0
+                    && c.iter()
+                        .zip(&r.reduce)
+                        .all(|(c, (_, e))| c % 4 == 0 || const_extent(e) == Some(1))
+            })
+            && contiguous(&sp.outer, &cols)
+    });
+    let v4 = TirVar::new("v4", DataType::INT32);
+    let y_loads = match y_vec {
+        Some(sp) => unrolled(
+            &v4,
+            tn / 4,
+            vload4(
+                &ys,
+                mul(v4.to_expr(), i32c(4)),
+                &sp.buf,
+                bin(
+                    BinOp::Div,
+                    add(
+                        ld(&sp.base, mul(v4.to_expr(), i32c(4))),
+                        expr::cast(sp.inner.clone(), DataType::INT32),
+                    ),
+                    i32c(4),
+                ),
+            ),
+        ),
+        None => unrolled(&jj, tn, store(&ys, jj.to_expr(), y_at)),
+    };
+    let update = |x: PrimExpr| {
+        let rhs = expr::map_expr(&rhs, &mut |e| crate::lower::expr_eq(e, &xr).then(|| x.clone()));
         for_loop(
             &ii,
             i32c(tm),
@@ -340,9 +429,52 @@ fn matmul_kernel(
                     PrimExpr::binary(r.op, ld(&acc, acc_idx.clone()), rhs),
                 ),
             ),
-        ),
+        )
+    };
+    let step = Stmt::Seq(vec![
+        unrolled(&ii, tm, store(&xs, ii.to_expr(), x_at)),
+        y_loads.clone(),
+        update(xr.clone()),
     ]);
     let kloop = match &hoisted {
+        None if x_vec.is_some() && kconst.is_some() => {
+            // Four reduction steps per iteration: each row's four weights in one
+            // load into `xr4[ii * 4 + kk]`.
+            let sp = x_vec.expect("checked");
+            let k4 = TirVar::new("k4", DataType::INT32);
+            let kk = TirVar::new("kk", DataType::INT32);
+            let xs4 = Buffer::with_scope("xr4", xdt, vec![PrimExpr::int(tm * 4)], "local");
+            let kbase = mul(k4.to_expr(), i32c(4));
+            let xload = unrolled(
+                &ii,
+                tm,
+                vload4(
+                    &xs4,
+                    mul(ii.to_expr(), i32c(4)),
+                    &sp.buf,
+                    bin(BinOp::Div, add(ld(&sp.base, ii.to_expr()), kbase.clone()), i32c(4)),
+                ),
+            );
+            let x4 = ld(&xs4, add(mul(ii.to_expr(), i32c(4)), kk.to_expr()));
+            let sub = unrolled(
+                &kk,
+                4,
+                let_(
+                    &kv,
+                    expr::cast(add(kbase, kk.to_expr()), kv.dtype()),
+                    kstep(Stmt::Seq(vec![y_loads.clone(), update(x4)])),
+                ),
+            );
+            Stmt::Alloc {
+                buffer: xs4,
+                body: Box::new(for_loop(
+                    &k4,
+                    i32c(kconst.unwrap_or(0) / 4),
+                    ForKind::Serial,
+                    Stmt::Seq(vec![xload, sub]),
+                )),
+            }
+        }
         None => for_loop(&kv, kext.clone(), ForKind::Serial, kstep(step)),
         Some(h) => {
             let nest = |name: &str, loops: &[(TirVar, PrimExpr)], body: Stmt| {
@@ -440,13 +572,21 @@ fn matmul_kernel(
                 ),
                 i32c(bm),
             ),
-            mul(bin(BinOp::Div, tx.to_expr(), i32c(tx_n)), i32c(tm)),
+            if ty == 1 {
+                i32c(0)
+            } else {
+                mul(bin(BinOp::Div, tx.to_expr(), i32c(tx_n)), i32c(tm))
+            },
         ),
         let_(
             &j0,
             add(
                 mul(bin(BinOp::Mod, bx.to_expr(), nbn.to_expr()), i32c(bn)),
-                mul(bin(BinOp::Mod, tx.to_expr(), i32c(tx_n)), i32c(tn)),
+                if ty == 1 {
+                    mul(tx.to_expr(), i32c(tn))
+                } else {
+                    mul(bin(BinOp::Mod, tx.to_expr(), i32c(tx_n)), i32c(tn))
+                },
             ),
             tile,
         ),
@@ -631,4 +771,125 @@ fn hoist_condition(operand: &PrimExpr, reduce: &[(TirVar, PrimExpr)], jj: &TirVa
         outer,
         inner,
     })
+}
+
+/// An operand's flat index split into a row (column) part computed once per
+/// thread into `base` and a reduction part.
+struct Split {
+    buf: Buffer,
+    outer: PrimExpr,
+    inner: PrimExpr,
+    base: Buffer,
+}
+
+/// `dst[off + l] = src[4 * i4 + l]` for `l` in 0..4 (one vec4 load).
+fn vload4(dst: &Buffer, off: PrimExpr, src: &Buffer, i4: PrimExpr) -> Stmt {
+    Stmt::Evaluate(PrimExpr::call(
+        crate::wgsl::VLOAD4,
+        DataType::INT32,
+        vec![PrimExpr::load(dst, vec![off]), PrimExpr::load(src, vec![i4])],
+    ))
+}
+
+/// Whether a flat buffer's constant element count is a multiple of 4.
+fn numel_multiple_of_4(b: &Buffer) -> bool {
+    b.shape()
+        .first()
+        .and_then(const_extent)
+        .is_some_and(|n| n > 0 && n % 4 == 0)
+}
+
+/// `e` as `sum(c[t] * vars[t]) + k` with constant coefficients, when it is one.
+fn affine(e: &PrimExpr, vars: &[TirVar]) -> Option<(Vec<i64>, i64)> {
+    use relax_ir::tir::PrimExprKind as K;
+    let n = vars.len();
+    match e.kind() {
+        K::Var(v) => {
+            let t = vars.iter().position(|x| x.id() == v.id())?;
+            let mut c = vec![0; n];
+            c[t] = 1;
+            Some((c, 0))
+        }
+        K::Cast { dtype, value } if dtype.is_int() && value.dtype().is_int() => affine(value, vars),
+        K::Binary {
+            op: op @ (BinOp::Add | BinOp::Sub),
+            a,
+            b,
+        } => {
+            let (ca, ka) = affine(a, vars)?;
+            let (cb, kb) = affine(b, vars)?;
+            let s: i64 = if *op == BinOp::Add { 1 } else { -1 };
+            let c = ca
+                .iter()
+                .zip(&cb)
+                .map(|(x, y)| x.checked_add(y.checked_mul(s)?))
+                .collect::<Option<Vec<_>>>()?;
+            Some((c, ka.checked_add(kb.checked_mul(s)?)?))
+        }
+        K::Binary { op: BinOp::Mul, a, b } => {
+            let (ca, ka) = affine(a, vars)?;
+            let (cb, kb) = affine(b, vars)?;
+            let (c, k, f) = if cb.iter().all(|&x| x == 0) {
+                (ca, ka, kb)
+            } else if ca.iter().all(|&x| x == 0) {
+                (cb, kb, ka)
+            } else {
+                return None;
+            };
+            let c = c.iter().map(|x| x.checked_mul(f)).collect::<Option<Vec<_>>>()?;
+            Some((c, k.checked_mul(f)?))
+        }
+        _ => {
+            let k = expr::simplify(e).as_int()?;
+            Some((vec![0; n], k))
+        }
+    }
+}
+
+/// Whether `e` is exactly the fused index of `loops` (row-major, outermost
+/// first) plus a multiple of 4: loops of extent 1 may have any coefficient.
+fn contiguous(e: &PrimExpr, loops: &[(TirVar, PrimExpr)]) -> bool {
+    let vars: Vec<TirVar> = loops.iter().map(|(v, _)| v.clone()).collect();
+    let Some((c, k)) = affine(e, &vars) else {
+        return false;
+    };
+    let mut stride = 1i64;
+    for (t, (_, ext)) in loops.iter().enumerate().rev() {
+        let Some(n) = const_extent(ext) else {
+            return false;
+        };
+        if n > 1 && c[t] != stride {
+            return false;
+        }
+        stride = stride.saturating_mul(n);
+    }
+    k % 4 == 0
+}
+
+/// Whether `e` is affine in `vars` with every coefficient and the constant
+/// multiples of 4.
+fn aligned(e: &PrimExpr, vars: &[TirVar]) -> bool {
+    affine(e, vars).is_some_and(|(c, k)| k % 4 == 0 && c.iter().all(|c| c % 4 == 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_columns;
+
+    #[test]
+    fn column_threads_pad_the_columns_least() {
+        // (threads, columns) -> threads: 14x14, 7x7, 56x56, 13x13, 28x28, 27x27 outputs.
+        for (c, n, want) in [
+            (8, 196, 5),
+            (8, 49, 7),
+            (8, 3136, 8),
+            (8, 169, 8),
+            (8, 784, 7),
+            (8, 729, 5),
+            (4, 9, 3),
+        ] {
+            assert_eq!(fit_columns(c, Some(n), 8), want, "{n} columns");
+        }
+        assert_eq!(fit_columns(8, None, 8), 8);
+    }
 }

@@ -170,7 +170,16 @@ pub struct BindingInfo {
     /// For a tensor bound in chunks: (first element, element count) of the part
     /// bound here. `None`: the whole tensor.
     pub chunk: Option<(u64, u64)>,
+    /// Declared `array<vec4<...>>`: a second binding of a float32 tensor whose
+    /// element count is a multiple of 4, read four elements at a time
+    /// ([`VLOAD4`]).
+    pub vec4: bool,
 }
+
+/// The intrinsic `Evaluate(call(VLOAD4, [dst[off], src[i4]]))` of a scheduled kernel:
+/// `dst[off + l] = src[4 * i4 + l]` for `l` in 0..4, one `vec4` load from a float32
+/// tensor whose element count is a multiple of 4 (`dst` a local buffer).
+pub const VLOAD4: &str = "relax.vload4";
 
 /// Scalar types of uniform fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -267,6 +276,8 @@ struct Em<'a> {
     bufs: HashMap<u64, (String, DataType, StorageTy)>,
     /// Buffers bound in chunks: elements per chunk (accessed through `ld_`/`st_` helpers).
     chunked: HashMap<u64, i64>,
+    /// Buffers with a `vec4` binding: its name.
+    vec4_bufs: HashMap<u64, String>,
     chunk_fns: Vec<String>,
     written: HashSet<u64>,
     locals: HashMap<u64, (String, DataType, W)>,
@@ -291,6 +302,7 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         declared: HashSet::new(),
         bufs: HashMap::new(),
         chunked: HashMap::new(),
+        vec4_bufs: HashMap::new(),
         chunk_fns: Vec::new(),
         written: HashSet::new(),
         locals: HashMap::new(),
@@ -303,16 +315,23 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
     };
     // Storage bindings: every global buffer the kernel touches, in parameter order.
     let mut used: HashSet<u64> = HashSet::new();
+    // Loads of each buffer, and of those the ones that are vec4 loads.
+    let mut loads: HashMap<u64, usize> = HashMap::new();
+    let mut vec4_src: HashMap<u64, usize> = HashMap::new();
     expr::visit_stmts(&k.body, &mut |s| {
         if let Stmt::BufferStore { buffer, .. } = s {
             used.insert(buffer.id());
             em.written.insert(buffer.id());
+        }
+        if let Some((_, src, _)) = vload4_parts(s) {
+            *vec4_src.entry(src.id()).or_default() += 1;
         }
     });
     expr::visit_stmt_exprs(&k.body, &mut |e| {
         expr::visit_expr(e, &mut |x| {
             if let PrimExprKind::BufferLoad { buffer, .. } = x.kind() {
                 used.insert(buffer.id());
+                *loads.entry(buffer.id()).or_default() += 1;
             }
         })
     });
@@ -335,15 +354,38 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         if st == StorageTy::F16 {
             em.uses_f16 = true;
         }
-        let name = format!("b{}_{}", bindings.len(), sanitize(b.name()));
-        em.bufs.insert(b.id(), (name.clone(), b.dtype(), st));
         let access = if em.written.contains(&b.id()) {
             Access::ReadWrite
         } else {
             Access::Read
         };
         let numel = b.shape().first().and_then(|e| e.as_int()).unwrap_or(0).max(0) as u64;
-        match caps.chunk_elems(numel, st) {
+        let chunks = caps.chunk_elems(numel, st);
+        if vec4_src.contains_key(&b.id())
+            && !em.written.contains(&b.id())
+            && chunks.is_none()
+            && st == StorageTy::F32
+            && numel.is_multiple_of(4)
+        {
+            let v4 = format!("b{}_{}_v4", bindings.len(), sanitize(b.name()));
+            em.vec4_bufs.insert(b.id(), v4.clone());
+            bindings.push(BindingInfo {
+                buf: r,
+                name: v4,
+                dtype: b.dtype(),
+                storage: st,
+                access: Access::Read,
+                chunk: None,
+                vec4: true,
+            });
+            // Read only through its vec4 binding: no scalar binding.
+            if loads.get(&b.id()) == vec4_src.get(&b.id()) {
+                continue;
+            }
+        }
+        let name = format!("b{}_{}", bindings.len(), sanitize(b.name()));
+        em.bufs.insert(b.id(), (name.clone(), b.dtype(), st));
+        match chunks {
             None => bindings.push(BindingInfo {
                 buf: r,
                 name,
@@ -351,6 +393,7 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
                 storage: st,
                 access,
                 chunk: None,
+                vec4: false,
             }),
             Some(per) => {
                 let n = numel.div_ceil(per);
@@ -385,6 +428,7 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
                         storage: st,
                         access,
                         chunk: Some((lo, per.min(numel - lo))),
+                        vec4: false,
                     });
                 }
                 em.chunk_fns.push(ld);
@@ -450,6 +494,7 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
             storage: StorageTy::U32,
             access: Access::ReadWrite,
             chunk: None,
+            vec4: false,
         });
     }
     let mut src = String::new();
@@ -472,11 +517,15 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
             );
             continue;
         }
+        let ty = if b.vec4 {
+            format!("vec4<{}>", b.storage.wty().name())
+        } else {
+            b.storage.wty().name().to_string()
+        };
         let _ = writeln!(
             src,
-            "@group(0) @binding({i}) var<storage, {acc}> {}: array<{}>;",
-            b.name,
-            b.storage.wty().name()
+            "@group(0) @binding({i}) var<storage, {acc}> {}: array<{ty}>;",
+            b.name
         );
     }
     if !uniforms.is_empty() {
@@ -1099,6 +1148,48 @@ impl Em<'_> {
                     self.stmt(x)?;
                 }
             }
+            Stmt::Evaluate(_) if vload4_parts(s).is_some() => {
+                let Some((dst, src, [off, i4])) = vload4_parts(s) else {
+                    return Ok(());
+                };
+                let (os, ow) = self.expr(off)?;
+                let off = self.conv(&os, ow, W::I32)?;
+                let (is, iw) = self.expr(i4)?;
+                let i4 = self.conv(&is, iw, W::I32)?;
+                let Some((dname, _, dw)) = self.locals.get(&dst.id()).cloned() else {
+                    return Err(self.unsupported(format!("vec4 load into `{}`, not a local buffer", dst.name())));
+                };
+                self.line("{");
+                self.ind += 1;
+                match self.vec4_bufs.get(&src.id()).cloned() {
+                    Some(v4) => {
+                        self.line(&format!("let v = {v4}[{i4}];"));
+                        for l in 0..4 {
+                            let v = self.conv(&format!("v[{l}]"), W::F32, dw)?;
+                            self.line(&format!("{dname}[{off} + {l}i] = {v};"));
+                        }
+                    }
+                    None => {
+                        let Some((sname, _, st)) = self.bufs.get(&src.id()).cloned() else {
+                            return Err(
+                                self.unsupported(format!("buffer `{}` is not available in the kernel", src.name()))
+                            );
+                        };
+                        self.line(&format!("let i = 4i * ({i4});"));
+                        for l in 0..4 {
+                            let at = if self.chunked.contains_key(&src.id()) {
+                                format!("ld_{sname}(i + {l}i)")
+                            } else {
+                                format!("{sname}[i + {l}i]")
+                            };
+                            let v = self.conv(&at, st.wty(), dw)?;
+                            self.line(&format!("{dname}[{off} + {l}i] = {v};"));
+                        }
+                    }
+                }
+                self.ind -= 1;
+                self.line("}");
+            }
             Stmt::Evaluate(e) => match e.kind() {
                 PrimExprKind::Call { op, .. } if op == "tvm_storage_sync" => {
                     self.line("workgroupBarrier();");
@@ -1154,6 +1245,36 @@ impl Em<'_> {
     #[allow(dead_code)]
     fn lowered(&self) -> &LoweredFunc {
         self.lf
+    }
+}
+
+/// The destination buffer, source buffer and (destination offset, source vec4
+/// index) of a [`VLOAD4`] statement.
+fn vload4_parts(s: &Stmt) -> Option<(&Buffer, &Buffer, [&PrimExpr; 2])> {
+    let Stmt::Evaluate(e) = s else { return None };
+    let PrimExprKind::Call { op, args, .. } = e.kind() else {
+        return None;
+    };
+    if op != VLOAD4 {
+        return None;
+    }
+    let [d, src] = args.as_slice() else { return None };
+    let (
+        PrimExprKind::BufferLoad {
+            buffer: db,
+            indices: di,
+        },
+        PrimExprKind::BufferLoad {
+            buffer: sb,
+            indices: si,
+        },
+    ) = (d.kind(), src.kind())
+    else {
+        return None;
+    };
+    match (di.as_slice(), si.as_slice()) {
+        ([off], [i4]) => Some((db, sb, [off, i4])),
+        _ => None,
     }
 }
 

@@ -369,3 +369,100 @@ fn short_row_matmuls_match_host() {
         assert_close(&results[1], &results[0], 1e-4, 1e-4, &format!("matmul {m}x{k}x{n}"));
     }
 }
+
+/// The number of `vec4` storage bindings of `f`'s kernels.
+fn vec4_bindings(gpu: &Jit, f: &PrimFunc) -> usize {
+    let src = gpu.wgsl(f).expect("wgsl");
+    src.kernels
+        .iter()
+        .map(|k| k.bindings.iter().filter(|b| b.vec4).count())
+        .sum()
+}
+
+/// A JIT on the shared adapter with the row operand's four-element loads on.
+fn vec4_reduction_jit() -> Option<Jit> {
+    let rt = Arc::new(relax_gpu_runtime::GpuRuntime::shared_default().ok()?);
+    let caps = relax_jit::DeviceCaps {
+        f16: rt.supports_f16(),
+        f64: rt.supports_f64(),
+        i64: rt.supports_i64(),
+        max_binding_bytes: rt.max_binding_bytes(),
+        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
+    };
+    let opts = relax_jit::ScheduleOptions {
+        vec4_reduction: true,
+        ..Default::default()
+    };
+    Some(Jit::with_options(Some(rt), caps, opts))
+}
+
+/// Four-element operand loads: inputs contiguous along the output pixels (1x1,
+/// stride 1, batch 1, pixels a multiple of 4), a matmul's left operand along the
+/// reduction and, with `vec4_reduction`, weights contiguous along the reduction
+/// (input channels x window a multiple of 4), with
+/// edge tiles on both axes; other shapes keep scalar loads. All match the host.
+#[test]
+fn vec4_operand_loads_match_host() {
+    let Some(plain) = gpu_jit() else { return };
+    let Some(unrolled) = vec4_reduction_jit() else { return };
+    // (case, vec4 bindings by default, with vec4_reduction)
+    for &((n, ci, hw, co, k, s, g), want, want_red) in &[
+        ((1i64, 32i64, 8i64, 40i64, 1i64, 1i64, 1i64), 1usize, 2usize),
+        ((1, 12, 6, 20, 3, 1, 1), 0, 1),
+        ((2, 16, 4, 24, 1, 1, 1), 0, 1),
+        ((1, 16, 10, 24, 1, 2, 1), 0, 1),
+        ((1, 3, 9, 20, 3, 1, 1), 0, 0),
+    ] {
+        let f = conv_func(n, ci, hw, co, k, s, g);
+        for (gpu, want) in [(&plain, want), (&unrolled, want_red)] {
+            assert_eq!(
+                vec4_bindings(gpu, &f),
+                want,
+                "vec4 bindings of conv n={n} ci={ci} hw={hw} co={co} k={k} s={s}"
+            );
+            check(&(n, ci, hw, co, k, s, g), gpu);
+        }
+    }
+    for &(m, k, n, want, want_red) in &[
+        (64i64, 36i64, 20i64, 2usize, 2usize),
+        (30, 40, 13, 1, 1),
+        (33, 18, 24, 1, 1),
+        (20, 7, 9, 0, 0),
+    ] {
+        let a = Buffer::new("A", F32, shape(&[m, k]));
+        let b = Buffer::new("B", F32, shape(&[k, n]));
+        let c = Buffer::new("C", F32, shape(&[m, n]));
+        let body = grid_block("mm", &shape(&[m, n, k]), "SSR", |v| {
+            let ci = [v[0].clone(), v[1].clone()];
+            let init = store(&c, &ci, PrimExpr::float_of(0.0, F32));
+            let upd = store(
+                &c,
+                &ci,
+                load(&c, &ci) + load(&a, &[v[0].clone(), v[2].clone()]) * load(&b, &[v[2].clone(), v[1].clone()]),
+            );
+            (Some(init), upd)
+        });
+        let f = prim_func(&[a, b, c], &[], vec![], body);
+        let inputs = [
+            HostTensor::from_f64s(F32, &[m, k], &rand_vec((m * k) as usize, 51, -1.0, 1.0)).unwrap(),
+            HostTensor::from_f64s(F32, &[k, n], &rand_vec((k * n) as usize, 52, -1.0, 1.0)).unwrap(),
+        ];
+        for (gpu, want) in [(&plain, want), (&unrolled, want_red)] {
+            assert_eq!(vec4_bindings(gpu, &f), want, "vec4 bindings of matmul {m}x{k}x{n}");
+            let mut results = Vec::new();
+            for on_gpu in [false, true] {
+                let mut ins = inputs.to_vec();
+                let mut out = HostTensor::zeros(F32, &[m, n]).unwrap();
+                let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
+                args.push(Arg::Tensor(&mut out));
+                if on_gpu {
+                    gpu.run_gpu(&f, &mut args).expect("gpu run");
+                } else {
+                    Jit::new(None).run_host(&f, &mut args).expect("host run");
+                }
+                results.push(out.to_f64_vec());
+            }
+            assert_close(&results[1], &results[0], 1e-4, 1e-4, &format!("matmul {m}x{k}x{n}"));
+        }
+    }
+}

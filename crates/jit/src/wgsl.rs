@@ -634,36 +634,55 @@ fn sat_cast_helper(dtype: DataType, to: W) -> Option<&'static str> {
     })
 }
 
+/// The WGSL source of helper `name` (`shaders/helpers/<name>.wgsl`), empty when unknown.
 fn helper_src(name: &str) -> &'static str {
-    if name == "relax_chk" {
-        return bounds::CHECK_FN;
-    }
-    match name {
-        "sat_f32_i8" => "fn sat_f32_i8(x: f32) -> i32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0i; }\n    return i32(clamp(x, -128.0f, 127.0f));\n}\n",
-        "sat_f32_i16" => "fn sat_f32_i16(x: f32) -> i32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0i; }\n    return i32(clamp(x, -32768.0f, 32767.0f));\n}\n",
-        "sat_f32_i32" => "fn sat_f32_i32(x: f32) -> i32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0i; }\n    if (x >= 2147483648.0f) { return 2147483647i; }\n    if (x <= -2147483648.0f) { return -2147483647i - 1i; }\n    return i32(x);\n}\n",
-        "fdiv_f32" => "fn fdiv_f32(a: f32, b: f32) -> f32 {\n    if (b != 0.0f) { return a / b; }\n    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u || a == 0.0f) { return bitcast<f32>(0x7fc00000u); }\n    let neg = ((bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u) != 0u;\n    return select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), neg);\n}\n",
-        "sat_f32_i64" => "fn sat_f32_i64(x: f32) -> i64 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0li; }\n    if (x >= 9223372036854775808.0f) { return 9223372036854775807li; }\n    if (x <= -9223372036854775808.0f) { return -9223372036854775807li - 1li; }\n    return i64(x);\n}\n",
-        "sat_f32_u64" => "fn sat_f32_u64(x: f32) -> u64 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0lu; }\n    if (x >= 18446744073709551616.0f) { return 18446744073709551615lu; }\n    if (x <= 0.0f) { return 0lu; }\n    return u64(x);\n}\n",
-        "sat_f32_u8" => "fn sat_f32_u8(x: f32) -> u32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0u; }\n    return u32(clamp(x, 0.0f, 255.0f));\n}\n",
-        "sat_f32_u16" => "fn sat_f32_u16(x: f32) -> u32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0u; }\n    return u32(clamp(x, 0.0f, 65535.0f));\n}\n",
-        "sat_f32_u32" => "fn sat_f32_u32(x: f32) -> u32 {\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0u; }\n    if (x >= 4294967296.0f) { return 4294967295u; }\n    if (x <= 0.0f) { return 0u; }\n    return u32(x);\n}\n",
-        "floordiv_i32" => "fn floordiv_i32(a: i32, b: i32) -> i32 {\n    let q = a / b;\n    let r = a % b;\n    return select(q, q - 1i, r != 0i && ((r < 0i) != (b < 0i)));\n}\n",
-        "floormod_i32" => "fn floormod_i32(a: i32, b: i32) -> i32 {\n    let r = a % b;\n    return select(r, r + b, r != 0i && ((r < 0i) != (b < 0i)));\n}\n",
-        "floordiv_i64" => "fn floordiv_i64(a: i64, b: i64) -> i64 {\n    let q = a / b;\n    let r = a % b;\n    return select(q, q - 1li, r != 0li && ((r < 0li) != (b < 0li)));\n}\n",
-        "floormod_i64" => "fn floormod_i64(a: i64, b: i64) -> i64 {\n    let r = a % b;\n    return select(r, r + b, r != 0li && ((r < 0li) != (b < 0li)));\n}\n",
-        "tanh_f32" => "fn tanh_f32(x: f32) -> f32 {\n    if (abs(x) < 0.5f) { return tanh(x); }\n    let e = exp(-2.0f * abs(x));\n    return sign(x) * (1.0f - e) / (1.0f + e);\n}\n",
-        "sigmoid_f32" => "fn sigmoid_f32(x: f32) -> f32 {\n    if (x >= 0.0f) { return 1.0f / (1.0f + exp(-x)); }\n    let e = exp(x);\n    return e / (1.0f + e);\n}\n",
-        "erf_f32" => "fn erf_f32(x: f32) -> f32 {\n    let a = abs(x);\n    let t = 1.0f / (1.0f + 0.3275911f * a);\n    let y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t * exp(-a * a);\n    return select(y, -y, x < 0.0f);\n}\n",
-        "pow_f32" => "fn pow_f32(a: f32, b: f32) -> f32 {\n    if (a > 0.0f) { return pow(a, b); }\n    if (a == 0.0f) { return select(select(0.0f, 1.0f, b == 0.0f), bitcast<f32>(0x7f800000u), b < 0.0f); }\n    if (b != trunc(b)) { return bitcast<f32>(0x7fc00000u); }\n    let r = pow(-a, b);\n    return select(r, -r, (abs(b) % 2.0f) == 1.0f);\n}\n",
-        "round_f32" => "fn round_f32(x: f32) -> f32 {\n    let t = trunc(x);\n    return select(t, t + sign(x), abs(x - t) >= 0.5f);\n}\n",
-        "isnan_f32" => "fn isnan_f32(x: f32) -> bool {\n    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;\n}\n",
-        "isinf_f32" => "fn isinf_f32(x: f32) -> bool {\n    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;\n}\n",
-        "isfinite_f32" => "fn isfinite_f32(x: f32) -> bool {\n    return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u;\n}\n",
-        "copysign_f32" => "fn copysign_f32(a: f32, b: f32) -> f32 {\n    return select(abs(a), -abs(a), (bitcast<u32>(b) & 0x80000000u) != 0u);\n}\n",
-        _ => "",
-    }
+    HELPERS.iter().find(|(n, _)| *n == name).map_or("", |(_, src)| src)
 }
+
+/// Every WGSL helper a kernel may include, by name, from `shaders/helpers/`.
+pub const HELPERS: &[(&str, &str)] = &[
+    ("sat_f32_i8", include_str!("../../../shaders/helpers/sat_f32_i8.wgsl")),
+    ("sat_f32_i16", include_str!("../../../shaders/helpers/sat_f32_i16.wgsl")),
+    ("sat_f32_i32", include_str!("../../../shaders/helpers/sat_f32_i32.wgsl")),
+    ("fdiv_f32", include_str!("../../../shaders/helpers/fdiv_f32.wgsl")),
+    ("sat_f32_i64", include_str!("../../../shaders/helpers/sat_f32_i64.wgsl")),
+    ("sat_f32_u64", include_str!("../../../shaders/helpers/sat_f32_u64.wgsl")),
+    ("sat_f32_u8", include_str!("../../../shaders/helpers/sat_f32_u8.wgsl")),
+    ("sat_f32_u16", include_str!("../../../shaders/helpers/sat_f32_u16.wgsl")),
+    ("sat_f32_u32", include_str!("../../../shaders/helpers/sat_f32_u32.wgsl")),
+    (
+        "floordiv_i32",
+        include_str!("../../../shaders/helpers/floordiv_i32.wgsl"),
+    ),
+    (
+        "floormod_i32",
+        include_str!("../../../shaders/helpers/floormod_i32.wgsl"),
+    ),
+    (
+        "floordiv_i64",
+        include_str!("../../../shaders/helpers/floordiv_i64.wgsl"),
+    ),
+    (
+        "floormod_i64",
+        include_str!("../../../shaders/helpers/floormod_i64.wgsl"),
+    ),
+    ("tanh_f32", include_str!("../../../shaders/helpers/tanh_f32.wgsl")),
+    ("sigmoid_f32", include_str!("../../../shaders/helpers/sigmoid_f32.wgsl")),
+    ("erf_f32", include_str!("../../../shaders/helpers/erf_f32.wgsl")),
+    ("pow_f32", include_str!("../../../shaders/helpers/pow_f32.wgsl")),
+    ("round_f32", include_str!("../../../shaders/helpers/round_f32.wgsl")),
+    ("isnan_f32", include_str!("../../../shaders/helpers/isnan_f32.wgsl")),
+    ("isinf_f32", include_str!("../../../shaders/helpers/isinf_f32.wgsl")),
+    (
+        "isfinite_f32",
+        include_str!("../../../shaders/helpers/isfinite_f32.wgsl"),
+    ),
+    (
+        "copysign_f32",
+        include_str!("../../../shaders/helpers/copysign_f32.wgsl"),
+    ),
+    ("relax_chk", include_str!("../../../shaders/helpers/relax_chk.wgsl")),
+];
 
 impl Em<'_> {
     fn unsupported(&self, msg: impl Into<String>) -> JitError {

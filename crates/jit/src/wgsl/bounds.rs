@@ -31,17 +31,6 @@ pub const FLAG_WORDS: usize = 4;
 
 /// `relax_chk(i, n, site)`: `i` when `0 <= i < n`, else `-1` after recording the
 /// violation.
-pub(super) const CHECK_FN: &str = "fn relax_chk(i: i32, n: i32, site: u32) -> i32 {
-    if (i >= 0i && i < n) { return i; }
-    let s = relax_oob_base + site;
-    atomicMax(&relax_oob[0], s);
-    if (atomicCompareExchangeWeak(&relax_oob[1], 0u, s).exchanged) {
-        atomicStore(&relax_oob[2], bitcast<u32>(i));
-        atomicStore(&relax_oob[3], bitcast<u32>(n));
-    }
-    return -1i;
-}
-";
 
 impl Em<'_> {
     /// Whether an access through `index` is checked: the index reads a tensor (not a

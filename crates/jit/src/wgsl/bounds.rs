@@ -29,8 +29,8 @@ pub const SITE_BASE_DECL: &str = "const relax_oob_base: u32 = 0u;";
 /// site of the first recorded violation, `[2]`, `[3]` its index and buffer length.
 pub const FLAG_WORDS: usize = 4;
 
-/// `relax_chk(i, n, site)`: `i` when `0 <= i < n`, else `-1` after recording the
-/// violation.
+// The check itself, `relax_chk(i, n, site)` (`i` when `0 <= i < n`, else `-1` after
+// recording the violation), is `shaders/helpers/relax_chk.wgsl`.
 
 impl Em<'_> {
     /// Whether an access through `index` is checked: the index reads a tensor (not a

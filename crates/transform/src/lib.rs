@@ -13,5 +13,6 @@ pub mod host_dispatch;
 pub mod pass;
 pub mod pattern;
 pub mod simplify;
+pub mod tir_verify;
 
 pub use pass::{default_pipeline, lookup, pass_fn, registered_passes, Pass, PassError, PassTiming, Pipeline};

@@ -157,7 +157,8 @@ impl fmt::Debug for Pipeline {
 
 impl Pipeline {
     /// An empty pipeline. It checks well-formedness after each pass in debug builds,
-    /// or when the environment variable `RELAX_VERIFY_PASSES` is `1`.
+    /// or when the environment variable `RELAX_VERIFY_PASSES` is `1`; it includes the
+    /// TIR verifier ([`crate::tir_verify`]).
     pub fn new() -> Pipeline {
         Pipeline {
             passes: Vec::new(),
@@ -236,6 +237,7 @@ impl Pipeline {
             if self.verify {
                 let errors: Vec<Diagnostic> = well_formed::check_module(&module, WfOptions::default())
                     .into_iter()
+                    .chain(crate::tir_verify::verify_module(&module))
                     .filter(|d| d.is_error())
                     .collect();
                 if !errors.is_empty() {

@@ -542,8 +542,6 @@ pub fn legalize_module_report(module: &IRModule) -> (IRModule, Vec<Diagnostic>) 
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_nn;
-#[cfg(test)]
-mod tests_scatter;

@@ -69,7 +69,7 @@ class Module:
 // ---------------------------------------------------------------------------
 
 /// Legalize `input` and compare it structurally with TVM's legalized module.
-pub(super) fn assert_matches_tvm(input: &str, tvm: &str) {
+pub(crate) fn assert_matches_tvm(input: &str, tvm: &str) {
     let ours = normalize_module(&legalize_text(input)).module;
     let theirs = match parse(tvm) {
         Ok(p) => normalize_module(&p.into_module()).module,

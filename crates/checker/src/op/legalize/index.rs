@@ -256,14 +256,7 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
     if m > x.shape().len() || out_shape.len() != k - 1 + x.shape().len() - m {
         return None;
     }
-    // T_transpose: axes (k-1, 0, 1, ..., k-2)
-    let mut tshape = vec![is[k - 1].clone()];
-    tshape.extend(is[..k - 1].iter().cloned());
-    let tr = t.compute("T_transpose", &tshape, "ax", |i| {
-        let mut idx: Vec<PrimExpr> = i[1..].to_vec();
-        idx.push(i[0].clone());
-        PrimExpr::load(&ind, idx)
-    });
+    let tr = last_axis_first(&mut t, &ind);
     let outer = k - 1;
     t.compute("T_gather_nd", &out_shape, "ax", |i| {
         let mut idx = Vec::new();
@@ -282,6 +275,21 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut lowered = finish("te_gather_nd", t, 1, Vec::new(), ctx.out.clone());
     data_read_first(&mut lowered.func, &x);
     Some(lowered)
+}
+
+/// `T_transpose` of `ind` with axes `(k-1, 0, 1, ..., k-2)`: the coordinates
+/// held along the last axis move to the front (as TVM's `gather_nd` and
+/// `scatter_nd` legalizations write it).
+pub(crate) fn last_axis_first(t: &mut Te, ind: &relax_ir::Buffer) -> relax_ir::Buffer {
+    let is = ind.shape();
+    let k = is.len();
+    let mut tshape = is[k.saturating_sub(1)..].to_vec();
+    tshape.extend(is[..k.saturating_sub(1)].iter().cloned());
+    t.compute("T_transpose", &tshape, "ax", |i| {
+        let mut idx: Vec<PrimExpr> = i.get(1..).map(<[PrimExpr]>::to_vec).unwrap_or_default();
+        idx.extend(i.first().cloned());
+        PrimExpr::load(ind, idx)
+    })
 }
 
 /// The indexing operators.

@@ -213,6 +213,21 @@ pub fn elementwise(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Skip> {
         .or_skip("the operand dtypes are not supported")
 }
 
+/// Typed legalizations `name(ctx, em)` for element-wise operators whose
+/// PrimFunc builder `super::name` is a [`LegacyFn`] (see [`elementwise`]).
+macro_rules! typed_elementwise {
+    ($($f:ident),* $(,)?) => {
+        use $crate::op::legalize::{elementwise, Emitter, LegalizeCtx, Legalized, Skip};
+        $(
+            #[doc = concat!("`", stringify!($f), "`.")]
+            pub fn $f(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+                elementwise(ctx, super::$f)
+            }
+        )*
+    };
+}
+pub(crate) use typed_elementwise;
+
 /// The legacy legalization tables, one per family.
 pub static FAMILIES: &[&[(&str, LegacyFn)]] = &[
     unary::OPS,

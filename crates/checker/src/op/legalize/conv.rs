@@ -284,8 +284,8 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
         return None;
     }
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let w = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let w = ctx.placeholder(&mut t, 1)?;
     let rank = n + 2;
     if x.shape().len() != rank || w.shape().len() != rank || out_shape.len() != rank {
         return None;

@@ -30,7 +30,7 @@ fn prim_params(e: &PrimExpr) -> Vec<(TirVar, Expr)> {
 fn take(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let axis = match attr_opt_int(ctx.call, "axis").ok()? {
@@ -136,7 +136,7 @@ fn canonical_begin(b: &PrimExpr, dim: &PrimExpr, stride: i64) -> PrimExpr {
 fn strided_slice(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let axes = prims_of(ctx.call.args.get(1)?, ctx.args.get(1)?)?;
@@ -215,8 +215,8 @@ pub(crate) fn data_read_first(f: &mut relax_ir::PrimFunc, first: &relax_ir::Buff
 fn gather_elements(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let ind = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let ind = ctx.placeholder(&mut t, 1)?;
     let nd = x.shape().len();
     let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
     if out_shape.len() != nd || ind.shape().len() != nd {
@@ -245,8 +245,8 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
         return None;
     }
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let ind = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let ind = ctx.placeholder(&mut t, 1)?;
     let is = ind.shape().to_vec();
     let k = is.len();
     if k == 0 {

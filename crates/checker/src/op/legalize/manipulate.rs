@@ -113,8 +113,8 @@ fn flip(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// the first `seq_lengths[b]` elements of batch `b` are reversed.
 fn reverse_sequence(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let lens = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let lens = ctx.placeholder(&mut t, 1)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let seq_axis = norm_axis(crate::op::common::attr_int(ctx.call, "seq_axis", 1).ok()?, nd)?;
@@ -752,7 +752,7 @@ fn repeat(ctx: &LegalizeCtx) -> Option<Lowered> {
 fn collapse_sum(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (target, dt) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let (nd, tn) = (shape.len(), target.len());
     if tn > nd {

@@ -44,6 +44,11 @@ pub struct LegalizeCtx<'a> {
 }
 
 impl LegalizeCtx<'_> {
+    /// Argument `i` (a tensor of known shape and dtype) as an input of `t`.
+    pub fn placeholder(&self, t: &mut te::Te, i: usize) -> Option<relax_ir::Buffer> {
+        t.placeholder(self.call.args.get(i)?, self.args.get(i)?.as_tensor()?)
+    }
+
     /// The result as a tensor with a known shape: `(shape, dtype)`.
     pub fn out_tensor(&self) -> Option<(Vec<PrimExpr>, DataType)> {
         let t = self.out.as_tensor()?;

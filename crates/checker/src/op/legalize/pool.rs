@@ -156,7 +156,7 @@ fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let p = params(ctx, n)?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let dt = x.dtype();
     let nd = x.shape().len();
     if out_shape.len() != nd || p.sp.iter().any(|&d| d >= nd) {
@@ -284,7 +284,7 @@ fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
         .map(|&c| layout.find(c))
         .collect::<Option<_>>()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let dt = x.dtype();
     let in_shape = x.shape().to_vec();
     let nd = in_shape.len();

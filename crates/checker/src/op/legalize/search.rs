@@ -47,7 +47,7 @@ fn flat_index(r: &[PrimExpr], extents: &[PrimExpr]) -> PrimExpr {
 fn arg_reduce(ctx: &LegalizeCtx, name: &str, is_max: bool) -> Option<Lowered> {
     let (out_shape, idt) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let keep = attr_bool(ctx.call, "keepdims", false);

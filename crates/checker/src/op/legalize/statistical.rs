@@ -242,7 +242,7 @@ fn std(ctx: &LegalizeCtx) -> Option<Lowered> {
 fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Option<Lowered> {
     let (out_shape, odt) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let exclusive = attr_bool(ctx.call, "exclusive", false);
     let axis = attr_opt_int(ctx.call, "axis").ok()?;

@@ -406,18 +406,6 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     Some(Lowered::from_te(&format!("conv{n}d_transpose"), t, 1, ctx.out.clone()))
 }
 
-fn conv1d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
-    conv_transpose_nd(ctx, 1)
-}
-
-fn conv2d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
-    conv_transpose_nd(ctx, 2)
-}
-
-fn conv3d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
-    conv_transpose_nd(ctx, 3)
-}
-
 /// `nn.conv1d`.
 pub(crate) fn conv1d(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
     conv_nd(ctx, 1)
@@ -435,7 +423,7 @@ pub(crate) fn conv3d(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legaliz
 
 /// The convolution operators.
 pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.nn.conv1d_transpose", conv1d_transpose),
-    ("relax.nn.conv2d_transpose", conv2d_transpose),
-    ("relax.nn.conv3d_transpose", conv3d_transpose),
+    ("relax.nn.conv1d_transpose", |ctx| conv_transpose_nd(ctx, 1)),
+    ("relax.nn.conv2d_transpose", |ctx| conv_transpose_nd(ctx, 2)),
+    ("relax.nn.conv3d_transpose", |ctx| conv_transpose_nd(ctx, 3)),
 ];

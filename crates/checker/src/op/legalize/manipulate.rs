@@ -148,9 +148,8 @@ fn reverse_sequence(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(finish("reverse_sequence", t, 1, Vec::new(), ctx.out.clone()))
 }
 
-/// `stack(tensors, axis)`: `T_stack[..., k, ...] = tensors[k][...]`.
-fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
+/// The tensors of a non-empty tuple argument (the first) as inputs of a new builder.
+fn tuple_inputs(ctx: &LegalizeCtx) -> Option<(Te, Vec<relax_ir::Buffer>)> {
     let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
     if fields.is_empty() {
         return None;
@@ -160,6 +159,13 @@ fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
     for (e, s) in &fields {
         bufs.push(t.placeholder(e, s.as_tensor()?)?);
     }
+    Some((t, bufs))
+}
+
+/// `stack(tensors, axis)`: `T_stack[..., k, ...] = tensors[k][...]`.
+fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let (mut t, bufs) = tuple_inputs(ctx)?;
     if bufs.iter().any(|b| b.shape().len() + 1 != out_shape.len()) {
         return None;
     }
@@ -574,15 +580,7 @@ fn tuple_fields(e: &Expr, s: &StructInfo) -> Option<Vec<(Expr, StructInfo)>> {
 
 fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
-    let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
-    if fields.is_empty() {
-        return None;
-    }
-    let mut t = Te::new();
-    let mut bufs = Vec::new();
-    for (e, s) in &fields {
-        bufs.push(t.placeholder(e, s.as_tensor()?)?);
-    }
+    let (mut t, bufs) = tuple_inputs(ctx)?;
     let nd = out_shape.len();
     if bufs.iter().any(|b| b.shape().len() != nd) {
         return None;

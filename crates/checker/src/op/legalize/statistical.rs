@@ -44,7 +44,7 @@ fn reduced_shape(shape: &[PrimExpr], axes: &[usize], keep: bool) -> Vec<PrimExpr
 
 /// The index into the reduced tensor for spatial indices `s` and reduction
 /// indices `r` (one per reduced axis).
-fn reduce_index(nd: usize, axes: &[usize], keep: bool, s: &[PrimExpr], r: &[PrimExpr]) -> Vec<PrimExpr> {
+pub(crate) fn reduce_index(nd: usize, axes: &[usize], keep: bool, s: &[PrimExpr], r: &[PrimExpr]) -> Vec<PrimExpr> {
     let mut si = 0;
     let mut ri = 0;
     (0..nd)

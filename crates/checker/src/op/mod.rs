@@ -172,7 +172,8 @@ macro_rules! pure_op {
 pub(crate) use pure_op;
 
 /// `relax.<name>` with inference `infer` and the typed legalization of the
-/// same name in `legalize::<family>::typed` (the element-wise families).
+/// same name in `legalize::<family>::typed` (the element-wise families, the
+/// reductions).
 macro_rules! ew {
     ($family:ident, $name:ident, $infer:ident) => {
         $crate::op::pure_op!(

@@ -197,7 +197,7 @@ pub static OPS: &[(&str, LegacyFn)] = &[("relax.where", where_), ("relax.ewise_f
 /// The typed legalizations of this family's element-wise operators (no
 /// attributes; a skip says which precondition failed).
 pub mod typed {
-    super::super::typed_elementwise!(
+    super::super::typed_legalizations!(
         add,
         atan2,
         bitwise_and,

@@ -201,10 +201,10 @@ impl Legalizer {
     }
 }
 
-/// An element-wise operator's legalization (no attributes): the output and
-/// every tensor argument must have a known shape and dtype; `f` builds the
-/// PrimFunc.
-pub fn elementwise(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Skip> {
+/// A legalization whose preconditions are known shapes: the output and every
+/// tensor argument must have a known shape and dtype; `f` builds the PrimFunc
+/// (reading the call's typed attributes), `None` meaning an unsupported dtype.
+pub fn with_known_shapes(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Skip> {
     ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
     for a in &ctx.args {
         if let StructInfo::Tensor(t) = a {
@@ -218,20 +218,20 @@ pub fn elementwise(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Skip> {
         .or_skip("the operand dtypes are not supported")
 }
 
-/// Typed legalizations `name(ctx, em)` for element-wise operators whose
-/// PrimFunc builder `super::name` is a [`LegacyFn`] (see [`elementwise`]).
-macro_rules! typed_elementwise {
+/// Typed legalizations `name(ctx, em)` for operators whose PrimFunc builder
+/// `super::name` is a [`LegacyFn`] (see [`with_known_shapes`]).
+macro_rules! typed_legalizations {
     ($($f:ident),* $(,)?) => {
-        use $crate::op::legalize::{elementwise, Emitter, LegalizeCtx, Legalized, Skip};
+        use $crate::op::legalize::{with_known_shapes, Emitter, LegalizeCtx, Legalized, Skip};
         $(
             #[doc = concat!("`", stringify!($f), "`.")]
             pub fn $f(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
-                elementwise(ctx, super::$f)
+                with_known_shapes(ctx, super::$f)
             }
         )*
     };
 }
-pub(crate) use typed_elementwise;
+pub(crate) use typed_legalizations;
 
 /// The legacy legalization tables, one per family.
 pub static FAMILIES: &[&[(&str, LegacyFn)]] = &[

@@ -6,12 +6,13 @@ use relax_ir::PrimExpr;
 
 use super::te::{konst, max_value, min_value, Operand, Reduce, Te};
 use super::{LegacyFn, LegalizeCtx, Lowered};
-use crate::op::common::{attr_bool, attr_opt_int, attr_opt_ints};
+use crate::op::attrs::{OpAttrs, StatisticalAttrs};
+use crate::op::common::{attr_bool, attr_opt_int};
 
 /// The reduced axes (normalized, sorted) and `keepdims`.
 pub(crate) fn reduce_axes(ctx: &LegalizeCtx, ndim: usize) -> Option<(Vec<usize>, bool)> {
-    let keep = attr_bool(ctx.call, "keepdims", false);
-    let axes = match attr_opt_ints(ctx.call, "axis").ok()? {
+    let StatisticalAttrs { axis, keepdims: keep } = StatisticalAttrs::from_call(ctx.call).ok()?;
+    let axes = match axis {
         None => (0..ndim).collect(),
         Some(v) => {
             let mut a: Vec<usize> = v
@@ -319,14 +320,9 @@ fn cumprod(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The statistical operators.
-pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.sum", sum),
-    ("relax.prod", prod),
-    ("relax.max", max),
-    ("relax.min", min),
-    ("relax.mean", mean),
-    ("relax.variance", variance),
-    ("relax.std", std),
-    ("relax.cumsum", cumsum),
-    ("relax.cumprod", cumprod),
-];
+pub static OPS: &[(&str, LegacyFn)] = &[("relax.cumsum", cumsum), ("relax.cumprod", cumprod)];
+
+/// The typed legalizations of the reductions (attributes: [`StatisticalAttrs`]).
+pub mod typed {
+    super::super::typed_legalizations!(max, mean, min, prod, std, sum, variance);
+}

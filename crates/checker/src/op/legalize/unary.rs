@@ -239,7 +239,7 @@ pub static OPS: &[(&str, LegacyFn)] = &[("relax.astype", astype)];
 /// The typed legalizations of this family's element-wise operators (no
 /// attributes; a skip says which precondition failed).
 pub mod typed {
-    super::super::typed_elementwise!(
+    super::super::typed_legalizations!(
         abs,
         acos,
         acosh,

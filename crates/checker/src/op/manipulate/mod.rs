@@ -79,17 +79,23 @@ fn broadcast_to(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     Ok(result)
 }
 
-/// `concat(tensors, axis)`.
-fn concat(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
+/// The tensors of the one tuple argument of `concat`/`stack` (`what`), at least one.
+fn tensors_of_tuple<'a>(call: &Call, args: &'a [StructInfo], what: &str) -> Result<Vec<&'a TensorStructInfo>, String> {
     if args.len() != 1 {
-        return Err("Concat op should have 1 argument".into());
+        return Err(format!("{what} op should have 1 argument"));
     }
     let ts = tuple_of_tensors(call, &args[0])?;
     if ts.is_empty() {
-        return Err(
-            "Concat op expects at least one tensor in the input Tuple. However, the given input Tuple is empty.".into(),
-        );
+        return Err(format!(
+            "{what} op expects at least one tensor in the input Tuple. However, the given input Tuple is empty."
+        ));
     }
+    Ok(ts)
+}
+
+/// `concat(tensors, axis)`.
+fn concat(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
+    let ts = tensors_of_tuple(call, args, "Concat")?;
     let axis_attr = attr_opt_int(call, "axis")?;
     let mut ndim = if axis_attr.is_some() { -1 } else { 1 };
     let Gathered {
@@ -568,15 +574,7 @@ fn gather_inputs(
 
 /// `stack(tensors, axis)`.
 fn stack(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
-    if args.len() != 1 {
-        return Err("Stack op should have 1 argument".into());
-    }
-    let ts = tuple_of_tensors(call, &args[0])?;
-    if ts.is_empty() {
-        return Err(
-            "Stack op expects at least one tensor in the input Tuple. However, the given input Tuple is empty.".into(),
-        );
-    }
+    let ts = tensors_of_tuple(call, args, "Stack")?;
     let out_ndim = if ts[0].ndim == -1 { -1 } else { ts[0].ndim + 1 };
     let Gathered {
         dtype,

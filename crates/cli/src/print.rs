@@ -37,6 +37,9 @@ pub fn run(path: &Path, passes: &[String], time_passes: bool) -> u8 {
             if time_passes {
                 crate::common::print_pass_timings(&timings);
             }
+            for d in legalize_warnings(program.clone().into_module(), passes) {
+                report(&source, &d);
+            }
             println!("{}", print_program(&rebuild(&program, module)));
             EXIT_OK
         }
@@ -48,6 +51,22 @@ pub fn run(path: &Path, passes: &[String], time_passes: bool) -> u8 {
             eprintln!("error: pass `{pass}` failed");
             EXIT_REJECTED
         }
+    }
+}
+
+/// The `legalize/skipped` warnings of the `legalize` pass among `passes`: the
+/// passes before it are run again to obtain its input.
+fn legalize_warnings(module: IRModule, passes: &[String]) -> Vec<relax_ir::Diagnostic> {
+    let Some(at) = passes.iter().position(|p| p == "legalize") else {
+        return Vec::new();
+    };
+    let mut prefix = relax_transform::Pipeline::new();
+    for p in passes[..at].iter().filter_map(|name| relax_transform::lookup(name)) {
+        prefix.push(p);
+    }
+    match prefix.run_timed(module) {
+        Ok((m, _)) => relax_checker::op::legalize::legalize_module_report(&m).1,
+        Err(_) => Vec::new(),
     }
 }
 

@@ -384,3 +384,24 @@ fn print_fuse_ops_fuse_tir_shows_fused_functions() {
         assert!(err.contains(&format!("pass {pass} ")), "{err}");
     }
 }
+
+/// A legalization that declines a call is a `legalize/skipped` warning with
+/// its reason, from `relax check` and from `relax print --pass legalize`.
+#[test]
+fn skipped_legalizations_are_warnings() {
+    let file = path_str(&data("legalize_skipped.py"));
+    let o = relax(&["check", &file]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("ok (2 warnings)"), "{e}");
+    assert_eq!(e.matches("legalize/skipped").count(), 2, "{e}");
+    assert!(
+        e.contains("`relax.exp` is left as a call") && e.contains("shape or dtype is not known"),
+        "{e}"
+    );
+    assert!(e.contains("an output layout other than the data layout"), "{e}");
+    let o = relax(&["print", &file, "--pass", "check", "--pass", "legalize"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o).matches("legalize/skipped").count(), 2, "{}", stderr(&o));
+    assert!(stdout(&o).contains("R.exp(x)"), "{}", stdout(&o));
+}

@@ -76,6 +76,23 @@ impl<'a> AttrReader<'a> {
         }
     }
 
+    /// A list of integers or unset.
+    pub fn opt_ints(&self, key: &str) -> Result<Option<Vec<i64>>, String> {
+        match self.value(key)? {
+            AttrValue::None => Ok(None),
+            _ => self.ints(key).map(Some),
+        }
+    }
+
+    /// A boolean.
+    pub fn bool(&self, key: &str) -> Result<bool, String> {
+        match self.value(key)? {
+            AttrValue::Bool(b) => Ok(b),
+            AttrValue::Int(i) => Ok(i != 0),
+            v => Err(self.bad(key, "a boolean", &v)),
+        }
+    }
+
     /// A string.
     pub fn str(&self, key: &str) -> Result<String, String> {
         match self.value(key)? {
@@ -165,6 +182,26 @@ impl OpAttrs for MatmulAttrs {
     fn from_call(call: &Call) -> Result<MatmulAttrs, String> {
         Ok(MatmulAttrs {
             out_dtype: AttrReader::new(call).opt_dtype("out_dtype")?,
+        })
+    }
+}
+
+/// The reductions `sum`, `mean`, `max`, ... and `argmax`/`argmin` (TVM's
+/// `StatisticalAttrs`, `ArgReduceAttrs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatisticalAttrs {
+    /// The reduced axes (unset: all).
+    pub axis: Option<Vec<i64>>,
+    /// Whether reduced axes stay, with extent 1.
+    pub keepdims: bool,
+}
+
+impl OpAttrs for StatisticalAttrs {
+    fn from_call(call: &Call) -> Result<StatisticalAttrs, String> {
+        let r = AttrReader::new(call);
+        Ok(StatisticalAttrs {
+            axis: r.opt_ints("axis")?,
+            keepdims: r.bool("keepdims")?,
         })
     }
 }

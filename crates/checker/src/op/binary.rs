@@ -3,7 +3,7 @@
 use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
-use super::{pure_op, InferCtx, OpDef};
+use super::{ew, pure_op, InferCtx, OpDef};
 
 /// TVM's `InferTypeBroadcast`.
 fn broadcast(call: &Call, args: &[StructInfo], ctx: &InferCtx, cmp: bool) -> Res {
@@ -71,102 +71,30 @@ pub(crate) fn broadcast_cmp(call: &Call, args: &[StructInfo], ctx: &InferCtx) ->
 
 /// The binary operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.add", broadcast_arith, super::legalize::binary::typed::add),
-    pure_op!("relax.divide", broadcast_arith, super::legalize::binary::typed::divide),
-    pure_op!(
-        "relax.floor_divide",
-        broadcast_arith,
-        super::legalize::binary::typed::floor_divide
-    ),
-    pure_op!(
-        "relax.log_add_exp",
-        broadcast_arith,
-        super::legalize::binary::typed::log_add_exp
-    ),
-    pure_op!(
-        "relax.multiply",
-        broadcast_arith,
-        super::legalize::binary::typed::multiply
-    ),
-    pure_op!("relax.power", broadcast_arith, super::legalize::binary::typed::power),
-    pure_op!("relax.atan2", broadcast_arith, super::legalize::binary::typed::atan2),
-    pure_op!(
-        "relax.subtract",
-        broadcast_arith,
-        super::legalize::binary::typed::subtract
-    ),
+    ew!(binary, add, broadcast_arith),
+    ew!(binary, divide, broadcast_arith),
+    ew!(binary, floor_divide, broadcast_arith),
+    ew!(binary, log_add_exp, broadcast_arith),
+    ew!(binary, multiply, broadcast_arith),
+    ew!(binary, power, broadcast_arith),
+    ew!(binary, atan2, broadcast_arith),
+    ew!(binary, subtract, broadcast_arith),
     pure_op!("relax.mod", broadcast_arith, super::legalize::binary::typed::modulo),
-    pure_op!(
-        "relax.floor_mod",
-        broadcast_arith,
-        super::legalize::binary::typed::floor_mod
-    ),
-    pure_op!("relax.equal", broadcast_cmp, super::legalize::binary::typed::equal),
-    pure_op!("relax.greater", broadcast_cmp, super::legalize::binary::typed::greater),
-    pure_op!(
-        "relax.greater_equal",
-        broadcast_cmp,
-        super::legalize::binary::typed::greater_equal
-    ),
-    pure_op!("relax.less", broadcast_cmp, super::legalize::binary::typed::less),
-    pure_op!(
-        "relax.less_equal",
-        broadcast_cmp,
-        super::legalize::binary::typed::less_equal
-    ),
-    pure_op!(
-        "relax.not_equal",
-        broadcast_cmp,
-        super::legalize::binary::typed::not_equal
-    ),
-    pure_op!(
-        "relax.minimum",
-        broadcast_arith,
-        super::legalize::binary::typed::minimum
-    ),
-    pure_op!(
-        "relax.maximum",
-        broadcast_arith,
-        super::legalize::binary::typed::maximum
-    ),
-    pure_op!(
-        "relax.logical_and",
-        broadcast_arith,
-        super::legalize::binary::typed::logical_and
-    ),
-    pure_op!(
-        "relax.logical_or",
-        broadcast_arith,
-        super::legalize::binary::typed::logical_or
-    ),
-    pure_op!(
-        "relax.logical_xor",
-        broadcast_arith,
-        super::legalize::binary::typed::logical_xor
-    ),
-    pure_op!(
-        "relax.bitwise_and",
-        broadcast_arith,
-        super::legalize::binary::typed::bitwise_and
-    ),
-    pure_op!(
-        "relax.bitwise_or",
-        broadcast_arith,
-        super::legalize::binary::typed::bitwise_or
-    ),
-    pure_op!(
-        "relax.bitwise_xor",
-        broadcast_arith,
-        super::legalize::binary::typed::bitwise_xor
-    ),
-    pure_op!(
-        "relax.left_shift",
-        broadcast_arith,
-        super::legalize::binary::typed::left_shift
-    ),
-    pure_op!(
-        "relax.right_shift",
-        broadcast_arith,
-        super::legalize::binary::typed::right_shift
-    ),
+    ew!(binary, floor_mod, broadcast_arith),
+    ew!(binary, equal, broadcast_cmp),
+    ew!(binary, greater, broadcast_cmp),
+    ew!(binary, greater_equal, broadcast_cmp),
+    ew!(binary, less, broadcast_cmp),
+    ew!(binary, less_equal, broadcast_cmp),
+    ew!(binary, not_equal, broadcast_cmp),
+    ew!(binary, minimum, broadcast_arith),
+    ew!(binary, maximum, broadcast_arith),
+    ew!(binary, logical_and, broadcast_arith),
+    ew!(binary, logical_or, broadcast_arith),
+    ew!(binary, logical_xor, broadcast_arith),
+    ew!(binary, bitwise_and, broadcast_arith),
+    ew!(binary, bitwise_or, broadcast_arith),
+    ew!(binary, bitwise_xor, broadcast_arith),
+    ew!(binary, left_shift, broadcast_arith),
+    ew!(binary, right_shift, broadcast_arith),
 ];

@@ -160,7 +160,7 @@ macro_rules! pure_op {
             legalize: None,
         }
     };
-    ($name:literal, $f:expr, $legalize:expr) => {
+    ($name:expr, $f:expr, $legalize:expr) => {
         $crate::op::OpDef {
             name: $name,
             pure: true,
@@ -170,3 +170,17 @@ macro_rules! pure_op {
     };
 }
 pub(crate) use pure_op;
+
+/// `relax.<name>` with inference `infer` and the typed legalization of the
+/// same name in `legalize::<family>::typed` (the element-wise families, the
+/// reductions).
+macro_rules! ew {
+    ($family:ident, $name:ident, $infer:ident) => {
+        $crate::op::pure_op!(
+            concat!("relax.", stringify!($name)),
+            $infer,
+            $crate::op::legalize::$family::typed::$name
+        )
+    };
+}
+pub(crate) use ew;

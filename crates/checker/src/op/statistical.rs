@@ -3,8 +3,9 @@
 
 use relax_ir::{Call, DataType, PrimExpr, StructInfo};
 
+use super::attrs::{OpAttrs, StatisticalAttrs};
 use super::common::*;
-use super::{pure_op, InferCtx, OpDef};
+use super::{ew, pure_op, InferCtx, OpDef};
 
 /// The output shape of a reduction (`None` shape when the input's is unknown).
 struct Reduced {
@@ -16,8 +17,10 @@ struct Reduced {
 }
 
 fn reduced(call: &Call, t: &relax_ir::TensorStructInfo) -> Result<Reduced, String> {
-    let axis_attr = attr_opt_ints(call, "axis")?;
-    let keepdims = attr_bool(call, "keepdims", false);
+    let StatisticalAttrs {
+        axis: axis_attr,
+        keepdims,
+    } = StatisticalAttrs::from_call(call)?;
     let mut axes = Vec::new();
     if t.ndim != -1 {
         if let Some(a) = &axis_attr {
@@ -122,13 +125,13 @@ fn scan(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The statistical operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.max", statistical),
-    pure_op!("relax.mean", statistical),
-    pure_op!("relax.min", statistical),
-    pure_op!("relax.prod", statistical),
-    pure_op!("relax.std", statistical),
-    pure_op!("relax.sum", statistical),
-    pure_op!("relax.variance", statistical),
+    ew!(statistical, max, statistical),
+    ew!(statistical, mean, statistical),
+    ew!(statistical, min, statistical),
+    ew!(statistical, prod, statistical),
+    ew!(statistical, std, statistical),
+    ew!(statistical, sum, statistical),
+    ew!(statistical, variance, statistical),
     pure_op!("relax.median", median),
     pure_op!("relax.cumsum", scan),
     pure_op!("relax.cumprod", scan),

@@ -4,7 +4,7 @@
 use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
-use super::{pure_op, InferCtx, OpDef};
+use super::{ew, InferCtx, OpDef};
 
 /// TVM's `InferTypeUnary`: the input's StructInfo with the result dtype.
 fn unary(call: &Call, args: &[StructInfo], require_float: bool, out: Option<DataType>) -> Res {
@@ -42,44 +42,36 @@ fn clip(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The unary operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.abs", unary_any, super::legalize::unary::typed::abs),
-    pure_op!("relax.acos", unary_float, super::legalize::unary::typed::acos),
-    pure_op!("relax.acosh", unary_float, super::legalize::unary::typed::acosh),
-    pure_op!("relax.asin", unary_float, super::legalize::unary::typed::asin),
-    pure_op!("relax.asinh", unary_float, super::legalize::unary::typed::asinh),
-    pure_op!("relax.atan", unary_float, super::legalize::unary::typed::atan),
-    pure_op!("relax.atanh", unary_float, super::legalize::unary::typed::atanh),
-    pure_op!(
-        "relax.bitwise_not",
-        unary_any,
-        super::legalize::unary::typed::bitwise_not
-    ),
-    pure_op!("relax.ceil", unary_any, super::legalize::unary::typed::ceil),
-    pure_op!("relax.cos", unary_float, super::legalize::unary::typed::cos),
-    pure_op!("relax.cosh", unary_float, super::legalize::unary::typed::cosh),
-    pure_op!("relax.exp", unary_float, super::legalize::unary::typed::exp),
-    pure_op!("relax.floor", unary_any, super::legalize::unary::typed::floor),
-    pure_op!("relax.log", unary_float, super::legalize::unary::typed::log),
-    pure_op!(
-        "relax.logical_not",
-        unary_any,
-        super::legalize::unary::typed::logical_not
-    ),
-    pure_op!("relax.negative", unary_any, super::legalize::unary::typed::negative),
-    pure_op!("relax.round", unary_any, super::legalize::unary::typed::round),
-    pure_op!("relax.rsqrt", unary_float, super::legalize::unary::typed::rsqrt),
-    pure_op!("relax.sigmoid", unary_float, super::legalize::unary::typed::sigmoid),
-    pure_op!("relax.sign", unary_any, super::legalize::unary::typed::sign),
-    pure_op!("relax.sin", unary_float, super::legalize::unary::typed::sin),
-    pure_op!("relax.sinh", unary_float, super::legalize::unary::typed::sinh),
-    pure_op!("relax.square", unary_any, super::legalize::unary::typed::square),
-    pure_op!("relax.sqrt", unary_float, super::legalize::unary::typed::sqrt),
-    pure_op!("relax.tan", unary_float, super::legalize::unary::typed::tan),
-    pure_op!("relax.tanh", unary_float, super::legalize::unary::typed::tanh),
-    pure_op!("relax.trunc", unary_any, super::legalize::unary::typed::trunc),
-    pure_op!("relax.erf", unary_float, super::legalize::unary::typed::erf),
-    pure_op!("relax.clip", clip, super::legalize::unary::typed::clip),
-    pure_op!("relax.isfinite", unary_check, super::legalize::unary::typed::isfinite),
-    pure_op!("relax.isinf", unary_check, super::legalize::unary::typed::isinf),
-    pure_op!("relax.isnan", unary_check, super::legalize::unary::typed::isnan),
+    ew!(unary, abs, unary_any),
+    ew!(unary, acos, unary_float),
+    ew!(unary, acosh, unary_float),
+    ew!(unary, asin, unary_float),
+    ew!(unary, asinh, unary_float),
+    ew!(unary, atan, unary_float),
+    ew!(unary, atanh, unary_float),
+    ew!(unary, bitwise_not, unary_any),
+    ew!(unary, ceil, unary_any),
+    ew!(unary, cos, unary_float),
+    ew!(unary, cosh, unary_float),
+    ew!(unary, exp, unary_float),
+    ew!(unary, floor, unary_any),
+    ew!(unary, log, unary_float),
+    ew!(unary, logical_not, unary_any),
+    ew!(unary, negative, unary_any),
+    ew!(unary, round, unary_any),
+    ew!(unary, rsqrt, unary_float),
+    ew!(unary, sigmoid, unary_float),
+    ew!(unary, sign, unary_any),
+    ew!(unary, sin, unary_float),
+    ew!(unary, sinh, unary_float),
+    ew!(unary, square, unary_any),
+    ew!(unary, sqrt, unary_float),
+    ew!(unary, tan, unary_float),
+    ew!(unary, tanh, unary_float),
+    ew!(unary, trunc, unary_any),
+    ew!(unary, erf, unary_float),
+    ew!(unary, clip, clip),
+    ew!(unary, isfinite, unary_check),
+    ew!(unary, isinf, unary_check),
+    ew!(unary, isnan, unary_check),
 ];

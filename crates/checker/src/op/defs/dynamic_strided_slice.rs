@@ -79,7 +79,7 @@ fn clamp(index: &PrimExpr, extent: &PrimExpr, lo: i64, hi: &PrimExpr) -> PrimExp
 /// stride's sign.
 fn shape_func(ctx: &LegalizeCtx, ndim: usize) -> Option<Lowered> {
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let mut bes = Vec::new();
     for k in 1..4 {
         bes.push(t.placeholder(ctx.call.args.get(k)?, ctx.args.get(k)?.as_tensor()?)?);
@@ -117,9 +117,9 @@ fn slice(ctx: &LegalizeCtx, out_shape: Vec<PrimExpr>) -> Option<Lowered> {
     let mut t = Te::new();
     let xt = ctx.args.first()?.as_tensor()?;
     let x = t.placeholder(ctx.call.args.first()?, xt)?;
-    let begin = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
-    t.placeholder(ctx.call.args.get(2)?, ctx.args.get(2)?.as_tensor()?)?;
-    let strides = t.placeholder(ctx.call.args.get(3)?, ctx.args.get(3)?.as_tensor()?)?;
+    let begin = ctx.placeholder(&mut t, 1)?;
+    ctx.placeholder(&mut t, 2)?;
+    let strides = ctx.placeholder(&mut t, 3)?;
     let shape = x.shape().to_vec();
     let names: Vec<String> = (0..shape.len()).map(|d| format!("ax{d}")).collect();
     t.compute_named("T_strided_slice_dynamic", &out_shape, &names, |i| {

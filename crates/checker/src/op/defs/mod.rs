@@ -6,3 +6,6 @@ pub mod attention;
 pub mod dynamic_strided_slice;
 pub mod scatter_elements;
 pub mod scatter_nd;
+
+#[cfg(test)]
+mod tests;

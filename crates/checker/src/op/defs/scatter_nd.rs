@@ -9,6 +9,7 @@ use relax_ir::{Call, PrimExpr, StructInfo};
 use crate::op::attrs::{AttrReader, OpAttrs};
 use crate::op::common::*;
 use crate::op::legalize::extern_kernel::*;
+use crate::op::legalize::index::last_axis_first;
 use crate::op::legalize::manipulate::finish;
 use crate::op::legalize::te::Te;
 use crate::op::legalize::{Emitter, LegalizeCtx, Legalized, OrSkip, Skip};
@@ -122,14 +123,8 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
         .ok()
         .filter(|&m| m <= shape.len())
         .or_skip("indices address more axes than data has")?;
-    // T_transpose: axes (k-1, 0, 1, ..., k-2)
-    let mut tshape = vec![is[k - 1].clone()];
-    tshape.extend(is[..k - 1].iter().cloned());
-    let tr = t.compute("T_transpose", &tshape, "ax", |i| {
-        let mut idx: Vec<PrimExpr> = i[1..].to_vec();
-        idx.push(i[0].clone());
-        PrimExpr::load(&ind, idx)
-    });
+    let tr = last_axis_first(&mut t, &ind);
+    let tshape = tr.shape().to_vec();
     let fused_indices = fused(&tshape[1..]);
     let fused_updates = fused(updates.shape().get(k - 1..).or_skip("updates have too few axes")?);
     let out = extern_output(data.dtype(), shape.clone());

@@ -45,22 +45,15 @@ fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
     if a.out_layout != a.data_layout {
         return Err(Skip::new("an output layout other than the data layout"));
     }
-    let pos = |layout: &str, c: char| layout.find(c).filter(|_| layout.len() == rank);
+    // the positions of `first`, `second` and the spatial axes in a layout
+    let axes = |layout: &str, first: char, second: char| {
+        let pos = |c: char| layout.find(c).filter(|_| layout.len() == rank);
+        let spatial: Option<Vec<usize>> = sp_letters.iter().map(|&c| pos(c)).collect();
+        Some((pos(first)?, pos(second)?, spatial?))
+    };
     let layout_err = || Skip::new(format!("layouts {data_layout}/{kernel_layout} are not supported"));
-    let n_ax = pos(data_layout, 'N').ok_or_else(layout_err)?;
-    let c_ax = pos(data_layout, 'C').ok_or_else(layout_err)?;
-    let sp_ax: Vec<usize> = sp_letters
-        .iter()
-        .map(|&c| pos(data_layout, c))
-        .collect::<Option<_>>()
-        .ok_or_else(layout_err)?;
-    let ko_ax = pos(kernel_layout, 'O').ok_or_else(layout_err)?;
-    let ki_ax = pos(kernel_layout, 'I').ok_or_else(layout_err)?;
-    let ksp_ax: Vec<usize> = sp_letters
-        .iter()
-        .map(|&c| pos(kernel_layout, c))
-        .collect::<Option<_>>()
-        .ok_or_else(layout_err)?;
+    let (n_ax, c_ax, sp_ax) = axes(data_layout, 'N', 'C').ok_or_else(layout_err)?;
+    let (ko_ax, ki_ax, ksp_ax) = axes(kernel_layout, 'O', 'I').ok_or_else(layout_err)?;
     let channel_last = c_ax == rank - 1;
     if n_ax != 0 || !(c_ax == 1 || channel_last) {
         return Err(layout_err());
@@ -86,79 +79,13 @@ fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
     if stride.iter().chain(&dil).any(|&v| v < 1) || pb.iter().chain(&pa).any(|&v| v < 0) {
         return Err(Skip::new("non-positive strides or dilation, or negative padding"));
     }
-    conv_compute(
-        ctx,
-        ConvPlan {
-            n,
-            rank,
-            n_ax,
-            c_ax,
-            sp_ax,
-            ko_ax,
-            ki_ax,
-            ksp_ax,
-            channel_last,
-            groups,
-            stride,
-            dil,
-            pb,
-            pa,
-            data_layout,
-            out_shape,
-            odt,
-        },
-    )
-    .map(Legalized::call)
-    .or_skip("an argument's shape or dtype is not known")
-}
-
-/// What [`conv_nd`] decided from the attributes.
-struct ConvPlan<'a> {
-    n: usize,
-    rank: usize,
-    n_ax: usize,
-    c_ax: usize,
-    sp_ax: Vec<usize>,
-    ko_ax: usize,
-    ki_ax: usize,
-    ksp_ax: Vec<usize>,
-    channel_last: bool,
-    groups: i64,
-    stride: Vec<i64>,
-    dil: Vec<i64>,
-    pb: Vec<i64>,
-    pa: Vec<i64>,
-    data_layout: &'a str,
-    out_shape: Vec<PrimExpr>,
-    odt: relax_ir::DataType,
-}
-
-/// The padded copy and the reduction.
-fn conv_compute(ctx: &LegalizeCtx, plan: ConvPlan<'_>) -> Option<Lowered> {
-    let ConvPlan {
-        n,
-        rank,
-        n_ax,
-        c_ax,
-        sp_ax,
-        ko_ax,
-        ki_ax,
-        ksp_ax,
-        channel_last,
-        groups,
-        stride,
-        dil,
-        pb,
-        pa,
-        data_layout,
-        out_shape,
-        odt,
-    } = plan;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let w = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let mut input = |i: usize| t.placeholder(ctx.call.args.get(i)?, ctx.args.get(i)?.as_tensor()?);
+    let (x, w) = input(0)
+        .zip(input(1))
+        .or_skip("an argument's shape or dtype is not known")?;
     if x.shape().len() != rank || w.shape().len() != rank || out_shape.len() != rank {
-        return None;
+        return Err(Skip::new("the data, weight and output ranks differ from the layout's"));
     }
     let mut before = vec![0i64; rank];
     let mut after = vec![0i64; rank];
@@ -167,7 +94,8 @@ fn conv_compute(ctx: &LegalizeCtx, plan: ConvPlan<'_>) -> Option<Lowered> {
         after[sp_ax[k]] = pa[k];
     }
     let pad_value = konst(0.0, x.dtype());
-    let padded = pad_stage(&mut t, &x, &before, &after, pad_value, "i", true)?;
+    let padded =
+        pad_stage(&mut t, &x, &before, &after, pad_value, "i", true).or_skip("the padding is not supported")?;
     let in_c = x.shape()[c_ax].clone();
     let out_c = w.shape()[ko_ax].clone();
     let rc_ext = if groups == 1 {
@@ -243,7 +171,12 @@ fn conv_compute(ctx: &LegalizeCtx, plan: ConvPlan<'_>) -> Option<Lowered> {
             mul(cast(PrimExpr::load(&padded, pidx)), cast(PrimExpr::load(&w, widx)))
         },
     );
-    Some(Lowered::from_te(&format!("conv{n}d"), t, 1, ctx.out.clone()))
+    Ok(Legalized::call(Lowered::from_te(
+        &format!("conv{n}d"),
+        t,
+        1,
+        ctx.out.clone(),
+    )))
 }
 
 /// `k - 1 - v` with a static `k` folded.
@@ -351,8 +284,8 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
         return None;
     }
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let w = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let w = ctx.placeholder(&mut t, 1)?;
     let rank = n + 2;
     if x.shape().len() != rank || w.shape().len() != rank || out_shape.len() != rank {
         return None;
@@ -473,18 +406,6 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     Some(Lowered::from_te(&format!("conv{n}d_transpose"), t, 1, ctx.out.clone()))
 }
 
-fn conv1d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
-    conv_transpose_nd(ctx, 1)
-}
-
-fn conv2d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
-    conv_transpose_nd(ctx, 2)
-}
-
-fn conv3d_transpose(ctx: &LegalizeCtx) -> Option<Lowered> {
-    conv_transpose_nd(ctx, 3)
-}
-
 /// `nn.conv1d`.
 pub(crate) fn conv1d(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
     conv_nd(ctx, 1)
@@ -502,7 +423,7 @@ pub(crate) fn conv3d(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legaliz
 
 /// The convolution operators.
 pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.nn.conv1d_transpose", conv1d_transpose),
-    ("relax.nn.conv2d_transpose", conv2d_transpose),
-    ("relax.nn.conv3d_transpose", conv3d_transpose),
+    ("relax.nn.conv1d_transpose", |ctx| conv_transpose_nd(ctx, 1)),
+    ("relax.nn.conv2d_transpose", |ctx| conv_transpose_nd(ctx, 2)),
+    ("relax.nn.conv3d_transpose", |ctx| conv_transpose_nd(ctx, 3)),
 ];

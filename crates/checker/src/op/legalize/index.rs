@@ -30,7 +30,7 @@ fn prim_params(e: &PrimExpr) -> Vec<(TirVar, Expr)> {
 fn take(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let axis = match attr_opt_int(ctx.call, "axis").ok()? {
@@ -136,7 +136,7 @@ fn canonical_begin(b: &PrimExpr, dim: &PrimExpr, stride: i64) -> PrimExpr {
 fn strided_slice(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let axes = prims_of(ctx.call.args.get(1)?, ctx.args.get(1)?)?;
@@ -215,8 +215,8 @@ pub(crate) fn data_read_first(f: &mut relax_ir::PrimFunc, first: &relax_ir::Buff
 fn gather_elements(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let ind = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let ind = ctx.placeholder(&mut t, 1)?;
     let nd = x.shape().len();
     let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
     if out_shape.len() != nd || ind.shape().len() != nd {
@@ -245,8 +245,8 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
         return None;
     }
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let ind = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let ind = ctx.placeholder(&mut t, 1)?;
     let is = ind.shape().to_vec();
     let k = is.len();
     if k == 0 {
@@ -256,14 +256,7 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
     if m > x.shape().len() || out_shape.len() != k - 1 + x.shape().len() - m {
         return None;
     }
-    // T_transpose: axes (k-1, 0, 1, ..., k-2)
-    let mut tshape = vec![is[k - 1].clone()];
-    tshape.extend(is[..k - 1].iter().cloned());
-    let tr = t.compute("T_transpose", &tshape, "ax", |i| {
-        let mut idx: Vec<PrimExpr> = i[1..].to_vec();
-        idx.push(i[0].clone());
-        PrimExpr::load(&ind, idx)
-    });
+    let tr = last_axis_first(&mut t, &ind);
     let outer = k - 1;
     t.compute("T_gather_nd", &out_shape, "ax", |i| {
         let mut idx = Vec::new();
@@ -282,6 +275,21 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut lowered = finish("te_gather_nd", t, 1, Vec::new(), ctx.out.clone());
     data_read_first(&mut lowered.func, &x);
     Some(lowered)
+}
+
+/// `T_transpose` of `ind` with axes `(k-1, 0, 1, ..., k-2)`: the coordinates
+/// held along the last axis move to the front (as TVM's `gather_nd` and
+/// `scatter_nd` legalizations write it).
+pub(crate) fn last_axis_first(t: &mut Te, ind: &relax_ir::Buffer) -> relax_ir::Buffer {
+    let is = ind.shape();
+    let k = is.len();
+    let mut tshape = is[k.saturating_sub(1)..].to_vec();
+    tshape.extend(is[..k.saturating_sub(1)].iter().cloned());
+    t.compute("T_transpose", &tshape, "ax", |i| {
+        let mut idx: Vec<PrimExpr> = i.get(1..).map(<[PrimExpr]>::to_vec).unwrap_or_default();
+        idx.extend(i.first().cloned());
+        PrimExpr::load(ind, idx)
+    })
 }
 
 /// The indexing operators.

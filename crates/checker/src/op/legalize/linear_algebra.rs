@@ -14,12 +14,10 @@ pub(crate) fn matmul(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legaliz
     MatmulAttrs::from_call(ctx.call).map_err(Skip::new)?;
     let (out_shape, odt) = ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
     let mut t = Te::new();
-    let mut input = |i: usize| {
-        let e = ctx.call.args.get(i)?;
-        t.placeholder(e, ctx.args.get(i)?.as_tensor()?)
-    };
-    let (x, y) = (input(0), input(1));
-    let (x, y) = x.zip(y).or_skip("an operand's shape or dtype is not known")?;
+    let x = ctx.placeholder(&mut t, 0);
+    let (x, y) = x
+        .zip(ctx.placeholder(&mut t, 1))
+        .or_skip("an operand's shape or dtype is not known")?;
     let (a, b) = (x.shape().len(), y.shape().len());
     if a == 0 || b == 0 {
         return Err(Skip::new("a 0-d operand"));

@@ -113,8 +113,8 @@ fn flip(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// the first `seq_lengths[b]` elements of batch `b` are reversed.
 fn reverse_sequence(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let lens = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let lens = ctx.placeholder(&mut t, 1)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let seq_axis = norm_axis(crate::op::common::attr_int(ctx.call, "seq_axis", 1).ok()?, nd)?;
@@ -148,9 +148,8 @@ fn reverse_sequence(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(finish("reverse_sequence", t, 1, Vec::new(), ctx.out.clone()))
 }
 
-/// `stack(tensors, axis)`: `T_stack[..., k, ...] = tensors[k][...]`.
-fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
+/// The tensors of a non-empty tuple argument (the first) as inputs of a new builder.
+fn tuple_inputs(ctx: &LegalizeCtx) -> Option<(Te, Vec<relax_ir::Buffer>)> {
     let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
     if fields.is_empty() {
         return None;
@@ -160,6 +159,13 @@ fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
     for (e, s) in &fields {
         bufs.push(t.placeholder(e, s.as_tensor()?)?);
     }
+    Some((t, bufs))
+}
+
+/// `stack(tensors, axis)`: `T_stack[..., k, ...] = tensors[k][...]`.
+fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let (mut t, bufs) = tuple_inputs(ctx)?;
     if bufs.iter().any(|b| b.shape().len() + 1 != out_shape.len()) {
         return None;
     }
@@ -574,15 +580,7 @@ fn tuple_fields(e: &Expr, s: &StructInfo) -> Option<Vec<(Expr, StructInfo)>> {
 
 fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
-    let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
-    if fields.is_empty() {
-        return None;
-    }
-    let mut t = Te::new();
-    let mut bufs = Vec::new();
-    for (e, s) in &fields {
-        bufs.push(t.placeholder(e, s.as_tensor()?)?);
-    }
+    let (mut t, bufs) = tuple_inputs(ctx)?;
     let nd = out_shape.len();
     if bufs.iter().any(|b| b.shape().len() != nd) {
         return None;
@@ -752,7 +750,7 @@ fn repeat(ctx: &LegalizeCtx) -> Option<Lowered> {
 fn collapse_sum(ctx: &LegalizeCtx) -> Option<Lowered> {
     let (target, dt) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let (nd, tn) = (shape.len(), target.len());
     if tn > nd {

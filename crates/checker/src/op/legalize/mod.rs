@@ -44,6 +44,11 @@ pub struct LegalizeCtx<'a> {
 }
 
 impl LegalizeCtx<'_> {
+    /// Argument `i` (a tensor of known shape and dtype) as an input of `t`.
+    pub fn placeholder(&self, t: &mut te::Te, i: usize) -> Option<relax_ir::Buffer> {
+        t.placeholder(self.call.args.get(i)?, self.args.get(i)?.as_tensor()?)
+    }
+
     /// The result as a tensor with a known shape: `(shape, dtype)`.
     pub fn out_tensor(&self) -> Option<(Vec<PrimExpr>, DataType)> {
         let t = self.out.as_tensor()?;
@@ -196,10 +201,10 @@ impl Legalizer {
     }
 }
 
-/// An element-wise operator's legalization (no attributes): the output and
-/// every tensor argument must have a known shape and dtype; `f` builds the
-/// PrimFunc.
-pub fn elementwise(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Skip> {
+/// A legalization whose preconditions are known shapes: the output and every
+/// tensor argument must have a known shape and dtype; `f` builds the PrimFunc
+/// (reading the call's typed attributes), `None` meaning an unsupported dtype.
+pub fn with_known_shapes(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Skip> {
     ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
     for a in &ctx.args {
         if let StructInfo::Tensor(t) = a {
@@ -212,6 +217,21 @@ pub fn elementwise(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Skip> {
         .map(Legalized::call)
         .or_skip("the operand dtypes are not supported")
 }
+
+/// Typed legalizations `name(ctx, em)` for operators whose PrimFunc builder
+/// `super::name` is a [`LegacyFn`] (see [`with_known_shapes`]).
+macro_rules! typed_legalizations {
+    ($($f:ident),* $(,)?) => {
+        use $crate::op::legalize::{with_known_shapes, Emitter, LegalizeCtx, Legalized, Skip};
+        $(
+            #[doc = concat!("`", stringify!($f), "`.")]
+            pub fn $f(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+                with_known_shapes(ctx, super::$f)
+            }
+        )*
+    };
+}
+pub(crate) use typed_legalizations;
 
 /// The legacy legalization tables, one per family.
 pub static FAMILIES: &[&[(&str, LegacyFn)]] = &[
@@ -542,8 +562,6 @@ pub fn legalize_module_report(module: &IRModule) -> (IRModule, Vec<Diagnostic>) 
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_nn;
-#[cfg(test)]
-mod tests_scatter;

@@ -134,8 +134,8 @@ fn softmax_impl(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// `prelu`: `x` where positive, else `x * alpha[channel]`.
 fn prelu(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let alpha = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let alpha = ctx.placeholder(&mut t, 1)?;
     let dt = x.dtype();
     let shape = x.shape().to_vec();
     let axis = *norm_axes(&[attr_int(ctx.call, "axis", 1).ok()?], shape.len())?.first()?;
@@ -166,8 +166,8 @@ fn prelu(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// when the inputs have a batch axis.
 fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let y = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let y = ctx.placeholder(&mut t, 1)?;
     let dt = x.dtype();
     let shape = x.shape().to_vec();
     if !dt.is_float() || y.shape().len() != shape.len() {
@@ -213,8 +213,8 @@ fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// used weights (`mean`), or per element (`none`).
 fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut t = Te::new();
-    let p = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let tg = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let p = ctx.placeholder(&mut t, 0)?;
+    let tg = ctx.placeholder(&mut t, 1)?;
     let w = match (ctx.call.args.get(2), ctx.args.get(2)) {
         (Some(e), Some(si)) if si.as_tensor().is_some() => Some(t.placeholder(e, si.as_tensor()?)?),
         _ => None,
@@ -501,9 +501,9 @@ fn norm_axes(v: &[i64], nd: usize) -> Option<Vec<usize>> {
 /// `(x - mean) * rsqrt(var + eps) * gamma + beta` (float16 computes in float32).
 fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let gamma = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
-    let beta = t.placeholder(ctx.call.args.get(2)?, ctx.args.get(2)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let gamma = ctx.placeholder(&mut t, 1)?;
+    let beta = ctx.placeholder(&mut t, 2)?;
     let dt = x.dtype();
     if !dt.is_float() {
         return None;
@@ -592,8 +592,8 @@ fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// sum, `rsqrt(mean + eps)`, times the weight, cast back.
 fn rms_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let weight = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let weight = ctx.placeholder(&mut t, 1)?;
     let dt = x.dtype();
     if !dt.is_float() {
         return None;
@@ -672,9 +672,9 @@ fn instance_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// (one group per channel).
 fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lowered> {
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
-    let gamma = t.placeholder(ctx.call.args.get(1)?, ctx.args.get(1)?.as_tensor()?)?;
-    let beta = t.placeholder(ctx.call.args.get(2)?, ctx.args.get(2)?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let gamma = ctx.placeholder(&mut t, 1)?;
+    let beta = ctx.placeholder(&mut t, 2)?;
     let dt = x.dtype();
     if !dt.is_float() || gamma.shape().len() != 1 || beta.shape().len() != 1 {
         return None;

@@ -156,7 +156,7 @@ fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
     let (out_shape, _) = ctx.out_tensor()?;
     let p = params(ctx, n)?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let dt = x.dtype();
     let nd = x.shape().len();
     if out_shape.len() != nd || p.sp.iter().any(|&d| d >= nd) {
@@ -284,7 +284,7 @@ fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
         .map(|&c| layout.find(c))
         .collect::<Option<_>>()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let dt = x.dtype();
     let in_shape = x.shape().to_vec();
     let nd = in_shape.len();
@@ -408,51 +408,15 @@ fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     ))
 }
 
-fn adaptive_avg_pool1d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    adaptive_avg_pool_nd(ctx, 1)
-}
-
-fn adaptive_avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    adaptive_avg_pool_nd(ctx, 2)
-}
-
-fn adaptive_avg_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    adaptive_avg_pool_nd(ctx, 3)
-}
-
-fn max_pool1d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    pool_nd(ctx, 1, true)
-}
-
-fn avg_pool1d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    pool_nd(ctx, 1, false)
-}
-
-fn max_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    pool_nd(ctx, 2, true)
-}
-
-fn avg_pool2d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    pool_nd(ctx, 2, false)
-}
-
-fn max_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    pool_nd(ctx, 3, true)
-}
-
-fn avg_pool3d(ctx: &LegalizeCtx) -> Option<Lowered> {
-    pool_nd(ctx, 3, false)
-}
-
 /// The pooling operators.
 pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.nn.max_pool1d", max_pool1d),
-    ("relax.nn.max_pool2d", max_pool2d),
-    ("relax.nn.max_pool3d", max_pool3d),
-    ("relax.nn.avg_pool1d", avg_pool1d),
-    ("relax.nn.avg_pool2d", avg_pool2d),
-    ("relax.nn.avg_pool3d", avg_pool3d),
-    ("relax.nn.adaptive_avg_pool1d", adaptive_avg_pool1d),
-    ("relax.nn.adaptive_avg_pool2d", adaptive_avg_pool2d),
-    ("relax.nn.adaptive_avg_pool3d", adaptive_avg_pool3d),
+    ("relax.nn.max_pool1d", |ctx| pool_nd(ctx, 1, true)),
+    ("relax.nn.max_pool2d", |ctx| pool_nd(ctx, 2, true)),
+    ("relax.nn.max_pool3d", |ctx| pool_nd(ctx, 3, true)),
+    ("relax.nn.avg_pool1d", |ctx| pool_nd(ctx, 1, false)),
+    ("relax.nn.avg_pool2d", |ctx| pool_nd(ctx, 2, false)),
+    ("relax.nn.avg_pool3d", |ctx| pool_nd(ctx, 3, false)),
+    ("relax.nn.adaptive_avg_pool1d", |ctx| adaptive_avg_pool_nd(ctx, 1)),
+    ("relax.nn.adaptive_avg_pool2d", |ctx| adaptive_avg_pool_nd(ctx, 2)),
+    ("relax.nn.adaptive_avg_pool3d", |ctx| adaptive_avg_pool_nd(ctx, 3)),
 ];

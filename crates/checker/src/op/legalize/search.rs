@@ -47,7 +47,7 @@ fn flat_index(r: &[PrimExpr], extents: &[PrimExpr]) -> PrimExpr {
 fn arg_reduce(ctx: &LegalizeCtx, name: &str, is_max: bool) -> Option<Lowered> {
     let (out_shape, idt) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let keep = attr_bool(ctx.call, "keepdims", false);
@@ -77,22 +77,7 @@ fn arg_reduce(ctx: &LegalizeCtx, name: &str, is_max: bool) -> Option<Lowered> {
     let (rloops, rivs) = make_iters(&rext, &rnames, IterKind::CommReduce);
     let s: Vec<PrimExpr> = ivs.iter().map(|iv| iv.var.to_expr()).collect();
     let r: Vec<PrimExpr> = rivs.iter().map(|iv| iv.var.to_expr()).collect();
-    let mut si = 0;
-    let mut ri = 0;
-    let xidx: Vec<PrimExpr> = (0..nd)
-        .map(|d| {
-            if axes.contains(&d) {
-                ri += 1;
-                if keep {
-                    si += 1;
-                }
-                r[ri - 1].clone()
-            } else {
-                si += 1;
-                s[si - 1].clone()
-            }
-        })
-        .collect();
+    let xidx = super::statistical::reduce_index(nd, &axes, keep, &s, &r);
     let xv = PrimExpr::load(&x, xidx);
     let k = flat_index(&r, &rext);
     let k = if k.dtype() == idt { k } else { k.cast(idt) };

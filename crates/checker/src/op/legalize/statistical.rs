@@ -6,12 +6,13 @@ use relax_ir::PrimExpr;
 
 use super::te::{konst, max_value, min_value, Operand, Reduce, Te};
 use super::{LegacyFn, LegalizeCtx, Lowered};
-use crate::op::common::{attr_bool, attr_opt_int, attr_opt_ints};
+use crate::op::attrs::{OpAttrs, StatisticalAttrs};
+use crate::op::common::{attr_bool, attr_opt_int};
 
 /// The reduced axes (normalized, sorted) and `keepdims`.
 pub(crate) fn reduce_axes(ctx: &LegalizeCtx, ndim: usize) -> Option<(Vec<usize>, bool)> {
-    let keep = attr_bool(ctx.call, "keepdims", false);
-    let axes = match attr_opt_ints(ctx.call, "axis").ok()? {
+    let StatisticalAttrs { axis, keepdims: keep } = StatisticalAttrs::from_call(ctx.call).ok()?;
+    let axes = match axis {
         None => (0..ndim).collect(),
         Some(v) => {
             let mut a: Vec<usize> = v
@@ -44,7 +45,7 @@ fn reduced_shape(shape: &[PrimExpr], axes: &[usize], keep: bool) -> Vec<PrimExpr
 
 /// The index into the reduced tensor for spatial indices `s` and reduction
 /// indices `r` (one per reduced axis).
-fn reduce_index(nd: usize, axes: &[usize], keep: bool, s: &[PrimExpr], r: &[PrimExpr]) -> Vec<PrimExpr> {
+pub(crate) fn reduce_index(nd: usize, axes: &[usize], keep: bool, s: &[PrimExpr], r: &[PrimExpr]) -> Vec<PrimExpr> {
     let mut si = 0;
     let mut ri = 0;
     (0..nd)
@@ -242,7 +243,7 @@ fn std(ctx: &LegalizeCtx) -> Option<Lowered> {
 fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Option<Lowered> {
     let (out_shape, odt) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = t.placeholder(ctx.call.args.first()?, ctx.args.first()?.as_tensor()?)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let exclusive = attr_bool(ctx.call, "exclusive", false);
     let axis = attr_opt_int(ctx.call, "axis").ok()?;
@@ -319,14 +320,9 @@ fn cumprod(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// The statistical operators.
-pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.sum", sum),
-    ("relax.prod", prod),
-    ("relax.max", max),
-    ("relax.min", min),
-    ("relax.mean", mean),
-    ("relax.variance", variance),
-    ("relax.std", std),
-    ("relax.cumsum", cumsum),
-    ("relax.cumprod", cumprod),
-];
+pub static OPS: &[(&str, LegacyFn)] = &[("relax.cumsum", cumsum), ("relax.cumprod", cumprod)];
+
+/// The typed legalizations of the reductions (attributes: [`StatisticalAttrs`]).
+pub mod typed {
+    super::super::typed_legalizations!(max, mean, min, prod, std, sum, variance);
+}

@@ -1,7 +1,5 @@
-//! Unit tests and the structural comparison with TVM's `LegalizeOps` outputs.
-
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+//! Unit tests and structural comparisons with TVM's `LegalizeOps` outputs
+//! (the whole corpus is compared by `tests/legalize_corpus.rs`).
 
 use relax_ir::structural::StructuralEqual;
 use relax_ir::text::parse;
@@ -69,7 +67,7 @@ class Module:
 // ---------------------------------------------------------------------------
 
 /// Legalize `input` and compare it structurally with TVM's legalized module.
-pub(super) fn assert_matches_tvm(input: &str, tvm: &str) {
+pub(crate) fn assert_matches_tvm(input: &str, tvm: &str) {
     let ours = normalize_module(&legalize_text(input)).module;
     let theirs = match parse(tvm) {
         Ok(p) => normalize_module(&p.into_module()).module,
@@ -598,104 +596,6 @@ fn reshape_special_values() {
     assert!(e.iter().any(|m| m.contains("positive except a single")), "{e:?}");
     let e = out_shape_of(&reshape_src("5, -1")).expect_err("24 is not a multiple of 5");
     assert!(e.iter().any(|m| m.contains("convertible from the old shape")), "{e:?}");
-}
-
-fn corpus_dir() -> Option<PathBuf> {
-    if let Ok(d) = std::env::var("RELAX_CORPUS_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/tvm");
-    d.exists().then_some(d)
-}
-
-/// Structural equality with TVM's output on every faithful case whose
-/// operators are all covered.
-#[test]
-fn corpus_structural() {
-    let Some(dir) = corpus_dir() else {
-        eprintln!("legalize corpus not found (set RELAX_CORPUS_DIR); nothing checked");
-        return;
-    };
-    let Ok(text) = std::fs::read_to_string(dir.join("legalize.jsonl")) else {
-        eprintln!("legalize.jsonl not found; nothing checked");
-        return;
-    };
-    let verbose = std::env::var("LEGALIZE_VERBOSE").is_ok();
-    let mut per_op: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    let (mut total, mut equal) = (0, 0);
-    for line in text.lines() {
-        let Ok(case) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if case["faithful"] != true
-            || case["expected"] == "error"
-            || !(case["pass_args"].is_null() || case["pass_args"].as_object().is_some_and(|m| m.is_empty()))
-        {
-            continue;
-        }
-        let (Some(input), Some(expected)) = (case["input"].as_str(), case["expected"].as_str()) else {
-            continue;
-        };
-        let Some(inm) = load(input) else { continue };
-        let mut ops: Vec<String> = Vec::new();
-        for f in inm.functions.values() {
-            if let BaseFunc::Relax(f) = f {
-                collect_ops(&f.body, &mut ops);
-            }
-        }
-        if ops.is_empty() || !ops.iter().all(|o| super::lookup(o).is_some()) {
-            continue;
-        }
-        let Some(exm) = load(expected) else { continue };
-        total += 1;
-        let key = ops.join("+");
-        let e = per_op.entry(key.clone()).or_default();
-        e.0 += 1;
-        let Ok(ours) = legalize_module(&inm) else { continue };
-        let ours = normalize_module(&ours).module;
-        match StructuralEqual::new().map_free_vars(true).module(&ours, &exm) {
-            Ok(()) => {
-                equal += 1;
-                e.1 += 1;
-            }
-            Err(m) if verbose => eprintln!("{} {key}: {m:?}", case["id"]),
-            Err(_) => {}
-        }
-    }
-    for (op, (n, s)) in &per_op {
-        eprintln!("  {op}: {s}/{n}");
-    }
-    eprintln!("legalize corpus: {equal}/{total} covered cases structurally equal to TVM");
-    assert!(total > 0);
-    assert!(equal * 100 >= total * 50, "{equal}/{total}");
-}
-
-fn collect_ops(e: &relax_ir::Expr, out: &mut Vec<String>) {
-    use relax_ir::ExprKind;
-    match e.kind() {
-        ExprKind::Seq(s) => {
-            for b in s.blocks.iter().flat_map(|b| b.bindings.iter()) {
-                collect_ops(b.value(), out);
-            }
-            collect_ops(&s.body, out);
-        }
-        ExprKind::Call(c) => {
-            if let Some(n) = c.op.as_op() {
-                if n != "relax.call_tir" && !out.iter().any(|o| o == n) {
-                    out.push(n.to_string());
-                }
-            }
-        }
-        ExprKind::If {
-            then_branch,
-            else_branch,
-            ..
-        } => {
-            collect_ops(then_branch, out);
-            collect_ops(else_branch, out);
-        }
-        _ => {}
-    }
 }
 
 const SELU_IN: &str = r#"

@@ -239,18 +239,7 @@ pub static OPS: &[(&str, LegacyFn)] = &[("relax.astype", astype)];
 /// The typed legalizations of this family's element-wise operators (no
 /// attributes; a skip says which precondition failed).
 pub mod typed {
-    use super::super::{elementwise, Emitter, LegalizeCtx, Legalized, Skip};
-
-    macro_rules! typed {
-        ($($f:ident),* $(,)?) => {$(
-            #[doc = concat!("`", stringify!($f), "`.")]
-            pub fn $f(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
-                elementwise(ctx, super::$f)
-            }
-        )*};
-    }
-
-    typed!(
+    super::super::typed_legalizations!(
         abs,
         acos,
         acosh,

@@ -79,58 +79,46 @@ fn broadcast_to(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     Ok(result)
 }
 
-/// `concat(tensors, axis)`.
-fn concat(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
+/// The tensors of the one tuple argument of `concat`/`stack` (`what`), at least one.
+fn tensors_of_tuple<'a>(call: &Call, args: &'a [StructInfo], what: &str) -> Result<Vec<&'a TensorStructInfo>, String> {
     if args.len() != 1 {
-        return Err("Concat op should have 1 argument".into());
+        return Err(format!("{what} op should have 1 argument"));
     }
     let ts = tuple_of_tensors(call, &args[0])?;
     if ts.is_empty() {
-        return Err(
-            "Concat op expects at least one tensor in the input Tuple. However, the given input Tuple is empty.".into(),
-        );
+        return Err(format!(
+            "{what} op expects at least one tensor in the input Tuple. However, the given input Tuple is empty."
+        ));
     }
+    Ok(ts)
+}
+
+/// `concat(tensors, axis)`.
+fn concat(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
+    let ts = tensors_of_tuple(call, args, "Concat")?;
     let axis_attr = attr_opt_int(call, "axis")?;
     let mut ndim = if axis_attr.is_some() { -1 } else { 1 };
-    let mut dtype: Option<DataType> = None;
-    let mut void = false;
-    let mut shape_unknown = false;
-    let mut shapes: Vec<Vec<PrimExpr>> = Vec::new();
-    for t in &ts {
-        if t.dtype.is_void() {
-            void = true;
-        } else if let Some(d) = dtype {
-            if d != t.dtype {
+    let Gathered {
+        dtype,
+        shapes,
+        shape_unknown,
+    } = gather_inputs(
+        &ts,
+        |d, e| {
+            format!("Concat expects all input tensors to have the same dtype. However, the input contains tensors with dtype {d} and {e}")
+        },
+        |t| {
+            if ndim == -1 {
+                ndim = t.ndim;
+            } else if t.ndim != -1 && t.ndim != ndim {
                 return Err(format!(
-                    "Concat expects all input tensors to have the same dtype. However, the input contains tensors with dtype {} and {}",
-                    d, t.dtype
+                    "Concat expects all input tensors to have same ndim. However, the input contains tensors with ndim {} and {}",
+                    ndim, t.ndim
                 ));
             }
-        } else {
-            dtype = Some(t.dtype);
-        }
-        if ndim == -1 {
-            ndim = t.ndim;
-        } else if t.ndim != -1 && t.ndim != ndim {
-            return Err(format!(
-                "Concat expects all input tensors to have same ndim. However, the input contains tensors with ndim {} and {}",
-                ndim, t.ndim
-            ));
-        }
-        if let Some(v) = t.shape_values() {
-            shapes.push(v.to_vec());
-            continue;
-        }
-        shape_unknown = true;
-        if let Some(v) = deep_shape_values(t) {
-            shapes.push(v);
-        }
-    }
-    let dtype = if void {
-        DataType::VOID
-    } else {
-        dtype.unwrap_or(DataType::VOID)
-    };
+            Ok(())
+        },
+    )?;
     let vdev = merged_vdevice(ts.iter().copied());
     if ndim == -1 {
         return Ok(if ts.len() == 1 {
@@ -531,41 +519,38 @@ fn squeeze(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     }
 }
 
-/// `stack(tensors, axis)`.
-fn stack(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
-    if args.len() != 1 {
-        return Err("Stack op should have 1 argument".into());
-    }
-    let ts = tuple_of_tensors(call, &args[0])?;
-    if ts.is_empty() {
-        return Err(
-            "Stack op expects at least one tensor in the input Tuple. However, the given input Tuple is empty.".into(),
-        );
-    }
-    let out_ndim = if ts[0].ndim == -1 { -1 } else { ts[0].ndim + 1 };
+/// What `concat` and `stack` need of their inputs.
+struct Gathered {
+    /// The common dtype (void when one input's is unknown).
+    dtype: DataType,
+    /// The inputs' shapes (deep shapes where only those are known).
+    shapes: Vec<Vec<PrimExpr>>,
+    /// Whether some input's shape is not a literal shape.
+    shape_unknown: bool,
+}
+
+/// Check the inputs' dtypes agree (`dtype_err` otherwise) and each passes
+/// `ndim_check`, and collect their shapes.
+fn gather_inputs(
+    ts: &[&TensorStructInfo],
+    dtype_err: impl Fn(DataType, DataType) -> String,
+    mut ndim_check: impl FnMut(&TensorStructInfo) -> Result<(), String>,
+) -> Result<Gathered, String> {
     let mut dtype: Option<DataType> = None;
     let mut void = false;
     let mut shape_unknown = false;
     let mut shapes = Vec::new();
-    for t in &ts {
+    for t in ts {
         if t.dtype.is_void() {
             void = true;
         } else if let Some(d) = dtype {
             if d != t.dtype {
-                return Err(format!(
-                    "Stack expects all input tensors to have the same dtype. Found {} and {}",
-                    d, t.dtype
-                ));
+                return Err(dtype_err(d, t.dtype));
             }
         } else {
             dtype = Some(t.dtype);
         }
-        if t.ndim != -1 && t.ndim != ts[0].ndim {
-            return Err(format!(
-                "Stack expects all input tensors to have same ndim. Found {} and {}",
-                ts[0].ndim, t.ndim
-            ));
-        }
+        ndim_check(t)?;
         if let Some(v) = t.shape_values() {
             shapes.push(v.to_vec());
             continue;
@@ -580,6 +565,34 @@ fn stack(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     } else {
         dtype.unwrap_or(DataType::VOID)
     };
+    Ok(Gathered {
+        dtype,
+        shapes,
+        shape_unknown,
+    })
+}
+
+/// `stack(tensors, axis)`.
+fn stack(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
+    let ts = tensors_of_tuple(call, args, "Stack")?;
+    let out_ndim = if ts[0].ndim == -1 { -1 } else { ts[0].ndim + 1 };
+    let Gathered {
+        dtype,
+        shapes,
+        shape_unknown,
+    } = gather_inputs(
+        &ts,
+        |d, e| format!("Stack expects all input tensors to have the same dtype. Found {d} and {e}"),
+        |t| {
+            if t.ndim != -1 && t.ndim != ts[0].ndim {
+                return Err(format!(
+                    "Stack expects all input tensors to have same ndim. Found {} and {}",
+                    ts[0].ndim, t.ndim
+                ));
+            }
+            Ok(())
+        },
+    )?;
     let vdev = merged_vdevice(ts.iter().copied());
     let axis = match attr_opt_int(call, "axis")? {
         Some(a) if out_ndim != -1 => normalize_axis(call, out_ndim, a)?,

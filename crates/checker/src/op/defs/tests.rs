@@ -1,7 +1,8 @@
-//! The scatter and dynamic-slice legalizations against TVM 0.27's `LegalizeOps`
-//! output for the same modules (generated with the TVM wheel).
+//! The operators defined under `defs/`: legalizations against TVM 0.27's
+//! `LegalizeOps` output for the same modules (generated with the TVM wheel),
+//! inference, and the reasons a legalization gives when it declines.
 
-use super::tests::assert_matches_tvm;
+use crate::op::legalize::tests::assert_matches_tvm;
 
 const SCATTER_IN: &str = r#"
 # from tvm.script import ir as I
@@ -175,4 +176,79 @@ fn scatter_nd_matches_tvm() {
 #[test]
 fn dynamic_strided_slice_matches_tvm() {
     assert_matches_tvm(DYN_SLICE_IN, DYN_SLICE_TVM);
+}
+
+fn check(src: &str) -> crate::check::CheckResult {
+    let m = relax_ir::text::parse(src).expect("parses").into_module();
+    crate::check::check_module(&m)
+}
+
+/// The StructInfo inferred for binding `var`.
+fn sinfo_of(r: &crate::check::CheckResult, var: &str) -> String {
+    let b = r.bindings.iter().find(|b| b.var == var).expect("binding");
+    relax_ir::text::print_struct_info(&b.struct_info, None)
+}
+
+#[test]
+fn attention_inference() {
+    let ok = check(
+        r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(q: R.Tensor((2, 5, 4, 8), dtype="float32"), k: R.Tensor((2, 7, 4, 8), dtype="float32"), v: R.Tensor((2, 7, 4, 6), dtype="float32")):
+        a = R.nn.attention(q, k, v, causal_mask="TopLeft")
+        return a
+"#,
+    );
+    assert!(ok.is_valid(), "{:?}", ok.diagnostics);
+    assert_eq!(sinfo_of(&ok, "a"), r#"R.Tensor((2, 5, 4, 6), dtype="float32")"#);
+    let bad = check(
+        r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(q: R.Tensor((2, 5, 4, 8), dtype="float32"), k: R.Tensor((2, 7, 4, 8), dtype="float32"), v: R.Tensor((2, 6, 4, 6), dtype="float32")):
+        a = R.nn.attention(q, k, v)
+        return a
+"#,
+    );
+    let msg = format!("{:?}", bad.diagnostics);
+    assert!(
+        !bad.is_valid() && msg.contains("sequence length of key and value"),
+        "{msg}"
+    );
+}
+
+/// A declined legalization is reported once, with its reason and rule.
+#[test]
+fn skipped_legalizations_are_reported() {
+    let r = check(
+        r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 5), dtype="float32"), i: R.Tensor((2, 5), dtype="int64"), u: R.Tensor((2, 5), dtype="float32"), d: R.Tensor(dtype="float32", ndim=2)):
+        a = R.scatter_elements(x, i, u, reduction="mean")
+        b = R.scatter_nd(x, R.astype(i, "int64"), u, reduction="mean")
+        c = R.exp(d)
+        return (a, b, c)
+"#,
+    );
+    let (out, skipped) = crate::op::legalize::legalize_module_report(&r.module);
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(out));
+    assert!(text.contains("cls.scatter_elements"), "{text}");
+    let msgs: Vec<String> = skipped.iter().map(|d| d.message.clone()).collect();
+    assert!(skipped
+        .iter()
+        .all(|d| d.rule.as_deref() == Some("legalize/skipped") && !d.is_error()));
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("relax.scatter_nd") && m.contains("unknown reduction")),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs.iter().any(|m| m.contains("relax.exp") && m.contains("shape")),
+        "{msgs:?}"
+    );
 }

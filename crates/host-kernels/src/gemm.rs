@@ -1,5 +1,5 @@
 //! Matrix products: register-tiled AVX-512 / AVX2 kernels on row-major operands
-//! ([`crate::microkernel`]), `matrixmultiply` for strided operands and other CPUs,
+//! (the `microkernel` module), `matrixmultiply` for strided operands and other CPUs,
 //! split over rayon.
 
 use rayon::prelude::*;

@@ -77,7 +77,7 @@ pub enum BufRef {
     Param(usize),
     /// Function-level scratch buffer `i` ([`LoweredFunc::scratch`]).
     Scratch(usize),
-    /// The out-of-bounds flag buffer ([`crate::oob`]).
+    /// The out-of-bounds flag buffer (see `Jit::check_gpu_bounds`).
     Bounds,
 }
 

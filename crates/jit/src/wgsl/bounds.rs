@@ -4,7 +4,7 @@
 //! `select` are not: WGSL evaluates them even where the program guards them). A violation skips the store
 //! (a read yields an out-of-range index, which WGSL's robust buffer access keeps
 //! inside the buffer) and records itself in a small flag buffer that the run reads
-//! back at its end ([`crate::oob`]), so the run fails as it does on the host.
+//! back at its end (see `Jit::check_gpu_bounds`), so the run fails as it does on the host.
 //!
 //! Accesses through indices built from loop and thread variables only are not
 //! checked: the schedules derive them from the buffers' own shapes.
@@ -21,7 +21,7 @@ use crate::expr::visit_expr;
 pub(super) const FLAG: &str = "relax_oob";
 
 /// The constant holding the first site number of a kernel: emitted as 0 and
-/// replaced when the pipeline is created ([`crate::oob`]), so that sites are
+/// replaced when the pipeline is created (see `Jit::check_gpu_bounds`), so that sites are
 /// numbered across every kernel the JIT compiles.
 pub const SITE_BASE_DECL: &str = "const relax_oob_base: u32 = 0u;";
 

@@ -48,9 +48,15 @@ pub enum JitError {
     /// No GPU runtime was given to the JIT.
     #[error("no GPU runtime available")]
     NoGpu,
-    /// An error from the GPU runtime.
+    /// An error from the GPU runtime (kept typed: out of memory, device lost, ...).
     #[error("GPU runtime error: {0}")]
-    Gpu(String),
+    Gpu(#[from] relax_gpu_runtime::GpuError),
+    /// A GPU readback returned data of the wrong size.
+    #[error("GPU readback: {0}")]
+    Readback(String),
+    /// A cache lock was poisoned by a panic on another thread.
+    #[error("a JIT cache lock was poisoned by a panic")]
+    Poisoned,
     /// A GPU kernel accessed a buffer outside its bounds (index computed from data).
     #[error("{0}")]
     OutOfBounds(String),

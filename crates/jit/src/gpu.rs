@@ -25,7 +25,7 @@ pub struct GpuProgram {
 }
 
 fn gpu_err(e: relax_gpu_runtime::GpuError) -> JitError {
-    JitError::Gpu(e.to_string())
+    JitError::Gpu(e)
 }
 
 impl Jit {
@@ -414,7 +414,7 @@ fn binding_range<'a>(
 /// An upload error, naming the argument and the adapter when the tensor is too large.
 fn too_large(rt: &GpuRuntime, lf: &crate::lower::LoweredFunc, i: usize, e: JitError) -> JitError {
     match e {
-        JitError::Gpu(m) if m.contains("max buffer size") => JitError::TooLarge(format!(
+        JitError::Gpu(m @ relax_gpu_runtime::GpuError::BufferTooLarge { .. }) => JitError::TooLarge(format!(
             "argument {i} of `{}` does not fit in one buffer on adapter {}: {m}",
             lf.name,
             rt.adapter_info().name
@@ -489,13 +489,16 @@ fn from_storage(t: &mut HostTensor, st: StorageTy, bytes: &[u8]) -> Result<()> {
     if host_matches(dt, st) {
         let nb = t.bytes().len();
         if bytes.len() < nb {
-            return Err(JitError::Gpu(format!("read back {} bytes, expected {nb}", bytes.len())));
+            return Err(JitError::Readback(format!(
+                "read back {} bytes, expected {nb}",
+                bytes.len()
+            )));
         }
         t.bytes_mut().copy_from_slice(&bytes[..nb]);
         return Ok(());
     }
     if bytes.len() < n * 4 {
-        return Err(JitError::Gpu(format!(
+        return Err(JitError::Readback(format!(
             "read back {} bytes, expected {}",
             bytes.len(),
             n * 4

@@ -236,8 +236,7 @@ pub fn kernel_hash(f: &PrimFunc) -> u64 {
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {
-    m.lock()
-        .map_err(|_| JitError::Gpu("a JIT cache lock was poisoned by a panic".into()))
+    m.lock().map_err(|_| JitError::Poisoned)
 }
 
 /// Lower, schedule and emit WGSL for `f`.

@@ -45,10 +45,7 @@ impl OobState {
             e.1 = true;
             return Ok(e.0.clone());
         }
-        let buf = Arc::new(
-            rt.alloc_zeroed(4 * FLAG_WORDS as u64)
-                .map_err(|e| JitError::Gpu(e.to_string()))?,
-        );
+        let buf = Arc::new(rt.alloc_zeroed(4 * FLAG_WORDS as u64)?);
         self.flags.insert(id, (buf.clone(), true));
         Ok(buf)
     }
@@ -78,12 +75,11 @@ impl Jit {
             }
             _ => return Ok(()),
         };
-        let words: Vec<u32> = rt.read_pod(&buf).map_err(|e| JitError::Gpu(e.to_string()))?;
+        let words: Vec<u32> = rt.read_pod(&buf)?;
         if words.first().copied().unwrap_or(0) == 0 {
             return Ok(());
         }
-        rt.write_pod(&buf, 0, &[0u32; FLAG_WORDS])
-            .map_err(|e| JitError::Gpu(e.to_string()))?;
+        rt.write_pod(&buf, 0, &[0u32; FLAG_WORDS])?;
         let msg = match words.as_slice() {
             [_, first, index, len, ..] if *first != 0 => self
                 .oob

@@ -104,7 +104,7 @@ impl Jit {
 }
 
 fn upload_padded(rt: &GpuRuntime, bytes: &[u8]) -> Result<DeviceBuffer> {
-    let gpu = |e: relax_gpu_runtime::GpuError| JitError::Gpu(e.to_string());
+    let gpu = |e: relax_gpu_runtime::GpuError| JitError::Gpu(e);
     if bytes.len().is_multiple_of(4) && !bytes.is_empty() {
         return rt.upload(bytes).map_err(gpu);
     }

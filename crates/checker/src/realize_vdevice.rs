@@ -12,9 +12,11 @@
 use std::collections::HashMap;
 
 use relax_ir::{
-    AttrValue, Attrs, BaseFunc, Binding, BindingBlock, Call, Diagnostic, Expr, ExprKind, Function, IRModule, SeqExpr,
-    Span, StructInfo, TensorStructInfo, VDevice, Var,
+    AttrValue, Attrs, BaseFunc, Binding, Call, Diagnostic, Expr, ExprKind, Function, IRModule, SeqExpr, Span,
+    StructInfo, TensorStructInfo, VDevice, Var,
 };
+
+use relax_ir::mutator::{walk_binding, walk_expr, ExprMutator};
 
 use crate::normalize::normalize_module;
 
@@ -331,7 +333,7 @@ impl Realizer<'_> {
         };
         for (gv, f) in m.functions.iter() {
             if let BaseFunc::Relax(func) = f {
-                let nf = rw.function(func);
+                let nf = rw.visit_function(func);
                 out.functions.insert(gv.clone(), BaseFunc::Relax(nf));
             }
         }
@@ -420,6 +422,7 @@ fn fill_vdevice(ret: &StructInfo, body: &StructInfo) -> StructInfo {
 }
 
 impl Rewriter<'_> {
+    /// The definition of `v`, renewed with its inferred VDevice when it changes.
     fn def(&mut self, v: &Var) -> Var {
         if let Some(d) = self.known.get(v) {
             if let Some(s) = v.struct_info().and_then(|s| with_vdevice(s, d)) {
@@ -429,76 +432,6 @@ impl Rewriter<'_> {
             }
         }
         v.clone()
-    }
-
-    fn function(&mut self, f: &Function) -> Function {
-        let params: Vec<Var> = f.params.iter().map(|p| self.def(p)).collect();
-        let body = self.expr(&f.body);
-        let ret = match (&f.ret_struct_info, body.kind()) {
-            (Some(r), ExprKind::Seq(seq)) => {
-                let bs = leaf_sinfo(&seq.body);
-                Some(fill_vdevice(r, &bs))
-            }
-            (r, _) => r.clone(),
-        };
-        Function {
-            params,
-            body,
-            ret_struct_info: ret,
-            ..f.clone()
-        }
-    }
-
-    fn expr(&mut self, e: &Expr) -> Expr {
-        let span = e.span();
-        let kind = match e.kind() {
-            ExprKind::Var(v) => match self.map.get(v) {
-                Some(n) => ExprKind::Var(n.clone()),
-                None => return e.clone(),
-            },
-            ExprKind::Tuple(f) => ExprKind::Tuple(f.iter().map(|x| self.expr(x)).collect()),
-            ExprKind::Seq(seq) => {
-                let blocks = seq
-                    .blocks
-                    .iter()
-                    .map(|b| BindingBlock {
-                        bindings: b.bindings.iter().map(|x| self.binding(x)).collect(),
-                        is_dataflow: b.is_dataflow,
-                        span: b.span,
-                    })
-                    .collect();
-                let body = self.expr(&seq.body);
-                ExprKind::Seq(SeqExpr { blocks, body })
-            }
-            ExprKind::Function(f) => ExprKind::Function(self.function(f)),
-            ExprKind::If {
-                cond,
-                then_branch,
-                else_branch,
-            } => ExprKind::If {
-                cond: self.expr(cond),
-                then_branch: self.expr(then_branch),
-                else_branch: self.expr(else_branch),
-            },
-            ExprKind::Call(c) => {
-                let args: Vec<Expr> = c.args.iter().map(|a| self.expr(a)).collect();
-                if c.op.as_op() == Some("relax.hint_on_device") && args.len() == 1 {
-                    return self.desugar_hint(c, &args[0], span);
-                }
-                ExprKind::Call(Call {
-                    op: self.expr(&c.op),
-                    args,
-                    attrs: c.attrs.clone(),
-                    sinfo_args: c.sinfo_args.clone(),
-                })
-            }
-            ExprKind::TupleGetItem { tuple, index } => ExprKind::TupleGetItem {
-                tuple: self.expr(tuple),
-                index: *index,
-            },
-            _ => return e.clone(),
-        };
-        Expr::with_span(kind, span)
     }
 
     fn desugar_hint(&mut self, c: &Call, arg: &Expr, span: Span) -> Expr {
@@ -531,37 +464,67 @@ impl Rewriter<'_> {
             span,
         )
     }
+}
 
-    fn binding(&mut self, b: &Binding) -> Binding {
-        match b {
-            Binding::VarBinding { var, value, span } => {
-                let value = self.expr(value);
-                let var = self.def(var);
-                Binding::VarBinding {
-                    var,
-                    value,
-                    span: *span,
-                }
+/// The rewrite of the forward pass: variables take their inferred VDevices (uses
+/// follow their renewed definitions), `hint_on_device` becomes `to_vdevice` (or
+/// nothing), and return annotations take the devices of their bodies.
+impl ExprMutator for Rewriter<'_> {
+    fn visit_var_use(&mut self, v: &Var, e: &Expr) -> Expr {
+        match self.map.get(v) {
+            Some(n) => Expr::with_span(ExprKind::Var(n.clone()), e.span()),
+            None => e.clone(),
+        }
+    }
+
+    fn visit_expr(&mut self, e: &Expr) -> Expr {
+        if let ExprKind::Call(c) = e.kind() {
+            if c.op.as_op() == Some("relax.hint_on_device") && c.args.len() == 1 {
+                let arg = self.visit_expr(&c.args[0]);
+                return self.desugar_hint(c, &arg, e.span());
             }
+        }
+        walk_expr(self, e)
+    }
+
+    fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
+        let known = self.known.get(b.var()).cloned();
+        let binding = match walk_binding(self, b) {
+            Binding::VarBinding { var, value, span } => Binding::VarBinding {
+                var: self.def(&var),
+                value,
+                span,
+            },
             Binding::MatchCast {
                 var,
                 value,
                 struct_info,
                 span,
-            } => {
-                let value = self.expr(value);
-                let var = self.def(var);
-                let struct_info = match (self.known.get(b.var()), struct_info) {
-                    (Some(d), s) => with_vdevice(s, d).unwrap_or_else(|| s.clone()),
-                    (None, s) => s.clone(),
-                };
-                Binding::MatchCast {
-                    var,
-                    value,
-                    struct_info,
-                    span: *span,
-                }
-            }
+            } => Binding::MatchCast {
+                var: self.def(&var),
+                value,
+                struct_info: match known {
+                    Some(d) => with_vdevice(&struct_info, &d).unwrap_or(struct_info),
+                    None => struct_info,
+                },
+                span,
+            },
+        };
+        vec![binding]
+    }
+
+    fn visit_function(&mut self, f: &Function) -> Function {
+        let params: Vec<Var> = f.params.iter().map(|p| self.def(p)).collect();
+        let body = self.visit_expr(&f.body);
+        let ret = match (&f.ret_struct_info, body.kind()) {
+            (Some(r), ExprKind::Seq(seq)) => Some(fill_vdevice(r, &leaf_sinfo(&seq.body))),
+            (r, _) => r.clone(),
+        };
+        Function {
+            params,
+            body,
+            ret_struct_info: ret,
+            ..f.clone()
         }
     }
 }

@@ -740,11 +740,7 @@ impl Loaded {
         let args = args.to_vec();
         let result = self.on_run_thread(move |it| {
             let args = it.place_entry_args(&gv, args)?;
-            let v = it.call_global(&gv, args);
-            // Always look (and clear), so a failed run's record never reaches the next.
-            let bounds = it.check_gpu_bounds();
-            let v = v?;
-            bounds.map(|()| v)
+            it.call_global(&gv, args)
         });
         let result = result.and_then(|v| self.synchronize().map(|()| v));
         if result.is_ok() {
@@ -784,12 +780,7 @@ impl Loaded {
     pub fn call(&self, callee: &Value, args: &[Value]) -> Result<Value> {
         let callee = callee.clone();
         let args = args.to_vec();
-        self.on_run_thread(move |it| {
-            let v = it.call_value(&callee, args);
-            let bounds = it.check_gpu_bounds();
-            let v = v?;
-            bounds.map(|()| v)
-        })
+        self.on_run_thread(move |it| it.call_value(&callee, args))
     }
 
     /// A snapshot of the statistics of all runs so far.
@@ -851,7 +842,12 @@ impl Loaded {
         let program = self.program.clone();
         let body = move || {
             let mut it = Interp::new(program);
-            f(&mut it)
+            let v = f(&mut it);
+            // A GPU kernel's out-of-bounds record fails the work that made it; always
+            // look (and clear), so a failed call's record never reaches the next.
+            let bounds = it.check_gpu_bounds();
+            let v = v?;
+            bounds.map(|()| v)
         };
         if self.stack_size == 0 {
             body()

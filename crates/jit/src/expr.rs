@@ -72,7 +72,7 @@ pub fn map_expr(e: &PrimExpr, f: &mut dyn FnMut(&PrimExpr) -> Option<PrimExpr>) 
 }
 
 /// Visit every node of `e` (pre-order).
-pub fn visit_expr(e: &PrimExpr, f: &mut dyn FnMut(&PrimExpr)) {
+pub fn visit_expr<'e>(e: &'e PrimExpr, f: &mut dyn FnMut(&'e PrimExpr)) {
     f(e);
     use PrimExprKind as K;
     match e.kind() {
@@ -236,7 +236,7 @@ pub fn subst_stmt(s: &Stmt, map: &VarMap) -> Stmt {
 
 /// Visit every expression of a statement (not descending into nested expressions;
 /// combine with [`visit_expr`]).
-pub fn visit_stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&PrimExpr)) {
+pub fn visit_stmt_exprs<'s>(s: &'s Stmt, f: &mut dyn FnMut(&'s PrimExpr)) {
     match s {
         Stmt::BufferStore { value, indices, .. } => {
             f(value);
@@ -291,7 +291,7 @@ pub fn visit_stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&PrimExpr)) {
 }
 
 /// Visit every statement node (pre-order).
-pub fn visit_stmts(s: &Stmt, f: &mut dyn FnMut(&Stmt)) {
+pub fn visit_stmts<'s>(s: &'s Stmt, f: &mut dyn FnMut(&'s Stmt)) {
     f(s);
     match s {
         Stmt::BufferStore { .. } | Stmt::Evaluate(_) => {}

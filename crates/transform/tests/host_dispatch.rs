@@ -310,3 +310,57 @@ fn normalizations_and_reductions_match_legalized_tir() {
         }
     }
 }
+
+const ARG_SCANS: &str = r#"
+@R.function
+def main(x: R.Tensor((6, 37), "float32")):
+    with R.dataflow():
+        a = R.argmax(x, axis=1)
+        b = R.argmin(x, axis=-1, keepdims=True)
+        c = R.argmax(x)
+        d = R.argmax(x, axis=0)
+        R.output(a, b, c, d)
+    return (a, b, c, d)
+"#;
+
+/// `argmax`/`argmin` over the last axis or all elements become library calls (over
+/// another axis they stay TIR), with the values of legalized TIR, NaNs and ties
+/// included.
+#[test]
+fn arg_scans_over_rows_match_legalized_tir() {
+    let m = relax_ir::text::parse(ARG_SCANS).expect("parses").into_module();
+    let dispatched = dispatch_host_library_with(&checked(m.clone()), DispatchOptions::default()).expect("dispatch");
+    let c = calls(&dispatched);
+    assert_eq!(c.get(&format!("{PREFIX}argmax")), Some(&2), "{c:?}");
+    assert_eq!(c.get(&format!("{PREFIX}argmin")), Some(&1), "{c:?}");
+    assert_eq!(c.get("relax.argmax"), Some(&1), "axis 0 stays: {c:?}");
+    let mut v: Vec<f32> = (0..6 * 37).map(|i| ((i * 29) % 23) as f32 - 11.0).collect();
+    v[40] = f32::NAN;
+    v[100] = v[90];
+    let x: Value = ArrayD::from_shape_vec(IxDyn(&[6, 37]), v).expect("shape").into();
+    let run = |host_library: bool| {
+        let engine = Engine::new(EngineConfig {
+            device: DeviceChoice::Cpu,
+            host_library,
+            ..EngineConfig::default()
+        });
+        let loaded = engine.load(&m).expect("loads");
+        let out = loaded.run("main", std::slice::from_ref(&x)).expect("runs");
+        let Value::Tuple(fields) = out else { panic!("a tuple") };
+        let values: Vec<(Vec<i64>, Vec<i64>)> = fields
+            .iter()
+            .map(|f| {
+                let t = f.as_tensor().expect("tensor");
+                (
+                    t.shape().to_vec(),
+                    t.to_array::<i64>().expect("i64").iter().copied().collect(),
+                )
+            })
+            .collect();
+        (values, loaded.stats().packed_calls)
+    };
+    let (lib, packed) = run(true);
+    let (tir, _) = run(false);
+    assert_eq!(packed, 3, "three library calls");
+    assert_eq!(lib, tir);
+}

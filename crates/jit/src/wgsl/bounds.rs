@@ -9,8 +9,6 @@
 //! Accesses through indices built from loop and thread variables only are not
 //! checked: the schedules derive them from the buffers' own shapes.
 
-use std::fmt::Write;
-
 use relax_ir::tir::{Buffer, PrimExpr, PrimExprKind};
 
 use super::{Em, W};
@@ -64,8 +62,6 @@ impl Em<'_> {
         self.oob_sites
             .push(format!("out-of-bounds {what} of `{}`", buffer.name()));
         let site = self.oob_sites.len();
-        let mut s = String::new();
-        let _ = write!(s, "relax_chk({idx}, {len}, {site}u)");
-        Ok(s)
+        Ok(format!("relax_chk({idx}, {len}, {site}u)"))
     }
 }

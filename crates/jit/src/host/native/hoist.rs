@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
-use relax_ir::tir::{PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
 
 use super::gen::Gen;
 use super::Ty;
@@ -76,17 +76,17 @@ fn has_loop(s: &Stmt) -> bool {
     }
 }
 
-/// Every buffer access `(buffer id, indices)` of `s`, stores and loads.
-pub(super) fn accesses(s: &Stmt, f: &mut dyn FnMut(u64, &[PrimExpr])) {
+/// Every buffer access of `s`: its buffer, indices and whether it is a store.
+pub(super) fn accesses<'s>(s: &'s Stmt, f: &mut dyn FnMut(&'s Buffer, &'s [PrimExpr], bool)) {
     visit_stmts(s, &mut |x| {
         if let Stmt::BufferStore { buffer, indices, .. } = x {
-            f(buffer.id(), indices)
+            f(buffer, indices, true)
         }
     });
     visit_stmt_exprs(s, &mut |e| {
         visit_expr(e, &mut |x| {
             if let PrimExprKind::BufferLoad { buffer, indices } = x.kind() {
-                f(buffer.id(), indices)
+                f(buffer, indices, false)
             }
         })
     });
@@ -108,7 +108,8 @@ impl Gen<'_, '_> {
             });
             ok
         };
-        accesses(body, &mut |buf, idx| {
+        accesses(body, &mut |buf, idx, _| {
+            let buf = buf.id();
             if let [i] = idx {
                 if let Some(stride) = stride_of(i, var).filter(|_| bound(i) && self.bufs.contains_key(&buf)) {
                     out.push(Site {

@@ -375,7 +375,8 @@ impl Gen<'_, '_> {
             }
         });
         let mut seen = HashSet::new();
-        hoist::accesses(body, &mut |b, _| {
+        hoist::accesses(body, &mut |b, _, _| {
+            let b = b.id();
             if !local.contains(&b) && seen.insert(b) {
                 bufs.push(b);
             }

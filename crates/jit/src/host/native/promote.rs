@@ -9,8 +9,6 @@
 //! body can reach: the function's own allocations, or parameters of a function that
 //! declares them non-overlapping (`tirx.noalias`).
 
-use std::collections::HashMap;
-
 use relax_ir::structural::structural_equal_prim_expr;
 use relax_ir::tir::{Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
 
@@ -37,36 +35,41 @@ impl Gen<'_, '_> {
         if calls {
             return Vec::new();
         }
-        // Per buffer: its first access index, whether all accesses agree, written.
-        let mut seen: HashMap<u64, (Buffer, &'s PrimExpr, bool, bool)> = HashMap::new();
-        let mut order = Vec::new();
-        let mut note = |buffer: &Buffer, idx: &'s [PrimExpr], write: bool| {
-            let e = seen.entry(buffer.id()).or_insert_with(|| {
-                order.push(buffer.id());
-                (buffer.clone(), &idx[0], true, false)
-            });
-            e.2 &= idx.len() == 1 && structural_equal_prim_expr(e.1, &idx[0]);
-            e.3 |= write;
-        };
-        stores_and_loads(body, &mut note);
-        order
-            .into_iter()
-            .filter_map(|id| {
-                let (buffer, index, same, written) = seen.remove(&id)?;
-                let mut all_hoisted = true;
-                accesses(body, &mut |b, idx| {
-                    if b == id {
-                        all_hoisted &= idx.len() == 1 && self.unchecked.contains(&key(&idx[0]));
-                    }
-                });
-                let ok = same
-                    && all_hoisted
-                    && stride_of(index, var) == Some(0)
-                    && !uses_var(index, var)
-                    && ty_of(buffer.dtype()).is_some()
-                    && (self.env.noalias || !self.env.params.contains(&id));
-                ok.then_some(Promoted { buffer, index, written })
+        // Per buffer, in first-access order: the element and whether every access
+        // is at that one (hoisted) index.
+        let mut seen: Vec<(Promoted<'s>, bool)> = Vec::new();
+        let mut unflat: Vec<u64> = Vec::new();
+        accesses(body, &mut |buffer, idx, write| {
+            let [i] = idx else {
+                unflat.push(buffer.id());
+                return;
+            };
+            let hoisted = self.unchecked.contains(&key(i));
+            match seen.iter_mut().find(|(p, _)| p.buffer.id() == buffer.id()) {
+                Some((p, same)) => {
+                    *same &= hoisted && structural_equal_prim_expr(p.index, i);
+                    p.written |= write;
+                }
+                None => seen.push((
+                    Promoted {
+                        buffer: buffer.clone(),
+                        index: i,
+                        written: write,
+                    },
+                    hoisted,
+                )),
+            }
+        });
+        seen.into_iter()
+            .filter(|(p, same)| {
+                *same
+                    && !unflat.contains(&p.buffer.id())
+                    && stride_of(p.index, var) == Some(0)
+                    && !uses_var(p.index, var)
+                    && ty_of(p.buffer.dtype()).is_some()
+                    && (self.env.noalias || !self.env.params.contains(&p.buffer.id()))
             })
+            .map(|(p, _)| p)
             .collect()
     }
 
@@ -92,79 +95,5 @@ impl Gen<'_, '_> {
             }
         }
         Ok(())
-    }
-}
-
-/// Every store and load of `s` with its buffer and indices.
-fn stores_and_loads<'s>(s: &'s Stmt, f: &mut dyn FnMut(&Buffer, &'s [PrimExpr], bool)) {
-    match s {
-        Stmt::BufferStore {
-            buffer, value, indices, ..
-        } => {
-            loads(value, f);
-            indices.iter().for_each(|i| loads(i, f));
-            f(buffer, indices, true);
-        }
-        Stmt::Let { value, body, .. } => {
-            loads(value, f);
-            stores_and_loads(body, f);
-        }
-        Stmt::Attr { body, .. } => stores_and_loads(body, f),
-        Stmt::Assert { cond, body, .. } => {
-            loads(cond, f);
-            stores_and_loads(body, f);
-        }
-        Stmt::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            loads(cond, f);
-            stores_and_loads(then_branch, f);
-            if let Some(e) = else_branch {
-                stores_and_loads(e, f);
-            }
-        }
-        Stmt::Seq(v) => v.iter().for_each(|x| stores_and_loads(x, f)),
-        Stmt::Evaluate(e) => loads(e, f),
-        // Innermost loop bodies have no loops, allocations or blocks (`hoistable`).
-        Stmt::For { body, .. } | Stmt::LaunchThread { body, .. } | Stmt::Alloc { body, .. } => {
-            stores_and_loads(body, f)
-        }
-        Stmt::While { cond, body } => {
-            loads(cond, f);
-            stores_and_loads(body, f);
-        }
-        Stmt::BlockRealize { .. } => {}
-    }
-}
-
-fn loads<'s>(e: &'s PrimExpr, f: &mut dyn FnMut(&Buffer, &'s [PrimExpr], bool)) {
-    use PrimExprKind as K;
-    match e.kind() {
-        K::BufferLoad { buffer, indices } => {
-            indices.iter().for_each(|i| loads(i, f));
-            f(buffer, indices, false);
-        }
-        K::Cast { value, .. } | K::Not(value) | K::Broadcast { value, .. } => loads(value, f),
-        K::Ramp { base, stride, .. } => {
-            loads(base, f);
-            loads(stride, f);
-        }
-        K::Binary { a, b, .. } => {
-            loads(a, f);
-            loads(b, f);
-        }
-        K::Select { cond, t, f: x } => {
-            loads(cond, f);
-            loads(t, f);
-            loads(x, f);
-        }
-        K::Call { args, .. } => args.iter().for_each(|a| loads(a, f)),
-        K::Let { value, body, .. } => {
-            loads(value, f);
-            loads(body, f);
-        }
-        _ => {}
     }
 }

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use relax_ir::{IRModule, Target, VDevice};
 
+use crate::error::BackendError;
+
 /// A linear block of device memory.
 pub trait DeviceBuffer: Send + Sync {
     /// Size in bytes.
@@ -14,9 +16,9 @@ pub trait DeviceBuffer: Send + Sync {
         self.len() == 0
     }
     /// Copy `out.len()` bytes starting at `offset` to the host.
-    fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), String>;
+    fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), BackendError>;
     /// Copy `data` to the device starting at `offset`.
-    fn write(&self, offset: usize, data: &[u8]) -> Result<(), String>;
+    fn write(&self, offset: usize, data: &[u8]) -> Result<(), BackendError>;
     /// The wgpu buffer behind this memory, when it is one (kernels then bind it
     /// directly and copies between such buffers stay on the device).
     fn gpu_buffer(&self) -> Option<&relax_gpu_runtime::DeviceBuffer> {
@@ -31,11 +33,11 @@ pub trait DeviceBackend: Send + Sync {
     /// Whether tensors placed on `vdevice` live in this backend's memory.
     fn accepts(&self, vdevice: &VDevice) -> bool;
     /// Allocate `nbytes` zeroed bytes for `vdevice`.
-    fn alloc(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String>;
+    fn alloc(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError>;
     /// Allocate `nbytes` for `vdevice` that the caller overwrites completely (kernel
     /// outputs, copy destinations): the contents may be anything, which saves a
     /// clearing pass. Defaults to [`DeviceBackend::alloc`].
-    fn alloc_uninit(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String> {
+    fn alloc_uninit(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError> {
         self.alloc(vdevice, nbytes)
     }
     /// The wgpu runtime behind this backend, when it is one: PrimFuncs whose tensors

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use relax_gpu_runtime::{GpuRuntime, RuntimeStats};
+use relax_gpu_runtime::{GpuError, GpuRuntime, RuntimeStats};
 use relax_ir::{BaseFunc, Diagnostic, Expr, GlobalVar, IRModule, PrimFunc, Var};
 use relax_jit::Jit;
 
 use crate::device::{DeviceBackend, DeviceChoice};
-use crate::error::{EngineError, Result};
+use crate::error::{BackendError, EngineError, Result};
 use crate::gpu::GpuBackend;
 use crate::interp::{free_vars, Interp};
 use crate::kernel::{Kernel, KernelExecutor};
@@ -251,7 +251,7 @@ impl Opened {
 /// The device backend: given by the user, or opened on first use (a GPU through
 /// `relax_gpu_runtime` unless the engine is configured for the CPU).
 pub(crate) struct BackendSlot {
-    pub(crate) cell: OnceLock<std::result::Result<Opened, String>>,
+    pub(crate) cell: OnceLock<std::result::Result<Opened, GpuError>>,
     device: DeviceChoice,
     adapter: Option<String>,
     memory_limit: Option<u64>,
@@ -266,12 +266,10 @@ impl BackendSlot {
             memory_limit: config.memory_limit_bytes,
         }
     }
-    fn opened(&self) -> &std::result::Result<Opened, String> {
+    fn opened(&self) -> &std::result::Result<Opened, GpuError> {
         self.cell.get_or_init(|| {
             let gpu = if self.adapter.is_none() && self.memory_limit.is_none() {
-                relax_gpu_runtime::GpuRuntime::shared_default()
-                    .map(GpuBackend::from_runtime)
-                    .map_err(|e| e.to_string())
+                relax_gpu_runtime::GpuRuntime::shared_default().map(GpuBackend::from_runtime)
             } else {
                 GpuBackend::open_with_limit(self.adapter.as_deref(), self.memory_limit)
             };
@@ -284,9 +282,9 @@ impl BackendSlot {
             return Ok(None);
         }
         match (self.opened(), self.device) {
-            (Err(e), DeviceChoice::Gpu) => Err(EngineError::Device(format!(
-                "the engine is configured for a GPU but none could be opened: {e}"
-            ))),
+            (Err(e), DeviceChoice::Gpu) => Err(EngineError::Device(
+                BackendError::from(e.clone()).context("the engine is configured for a GPU but none could be opened"),
+            )),
             (Err(_), _) => Ok(None),
             (Ok(o), _) => Ok(Some(o.clone())),
         }
@@ -335,7 +333,7 @@ pub(crate) enum Compiled {
 }
 
 /// A kernel compiled at most once (its error is kept too).
-type KernelSlot = Arc<OnceLock<std::result::Result<Compiled, String>>>;
+type KernelSlot = Arc<OnceLock<std::result::Result<Compiled, BackendError>>>;
 
 /// A loaded module and everything a run needs.
 pub(crate) struct Program {
@@ -367,18 +365,18 @@ impl Program {
     /// once, even when several runs ask for it at the same time.
     pub(crate) fn kernel(&self, gv: &GlobalVar, func: &PrimFunc, place: Place, jit: Option<&Jit>) -> Result<Compiled> {
         let name = gv.name();
-        let compile = || -> std::result::Result<Compiled, String> {
+        let compile = || -> std::result::Result<Compiled, BackendError> {
             let c = match place {
                 Place::Host => {
                     let exec = self
                         .executor
                         .as_ref()
-                        .ok_or("no kernel executor is configured for this engine")?;
+                        .ok_or_else(|| BackendError::from("no kernel executor is configured for this engine"))?;
                     Compiled::Host(exec.compile(name, func)?)
                 }
                 Place::Gpu => {
-                    let jit = jit.ok_or("no GPU is available to this engine")?;
-                    jit.gpu_program(func).map_err(|e| e.to_string())?;
+                    let jit = jit.ok_or_else(|| BackendError::from("no GPU is available to this engine"))?;
+                    jit.gpu_program(func)?;
                     Compiled::Gpu
                 }
             };
@@ -407,9 +405,9 @@ impl Program {
         } else {
             compile()
         };
-        compiled.map_err(|message| EngineError::Kernel {
+        compiled.map_err(|source| EngineError::Kernel {
             name: name.to_string(),
-            message,
+            source,
         })
     }
 
@@ -530,7 +528,8 @@ impl Engine {
     /// host VDevice become WGSL kernels through the JIT and their tensors live in GPU
     /// memory. Fails when no GPU can be opened.
     pub fn with_gpu(mut self, adapter: Option<&str>) -> Result<Engine> {
-        let gpu = GpuBackend::open_with_limit(adapter, self.config.memory_limit_bytes).map_err(EngineError::Device)?;
+        let gpu = GpuBackend::open_with_limit(adapter, self.config.memory_limit_bytes)
+            .map_err(|e| EngineError::Device(e.into()))?;
         self.config.device = DeviceChoice::Gpu;
         Ok(self.with_backend(Arc::new(gpu)))
     }
@@ -754,7 +753,7 @@ impl Loaded {
     /// is its time to completion and its device errors surface as its own.
     pub fn synchronize(&self) -> Result<()> {
         if let Some(Ok(Opened { gpu: Some((rt, _)), .. })) = self.program.backend.cell.get() {
-            rt.synchronize().map_err(|e| EngineError::Device(e.to_string()))?;
+            rt.synchronize().map_err(|e| EngineError::Device(e.into()))?;
         }
         Ok(())
     }

@@ -1,6 +1,83 @@
 //! `EngineError`: every way a run can fail, as a value (never a panic).
 
+use std::sync::Arc;
+
+use relax_gpu_runtime::GpuError;
 use relax_ir::Diagnostic;
+use relax_jit::JitError;
+
+/// The typed cause of a kernel or device failure, as the layer below reported it:
+/// [`std::error::Error::source`] leads from here to the JIT's and the GPU runtime's
+/// own errors (out of memory with its sizes, device lost, ...).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BackendError {
+    /// From the JIT: lowering, WGSL emission, host or GPU execution.
+    #[error("{0}")]
+    Jit(#[source] Arc<JitError>),
+    /// From the GPU runtime.
+    #[error("{0}")]
+    Gpu(#[from] GpuError),
+    /// From a backend without a typed error (custom executors and device backends).
+    #[error("{0}")]
+    Message(String),
+    /// A cause, with what was being done when it happened.
+    #[error("{context}: {source}")]
+    Context {
+        /// What was being done.
+        context: String,
+        /// What went wrong.
+        #[source]
+        source: Box<BackendError>,
+    },
+}
+
+impl BackendError {
+    /// This error, saying what was being done when it happened.
+    pub fn context(self, context: impl Into<String>) -> BackendError {
+        BackendError::Context {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+    /// The GPU runtime's error at the root of this one, if that is where it came from.
+    pub fn gpu_error(&self) -> Option<&GpuError> {
+        match self {
+            BackendError::Gpu(g) => Some(g),
+            BackendError::Jit(j) => match &**j {
+                JitError::Gpu(g) => Some(g),
+                _ => None,
+            },
+            BackendError::Context { source, .. } => source.gpu_error(),
+            BackendError::Message(_) => None,
+        }
+    }
+    /// The JIT's error at the root of this one, if that is where it came from.
+    pub fn jit_error(&self) -> Option<&JitError> {
+        match self {
+            BackendError::Jit(j) => Some(j),
+            BackendError::Context { source, .. } => source.jit_error(),
+            _ => None,
+        }
+    }
+}
+
+impl From<JitError> for BackendError {
+    fn from(e: JitError) -> BackendError {
+        BackendError::Jit(Arc::new(e))
+    }
+}
+
+impl From<String> for BackendError {
+    fn from(m: String) -> BackendError {
+        BackendError::Message(m)
+    }
+}
+
+impl From<&str> for BackendError {
+    fn from(m: &str) -> BackendError {
+        BackendError::Message(m.to_string())
+    }
+}
 
 /// An error raised while loading or running a Relax program.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -64,16 +141,17 @@ pub enum EngineError {
     )]
     UnsupportedOp(String),
     /// A TIR kernel failed or no kernel executor is configured.
-    #[error("kernel `{name}`: {message}")]
+    #[error("kernel `{name}`: {source}")]
     Kernel {
         /// The PrimFunc's name.
         name: String,
         /// What happened.
-        message: String,
+        #[source]
+        source: BackendError,
     },
-    /// A device (allocation, transfer) failed.
+    /// A device (allocation, transfer, synchronisation) failed.
     #[error("device: {0}")]
-    Device(String),
+    Device(#[source] BackendError),
     /// A host allocation was refused: its size overflows, is over the host memory
     /// limit ([`crate::set_host_memory_limit`]) or the allocator failed. The engine
     /// stays usable.
@@ -101,11 +179,11 @@ impl EngineError {
             EngineError::HostMemory(m) if !m.starts_with("binding `") => {
                 EngineError::HostMemory(format!("binding `{name}`: {m}"))
             }
-            EngineError::Kernel { name: k, message } if message.starts_with("host memory:") => {
-                EngineError::HostMemory(format!("binding `{name}`: kernel `{k}`: {message}"))
+            EngineError::Kernel { name: k, source } if matches!(source.jit_error(), Some(JitError::HostMemory(_))) => {
+                EngineError::HostMemory(format!("binding `{name}`: kernel `{k}`: {source}"))
             }
-            EngineError::Device(m) if !m.starts_with("binding `") => {
-                EngineError::Device(format!("binding `{name}`: {m}"))
+            EngineError::Device(e) if !matches!(&e, BackendError::Context { context, .. } if context.starts_with("binding `")) => {
+                EngineError::Device(e.context(format!("binding `{name}`")))
             }
             EngineError::PackedFunc { name: f, message } if !message.starts_with("binding `") => {
                 EngineError::PackedFunc {

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use relax_gpu_runtime::{AdapterSelector, GpuRuntime, RuntimeOptions};
+use relax_gpu_runtime::{AdapterSelector, GpuError, GpuRuntime, RuntimeOptions};
 use relax_ir::VDevice;
 
 use crate::device::{is_gpu_kind, DeviceBackend, DeviceBuffer};
+use crate::error::BackendError;
 
 /// A [`GpuRuntime`] serving every GPU VDevice.
 #[derive(Clone)]
@@ -16,12 +17,12 @@ pub struct GpuBackend {
 
 impl GpuBackend {
     /// Open a GPU, preferring an adapter whose name contains `adapter` when given.
-    pub fn open(adapter: Option<&str>) -> Result<GpuBackend, String> {
+    pub fn open(adapter: Option<&str>) -> Result<GpuBackend, GpuError> {
         GpuBackend::open_with_limit(adapter, None)
     }
     /// Open a GPU whose buffer pool refuses to hold more than `memory_limit_bytes`
     /// (a simulated small device; `None`: the driver's limit).
-    pub fn open_with_limit(adapter: Option<&str>, memory_limit_bytes: Option<u64>) -> Result<GpuBackend, String> {
+    pub fn open_with_limit(adapter: Option<&str>, memory_limit_bytes: Option<u64>) -> Result<GpuBackend, GpuError> {
         let adapter = match adapter {
             Some(name) => AdapterSelector::NameContains(name.to_string()),
             None => AdapterSelector::Auto,
@@ -30,8 +31,7 @@ impl GpuBackend {
             adapter,
             memory_limit_bytes,
             ..RuntimeOptions::default()
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         Ok(GpuBackend { rt })
     }
     /// Serve VDevices with an existing runtime.
@@ -64,19 +64,19 @@ impl DeviceBackend for GpuBackend {
     fn gpu_runtime(&self) -> Option<GpuRuntime> {
         Some(self.rt.clone())
     }
-    fn alloc(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String> {
+    fn alloc(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError> {
         // The runtime works in 4-byte words: round the allocation up.
         let buf = self
             .rt
             .alloc_zeroed(nbytes.div_ceil(4).max(1) as u64 * 4)
-            .map_err(|e| e.to_string())?;
+            .map_err(BackendError::from)?;
         Ok(self.wrap(buf, nbytes))
     }
-    fn alloc_uninit(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String> {
+    fn alloc_uninit(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError> {
         let buf = self
             .rt
             .alloc(nbytes.div_ceil(4).max(1) as u64 * 4)
-            .map_err(|e| e.to_string())?;
+            .map_err(BackendError::from)?;
         Ok(self.wrap(buf, nbytes))
     }
 }
@@ -89,11 +89,11 @@ struct GpuBuffer {
 
 impl GpuBuffer {
     /// The 4-byte aligned range covering `offset..offset + len`.
-    fn aligned(&self, offset: usize, len: usize) -> Result<(usize, usize), String> {
+    fn aligned(&self, offset: usize, len: usize) -> Result<(usize, usize), BackendError> {
         let end = offset
             .checked_add(len)
             .filter(|&e| e <= self.len)
-            .ok_or("access beyond the end of a device buffer")?;
+            .ok_or_else(|| BackendError::from("access beyond the end of a device buffer"))?;
         let start = offset / 4 * 4;
         let end = end.div_ceil(4) * 4;
         Ok((start, end))
@@ -107,7 +107,7 @@ impl DeviceBuffer for GpuBuffer {
     fn gpu_buffer(&self) -> Option<&relax_gpu_runtime::DeviceBuffer> {
         Some(&self.buf)
     }
-    fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), String> {
+    fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), BackendError> {
         if out.is_empty() {
             return Ok(());
         }
@@ -115,31 +115,38 @@ impl DeviceBuffer for GpuBuffer {
         let bytes = self
             .rt
             .read_range(&self.buf, start as u64, (end - start) as u64)
-            .map_err(|e| e.to_string())?;
+            .map_err(BackendError::from)?;
         let skip = offset - start;
-        out.copy_from_slice(bytes.get(skip..skip + out.len()).ok_or("short device read")?);
+        out.copy_from_slice(
+            bytes
+                .get(skip..skip + out.len())
+                .ok_or_else(|| BackendError::from("short device read"))?,
+        );
         Ok(())
     }
-    fn write(&self, offset: usize, data: &[u8]) -> Result<(), String> {
+    fn write(&self, offset: usize, data: &[u8]) -> Result<(), BackendError> {
         if data.is_empty() {
             return Ok(());
         }
         let (start, end) = self.aligned(offset, data.len())?;
         if start == offset && end == offset + data.len() {
-            return self.rt.write(&self.buf, offset as u64, data).map_err(|e| e.to_string());
+            return self
+                .rt
+                .write(&self.buf, offset as u64, data)
+                .map_err(BackendError::from);
         }
         // Unaligned: read the covering words, patch them, write them back.
         let mut words = self
             .rt
             .read_range(&self.buf, start as u64, (end - start) as u64)
-            .map_err(|e| e.to_string())?;
+            .map_err(BackendError::from)?;
         let skip = offset - start;
         words
             .get_mut(skip..skip + data.len())
-            .ok_or("short device read")?
+            .ok_or_else(|| BackendError::from("short device read"))?
             .copy_from_slice(data);
         self.rt
             .write(&self.buf, start as u64, &words)
-            .map_err(|e| e.to_string())
+            .map_err(BackendError::from)
     }
 }

@@ -42,7 +42,7 @@ impl Interp {
             gpu: Some((_, jit)), ..
         })) = self.prog.backend.cell.get()
         {
-            jit.check_gpu_bounds().map_err(|e| EngineError::Device(e.to_string()))?;
+            jit.check_gpu_bounds().map_err(|e| EngineError::Device(e.into()))?;
         }
         Ok(())
     }

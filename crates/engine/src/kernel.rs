@@ -6,7 +6,7 @@ use std::sync::Arc;
 use relax_ir::{DataType, PrimFunc};
 
 use crate::engine::{CopyKind, Stats};
-use crate::error::{EngineError, Result};
+use crate::error::{BackendError, EngineError, Result};
 use crate::value::{PrimValue, Storage, StorageData, Tensor};
 
 /// Element bytes of one buffer argument.
@@ -50,15 +50,15 @@ pub enum KernelArg<'a> {
 pub trait KernelExecutor: Send + Sync {
     /// Prepare `func` (named `name` in its module) for execution. Called once per
     /// PrimFunc of a loaded module, on first use; the kernel is then reused.
-    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn Kernel>, String>;
+    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn Kernel>, BackendError>;
 }
 
 /// A compiled PrimFunc.
 pub trait Kernel: Send + Sync {
     /// Run on `args` (one per PrimFunc parameter, destination-passing style); returns
-    /// the function's scalar result if it has one. Errors are messages; the engine adds
-    /// the kernel's name.
-    fn run(&self, args: &mut [KernelArg<'_>]) -> Result<Option<PrimValue>, String>;
+    /// the function's scalar result if it has one. The engine adds the kernel's name
+    /// to an error.
+    fn run(&self, args: &mut [KernelArg<'_>]) -> Result<Option<PrimValue>, BackendError>;
 }
 
 /// A value passed to a kernel.

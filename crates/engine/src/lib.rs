@@ -44,8 +44,8 @@ pub mod value;
 
 pub use device::{describe_vdevice, is_gpu_kind, resolve_vdevice, DeviceBackend, DeviceBuffer, DeviceChoice};
 pub use engine::{Engine, EngineConfig, Loaded, PreparePass, PrintSink, RunStats};
-pub use error::{EngineError, Result};
-pub use jit_exec::{JitGpuExecutor, JitHostExecutor};
+pub use error::{BackendError, EngineError, Result};
+pub use jit_exec::JitHostExecutor;
 pub use kernel::{BufferArg, BufferData, Kernel, KernelArg, KernelExecutor};
 pub use packed::{PackedFunc, PackedRegistry, Purity};
 pub use params::{bind_args, Params};

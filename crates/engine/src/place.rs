@@ -24,7 +24,7 @@ use relax_jit::{GpuArg, Jit};
 
 use crate::device::{is_gpu_kind, DeviceBuffer, DeviceChoice};
 use crate::engine::{Compiled, CopyKind, Opened, Place};
-use crate::error::{EngineError, Result};
+use crate::error::{BackendError, EngineError, Result};
 use crate::interp::Interp;
 use crate::kernel::{with_kernel_args, StagedArg, StagingStats};
 use crate::value::{HostBytes, PrimValue, Scalar, Storage, StorageData, Tensor, Value};
@@ -128,7 +128,7 @@ impl Interp {
                 let vd = vdevice.clone().unwrap_or_else(default_gpu_vdevice);
                 // Kernel outputs are written by the kernel (call_tir outputs start
                 // uninitialized, as in TVM).
-                let buf = b.alloc_uninit(&vd, nbytes).map_err(|e| oom(nbytes, &e))?;
+                let buf = b.alloc_uninit(&vd, nbytes).map_err(|e| oom(nbytes, e))?;
                 self.prog
                     .stats
                     .device_allocations
@@ -158,12 +158,12 @@ impl Interp {
         let stats = &self.prog.stats;
         let storage = match (src_buf, dst_backend) {
             (Some(src), Some(o)) => {
-                let buf = o.backend.alloc_uninit(&dst, n).map_err(|e| oom(n, &e))?;
+                let buf = o.backend.alloc_uninit(&dst, n).map_err(|e| oom(n, e))?;
                 let direct = match (&o.gpu, src.gpu_buffer(), buf.gpu_buffer()) {
                     (Some((rt, _)), Some(s), Some(d)) if t.0.offset.is_multiple_of(4) && n > 0 => {
                         let len = (n as u64).div_ceil(4) * 4;
                         rt.copy(s, t.0.offset as u64, d, 0, len.min(s.len() - t.0.offset as u64))
-                            .map_err(|e| EngineError::Device(e.to_string()))?;
+                            .map_err(|e| EngineError::Device(e.into()))?;
                         true
                     }
                     _ => false,
@@ -178,7 +178,7 @@ impl Interp {
             }
             (None, Some(o)) => {
                 let bytes = t.to_bytes()?;
-                let buf = o.backend.alloc_uninit(&dst, n).map_err(|e| oom(n, &e))?;
+                let buf = o.backend.alloc_uninit(&dst, n).map_err(|e| oom(n, e))?;
                 buf.write(0, &bytes).map_err(EngineError::Device)?;
                 stats.record_copy(CopyKind::Upload, n as u64);
                 Storage::device(buf)
@@ -268,9 +268,9 @@ impl Interp {
             Place::Host => None,
         };
         let compiled = prog.kernel(gv, func, place, gpu.as_ref().map(|(_, j)| &**j))?;
-        let kernel_err = |message: String| EngineError::Kernel {
+        let kernel_err = |source: BackendError| EngineError::Kernel {
             name: name.to_string(),
-            message,
+            source,
         };
         let t0 = Instant::now();
         let mut st = StagingStats::default();
@@ -286,13 +286,13 @@ impl Interp {
                 if !run_resident(self, jit, name, func, args).map_err(kernel_err)? {
                     let r = with_kernel_args(args, &mut st, |kargs| {
                         crate::jit_exec::with_host_tensors(kargs, |jargs: &mut [Arg<'_>]| {
-                            jit.run_gpu(func, jargs).map_err(|e| e.to_string())
+                            jit.run_gpu(func, jargs).map_err(BackendError::from)
                         })
                     })?;
                     r.map_err(kernel_err)?;
                 }
                 if prog.profile {
-                    rt.synchronize().map_err(|e| EngineError::Device(e.to_string()))?;
+                    rt.synchronize().map_err(|e| EngineError::Device(e.into()))?;
                 }
                 None
             }
@@ -317,8 +317,8 @@ impl Interp {
 }
 
 /// An out-of-memory (or other allocation) error from a device backend.
-fn oom(nbytes: usize, e: &str) -> EngineError {
-    EngineError::Device(format!("cannot allocate {nbytes} bytes of device memory: {e}"))
+fn oom(nbytes: usize, e: BackendError) -> EngineError {
+    EngineError::Device(e.context(format!("cannot allocate {nbytes} bytes of device memory")))
 }
 
 /// Run a GPU kernel on device buffers directly. Host-resident inputs are uploaded
@@ -330,7 +330,7 @@ fn run_resident(
     name: &str,
     func: &PrimFunc,
     args: &[StagedArg],
-) -> std::result::Result<bool, String> {
+) -> std::result::Result<bool, BackendError> {
     // Every tensor must be device-resident (or a read-only host input), bindable,
     // at offset 0, and no written storage may appear twice.
     let mut seen: Vec<(*const Storage, bool)> = Vec::new();
@@ -351,7 +351,7 @@ fn run_resident(
         } else {
             seen.push((p, *w));
         }
-        let buf = device_buffer(t).map_err(|e| e.to_string())?;
+        let buf = device_buffer(t).map_err(|e| BackendError::from(e.to_string()))?;
         match &buf {
             Some(b) if b.gpu_buffer().is_some() => {}
             Some(_) => return Ok(false),
@@ -367,15 +367,16 @@ fn run_resident(
         let temp = match (a, b) {
             (StagedArg::Tensor(t, _), None) => {
                 let owner: Arc<dyn std::any::Any + Send + Sync> = t.0.storage.clone();
-                let guard = t.0.storage.read().map_err(|e| e.to_string())?;
+                let guard = t.0.storage.read().map_err(|e| BackendError::from(e.to_string()))?;
                 let StorageData::Host(h) = &*guard else {
                     return Err("argument staging mismatch".into());
                 };
                 let range = t.0.offset..t.0.offset + t.nbytes();
-                let bytes = h.bytes().get(range).ok_or("tensor view exceeds its storage")?;
-                let (buf, uploaded) = jit
-                    .resident_upload(&owner, t.0.offset, bytes)
-                    .map_err(|e| e.to_string())?;
+                let bytes = h
+                    .bytes()
+                    .get(range)
+                    .ok_or_else(|| BackendError::from("tensor view exceeds its storage"))?;
+                let (buf, uploaded) = jit.resident_upload(&owner, t.0.offset, bytes)?;
                 if uploaded {
                     it.prog.stats.record_copy(CopyKind::Upload, bytes.len() as u64);
                 }
@@ -390,7 +391,7 @@ fn run_resident(
         gargs.push(match a {
             StagedArg::Tensor(t, _) => {
                 let buf = match (b, temp) {
-                    (Some(b), _) => b.gpu_buffer().ok_or("not a GPU buffer")?,
+                    (Some(b), _) => b.gpu_buffer().ok_or_else(|| BackendError::from("not a GPU buffer"))?,
                     (None, Some(tmp)) => &**tmp,
                     (None, None) => return Err("argument staging mismatch".into()),
                 };
@@ -409,7 +410,6 @@ fn run_resident(
             }) => GpuArg::Float(*f),
         });
     }
-    jit.run_gpu_resident_named(name, func, &gargs)
-        .map_err(|e| e.to_string())?;
+    jit.run_gpu_resident_named(name, func, &gargs)?;
     Ok(true)
 }

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use ndarray::{arr1, arr2, ArrayD, IxDyn};
 use relax_engine::{
-    BufferData, DeviceBackend, DeviceBuffer, Engine, EngineConfig, EngineError, Kernel, KernelArg, KernelExecutor,
-    PrimValue, Purity, Tensor, Value,
+    BackendError, BufferData, DeviceBackend, DeviceBuffer, Engine, EngineConfig, EngineError, Kernel, KernelArg,
+    KernelExecutor, PrimValue, Purity, Tensor, Value,
 };
 use relax_ir::relax::TensorStructInfo;
 use relax_ir::tir::PrimExpr;
@@ -44,7 +44,7 @@ struct MockKernel {
 }
 
 impl KernelExecutor for MockExecutor {
-    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn Kernel>, String> {
+    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn Kernel>, BackendError> {
         self.compiled.lock().unwrap().push(name.to_string());
         if name == "uncompilable" {
             return Err("unsupported TIR".into());
@@ -69,10 +69,10 @@ fn put_f32s(dst: &mut [u8], v: &[f32]) {
 }
 
 impl Kernel for MockKernel {
-    fn run(&self, args: &mut [KernelArg<'_>]) -> Result<Option<PrimValue>, String> {
+    fn run(&self, args: &mut [KernelArg<'_>]) -> Result<Option<PrimValue>, BackendError> {
         let name = self.name.as_str();
         if args.len() != self.nparams {
-            return Err(format!("{} arguments for {} parameters", args.len(), self.nparams));
+            return Err(format!("{} arguments for {} parameters", args.len(), self.nparams).into());
         }
         let seen: Vec<Seen> = args
             .iter()
@@ -618,12 +618,12 @@ impl DeviceBuffer for MockBuffer {
     fn len(&self) -> usize {
         self.0.lock().unwrap().len()
     }
-    fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), String> {
+    fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), BackendError> {
         let b = self.0.lock().unwrap();
         out.copy_from_slice(b.get(offset..offset + out.len()).ok_or("out of range")?);
         Ok(())
     }
-    fn write(&self, offset: usize, data: &[u8]) -> Result<(), String> {
+    fn write(&self, offset: usize, data: &[u8]) -> Result<(), BackendError> {
         *self.1.uploads.lock().unwrap() += 1;
         self.0
             .lock()
@@ -642,7 +642,7 @@ impl DeviceBackend for MockBackend {
     fn accepts(&self, v: &VDevice) -> bool {
         v.target.kind == "webgpu"
     }
-    fn alloc(&self, _: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, String> {
+    fn alloc(&self, _: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError> {
         Ok(Arc::new(MockBuffer(Mutex::new(vec![0; nbytes]), self.0.clone())))
     }
 }

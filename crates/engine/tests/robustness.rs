@@ -167,6 +167,22 @@ class Module:
     let msg = err.to_string();
     assert!(msg.contains("out of memory") || msg.contains("memory limit"), "{msg}");
     assert!(msg.contains("1048576") || msg.contains("bytes"), "{msg}");
+    // The GPU runtime's typed error is reachable through the source chain, sizes included.
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+    let mut oom = None;
+    while let Some(c) = cause {
+        if let Some(g) = c.downcast_ref::<relax_gpu_runtime::GpuError>() {
+            oom = Some(g.clone());
+        }
+        cause = c.source();
+    }
+    match oom {
+        Some(relax_gpu_runtime::GpuError::OutOfMemory { requested, limit, .. }) => {
+            assert!(requested >= 1 << 20, "requested {requested}");
+            assert_eq!(limit, Some(64 << 10));
+        }
+        other => panic!("no GpuError::OutOfMemory in the source chain of {err:?}: {other:?}"),
+    }
     // The engine still works for what fits.
     let out = loaded.run("tiny", &[f32_tensor(&[4], |i| i as f32)]).unwrap();
     assert_eq!(

@@ -8,7 +8,7 @@ use relax_ir::{IRModule, Target, VDevice};
 use crate::error::BackendError;
 
 /// A linear block of device memory.
-pub trait DeviceBuffer: Send + Sync {
+pub trait DeviceMemory: Send + Sync {
     /// Size in bytes.
     fn len(&self) -> usize;
     /// Whether the buffer has no bytes.
@@ -33,11 +33,11 @@ pub trait DeviceBackend: Send + Sync {
     /// Whether tensors placed on `vdevice` live in this backend's memory.
     fn accepts(&self, vdevice: &VDevice) -> bool;
     /// Allocate `nbytes` zeroed bytes for `vdevice`.
-    fn alloc(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError>;
+    fn alloc(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceMemory>, BackendError>;
     /// Allocate `nbytes` for `vdevice` that the caller overwrites completely (kernel
     /// outputs, copy destinations): the contents may be anything, which saves a
     /// clearing pass. Defaults to [`DeviceBackend::alloc`].
-    fn alloc_uninit(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError> {
+    fn alloc_uninit(&self, vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceMemory>, BackendError> {
         self.alloc(vdevice, nbytes)
     }
     /// The wgpu runtime behind this backend, when it is one: PrimFuncs whose tensors

@@ -13,7 +13,7 @@ use crate::device::{DeviceBackend, DeviceChoice};
 use crate::error::{BackendError, EngineError, Result};
 use crate::gpu::GpuBackend;
 use crate::interp::{free_vars, Interp};
-use crate::kernel::{Kernel, KernelExecutor};
+use crate::kernel::{CompiledKernel, KernelExecutor};
 use crate::packed::{PackedFunc, PackedRegistry, Purity};
 use crate::value::Value;
 
@@ -327,7 +327,7 @@ pub(crate) enum Place {
 #[derive(Clone)]
 pub(crate) enum Compiled {
     /// A host kernel of the kernel executor.
-    Host(Arc<dyn Kernel>),
+    Host(Arc<dyn CompiledKernel>),
     /// A GPU program (pipelines live in the JIT's cache, keyed by structural hash).
     Gpu,
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use relax_gpu_runtime::{AdapterSelector, GpuError, GpuRuntime, RuntimeOptions};
 use relax_ir::VDevice;
 
-use crate::device::{is_gpu_kind, DeviceBackend, DeviceBuffer};
+use crate::device::{is_gpu_kind, DeviceBackend, DeviceMemory};
 use crate::error::BackendError;
 
 /// A [`GpuRuntime`] serving every GPU VDevice.
@@ -45,7 +45,7 @@ impl GpuBackend {
 }
 
 impl GpuBackend {
-    fn wrap(&self, buf: relax_gpu_runtime::DeviceBuffer, len: usize) -> Arc<dyn DeviceBuffer> {
+    fn wrap(&self, buf: relax_gpu_runtime::DeviceBuffer, len: usize) -> Arc<dyn DeviceMemory> {
         Arc::new(GpuBuffer {
             rt: self.rt.clone(),
             buf,
@@ -64,7 +64,7 @@ impl DeviceBackend for GpuBackend {
     fn gpu_runtime(&self) -> Option<GpuRuntime> {
         Some(self.rt.clone())
     }
-    fn alloc(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError> {
+    fn alloc(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceMemory>, BackendError> {
         // The runtime works in 4-byte words: round the allocation up.
         let buf = self
             .rt
@@ -72,7 +72,7 @@ impl DeviceBackend for GpuBackend {
             .map_err(BackendError::from)?;
         Ok(self.wrap(buf, nbytes))
     }
-    fn alloc_uninit(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError> {
+    fn alloc_uninit(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceMemory>, BackendError> {
         let buf = self
             .rt
             .alloc(nbytes.div_ceil(4).max(1) as u64 * 4)
@@ -100,7 +100,7 @@ impl GpuBuffer {
     }
 }
 
-impl DeviceBuffer for GpuBuffer {
+impl DeviceMemory for GpuBuffer {
     fn len(&self) -> usize {
         self.len
     }

@@ -10,7 +10,7 @@ use relax_jit::lower::lower_named;
 use relax_jit::HostTensor;
 
 use crate::error::BackendError;
-use crate::kernel::{BufferData, Kernel, KernelArg, KernelExecutor};
+use crate::kernel::{BufferData, CompiledKernel, KernelArg, KernelExecutor};
 use crate::value::{PrimValue, Scalar};
 
 /// Runs PrimFuncs with `relax_jit`'s host executor.
@@ -20,14 +20,14 @@ pub struct JitHostExecutor;
 struct JitHostKernel(HostKernel);
 
 impl KernelExecutor for JitHostExecutor {
-    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn Kernel>, BackendError> {
+    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn CompiledKernel>, BackendError> {
         let lowered = lower_named(func, name).map_err(BackendError::from)?;
         let kernel = HostKernel::compile(Arc::new(lowered)).map_err(BackendError::from)?;
         Ok(Arc::new(JitHostKernel(kernel)))
     }
 }
 
-impl Kernel for JitHostKernel {
+impl CompiledKernel for JitHostKernel {
     fn run(&self, args: &mut [KernelArg<'_>]) -> Result<Option<PrimValue>, BackendError> {
         // In place when the kernel allows it; else on copies.
         let mut borrowed: Vec<BorrowedArg<'_>> = args

@@ -45,16 +45,16 @@ pub enum KernelArg<'a> {
     Scalar(PrimValue),
 }
 
-/// Compiles TIR `PrimFunc`s into [`Kernel`]s that run on host buffers. The JIT's host
+/// Compiles TIR `PrimFunc`s into [`CompiledKernel`]s that run on host buffers. The JIT's host
 /// executor implements it; tests may mock it.
 pub trait KernelExecutor: Send + Sync {
     /// Prepare `func` (named `name` in its module) for execution. Called once per
     /// PrimFunc of a loaded module, on first use; the kernel is then reused.
-    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn Kernel>, BackendError>;
+    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn CompiledKernel>, BackendError>;
 }
 
 /// A compiled PrimFunc.
-pub trait Kernel: Send + Sync {
+pub trait CompiledKernel: Send + Sync {
     /// Run on `args` (one per PrimFunc parameter, destination-passing style); returns
     /// the function's scalar result if it has one. The engine adds the kernel's name
     /// to an error.
@@ -231,7 +231,7 @@ pub(crate) fn with_kernel_args<R>(
     Ok(result)
 }
 
-fn download(buf: &dyn crate::device::DeviceBuffer, t: &Tensor) -> Result<Vec<u8>> {
+fn download(buf: &dyn crate::device::DeviceMemory, t: &Tensor) -> Result<Vec<u8>> {
     let mut v = crate::value::alloc_host(t.nbytes(), || t.describe())?;
     buf.read(t.0.offset, &mut v).map_err(EngineError::Device)?;
     Ok(v)

@@ -22,7 +22,7 @@ use relax_ir::{BaseFunc, DataType, GlobalVar, PrimFunc, Target, VDevice};
 use relax_jit::host::Arg;
 use relax_jit::{GpuArg, Jit};
 
-use crate::device::{is_gpu_kind, DeviceBuffer, DeviceChoice};
+use crate::device::{is_gpu_kind, DeviceChoice, DeviceMemory};
 use crate::engine::{Compiled, CopyKind, Opened, Place};
 use crate::error::{BackendError, EngineError, Result};
 use crate::interp::Interp;
@@ -39,7 +39,7 @@ fn default_gpu_vdevice() -> VDevice {
 }
 
 /// The device buffer behind a tensor, if it lives in device memory.
-pub(crate) fn device_buffer(t: &Tensor) -> Result<Option<Arc<dyn DeviceBuffer>>> {
+pub(crate) fn device_buffer(t: &Tensor) -> Result<Option<Arc<dyn DeviceMemory>>> {
     Ok(match &*t.0.storage.read()? {
         StorageData::Device(b) => Some(b.clone()),
         StorageData::Host(_) => None,
@@ -334,7 +334,7 @@ fn run_resident(
     // Every tensor must be device-resident (or a read-only host input), bindable,
     // at offset 0, and no written storage may appear twice.
     let mut seen: Vec<(*const Storage, bool)> = Vec::new();
-    let mut bufs: Vec<Option<Arc<dyn DeviceBuffer>>> = Vec::with_capacity(args.len());
+    let mut bufs: Vec<Option<Arc<dyn DeviceMemory>>> = Vec::with_capacity(args.len());
     for a in args {
         let StagedArg::Tensor(t, w) = a else {
             bufs.push(None);

@@ -12,7 +12,7 @@ use relax_ir::relax::NDArray;
 use relax_ir::tir::TirVar;
 use relax_ir::{DataType, Expr, GlobalVar, VDevice, Var};
 
-use crate::device::{describe_vdevice, DeviceBuffer};
+use crate::device::{describe_vdevice, DeviceMemory};
 use crate::engine::Program;
 use crate::error::{EngineError, Result};
 use crate::packed::PackedFunc;
@@ -210,7 +210,7 @@ pub(crate) enum StorageData {
     /// Host memory.
     Host(HostBytes),
     /// Device memory.
-    Device(Arc<dyn DeviceBuffer>),
+    Device(Arc<dyn DeviceMemory>),
 }
 
 /// Host bytes, shared with a constant until first written (copy on write).
@@ -286,7 +286,7 @@ impl Storage {
             nbytes,
         })
     }
-    pub(crate) fn device(buf: Arc<dyn DeviceBuffer>) -> Arc<Storage> {
+    pub(crate) fn device(buf: Arc<dyn DeviceMemory>) -> Arc<Storage> {
         let nbytes = buf.len();
         Arc::new(Storage {
             data: RwLock::new(StorageData::Device(buf)),

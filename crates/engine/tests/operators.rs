@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use ndarray::{arr1, arr2, ArrayD, IxDyn};
 use relax_engine::{
-    BackendError, BufferData, DeviceBackend, DeviceBuffer, Engine, EngineConfig, EngineError, Kernel, KernelArg,
-    KernelExecutor, PrimValue, Purity, Tensor, Value,
+    BackendError, BufferData, CompiledKernel, DeviceBackend, DeviceMemory, Engine, EngineConfig, EngineError,
+    KernelArg, KernelExecutor, PrimValue, Purity, Tensor, Value,
 };
 use relax_ir::relax::TensorStructInfo;
 use relax_ir::tir::PrimExpr;
@@ -44,7 +44,7 @@ struct MockKernel {
 }
 
 impl KernelExecutor for MockExecutor {
-    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn Kernel>, BackendError> {
+    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn CompiledKernel>, BackendError> {
         self.compiled.lock().unwrap().push(name.to_string());
         if name == "uncompilable" {
             return Err("unsupported TIR".into());
@@ -68,7 +68,7 @@ fn put_f32s(dst: &mut [u8], v: &[f32]) {
     }
 }
 
-impl Kernel for MockKernel {
+impl CompiledKernel for MockKernel {
     fn run(&self, args: &mut [KernelArg<'_>]) -> Result<Option<PrimValue>, BackendError> {
         let name = self.name.as_str();
         if args.len() != self.nparams {
@@ -614,7 +614,7 @@ struct MockDevice {
     uploads: Mutex<usize>,
 }
 struct MockBuffer(Mutex<Vec<u8>>, Arc<MockDevice>);
-impl DeviceBuffer for MockBuffer {
+impl DeviceMemory for MockBuffer {
     fn len(&self) -> usize {
         self.0.lock().unwrap().len()
     }
@@ -642,7 +642,7 @@ impl DeviceBackend for MockBackend {
     fn accepts(&self, v: &VDevice) -> bool {
         v.target.kind == "webgpu"
     }
-    fn alloc(&self, _: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceBuffer>, BackendError> {
+    fn alloc(&self, _: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceMemory>, BackendError> {
         Ok(Arc::new(MockBuffer(Mutex::new(vec![0; nbytes]), self.0.clone())))
     }
 }

@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use relax_wgpu::engine::params::read_npy;
+use relax_wgpu::engine::params::read_npy_inputs;
 use relax_wgpu::engine::{DeviceChoice, Engine, EngineConfig, Value};
 use relax_wgpu::ir::{Binding, ExprKind, IRModule, StructInfo};
 
@@ -82,20 +82,8 @@ fn parse_args() -> Result<Options, String> {
 
 /// `main`'s arguments: the `in*.npy` files of `dir`, in name order.
 fn arguments(dir: &Path) -> Result<Vec<Value>, String> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("in") && n.ends_with(".npy"))
-        })
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|p| read_npy(p).map(Value::Tensor).map_err(|e| e.to_string()))
-        .collect()
+    let tensors = read_npy_inputs(dir).map_err(|e| e.to_string())?;
+    Ok(tensors.into_iter().map(Value::Tensor).collect())
 }
 
 /// Static dimensions of a tensor StructInfo.

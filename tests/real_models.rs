@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use relax_engine::params::{read_npy, Params};
+use relax_engine::params::{read_npy, read_npy_inputs, Params};
 use relax_engine::{ArrayValue, DeviceChoice, Engine, EngineConfig, Tensor, Value};
 use relax_ir::IRModule;
 
@@ -101,19 +101,10 @@ fn squeezenet_matches_onnx_runtime() {
 
 /// The `in*.npy` files of a prep.py directory, in parameter order.
 fn positional_args(dir: &Path) -> Vec<Value> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("in") && n.ends_with(".npy"))
-        })
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|p| Value::Tensor(read_npy(p).unwrap_or_else(|e| panic!("{e}"))))
+    read_npy_inputs(dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(Value::Tensor)
         .collect()
 }
 

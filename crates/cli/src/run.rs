@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ndarray::ArrayD;
-use ndarray_npy::{NpzWriter, ReadNpyExt, ReadableElement, WritableElement, WriteNpyExt};
+use ndarray_npy::{NpzWriter, WritableElement, WriteNpyExt};
 use relax_engine::{ArrayValue, DeviceChoice, Engine, EngineConfig, Tensor, Value};
 use relax_ir::{BaseFunc, DataType, GlobalVar, IRModule, StructInfo};
 use serde_json::{json, Value as Json};
@@ -554,32 +554,16 @@ fn nest_flat(flat: &[Json], shape: &[usize]) -> Json {
 
 // ---------------------------------------------------------------- .npy / .npz
 
-fn try_npy<T: ReadableElement + relax_engine::Element>(bytes: &[u8]) -> Option<Tensor> {
-    ArrayD::<T>::read_npy(bytes).ok().map(|a| Tensor::from_array(&a))
-}
-
 fn read_npy(path: &Path) -> Result<Tensor, Fail> {
     let bytes = std::fs::read(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-    let b = bytes.as_slice();
-    crate::npy::validate_header(b).map_err(|m| rejected(format!("{}: {m}", path.display())))?;
-    try_npy::<f32>(b)
-        .or_else(|| try_npy::<f64>(b))
-        .or_else(|| try_npy::<i32>(b))
-        .or_else(|| try_npy::<i64>(b))
-        .or_else(|| try_npy::<i8>(b))
-        .or_else(|| try_npy::<i16>(b))
-        .or_else(|| try_npy::<u8>(b))
-        .or_else(|| try_npy::<u16>(b))
-        .or_else(|| try_npy::<u32>(b))
-        .or_else(|| try_npy::<u64>(b))
-        .or_else(|| try_npy::<bool>(b))
-        .ok_or_else(|| {
-            rejected(format!(
-                "{}: not a .npy file of a supported dtype (bool, int8..int64, uint8..uint64, \
-                 float32, float64; C order)",
-                path.display()
-            ))
-        })
+    crate::npy::validate_header(&bytes).map_err(|m| rejected(format!("{}: {m}", path.display())))?;
+    relax_engine::params::parse_npy(&bytes).ok_or_else(|| {
+        rejected(format!(
+            "{}: not a .npy file of a supported dtype (bool, int8..int64, uint8..uint64, \
+             float32, float64; C order)",
+            path.display()
+        ))
+    })
 }
 
 fn with_array<R>(t: &Tensor, f: &mut dyn FnMut(&dyn NpyWrite) -> Result<R, String>) -> Result<R, Fail> {

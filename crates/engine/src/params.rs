@@ -165,6 +165,23 @@ pub fn read_npy(path: &Path) -> Result<Tensor> {
     })
 }
 
+/// The `in*.npy` files of `dir` in name order, as tensors: the positional arguments
+/// of a network prepared by `prep.py` (`in0000.npy`, `in0001.npy`, ...).
+pub fn read_npy_inputs(dir: &Path) -> Result<Vec<Tensor>> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| EngineError::Invalid(format!("cannot list {}: {e}", dir.display())))?;
+    let mut files: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("in") && n.ends_with(".npy"))
+        })
+        .collect();
+    files.sort();
+    files.iter().map(|p| read_npy(p)).collect()
+}
+
 /// The public Relax function `func` of `module`.
 fn entry_function<'m>(module: &'m IRModule, func: &str) -> Result<&'m Function> {
     match module.functions.get(&GlobalVar::new(func)) {

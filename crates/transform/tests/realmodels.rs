@@ -9,22 +9,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ndarray::ArrayD;
-use ndarray_npy::ReadNpyExt;
 use relax_engine::{DeviceChoice, Engine, EngineConfig, Tensor, Value};
 use relax_ir::{BaseFunc, ExprKind, NDArray};
-
-fn npy(path: &PathBuf) -> Tensor {
-    let open = || std::fs::File::open(path).expect("open");
-    if let Ok(a) = ArrayD::<f32>::read_npy(open()) {
-        return Tensor::from_array(&a);
-    }
-    if let Ok(a) = ArrayD::<i64>::read_npy(open()) {
-        return Tensor::from_array(&a);
-    }
-    let a = ArrayD::<i32>::read_npy(open()).expect("float32, int64 or int32 .npy");
-    Tensor::from_array(&a)
-}
 
 #[test]
 #[ignore]
@@ -39,17 +25,7 @@ fn bound_networks_fold_and_match() {
             continue;
         };
         let m = relax_ir::text::parse(&src).expect("parses").into_module();
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
-            .expect("dir")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("in") && n.ends_with(".npy"))
-            })
-            .collect();
-        files.sort();
-        let tensors: Vec<Tensor> = files.iter().map(npy).collect();
+        let tensors: Vec<Tensor> = relax_engine::params::read_npy_inputs(&d).expect("in*.npy");
         let checked = relax_transform::lookup("check").expect("check").run(m).expect("checks");
         let Some(BaseFunc::Relax(main)) = checked.get("main") else {
             panic!("main")
@@ -97,8 +73,10 @@ fn bound_networks_fold_and_match() {
         let loaded = engine.load(&bound).expect("loads");
         let out = loaded.run("main", &[Value::Tensor(tensors[0].clone())]).expect("runs");
         let got = out.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
-        let want =
-            ArrayD::<f32>::read_npy(std::fs::File::open(d.join("expected.npy")).expect("expected")).expect("npy");
+        let want = relax_engine::params::read_npy(&d.join("expected.npy"))
+            .expect("expected.npy")
+            .to_array::<f32>()
+            .expect("f32");
         let err = got
             .iter()
             .zip(want.iter())

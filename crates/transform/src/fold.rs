@@ -102,6 +102,11 @@ pub fn fold_constant(module: &IRModule) -> Result<IRModule, Diagnostic> {
     })
 }
 
+/// The most elements a creation operator's result (a `call_tir` without tensor
+/// arguments: `zeros`, `full`, `arange`) may have to be folded; larger fills stay
+/// kernels rather than become large constants (TVM's limit).
+const MAX_CREATION_FOLD_ELEMENTS: i64 = 1024;
+
 struct Folder<'a> {
     module: &'a IRModule,
     jit: &'a Jit,
@@ -123,10 +128,6 @@ impl Folder<'_> {
         let ExprKind::Tuple(args) = c.args[1].kind() else {
             return None;
         };
-        if args.is_empty() {
-            // A constant fill (`zeros`) stays a kernel rather than a large constant.
-            return None;
-        }
         let mut tensors = Vec::new();
         for a in args {
             let ExprKind::Constant { data } = a.kind() else {
@@ -138,6 +139,10 @@ impl Folder<'_> {
             return None;
         };
         let shape: Vec<i64> = t.shape_values()?.iter().map(|d| d.as_int()).collect::<Option<_>>()?;
+        if args.is_empty() && shape.iter().product::<i64>() > MAX_CREATION_FOLD_ELEMENTS {
+            // A large constant fill (`zeros`) stays a kernel rather than a large constant.
+            return None;
+        }
         tensors.push(HostTensor::zeros(t.dtype, &shape).ok()?);
         let mut call_args: Vec<Arg<'_>> = tensors.iter_mut().map(Arg::Tensor).collect();
         // A kernel the host executor cannot run now stays for run time.

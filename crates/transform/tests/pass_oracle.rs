@@ -5,14 +5,18 @@
 //!
 //! Each case is judged by the first comparison that decides it:
 //! - **structural**: our pass's output is structurally equal to TVM's (free variables
-//!   mapped, as TVM's `assert_structural_equal`);
+//!   mapped, as TVM's `assert_structural_equal`), either the pass alone on the checked
+//!   input or the pass as our pipeline registers it (`fold-constant` after
+//!   legalization; `fuse-tir` followed by `dead-code-elimination`, as TVM's FuseTIR
+//!   ends with DeadCodeElimination). `Primitive` attributes compare as booleans;
 //! - **running**: otherwise every public Relax function of TVM's output and of ours runs
 //!   on the host engine on the same pseudo-random arguments, and the results must be
-//!   equal (tolerance 1e-5 relative). A case that agrees this way but where our pass
+//!   equal (tolerance 1e-5 relative, 1e-2 for float16). A case that agrees this way but where our pass
 //!   did less than TVM's (more calls left in the public functions) is also counted
 //!   as **weaker**;
-//! - **differ**: different results, our pass failing where TVM's succeeds, or an
-//!   output that cannot be run to decide (listed with the reason);
+//! - **differ**: different results (the input then runs too, to say whether it
+//!   computes what ours or what TVM's output computes), our pass failing where TVM's
+//!   succeeds, or an output that cannot be run to decide (listed with the reason);
 //! - **cannot parse**: the input or TVM's output does not parse.
 //!
 //! The table per pass is printed; floors at the measured figures make regressions
@@ -393,21 +397,26 @@ fn judge(case: &Case) -> Verdict {
         Err(e) => return Verdict::CannotParse(format!("TVM's output: {e}")),
     };
     let options = case.args["kwargs"].as_object().filter(|o| !o.is_empty());
-    let ours = our_pass(&case.pass, &input);
-    let structural = match &ours {
-        Ok(m) => StructuralEqual::new()
+    let same = |m: &IRModule| {
+        StructuralEqual::new()
             .map_free_vars(true)
             .module(&primitive_as_bool(m), &want)
-            .map_err(|e| e.to_string()),
+            .map_err(|e| e.to_string())
+    };
+    let structural = match our_pass(&case.pass, &input) {
+        Ok(m) => same(&m),
         Err(e) => Err(format!("our pass fails: {e}")),
     };
-    if structural.is_ok() {
+    let registered = our_registered_pass(&case.pass, &input);
+    // Either form of our pass may match TVM's text: the pass alone, or as the
+    // pipeline runs it (for fold-constant, legalized operators folded away).
+    if structural.is_ok() || registered.as_ref().is_ok_and(|m| same(m).is_ok()) {
         return Verdict::Structural;
     }
     let why_not = structural.err().unwrap_or_default();
     // Not the same text: the registered pass (with the passes it needs) must compute
     // what TVM's output computes.
-    let ours = match our_registered_pass(&case.pass, &input) {
+    let ours = match registered {
         Ok(m) => m,
         Err(e) => return Verdict::Differ(format!("our registered pass fails: {e}")),
     };
@@ -486,7 +495,7 @@ fn passes_agree_with_tvm_on_tvms_own_tests() {
     // most, cannot parse at most).
     let floors = [
         ("DeadCodeElimination", 13, 0, 0, 2),
-        ("FoldConstant", 10, 6, 2, 0),
+        ("FoldConstant", 15, 1, 2, 0),
         ("FuseOps", 12, 13, 2, 0),
         ("FuseTIR", 2, 28, 4, 1),
     ];

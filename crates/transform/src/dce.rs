@@ -1,5 +1,5 @@
-//! `dead-code-elimination`: unused bindings of pure values in dataflow blocks and
-//! private functions no public function reaches.
+//! `dead-code-elimination`: unused bindings of pure values (in dataflow blocks and
+//! outside them) and private functions no public function reaches.
 
 use std::collections::HashSet;
 
@@ -7,7 +7,7 @@ use relax_ir::mutator::{walk_expr, walk_function, ExprMutator};
 use relax_ir::visit::for_each_expr;
 use relax_ir::{BaseFunc, Binding, BindingBlock, Expr, ExprKind, Function, IRModule};
 
-/// Remove unused dataflow bindings from every Relax function, then every private
+/// Remove unused bindings of pure values from every Relax function, then every private
 /// function that no public function reaches.
 pub fn dead_code_elimination(module: &IRModule) -> IRModule {
     let mut out = module.clone();
@@ -48,6 +48,24 @@ impl RemoveUnused<'_> {
     }
 }
 
+impl RemoveUnused<'_> {
+    /// Whether evaluating `e` makes no impure call: a function value is pure whatever
+    /// its body; otherwise every call in it (branches and nested sequences included)
+    /// must be pure.
+    fn has_no_impure_call(&self, e: &Expr) -> bool {
+        if matches!(e.kind(), ExprKind::Function(_)) {
+            return true;
+        }
+        let mut pure = true;
+        for_each_expr(e, &mut |x| {
+            if x.as_call().is_some() && !self.is_pure(x) {
+                pure = false;
+            }
+        });
+        pure
+    }
+}
+
 impl ExprMutator for RemoveUnused<'_> {
     fn visit_expr(&mut self, e: &Expr) -> Expr {
         let ExprKind::Seq(seq) = e.kind() else {
@@ -62,7 +80,9 @@ impl ExprMutator for RemoveUnused<'_> {
         for block in blocks.iter_mut().rev() {
             let mut kept = Vec::with_capacity(block.bindings.len());
             for b in block.bindings.iter().rev() {
-                let removable = block.is_dataflow && matches!(b, Binding::VarBinding { .. }) && self.is_pure(b.value());
+                // Outside dataflow blocks too, as TVM's RemoveAllUnused: an unused
+                // binding whose value calls nothing impure.
+                let removable = matches!(b, Binding::VarBinding { .. }) && self.has_no_impure_call(b.value());
                 if removable && !used.contains(&b.var().id()) {
                     continue;
                 }

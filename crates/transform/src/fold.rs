@@ -1,6 +1,7 @@
 //! `bind_params` (TVM's `BindParams`): parameters known at load time become
 //! constants; `fold-constant` (TVM's `FoldConstant`): `call_tir`s whose arguments
-//! are all constants are evaluated once, on the host, and replaced by their result.
+//! are all constants are evaluated once, on the host, and replaced by their result
+//! (a constant, or a tuple of constants for a kernel with several outputs).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -88,9 +89,10 @@ pub fn fold_constant(module: &IRModule) -> Result<IRModule, Diagnostic> {
             module,
             jit: &jit,
             map: HashMap::new(),
+            tuples: HashMap::new(),
         };
         let nf = folder.visit_function(func);
-        if !folder.map.is_empty() {
+        if !folder.map.is_empty() || !folder.tuples.is_empty() {
             *func = nf;
             changed = true;
         }
@@ -102,11 +104,19 @@ pub fn fold_constant(module: &IRModule) -> Result<IRModule, Diagnostic> {
     })
 }
 
+/// The most elements a creation operator's result (a `call_tir` without tensor
+/// arguments: `zeros`, `full`, `arange`) may have to be folded; larger fills stay
+/// kernels rather than become large constants (TVM's limit).
+const MAX_CREATION_FOLD_ELEMENTS: i64 = 1024;
+
 struct Folder<'a> {
     module: &'a IRModule,
     jit: &'a Jit,
     /// Variables bound to a folded constant.
     map: HashMap<u64, Expr>,
+    /// Variables bound to a folded tuple of constants (kept as variables, as TVM
+    /// does; their fields fold where they are taken).
+    tuples: HashMap<u64, Vec<Expr>>,
 }
 
 impl Folder<'_> {
@@ -123,10 +133,6 @@ impl Folder<'_> {
         let ExprKind::Tuple(args) = c.args[1].kind() else {
             return None;
         };
-        if args.is_empty() {
-            // A constant fill (`zeros`) stays a kernel rather than a large constant.
-            return None;
-        }
         let mut tensors = Vec::new();
         for a in args {
             let ExprKind::Constant { data } = a.kind() else {
@@ -134,22 +140,62 @@ impl Folder<'_> {
             };
             tensors.push(HostTensor::from_bytes(data.dtype, &data.shape, &data.data).ok()?);
         }
-        let Some(StructInfo::Tensor(t)) = var.struct_info() else {
-            return None;
+        // One tensor result, or a tuple of them; static shapes.
+        let sinfo = var.struct_info()?;
+        let fields: Vec<&StructInfo> = match sinfo {
+            StructInfo::Tensor(_) => vec![sinfo],
+            StructInfo::Tuple(fields) => fields.iter().collect(),
+            _ => return None,
         };
-        let shape: Vec<i64> = t.shape_values()?.iter().map(|d| d.as_int()).collect::<Option<_>>()?;
-        tensors.push(HostTensor::zeros(t.dtype, &shape).ok()?);
+        let mut outs = Vec::with_capacity(fields.len());
+        for f in fields {
+            let StructInfo::Tensor(t) = f else { return None };
+            let shape: Vec<i64> = t.shape_values()?.iter().map(|d| d.as_int()).collect::<Option<_>>()?;
+            outs.push((t.dtype, shape));
+        }
+        if args.is_empty()
+            && outs
+                .iter()
+                .any(|(_, s)| s.iter().product::<i64>() > MAX_CREATION_FOLD_ELEMENTS)
+        {
+            // A large constant fill (`zeros`) stays a kernel rather than a large constant.
+            return None;
+        }
+        let inputs = tensors.len();
+        for (dtype, shape) in &outs {
+            tensors.push(HostTensor::zeros(*dtype, shape).ok()?);
+        }
         let mut call_args: Vec<Arg<'_>> = tensors.iter_mut().map(Arg::Tensor).collect();
         // A kernel the host executor cannot run now stays for run time.
         self.jit.run_host(pf, &mut call_args).ok()?;
-        let out = tensors.pop()?;
-        Some(Expr::new(ExprKind::Constant {
-            data: Arc::new(NDArray {
-                dtype: t.dtype,
-                shape,
-                data: out.bytes().to_vec(),
-            }),
-        }))
+        let mut results: Vec<Expr> = tensors
+            .split_off(inputs)
+            .into_iter()
+            .zip(outs)
+            .map(|(t, (dtype, shape))| {
+                Expr::new(ExprKind::Constant {
+                    data: Arc::new(NDArray {
+                        dtype,
+                        shape,
+                        data: t.bytes().to_vec(),
+                    }),
+                })
+            })
+            .collect();
+        Some(match sinfo {
+            StructInfo::Tuple(_) => Expr::tuple(results),
+            _ => results.pop()?,
+        })
+    }
+
+    /// The constant `value` is when it takes a field of a folded tuple.
+    fn tuple_field(&self, value: &Expr) -> Option<Expr> {
+        let ExprKind::TupleGetItem { tuple, index } = value.kind() else {
+            return None;
+        };
+        let ExprKind::Var(v) = tuple.kind() else { return None };
+        let fields = self.tuples.get(&v.id())?;
+        fields.get(*index).cloned()
     }
 }
 
@@ -163,8 +209,12 @@ impl ExprMutator for Folder<'_> {
     fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
         let nb = relax_ir::mutator::walk_binding(self, b);
         if let Binding::VarBinding { var, value, span } = &nb {
-            if let Some(k) = self.eval(value, var) {
-                self.map.insert(var.id(), k.clone());
+            if let Some(k) = self.eval(value, var).or_else(|| self.tuple_field(value)) {
+                if let ExprKind::Tuple(fields) = k.kind() {
+                    self.tuples.insert(var.id(), fields.clone());
+                } else {
+                    self.map.insert(var.id(), k.clone());
+                }
                 return vec![Binding::VarBinding {
                     var: var.clone(),
                     value: k,

@@ -4,6 +4,7 @@
 //! well-formedness checks, the registry of passes by name and the default
 //! pipeline); each other module is one pass.
 
+pub mod call_tir_rewrite;
 pub mod dce;
 pub mod decompose;
 pub mod fold;
@@ -13,6 +14,7 @@ pub mod host_dispatch;
 pub mod pass;
 pub mod pattern;
 pub mod simplify;
+pub mod static_plan;
 pub mod tir_verify;
 
 pub use pass::{default_pipeline, lookup, pass_fn, registered_passes, Pass, PassError, PassTiming, Pipeline};

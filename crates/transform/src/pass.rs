@@ -292,6 +292,14 @@ pub fn registered_passes() -> &'static [(&'static str, &'static str)] {
         ),
         ("fuse-tir", "turn each Primitive function into one PrimFunc (FuseTIR)"),
         (
+            "call-tir-rewrite",
+            "make destination passing explicit: call_tir outputs become builtin.alloc_tensor (CallTIRRewrite)",
+        ),
+        (
+            "static-plan-block-memory",
+            "plan storage reuse of tensors of known size (memory.alloc_storage/alloc_tensor; StaticPlanBlockMemory)",
+        ),
+        (
             "dispatch-host-library",
             "offload host operator calls to the native kernel library (call_dps_packed relax_host.*)",
         ),
@@ -340,6 +348,8 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
         }),
         "fuse-tir" => pass_fn(name, crate::fuse_tir::fuse_tir),
         "dispatch-host-library" => pass_fn(name, crate::host_dispatch::dispatch_host_library),
+        "call-tir-rewrite" => pass_fn(name, crate::call_tir_rewrite::call_tir_rewrite),
+        "static-plan-block-memory" => pass_fn(name, crate::static_plan::static_plan_block_memory),
         _ => return None,
     })
 }

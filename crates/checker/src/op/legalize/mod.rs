@@ -10,8 +10,10 @@
 
 use std::collections::HashSet;
 
-use relax_ir::relax::{BindingBlock, Call, Function, SeqExpr};
+use relax_ir::mutator::{walk_binding, walk_block, ExprMutator};
+use relax_ir::relax::{BindingBlock, Call};
 use relax_ir::structural::{structural_equal_prim_func, structural_hash_prim_func};
+use relax_ir::visit::free_tir_vars;
 use relax_ir::{
     Attrs, BaseFunc, Binding, DataType, Diagnostic, Expr, ExprKind, GlobalVar, IRModule, PrimExpr, PrimFunc,
     StructInfo, TirVar,
@@ -84,20 +86,14 @@ impl Lowered {
         let mut defined: HashSet<u64> = HashSet::new();
         let n_in = args.len();
         for (_, b) in func.buffer_map.iter().take(n_in) {
-            for d in b.shape() {
-                collect_vars(d, &mut |v| {
-                    defined.insert(v.id());
-                });
-            }
+            defined.extend(b.shape().iter().flat_map(free_tir_vars).map(|v| v.id()));
         }
         let mut extra: Vec<TirVar> = Vec::new();
         for (_, b) in func.buffer_map.iter().skip(n_in) {
-            for d in b.shape() {
-                collect_vars(d, &mut |v| {
-                    if !defined.contains(&v.id()) && !extra.contains(v) {
-                        extra.push(v.clone());
-                    }
-                });
+            for v in b.shape().iter().flat_map(free_tir_vars) {
+                if !defined.contains(&v.id()) && !extra.contains(&v) {
+                    extra.push(v);
+                }
             }
         }
         // `call_tir` passes `tir_vars` after the inputs, before the outputs.
@@ -109,25 +105,6 @@ impl Lowered {
             out,
             tir_vars: extra.iter().map(|v| v.to_expr()).collect(),
         }
-    }
-}
-
-fn collect_vars(e: &PrimExpr, f: &mut impl FnMut(&TirVar)) {
-    use relax_ir::PrimExprKind as K;
-    match e.kind() {
-        K::Var(v) => f(v),
-        K::Binary { a, b, .. } => {
-            collect_vars(a, f);
-            collect_vars(b, f);
-        }
-        K::Cast { value, .. } | K::Not(value) => collect_vars(value, f),
-        K::Select { cond, t, f: ff } => {
-            collect_vars(cond, f);
-            collect_vars(t, f);
-            collect_vars(ff, f);
-        }
-        K::Call { args, .. } => args.iter().for_each(|a| collect_vars(a, f)),
-        _ => {}
     }
 }
 
@@ -359,6 +336,8 @@ struct Pass {
     generated: Vec<(String, u64)>,
     /// One warning per call whose legalization declined.
     skipped: Vec<Diagnostic>,
+    /// Whether the binding block being rewritten is a dataflow block.
+    dataflow: bool,
 }
 
 impl Pass {
@@ -447,81 +426,44 @@ impl Pass {
             Err(Skip { reason }) => skip(self, reason),
         }
     }
+}
 
-    fn expr(&mut self, e: &Expr) -> Expr {
-        match e.kind() {
-            ExprKind::Seq(s) => Expr::with_span(ExprKind::Seq(self.seq(s)), e.span()),
-            ExprKind::If {
-                cond,
-                then_branch,
-                else_branch,
-            } => Expr::with_span(
-                ExprKind::If {
-                    cond: cond.clone(),
-                    then_branch: self.expr(then_branch),
-                    else_branch: self.expr(else_branch),
-                },
-                e.span(),
-            ),
-            ExprKind::Function(f) => Expr::with_span(ExprKind::Function(self.function(f)), e.span()),
-            _ => e.clone(),
-        }
+/// The driver is an [`ExprMutator`]: calls bound to variables are lowered, every
+/// other node is rebuilt by the default recursion (nested functions, `If`
+/// branches, `SeqExpr`s).
+impl ExprMutator for Pass {
+    fn visit_block(&mut self, b: &BindingBlock) -> BindingBlock {
+        let saved = std::mem::replace(&mut self.dataflow, b.is_dataflow);
+        let out = walk_block(self, b);
+        self.dataflow = saved;
+        out
     }
 
-    fn seq(&mut self, s: &SeqExpr) -> SeqExpr {
-        let blocks = s
-            .blocks
-            .iter()
-            .map(|b| BindingBlock {
-                bindings: b
-                    .bindings
-                    .iter()
-                    .flat_map(|bd| self.binding(bd, b.is_dataflow))
-                    .collect(),
-                is_dataflow: b.is_dataflow,
-                span: b.span,
-            })
-            .collect();
-        SeqExpr {
-            blocks,
-            body: self.expr(&s.body),
-        }
-    }
-
-    fn binding(&mut self, b: &Binding, dataflow: bool) -> Vec<Binding> {
-        match b {
-            Binding::VarBinding { var, value, span } => {
-                let (mut out, new_value) = match value.as_call() {
-                    Some(call) => self
-                        .lower_call(var, call, dataflow, *span)
-                        .unwrap_or_else(|| (Vec::new(), value.clone())),
-                    None => (Vec::new(), self.expr(value)),
-                };
-                // An emitted result more precise than the binding's annotation
-                // (a symbolic shape bound by `match_cast`) refines the variable.
-                let var = match (out.is_empty(), new_value.as_call()) {
-                    (false, Some(c)) if c.op.as_op() == Some("relax.call_tir") => match c.sinfo_args.first() {
-                        Some(si) => refine(var, si),
-                        None => var.clone(),
-                    },
-                    _ => var.clone(),
-                };
-                out.push(Binding::VarBinding {
-                    var,
-                    value: new_value,
-                    span: *span,
-                });
-                out
-            }
-            other => vec![other.clone()],
-        }
-    }
-
-    fn function(&mut self, f: &Function) -> Function {
-        Function {
-            body: self.expr(&f.body),
-            ..f.clone()
-        }
+    fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
+        let Binding::VarBinding { var, value, span } = b else {
+            return vec![walk_binding(self, b)];
+        };
+        let Some(call) = value.as_call() else {
+            return vec![walk_binding(self, b)];
+        };
+        let (mut out, new_value) = self
+            .lower_call(var, call, self.dataflow, *span)
+            .unwrap_or_else(|| (Vec::new(), value.clone()));
+        // An emitted result more precise than the binding's annotation
+        // (a symbolic shape bound by `match_cast`) refines the variable.
+        let var = match (out.is_empty(), new_value.as_call()) {
+            (false, Some(c)) if c.op.as_op() == Some("relax.call_tir") => match c.sinfo_args.first() {
+                Some(si) => refine(var, si),
+                None => var.clone(),
+            },
+            _ => var.clone(),
+        };
+        out.push(Binding::VarBinding {
+            var,
+            value: new_value,
+            span: *span,
+        });
+        out
     }
 }
 
@@ -549,13 +491,14 @@ pub fn legalize_module_report(module: &IRModule) -> (IRModule, Vec<Diagnostic>) 
         module: module.clone(),
         generated: Vec::new(),
         skipped: Vec::new(),
+        dataflow: false,
     };
     let names: Vec<GlobalVar> = module.functions.keys().cloned().collect();
     for gv in names {
         let Some(BaseFunc::Relax(f)) = module.functions.get(&gv) else {
             continue;
         };
-        let nf = pass.function(f);
+        let nf = pass.visit_function(f);
         pass.module.functions.insert(gv, BaseFunc::Relax(nf));
     }
     (pass.module, pass.skipped)

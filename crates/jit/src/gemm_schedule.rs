@@ -85,8 +85,66 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
         return None;
     }
     let mut o = *opts;
-    o.matmul_threads = gemm_threads(rows, cols, opts);
+    let batch = r
+        .spatial
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| *n != g.i && !g.js.contains(n))
+        .try_fold(1i64, |a, (_, (_, e))| const_extent(e).map(|n| a.saturating_mul(n)));
+    o.matmul_threads = match (rows, cols, batch) {
+        (Some(m), Some(n), Some(b)) if opts.parallel_groups > 0 => balanced_threads(m, n, b, opts),
+        _ => gemm_threads(rows, cols, opts),
+    };
     Some(matmul_kernel(r, &g, epi, name.to_string(), &o))
+}
+
+/// Invocations a software adapter runs together (one SIMD vector: lavapipe's
+/// 256-bit vectors hold 8 lanes); a workgroup costs its size rounded up to it.
+const SIMD_LANES: i64 = 8;
+
+/// Fixed cost of one workgroup, in invocation-tiles (launch and tile setup).
+const GROUP_OVERHEAD: i64 = 4;
+
+/// Threads (rows, cols) of an implicit-GEMM workgroup when the adapter runs
+/// `opts.parallel_groups` workgroups at once: of every shape up to the default
+/// workgroup size, the one whose rounds of workgroups over the workers cost least
+/// (each workgroup costs its threads, in whole SIMD vectors, plus a fixed
+/// overhead), larger workgroups on ties. A 13x13 output with 48 channels then runs
+/// as six 24-thread workgroups (three rounds on two workers) instead of three
+/// 64-thread ones (two rounds, with a quarter of the rows and an eighth of the
+/// columns padding).
+fn balanced_threads(rows: i64, cols: i64, batch: i64, opts: &ScheduleOptions) -> (u32, u32) {
+    let total = i64::from((opts.matmul_threads.0 * opts.matmul_threads.1).max(1));
+    let (tm, tn) = (
+        i64::from(opts.matmul_tile.0.max(1)),
+        i64::from(opts.matmul_tile.1.max(1)),
+    );
+    let workers = i64::from(opts.parallel_groups.max(1));
+    let ceil = |a: i64, b: i64| (a + b - 1) / b;
+    let (rmax, cmax) = (ceil(rows, tm).clamp(1, total), ceil(cols, tn).clamp(1, total));
+    // (cost, threads, rows, cols) of every shape.
+    let mut shapes = Vec::new();
+    for r in 1..=rmax {
+        for c in 1..=cmax.min(total / r) {
+            let t = r * c;
+            if t % SIMD_LANES != 0 && !(r == rmax && c == cmax) {
+                continue;
+            }
+            let groups = batch
+                .max(1)
+                .saturating_mul(ceil(rows, r * tm))
+                .saturating_mul(ceil(cols, c * tn));
+            let lanes = ceil(t, SIMD_LANES) * SIMD_LANES;
+            shapes.push((ceil(groups, workers).saturating_mul(lanes + GROUP_OVERHEAD), t, r, c));
+        }
+    }
+    // Within 3% of the cheapest: the largest workgroup, then the squarest.
+    let cheapest = shapes.iter().map(|s| s.0).min().unwrap_or(0);
+    shapes
+        .into_iter()
+        .filter(|s| s.0.saturating_mul(100) <= cheapest.saturating_mul(103))
+        .min_by_key(|&(cost, t, r, c)| (-t, (r - c).abs(), cost))
+        .map_or((1, 1), |(_, _, r, c)| (r as u32, c as u32))
 }
 
 /// The value of a constant loop extent (through casts and folding).
@@ -874,7 +932,30 @@ fn aligned(e: &PrimExpr, vars: &[TirVar]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::fit_columns;
+    use super::{balanced_threads, fit_columns};
+    use crate::schedule::ScheduleOptions;
+
+    #[test]
+    fn balanced_workgroups_fill_the_workers() {
+        let opts = ScheduleOptions {
+            parallel_groups: 2,
+            ..ScheduleOptions::default()
+        };
+        // (rows, cols) -> (row threads, column threads): SqueezeNet's 13x13 squeeze
+        // (48 channels) and expand (192) layers, a 55x55 one (64 channels).
+        for (m, n, want) in [
+            (48, 169, (6, 4)),
+            (64, 169, (8, 6)),
+            (64, 3025, (8, 8)),
+            (128, 729, (8, 8)),
+        ] {
+            let (r, c) = balanced_threads(m, n, 1, &opts);
+            assert_eq!((r, c), want, "{m}x{n}");
+            assert_eq!((r * c) % 8, 0);
+        }
+        // Tiny GEMMs take one workgroup covering everything.
+        assert_eq!(balanced_threads(16, 9, 1, &opts), (2, 2));
+    }
 
     #[test]
     fn column_threads_pad_the_columns_least() {

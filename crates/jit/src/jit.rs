@@ -111,7 +111,10 @@ impl Jit {
             },
             None => DeviceCaps::ALL,
         };
-        Jit::with_options(gpu, caps, ScheduleOptions::default())
+        let options = gpu.as_ref().map_or_else(ScheduleOptions::default, |rt| {
+            ScheduleOptions::for_adapter(rt.adapter_info())
+        });
+        Jit::with_options(gpu, caps, options)
     }
 
     /// A JIT with explicit device capabilities and schedule options.

@@ -76,6 +76,11 @@ pub struct ScheduleOptions {
     /// each kernel takes about twice as long for the driver to compile (the first
     /// inference of a network grows), so off by default. Matmuls always do it.
     pub vec4_reduction: bool,
+    /// Workgroups the adapter runs at once when known (a software adapter's worker
+    /// threads, each running one workgroup at a time), 0 when unknown. With it,
+    /// implicit-GEMM workgroups are shaped so that their rounds over those workers
+    /// waste least (small convolutions then get more, smaller workgroups).
+    pub parallel_groups: u32,
 }
 
 impl Default for ScheduleOptions {
@@ -88,7 +93,21 @@ impl Default for ScheduleOptions {
             naive: false,
             implicit_gemm: true,
             vec4_reduction: false,
+            parallel_groups: 0,
         }
+    }
+}
+
+impl ScheduleOptions {
+    /// The default options tuned for `adapter`: on a software adapter (lavapipe),
+    /// whose worker threads (one per CPU) each run whole workgroups, the number of
+    /// workers is known and workgroups are shaped for it.
+    pub fn for_adapter(adapter: &relax_gpu_runtime::AdapterSummary) -> ScheduleOptions {
+        let mut o = ScheduleOptions::default();
+        if adapter.is_software() {
+            o.parallel_groups = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        }
+        o
     }
 }
 

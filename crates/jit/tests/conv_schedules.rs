@@ -466,3 +466,44 @@ fn vec4_operand_loads_match_host() {
         }
     }
 }
+
+/// A JIT on the shared adapter whose implicit-GEMM workgroups are shaped for
+/// `workers` workgroups running at once.
+fn balanced_jit(workers: u32) -> Option<Jit> {
+    let rt = Arc::new(relax_gpu_runtime::GpuRuntime::shared_default().ok()?);
+    let caps = relax_jit::DeviceCaps {
+        f16: rt.supports_f16(),
+        f64: rt.supports_f64(),
+        i64: rt.supports_i64(),
+        max_binding_bytes: rt.max_binding_bytes(),
+        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
+    };
+    let opts = relax_jit::ScheduleOptions {
+        parallel_groups: workers,
+        ..Default::default()
+    };
+    Some(Jit::with_options(Some(rt), caps, opts))
+}
+
+/// Workgroups shaped for a known number of workers (a software adapter's
+/// threads): row and column thread counts that are not powers of two (48 output
+/// channels over 13x13 pixels take 6 x 4 threads on two workers), edge tiles on
+/// both axes, batches; all match the host.
+#[test]
+fn workgroups_balanced_over_workers_match_host() {
+    for workers in [2u32, 3, 16] {
+        let Some(gpu) = balanced_jit(workers) else { return };
+        for &case in &[
+            (1i64, 24i64, 13i64, 48i64, 1i64, 1i64, 1i64),
+            (1, 16, 15, 40, 3, 1, 1),
+            (2, 8, 11, 36, 1, 1, 1),
+            (1, 12, 29, 20, 3, 2, 1),
+        ] {
+            check(&case, &gpu);
+        }
+    }
+    // The 13x13, 48-channel case on two workers: six 24-thread workgroups.
+    let Some(gpu) = balanced_jit(2) else { return };
+    let src = gpu.wgsl(&conv_func(1, 24, 13, 48, 1, 1, 1)).expect("wgsl");
+    assert_eq!(src.kernels[0].workgroup_size, [24, 1, 1]);
+}

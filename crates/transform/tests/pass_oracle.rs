@@ -495,7 +495,7 @@ fn passes_agree_with_tvm_on_tvms_own_tests() {
     // most, cannot parse at most).
     let floors = [
         ("DeadCodeElimination", 13, 0, 0, 2),
-        ("FoldConstant", 15, 1, 2, 0),
+        ("FoldConstant", 16, 0, 2, 0),
         ("FuseOps", 12, 13, 2, 0),
         ("FuseTIR", 2, 28, 4, 1),
     ];

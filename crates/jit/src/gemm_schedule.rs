@@ -95,8 +95,21 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
         (Some(m), Some(n), Some(b)) if opts.parallel_groups > 0 => balanced_threads(m, n, b, opts),
         _ => gemm_threads(rows, cols, opts),
     };
+    // The largest convolutions (a classifier's 1x1 convolution, ResNet's
+    // projections) take the four-element weight loads whatever the option: a few
+    // kernels' longer driver compile buys a third off the network's biggest layers.
+    let macs = [rows, cols, batch, const_extent(&total_of(&r.reduce))]
+        .into_iter()
+        .try_fold(1i64, |a, n| n.map(|n| a.saturating_mul(n)));
+    if macs.is_some_and(|m| m >= VEC4_MIN_MACS) {
+        o.vec4_reduction = true;
+    }
     Some(matmul_kernel(r, &g, epi, name.to_string(), &o))
 }
+
+/// Multiply-adds from which an implicit GEMM always reads its row operand four
+/// reduction steps at a time (see `ScheduleOptions::vec4_reduction`).
+const VEC4_MIN_MACS: i64 = 64 << 20;
 
 /// Invocations a software adapter runs together (one SIMD vector: lavapipe's
 /// 256-bit vectors hold 8 lanes); a workgroup costs its size rounded up to it.

@@ -98,14 +98,23 @@ impl Default for ScheduleOptions {
     }
 }
 
+/// The most worker threads a software adapter is assumed to run (Mesa's
+/// llvmpipe caps its pool at 16 in the releases this targets).
+pub const MAX_SOFTWARE_WORKERS: u32 = 16;
+
 impl ScheduleOptions {
     /// The default options tuned for `adapter`: on a software adapter (lavapipe),
-    /// whose worker threads (one per CPU) each run whole workgroups, the number of
-    /// workers is known and workgroups are shaped for it.
+    /// whose worker threads each run whole workgroups, the number of workers is
+    /// known (`LP_NUM_THREADS` when set, else one per CPU, at most
+    /// [`MAX_SOFTWARE_WORKERS`]) and workgroups are shaped for it.
     pub fn for_adapter(adapter: &relax_gpu_runtime::AdapterSummary) -> ScheduleOptions {
         let mut o = ScheduleOptions::default();
         if adapter.is_software() {
-            o.parallel_groups = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            let set = std::env::var("LP_NUM_THREADS")
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok());
+            o.parallel_groups = set.unwrap_or(cpus).clamp(1, MAX_SOFTWARE_WORKERS);
         }
         o
     }

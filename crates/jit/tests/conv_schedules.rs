@@ -398,8 +398,9 @@ fn vec4_reduction_jit() -> Option<Jit> {
 
 /// Four-element operand loads: inputs contiguous along the output pixels (1x1,
 /// stride 1, batch 1, pixels a multiple of 4), a matmul's left operand along the
-/// reduction and, with `vec4_reduction`, weights contiguous along the reduction
-/// (input channels x window a multiple of 4), with
+/// reduction and, with `vec4_reduction` or in convolutions of at least 64M
+/// multiply-adds, weights contiguous along the reduction (input channels x window
+/// a multiple of 4), with
 /// edge tiles on both axes; other shapes keep scalar loads. All match the host.
 #[test]
 fn vec4_operand_loads_match_host() {
@@ -412,6 +413,8 @@ fn vec4_operand_loads_match_host() {
         ((2, 16, 4, 24, 1, 1, 1), 0, 1),
         ((1, 16, 10, 24, 1, 2, 1), 0, 1),
         ((1, 3, 9, 20, 3, 1, 1), 0, 0),
+        // 64M multiply-adds: four-element weight loads whatever the option.
+        ((1, 256, 32, 256, 1, 1, 1), 2, 2),
     ] {
         let f = conv_func(n, ci, hw, co, k, s, g);
         for (gpu, want) in [(&plain, want), (&unrolled, want_red)] {

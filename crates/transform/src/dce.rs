@@ -157,3 +157,41 @@ pub(crate) fn remove_unreachable(module: &IRModule) -> IRModule {
     out.functions.retain(|g, _| reached.contains(g.name()));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn main_bindings(m: &IRModule) -> Vec<String> {
+        let Some(BaseFunc::Relax(f)) = m.get("main") else {
+            panic!("no main")
+        };
+        let ExprKind::Seq(seq) = f.body.kind() else {
+            panic!("not a sequence")
+        };
+        seq.blocks
+            .iter()
+            .flat_map(|b| &b.bindings)
+            .map(|b| b.var().name().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn unused_pure_bindings_go_outside_dataflow_blocks_too() {
+        let src = r#"
+@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        unused = R.add(x, x)
+        printed = R.call_packed("test.tick", sinfo_args=R.Tuple())
+        kept = R.multiply(x, x)
+        return kept
+"#;
+        let m = relax_ir::text::parse(src).expect("parses").into_module();
+        let m = relax_checker::check::check_module(&m).module;
+        let out = dead_code_elimination(&m);
+        // The unused add goes; the impure packed call stays although unused.
+        assert_eq!(main_bindings(&out), ["printed", "kept"]);
+    }
+}

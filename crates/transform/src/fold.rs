@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use relax_ir::mutator::{walk_expr, ExprMutator};
-use relax_ir::{BaseFunc, Binding, Diagnostic, Expr, ExprKind, IRModule, NDArray, Span, StructInfo, Var};
+use relax_ir::{
+    BaseFunc, Binding, DataType, Diagnostic, Expr, ExprKind, IRModule, NDArray, PrimExpr, Span, StructInfo, Var,
+};
 use relax_jit::{Arg, HostTensor, Jit};
 
 /// Replace the parameters of `func` named in `params` by constants, remove them from
@@ -188,6 +190,42 @@ impl Folder<'_> {
         })
     }
 
+    /// The value of a shape conversion of a constant: `R.shape_to_tensor` of a static
+    /// shape is an `int64` constant, `R.tensor_to_shape` of an integer constant a
+    /// static shape.
+    fn shape_conversion(&self, value: &Expr) -> Option<Expr> {
+        let c = value.as_call()?;
+        let [arg] = c.args.as_slice() else { return None };
+        match (c.op.as_op()?, arg.kind()) {
+            ("relax.shape_to_tensor", ExprKind::ShapeExpr(dims)) => {
+                let dims: Vec<i64> = dims.iter().map(|d| d.as_int()).collect::<Option<_>>()?;
+                Some(Expr::new(ExprKind::Constant {
+                    data: Arc::new(NDArray {
+                        dtype: DataType::INT64,
+                        shape: vec![dims.len() as i64],
+                        data: dims.iter().flat_map(|d| d.to_le_bytes()).collect(),
+                    }),
+                }))
+            }
+            ("relax.tensor_to_shape", ExprKind::Constant { data }) if data.shape.len() == 1 => {
+                let width = data.dtype.bytes();
+                if !data.dtype.is_int() || !(width == 4 || width == 8) {
+                    return None;
+                }
+                let dims = data.data.chunks_exact(width).map(|b| {
+                    let v = if width == 8 {
+                        i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))
+                    } else {
+                        i64::from(i32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
+                    };
+                    PrimExpr::int(v)
+                });
+                Some(Expr::shape(dims.collect()))
+            }
+            _ => None,
+        }
+    }
+
     /// The constant `value` is when it takes a field of a folded tuple.
     fn tuple_field(&self, value: &Expr) -> Option<Expr> {
         let ExprKind::TupleGetItem { tuple, index } = value.kind() else {
@@ -209,7 +247,11 @@ impl ExprMutator for Folder<'_> {
     fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
         let nb = relax_ir::mutator::walk_binding(self, b);
         if let Binding::VarBinding { var, value, span } = &nb {
-            if let Some(k) = self.eval(value, var).or_else(|| self.tuple_field(value)) {
+            if let Some(k) = self
+                .eval(value, var)
+                .or_else(|| self.tuple_field(value))
+                .or_else(|| self.shape_conversion(value))
+            {
                 if let ExprKind::Tuple(fields) = k.kind() {
                     self.tuples.insert(var.id(), fields.clone());
                 } else {

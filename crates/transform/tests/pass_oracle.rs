@@ -19,6 +19,9 @@
 //!   succeeds, or an output that cannot be run to decide (listed with the reason);
 //! - **cannot parse**: the input or TVM's output does not parse.
 //!
+//! A case where TVM's pass raised counts as a structural agreement only when ours
+//! fails too (the recorded data has none).
+//!
 //! The table per pass is printed; floors at the measured figures make regressions
 //! fail, and every case that is not an agreement is printed with its reason.
 
@@ -35,7 +38,8 @@ use relax_transform::{lookup, Pipeline};
 struct Case {
     test: String,
     pass: String,
-    /// Whether the pass was given arguments (DeadCodeElimination's `entry_functions`).
+    /// The pass's arguments as TVM's test gave them (DeadCodeElimination's
+    /// `entry_functions`); ours takes none, and the note of a case says so.
     args: serde_json::Value,
     input: String,
     output: Option<String>,
@@ -495,7 +499,7 @@ fn passes_agree_with_tvm_on_tvms_own_tests() {
     // most, cannot parse at most).
     let floors = [
         ("DeadCodeElimination", 13, 0, 0, 2),
-        ("FoldConstant", 15, 1, 2, 0),
+        ("FoldConstant", 16, 0, 2, 0),
         ("FuseOps", 12, 13, 2, 0),
         ("FuseTIR", 2, 28, 4, 1),
     ];

@@ -191,15 +191,23 @@ impl Interp {
 
     /// Run a PrimFunc called directly (every tensor argument may be written).
     fn call_prim_func(&mut self, gv: &GlobalVar, args: Vec<Value>) -> Result<Value> {
+        let written = match self.prog.module.functions.get(gv) {
+            Some(BaseFunc::Prim(f)) => written_params(f),
+            _ => None,
+        };
         let mut staged = Vec::with_capacity(args.len());
         let mut seen: Vec<*const crate::value::Storage> = Vec::new();
-        for a in args {
+        for (i, a) in args.into_iter().enumerate() {
             staged.push(match a {
                 Value::Tensor(t) => {
                     let p = Arc::as_ptr(&t.0.storage);
                     let first = !seen.contains(&p);
                     seen.push(p);
-                    StagedArg::Tensor(t, first)
+                    // Inputs the PrimFunc never stores to stay read-only (no write lock,
+                    // no copy of shared constants); every argument is writable when
+                    // that cannot be told.
+                    let w = written.as_ref().and_then(|w| w.get(i).copied()).unwrap_or(true);
+                    StagedArg::Tensor(t, first && w)
                 }
                 Value::Prim(p) => StagedArg::Scalar(p),
                 Value::Shape(s) if s.len() == 1 => StagedArg::Scalar(PrimValue::int64(s[0])),
@@ -453,6 +461,34 @@ impl Interp {
     pub(crate) fn eval_args(&mut self, args: &[Expr], frame: &mut Frame) -> Result<Vec<Value>> {
         args.iter().map(|a| self.eval(a, frame)).collect()
     }
+}
+
+/// Which parameters of `f` it may write: those whose buffer a `BufferStore` targets.
+/// `None` (all writable) when a statement could write through a pointer instead
+/// (an `Evaluate` of an external call, a block's `match_buffer` alias).
+fn written_params(f: &relax_ir::PrimFunc) -> Option<Vec<bool>> {
+    let mut stored = HashSet::new();
+    let mut opaque = false;
+    relax_jit::expr::visit_stmts(&f.body, &mut |s| match s {
+        relax_ir::Stmt::BufferStore { buffer, .. } => {
+            stored.insert(buffer.0.data.id());
+        }
+        relax_ir::Stmt::Evaluate(e) => opaque |= !matches!(e.kind(), relax_ir::PrimExprKind::IntImm { .. }),
+        relax_ir::Stmt::BlockRealize { block, .. } => opaque |= !block.match_buffers.is_empty(),
+        _ => {}
+    });
+    if opaque {
+        return None;
+    }
+    Some(
+        f.params
+            .iter()
+            .map(|p| match f.buffer_of(p) {
+                Some(b) => stored.contains(&b.0.data.id()),
+                None => true,
+            })
+            .collect(),
+    )
 }
 
 /// The truth value of an `If` condition: a bool (or integer) scalar tensor or PrimValue.

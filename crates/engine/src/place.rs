@@ -108,9 +108,6 @@ impl Interp {
     /// where kernels without a placement run (the GPU under `DeviceChoice::Gpu`, or
     /// `Auto` with a hardware adapter; the host otherwise).
     pub(crate) fn alloc_place(&self, index: Option<i64>) -> Result<(Place, Option<VDevice>)> {
-        if self.prog.device == DeviceChoice::Cpu {
-            return Ok((Place::Host, None));
-        }
         let vdevices = self.prog.module.vdevices();
         if !vdevices.is_empty() {
             let vd = usize::try_from(index.unwrap_or(0))
@@ -118,19 +115,24 @@ impl Interp {
                 .and_then(|i| vdevices.get(i))
                 .map(|v| (*v).clone());
             if let Some(vd) = vd {
-                let place = if self.on_device(&vd)?.is_some() && self.gpu()?.is_some() {
-                    Place::Gpu
-                } else {
-                    Place::Host
-                };
+                // On the CPU the VDevice is a label on host memory.
+                let place =
+                    if self.prog.device != DeviceChoice::Cpu && self.on_device(&vd)?.is_some() && self.gpu()?.is_some()
+                    {
+                        Place::Gpu
+                    } else {
+                        Place::Host
+                    };
                 return Ok((place, Some(vd)));
             }
         }
-        Ok(if self.prog.default_gpu && self.gpu()?.is_some() {
-            (Place::Gpu, None)
-        } else {
-            (Place::Host, None)
-        })
+        Ok(
+            if self.prog.device != DeviceChoice::Cpu && self.prog.default_gpu && self.gpu()?.is_some() {
+                (Place::Gpu, None)
+            } else {
+                (Place::Host, None)
+            },
+        )
     }
 
     /// A storage of `nbytes` in device memory when `place` is the GPU (counted in the

@@ -150,7 +150,17 @@ fn run(device: DeviceChoice, optimize: bool) -> Option<(Vec<f32>, u64)> {
         .run("main", &[tensor(&[4, 8], 1), tensor(&[8, 8], 2)])
         .expect("runs");
     let t = out.as_tensor().expect("a tensor").to_array::<f32>().expect("f32");
-    Some((t.iter().copied().collect(), loaded.stats().allocations))
+    let stats = loaded.stats();
+    if device == DeviceChoice::Gpu {
+        // Storages and tensors live in device memory: nothing staged through the host.
+        assert_eq!(stats.device_allocations, stats.allocations, "{stats:?}");
+        assert_eq!(
+            (stats.uploads, stats.downloads),
+            (2, 0),
+            "the two inputs are uploaded, nothing else moves: {stats:?}"
+        );
+    }
+    Some((t.iter().copied().collect(), stats.allocations))
 }
 
 fn reference() -> Vec<f32> {

@@ -212,3 +212,61 @@ fn planned_program_matches_on_host_and_gpu() {
         );
     }
 }
+
+const BOUNDED: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        R.func_attr({"tir_var_upper_bound": {"n": 16}})
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.multiply(a, a)
+            c = R.add(b, x)
+            gv = R.nn.relu(c)
+            R.output(gv)
+        return gv
+"#;
+
+#[test]
+fn symbolic_shapes_get_storage_of_their_upper_bound() {
+    let m = relax_ir::text::parse(BOUNDED).expect("parses").into_module();
+    let planned = pipeline(&["check", "legalize", "call-tir-rewrite", "static-plan-block-memory"])
+        .run(m)
+        .expect("pipeline");
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(planned.clone()));
+    // a, b and c: `a` is dead after `b`, so `c` reuses its storage; 16 float32s each.
+    assert_eq!(
+        text.matches("R.memory.alloc_storage(R.shape([64])").count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(text.matches("R.memory.alloc_tensor(").count(), 3, "{text}");
+    // Run the planned module as it is (no further passes) for several sizes.
+    let engine = Engine::new(EngineConfig {
+        device: DeviceChoice::Cpu,
+        check: false,
+        legalize: false,
+        optimize: false,
+        ..EngineConfig::default()
+    });
+    let loaded = engine.load(&planned).expect("loads");
+    for n in [1usize, 5, 16] {
+        let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 1.0).collect();
+        let arg = Value::Tensor(relax_engine::Tensor::from_array(
+            &ArrayD::from_shape_vec(IxDyn(&[n]), x.clone()).expect("shape"),
+        ));
+        let out = loaded.run("main", &[arg]).expect("runs");
+        let got: Vec<f32> = out
+            .as_tensor()
+            .expect("tensor")
+            .to_array::<f32>()
+            .expect("f32")
+            .iter()
+            .copied()
+            .collect();
+        let want: Vec<f32> = x.iter().map(|v| (v.exp() * v.exp() + v).max(0.0)).collect();
+        assert_close(&got, &want);
+    }
+}

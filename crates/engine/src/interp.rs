@@ -487,6 +487,18 @@ impl Interp {
             _ => {
                 let f = self.eval(&call.op, frame)?;
                 let args = self.eval_args(&call.args, frame)?;
+                // A destination-passing call into a fresh allocation (what
+                // `call-tir-rewrite` makes of `call_dps_packed`): its callee is asserted
+                // pure, as `call_dps_packed`'s is.
+                let dps = matches!(call.op.kind(), ExprKind::ExternFunc { .. })
+                    && call
+                        .args
+                        .last()
+                        .and_then(Expr::as_var)
+                        .is_some_and(|v| frame.allocated.contains(v));
+                if let (true, Value::PackedFunc(p)) = (dps, &f) {
+                    return self.call_packed(p, &args);
+                }
                 self.call_value(&f, args)
             }
         }

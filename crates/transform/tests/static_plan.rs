@@ -270,3 +270,53 @@ fn symbolic_shapes_get_storage_of_their_upper_bound() {
         assert_close(&got, &want);
     }
 }
+
+const DPS_PACKED: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3,), "float32")) -> R.Tensor((3,), "float32"):
+        with R.dataflow():
+            a = R.call_dps_packed("test.twice", (x,), out_sinfo=R.Tensor((3,), "float32"))
+            b = R.call_dps_packed("test.twice", (a,), out_sinfo=R.Tensor((3,), "float32"))
+            gv = R.add(b, x)
+            R.output(gv)
+        return gv
+"#;
+
+#[test]
+fn call_dps_packed_stays_a_pure_call_after_the_rewrite() {
+    // An impure packed function is still callable through `call_dps_packed` in a
+    // dataflow block once `call-tir-rewrite` has made the call explicit.
+    let engine = Engine::new(EngineConfig {
+        device: DeviceChoice::Cpu,
+        ..EngineConfig::default()
+    });
+    engine.register_packed("test.twice", relax_engine::Purity::Impure, |args| {
+        let [x, out] = args else {
+            return Err(relax_engine::EngineError::msg("expects an input and an output"));
+        };
+        let x = x.expect_tensor("x")?.to_array::<f32>()?;
+        out.expect_tensor("out")?.assign(&x.mapv(|v| v * 2.0))?;
+        Ok(Value::unit())
+    });
+    let loaded = engine
+        .load(&relax_ir::text::parse(DPS_PACKED).expect("parses").into_module())
+        .expect("loads");
+    let x = Value::Tensor(relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[3]), vec![1.0f32, -2.0, 0.5]).expect("shape"),
+    ));
+    let out = loaded.run("main", &[x]).expect("runs");
+    let got: Vec<f32> = out
+        .as_tensor()
+        .expect("tensor")
+        .to_array::<f32>()
+        .expect("f32")
+        .iter()
+        .copied()
+        .collect();
+    assert_close(&got, &[5.0, -10.0, 2.5]);
+    // `a` and `b` each get a planned storage (both are live during the second
+    // call); the result keeps its own allocation.
+    assert!(loaded.stats().allocations <= 3, "{:?}", loaded.stats());
+}

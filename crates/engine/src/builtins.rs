@@ -135,7 +135,8 @@ pub(crate) fn call_op(it: &mut Interp, name: &str, call: &Call, frame: &mut Fram
                 .and_then(Value::as_shape)
                 .ok_or_else(|| arity(short, "a shape"))?;
             let dtype = dtype_arg(&args, 1, short)?;
-            Ok(Value::Tensor(alloc(it, dtype, shape, None)?))
+            let (place, vdevice) = it.alloc_place(args.get(2).and_then(Value::as_int))?;
+            Ok(Value::Tensor(it.alloc_tensor(dtype, shape, vdevice, place)?))
         }
         "memory.alloc_storage" | "vm.alloc_storage" => {
             let args = it.eval_args(&call.args, frame)?;
@@ -147,12 +148,18 @@ pub(crate) fn call_op(it: &mut Interp, name: &str, call: &Call, frame: &mut Fram
                 .iter()
                 .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)));
             let nbytes = nbytes.ok_or_else(|| EngineError::Invalid(format!("invalid storage size {size:?}")))?;
-            it.prog.stats.record_alloc(nbytes);
-            let bytes = crate::value::alloc_host(nbytes, || format!("a storage of {nbytes} bytes"))?;
-            let storage = Storage::host(HostBytes::Owned(bytes));
+            let (place, vdevice) = it.alloc_place(args.get(1).and_then(Value::as_int))?;
+            let (storage, vdevice) = match it.alloc_device_storage(nbytes, vdevice.clone(), place)? {
+                Some(s) => s,
+                None => {
+                    it.prog.stats.record_alloc(nbytes);
+                    let bytes = crate::value::alloc_host(nbytes, || format!("a storage of {nbytes} bytes"))?;
+                    (Storage::host(HostBytes::Owned(bytes)), vdevice)
+                }
+            };
             Ok(Value::Object(crate::value::Object::new(
                 "relax.Storage",
-                StorageObject { storage, vdevice: None },
+                StorageObject { storage, vdevice },
             )))
         }
         "memory.alloc_tensor" | "vm.alloc_tensor" => {
@@ -263,11 +270,6 @@ fn inplace_indices(call: &Call, op: &str) -> Result<Vec<i64>> {
         .get("inplace_indices")
         .and_then(AttrValue::as_int_list)
         .ok_or_else(|| EngineError::Type(format!("R.{op} needs an `inplace_indices` attribute")))
-}
-
-/// Allocate an uninitialized host tensor (counted in the statistics), as TVM does.
-fn alloc(it: &Interp, dtype: DataType, shape: &[i64], vdevice: Option<VDevice>) -> Result<Tensor> {
-    it.alloc_tensor(dtype, shape, vdevice, Place::Host)
 }
 
 /// Allocate the output described by a `TensorStructInfo` of `sinfo_args`, in the

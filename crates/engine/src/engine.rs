@@ -577,7 +577,8 @@ impl Engine {
     }
 
     /// The preparation pipeline [`Engine::load`] runs: `check` (when configured),
-    /// `legalize` and the graph optimizations (when configured), the inserted passes,
+    /// `legalize` and the graph optimizations (when configured: fusion, then explicit
+    /// allocations with storage reuse planned at compile time), the inserted passes,
     /// then the passes added with [`Engine::with_prepare_pass`] in order.
     pub fn pipeline(&self) -> relax_transform::Pipeline {
         let mut names = Vec::new();
@@ -594,7 +595,16 @@ impl Engine {
             }
             names.push("legalize");
             if self.config.optimize {
-                names.extend(["fold-constant", "fuse-ops", "fuse-tir", "dead-code-elimination"]);
+                names.extend([
+                    "fold-constant",
+                    "fuse-ops",
+                    "fuse-tir",
+                    "dead-code-elimination",
+                    // Explicit allocations, then storage reuse planned at compile time
+                    // (the run-time release plan still frees what the plan leaves).
+                    "call-tir-rewrite",
+                    "static-plan-block-memory",
+                ]);
             }
         }
         // Exactly the configured passes (`check: false` means no check).

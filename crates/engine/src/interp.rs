@@ -24,6 +24,9 @@ pub(crate) struct Frame {
     pub vars: HashMap<Var, Value>,
     /// Shape variables in scope.
     pub shapes: ShapeEnv,
+    /// Variables bound to a fresh allocation (`builtin.alloc_tensor`,
+    /// `memory.alloc_tensor`): the outputs of a destination-passing call.
+    pub allocated: HashSet<Var>,
 }
 
 /// One evaluation (a call stack) over a loaded program.
@@ -70,7 +73,7 @@ impl Interp {
         let prog = self.prog.clone();
         match prog.module.functions.get(gv) {
             Some(BaseFunc::Relax(f)) => self.invoke(f, gv.name(), Frame::default(), args),
-            Some(BaseFunc::Prim(_)) => self.call_prim_func(gv, args),
+            Some(BaseFunc::Prim(_)) => self.call_prim_func(gv, args, None),
             None => Err(EngineError::UnknownFunction(gv.name().to_string())),
         }
     }
@@ -90,9 +93,9 @@ impl Interp {
             }
             Value::PrimFunc(pf) => {
                 if Arc::ptr_eq(&pf.program, &self.prog) {
-                    self.call_prim_func(&pf.name, args)
+                    self.call_prim_func(&pf.name, args, None)
                 } else {
-                    self.for_program(&pf.program).call_prim_func(&pf.name, args)
+                    self.for_program(&pf.program).call_prim_func(&pf.name, args, None)
                 }
             }
             other => Err(EngineError::Type(format!(
@@ -126,6 +129,7 @@ impl Interp {
                 let mut frame = Frame {
                     vars: c.captured.iter().cloned().collect(),
                     shapes: (*c.captured_shapes).clone(),
+                    allocated: HashSet::new(),
                 };
                 if let Some(sv) = &c.self_var {
                     frame.vars.insert(sv.clone(), Value::Closure(c.clone()));
@@ -153,7 +157,7 @@ impl Interp {
         }
         {
             let mut newly = Vec::new();
-            let Frame { vars, shapes } = &mut frame;
+            let Frame { vars, shapes, .. } = &mut frame;
             let mut ctx = MatchCtx {
                 shapes,
                 vars,
@@ -178,7 +182,7 @@ impl Interp {
         let result = result?;
         if let Some(rs) = &func.ret_struct_info {
             let mut newly = Vec::new();
-            let Frame { vars, shapes } = &mut frame;
+            let Frame { vars, shapes, .. } = &mut frame;
             MatchCtx {
                 shapes,
                 vars,
@@ -189,17 +193,28 @@ impl Interp {
         Ok(result)
     }
 
-    /// Run a PrimFunc called directly (every tensor argument may be written).
-    fn call_prim_func(&mut self, gv: &GlobalVar, args: Vec<Value>) -> Result<Value> {
+    /// Run a PrimFunc called directly. The tensor arguments it may write: the
+    /// parameters its body stores to; when the body cannot tell, the arguments that
+    /// `allocated` marks as fresh allocations (destination passing), or all of them.
+    fn call_prim_func(&mut self, gv: &GlobalVar, args: Vec<Value>, allocated: Option<Vec<bool>>) -> Result<Value> {
+        let written = match self.prog.module.functions.get(gv) {
+            Some(BaseFunc::Prim(f)) => written_params(f),
+            _ => None,
+        }
+        .or_else(|| allocated.filter(|a| a.iter().any(|&x| x)));
         let mut staged = Vec::with_capacity(args.len());
         let mut seen: Vec<*const crate::value::Storage> = Vec::new();
-        for a in args {
+        for (i, a) in args.into_iter().enumerate() {
             staged.push(match a {
                 Value::Tensor(t) => {
                     let p = Arc::as_ptr(&t.0.storage);
                     let first = !seen.contains(&p);
                     seen.push(p);
-                    StagedArg::Tensor(t, first)
+                    // Inputs the PrimFunc never stores to stay read-only (no write lock,
+                    // no copy of shared constants); every argument is writable when
+                    // that cannot be told.
+                    let w = written.as_ref().and_then(|w| w.get(i).copied()).unwrap_or(true);
+                    StagedArg::Tensor(t, first && w)
                 }
                 Value::Prim(p) => StagedArg::Scalar(p),
                 Value::Shape(s) if s.len() == 1 => StagedArg::Scalar(PrimValue::int64(s[0])),
@@ -350,7 +365,8 @@ impl Interp {
             let mut r = Ok(());
             let plan = block.is_dataflow.then(|| self.prog.release_plan(block));
             for (i, b) in block.bindings.iter().enumerate() {
-                r = self.eval_binding(b, frame, &mut scope_shapes);
+                let name = user_binding_name(&block.bindings, i);
+                r = self.eval_binding(b, frame, &mut scope_shapes, name);
                 if r.is_err() {
                     break;
                 }
@@ -387,19 +403,26 @@ impl Interp {
         result
     }
 
-    fn eval_binding(&mut self, b: &Binding, frame: &mut Frame, scope_shapes: &mut Vec<relax_ir::TirVar>) -> Result<()> {
+    /// Evaluate one binding; errors name the binding `name`.
+    fn eval_binding(
+        &mut self,
+        b: &Binding,
+        frame: &mut Frame,
+        scope_shapes: &mut Vec<relax_ir::TirVar>,
+        name: &str,
+    ) -> Result<()> {
         match b {
             Binding::VarBinding { var, value, .. } => {
                 let v = if matches!(value.kind(), ExprKind::Function(_)) {
                     self.make_closure(value, frame, Some(var))?
                 } else {
-                    self.eval(value, frame).map_err(|e| e.in_binding(var.name()))?
+                    self.eval(value, frame).map_err(|e| e.in_binding(name))?
                 };
                 // `extent: T.int64 = source` also binds the symbolic variable `extent`.
                 if let Some(relax_ir::StructInfo::Prim(p)) = var.struct_info() {
                     if let Some(tv) = p.value.as_ref().and_then(relax_ir::PrimExpr::as_var) {
                         if tv.name() == var.name() && !frame.shapes.contains_key(tv) {
-                            let Frame { vars, shapes } = frame;
+                            let Frame { vars, shapes, .. } = frame;
                             MatchCtx {
                                 shapes,
                                 vars,
@@ -413,6 +436,17 @@ impl Interp {
                         }
                     }
                 }
+                let fresh = value.as_call().and_then(|c| c.op.as_op()).is_some_and(|o| {
+                    matches!(
+                        o,
+                        "relax.builtin.alloc_tensor" | "relax.memory.alloc_tensor" | "relax.vm.alloc_tensor"
+                    )
+                });
+                if fresh {
+                    frame.allocated.insert(var.clone());
+                } else if !frame.allocated.is_empty() {
+                    frame.allocated.remove(var);
+                }
                 frame.vars.insert(var.clone(), v);
             }
             Binding::MatchCast {
@@ -422,7 +456,7 @@ impl Interp {
                 ..
             } => {
                 let v = self.eval(value, frame)?;
-                let Frame { vars, shapes } = frame;
+                let Frame { vars, shapes, .. } = frame;
                 MatchCtx {
                     shapes,
                     vars,
@@ -440,11 +474,31 @@ impl Interp {
             ExprKind::Op(name) => builtins::call_op(self, name, call, frame),
             ExprKind::GlobalVar(g) => {
                 let args = self.eval_args(&call.args, frame)?;
+                if let Some(BaseFunc::Prim(_)) = self.prog.module.functions.get(g) {
+                    let allocated = call
+                        .args
+                        .iter()
+                        .map(|a| a.as_var().is_some_and(|v| frame.allocated.contains(v)))
+                        .collect();
+                    return self.call_prim_func(g, args, Some(allocated));
+                }
                 self.call_global(g, args)
             }
             _ => {
                 let f = self.eval(&call.op, frame)?;
                 let args = self.eval_args(&call.args, frame)?;
+                // A destination-passing call into a fresh allocation (what
+                // `call-tir-rewrite` makes of `call_dps_packed`): its callee is asserted
+                // pure, as `call_dps_packed`'s is.
+                let dps = matches!(call.op.kind(), ExprKind::ExternFunc { .. })
+                    && call
+                        .args
+                        .last()
+                        .and_then(Expr::as_var)
+                        .is_some_and(|v| frame.allocated.contains(v));
+                if let (true, Value::PackedFunc(p)) = (dps, &f) {
+                    return self.call_packed(p, &args);
+                }
                 self.call_value(&f, args)
             }
         }
@@ -453,6 +507,62 @@ impl Interp {
     pub(crate) fn eval_args(&mut self, args: &[Expr], frame: &mut Frame) -> Result<Vec<Value>> {
         args.iter().map(|a| self.eval(a, frame)).collect()
     }
+}
+
+/// The name errors of binding `i` give: its variable's, except for the explicit
+/// allocation and destination-passing call that `call-tir-rewrite` makes of one
+/// `y = call_tir(...)`, which name `y`, the binding that receives the output
+/// (`alloc = builtin.alloc_tensor(..)`, `_ = f(.., alloc)`, `y = alloc`).
+fn user_binding_name(bindings: &[Binding], i: usize) -> &str {
+    let b = &bindings[i];
+    let own = b.var().name();
+    let Some(call) = b.value().as_call() else {
+        return own;
+    };
+    let alloc = match call.op.kind() {
+        ExprKind::Op(o) if o == "relax.builtin.alloc_tensor" || o == "relax.memory.alloc_tensor" => b.var(),
+        ExprKind::GlobalVar(_) | ExprKind::ExternFunc { .. } => match call.args.last().and_then(|a| a.as_var()) {
+            Some(v) => v,
+            None => return own,
+        },
+        _ => return own,
+    };
+    for later in bindings.iter().skip(i + 1).take(4) {
+        if later.value().as_var() == Some(alloc) {
+            return later.var().name();
+        }
+    }
+    own
+}
+
+/// Which parameters of `f` it may write: those whose buffer a `BufferStore` targets.
+/// `None` (all writable) when a statement could write through a pointer instead
+/// (an `Evaluate` of an external call, a block's `match_buffer` alias) or when the
+/// body stores nothing.
+fn written_params(f: &relax_ir::PrimFunc) -> Option<Vec<bool>> {
+    let mut stored = HashSet::new();
+    let mut opaque = false;
+    relax_jit::expr::visit_stmts(&f.body, &mut |s| match s {
+        relax_ir::Stmt::BufferStore { buffer, .. } => {
+            stored.insert(buffer.0.data.id());
+        }
+        relax_ir::Stmt::Evaluate(e) => opaque |= !matches!(e.kind(), relax_ir::PrimExprKind::IntImm { .. }),
+        relax_ir::Stmt::BlockRealize { block, .. } => opaque |= !block.match_buffers.is_empty(),
+        _ => {}
+    });
+    // A body that stores nothing is opaque too (a stub run by a custom executor).
+    if opaque || stored.is_empty() {
+        return None;
+    }
+    Some(
+        f.params
+            .iter()
+            .map(|p| match f.buffer_of(p) {
+                Some(b) => stored.contains(&b.0.data.id()),
+                None => true,
+            })
+            .collect(),
+    )
 }
 
 /// The truth value of an `If` condition: a bool (or integer) scalar tensor or PrimValue.

@@ -102,6 +102,61 @@ impl Interp {
         })
     }
 
+    /// Where `builtin.alloc_tensor` / `memory.alloc_storage` with the runtime device
+    /// index `index` allocate: on the module's VDevice of that index when it has
+    /// VDevices (device memory for a GPU one when a backend accepts it), otherwise
+    /// where kernels without a placement run (the GPU under `DeviceChoice::Gpu`, or
+    /// `Auto` with a hardware adapter; the host otherwise).
+    pub(crate) fn alloc_place(&self, index: Option<i64>) -> Result<(Place, Option<VDevice>)> {
+        let vdevices = self.prog.module.vdevices();
+        if !vdevices.is_empty() {
+            let vd = usize::try_from(index.unwrap_or(0))
+                .ok()
+                .and_then(|i| vdevices.get(i))
+                .map(|v| (*v).clone());
+            if let Some(vd) = vd {
+                // On the CPU the VDevice is a label on host memory.
+                let place =
+                    if self.prog.device != DeviceChoice::Cpu && self.on_device(&vd)?.is_some() && self.gpu()?.is_some()
+                    {
+                        Place::Gpu
+                    } else {
+                        Place::Host
+                    };
+                return Ok((place, Some(vd)));
+            }
+        }
+        Ok(
+            if self.prog.device != DeviceChoice::Cpu && self.prog.default_gpu && self.gpu()?.is_some() {
+                (Place::Gpu, None)
+            } else {
+                (Place::Host, None)
+            },
+        )
+    }
+
+    /// A storage of `nbytes` in device memory when `place` is the GPU (counted in the
+    /// statistics); `None` for the host.
+    pub(crate) fn alloc_device_storage(
+        &self,
+        nbytes: usize,
+        vdevice: Option<VDevice>,
+        place: Place,
+    ) -> Result<Option<(Arc<Storage>, Option<VDevice>)>> {
+        let backend = match (place, self.opened()?) {
+            (Place::Gpu, Some(o)) => o.backend,
+            _ => return Ok(None),
+        };
+        let vd = vdevice.clone().unwrap_or_else(default_gpu_vdevice);
+        let buf = backend.alloc_uninit(&vd, nbytes).map_err(|e| oom(nbytes, &e))?;
+        self.prog.stats.record_alloc(nbytes);
+        self.prog
+            .stats
+            .device_allocations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Some((Storage::device(buf), vdevice)))
+    }
+
     /// An uninitialized tensor for a kernel output running at `place`: in GPU memory when the
     /// kernel runs on the GPU, host memory otherwise (counted in the statistics).
     pub(crate) fn alloc_tensor(

@@ -8,8 +8,8 @@
 //! ```
 //! and likewise for `call_tir_inplace` (outputs that alias an input are not
 //! allocated) and `call_dps_packed` (the callee is a packed function). A tuple of
-//! outputs becomes a tuple of allocations. A `call_tir` with symbolic `tir_vars`
-//! becomes `R.vm.call_tir_dyn(f, (args..., outputs..., tir_vars))`.
+//! outputs becomes a tuple of allocations. A `call_tir` with the legacy trailing
+//! `tir_vars` shape is left as it is.
 
 use relax_ir::mutator::{walk_binding, ExprMutator};
 use relax_ir::relax::TensorStructInfo;
@@ -117,7 +117,10 @@ impl Rewriter<'_> {
             })
             .transpose()?;
         let (callee, args) = match call.args.as_slice() {
-            [f, a, ..] => (f.clone(), a.clone()),
+            [f, a] => (f.clone(), a.clone()),
+            // The legacy trailing `tir_vars` shape (the engine passes its values
+            // between inputs and outputs): left to the run-time `call_tir`.
+            [_, _, _] => return Ok(None),
             _ => return Err(format!("{op} expects a callee and a tuple of arguments")),
         };
         let out_sinfo = match call.sinfo_args.as_slice() {
@@ -130,11 +133,42 @@ impl Rewriter<'_> {
         if nested && inplace.is_some() {
             return Err("call_tir_inplace does not support nested tuple outputs".into());
         }
+        let mut bindings = Vec::new();
+        // An in-place argument that is not a variable (a constant) is bound to one
+        // first, so that the output is the very tensor the call writes.
+        let args = match (args.kind(), &inplace) {
+            (ExprKind::Tuple(fields), Some(idx))
+                if idx
+                    .iter()
+                    .any(|&i| i >= 0 && fields.get(i as usize).is_some_and(|f| f.as_var().is_none())) =>
+            {
+                let mut fields = fields.clone();
+                for &i in idx.iter().filter(|&&i| i >= 0) {
+                    let Some(f) = fields.get_mut(i as usize) else { continue };
+                    if f.as_var().is_none() {
+                        let sinfo = infos
+                            .iter()
+                            .zip(idx)
+                            .find(|(_, &j)| j == i)
+                            .map(|(t, _)| StructInfo::Tensor((*t).clone()))
+                            .unwrap_or(StructInfo::Object);
+                        let v = self.fresh("lv", sinfo);
+                        bindings.push(Binding::VarBinding {
+                            var: v.clone(),
+                            value: f.clone(),
+                            span,
+                        });
+                        *f = v.to_expr();
+                    }
+                }
+                Expr::tuple(fields)
+            }
+            _ => args,
+        };
         let arg_fields: Option<&Vec<Expr>> = match args.kind() {
             ExprKind::Tuple(f) => Some(f),
             _ => None,
         };
-        let mut bindings = Vec::new();
         let mut outs = Vec::with_capacity(infos.len());
         let mut new_outs = Vec::new();
         for (k, ts) in infos.iter().enumerate() {
@@ -155,18 +189,7 @@ impl Rewriter<'_> {
             None => vec![args.clone()],
         };
         call_args.extend(new_outs);
-        let value = match call.args.get(2) {
-            Some(tir_vars) if op != "relax.call_dps_packed" => {
-                call_args.push(tir_vars.clone());
-                Expr::call(
-                    Expr::op("relax.vm.call_tir_dyn"),
-                    vec![callee, Expr::tuple(call_args)],
-                    Attrs::new(),
-                    Vec::new(),
-                )
-            }
-            _ => Expr::call(callee, call_args, Attrs::new(), Vec::new()),
-        };
+        let value = Expr::call(callee, call_args, Attrs::new(), Vec::new());
         let call_sinfo = match value.as_call().map(|c| c.op.kind()) {
             Some(ExprKind::GlobalVar(_)) | Some(ExprKind::Op(_)) => StructInfo::Tuple(Vec::new()),
             _ => StructInfo::Object,

@@ -365,6 +365,8 @@ pub const DEFAULT_PASSES: &[&str] = &[
     "fuse-ops",
     "fuse-tir",
     "dead-code-elimination",
+    "call-tir-rewrite",
+    "static-plan-block-memory",
 ];
 
 /// The pipeline a module goes through before it runs: [`DEFAULT_PASSES`].

@@ -59,11 +59,15 @@ pub fn static_plan_block_memory(module: &IRModule) -> Result<IRModule, String> {
     }
     let mut out = module.clone();
     for (g, f) in funcs {
+        let mut token_blocks = HashMap::new();
+        token_blocks_of(&f.body, &planner.planned, &mut token_blocks);
         let mut rw = Rewriter {
             plan: &planner.planned,
             tokens: &planner.tokens,
             storage: HashMap::new(),
             dynamic: None,
+            token_blocks,
+            block: (0, false),
         };
         let mut func = f.clone();
         if f.attrs.get_bool(PLAN_DYNAMIC_OUTPUT).unwrap_or(false) || f.attrs.get_int(PLAN_DYNAMIC_OUTPUT) == Some(1) {
@@ -143,6 +147,22 @@ fn is_inplace_memory_op(op: &Expr) -> bool {
         ExprKind::ExternFunc { global_symbol } => global_symbol == "vm.builtin.reshape",
         _ => false,
     }
+}
+
+/// A `call_pure_packed(ExternFunc, args...)` as the packed call it stands for
+/// (TVM plans memory after RemovePurityChecking has made it one): the callee and
+/// its arguments.
+fn pure_packed(call: &Call) -> Option<(&Expr, &[Expr])> {
+    if call.op.as_op() != Some("relax.call_pure_packed") {
+        return None;
+    }
+    let (f, rest) = call.args.split_first()?;
+    matches!(f.kind(), ExprKind::ExternFunc { .. }).then_some((f, rest))
+}
+
+/// The callee and arguments of `call`, looking through `call_pure_packed`.
+fn callee_args(call: &Call) -> (&Expr, &[Expr]) {
+    pure_packed(call).unwrap_or((&call.op, &call.args))
 }
 
 fn is_alloc_tensor(op: &Expr) -> bool {
@@ -429,16 +449,17 @@ impl<'m> Planner<'m> {
         if is_alloc_tensor(&call.op) {
             return Ok(self.create_token(e, call));
         }
-        if is_inplace_memory_op(&call.op) {
-            return match call.args.first() {
+        let (op, args) = callee_args(call);
+        if is_inplace_memory_op(op) {
+            return match args.first() {
                 Some(a) => self.init_expr(a),
                 None => Ok(Tokens::Null),
             };
         }
-        let counted = self.is_prim_func(&call.op)
-            || matches!(call.op.kind(), ExprKind::ExternFunc { .. })
-            || call.op.as_op() == Some("relax.vm.call_tir_dyn");
-        for a in &call.args {
+        let counted = self.is_prim_func(op)
+            || matches!(op.kind(), ExprKind::ExternFunc { .. })
+            || op.as_op() == Some("relax.vm.call_tir_dyn");
+        for a in args {
             let t = self.init_expr(a)?;
             match (counted, self.blocks.last().copied()) {
                 (true, Some(block)) => {
@@ -556,11 +577,13 @@ impl<'m> Planner<'m> {
                     }
                     _ => Tokens::Null,
                 },
-                Some(call) if is_inplace_memory_op(&call.op) => {
-                    call.args.first().map(|a| self.plan_tokens(a)).unwrap_or_default()
-                }
+                Some(call) if is_inplace_memory_op(callee_args(call).0) => callee_args(call)
+                    .1
+                    .first()
+                    .map(|a| self.plan_tokens(a))
+                    .unwrap_or_default(),
                 Some(call) => {
-                    for a in &call.args {
+                    for a in callee_args(call).1 {
                         for l in self.plan_tokens(a).leaf_list() {
                             let t = &mut self.tokens[l];
                             if t.refs > 0 {
@@ -642,7 +665,38 @@ impl<'m> Planner<'m> {
 
 // ---------------------------------------------------------------- stage 3
 
+/// The blocks (by address) where each planned token's tensors are allocated.
+fn token_blocks_of(e: &Expr, plan: &HashMap<usize, usize>, out: &mut HashMap<usize, HashSet<usize>>) {
+    match e.kind() {
+        ExprKind::Seq(seq) => {
+            for b in &seq.blocks {
+                let bk = b.bindings.as_ptr() as usize;
+                for binding in &b.bindings {
+                    if let Some(&t) = plan.get(&key(binding.value())) {
+                        out.entry(t).or_default().insert(bk);
+                    }
+                    token_blocks_of(binding.value(), plan, out);
+                }
+            }
+        }
+        ExprKind::If {
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            token_blocks_of(then_branch, plan, out);
+            token_blocks_of(else_branch, plan, out);
+        }
+        ExprKind::Function(f) => token_blocks_of(&f.body, plan, out),
+        _ => {}
+    }
+}
+
 struct Rewriter<'p> {
+    /// The blocks each token is used in.
+    token_blocks: HashMap<usize, HashSet<usize>>,
+    /// The block being rewritten: its address and whether it is a dataflow block.
+    block: (usize, bool),
     plan: &'p HashMap<usize, usize>,
     tokens: &'p [Token],
     /// The storage variable of each token in the current function.
@@ -681,9 +735,11 @@ fn alloc_tensor(storage: &Var, shape: Expr, dtype: DataType, device: Expr) -> Ex
     )
 }
 
-fn storage_var() -> Var {
-    // A plain Var even inside a dataflow block: a storage may serve later blocks.
-    Var::with("storage", Some(StructInfo::Object), false, Span::NONE)
+/// A storage variable: a `DataflowVar` in a dataflow block (as TVM's block builder
+/// makes it; the engine then frees the storage once its last tensor is dead),
+/// unless `shared`, a storage that serves later blocks too.
+fn storage_var(in_dataflow: bool, shared: bool) -> Var {
+    Var::with("storage", Some(StructInfo::Object), in_dataflow && !shared, Span::NONE)
 }
 
 impl Rewriter<'_> {
@@ -705,7 +761,8 @@ impl Rewriter<'_> {
                 Some(s) => s.clone(),
                 None => {
                     let tok = &self.tokens[t];
-                    let s = storage_var();
+                    let shared = self.token_blocks.get(&t).is_some_and(|b| b.len() > 1);
+                    let s = storage_var(self.block.1, shared);
                     out.push(Binding::VarBinding {
                         var: s.clone(),
                         value: alloc_storage(
@@ -739,7 +796,7 @@ impl Rewriter<'_> {
                 .get(3)
                 .cloned()
                 .unwrap_or_else(|| Expr::new(ExprKind::StringImm("global".into())));
-            let s = storage_var();
+            let s = storage_var(self.block.1, false);
             out.push(Binding::VarBinding {
                 var: s.clone(),
                 value: alloc_storage(bytes, device.clone(), scope, dtype),
@@ -758,7 +815,10 @@ impl Rewriter<'_> {
 
 impl ExprMutator for Rewriter<'_> {
     fn visit_block(&mut self, b: &BindingBlock) -> BindingBlock {
-        walk_block(self, b)
+        let saved = std::mem::replace(&mut self.block, (b.bindings.as_ptr() as usize, b.is_dataflow));
+        let out = walk_block(self, b);
+        self.block = saved;
+        out
     }
     fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
         if let Binding::VarBinding { var, value, span } = b {

@@ -148,7 +148,7 @@ impl Interp {
             _ => return Ok(None),
         };
         let vd = vdevice.clone().unwrap_or_else(default_gpu_vdevice);
-        let buf = backend.alloc_uninit(&vd, nbytes).map_err(|e| oom(nbytes, &e))?;
+        let buf = backend.alloc_uninit(&vd, nbytes).map_err(|e| oom(nbytes, e))?;
         self.prog.stats.record_alloc(nbytes);
         self.prog
             .stats

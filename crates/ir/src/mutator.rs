@@ -310,6 +310,37 @@ pub fn walk_stmt<M: StmtExprMutator + ?Sized>(m: &mut M, s: &Stmt) -> Stmt {
     }
 }
 
+/// A mutator calling a closure: with `deep`, `f` may replace any expression
+/// (pre-order; `None` recurses into the children); without it, `f` rewrites each
+/// outermost expression of the statements.
+struct MapExprs<'f> {
+    f: &'f mut dyn FnMut(&PrimExpr) -> Option<PrimExpr>,
+    deep: bool,
+}
+
+impl StmtExprMutator for MapExprs<'_> {
+    fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
+        match (self.f)(e) {
+            Some(r) => r,
+            None if self.deep => walk_prim_expr(self, e),
+            None => e.clone(),
+        }
+    }
+}
+
+/// Rebuild `e`, letting `f` replace any node (pre-order: when `f` returns `Some`,
+/// the node is replaced and not visited further). Unchanged subtrees are shared.
+pub fn map_prim_expr(e: &PrimExpr, f: &mut dyn FnMut(&PrimExpr) -> Option<PrimExpr>) -> PrimExpr {
+    MapExprs { f, deep: true }.visit_prim_expr(e)
+}
+
+/// Rebuild `s` with `f` applied to every outermost expression of its statements
+/// (loop bounds, values, indices, conditions, block bindings and regions).
+pub fn map_stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&PrimExpr) -> PrimExpr) -> Stmt {
+    let mut g = |e: &PrimExpr| Some(f(e));
+    MapExprs { f: &mut g, deep: false }.visit_stmt(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,5 +405,39 @@ mod tests {
         };
         assert_eq!(buffer, b);
         assert!(matches!(value.kind(), PrimExprKind::BufferLoad { buffer, .. } if *buffer == b));
+    }
+    #[test]
+    fn map_helpers_replace_pre_order_and_outermost() {
+        let a = Buffer::new("A", DataType::INT64, vec![PrimExpr::int(4)]);
+        let (i, n) = (TirVar::new("i", DataType::INT64), TirVar::new("n", DataType::INT64));
+        let s = crate::visit::tests::loop_over_store(&a, &i, &n);
+        // Deep: every `n` becomes 7, loads are left whole when replaced first.
+        let seven = |e: &PrimExpr| match e.kind() {
+            PrimExprKind::Var(v) if *v == n => Some(PrimExpr::int(7)),
+            _ => None,
+        };
+        let out = map_stmt_exprs(&s, &mut |e| map_prim_expr(e, &mut |x| seven(x)));
+        let Stmt::For { extent, body, .. } = &out else {
+            panic!("not a loop")
+        };
+        assert_eq!(extent.as_int(), Some(7));
+        let Stmt::Seq(body) = body.as_ref() else {
+            panic!("not a sequence")
+        };
+        let Stmt::BufferStore { value, .. } = &body[0] else {
+            panic!("not a store")
+        };
+        assert!(crate::visit::free_tir_vars(value).iter().all(|v| *v != n));
+        // An unchanged expression is shared.
+        let e = &i.to_expr() * &PrimExpr::int(2);
+        assert!(map_prim_expr(&e, &mut |_| None).same_as(&e));
+        // Outermost only: `f` sees the loop bounds, the value, the index and the
+        // evaluated constant.
+        let mut seen = 0;
+        map_stmt_exprs(&s, &mut |e| {
+            seen += 1;
+            e.clone()
+        });
+        assert_eq!(seen, 5);
     }
 }

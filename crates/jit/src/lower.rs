@@ -13,7 +13,9 @@ use std::collections::HashMap;
 
 use relax_ir::attrs::Attrs;
 use relax_ir::mutator::{walk_stmt as rebuild, StmtExprMutator};
-use relax_ir::tir::{BinOp, Block, Buffer, BufferNode, ForKind, IterKind, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{
+    BinOp, Block, Buffer, BufferNode, ForKind, Intrinsic, IterKind, PrimExpr, PrimExprKind, Stmt, TirVar,
+};
 use relax_ir::visit::{walk_stmt, StmtExprVisitor};
 use relax_ir::{DataType, PrimFunc, Span};
 
@@ -501,7 +503,7 @@ fn lower_expr(ctx: &mut Ctx, e: &PrimExpr) -> Result<PrimExpr> {
             err.get_or_insert(unsupported(ctx, "vector expressions (T.Ramp / T.Broadcast)"));
             Some(x.clone())
         }
-        PrimExprKind::Call { op, .. } if op == "tvm_storage_sync" => {
+        PrimExprKind::Call { .. } if x.as_intrinsic() == Some(Intrinsic::TvmStorageSync) => {
             ctx.has_barriers = true;
             None
         }

@@ -277,6 +277,17 @@ impl PrimExpr {
             args,
         })
     }
+    /// A call of a known intrinsic.
+    pub fn intrinsic_call(op: super::Intrinsic, dtype: DataType, args: Vec<PrimExpr>) -> PrimExpr {
+        PrimExpr::call(op.name(), dtype, args)
+    }
+    /// The intrinsic, if this is a call of a known one.
+    pub fn as_intrinsic(&self) -> Option<super::Intrinsic> {
+        match self.kind() {
+            PrimExprKind::Call { op, .. } => super::Intrinsic::from_name(op),
+            _ => None,
+        }
+    }
     /// `T.Select(cond, t, f)`.
     pub fn select(cond: PrimExpr, t: PrimExpr, f: PrimExpr) -> PrimExpr {
         PrimExpr::new(PrimExprKind::Select { cond, t, f })

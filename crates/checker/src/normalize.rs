@@ -190,52 +190,19 @@ struct Normalizer<'m> {
 }
 
 fn is_leaf_or_tuple(e: &Expr) -> bool {
-    matches!(
-        e.kind(),
-        ExprKind::Var(_)
-            | ExprKind::GlobalVar(_)
-            | ExprKind::Constant { .. }
-            | ExprKind::ShapeExpr(_)
-            | ExprKind::PrimValue(_)
-            | ExprKind::StringImm(_)
-            | ExprKind::DataTypeImm(_)
-            | ExprKind::ExternFunc { .. }
-            | ExprKind::Op(_)
-            | ExprKind::Tuple(_)
-    )
+    matches!(e.kind(), ExprKind::Tuple(_)) || e.is_leaf()
 }
 
+/// The names of the variables bound or taken as parameters anywhere in `e`.
 fn collect_names(e: &Expr, out: &mut HashSet<String>) {
-    match e.kind() {
+    relax_ir::visit::for_each_expr(e, &mut |x| match x.kind() {
         ExprKind::Seq(seq) => {
-            for b in &seq.blocks {
-                for bd in &b.bindings {
-                    out.insert(bd.var().name().to_string());
-                    collect_names(bd.value(), out);
-                }
-            }
-            collect_names(&seq.body, out);
+            let vars = seq.blocks.iter().flat_map(|b| b.bindings.iter().map(Binding::var));
+            out.extend(vars.map(|v| v.name().to_string()));
         }
-        ExprKind::Function(f) => {
-            f.params.iter().for_each(|p| {
-                out.insert(p.name().to_string());
-            });
-            collect_names(&f.body, out);
-        }
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            collect_names(cond, out);
-            collect_names(then_branch, out);
-            collect_names(else_branch, out);
-        }
-        ExprKind::Call(c) => c.args.iter().for_each(|a| collect_names(a, out)),
-        ExprKind::Tuple(f) => f.iter().for_each(|a| collect_names(a, out)),
-        ExprKind::TupleGetItem { tuple, .. } => collect_names(tuple, out),
+        ExprKind::Function(f) => out.extend(f.params.iter().map(|p| p.name().to_string())),
         _ => {}
-    }
+    });
 }
 
 impl<'m> Normalizer<'m> {
@@ -639,17 +606,6 @@ impl<'m> Normalizer<'m> {
                 };
                 (out, s)
             }
-            ExprKind::GlobalVar(_)
-            | ExprKind::Constant { .. }
-            | ExprKind::ShapeExpr(_)
-            | ExprKind::PrimValue(_)
-            | ExprKind::StringImm(_)
-            | ExprKind::DataTypeImm(_)
-            | ExprKind::ExternFunc { .. }
-            | ExprKind::Op(_) => {
-                let s = self.ctx.leaf_struct_info(e);
-                (e.clone(), s)
-            }
             ExprKind::Tuple(fields) => {
                 let mut new_fields = Vec::with_capacity(fields.len());
                 let mut sinfos = Vec::with_capacity(fields.len());
@@ -723,6 +679,12 @@ impl<'m> Normalizer<'m> {
             ExprKind::Function(func) => {
                 let (nf, s) = self.normalize_function(func, "(anonymous function)");
                 (Expr::with_span(ExprKind::Function(nf), span), s)
+            }
+            // The other leaves: global variables, constants, shapes, prim values,
+            // strings, dtypes, extern functions and operators.
+            _ => {
+                let s = self.ctx.leaf_struct_info(e);
+                (e.clone(), s)
             }
         }
     }

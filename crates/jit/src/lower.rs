@@ -787,44 +787,7 @@ fn lower_block(ctx: &mut Ctx, iter_values: &[PrimExpr], predicate: Option<&PrimE
     Ok(body)
 }
 
-/// Structural equality of expressions (variables and buffers by identity).
-pub fn expr_eq(a: &PrimExpr, b: &PrimExpr) -> bool {
-    use PrimExprKind as K;
-    if a.same_as(b) {
-        return true;
-    }
-    match (a.kind(), b.kind()) {
-        (K::IntImm { value: x, dtype: d }, K::IntImm { value: y, dtype: e }) => x == y && d == e,
-        (K::FloatImm { value: x, dtype: d }, K::FloatImm { value: y, dtype: e }) => {
-            x.to_bits() == y.to_bits() && d == e
-        }
-        (K::Var(x), K::Var(y)) => x == y,
-        (K::Cast { dtype: d, value: x }, K::Cast { dtype: e, value: y }) => d == e && expr_eq(x, y),
-        (K::Binary { op: o, a: a1, b: b1 }, K::Binary { op: p, a: a2, b: b2 }) => {
-            o == p && expr_eq(a1, a2) && expr_eq(b1, b2)
-        }
-        (K::Not(x), K::Not(y)) => expr_eq(x, y),
-        (K::Select { cond: c1, t: t1, f: f1 }, K::Select { cond: c2, t: t2, f: f2 }) => {
-            expr_eq(c1, c2) && expr_eq(t1, t2) && expr_eq(f1, f2)
-        }
-        (
-            K::Call {
-                op: o,
-                dtype: d,
-                args: x,
-            },
-            K::Call {
-                op: p,
-                dtype: e,
-                args: y,
-            },
-        ) => o == p && d == e && x.len() == y.len() && x.iter().zip(y).all(|(u, v)| expr_eq(u, v)),
-        (K::BufferLoad { buffer: b1, indices: x }, K::BufferLoad { buffer: b2, indices: y }) => {
-            b1 == b2 && x.len() == y.len() && x.iter().zip(y).all(|(u, v)| expr_eq(u, v))
-        }
-        _ => false,
-    }
-}
+pub use relax_ir::tir::expr_equal as expr_eq;
 
 fn strip_cast(e: &PrimExpr) -> &PrimExpr {
     match e.kind() {

@@ -18,6 +18,8 @@ use relax_ir::{
     Span, StructInfo, TensorStructInfo, Var,
 };
 
+use relax_ir::mutator::BlockBuilder;
+
 use crate::analysis::{self, erase_in_scope, unify_struct_info};
 use crate::derive::{function_signature, is_force_pure, DeriveCtx, PurityCtx};
 
@@ -139,43 +141,12 @@ pub fn normalize_expr(expr: &Expr, module: Option<&IRModule>) -> (Expr, StructIn
     (e, s, n.ctx.diags)
 }
 
-struct Frame {
-    done: Vec<BindingBlock>,
-    cur: Vec<Binding>,
-    is_dataflow: bool,
-    span: Span,
-}
-
-impl Frame {
-    fn new(is_dataflow: bool, span: Span) -> Frame {
-        Frame {
-            done: Vec::new(),
-            cur: Vec::new(),
-            is_dataflow,
-            span,
-        }
-    }
-    fn flush(&mut self) {
-        if !self.cur.is_empty() {
-            let bindings = std::mem::take(&mut self.cur);
-            self.done.push(BindingBlock {
-                bindings,
-                is_dataflow: self.is_dataflow,
-                span: self.span,
-            });
-        }
-    }
-    fn finish(mut self) -> Vec<BindingBlock> {
-        self.flush();
-        self.done
-    }
-}
-
 struct Normalizer<'m> {
     ctx: DeriveCtx<'m>,
     remap: HashMap<Var, Var>,
-    frames: Vec<Frame>,
-    /// Frames below this index belong to enclosing scopes.
+    /// The open blocks bindings are emitted into.
+    bb: BlockBuilder,
+    /// Blocks below this depth belong to enclosing scopes.
     scope_base: usize,
     /// Relax variables in scope (new identities).
     var_scope: HashSet<Var>,
@@ -190,52 +161,19 @@ struct Normalizer<'m> {
 }
 
 fn is_leaf_or_tuple(e: &Expr) -> bool {
-    matches!(
-        e.kind(),
-        ExprKind::Var(_)
-            | ExprKind::GlobalVar(_)
-            | ExprKind::Constant { .. }
-            | ExprKind::ShapeExpr(_)
-            | ExprKind::PrimValue(_)
-            | ExprKind::StringImm(_)
-            | ExprKind::DataTypeImm(_)
-            | ExprKind::ExternFunc { .. }
-            | ExprKind::Op(_)
-            | ExprKind::Tuple(_)
-    )
+    matches!(e.kind(), ExprKind::Tuple(_)) || e.is_leaf()
 }
 
+/// The names of the variables bound or taken as parameters anywhere in `e`.
 fn collect_names(e: &Expr, out: &mut HashSet<String>) {
-    match e.kind() {
+    relax_ir::visit::for_each_expr(e, &mut |x| match x.kind() {
         ExprKind::Seq(seq) => {
-            for b in &seq.blocks {
-                for bd in &b.bindings {
-                    out.insert(bd.var().name().to_string());
-                    collect_names(bd.value(), out);
-                }
-            }
-            collect_names(&seq.body, out);
+            let vars = seq.blocks.iter().flat_map(|b| b.bindings.iter().map(Binding::var));
+            out.extend(vars.map(|v| v.name().to_string()));
         }
-        ExprKind::Function(f) => {
-            f.params.iter().for_each(|p| {
-                out.insert(p.name().to_string());
-            });
-            collect_names(&f.body, out);
-        }
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            collect_names(cond, out);
-            collect_names(then_branch, out);
-            collect_names(else_branch, out);
-        }
-        ExprKind::Call(c) => c.args.iter().for_each(|a| collect_names(a, out)),
-        ExprKind::Tuple(f) => f.iter().for_each(|a| collect_names(a, out)),
-        ExprKind::TupleGetItem { tuple, .. } => collect_names(tuple, out),
+        ExprKind::Function(f) => out.extend(f.params.iter().map(|p| p.name().to_string())),
         _ => {}
-    }
+    });
 }
 
 impl<'m> Normalizer<'m> {
@@ -243,7 +181,7 @@ impl<'m> Normalizer<'m> {
         Normalizer {
             ctx: DeriveCtx::new(Some(module)),
             remap: HashMap::new(),
-            frames: Vec::new(),
+            bb: BlockBuilder::new(),
             scope_base: 0,
             var_scope: HashSet::new(),
             var_log: Vec::new(),
@@ -304,21 +242,8 @@ impl<'m> Normalizer<'m> {
         erase_in_scope(s, &self.ctx.shape_scope, &|v| vs.contains(v), &self.ctx.ana)
     }
 
-    fn emit(&mut self, b: Binding) {
-        match self.frames.last_mut() {
-            Some(f) => f.cur.push(b),
-            None => {
-                // Not reachable: bindings are only emitted inside a scope.
-                self.frames.push(Frame::new(false, Span::NONE));
-                if let Some(f) = self.frames.last_mut() {
-                    f.cur.push(b);
-                }
-            }
-        }
-    }
-
     fn current_is_dataflow(&self) -> bool {
-        self.frames.len() > self.scope_base && self.frames.last().is_some_and(|f| f.is_dataflow)
+        self.bb.depth() > self.scope_base && self.bb.in_dataflow()
     }
 
     /// Replace shape `Var`s of a StructInfo by their new identities.
@@ -433,17 +358,14 @@ impl<'m> Normalizer<'m> {
     /// A new scope (function body, `If` branch): the result is a `SeqExpr`.
     fn normalize_scope_body(&mut self, e: &Expr) -> (Expr, StructInfo) {
         let saved_base = self.scope_base;
-        self.scope_base = self.frames.len();
+        self.scope_base = self.bb.depth();
         let mark = self.scope_mark();
         let out = if let ExprKind::Seq(seq) = e.kind() {
             self.visit_seq(seq, e.span())
         } else {
-            self.frames.push(Frame::new(false, e.span()));
+            self.bb.begin_block(false, e.span());
             let (post, s) = self.normalize_arg_sinfo(e);
-            let blocks = match self.frames.pop() {
-                Some(f) => f.finish(),
-                None => Vec::new(),
-            };
+            let blocks = self.bb.end_block();
             let s = self.erase_blocks_scope(&s, mark.clone());
             (
                 Expr::with_span(ExprKind::Seq(SeqExpr { blocks, body: post }), e.span()),
@@ -469,11 +391,9 @@ impl<'m> Normalizer<'m> {
             blocks.extend(self.visit_block(b));
         }
         let df = self.current_is_dataflow();
-        self.frames.push(Frame::new(df, span));
+        self.bb.begin_block(df, span);
         let (body, body_sinfo) = self.normalize_arg_sinfo(&seq.body);
-        if let Some(f) = self.frames.pop() {
-            blocks.extend(f.finish());
-        }
+        blocks.extend(self.bb.end_block());
         let blocks = consolidate_blocks(blocks);
         let s = self.erase_blocks_scope(&body_sinfo, mark.clone());
         (Expr::with_span(ExprKind::Seq(SeqExpr { blocks, body }), span), s)
@@ -482,15 +402,12 @@ impl<'m> Normalizer<'m> {
     fn visit_block(&mut self, b: &BindingBlock) -> Vec<BindingBlock> {
         let saved = self.ctx.purity;
         self.ctx.purity.in_dataflow = b.is_dataflow;
-        self.frames.push(Frame::new(b.is_dataflow, b.span));
+        self.bb.begin_block(b.is_dataflow, b.span);
         for binding in &b.bindings {
             self.visit_binding(binding);
         }
         self.ctx.purity = saved;
-        match self.frames.pop() {
-            Some(f) => f.finish(),
-            None => Vec::new(),
-        }
+        self.bb.end_block()
     }
 
     // ---------------------------------------------------------------------
@@ -575,7 +492,7 @@ impl<'m> Normalizer<'m> {
                 span,
             },
         };
-        self.emit(b);
+        self.bb.emit(b);
     }
 
     fn visit_function_binding(&mut self, var: &Var, func: &Function, fspan: Span, span: Span) {
@@ -638,17 +555,6 @@ impl<'m> Normalizer<'m> {
                     Expr::with_span(ExprKind::Var(nv), span)
                 };
                 (out, s)
-            }
-            ExprKind::GlobalVar(_)
-            | ExprKind::Constant { .. }
-            | ExprKind::ShapeExpr(_)
-            | ExprKind::PrimValue(_)
-            | ExprKind::StringImm(_)
-            | ExprKind::DataTypeImm(_)
-            | ExprKind::ExternFunc { .. }
-            | ExprKind::Op(_) => {
-                let s = self.ctx.leaf_struct_info(e);
-                (e.clone(), s)
             }
             ExprKind::Tuple(fields) => {
                 let mut new_fields = Vec::with_capacity(fields.len());
@@ -724,6 +630,12 @@ impl<'m> Normalizer<'m> {
                 let (nf, s) = self.normalize_function(func, "(anonymous function)");
                 (Expr::with_span(ExprKind::Function(nf), span), s)
             }
+            // The other leaves: global variables, constants, shapes, prim values,
+            // strings, dtypes, extern functions and operators.
+            _ => {
+                let s = self.ctx.leaf_struct_info(e);
+                (e.clone(), s)
+            }
         }
     }
 
@@ -732,15 +644,7 @@ impl<'m> Normalizer<'m> {
     fn flatten_seq(&mut self, seq: &SeqExpr) -> (Expr, StructInfo) {
         for b in &seq.blocks {
             let blocks = self.visit_block(b);
-            for blk in blocks {
-                let Some(frame) = self.frames.last_mut() else { continue };
-                if blk.is_dataflow == frame.is_dataflow {
-                    frame.cur.extend(blk.bindings);
-                } else {
-                    frame.flush();
-                    frame.done.push(blk);
-                }
-            }
+            self.bb.append_blocks(blocks);
         }
         self.normalize_value(&seq.body)
     }

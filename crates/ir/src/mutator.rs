@@ -5,6 +5,7 @@
 //! `walk_*` function to recurse into the rest. Unchanged subtrees are shared.
 
 use crate::relax::{Binding, BindingBlock, Call, Expr, ExprKind, Function, SeqExpr, Var};
+use crate::span::Span;
 use crate::tir::{Block, Buffer, BufferRegion, IterVar, MatchBufferRegion, PrimExpr, PrimExprKind, Range, Stmt};
 use crate::visit::map_prim_children;
 
@@ -310,6 +311,129 @@ pub fn walk_stmt<M: StmtExprMutator + ?Sized>(m: &mut M, s: &Stmt) -> Stmt {
     }
 }
 
+/// Bindings being emitted into blocks, one frame per open block (after TVM's
+/// `BlockBuilder`): a rewrite that needs new bindings before the expression it
+/// returns emits them into the innermost open block.
+#[derive(Default)]
+pub struct BlockBuilder {
+    frames: Vec<BlockFrame>,
+}
+
+struct BlockFrame {
+    done: Vec<BindingBlock>,
+    cur: Vec<Binding>,
+    is_dataflow: bool,
+    span: Span,
+}
+
+impl BlockFrame {
+    fn flush(&mut self) {
+        if !self.cur.is_empty() {
+            self.done.push(BindingBlock {
+                bindings: std::mem::take(&mut self.cur),
+                is_dataflow: self.is_dataflow,
+                span: self.span,
+            });
+        }
+    }
+}
+
+impl BlockBuilder {
+    /// A builder with no open block.
+    pub fn new() -> BlockBuilder {
+        BlockBuilder::default()
+    }
+
+    /// Open a block (a dataflow block when `is_dataflow`).
+    pub fn begin_block(&mut self, is_dataflow: bool, span: Span) {
+        self.frames.push(BlockFrame {
+            done: Vec::new(),
+            cur: Vec::new(),
+            is_dataflow,
+            span,
+        });
+    }
+
+    /// Close the innermost block: its bindings, in blocks (one more per block of
+    /// the other kind appended with [`BlockBuilder::append_blocks`]).
+    pub fn end_block(&mut self) -> Vec<BindingBlock> {
+        let Some(mut f) = self.frames.pop() else {
+            return Vec::new();
+        };
+        f.flush();
+        f.done
+    }
+
+    fn top(&mut self) -> &mut BlockFrame {
+        if self.frames.is_empty() {
+            self.begin_block(false, Span::NONE);
+        }
+        let last = self.frames.len() - 1;
+        &mut self.frames[last]
+    }
+
+    /// Emit a binding into the innermost block (a non-dataflow block is opened
+    /// when none is).
+    pub fn emit(&mut self, b: Binding) {
+        self.top().cur.push(b);
+    }
+
+    /// Append built blocks: the bindings of a block of the innermost block's kind
+    /// join it, a block of the other kind stays a block of its own.
+    pub fn append_blocks(&mut self, blocks: Vec<BindingBlock>) {
+        let f = self.top();
+        for blk in blocks {
+            if blk.is_dataflow == f.is_dataflow {
+                f.cur.extend(blk.bindings);
+            } else {
+                f.flush();
+                f.done.push(blk);
+            }
+        }
+    }
+
+    /// The number of open blocks.
+    pub fn depth(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Whether the innermost open block is a dataflow block.
+    pub fn in_dataflow(&self) -> bool {
+        self.frames.last().is_some_and(|f| f.is_dataflow)
+    }
+}
+
+/// A mutator calling a closure: with `deep`, `f` may replace any expression
+/// (pre-order; `None` recurses into the children); without it, `f` rewrites each
+/// outermost expression of the statements.
+struct MapExprs<'f> {
+    f: &'f mut dyn FnMut(&PrimExpr) -> Option<PrimExpr>,
+    deep: bool,
+}
+
+impl StmtExprMutator for MapExprs<'_> {
+    fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
+        match (self.f)(e) {
+            Some(r) => r,
+            None if self.deep => walk_prim_expr(self, e),
+            None => e.clone(),
+        }
+    }
+}
+
+/// Rebuild `e`, letting `f` replace any node (pre-order: when `f` returns `Some`,
+/// the node is replaced and not visited further). Unchanged subtrees are shared.
+pub fn map_prim_expr(e: &PrimExpr, f: &mut dyn FnMut(&PrimExpr) -> Option<PrimExpr>) -> PrimExpr {
+    MapExprs { f, deep: true }.visit_prim_expr(e)
+}
+
+/// Rebuild `s` with `f` applied to every outermost expression of its statements
+/// (loop bounds, values, indices, conditions, block bindings and regions).
+pub fn map_stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&PrimExpr) -> PrimExpr) -> Stmt {
+    let mut g = |e: &PrimExpr| Some(f(e));
+    MapExprs { f: &mut g, deep: false }.visit_stmt(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,5 +498,77 @@ mod tests {
         };
         assert_eq!(buffer, b);
         assert!(matches!(value.kind(), PrimExprKind::BufferLoad { buffer, .. } if *buffer == b));
+    }
+    #[test]
+    fn map_helpers_replace_pre_order_and_outermost() {
+        let a = Buffer::new("A", DataType::INT64, vec![PrimExpr::int(4)]);
+        let (i, n) = (TirVar::new("i", DataType::INT64), TirVar::new("n", DataType::INT64));
+        let s = crate::visit::tests::loop_over_store(&a, &i, &n);
+        // Deep: every `n` becomes 7, loads are left whole when replaced first.
+        let seven = |e: &PrimExpr| match e.kind() {
+            PrimExprKind::Var(v) if *v == n => Some(PrimExpr::int(7)),
+            _ => None,
+        };
+        let out = map_stmt_exprs(&s, &mut |e| map_prim_expr(e, &mut |x| seven(x)));
+        let Stmt::For { extent, body, .. } = &out else {
+            panic!("not a loop")
+        };
+        assert_eq!(extent.as_int(), Some(7));
+        let Stmt::Seq(body) = body.as_ref() else {
+            panic!("not a sequence")
+        };
+        let Stmt::BufferStore { value, .. } = &body[0] else {
+            panic!("not a store")
+        };
+        assert!(crate::visit::free_tir_vars(value).iter().all(|v| *v != n));
+        // An unchanged expression is shared.
+        let e = &i.to_expr() * &PrimExpr::int(2);
+        assert!(map_prim_expr(&e, &mut |_| None).same_as(&e));
+        // Outermost only: `f` sees the loop bounds, the value, the index and the
+        // evaluated constant.
+        let mut seen = 0;
+        map_stmt_exprs(&s, &mut |e| {
+            seen += 1;
+            e.clone()
+        });
+        assert_eq!(seen, 5);
+    }
+
+    #[test]
+    fn block_builder_merges_blocks_of_the_same_kind() {
+        let bind = |name: &str| Binding::VarBinding {
+            var: Var::new(name, None),
+            value: Expr::op("relax.exp"),
+            span: Span::NONE,
+        };
+        let mut bb = BlockBuilder::new();
+        bb.begin_block(true, Span::NONE);
+        assert!(bb.in_dataflow());
+        bb.emit(bind("a"));
+        let inner = vec![
+            BindingBlock {
+                bindings: vec![bind("b")],
+                is_dataflow: true,
+                span: Span::NONE,
+            },
+            BindingBlock {
+                bindings: vec![bind("c")],
+                is_dataflow: false,
+                span: Span::NONE,
+            },
+        ];
+        bb.append_blocks(inner);
+        bb.emit(bind("d"));
+        let blocks = bb.end_block();
+        assert_eq!(bb.depth(), 0);
+        let names: Vec<Vec<String>> = blocks
+            .iter()
+            .map(|b| b.bindings.iter().map(|x| x.var().name().to_string()).collect())
+            .collect();
+        assert_eq!(names, [vec!["a", "b"], vec!["c"], vec!["d"]]);
+        assert_eq!(
+            blocks.iter().map(|b| b.is_dataflow).collect::<Vec<_>>(),
+            [true, false, true]
+        );
     }
 }

@@ -1,6 +1,7 @@
-//! Small reusable traversals: children of `PrimExpr`s, free TIR variables,
-//! substitution of TIR variables in expressions and `StructInfo`, and a pre-order
-//! walk over Relax expressions.
+//! Reusable read-only traversals: children of `PrimExpr`s, the TIR
+//! [`StmtExprVisitor`] with default recursion, free TIR variables, substitution
+//! of TIR variables in expressions and `StructInfo`, and a pre-order walk over
+//! Relax expressions.
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,10 +9,10 @@ use crate::relax::{
     Binding, BindingBlock, Call, Expr, ExprKind, FuncStructInfo, Function, PrimStructInfo, SeqExpr, ShapeStructInfo,
     StructInfo, TensorStructInfo, Var,
 };
-use crate::tir::{PrimExpr, PrimExprKind, TirVar};
+use crate::tir::{Block, Buffer, BufferRegion, PrimExpr, PrimExprKind, Stmt, TirVar};
 
 /// Call `f` on every direct child of `e`, in field order.
-pub fn for_each_prim_child(e: &PrimExpr, f: &mut dyn FnMut(&PrimExpr)) {
+pub fn for_each_prim_child<'a>(e: &'a PrimExpr, f: &mut dyn FnMut(&'a PrimExpr)) {
     use PrimExprKind::*;
     match e.kind() {
         IntImm { .. } | FloatImm { .. } | StringImm(_) | Var(_) => {}
@@ -141,6 +142,159 @@ pub fn map_prim_children(e: &PrimExpr, f: &mut dyn FnMut(&PrimExpr) -> PrimExpr)
             }
         }
     }
+}
+
+/// A read-only TIR traversal with default recursion (TVM's `StmtExprVisitor`).
+/// References keep the lifetime `'a` of the visited tree, so a visitor may
+/// collect them. A visitor overrides the methods for the nodes it inspects and
+/// calls the matching `walk_*` function to recurse into the rest.
+pub trait StmtExprVisitor<'a> {
+    /// Visit a statement.
+    fn visit_stmt(&mut self, s: &'a Stmt) {
+        walk_stmt(self, s)
+    }
+    /// Visit an expression.
+    fn visit_prim_expr(&mut self, e: &'a PrimExpr) {
+        walk_prim_expr(self, e)
+    }
+    /// Visit a buffer reference (loads, stores, regions, allocations).
+    fn visit_buffer(&mut self, b: &'a Buffer) {
+        let _ = b;
+    }
+}
+
+/// Visit the buffer of a load and every child of `e`.
+pub fn walk_prim_expr<'a, V: StmtExprVisitor<'a> + ?Sized>(v: &mut V, e: &'a PrimExpr) {
+    if let PrimExprKind::BufferLoad { buffer, .. } = e.kind() {
+        v.visit_buffer(buffer);
+    }
+    for_each_prim_child(e, &mut |c| v.visit_prim_expr(c));
+}
+
+fn walk_region<'a, V: StmtExprVisitor<'a> + ?Sized>(v: &mut V, r: &'a BufferRegion) {
+    v.visit_buffer(&r.buffer);
+    for x in &r.region {
+        v.visit_prim_expr(&x.min);
+        v.visit_prim_expr(&x.extent);
+    }
+}
+
+/// Visit every part of a block: iteration domains, read and write regions,
+/// `T.init()`, allocations, matched buffers and the body, in that order.
+pub fn walk_block<'a, V: StmtExprVisitor<'a> + ?Sized>(v: &mut V, b: &'a Block) {
+    for iv in &b.iter_vars {
+        v.visit_prim_expr(&iv.dom.min);
+        v.visit_prim_expr(&iv.dom.extent);
+    }
+    b.reads.iter().chain(&b.writes).for_each(|r| walk_region(v, r));
+    if let Some(init) = &b.init {
+        v.visit_stmt(init);
+    }
+    b.alloc_buffers.iter().for_each(|x| v.visit_buffer(x));
+    for mb in &b.match_buffers {
+        v.visit_buffer(&mb.buffer);
+        walk_region(v, &mb.source);
+    }
+    v.visit_stmt(&b.body);
+}
+
+/// Visit the expressions, buffers and sub-statements of `s`, in field order.
+pub fn walk_stmt<'a, V: StmtExprVisitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
+    match s {
+        Stmt::BufferStore {
+            buffer, value, indices, ..
+        } => {
+            v.visit_buffer(buffer);
+            v.visit_prim_expr(value);
+            indices.iter().for_each(|i| v.visit_prim_expr(i));
+        }
+        Stmt::Let { value, body, .. } | Stmt::Attr { value, body, .. } => {
+            v.visit_prim_expr(value);
+            v.visit_stmt(body);
+        }
+        Stmt::LaunchThread { extent: e, body, .. }
+        | Stmt::Assert { cond: e, body, .. }
+        | Stmt::While { cond: e, body } => {
+            v.visit_prim_expr(e);
+            v.visit_stmt(body);
+        }
+        Stmt::For { min, extent, body, .. } => {
+            v.visit_prim_expr(min);
+            v.visit_prim_expr(extent);
+            v.visit_stmt(body);
+        }
+        Stmt::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => {
+            v.visit_prim_expr(cond);
+            v.visit_stmt(then_branch);
+            if let Some(e) = else_branch {
+                v.visit_stmt(e);
+            }
+        }
+        Stmt::Seq(xs) => xs.iter().for_each(|x| v.visit_stmt(x)),
+        Stmt::Evaluate(e) => v.visit_prim_expr(e),
+        Stmt::Alloc { buffer, body } => {
+            v.visit_buffer(buffer);
+            v.visit_stmt(body);
+        }
+        Stmt::BlockRealize {
+            iter_values,
+            predicate,
+            block,
+        } => {
+            iter_values.iter().for_each(|x| v.visit_prim_expr(x));
+            if let Some(p) = predicate {
+                v.visit_prim_expr(p);
+            }
+            walk_block(v, block);
+        }
+    }
+}
+
+/// A visitor calling closures: `stmt` on every statement (pre-order), `expr` on
+/// every expression met, descending into expressions only when `deep`.
+struct Each<'f, 'a> {
+    stmt: &'f mut dyn FnMut(&'a Stmt),
+    expr: &'f mut dyn FnMut(&'a PrimExpr),
+    deep: bool,
+}
+
+impl<'f, 'a> Each<'f, 'a> {
+    fn new(stmt: &'f mut dyn FnMut(&'a Stmt), expr: &'f mut dyn FnMut(&'a PrimExpr), deep: bool) -> Self {
+        Each { stmt, expr, deep }
+    }
+}
+
+impl<'a> StmtExprVisitor<'a> for Each<'_, 'a> {
+    fn visit_stmt(&mut self, s: &'a Stmt) {
+        (self.stmt)(s);
+        walk_stmt(self, s)
+    }
+    fn visit_prim_expr(&mut self, e: &'a PrimExpr) {
+        (self.expr)(e);
+        if self.deep {
+            walk_prim_expr(self, e)
+        }
+    }
+}
+
+/// Call `f` on `s` and every statement nested in it (pre-order).
+pub fn for_each_stmt<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Stmt)) {
+    Each::new(f, &mut |_| {}, false).visit_stmt(s)
+}
+
+/// Call `f` on every expression held by a statement of `s` (the outermost ones:
+/// combine with [`for_each_prim_expr`] to reach their sub-expressions).
+pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a PrimExpr)) {
+    Each::new(&mut |_| {}, f, false).visit_stmt(s)
+}
+
+/// Call `f` on `e` and every sub-expression of it (pre-order).
+pub fn for_each_prim_expr<'a>(e: &'a PrimExpr, f: &mut dyn FnMut(&'a PrimExpr)) {
+    Each::new(&mut |_| {}, f, true).visit_prim_expr(e)
 }
 
 /// The free TIR variables of `e` (variables bound by a `T.let` inside `e` excluded),
@@ -478,7 +632,7 @@ pub fn substitute_function_tir_vars(func: &Function, f: &dyn Fn(&TirVar) -> Opti
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::attrs::Attrs;
     use crate::dtype::DataType;
@@ -632,5 +786,62 @@ mod tests {
         // Nothing to replace: variables are kept.
         let same = substitute_function_tir_vars(&f, &|_| None);
         assert_eq!(same.params[0], x);
+    }
+    /// `for i in range(n): A[i] = A[i] + n; T.evaluate(1)`.
+    pub(crate) fn loop_over_store(a: &crate::tir::Buffer, i: &TirVar, n: &TirVar) -> crate::tir::Stmt {
+        use crate::tir::{ForKind, Stmt};
+        let store = Stmt::BufferStore {
+            buffer: a.clone(),
+            value: &PrimExpr::load(a, vec![i.to_expr()]) + &n.to_expr(),
+            indices: vec![i.to_expr()],
+            span: Span::NONE,
+        };
+        Stmt::For {
+            var: i.clone(),
+            min: PrimExpr::int(0),
+            extent: n.to_expr(),
+            kind: ForKind::Serial,
+            thread_tag: None,
+            annotations: Attrs::new(),
+            body: Box::new(Stmt::Seq(vec![store, Stmt::Evaluate(PrimExpr::int(1))])),
+        }
+    }
+
+    #[test]
+    fn tir_visitor_walks_statements_and_expressions_in_order() {
+        use crate::tir::{Buffer, Stmt};
+        let a = Buffer::new("A", DataType::INT64, vec![PrimExpr::int(4)]);
+        let (i, n) = (v("i"), v("n"));
+        let s = loop_over_store(&a, &i, &n);
+        let mut stmts = Vec::new();
+        for_each_stmt(&s, &mut |x| {
+            stmts.push(match x {
+                Stmt::For { .. } => "for",
+                Stmt::Seq(_) => "seq",
+                Stmt::BufferStore { .. } => "store",
+                Stmt::Evaluate(_) => "eval",
+                _ => "other",
+            })
+        });
+        assert_eq!(stmts, ["for", "seq", "store", "eval"]);
+        let mut outer = Vec::new();
+        for_each_stmt_expr(&s, &mut |e| outer.push(e));
+        // min, extent, the stored value, its index, the evaluated constant.
+        assert_eq!(outer.len(), 5);
+        assert_eq!(outer[1].as_var(), Some(&n));
+        let mut all = Vec::new();
+        for_each_prim_expr(outer[2], &mut |e| all.push(e.clone()));
+        // add(load(A, i), n): the add, the load, its index, n.
+        assert_eq!(all.len(), 4);
+        // Buffers are seen by `visit_buffer`: the store's and the load's.
+        struct Buffers<'a>(Vec<&'a Buffer>);
+        impl<'a> StmtExprVisitor<'a> for Buffers<'a> {
+            fn visit_buffer(&mut self, b: &'a Buffer) {
+                self.0.push(b);
+            }
+        }
+        let mut bufs = Buffers(Vec::new());
+        bufs.visit_stmt(&s);
+        assert_eq!(bufs.0, [&a, &a]);
     }
 }

@@ -3,8 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use relax_ir::tir::{BinOp, Block, Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::DataType;
+
+pub use relax_ir::mutator::map_prim_expr as map_expr;
+pub use relax_ir::mutator::map_stmt_exprs as map_stmt;
+pub use relax_ir::visit::for_each_prim_expr as visit_expr;
+pub use relax_ir::visit::for_each_stmt as visit_stmts;
+pub use relax_ir::visit::for_each_stmt_expr as visit_stmt_exprs;
 
 /// Variable substitution map (variable id -> replacement).
 pub type VarMap = HashMap<u64, PrimExpr>;
@@ -18,87 +24,6 @@ pub fn subst(e: &PrimExpr, map: &VarMap) -> PrimExpr {
         PrimExprKind::Var(v) => map.get(&v.id()).cloned(),
         _ => None,
     })
-}
-
-/// Rebuild `e` bottom-up, letting `f` replace any node (pre-order: when `f` returns
-/// `Some`, the node is replaced and not visited further).
-pub fn map_expr(e: &PrimExpr, f: &mut dyn FnMut(&PrimExpr) -> Option<PrimExpr>) -> PrimExpr {
-    if let Some(r) = f(e) {
-        return r;
-    }
-    use PrimExprKind as K;
-    match e.kind() {
-        K::IntImm { .. } | K::FloatImm { .. } | K::StringImm(_) | K::Var(_) => e.clone(),
-        K::Cast { dtype, value } => {
-            let v = map_expr(value, f);
-            if v.same_as(value) {
-                e.clone()
-            } else {
-                PrimExpr::new(K::Cast {
-                    dtype: *dtype,
-                    value: v,
-                })
-            }
-        }
-        K::Binary { op, a, b } => {
-            let (na, nb) = (map_expr(a, f), map_expr(b, f));
-            if na.same_as(a) && nb.same_as(b) {
-                e.clone()
-            } else {
-                PrimExpr::binary(*op, na, nb)
-            }
-        }
-        K::Not(a) => PrimExpr::new(K::Not(map_expr(a, f))),
-        K::Select { cond, t, f: fv } => PrimExpr::select(map_expr(cond, f), map_expr(t, f), map_expr(fv, f)),
-        K::Call { op, dtype, args } => {
-            PrimExpr::call(op.clone(), *dtype, args.iter().map(|a| map_expr(a, f)).collect())
-        }
-        K::BufferLoad { buffer, indices } => PrimExpr::load(buffer, indices.iter().map(|a| map_expr(a, f)).collect()),
-        K::Let { var, value, body } => PrimExpr::new(K::Let {
-            var: var.clone(),
-            value: map_expr(value, f),
-            body: map_expr(body, f),
-        }),
-        K::Ramp { base, stride, lanes } => PrimExpr::new(K::Ramp {
-            base: map_expr(base, f),
-            stride: map_expr(stride, f),
-            lanes: *lanes,
-        }),
-        K::Broadcast { value, lanes } => PrimExpr::new(K::Broadcast {
-            value: map_expr(value, f),
-            lanes: *lanes,
-        }),
-    }
-}
-
-/// Visit every node of `e` (pre-order).
-pub fn visit_expr<'e>(e: &'e PrimExpr, f: &mut dyn FnMut(&'e PrimExpr)) {
-    f(e);
-    use PrimExprKind as K;
-    match e.kind() {
-        K::IntImm { .. } | K::FloatImm { .. } | K::StringImm(_) | K::Var(_) => {}
-        K::Cast { value, .. } => visit_expr(value, f),
-        K::Binary { a, b, .. } => {
-            visit_expr(a, f);
-            visit_expr(b, f)
-        }
-        K::Not(a) => visit_expr(a, f),
-        K::Select { cond, t, f: fv } => {
-            visit_expr(cond, f);
-            visit_expr(t, f);
-            visit_expr(fv, f)
-        }
-        K::Call { args, .. } | K::BufferLoad { indices: args, .. } => args.iter().for_each(|a| visit_expr(a, f)),
-        K::Let { value, body, .. } => {
-            visit_expr(value, f);
-            visit_expr(body, f)
-        }
-        K::Ramp { base, stride, .. } => {
-            visit_expr(base, f);
-            visit_expr(stride, f)
-        }
-        K::Broadcast { value, .. } => visit_expr(value, f),
-    }
 }
 
 /// Whether `e` mentions variable `v`.
@@ -127,199 +52,12 @@ pub fn loads_buffer(e: &PrimExpr, buf: &Buffer) -> bool {
     found
 }
 
-/// Apply `fe` to every expression and `fb` to every buffer of a statement
-/// (rebuilding it). Variables bound by the statement are not renamed.
-pub fn map_stmt(s: &Stmt, fe: &mut dyn FnMut(&PrimExpr) -> PrimExpr) -> Stmt {
-    match s {
-        Stmt::BufferStore {
-            buffer,
-            value,
-            indices,
-            span,
-        } => Stmt::BufferStore {
-            buffer: buffer.clone(),
-            value: fe(value),
-            indices: indices.iter().map(&mut *fe).collect(),
-            span: *span,
-        },
-        Stmt::Let { var, value, body } => Stmt::Let {
-            var: var.clone(),
-            value: fe(value),
-            body: Box::new(map_stmt(body, fe)),
-        },
-        Stmt::Attr { node, key, value, body } => Stmt::Attr {
-            node: node.clone(),
-            key: key.clone(),
-            value: fe(value),
-            body: Box::new(map_stmt(body, fe)),
-        },
-        Stmt::LaunchThread { var, tag, extent, body } => Stmt::LaunchThread {
-            var: var.clone(),
-            tag: tag.clone(),
-            extent: fe(extent),
-            body: Box::new(map_stmt(body, fe)),
-        },
-        Stmt::Assert { cond, message, body } => Stmt::Assert {
-            cond: fe(cond),
-            message: message.clone(),
-            body: Box::new(map_stmt(body, fe)),
-        },
-        Stmt::For {
-            var,
-            min,
-            extent,
-            kind,
-            thread_tag,
-            annotations,
-            body,
-        } => Stmt::For {
-            var: var.clone(),
-            min: fe(min),
-            extent: fe(extent),
-            kind: *kind,
-            thread_tag: thread_tag.clone(),
-            annotations: annotations.clone(),
-            body: Box::new(map_stmt(body, fe)),
-        },
-        Stmt::While { cond, body } => Stmt::While {
-            cond: fe(cond),
-            body: Box::new(map_stmt(body, fe)),
-        },
-        Stmt::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => Stmt::If {
-            cond: fe(cond),
-            then_branch: Box::new(map_stmt(then_branch, fe)),
-            else_branch: else_branch.as_ref().map(|e| Box::new(map_stmt(e, fe))),
-        },
-        Stmt::Seq(v) => Stmt::Seq(v.iter().map(|x| map_stmt(x, fe)).collect()),
-        Stmt::Evaluate(e) => Stmt::Evaluate(fe(e)),
-        Stmt::Alloc { buffer, body } => Stmt::Alloc {
-            buffer: buffer.clone(),
-            body: Box::new(map_stmt(body, fe)),
-        },
-        Stmt::BlockRealize {
-            iter_values,
-            predicate,
-            block,
-        } => Stmt::BlockRealize {
-            iter_values: iter_values.iter().map(&mut *fe).collect(),
-            predicate: predicate.as_ref().map(&mut *fe),
-            block: Box::new(map_block(block, fe)),
-        },
-    }
-}
-
-fn map_block(b: &Block, fe: &mut dyn FnMut(&PrimExpr) -> PrimExpr) -> Block {
-    Block {
-        name: b.name.clone(),
-        iter_vars: b.iter_vars.clone(),
-        reads: b.reads.clone(),
-        writes: b.writes.clone(),
-        init: b.init.as_ref().map(|i| Box::new(map_stmt(i, fe))),
-        alloc_buffers: b.alloc_buffers.clone(),
-        match_buffers: b.match_buffers.clone(),
-        annotations: b.annotations.clone(),
-        body: Box::new(map_stmt(&b.body, fe)),
-    }
-}
-
 /// Substitute variables in every expression of a statement.
 pub fn subst_stmt(s: &Stmt, map: &VarMap) -> Stmt {
     if map.is_empty() {
         return s.clone();
     }
     map_stmt(s, &mut |e| subst(e, map))
-}
-
-/// Visit every expression of a statement (not descending into nested expressions;
-/// combine with [`visit_expr`]).
-pub fn visit_stmt_exprs<'s>(s: &'s Stmt, f: &mut dyn FnMut(&'s PrimExpr)) {
-    match s {
-        Stmt::BufferStore { value, indices, .. } => {
-            f(value);
-            indices.iter().for_each(&mut *f);
-        }
-        Stmt::Let { value, body, .. } | Stmt::Attr { value, body, .. } => {
-            f(value);
-            visit_stmt_exprs(body, f)
-        }
-        Stmt::LaunchThread { extent, body, .. } => {
-            f(extent);
-            visit_stmt_exprs(body, f)
-        }
-        Stmt::Assert { cond, body, .. } | Stmt::While { cond, body } => {
-            f(cond);
-            visit_stmt_exprs(body, f)
-        }
-        Stmt::For { min, extent, body, .. } => {
-            f(min);
-            f(extent);
-            visit_stmt_exprs(body, f)
-        }
-        Stmt::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            f(cond);
-            visit_stmt_exprs(then_branch, f);
-            if let Some(e) = else_branch {
-                visit_stmt_exprs(e, f)
-            }
-        }
-        Stmt::Seq(v) => v.iter().for_each(|x| visit_stmt_exprs(x, f)),
-        Stmt::Evaluate(e) => f(e),
-        Stmt::Alloc { body, .. } => visit_stmt_exprs(body, f),
-        Stmt::BlockRealize {
-            iter_values,
-            predicate,
-            block,
-        } => {
-            iter_values.iter().for_each(&mut *f);
-            if let Some(p) = predicate {
-                f(p)
-            }
-            if let Some(i) = &block.init {
-                visit_stmt_exprs(i, f)
-            }
-            visit_stmt_exprs(&block.body, f)
-        }
-    }
-}
-
-/// Visit every statement node (pre-order).
-pub fn visit_stmts<'s>(s: &'s Stmt, f: &mut dyn FnMut(&'s Stmt)) {
-    f(s);
-    match s {
-        Stmt::BufferStore { .. } | Stmt::Evaluate(_) => {}
-        Stmt::Let { body, .. }
-        | Stmt::Attr { body, .. }
-        | Stmt::LaunchThread { body, .. }
-        | Stmt::Assert { body, .. }
-        | Stmt::For { body, .. }
-        | Stmt::While { body, .. }
-        | Stmt::Alloc { body, .. } => visit_stmts(body, f),
-        Stmt::If {
-            then_branch,
-            else_branch,
-            ..
-        } => {
-            visit_stmts(then_branch, f);
-            if let Some(e) = else_branch {
-                visit_stmts(e, f)
-            }
-        }
-        Stmt::Seq(v) => v.iter().for_each(|x| visit_stmts(x, f)),
-        Stmt::BlockRealize { block, .. } => {
-            if let Some(i) = &block.init {
-                visit_stmts(i, f)
-            }
-            visit_stmts(&block.body, f)
-        }
-    }
 }
 
 /// Free variables of a statement: variables used but not bound inside it (loop,

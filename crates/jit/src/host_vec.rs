@@ -101,7 +101,7 @@ fn vcompile(env: &mut Env, e: &PrimExpr, v: &TirVar, slot: usize) -> Option<VFn>
             }
         }
         K::Call { op, args, dtype } if args.len() == 1 => {
-            let f = crate::math::unary_f64(op)?;
+            let f = relax_ir::tir::Intrinsic::from_name(op).and_then(crate::math::unary_f64)?;
             let a = vcompile(env, &args[0], v, slot)?;
             let d = *dtype;
             Box::new(move |fr, s, len, out| {

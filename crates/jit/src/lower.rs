@@ -12,7 +12,11 @@
 use std::collections::HashMap;
 
 use relax_ir::attrs::Attrs;
-use relax_ir::tir::{BinOp, Block, Buffer, BufferNode, ForKind, IterKind, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::mutator::{walk_stmt as rebuild, StmtExprMutator};
+use relax_ir::tir::{
+    BinOp, Block, Buffer, BufferNode, ForKind, Intrinsic, IterKind, PrimExpr, PrimExprKind, Stmt, TirVar,
+};
+use relax_ir::visit::{walk_stmt, StmtExprVisitor};
 use relax_ir::{DataType, PrimFunc, Span};
 
 use crate::error::{JitError, Result};
@@ -131,6 +135,9 @@ struct Ctx {
     /// Buffers by data variable id (for `T.decl_buffer` style aliases).
     has_threads: bool,
     has_barriers: bool,
+    /// The first error met by the statement rewrite ([`StmtExprMutator`] methods
+    /// cannot return one).
+    err: Option<JitError>,
 }
 
 #[derive(Clone)]
@@ -165,6 +172,7 @@ pub fn lower_named(f: &PrimFunc, name: &str) -> Result<LoweredFunc> {
         vmap: VarMap::new(),
         has_threads: false,
         has_barriers: false,
+        err: None,
     };
     let mut params = Vec::new();
     let mut shape_binds: Vec<ShapeBind> = Vec::new();
@@ -495,7 +503,7 @@ fn lower_expr(ctx: &mut Ctx, e: &PrimExpr) -> Result<PrimExpr> {
             err.get_or_insert(unsupported(ctx, "vector expressions (T.Ramp / T.Broadcast)"));
             Some(x.clone())
         }
-        PrimExprKind::Call { op, .. } if op == "tvm_storage_sync" => {
+        PrimExprKind::Call { .. } if x.as_intrinsic() == Some(Intrinsic::TvmStorageSync) => {
             ctx.has_barriers = true;
             None
         }
@@ -510,105 +518,77 @@ fn lower_expr(ctx: &mut Ctx, e: &PrimExpr) -> Result<PrimExpr> {
 /// Whether loop variable `v` may run in parallel: every block under `body` binds it
 /// only to spatial iteration variables, and no store happens outside a block.
 fn loop_is_parallel(v: &TirVar, body: &Stmt) -> bool {
-    let mut ok = true;
-    let mut saw_block = false;
-    fn walk(v: &TirVar, s: &Stmt, in_block: bool, ok: &mut bool, saw: &mut bool) {
+    let mut check = ParallelCheck {
+        var: v,
+        in_block: false,
+        ok: true,
+        saw_block: false,
+    };
+    check.visit_stmt(body);
+    check.ok && check.saw_block
+}
+
+struct ParallelCheck<'v> {
+    var: &'v TirVar,
+    in_block: bool,
+    ok: bool,
+    saw_block: bool,
+}
+
+impl<'a> StmtExprVisitor<'a> for ParallelCheck<'_> {
+    fn visit_prim_expr(&mut self, _: &'a PrimExpr) {}
+    fn visit_stmt(&mut self, s: &'a Stmt) {
         match s {
             Stmt::BlockRealize { iter_values, block, .. } => {
-                *saw = true;
+                self.saw_block = true;
                 for (iv, val) in block.iter_vars.iter().zip(iter_values) {
-                    if iv.kind != IterKind::DataPar && expr::uses_var(val, v) {
-                        *ok = false;
+                    if iv.kind != IterKind::DataPar && expr::uses_var(val, self.var) {
+                        self.ok = false;
                     }
                 }
-                if let Some(i) = &block.init {
-                    walk(v, i, true, ok, saw);
-                }
-                walk(v, &block.body, true, ok, saw);
+                let outer = std::mem::replace(&mut self.in_block, true);
+                walk_stmt(self, s);
+                self.in_block = outer;
             }
-            Stmt::BufferStore { .. } if !in_block => *ok = false,
-            Stmt::Evaluate(_) if !in_block => *ok = false,
-            Stmt::BufferStore { .. } | Stmt::Evaluate(_) => {}
+            Stmt::BufferStore { .. } | Stmt::Evaluate(_) if !self.in_block => self.ok = false,
             Stmt::For {
                 kind: ForKind::ThreadBinding,
                 ..
             }
             | Stmt::LaunchThread { .. }
-            | Stmt::While { .. } => *ok = false,
-            Stmt::Let { body, .. }
-            | Stmt::Attr { body, .. }
-            | Stmt::Assert { body, .. }
-            | Stmt::For { body, .. }
-            | Stmt::Alloc { body, .. } => walk(v, body, in_block, ok, saw),
-            Stmt::If {
-                then_branch,
-                else_branch,
-                ..
-            } => {
-                walk(v, then_branch, in_block, ok, saw);
-                if let Some(e) = else_branch {
-                    walk(v, e, in_block, ok, saw);
-                }
-            }
-            Stmt::Seq(xs) => xs.iter().for_each(|x| walk(v, x, in_block, ok, saw)),
+            | Stmt::While { .. } => self.ok = false,
+            _ => walk_stmt(self, s),
         }
     }
-    walk(v, body, false, &mut ok, &mut saw_block);
-    ok && saw_block
 }
 
+/// Lower a statement (blocks, flat buffers, normalised loops); the first error
+/// met on the way is returned.
 fn lower_stmt(ctx: &mut Ctx, s: &Stmt) -> Result<Stmt> {
-    Ok(match s {
-        Stmt::BufferStore {
-            buffer,
-            value,
-            indices,
-            span,
-        } => {
-            let value = lower_expr(ctx, value)?;
-            let (buffer, idx) = flat_index(ctx, buffer, indices)?;
-            Stmt::BufferStore {
-                buffer,
-                value,
-                indices: vec![idx],
-                span: *span,
-            }
-        }
-        Stmt::Let { var, value, body } => Stmt::Let {
-            var: var.clone(),
-            value: lower_expr(ctx, value)?,
-            body: Box::new(lower_stmt(ctx, body)?),
-        },
-        Stmt::Attr { key, body, value, node } => {
-            if key == "thread_extent" {
-                if let Some(v) = node {
-                    // Old-style launch: `T.attr(iter_var, "thread_extent", n)`.
-                    let tag = v.name().to_string();
-                    return Ok(Stmt::LaunchThread {
-                        var: v.clone(),
-                        tag,
-                        extent: lower_expr(ctx, value)?,
-                        body: Box::new(lower_stmt(ctx, body)?),
-                    });
-                }
-            }
-            lower_stmt(ctx, body)?
-        }
-        Stmt::LaunchThread { var, tag, extent, body } => {
-            ctx.has_threads = true;
-            Stmt::LaunchThread {
-                var: var.clone(),
-                tag: tag.clone(),
-                extent: lower_expr(ctx, extent)?,
-                body: Box::new(lower_stmt(ctx, body)?),
-            }
-        }
-        Stmt::Assert { cond, message, body } => Stmt::Assert {
-            cond: lower_expr(ctx, cond)?,
-            message: message.clone(),
-            body: Box::new(lower_stmt(ctx, body)?),
-        },
-        Stmt::For {
+    let out = ctx.visit_stmt(s);
+    match ctx.err.take() {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+impl Ctx {
+    /// Keep the first error; later ones follow from it.
+    fn fail(&mut self, e: JitError) {
+        self.err.get_or_insert(e);
+    }
+
+    /// `x`, or `fallback` with the error kept.
+    fn or_keep<T>(&mut self, x: Result<T>, fallback: impl FnOnce() -> T) -> T {
+        x.unwrap_or_else(|e| {
+            self.fail(e);
+            fallback()
+        })
+    }
+
+    /// A loop: bounds lowered, kind decided, variable shifted to start at 0.
+    fn lower_for(&mut self, s: &Stmt) -> Stmt {
+        let Stmt::For {
             var,
             min,
             extent,
@@ -616,82 +596,130 @@ fn lower_stmt(ctx: &mut Ctx, s: &Stmt) -> Result<Stmt> {
             thread_tag,
             annotations,
             body,
-        } => {
-            let min = lower_expr(ctx, min)?;
-            let extent = lower_expr(ctx, extent)?;
-            let mut kind = *kind;
-            if kind == ForKind::ThreadBinding {
-                ctx.has_threads = true;
-                if thread_tag.as_deref() == Some("vthread") || thread_tag.is_none() {
-                    kind = ForKind::Serial;
-                }
-            } else if kind == ForKind::Serial || kind == ForKind::Parallel || kind == ForKind::Vectorized {
-                kind = if loop_is_parallel(var, body) || kind == ForKind::Parallel {
-                    ForKind::Parallel
-                } else {
-                    ForKind::Serial
-                };
+        } = s
+        else {
+            return rebuild(self, s);
+        };
+        let min = self.visit_prim_expr(min);
+        let extent = self.visit_prim_expr(extent);
+        let mut kind = *kind;
+        if kind == ForKind::ThreadBinding {
+            self.has_threads = true;
+            if thread_tag.as_deref() == Some("vthread") || thread_tag.is_none() {
+                kind = ForKind::Serial;
             }
-            let nv = if min.as_int() == Some(0) {
-                var.clone()
+        } else if kind == ForKind::Serial || kind == ForKind::Parallel || kind == ForKind::Vectorized {
+            kind = if loop_is_parallel(var, body) || kind == ForKind::Parallel {
+                ForKind::Parallel
             } else {
-                let nv = TirVar::new(var.name(), var.dtype());
-                let shifted = expr::add(nv.to_expr(), min.clone());
-                ctx.vmap.insert(var.id(), shifted);
-                nv
+                ForKind::Serial
             };
-            let body = lower_stmt(ctx, body)?;
-            Stmt::For {
-                var: nv,
-                min: expr::int_like(&extent, 0),
-                extent,
-                kind,
-                thread_tag: thread_tag.clone(),
-                annotations: annotations.clone(),
-                body: Box::new(body),
-            }
         }
-        Stmt::While { cond, body } => Stmt::While {
-            cond: lower_expr(ctx, cond)?,
-            body: Box::new(lower_stmt(ctx, body)?),
-        },
-        Stmt::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            let cond = lower_expr(ctx, cond)?;
-            let t = lower_stmt(ctx, then_branch)?;
-            let e = match else_branch {
-                Some(e) => Some(Box::new(lower_stmt(ctx, e)?)),
-                None => None,
-            };
-            match cond.as_int() {
-                Some(0) => e.map(|b| *b).unwrap_or(Stmt::Seq(vec![])),
-                Some(_) => t,
-                None => Stmt::If {
+        let nv = if min.as_int() == Some(0) {
+            var.clone()
+        } else {
+            let nv = TirVar::new(var.name(), var.dtype());
+            self.vmap.insert(var.id(), expr::add(nv.to_expr(), min));
+            nv
+        };
+        let body = Box::new(self.visit_stmt(body));
+        Stmt::For {
+            var: nv,
+            min: expr::int_like(&extent, 0),
+            extent,
+            kind,
+            thread_tag: thread_tag.clone(),
+            annotations: annotations.clone(),
+            body,
+        }
+    }
+}
+
+/// Lowering is a [`StmtExprMutator`]: the statements it changes are rewritten
+/// here, the others are rebuilt by the default recursion; every expression is
+/// lowered by [`lower_expr`].
+impl StmtExprMutator for Ctx {
+    fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
+        let r = lower_expr(self, e);
+        self.or_keep(r, || e.clone())
+    }
+
+    fn visit_stmt(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::BufferStore {
+                buffer,
+                value,
+                indices,
+                span,
+            } => {
+                let value = self.visit_prim_expr(value);
+                let flat = flat_index(self, buffer, indices).map(|(buffer, idx)| Stmt::BufferStore {
+                    buffer,
+                    value,
+                    indices: vec![idx],
+                    span: *span,
+                });
+                self.or_keep(flat, || s.clone())
+            }
+            Stmt::Attr {
+                key,
+                body,
+                value,
+                node: Some(v),
+            } if key == "thread_extent" => {
+                // Old-style launch: `T.attr(iter_var, "thread_extent", n)`.
+                let extent = self.visit_prim_expr(value);
+                Stmt::LaunchThread {
+                    var: v.clone(),
+                    tag: v.name().to_string(),
+                    extent,
+                    body: Box::new(self.visit_stmt(body)),
+                }
+            }
+            Stmt::Attr { body, .. } => self.visit_stmt(body),
+            Stmt::LaunchThread { .. } => {
+                self.has_threads = true;
+                rebuild(self, s)
+            }
+            Stmt::For { .. } => self.lower_for(s),
+            Stmt::If { .. } => match rebuild(self, s) {
+                Stmt::If {
                     cond,
-                    then_branch: Box::new(t),
-                    else_branch: e,
+                    then_branch,
+                    else_branch,
+                } => match cond.as_int() {
+                    Some(0) => else_branch.map(|b| *b).unwrap_or(Stmt::Seq(vec![])),
+                    Some(_) => *then_branch,
+                    None => Stmt::If {
+                        cond,
+                        then_branch,
+                        else_branch,
+                    },
                 },
+                other => other,
+            },
+            Stmt::Alloc { buffer, body } => {
+                let fl = flatten_buffer(self, buffer);
+                let Some(fl) = self.or_keep(fl.map(Some), || None) else {
+                    return s.clone();
+                };
+                self.flat.insert(buffer.id(), fl.clone());
+                Stmt::Alloc {
+                    buffer: fl.buf,
+                    body: Box::new(self.visit_stmt(body)),
+                }
             }
-        }
-        Stmt::Seq(v) => Stmt::Seq(v.iter().map(|x| lower_stmt(ctx, x)).collect::<Result<_>>()?),
-        Stmt::Evaluate(e) => Stmt::Evaluate(lower_expr(ctx, e)?),
-        Stmt::Alloc { buffer, body } => {
-            let fl = flatten_buffer(ctx, buffer)?;
-            ctx.flat.insert(buffer.id(), fl.clone());
-            Stmt::Alloc {
-                buffer: fl.buf,
-                body: Box::new(lower_stmt(ctx, body)?),
+            Stmt::BlockRealize {
+                iter_values,
+                predicate,
+                block,
+            } => {
+                let r = lower_block(self, iter_values, predicate.as_ref(), block);
+                self.or_keep(r, || s.clone())
             }
+            _ => rebuild(self, s),
         }
-        Stmt::BlockRealize {
-            iter_values,
-            predicate,
-            block,
-        } => lower_block(ctx, iter_values, predicate.as_ref(), block)?,
-    })
+    }
 }
 
 fn lower_block(ctx: &mut Ctx, iter_values: &[PrimExpr], predicate: Option<&PrimExpr>, block: &Block) -> Result<Stmt> {
@@ -759,44 +787,7 @@ fn lower_block(ctx: &mut Ctx, iter_values: &[PrimExpr], predicate: Option<&PrimE
     Ok(body)
 }
 
-/// Structural equality of expressions (variables and buffers by identity).
-pub fn expr_eq(a: &PrimExpr, b: &PrimExpr) -> bool {
-    use PrimExprKind as K;
-    if a.same_as(b) {
-        return true;
-    }
-    match (a.kind(), b.kind()) {
-        (K::IntImm { value: x, dtype: d }, K::IntImm { value: y, dtype: e }) => x == y && d == e,
-        (K::FloatImm { value: x, dtype: d }, K::FloatImm { value: y, dtype: e }) => {
-            x.to_bits() == y.to_bits() && d == e
-        }
-        (K::Var(x), K::Var(y)) => x == y,
-        (K::Cast { dtype: d, value: x }, K::Cast { dtype: e, value: y }) => d == e && expr_eq(x, y),
-        (K::Binary { op: o, a: a1, b: b1 }, K::Binary { op: p, a: a2, b: b2 }) => {
-            o == p && expr_eq(a1, a2) && expr_eq(b1, b2)
-        }
-        (K::Not(x), K::Not(y)) => expr_eq(x, y),
-        (K::Select { cond: c1, t: t1, f: f1 }, K::Select { cond: c2, t: t2, f: f2 }) => {
-            expr_eq(c1, c2) && expr_eq(t1, t2) && expr_eq(f1, f2)
-        }
-        (
-            K::Call {
-                op: o,
-                dtype: d,
-                args: x,
-            },
-            K::Call {
-                op: p,
-                dtype: e,
-                args: y,
-            },
-        ) => o == p && d == e && x.len() == y.len() && x.iter().zip(y).all(|(u, v)| expr_eq(u, v)),
-        (K::BufferLoad { buffer: b1, indices: x }, K::BufferLoad { buffer: b2, indices: y }) => {
-            b1 == b2 && x.len() == y.len() && x.iter().zip(y).all(|(u, v)| expr_eq(u, v))
-        }
-        _ => false,
-    }
-}
+pub use relax_ir::tir::expr_equal as expr_eq;
 
 fn strip_cast(e: &PrimExpr) -> &PrimExpr {
     match e.kind() {

@@ -1,6 +1,7 @@
 //! Math intrinsics shared by the host executor (reference semantics) and the WGSL
 //! emitter (which mirrors them).
 
+use relax_ir::tir::{Intrinsic, Intrinsic as I};
 use relax_ir::{DataType, TypeCode};
 
 /// A constant scalar.
@@ -61,39 +62,39 @@ pub fn nearbyint(x: f64) -> f64 {
     x.round_ties_even()
 }
 
-/// The unary float intrinsics, by TIR name.
-pub fn unary_f64(op: &str) -> Option<fn(f64) -> f64> {
+/// The unary float intrinsics.
+pub fn unary_f64(op: Intrinsic) -> Option<fn(f64) -> f64> {
     Some(match op {
-        "exp" => f64::exp,
-        "exp2" => f64::exp2,
-        "exp10" => |x| 10f64.powf(x),
-        "log" => f64::ln,
-        "log2" => f64::log2,
-        "log10" => f64::log10,
-        "log1p" => f64::ln_1p,
-        "expm1" => f64::exp_m1,
-        "sqrt" => f64::sqrt,
-        "rsqrt" => |x| 1.0 / x.sqrt(),
-        "sin" => f64::sin,
-        "cos" => f64::cos,
-        "tan" => f64::tan,
-        "asin" => f64::asin,
-        "acos" => f64::acos,
-        "atan" => f64::atan,
-        "sinh" => f64::sinh,
-        "cosh" => f64::cosh,
-        "tanh" => tanh,
-        "asinh" => f64::asinh,
-        "acosh" => f64::acosh,
-        "atanh" => f64::atanh,
-        "fabs" | "abs" => f64::abs,
-        "floor" => f64::floor,
-        "ceil" => f64::ceil,
-        "trunc" => f64::trunc,
-        "round" => f64::round,
-        "nearbyint" => nearbyint,
-        "erf" => erf,
-        "sigmoid" => sigmoid,
+        I::Exp => f64::exp,
+        I::Exp2 => f64::exp2,
+        I::Exp10 => |x| 10f64.powf(x),
+        I::Log => f64::ln,
+        I::Log2 => f64::log2,
+        I::Log10 => f64::log10,
+        I::Log1p => f64::ln_1p,
+        I::Expm1 => f64::exp_m1,
+        I::Sqrt => f64::sqrt,
+        I::Rsqrt => |x| 1.0 / x.sqrt(),
+        I::Sin => f64::sin,
+        I::Cos => f64::cos,
+        I::Tan => f64::tan,
+        I::Asin => f64::asin,
+        I::Acos => f64::acos,
+        I::Atan => f64::atan,
+        I::Sinh => f64::sinh,
+        I::Cosh => f64::cosh,
+        I::Tanh => tanh,
+        I::Asinh => f64::asinh,
+        I::Acosh => f64::acosh,
+        I::Atanh => f64::atanh,
+        I::Fabs | I::Abs => f64::abs,
+        I::Floor => f64::floor,
+        I::Ceil => f64::ceil,
+        I::Trunc => f64::trunc,
+        I::Round => f64::round,
+        I::Nearbyint => nearbyint,
+        I::Erf => erf,
+        I::Sigmoid => sigmoid,
         _ => return None,
     })
 }

@@ -393,7 +393,11 @@ fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> G
         store(&red, tx.to_expr(), ld(&acc, z.clone())),
         store(&ok, tx.to_expr(), ld(&okl, z.clone())),
     ];
-    let sync = Stmt::Evaluate(PrimExpr::call("tvm_storage_sync", DataType::INT32, vec![]));
+    let sync = Stmt::Evaluate(PrimExpr::intrinsic_call(
+        relax_ir::tir::Intrinsic::TvmStorageSync,
+        DataType::INT32,
+        vec![],
+    ));
     let mut stride = nt / 2;
     while stride >= 1 {
         let other = add(tx.to_expr(), i32c(stride));

@@ -688,7 +688,10 @@ impl Em<'_> {
                     w,
                 )
             }
-            K::Call { op, dtype, args } => self.call(op, *dtype, args)?,
+            K::Call { op, dtype, args } => match relax_ir::tir::Intrinsic::from_name(op) {
+                Some(op) => self.call(op, *dtype, args)?,
+                None => return Err(self.unsupported(format!("intrinsic T.{op}"))),
+            },
             K::BufferLoad { buffer, indices } => {
                 if indices.len() != 1 {
                     return Err(JitError::InvalidIr(format!(
@@ -1018,7 +1021,7 @@ impl Em<'_> {
                 self.line("}");
             }
             Stmt::Evaluate(e) => match e.kind() {
-                PrimExprKind::Call { op, .. } if op == "tvm_storage_sync" => {
+                PrimExprKind::Call { .. } if e.as_intrinsic() == Some(relax_ir::tir::Intrinsic::TvmStorageSync) => {
                     self.line("workgroupBarrier();");
                 }
                 PrimExprKind::IntImm { .. } => {}

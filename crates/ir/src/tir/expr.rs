@@ -277,6 +277,17 @@ impl PrimExpr {
             args,
         })
     }
+    /// A call of a known intrinsic.
+    pub fn intrinsic_call(op: super::Intrinsic, dtype: DataType, args: Vec<PrimExpr>) -> PrimExpr {
+        PrimExpr::call(op.name(), dtype, args)
+    }
+    /// The intrinsic, if this is a call of a known one.
+    pub fn as_intrinsic(&self) -> Option<super::Intrinsic> {
+        match self.kind() {
+            PrimExprKind::Call { op, .. } => super::Intrinsic::from_name(op),
+            _ => None,
+        }
+    }
     /// `T.Select(cond, t, f)`.
     pub fn select(cond: PrimExpr, t: PrimExpr, f: PrimExpr) -> PrimExpr {
         PrimExpr::new(PrimExprKind::Select { cond, t, f })
@@ -373,5 +384,66 @@ impl fmt::Debug for PrimExpr {
             PrimExprKind::Binary { op, a, b } => write!(f, "{op:?}({a:?}, {b:?})"),
             other => write!(f, "{other:?}"),
         }
+    }
+}
+
+/// Structural equality of expressions: variables and buffers by identity, floats
+/// by their bits (`0.0` and `-0.0` differ), every node kind compared.
+pub fn expr_equal(a: &PrimExpr, b: &PrimExpr) -> bool {
+    use PrimExprKind as K;
+    if a.same_as(b) {
+        return true;
+    }
+    match (a.kind(), b.kind()) {
+        (K::IntImm { value: x, dtype: d }, K::IntImm { value: y, dtype: e }) => x == y && d == e,
+        (K::FloatImm { value: x, dtype: d }, K::FloatImm { value: y, dtype: e }) => {
+            x.to_bits() == y.to_bits() && d == e
+        }
+        (K::StringImm(x), K::StringImm(y)) => x == y,
+        (K::Var(x), K::Var(y)) => x == y,
+        (K::Cast { dtype: d, value: x }, K::Cast { dtype: e, value: y }) => d == e && expr_equal(x, y),
+        (K::Binary { op: o, a: x1, b: x2 }, K::Binary { op: p, a: y1, b: y2 }) => {
+            o == p && expr_equal(x1, y1) && expr_equal(x2, y2)
+        }
+        (K::Not(x), K::Not(y)) => expr_equal(x, y),
+        (K::Select { cond: c1, t: t1, f: f1 }, K::Select { cond: c2, t: t2, f: f2 }) => {
+            expr_equal(c1, c2) && expr_equal(t1, t2) && expr_equal(f1, f2)
+        }
+        (
+            K::Call {
+                op: o,
+                dtype: d,
+                args: x,
+            },
+            K::Call {
+                op: p,
+                dtype: e,
+                args: y,
+            },
+        ) => o == p && d == e && x.len() == y.len() && x.iter().zip(y).all(|(a, b)| expr_equal(a, b)),
+        (
+            K::BufferLoad {
+                buffer: b1,
+                indices: i1,
+            },
+            K::BufferLoad {
+                buffer: b2,
+                indices: i2,
+            },
+        ) => b1 == b2 && i1.len() == i2.len() && i1.iter().zip(i2).all(|(a, b)| expr_equal(a, b)),
+        (
+            K::Ramp {
+                base: b1,
+                stride: s1,
+                lanes: l1,
+            },
+            K::Ramp {
+                base: b2,
+                stride: s2,
+                lanes: l2,
+            },
+        ) => l1 == l2 && expr_equal(b1, b2) && expr_equal(s1, s2),
+        (K::Broadcast { value: x, lanes: l }, K::Broadcast { value: y, lanes: m }) => l == m && expr_equal(x, y),
+        _ => false,
     }
 }

@@ -4,9 +4,11 @@
 mod buffer;
 mod expr;
 mod function;
+mod intrinsic;
 mod stmt;
 
 pub use buffer::{Buffer, BufferNode, BufferRegion, Range};
-pub use expr::{BinOp, PrimExpr, PrimExprKind, TirVar, TirVarNode};
+pub use expr::{expr_equal, BinOp, PrimExpr, PrimExprKind, TirVar, TirVarNode};
 pub use function::PrimFunc;
+pub use intrinsic::{DtypeAt, Intrinsic, RetType, Signature};
 pub use stmt::{Block, ForKind, IterKind, IterVar, MatchBufferRegion, Stmt};

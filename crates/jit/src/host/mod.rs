@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
-use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, PrimExprKind, Stmt};
+use relax_ir::tir::{BinOp, Buffer, ForKind, Intrinsic as I, PrimExpr, PrimExprKind, Stmt};
 use relax_ir::{DataType, TypeCode};
 
 use crate::error::{JitError, Result};
@@ -264,10 +264,8 @@ fn compile_stmt(env: &mut Env, s: &Stmt) -> Result<SFn> {
             })
         }
         Stmt::Evaluate(e) => {
-            if let PrimExprKind::Call { op, .. } = e.kind() {
-                if op == "tvm_storage_sync" {
-                    return Err(unsupported(env, "thread barriers (T.tvm_storage_sync) on the host"));
-                }
+            if e.as_intrinsic() == Some(I::TvmStorageSync) {
+                return Err(unsupported(env, "thread barriers (T.tvm_storage_sync) on the host"));
             }
             if matches!(e.kind(), PrimExprKind::IntImm { .. }) {
                 return Ok(Box::new(|_| {}));
@@ -962,7 +960,7 @@ pub fn eval_int(e: &PrimExpr, vars: &HashMap<u64, i64>) -> Result<i64> {
             }
         }
         K::Not(a) => (eval_int(a, vars)? == 0) as i64,
-        K::Call { op, args, .. } if op == "if_then_else" && args.len() == 3 => {
+        K::Call { args, .. } if e.as_intrinsic() == Some(I::IfThenElse) && args.len() == 3 => {
             if eval_int(&args[0], vars)? != 0 {
                 eval_int(&args[1], vars)?
             } else {

@@ -193,7 +193,10 @@ pub(super) fn compile(env: &mut Env, e: &PrimExpr) -> Result<CE> {
                 }))
             }
         }
-        K::Call { op, dtype, args } => compile_call(env, op, *dtype, args)?,
+        K::Call { op, dtype, args } => match I::from_name(op) {
+            Some(op) => compile_call(env, op, *dtype, args)?,
+            None => return Err(unsupported(env, format!("intrinsic T.{op}"))),
+        },
         K::BufferLoad { buffer, indices } => {
             if indices.len() != 1 {
                 return Err(JitError::InvalidIr(format!(
@@ -319,7 +322,7 @@ pub(super) fn float_to_int(v: f64, to: DataType) -> i64 {
     }
 }
 
-pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[PrimExpr]) -> Result<CE> {
+pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<CE> {
     let arity = |n: usize| check_arity(op, args, n);
     if let Some(f) = math::unary_f64(op) {
         arity(1)?;
@@ -328,7 +331,7 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
         return Ok(CE::F(Box::new(move |fr| round_to(d, f(a(fr))))));
     }
     Ok(match op {
-        "if_then_else" => {
+        I::IfThenElse => {
             arity(3)?;
             let c = compile_i(env, &args[0])?;
             if dtype.is_float() {
@@ -339,29 +342,29 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
                 CE::I(Box::new(move |fr| if c(fr) != 0 { t(fr) } else { f(fr) }))
             }
         }
-        "likely" | "tvm_thread_invariant" | "assume" => {
+        I::Likely | I::TvmThreadInvariant | I::Assume => {
             arity(1)?;
             compile(env, &args[0])?
         }
-        "abs" | "fabs" if !dtype.is_float() => {
+        I::Abs | I::Fabs if !dtype.is_float() => {
             arity(1)?;
             let a = compile_i(env, &args[0])?;
             CE::I(Box::new(move |fr| wrap_int(a(fr).wrapping_abs(), dtype)))
         }
-        "isnan" | "isinf" | "isfinite" => {
+        I::Isnan | I::Isinf | I::Isfinite => {
             arity(1)?;
             if !args[0].dtype().is_float() {
-                let v = (op == "isfinite") as i64;
+                let v = (op == I::Isfinite) as i64;
                 return Ok(CE::I(Box::new(move |_| v)));
             }
             let a = compile_f(env, &args[0])?;
             match op {
-                "isnan" => CE::I(Box::new(move |fr| a(fr).is_nan() as i64)),
-                "isinf" => CE::I(Box::new(move |fr| a(fr).is_infinite() as i64)),
+                I::Isnan => CE::I(Box::new(move |fr| a(fr).is_nan() as i64)),
+                I::Isinf => CE::I(Box::new(move |fr| a(fr).is_infinite() as i64)),
                 _ => CE::I(Box::new(move |fr| a(fr).is_finite() as i64)),
             }
         }
-        "pow" | "powf" | "atan2" | "fmod" | "copysign" | "hypot" | "nextafter" | "ldexp" => {
+        I::Pow | I::Powf | I::Atan2 | I::Fmod | I::Copysign | I::Hypot | I::Nextafter | I::Ldexp => {
             arity(2)?;
             let (a, b) = (compile_f(env, &args[0])?, compile_f(env, &args[1])?);
             let Some(f) = binary_f64(op) else {
@@ -369,12 +372,12 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
             };
             CE::F(Box::new(move |fr| round_to(dtype, f(a(fr), b(fr)))))
         }
-        "truncdiv" | "truncmod" | "floordiv" | "floormod" => {
+        I::Truncdiv | I::Truncmod | I::Floordiv | I::Floormod => {
             arity(2)?;
             compile(env, &division_call(op, args))?
         }
-        "max_value" | "min_value" => {
-            let v = math::limit(dtype, op == "max_value").ok_or_else(|| JitError::UnsupportedDtype {
+        I::MaxValue | I::MinValue => {
+            let v = math::limit(dtype, op == I::MaxValue).ok_or_else(|| JitError::UnsupportedDtype {
                 dtype,
                 context: format!("for T.{op}"),
             })?;
@@ -383,32 +386,32 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
                 math::Scalar::F(f) => CE::F(Box::new(move |_| f)),
             }
         }
-        "infinity" => CE::F(Box::new(|_| f64::INFINITY)),
-        "bitwise_and" | "bitwise_or" | "bitwise_xor" | "shift_left" | "shift_right" => {
+        I::Infinity => CE::F(Box::new(|_| f64::INFINITY)),
+        I::BitwiseAnd | I::BitwiseOr | I::BitwiseXor | I::ShiftLeft | I::ShiftRight => {
             arity(2)?;
             let (a, b) = (compile_i(env, &args[0])?, compile_i(env, &args[1])?);
-            let o = op.to_string();
+            let o = op;
             let unsigned = dtype.is_uint();
             let bits = dtype.bits as u32;
             CE::I(Box::new(move |fr| {
                 let (x, y) = (a(fr), b(fr));
-                let r = match o.as_str() {
-                    "bitwise_and" => x & y,
-                    "bitwise_or" => x | y,
-                    "bitwise_xor" => x ^ y,
-                    "shift_left" => x.wrapping_shl((y as u32) % bits.max(1)),
+                let r = match o {
+                    I::BitwiseAnd => x & y,
+                    I::BitwiseOr => x | y,
+                    I::BitwiseXor => x ^ y,
+                    I::ShiftLeft => x.wrapping_shl((y as u32) % bits.max(1)),
                     _ if unsigned => ((x as u64 & mask(bits)) >> ((y as u32) % bits.max(1))) as i64,
                     _ => x.wrapping_shr((y as u32) % bits.max(1)),
                 };
                 wrap_int(r, dtype)
             }))
         }
-        "bitwise_not" => {
+        I::BitwiseNot => {
             arity(1)?;
             let a = compile_i(env, &args[0])?;
             CE::I(Box::new(move |fr| wrap_int(!a(fr), dtype)))
         }
-        "reinterpret" => {
+        I::Reinterpret => {
             arity(1)?;
             let from = args[0].dtype();
             let a = compile(env, &args[0])?;
@@ -428,18 +431,13 @@ pub(super) fn compile_call(env: &mut Env, op: &str, dtype: DataType, args: &[Pri
 
 /// `T.truncdiv(a, b)` (and `truncmod`, `floordiv`, `floormod`) as a binary
 /// expression.
-pub(super) fn division_call(op: &str, args: &[PrimExpr]) -> PrimExpr {
-    let bop = match op {
-        "truncdiv" => BinOp::Div,
-        "truncmod" => BinOp::Mod,
-        "floordiv" => BinOp::FloorDiv,
-        _ => BinOp::FloorMod,
-    };
+pub(super) fn division_call(op: I, args: &[PrimExpr]) -> PrimExpr {
+    let bop = op.division_op().unwrap_or(BinOp::FloorMod);
     PrimExpr::binary(bop, args[0].clone(), args[1].clone())
 }
 
 /// An error unless the call `T.{op}(args)` has `n` arguments.
-pub(super) fn check_arity(op: &str, args: &[PrimExpr], n: usize) -> Result<()> {
+pub(super) fn check_arity(op: I, args: &[PrimExpr], n: usize) -> Result<()> {
     if args.len() == n {
         Ok(())
     } else {
@@ -450,16 +448,16 @@ pub(super) fn check_arity(op: &str, args: &[PrimExpr], n: usize) -> Result<()> {
     }
 }
 
-/// The binary float intrinsics, by TIR name (computed in `f64`).
-pub(super) fn binary_f64(op: &str) -> Option<fn(f64, f64) -> f64> {
+/// The binary float intrinsics (computed in `f64`).
+pub(super) fn binary_f64(op: I) -> Option<fn(f64, f64) -> f64> {
     Some(match op {
-        "pow" | "powf" => math::pow,
-        "atan2" => f64::atan2,
-        "fmod" => |x, y| x % y,
-        "copysign" => f64::copysign,
-        "hypot" => f64::hypot,
-        "ldexp" => |x, y| x * (2f64).powf(y),
-        "nextafter" => |x: f64, y: f64| if x == y { y } else { x },
+        I::Pow | I::Powf => math::pow,
+        I::Atan2 => f64::atan2,
+        I::Fmod => |x, y| x % y,
+        I::Copysign => f64::copysign,
+        I::Hypot => f64::hypot,
+        I::Ldexp => |x, y| x * (2f64).powf(y),
+        I::Nextafter => |x: f64, y: f64| if x == y { y } else { x },
         _ => return None,
     })
 }

@@ -4,6 +4,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use relax_ir::tir::Intrinsic as I;
 
 impl Em<'_> {
     /// A float math call computed in f32 (f16 / f64 operands converted).
@@ -37,7 +38,7 @@ impl Em<'_> {
         Ok((self.conv(&call, cw, out)?, out))
     }
 
-    pub(super) fn call(&mut self, op: &str, dtype: DataType, args: &[PrimExpr]) -> Result<(String, W)> {
+    pub(super) fn call(&mut self, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<(String, W)> {
         let n = |k: usize| -> Result<()> {
             if args.len() == k {
                 Ok(())
@@ -49,25 +50,25 @@ impl Em<'_> {
             }
         };
         let simple = match op {
-            "exp" => Some("exp"),
-            "exp2" => Some("exp2"),
-            "log" => Some("log"),
-            "log2" => Some("log2"),
-            "sqrt" => Some("sqrt"),
-            "rsqrt" => Some("inverseSqrt"),
-            "sin" => Some("sin"),
-            "cos" => Some("cos"),
-            "tan" => Some("tan"),
-            "atan" => Some("atan"),
-            "sinh" => Some("sinh"),
-            "cosh" => Some("cosh"),
-            "asinh" => Some("asinh"),
-            "acosh" => Some("acosh"),
-            "atanh" => Some("atanh"),
-            "floor" => Some("floor"),
-            "ceil" => Some("ceil"),
-            "trunc" => Some("trunc"),
-            "nearbyint" => Some("round"),
+            I::Exp => Some("exp"),
+            I::Exp2 => Some("exp2"),
+            I::Log => Some("log"),
+            I::Log2 => Some("log2"),
+            I::Sqrt => Some("sqrt"),
+            I::Rsqrt => Some("inverseSqrt"),
+            I::Sin => Some("sin"),
+            I::Cos => Some("cos"),
+            I::Tan => Some("tan"),
+            I::Atan => Some("atan"),
+            I::Sinh => Some("sinh"),
+            I::Cosh => Some("cosh"),
+            I::Asinh => Some("asinh"),
+            I::Acosh => Some("acosh"),
+            I::Atanh => Some("atanh"),
+            I::Floor => Some("floor"),
+            I::Ceil => Some("ceil"),
+            I::Trunc => Some("trunc"),
+            I::Nearbyint => Some("round"),
             _ => None,
         };
         if let Some(f) = simple {
@@ -78,13 +79,13 @@ impl Em<'_> {
             return self.fcall(f, args, dtype, None);
         }
         Ok(match op {
-            "asin" | "acos" => {
+            I::Asin | I::Acos => {
                 // atan2 forms are more accurate than some drivers' asin / acos.
                 n(1)?;
                 let (x, w) = self.fcall("", args, dtype, None)?;
                 let one_ = self.conv("1.0f", W::F32, w)?;
                 let r = format!("sqrt(max({one_} - {x} * {x}, {}))", w.zero());
-                let v = if op == "asin" {
+                let v = if op == I::Asin {
                     format!("atan2({x}, {r})")
                 } else {
                     format!("atan2({r}, {x})")
@@ -93,90 +94,90 @@ impl Em<'_> {
                 let nan = self.conv("bitcast<f32>(0x7fc00000u)", W::F32, w)?;
                 (format!("select({v}, {nan}, abs({x}) > {one_})"), w)
             }
-            "fabs" | "abs" => {
+            I::Fabs | I::Abs => {
                 n(1)?;
                 let (s, w) = self.expr(&args[0])?;
                 (format!("abs({s})"), w)
             }
-            "exp10" => {
+            I::Exp10 => {
                 n(1)?;
                 let (s, w) = self.fcall("", args, dtype, None)?;
                 let ten = self.conv("10.0f", W::F32, w)?;
                 (format!("pow({ten}, {s})"), w)
             }
-            "log10" => {
+            I::Log10 => {
                 n(1)?;
                 let (s, w) = self.fcall("log2", args, dtype, None)?;
                 let c = self.conv("0.30102999566398120f", W::F32, w)?;
                 (format!("({s} * {c})"), w)
             }
-            "log1p" => {
+            I::Log1p => {
                 n(1)?;
                 let (s, w) = self.fcall("", args, dtype, None)?;
                 let one_ = self.conv("1.0f", W::F32, w)?;
                 (format!("log({one_} + {s})"), w)
             }
-            "expm1" => {
+            I::Expm1 => {
                 n(1)?;
                 let (s, w) = self.fcall("exp", args, dtype, None)?;
                 let one_ = self.conv("1.0f", W::F32, w)?;
                 (format!("({s} - {one_})"), w)
             }
-            "tanh" => {
+            I::Tanh => {
                 n(1)?;
                 self.fcall("tanh_f32", args, dtype, Some("tanh_f32"))?
             }
-            "sigmoid" => {
+            I::Sigmoid => {
                 n(1)?;
                 self.fcall("sigmoid_f32", args, dtype, Some("sigmoid_f32"))?
             }
-            "erf" => {
+            I::Erf => {
                 n(1)?;
                 self.fcall("erf_f32", args, dtype, Some("erf_f32"))?
             }
-            "round" => {
+            I::Round => {
                 n(1)?;
                 self.fcall("round_f32", args, dtype, Some("round_f32"))?
             }
-            "pow" | "powf" => {
+            I::Pow | I::Powf => {
                 n(2)?;
                 self.fcall("pow_f32", args, dtype, Some("pow_f32"))?
             }
-            "atan2" => {
+            I::Atan2 => {
                 n(2)?;
                 self.fcall("atan2", args, dtype, None)?
             }
-            "copysign" => {
+            I::Copysign => {
                 n(2)?;
                 self.fcall("copysign_f32", args, dtype, Some("copysign_f32"))?
             }
-            "hypot" => {
+            I::Hypot => {
                 n(2)?;
                 let (s, w) = self.fcall("", &args[..1], dtype, None)?;
                 let (t, _) = self.fcall("", &args[1..], dtype, None)?;
                 (format!("sqrt({s} * {s} + {t} * {t})"), w)
             }
-            "fmod" => {
+            I::Fmod => {
                 n(2)?;
                 let (s, w) = self.fcall("", &args[..1], dtype, None)?;
                 let (t, _) = self.fcall("", &args[1..], dtype, None)?;
                 (format!("({s} % {t})"), w)
             }
-            "isnan" | "isinf" | "isfinite" => {
+            I::Isnan | I::Isinf | I::Isfinite => {
                 n(1)?;
                 let (s, w) = self.expr(&args[0])?;
                 if !w.is_float() {
-                    return Ok(((if op == "isfinite" { "true" } else { "false" }).to_string(), W::Bool));
+                    return Ok(((if op == I::Isfinite { "true" } else { "false" }).to_string(), W::Bool));
                 }
                 let h = match op {
-                    "isnan" => "isnan_f32",
-                    "isinf" => "isinf_f32",
+                    I::Isnan => "isnan_f32",
+                    I::Isinf => "isinf_f32",
                     _ => "isfinite_f32",
                 };
                 self.helpers.insert(h);
                 (format!("{h}({})", self.conv(&s, w, W::F32)?), W::Bool)
             }
-            "if_then_else" => {
+            I::IfThenElse => {
                 n(3)?;
                 let (c, cw) = self.expr(&args[0])?;
                 self.lazy += 1;
@@ -194,11 +195,11 @@ impl Em<'_> {
                     w,
                 )
             }
-            "likely" | "tvm_thread_invariant" | "assume" => {
+            I::Likely | I::TvmThreadInvariant | I::Assume => {
                 n(1)?;
                 self.expr(&args[0])?
             }
-            "max_value" | "min_value" => match math::limit(dtype, op == "max_value") {
+            I::MaxValue | I::MinValue => match math::limit(dtype, op == I::MaxValue) {
                 Some(math::Scalar::I(v)) => self.lit_int(v, dtype)?,
                 Some(math::Scalar::F(v)) => self.lit_float(v, dtype)?,
                 None => {
@@ -208,25 +209,20 @@ impl Em<'_> {
                     })
                 }
             },
-            "infinity" => self.lit_float(f64::INFINITY, dtype)?,
-            "truncdiv" | "truncmod" | "floordiv" | "floormod" => {
+            I::Infinity => self.lit_float(f64::INFINITY, dtype)?,
+            I::Truncdiv | I::Truncmod | I::Floordiv | I::Floormod => {
                 n(2)?;
-                let bop = match op {
-                    "truncdiv" => BinOp::Div,
-                    "truncmod" => BinOp::Mod,
-                    "floordiv" => BinOp::FloorDiv,
-                    _ => BinOp::FloorMod,
-                };
+                let bop = op.division_op().unwrap_or(BinOp::FloorMod);
                 self.binary(bop, &args[0], &args[1], dtype)?
             }
-            "bitwise_and" | "bitwise_or" | "bitwise_xor" => {
+            I::BitwiseAnd | I::BitwiseOr | I::BitwiseXor => {
                 n(2)?;
                 let (a, wa) = self.expr(&args[0])?;
                 let (b, wb) = self.expr(&args[1])?;
                 let w = wa.max(wb);
                 let o = match op {
-                    "bitwise_and" => "&",
-                    "bitwise_or" => "|",
+                    I::BitwiseAnd => "&",
+                    I::BitwiseOr => "|",
                     _ => "^",
                 };
                 if w == W::Bool {
@@ -237,7 +233,7 @@ impl Em<'_> {
                     (format!("({} {o} {})", self.conv(&a, wa, w)?, self.conv(&b, wb, w)?), w)
                 }
             }
-            "bitwise_not" => {
+            I::BitwiseNot => {
                 n(1)?;
                 let (a, w) = self.expr(&args[0])?;
                 if w == W::Bool {
@@ -246,15 +242,15 @@ impl Em<'_> {
                     (self.wrap_small(format!("(~{a})"), dtype), w)
                 }
             }
-            "shift_left" | "shift_right" => {
+            I::ShiftLeft | I::ShiftRight => {
                 n(2)?;
                 let (a, w) = self.expr(&args[0])?;
                 let (b, wb) = self.expr(&args[1])?;
-                let o = if op == "shift_left" { "<<" } else { ">>" };
+                let o = if op == I::ShiftLeft { "<<" } else { ">>" };
                 let sh = self.conv(&b, wb, W::U32)?;
                 (self.wrap_small(format!("({a} {o} {sh})"), dtype), w)
             }
-            "reinterpret" => {
+            I::Reinterpret => {
                 n(1)?;
                 let (a, _) = self.expr(&args[0])?;
                 let to = self.cty(dtype)?;

@@ -4,7 +4,7 @@
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, BlockArg, InstBuilder, Value};
-use relax_ir::tir::{BinOp, PrimExpr, PrimExprKind};
+use relax_ir::tir::{BinOp, Intrinsic as I, PrimExpr, PrimExprKind};
 use relax_ir::DataType;
 
 use super::gen::{fcmp64, icmp64, nonzero, ty_of, Gen};
@@ -70,7 +70,10 @@ impl Gen<'_, '_> {
                 let c = nonzero(self.b, c);
                 (self.b.ins().select(c, x, y), ty)
             }
-            K::Call { op, dtype, args } => self.call(op, *dtype, args)?,
+            K::Call { op, dtype, args } => match I::from_name(op) {
+                Some(op) => self.call(op, *dtype, args)?,
+                None => return Err(self.unsupported(format!("intrinsic T.{op}"))),
+            },
             K::BufferLoad { buffer, indices } => self.load(buffer, indices)?,
             K::Let { var, value, body } => self.let_expr(var, value, body)?,
             K::Ramp { .. } | K::Broadcast { .. } => return Err(self.unsupported("vector expressions on the host")),
@@ -158,7 +161,7 @@ impl Gen<'_, '_> {
                 let (x, y) = (self.widen(x, t), self.widen(y, t));
                 let r = match op {
                     BinOp::Mod => {
-                        let f = shims::binary_f64_addr("fmod").unwrap_or(0);
+                        let f = shims::binary_f64_addr(I::Fmod).unwrap_or(0);
                         self.call_f64x2(f, x, y)
                     }
                     BinOp::FloorDiv => {
@@ -342,7 +345,7 @@ impl Gen<'_, '_> {
         self.b.inst_results(call)[0]
     }
 
-    fn call_unary(&mut self, op: &str, x: Value, t: Ty) -> Result<Value> {
+    fn call_unary(&mut self, op: I, x: Value, t: Ty) -> Result<Value> {
         if t == Ty::F32 {
             if let Some(f) = shims::unary_f32_addr(op) {
                 let sig = self.sig("f32", &[types::F32], types::F32);
@@ -353,13 +356,13 @@ impl Gen<'_, '_> {
         }
         let ins = self.b.ins();
         Ok(match op {
-            "sqrt" => ins.sqrt(x),
-            "fabs" | "abs" => ins.fabs(x),
-            "floor" => ins.floor(x),
-            "ceil" => ins.ceil(x),
-            "trunc" => ins.trunc(x),
-            "nearbyint" => ins.nearest(x),
-            "rsqrt" => {
+            I::Sqrt => ins.sqrt(x),
+            I::Fabs | I::Abs => ins.fabs(x),
+            I::Floor => ins.floor(x),
+            I::Ceil => ins.ceil(x),
+            I::Trunc => ins.trunc(x),
+            I::Nearbyint => ins.nearest(x),
+            I::Rsqrt => {
                 let s = ins.sqrt(x);
                 let (one, _) = self.fconst(1.0, t);
                 self.b.ins().fdiv(one, s)
@@ -379,7 +382,7 @@ impl Gen<'_, '_> {
         })
     }
 
-    fn call(&mut self, op: &str, dtype: DataType, args: &[PrimExpr]) -> Result<(Value, Ty)> {
+    fn call(&mut self, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<(Value, Ty)> {
         let arity = |n: usize| crate::host::check_arity(op, args, n);
         if math::unary_f64(op).is_some() {
             arity(1)?;
@@ -388,27 +391,27 @@ impl Gen<'_, '_> {
             return Ok((self.call_unary(op, x, t)?, t));
         }
         Ok(match op {
-            "if_then_else" => {
+            I::IfThenElse => {
                 arity(3)?;
                 self.if_then_else(dtype, args)?
             }
-            "likely" | "tvm_thread_invariant" | "assume" => {
+            I::Likely | I::TvmThreadInvariant | I::Assume => {
                 arity(1)?;
                 self.expr(&args[0])?
             }
-            "isnan" | "isinf" | "isfinite" => {
+            I::Isnan | I::Isinf | I::Isfinite => {
                 arity(1)?;
                 if !args[0].dtype().is_float() {
-                    return Ok((self.iconst((op == "isfinite") as i64), Ty::I));
+                    return Ok((self.iconst((op == I::Isfinite) as i64), Ty::I));
                 }
                 let t = fty(args[0].dtype());
                 let x = self.float(&args[0], t)?;
                 let v = match op {
-                    "isnan" => fcmp64(self.b, FloatCC::Unordered, x, x),
+                    I::Isnan => fcmp64(self.b, FloatCC::Unordered, x, x),
                     _ => {
                         let a = self.b.ins().fabs(x);
                         let (inf, _) = self.fconst(f64::INFINITY, t);
-                        let cc = if op == "isinf" {
+                        let cc = if op == I::Isinf {
                             FloatCC::Equal
                         } else {
                             FloatCC::LessThan
@@ -418,28 +421,28 @@ impl Gen<'_, '_> {
                 };
                 (v, Ty::I)
             }
-            "truncdiv" | "truncmod" | "floordiv" | "floormod" => {
+            I::Truncdiv | I::Truncmod | I::Floordiv | I::Floormod => {
                 arity(2)?;
                 self.expr(&crate::host::division_call(op, args))?
             }
-            "max_value" | "min_value" => match math::limit(dtype, op == "max_value") {
+            I::MaxValue | I::MinValue => match math::limit(dtype, op == I::MaxValue) {
                 Some(math::Scalar::I(i)) => (self.iconst(i), Ty::I),
                 Some(math::Scalar::F(f)) => self.fconst(f, fty(dtype)),
                 None => return Err(self.unsupported(format!("T.{op} of {dtype}"))),
             },
-            "infinity" => self.fconst(f64::INFINITY, fty(dtype)),
-            "bitwise_and" | "bitwise_or" | "bitwise_xor" | "shift_left" | "shift_right" => {
+            I::Infinity => self.fconst(f64::INFINITY, fty(dtype)),
+            I::BitwiseAnd | I::BitwiseOr | I::BitwiseXor | I::ShiftLeft | I::ShiftRight => {
                 arity(2)?;
                 let (x, y) = (self.int(&args[0])?, self.int(&args[1])?);
                 (self.bitwise(op, dtype, x, y), Ty::I)
             }
-            "bitwise_not" => {
+            I::BitwiseNot => {
                 arity(1)?;
                 let x = self.int(&args[0])?;
                 let n = self.b.ins().bnot(x);
                 (self.wrap(n, dtype), Ty::I)
             }
-            "reinterpret" => {
+            I::Reinterpret => {
                 arity(1)?;
                 self.reinterpret(dtype, &args[0])?
             }
@@ -477,7 +480,7 @@ impl Gen<'_, '_> {
         Ok((r, ty))
     }
 
-    fn bitwise(&mut self, op: &str, dtype: DataType, x: Value, y: Value) -> Value {
+    fn bitwise(&mut self, op: I, dtype: DataType, x: Value, y: Value) -> Value {
         let bits = (dtype.bits as i64).max(1);
         let shift = |g: &mut Self| {
             let lo = g.b.ins().band_imm_s(y, 0xffff_ffff);
@@ -485,10 +488,10 @@ impl Gen<'_, '_> {
             g.b.ins().urem(lo, b)
         };
         let r = match op {
-            "bitwise_and" => self.b.ins().band(x, y),
-            "bitwise_or" => self.b.ins().bor(x, y),
-            "bitwise_xor" => self.b.ins().bxor(x, y),
-            "shift_left" => {
+            I::BitwiseAnd => self.b.ins().band(x, y),
+            I::BitwiseOr => self.b.ins().bor(x, y),
+            I::BitwiseXor => self.b.ins().bxor(x, y),
+            I::ShiftLeft => {
                 let s = shift(self);
                 self.b.ins().ishl(x, s)
             }

@@ -195,10 +195,8 @@ impl<'a, 'b> Gen<'a, 'b> {
             }
             Stmt::Seq(v) => v.iter().try_for_each(|x| self.stmt(x)),
             Stmt::Evaluate(e) => {
-                if let PrimExprKind::Call { op, .. } = e.kind() {
-                    if op == "tvm_storage_sync" {
-                        return Err(self.unsupported("thread barriers (T.tvm_storage_sync) on the host"));
-                    }
+                if e.as_intrinsic() == Some(relax_ir::tir::Intrinsic::TvmStorageSync) {
+                    return Err(self.unsupported("thread barriers (T.tvm_storage_sync) on the host"));
                 }
                 if !matches!(e.kind(), PrimExprKind::IntImm { .. }) {
                     self.expr(e)?;

@@ -3,6 +3,8 @@
 //! own functions, so both paths compute the same values) and the scratch arena of
 //! `T.allocate`d buffers.
 
+use relax_ir::tir::Intrinsic as I;
+
 /// Per-call storage of buffers allocated inside a stage (`Stmt::Alloc`): one
 /// reusable slot per allocation site, zero-filled on each entry like the
 /// interpreter's.
@@ -52,12 +54,12 @@ pub(super) extern "C" fn call_f64x2(f: usize, x: f64, y: f64) -> f64 {
 }
 
 /// The address of the interpreter's `f64` function for the unary intrinsic `op`.
-pub(super) fn unary_f64_addr(op: &str) -> Option<usize> {
+pub(super) fn unary_f64_addr(op: I) -> Option<usize> {
     crate::math::unary_f64(op).map(|f| f as usize)
 }
 
 /// The address of the interpreter's `f64` function for the binary intrinsic `op`.
-pub(super) fn binary_f64_addr(op: &str) -> Option<usize> {
+pub(super) fn binary_f64_addr(op: I) -> Option<usize> {
     super::super::scalar::binary_f64(op).map(|f| f as usize)
 }
 
@@ -79,9 +81,9 @@ extern "C" fn exp10_f32(x: f32) -> f32 {
 }
 
 macro_rules! f32_shims {
-    ($op:ident; $($name:literal => $method:ident),* $(,)?) => {
+    ($op:ident; $($name:ident => $method:ident),* $(,)?) => {
         $(
-            if $op == $name {
+            if $op == I::$name {
                 extern "C" fn shim(x: f32) -> f32 {
                     x.$method()
                 }
@@ -95,17 +97,17 @@ macro_rules! f32_shims {
 /// `op` in single precision, when there is one (libm's, or within an ulp of the
 /// `f64` result; the inverse hyperbolic functions, which Rust computes in `f32`
 /// by formula, go through `f64` instead).
-pub(super) fn unary_f32_addr(op: &str) -> Option<usize> {
+pub(super) fn unary_f32_addr(op: I) -> Option<usize> {
     f32_shims!(op;
-        "exp" => exp, "exp2" => exp2, "log" => ln, "log2" => log2, "log10" => log10,
-        "log1p" => ln_1p, "expm1" => exp_m1, "sin" => sin, "cos" => cos, "tan" => tan,
-        "asin" => asin, "acos" => acos, "atan" => atan, "sinh" => sinh, "cosh" => cosh,
-        "tanh" => tanh, "round" => round,
+        Exp => exp, Exp2 => exp2, Log => ln, Log2 => log2, Log10 => log10,
+        Log1p => ln_1p, Expm1 => exp_m1, Sin => sin, Cos => cos, Tan => tan,
+        Asin => asin, Acos => acos, Atan => atan, Sinh => sinh, Cosh => cosh,
+        Tanh => tanh, Round => round,
     );
     Some(match op {
-        "sigmoid" => sigmoid_f32 as *const () as usize,
-        "erf" => erf_f32 as *const () as usize,
-        "exp10" => exp10_f32 as *const () as usize,
+        I::Sigmoid => sigmoid_f32 as *const () as usize,
+        I::Erf => erf_f32 as *const () as usize,
+        I::Exp10 => exp10_f32 as *const () as usize,
         _ => return None,
     })
 }

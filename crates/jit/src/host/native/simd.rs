@@ -4,7 +4,7 @@
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Value};
-use relax_ir::tir::{BinOp, Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, Intrinsic, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::DataType;
 
 use super::gen::{flags, restore, Gen};
@@ -38,7 +38,7 @@ impl Gen<'_, '_> {
             }
             K::Cast { value, .. } => self.lanes_ok(value, var),
             K::Select { cond, t, f } => self.mask_ok(cond, var) && self.lanes_ok(t, var) && self.lanes_ok(f, var),
-            K::Call { op, args, .. } if op == "if_then_else" && args.len() == 3 => {
+            K::Call { args, .. } if e.as_intrinsic() == Some(Intrinsic::IfThenElse) && args.len() == 3 => {
                 self.mask_ok(&args[0], var) && self.lanes_ok(&args[1], var) && self.lanes_ok(&args[2], var)
             }
             _ => false,

@@ -12,7 +12,7 @@ use rustpython_parser::ast::{self, Ranged};
 use crate::diagnostic::Diagnostic;
 use crate::dtype::{DataType, TypeCode};
 use crate::span::{LineIndex, Span};
-use crate::tir::{BinOp, Buffer, BufferRegion, PrimExpr, PrimExprKind, Range, TirVar};
+use crate::tir::{BinOp, Buffer, BufferRegion, Intrinsic, PrimExpr, PrimExprKind, Range, Signature, TirVar};
 
 mod fold;
 #[allow(unused_imports)]
@@ -608,7 +608,11 @@ impl<'a> Evaluator<'a> {
                 let cond = eval_prim(0)?;
                 let (t, f) = match_types(eval_prim(1)?, eval_prim(2)?);
                 let dt = t.dtype();
-                Ok(Value::Expr(PrimExpr::call("if_then_else", dt, vec![cond, t, f])))
+                Ok(Value::Expr(PrimExpr::intrinsic_call(
+                    Intrinsic::IfThenElse,
+                    dt,
+                    vec![cond, t, f],
+                )))
             }
             "max" | "min" | "floordiv" | "floormod" | "truncdiv" | "truncmod" => {
                 argn(2)?;
@@ -752,7 +756,7 @@ impl<'a> Evaluator<'a> {
     fn intrinsic_call(
         &self,
         name: &str,
-        sig: Intrinsic,
+        sig: Signature,
         vals: Vec<Value>,
         nodes: &[&ast::Expr],
         dtype_kw: Option<DataType>,
@@ -818,65 +822,11 @@ impl<'a> Evaluator<'a> {
     }
 }
 
-/// Where an intrinsic's result dtype is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DtypeAt {
-    /// Not written (derived from the arguments).
-    None,
-    /// As the first argument (`T.call_extern("float32", ...)`).
-    First,
-    /// As the last argument (`T.tvm_struct_get(h, 0, 5, "uint8")`).
-    Last,
-}
+pub(crate) use crate::tir::{DtypeAt, RetType as Ret};
 
-/// How an intrinsic's result type is derived.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Ret {
-    /// The (type-matched) first argument's type.
-    Arg0,
-    /// `bool`.
-    Bool,
-    /// `int32`.
-    Int32,
-    /// `handle`.
-    Handle,
-    /// The written dtype.
-    Given,
-}
-
-/// The signature of a `T.<intrinsic>` call.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Intrinsic {
-    pub(crate) dtype_at: DtypeAt,
-    pub(crate) ret: Ret,
-    pub(crate) arity: Option<usize>,
-}
-
-/// The known intrinsics (`T.exp`, `T.tvm_struct_get`, ...).
-pub(crate) fn intrinsic(name: &str) -> Option<Intrinsic> {
-    let s = |dtype_at, ret, arity| Some(Intrinsic { dtype_at, ret, arity });
-    match name {
-        "exp" | "exp2" | "exp10" | "expm1" | "log" | "log2" | "log10" | "log1p" | "sqrt" | "rsqrt" | "tanh"
-        | "sigmoid" | "fabs" | "floor" | "ceil" | "round" | "nearbyint" | "trunc" | "erf" | "sin" | "cos" | "tan"
-        | "sinh" | "cosh" | "asin" | "acos" | "atan" | "asinh" | "acosh" | "atanh" | "popcount" | "clz"
-        | "bitwise_not" => s(DtypeAt::None, Ret::Arg0, Some(1)),
-        "pow" | "atan2" | "fmod" | "hypot" | "copysign" | "nextafter" | "ldexp" | "shift_left" | "shift_right"
-        | "bitwise_and" | "bitwise_or" | "bitwise_xor" => s(DtypeAt::None, Ret::Arg0, Some(2)),
-        "isnan" | "isinf" | "isfinite" => s(DtypeAt::None, Ret::Bool, Some(1)),
-        "likely" | "ret" => s(DtypeAt::None, Ret::Arg0, Some(1)),
-        "tvm_struct_get" => s(DtypeAt::Last, Ret::Given, Some(3)),
-        "call_extern"
-        | "call_pure_extern"
-        | "call_intrin"
-        | "call_llvm_intrin"
-        | "call_llvm_pure_intrin"
-        | "reinterpret" => s(DtypeAt::First, Ret::Given, None),
-        "call_packed" | "call_cpacked" | "tvm_struct_set" => s(DtypeAt::None, Ret::Int32, None),
-        "tvm_stack_make_shape" | "tvm_stack_make_array" | "tvm_stack_alloca" | "address_of" => {
-            s(DtypeAt::None, Ret::Handle, None)
-        }
-        _ => None,
-    }
+/// The signature of a generic `T.<intrinsic>` call (`T.exp`, `T.tvm_struct_get`, ...).
+pub(crate) fn intrinsic(name: &str) -> Option<Signature> {
+    Intrinsic::from_name(name).and_then(Intrinsic::signature)
 }
 
 /// Whether `e` is the literal 9223372036854775808, which only exists negated (`-2**63`).

@@ -8,6 +8,7 @@ use super::super::prim_expr::{arith, const_of};
 use crate::arith::Analyzer;
 use crate::attrs::AttrValue;
 use crate::tir::{BinOp, Block, Buffer, BufferRegion, PrimExpr, PrimExprKind, Range, Stmt, TirVar};
+use crate::visit::{walk_prim_expr, walk_stmt, StmtExprVisitor};
 
 /// The annotation the parser leaves on a block whose regions must be detected
 /// (bit 1: reads, bit 2: writes); removed by [`complete`].
@@ -80,9 +81,9 @@ fn detect(block: &Block) -> (Vec<BufferRegion>, Vec<BufferRegion>) {
         relax: Vec::new(),
     };
     if let Some(i) = &block.init {
-        c.stmt(i);
+        c.visit_stmt(i);
     }
-    c.stmt(&block.body);
+    c.visit_stmt(&block.body);
     let Collector { mut reads, writes, .. } = c;
     // A reduction block (with `T.init()`) does not list its output among its reads.
     if block.init.is_some() {
@@ -195,78 +196,44 @@ impl Collector {
         }
     }
 
-    fn expr(&mut self, e: &PrimExpr) {
-        match e.kind() {
-            PrimExprKind::BufferLoad { buffer, indices } => {
-                for i in indices {
-                    self.expr(i);
-                }
-                let mut reads = std::mem::take(&mut self.reads);
-                self.add(&mut reads, buffer, indices);
-                self.reads = reads;
-            }
-            PrimExprKind::Cast { value, .. } | PrimExprKind::Not(value) | PrimExprKind::Broadcast { value, .. } => {
-                self.expr(value)
-            }
-            PrimExprKind::Binary { a, b, .. } => {
-                self.expr(a);
-                self.expr(b);
-            }
-            PrimExprKind::Select { cond, t, f } => {
-                self.expr(cond);
-                self.expr(t);
-                self.expr(f);
-            }
-            PrimExprKind::Call { args, .. } => args.iter().for_each(|a| self.expr(a)),
-            PrimExprKind::Let { value, body, .. } => {
-                self.expr(value);
-                self.expr(body);
-            }
-            PrimExprKind::Ramp { base, stride, .. } => {
-                self.expr(base);
-                self.expr(stride);
-            }
-            PrimExprKind::IntImm { .. }
-            | PrimExprKind::FloatImm { .. }
-            | PrimExprKind::StringImm(_)
-            | PrimExprKind::Var(_) => {}
+    fn list(&mut self, write: bool) -> &mut Vec<Access> {
+        if write {
+            &mut self.writes
+        } else {
+            &mut self.reads
         }
     }
 
-    fn stmt(&mut self, s: &Stmt) {
+    /// Add an access to the reads or the writes.
+    fn record(&mut self, write: bool, buffer: &Buffer, indices: &[PrimExpr]) {
+        let mut list = std::mem::take(self.list(write));
+        self.add(&mut list, buffer, indices);
+        *self.list(write) = list;
+    }
+}
+
+/// The collector is a [`StmtExprVisitor`]: loads and stores are recorded after
+/// their operands are visited; loops relax their variable; nested blocks add
+/// their declared regions without being entered; the rest is default recursion.
+impl<'a> StmtExprVisitor<'a> for Collector {
+    fn visit_prim_expr(&mut self, e: &'a PrimExpr) {
+        walk_prim_expr(self, e);
+        if let PrimExprKind::BufferLoad { buffer, indices } = e.kind() {
+            self.record(false, buffer, indices);
+        }
+    }
+
+    fn visit_stmt(&mut self, s: &'a Stmt) {
         match s {
-            Stmt::BufferStore {
-                buffer, value, indices, ..
-            } => {
-                self.expr(value);
-                for i in indices {
-                    self.expr(i);
-                }
-                let mut writes = std::mem::take(&mut self.writes);
-                self.add(&mut writes, buffer, indices);
-                self.writes = writes;
-            }
-            Stmt::Let { value, body, .. } => {
-                self.expr(value);
-                self.stmt(body);
-            }
-            Stmt::Attr { value, body, .. } => {
-                self.expr(value);
-                self.stmt(body);
-            }
-            Stmt::LaunchThread { extent, body, .. } => {
-                self.expr(extent);
-                self.stmt(body);
-            }
-            Stmt::Assert { cond, body, .. } => {
-                self.expr(cond);
-                self.stmt(body);
+            Stmt::BufferStore { buffer, indices, .. } => {
+                walk_stmt(self, s);
+                self.record(true, buffer, indices);
             }
             Stmt::For {
                 var, min, extent, body, ..
             } => {
-                self.expr(min);
-                self.expr(extent);
+                self.visit_prim_expr(min);
+                self.visit_prim_expr(extent);
                 let (lo, hi) = match (self.bounds(min), self.bounds(extent)) {
                     (Some((lo, _)), Some((_, ehi))) => {
                         let one = const_of(1, ehi.dtype());
@@ -276,38 +243,21 @@ impl Collector {
                     _ => (min.clone(), arith(BinOp::Add, min.clone(), extent.clone())),
                 };
                 self.relax.push((var.clone(), lo, hi));
-                self.stmt(body);
+                self.visit_stmt(body);
                 self.relax.pop();
             }
-            Stmt::While { cond, body } => {
-                self.expr(cond);
-                self.stmt(body);
-            }
-            Stmt::If {
-                cond,
-                then_branch,
-                else_branch,
-            } => {
-                self.expr(cond);
-                self.stmt(then_branch);
-                if let Some(e) = else_branch {
-                    self.stmt(e);
-                }
-            }
-            Stmt::Seq(v) => v.iter().for_each(|x| self.stmt(x)),
-            Stmt::Evaluate(e) => self.expr(e),
             Stmt::Alloc { buffer, body } => {
                 self.local.push(buffer.clone());
-                self.stmt(body);
+                self.visit_stmt(body);
             }
             Stmt::BlockRealize {
                 iter_values,
                 predicate,
                 block,
             } => {
-                iter_values.iter().for_each(|v| self.expr(v));
+                iter_values.iter().for_each(|v| self.visit_prim_expr(v));
                 if let Some(p) = predicate {
-                    self.expr(p);
+                    self.visit_prim_expr(p);
                 }
                 let n = block.iter_vars.len();
                 for iv in &block.iter_vars {
@@ -321,23 +271,21 @@ impl Collector {
                 }
                 let local_before = self.local.len();
                 self.local.extend(block.alloc_buffers.iter().cloned());
-                for r in &block.reads {
+                let regions = block
+                    .reads
+                    .iter()
+                    .map(|r| (false, r))
+                    .chain(block.writes.iter().map(|w| (true, w)));
+                for (write, r) in regions {
                     let idx: Vec<PrimExpr> = r.region.iter().map(|x| x.min.clone()).collect();
-                    let mut reads = std::mem::take(&mut self.reads);
-                    self.add(&mut reads, &r.buffer, &idx);
-                    self.reads = reads;
-                }
-                for w in &block.writes {
-                    let idx: Vec<PrimExpr> = w.region.iter().map(|x| x.min.clone()).collect();
-                    let mut writes = std::mem::take(&mut self.writes);
-                    self.add(&mut writes, &w.buffer, &idx);
-                    self.writes = writes;
+                    self.record(write, &r.buffer, &idx);
                 }
                 self.local.truncate(local_before);
                 for _ in 0..n {
                     self.relax.pop();
                 }
             }
+            _ => walk_stmt(self, s),
         }
     }
 }

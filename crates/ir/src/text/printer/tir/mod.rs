@@ -63,114 +63,24 @@ pub fn prim_func_type_var_names(func: &PrimFunc) -> Vec<String> {
     prim_func_type_vars(func).iter().map(|v| p.define_var(v)).collect()
 }
 
-/// Visit every variable of `e` (pre-order, repeats included).
+/// Visit every variable of `e` (pre-order, repeats included; a `T.let` binder
+/// before its value).
 pub(crate) fn collect_vars(e: &PrimExpr, f: &mut dyn FnMut(&TirVar)) {
-    match e.kind() {
-        PrimExprKind::Var(v) => f(v),
-        PrimExprKind::IntImm { .. } | PrimExprKind::FloatImm { .. } | PrimExprKind::StringImm(_) => {}
-        PrimExprKind::Cast { value, .. } | PrimExprKind::Not(value) | PrimExprKind::Broadcast { value, .. } => {
-            collect_vars(value, f)
-        }
-        PrimExprKind::Binary { a, b, .. } => {
-            collect_vars(a, f);
-            collect_vars(b, f);
-        }
-        PrimExprKind::Select { cond, t, f: fl } => {
-            collect_vars(cond, f);
-            collect_vars(t, f);
-            collect_vars(fl, f);
-        }
-        PrimExprKind::Call { args, .. } => args.iter().for_each(|a| collect_vars(a, f)),
-        PrimExprKind::BufferLoad { indices, .. } => indices.iter().for_each(|a| collect_vars(a, f)),
-        PrimExprKind::Let { var, value, body } => {
-            f(var);
-            collect_vars(value, f);
-            collect_vars(body, f);
-        }
-        PrimExprKind::Ramp { base, stride, .. } => {
-            collect_vars(base, f);
-            collect_vars(stride, f);
-        }
-    }
+    crate::visit::for_each_prim_expr(e, &mut |x| match x.kind() {
+        PrimExprKind::Var(v) | PrimExprKind::Let { var: v, .. } => f(v),
+        _ => {}
+    });
 }
 
 fn uses_buffer(e: &PrimExpr, b: &Buffer) -> bool {
-    match e.kind() {
-        PrimExprKind::BufferLoad { buffer, indices } => buffer == b || indices.iter().any(|i| uses_buffer(i, b)),
-        PrimExprKind::IntImm { .. }
-        | PrimExprKind::FloatImm { .. }
-        | PrimExprKind::StringImm(_)
-        | PrimExprKind::Var(_) => false,
-        PrimExprKind::Cast { value, .. } | PrimExprKind::Not(value) | PrimExprKind::Broadcast { value, .. } => {
-            uses_buffer(value, b)
-        }
-        PrimExprKind::Binary { a, b: c, .. } => uses_buffer(a, b) || uses_buffer(c, b),
-        PrimExprKind::Select { cond, t, f } => uses_buffer(cond, b) || uses_buffer(t, b) || uses_buffer(f, b),
-        PrimExprKind::Call { args, .. } => args.iter().any(|a| uses_buffer(a, b)),
-        PrimExprKind::Let { value, body, .. } => uses_buffer(value, b) || uses_buffer(body, b),
-        PrimExprKind::Ramp { base, stride, .. } => uses_buffer(base, b) || uses_buffer(stride, b),
-    }
+    let mut found = false;
+    crate::visit::for_each_prim_expr(e, &mut |x| {
+        found |= matches!(x.kind(), PrimExprKind::BufferLoad { buffer, .. } if buffer == b);
+    });
+    found
 }
 
-/// Structural equality of expressions (variables by identity).
-pub(crate) fn expr_equal(a: &PrimExpr, b: &PrimExpr) -> bool {
-    use PrimExprKind as K;
-    if a.same_as(b) {
-        return true;
-    }
-    match (a.kind(), b.kind()) {
-        (K::IntImm { value: x, dtype: d }, K::IntImm { value: y, dtype: e }) => x == y && d == e,
-        (K::FloatImm { value: x, dtype: d }, K::FloatImm { value: y, dtype: e }) => {
-            x.to_bits() == y.to_bits() && d == e
-        }
-        (K::StringImm(x), K::StringImm(y)) => x == y,
-        (K::Var(x), K::Var(y)) => x == y,
-        (K::Cast { dtype: d, value: x }, K::Cast { dtype: e, value: y }) => d == e && expr_equal(x, y),
-        (K::Binary { op: o, a: x1, b: x2 }, K::Binary { op: p, a: y1, b: y2 }) => {
-            o == p && expr_equal(x1, y1) && expr_equal(x2, y2)
-        }
-        (K::Not(x), K::Not(y)) => expr_equal(x, y),
-        (K::Select { cond: c1, t: t1, f: f1 }, K::Select { cond: c2, t: t2, f: f2 }) => {
-            expr_equal(c1, c2) && expr_equal(t1, t2) && expr_equal(f1, f2)
-        }
-        (
-            K::Call {
-                op: o,
-                dtype: d,
-                args: x,
-            },
-            K::Call {
-                op: p,
-                dtype: e,
-                args: y,
-            },
-        ) => o == p && d == e && x.len() == y.len() && x.iter().zip(y).all(|(a, b)| expr_equal(a, b)),
-        (
-            K::BufferLoad {
-                buffer: b1,
-                indices: i1,
-            },
-            K::BufferLoad {
-                buffer: b2,
-                indices: i2,
-            },
-        ) => b1 == b2 && i1.len() == i2.len() && i1.iter().zip(i2).all(|(a, b)| expr_equal(a, b)),
-        (
-            K::Ramp {
-                base: b1,
-                stride: s1,
-                lanes: l1,
-            },
-            K::Ramp {
-                base: b2,
-                stride: s2,
-                lanes: l2,
-            },
-        ) => l1 == l2 && expr_equal(b1, b2) && expr_equal(s1, s2),
-        (K::Broadcast { value: x, lanes: l }, K::Broadcast { value: y, lanes: m }) => l == m && expr_equal(x, y),
-        _ => false,
-    }
-}
+pub(crate) use crate::tir::expr_equal;
 
 fn is_zero_index(indices: &[PrimExpr]) -> bool {
     indices.len() == 1 && indices[0].as_int() == Some(0)

@@ -1,7 +1,9 @@
-//! Fusion of kernels written with symbolic sizes and called with static shapes:
-//! the fused PrimFunc takes the sizes of the call (a loop over `n` must run `n`
-//! times, not be left with `n` unbound), it passes the TIR verifier, and it
-//! computes what the unfused module does and what a host reference does.
+//! Fusion with symbolic sizes. `fuse-tir` of kernels written with symbolic sizes
+//! and called with static shapes: the fused PrimFunc takes the sizes of the call (a
+//! loop over `n` must run `n` times, not be left with `n` unbound) and passes the
+//! TIR verifier. `fuse-ops` of a group whose sizes no tensor parameter gives: the
+//! fused function takes them as a shape parameter. Each result is compared with the
+//! unfused module and with a host reference.
 
 use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
 use relax_ir::{BaseFunc, IRModule};
@@ -14,10 +16,16 @@ fn parse(src: &str) -> IRModule {
 
 /// `check` (which normalizes the parsed module), then `fuse-tir`, verifying after each.
 fn fuse_tir(m: &IRModule) -> IRModule {
+    passes(m, &["check", "fuse-tir"])
+}
+
+/// Run the passes `names`, verifying the module after each.
+fn passes(m: &IRModule, names: &[&str]) -> IRModule {
     let mut p = Pipeline::new().verify(true);
-    p.push(lookup("check").expect("check is registered"));
-    p.push(lookup("fuse-tir").expect("fuse-tir is registered"));
-    p.run(m.clone()).expect("fuse-tir runs and its output verifies")
+    for n in names {
+        p.push(lookup(n).unwrap_or_else(|| panic!("pass {n} is registered")));
+    }
+    p.run(m.clone()).expect("the passes run and their output verifies")
 }
 
 fn tensor(values: &[f32]) -> Value {
@@ -26,6 +34,10 @@ fn tensor(values: &[f32]) -> Value {
 }
 
 fn run(m: &IRModule, args: &[&[f32]]) -> Vec<f32> {
+    run_values(m, args.iter().map(|a| tensor(a)).collect())
+}
+
+fn run_values(m: &IRModule, args: Vec<Value>) -> Vec<f32> {
     let engine = Engine::new(EngineConfig {
         device: DeviceChoice::Cpu,
         optimize: false,
@@ -33,7 +45,6 @@ fn run(m: &IRModule, args: &[&[f32]]) -> Vec<f32> {
         ..EngineConfig::default()
     });
     let loaded = engine.load(m).expect("loads");
-    let args: Vec<Value> = args.iter().map(|a| tensor(a)).collect();
     let out = loaded.run("main", &args).expect("runs");
     let t = out.as_tensor().expect("a tensor").to_array::<f32>().expect("f32");
     t.iter().copied().collect()
@@ -217,4 +228,74 @@ fn verifier_rejects_an_unbound_loop_extent() {
         "expected an undefined-variable error, got {errors:?}"
     );
     assert!(relax_transform::tir_verify::verify_prim_func("total", total).is_empty());
+}
+
+/// A chain over a size given only as a shape argument: `iota` fills `(n,)` with
+/// its indices and `square` squares it.
+const SHAPE_ONLY_GROUP: &str = r#"
+from typing import TypeVar
+from tvm.script import ir as I
+from tvm.script import tirx as T
+from tvm.script import relax as R
+
+n = TypeVar("n")
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def iota(O: T.Buffer((n,), "float32")):
+        T.func_attr({"op_pattern": 0, "tirx.noalias": True})
+        for i in range(n):
+            with T.sblock("iota"):
+                vi = T.axis.spatial(n, i)
+                T.reads()
+                T.writes(O[vi])
+                O[vi] = T.Cast("float32", vi)
+
+    @T.prim_func(private=True, s_tir=True)
+    def square(A: T.Buffer((n,), "float32"), O: T.Buffer((n,), "float32")):
+        T.func_attr({"op_pattern": 0, "tirx.noalias": True})
+        for i in range(n):
+            with T.sblock("square"):
+                vi = T.axis.spatial(n, i)
+                T.reads(A[vi])
+                T.writes(O[vi])
+                O[vi] = A[vi] * A[vi]
+
+    @R.function
+    def main(s: R.Shape([n])) -> R.Tensor((n,), dtype="float32"):
+        cls = Module
+        with R.dataflow():
+            a = R.call_tir(cls.iota, R.tuple(), out_ty=R.Tensor((n,), dtype="float32"))
+            b = R.call_tir(cls.square, (a,), out_ty=R.Tensor((n,), dtype="float32"))
+            R.output(b)
+        return b
+"#;
+
+#[test]
+fn fused_group_takes_its_shape_variables_as_a_parameter() {
+    let input = passes(&parse(SHAPE_ONLY_GROUP), &["check"]);
+    let fused = passes(&input, &["fuse-ops"]);
+    let Some(BaseFunc::Relax(group)) = fused
+        .functions
+        .iter()
+        .find(|(g, _)| g.name().starts_with("fused_"))
+        .map(|(_, f)| f)
+    else {
+        panic!("no fused function");
+    };
+    assert_eq!(
+        group.params.len(),
+        1,
+        "the group's only parameter is its shape variables"
+    );
+    assert!(matches!(
+        group.params[0].struct_info(),
+        Some(relax_ir::StructInfo::Shape(_))
+    ));
+    let want: Vec<f32> = (0..7).map(|i| (i * i) as f32).collect();
+    let shape = || vec![Value::Shape(std::sync::Arc::from(vec![7i64]))];
+    assert_close(&run_values(&input, shape()), &want);
+    assert_close(&run_values(&fused, shape()), &want);
+    let lowered = passes(&fused, &["fuse-tir"]);
+    assert_close(&run_values(&lowered, shape()), &want);
 }

@@ -92,6 +92,7 @@ pub fn fold_constant(module: &IRModule) -> Result<IRModule, Diagnostic> {
             jit: &jit,
             map: HashMap::new(),
             tuples: HashMap::new(),
+            refined: HashMap::new(),
         };
         let nf = folder.visit_function(func);
         if !folder.map.is_empty() || !folder.tuples.is_empty() {
@@ -119,6 +120,9 @@ struct Folder<'a> {
     /// Variables bound to a folded tuple of constants (kept as variables, as TVM
     /// does; their fields fold where they are taken).
     tuples: HashMap<u64, Vec<Expr>>,
+    /// Variables rebound with a more specific StructInfo, derived from their
+    /// rewritten value (a `reshape` by a folded shape gets its static shape).
+    refined: HashMap<u64, Expr>,
 }
 
 impl Folder<'_> {
@@ -239,12 +243,65 @@ impl Folder<'_> {
 
 impl ExprMutator for Folder<'_> {
     fn visit_var_use(&mut self, v: &Var, e: &Expr) -> Expr {
-        self.map.get(&v.id()).cloned().unwrap_or_else(|| e.clone())
+        self.map
+            .get(&v.id())
+            .or_else(|| self.refined.get(&v.id()))
+            .cloned()
+            .unwrap_or_else(|| e.clone())
     }
     fn visit_expr(&mut self, e: &Expr) -> Expr {
         walk_expr(self, e)
     }
     fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
+        let out = self.fold_binding(b);
+        // A rewritten value may have a more specific StructInfo than the variable's
+        // annotation (TVM re-derives it when it re-emits the binding).
+        out.into_iter()
+            .map(|nb| match &nb {
+                Binding::VarBinding { var, value, span } if !b.value().same_as(value) => {
+                    match self.refine(var, value) {
+                        Some(nv) => {
+                            self.refined.insert(var.id(), nv.to_expr());
+                            Binding::VarBinding {
+                                var: nv,
+                                value: value.clone(),
+                                span: *span,
+                            }
+                        }
+                        None => nb,
+                    }
+                }
+                _ => nb,
+            })
+            .collect()
+    }
+}
+
+impl Folder<'_> {
+    /// A copy of `var` with the StructInfo derived from `value`, when that is
+    /// strictly more specific than its own.
+    fn refine(&self, var: &Var, value: &Expr) -> Option<Var> {
+        let old = var.struct_info()?;
+        let (_, derived, diags) = relax_checker::normalize::normalize_expr(value, Some(self.module));
+        if diags.iter().any(|d| d.is_error()) {
+            return None;
+        }
+        let ana = relax_ir::arith::Analyzer::for_shapes();
+        let more_specific = relax_checker::analysis::is_base_of(old, &derived, &ana)
+            && !relax_checker::analysis::is_base_of(&derived, old, &ana);
+        if !more_specific {
+            return None;
+        }
+        Some(if var.is_dataflow() {
+            Var::new_dataflow(var.name(), Some(derived))
+        } else {
+            Var::new(var.name(), Some(derived))
+        })
+    }
+
+    /// Fold one binding: its value becomes a constant (or a tuple of constants)
+    /// when it can be evaluated.
+    fn fold_binding(&mut self, b: &Binding) -> Vec<Binding> {
         let nb = relax_ir::mutator::walk_binding(self, b);
         if let Binding::VarBinding { var, value, span } = &nb {
             if let Some(k) = self

@@ -6,7 +6,9 @@
 //! injective chains fuse with each other, a convolution or matmul
 //! (`OutEWiseFusable`) takes its elementwise and broadcast consumers, and a reduction
 //! takes its injective producers. A group holds at most one convolution, matmul or
-//! reduction. Packed calls and any other binding are boundaries.
+//! reduction. Packed calls and any other binding are boundaries. Shape variables a
+//! group uses that no tensor parameter defines are passed as a last parameter
+//! `tir_vars: R.Shape([..])`, as TVM does.
 //!
 //! Three differences from TVM, all towards fewer kernels: an injective group also
 //! joins a consumer group that already holds a convolution or matmul (the bias
@@ -257,6 +259,20 @@ impl Fuser<'_> {
                 span: b.span(),
             });
         }
+        // Shape variables the group uses but its tensor parameters do not define
+        // come in through one more parameter, `tir_vars: R.Shape([..])`, as TVM's
+        // FuseOps does.
+        let mut params = params;
+        let missing = undefined_shape_vars(&params, &inner, tail_var.struct_info());
+        if !missing.is_empty() {
+            let values: Vec<relax_ir::PrimExpr> = missing.iter().map(|v| v.to_expr()).collect();
+            let si = StructInfo::Shape(relax_ir::ShapeStructInfo {
+                ndim: values.len() as i32,
+                values: Some(values.clone()),
+            });
+            params.push(Var::new("tir_vars", Some(si)));
+            inputs.push(Expr::shape(values));
+        }
         let mut attrs = Attrs::new();
         attrs.set("Primitive", AttrValue::Int(1));
         let func = Function {
@@ -313,6 +329,52 @@ impl ExprMutator for Fuser<'_> {
         } else {
             b
         }
+    }
+}
+
+/// The shape variables used by the group's bindings (their StructInfo and
+/// `out_ty`s) and its result that no parameter defines (a parameter defines the
+/// variables that are whole dimensions of its StructInfo), in order of first use.
+fn undefined_shape_vars(params: &[Var], inner: &[Binding], ret: Option<&StructInfo>) -> Vec<relax_ir::tir::TirVar> {
+    let mut defined: HashSet<u64> = HashSet::new();
+    for p in params {
+        if let Some(si) = p.struct_info() {
+            defined_by(si, &mut defined);
+        }
+    }
+    let mut used: Vec<StructInfo> = Vec::new();
+    for b in inner {
+        used.extend(b.var().struct_info().cloned());
+        if let Some(c) = b.value().as_call() {
+            used.extend(c.sinfo_args.iter().cloned());
+        }
+    }
+    used.extend(ret.cloned());
+    let mut out: Vec<relax_ir::tir::TirVar> = Vec::new();
+    for si in &used {
+        for v in relax_ir::visit::struct_info_tir_vars(si) {
+            if !defined.contains(&v.id()) && !out.iter().any(|o| o.id() == v.id()) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// Insert the variables a parameter's StructInfo defines: those that are a whole
+/// dimension of a tensor or shape, or the value of a scalar.
+fn defined_by(si: &StructInfo, out: &mut HashSet<u64>) {
+    let mut add = |e: &relax_ir::PrimExpr| {
+        if let Some(v) = e.as_var() {
+            out.insert(v.id());
+        }
+    };
+    match si {
+        StructInfo::Tensor(t) => t.shape_values().unwrap_or(&[]).iter().for_each(&mut add),
+        StructInfo::Shape(s) => s.values.iter().flatten().for_each(&mut add),
+        StructInfo::Prim(p) => p.value.iter().for_each(&mut add),
+        StructInfo::Tuple(fields) => fields.iter().for_each(|f| defined_by(f, out)),
+        StructInfo::Object | StructInfo::Func(_) => {}
     }
 }
 

@@ -18,7 +18,8 @@ use relax_ir::{
 };
 
 /// Replace every call of a `Primitive` function by `call_tir` of one fused PrimFunc.
-/// A group whose callees have a form this pass does not handle (symbolic shapes,
+/// A callee's symbolic sizes take the static sizes it is called with. A group
+/// whose callees have a form this pass does not handle (symbolic group shapes,
 /// scalar parameters, thread bindings) is left as a call of its Relax function.
 pub fn fuse_tir(module: &IRModule) -> Result<IRModule, Diagnostic> {
     let mut fused: HashMap<String, PrimFunc> = HashMap::new();
@@ -162,6 +163,7 @@ fn fuse_function(module: &IRModule, func: &Function) -> Option<PrimFunc> {
             t
         };
         let mut map: HashMap<u64, Buffer> = HashMap::new();
+        let mut pairs: Vec<(Buffer, Buffer)> = Vec::new();
         for (i, p) in cf.params.iter().enumerate() {
             let cb = cf.buffer_of(p)?;
             let ours = if i < args.len() {
@@ -172,8 +174,11 @@ fn fuse_function(module: &IRModule, func: &Function) -> Option<PrimFunc> {
             if cb.dtype() != ours.dtype() || cb.shape().len() != ours.shape().len() {
                 return None;
             }
-            map.insert(cb.id(), ours);
+            map.insert(cb.id(), ours.clone());
+            pairs.push((cb.clone(), ours));
         }
+        // The callee's symbolic sizes take the values of the shapes it is called with.
+        let vars = bind_shape_vars(&pairs)?;
         // Peel the callee's root block.
         let mut body = cf.body.clone();
         if let Stmt::BlockRealize {
@@ -188,7 +193,7 @@ fn fuse_function(module: &IRModule, func: &Function) -> Option<PrimFunc> {
                 }
                 let mut own = Vec::new();
                 for a in &root.alloc_buffers {
-                    let fresh = fresh_buffer(a);
+                    let fresh = fresh_buffer(a, &vars);
                     map.insert(a.id(), fresh.clone());
                     own.push(fresh);
                 }
@@ -196,7 +201,7 @@ fn fuse_function(module: &IRModule, func: &Function) -> Option<PrimFunc> {
                 body = (*root.body).clone();
             }
         }
-        let mut sub = BufferSubst { map };
+        let mut sub = BufferSubst { map, vars };
         let body = sub.visit_stmt(&body);
         let parts = match body {
             Stmt::Seq(v) => v,
@@ -256,15 +261,79 @@ fn fuse_function(module: &IRModule, func: &Function) -> Option<PrimFunc> {
     })
 }
 
-/// A copy of `b` with a fresh identity and data variable.
-fn fresh_buffer(b: &Buffer) -> Buffer {
+/// Values of the callee's shape variables, from the `(callee buffer, fused buffer)`
+/// pairs of one call: a dimension that is a variable binds it to the fused
+/// buffer's (static) size; every dimension must then evaluate to that size (a
+/// dimension `m * n` is checked once `m` and `n` are bound). `None` when a
+/// dimension disagrees or cannot be evaluated, or when a stride or offset is
+/// symbolic: the group is then not fused.
+fn bind_shape_vars(pairs: &[(Buffer, Buffer)]) -> Option<HashMap<u64, PrimExpr>> {
+    let mut vars: HashMap<u64, PrimExpr> = HashMap::new();
+    let mut values: HashMap<u64, i64> = HashMap::new();
+    for (cb, ours) in pairs {
+        for (d, o) in cb.shape().iter().zip(ours.shape()) {
+            if let (Some(v), Some(size)) = (d.as_var(), o.as_int()) {
+                if let std::collections::hash_map::Entry::Vacant(e) = values.entry(v.id()) {
+                    e.insert(size);
+                    vars.insert(v.id(), PrimExpr::int_of(size, v.dtype()));
+                }
+            }
+        }
+    }
+    let env = |v: &TirVar| values.get(&v.id()).copied();
+    for (cb, ours) in pairs {
+        for (d, o) in cb.shape().iter().zip(ours.shape()) {
+            if relax_ir::arith::eval_int(d, &env)? != o.as_int()? {
+                return None;
+            }
+        }
+        let node = &cb.0;
+        let static_layout = node
+            .strides
+            .iter()
+            .chain(&node.elem_offset)
+            .all(|e| relax_ir::visit::free_tir_vars(e).is_empty());
+        if !static_layout {
+            return None;
+        }
+    }
+    Some(vars)
+}
+
+/// `e` with the shape variables of `vars` replaced; an integer expression that
+/// they make constant is folded (`m * n` becomes `512`).
+fn subst_shape_vars(e: &PrimExpr, vars: &HashMap<u64, PrimExpr>) -> PrimExpr {
+    if vars.is_empty() {
+        return e.clone();
+    }
+    let r = substitute_prim_expr(e, &|v| vars.get(&v.id()).cloned());
+    if r.same_as(e) {
+        return r;
+    }
+    fold_int(&r)
+}
+
+/// `e` folded to a constant when it is an integer expression of constants, else
+/// `e` with its foldable integer parts folded.
+fn fold_int(e: &PrimExpr) -> PrimExpr {
+    if e.dtype().is_int() {
+        if let Some(c) = relax_ir::arith::eval_int(e, &|_| None) {
+            return PrimExpr::int_of(c, e.dtype());
+        }
+    }
+    relax_ir::visit::map_prim_children(e, &mut fold_int)
+}
+
+/// A copy of `b` with a fresh identity and data variable, its shape variables
+/// replaced by `vars`.
+fn fresh_buffer(b: &Buffer, vars: &HashMap<u64, PrimExpr>) -> Buffer {
     let n = &b.0;
     Buffer::from_node(BufferNode {
         id: 0,
         name: n.name.clone(),
         data: TirVar::new_handle(n.name.clone(), Some(n.dtype), Some(n.scope.clone())),
         dtype: n.dtype,
-        shape: n.shape.clone(),
+        shape: n.shape.iter().map(|d| subst_shape_vars(d, vars)).collect(),
         strides: n.strides.clone(),
         elem_offset: n.elem_offset.clone(),
         scope: n.scope.clone(),
@@ -274,18 +343,68 @@ fn fresh_buffer(b: &Buffer) -> Buffer {
     })
 }
 
-/// Maps the callee's buffers to the fused function's; buffers allocated inside
-/// blocks get fresh copies (a callee may be inlined twice).
+/// Maps the callee's buffers to the fused function's, its shape variables to
+/// their values and its loop and block variables to fresh ones; buffers allocated inside blocks get fresh copies (a callee may be
+/// inlined twice).
 struct BufferSubst {
     map: HashMap<u64, Buffer>,
+    vars: HashMap<u64, PrimExpr>,
 }
 
 impl StmtExprMutator for BufferSubst {
+    fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
+        if self.vars.is_empty() {
+            return walk_prim_expr(self, e);
+        }
+        if let Some(v) = e.as_var().and_then(|v| self.vars.get(&v.id())) {
+            return v.clone();
+        }
+        let w = walk_prim_expr(self, e);
+        if w.same_as(e) {
+            w
+        } else {
+            fold_int(&w)
+        }
+    }
+    /// Loop and block iteration variables are renamed to fresh ones: a callee
+    /// inlined twice must not define the same variable twice.
+    fn visit_stmt(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::For { var, .. } => {
+                let nv = TirVar::new(var.name(), var.dtype());
+                self.vars.insert(var.id(), nv.to_expr());
+                let mut r = walk_stmt(self, s);
+                if let Stmt::For { var, .. } = &mut r {
+                    *var = nv;
+                }
+                r
+            }
+            Stmt::BlockRealize { block, .. } => {
+                let fresh: Vec<TirVar> = block
+                    .iter_vars
+                    .iter()
+                    .map(|iv| {
+                        let nv = TirVar::new(iv.var.name(), iv.var.dtype());
+                        self.vars.insert(iv.var.id(), nv.to_expr());
+                        nv
+                    })
+                    .collect();
+                let mut r = walk_stmt(self, s);
+                if let Stmt::BlockRealize { block, .. } = &mut r {
+                    for (iv, nv) in block.iter_vars.iter_mut().zip(fresh) {
+                        iv.var = nv;
+                    }
+                }
+                r
+            }
+            _ => walk_stmt(self, s),
+        }
+    }
     fn visit_buffer(&mut self, b: &Buffer) -> Buffer {
         if let Some(n) = self.map.get(&b.id()) {
             return n.clone();
         }
-        let fresh = fresh_buffer(b);
+        let fresh = fresh_buffer(b, &self.vars);
         self.map.insert(b.id(), fresh.clone());
         fresh
     }

@@ -366,7 +366,6 @@ pub const DEFAULT_PASSES: &[&str] = &[
     "fuse-tir",
     "dead-code-elimination",
     "call-tir-rewrite",
-    "static-plan-block-memory",
 ];
 
 /// The pipeline a module goes through before it runs: [`DEFAULT_PASSES`].

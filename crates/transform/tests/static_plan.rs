@@ -135,6 +135,7 @@ fn run(device: DeviceChoice, optimize: bool) -> Option<(Vec<f32>, u64)> {
         device,
         optimize,
         host_library: false,
+        static_memory_plan: true,
         ..EngineConfig::default()
     });
     if device == DeviceChoice::Gpu && engine.gpu_runtime().is_none() {

@@ -582,38 +582,24 @@ impl Engine {
         }
     }
 
-    /// The preparation pipeline [`Engine::load`] runs: `check` (when configured),
-    /// `legalize` and the graph optimizations (when configured: fusion, then explicit
-    /// allocations with storage reuse planned at compile time), the inserted passes,
-    /// then the passes added with [`Engine::with_prepare_pass`] in order.
+    /// The preparation pipeline [`Engine::load`] runs: the passes of
+    /// [`relax_transform::pass::DEFAULT_PASSES`] that are configured (`check`, `legalize`, and
+    /// with `optimize` the graph optimizations around it: fusion, explicit allocations,
+    /// storage reuse planned at compile time with `static_memory_plan`), the inserted
+    /// passes, then the passes added with [`Engine::with_prepare_pass`] in order.
     pub fn pipeline(&self) -> relax_transform::Pipeline {
-        let mut names = Vec::new();
-        if self.config.check {
-            names.push("check");
-        }
-        if self.config.legalize {
-            if self.config.optimize {
-                names.extend([
-                    "decompose-ops-for-inference",
-                    "simplify-stack-sum",
-                    "dead-code-elimination",
-                ]);
-            }
-            names.push("legalize");
-            if self.config.optimize {
-                names.extend([
-                    "fold-constant",
-                    "fuse-ops",
-                    "fuse-tir",
-                    "dead-code-elimination",
-                    // Explicit allocations; storage reuse planned at compile time only
-                    // when configured (else the run-time release plan reuses memory).
-                    "call-tir-rewrite",
-                ]);
-                if self.config.static_memory_plan {
-                    names.push("static-plan-block-memory");
-                }
-            }
+        let c = &self.config;
+        let mut names: Vec<&str> = relax_transform::pass::DEFAULT_PASSES
+            .iter()
+            .copied()
+            .filter(|&name| match name {
+                "check" => c.check,
+                "legalize" => c.legalize,
+                _ => c.legalize && c.optimize,
+            })
+            .collect();
+        if c.legalize && c.optimize && c.static_memory_plan {
+            names.push("static-plan-block-memory");
         }
         // Exactly the configured passes (`check: false` means no check).
         let mut p = relax_transform::Pipeline::new().add_required(false);

@@ -133,6 +133,11 @@ enum Command {
         /// per submission; every kernel then waits for completion).
         #[arg(long)]
         profile: bool,
+        /// Plan storage reuse at compile time (`static-plan-block-memory`, as TVM's
+        /// StaticPlanBlockMemory): fewer allocations; off by default because the run-time
+        /// release plan is faster on the host today.
+        #[arg(long = "static-memory-plan")]
+        static_memory_plan: bool,
     },
 }
 
@@ -172,6 +177,7 @@ fn main() -> ExitCode {
             time_passes,
             no_optimize,
             profile,
+            static_memory_plan,
         } => run::run(&run::RunOptions {
             file,
             entry,
@@ -186,6 +192,7 @@ fn main() -> ExitCode {
             time_passes,
             no_optimize,
             profile,
+            static_memory_plan,
         }),
     };
     ExitCode::from(code)

@@ -50,6 +50,8 @@ pub struct RunOptions {
     pub no_optimize: bool,
     /// Print the per-kernel GPU profile.
     pub profile: bool,
+    /// Plan storage reuse at compile time (`static-plan-block-memory`).
+    pub static_memory_plan: bool,
 }
 
 /// A failure with its exit status.
@@ -98,6 +100,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         device: choice,
         optimize: !opts.no_optimize,
         profile: opts.profile,
+        static_memory_plan: opts.static_memory_plan,
         ..EngineConfig::default()
     };
     let engine = Engine::new(config);

@@ -934,43 +934,23 @@ impl GemmPlan {
     }
 }
 
-/// Evaluate an integer expression with the given variable values (shapes, grids).
+/// Evaluate an integer expression with the given variable values (shapes, grids), with
+/// TVM's semantics ([`relax_ir::arith::eval_int`]: the one integer evaluator).
 pub fn eval_int(e: &PrimExpr, vars: &HashMap<u64, i64>) -> Result<i64> {
-    use PrimExprKind as K;
-    Ok(match e.kind() {
-        K::IntImm { value, .. } => *value,
-        K::Var(v) => *vars
-            .get(&v.id())
-            .ok_or_else(|| JitError::InvalidIr(format!("variable `{}` has no value here", v.name())))?,
-        K::Cast { value, dtype } => {
-            if value.dtype().is_float() {
-                return Err(JitError::InvalidIr("float in a shape expression".into()));
+    relax_ir::arith::eval_int(e, &|v| vars.get(&v.id()).copied()).ok_or_else(|| {
+        let mut unbound = Vec::new();
+        relax_ir::visit::for_each_prim_expr(e, &mut |x| {
+            if let PrimExprKind::Var(v) = x.kind() {
+                if !vars.contains_key(&v.id()) {
+                    unbound.push(v.name().to_string());
+                }
             }
-            wrap_int(eval_int(value, vars)?, *dtype)
-        }
-        K::Binary { op, a, b } => {
-            let (x, y) = (eval_int(a, vars)?, eval_int(b, vars)?);
-            int_binop(*op, x, y).unwrap_or(0)
-        }
-        K::Select { cond, t, f } => {
-            if eval_int(cond, vars)? != 0 {
-                eval_int(t, vars)?
-            } else {
-                eval_int(f, vars)?
-            }
-        }
-        K::Not(a) => (eval_int(a, vars)? == 0) as i64,
-        K::Call { args, .. } if e.as_intrinsic() == Some(I::IfThenElse) && args.len() == 3 => {
-            if eval_int(&args[0], vars)? != 0 {
-                eval_int(&args[1], vars)?
-            } else {
-                eval_int(&args[2], vars)?
-            }
-        }
-        _ => {
-            return Err(JitError::InvalidIr(format!(
-                "cannot evaluate {e:?} on the host as an integer"
-            )))
+        });
+        match unbound.first() {
+            Some(name) => JitError::InvalidIr(format!("variable `{name}` has no value here")),
+            None => JitError::InvalidIr(format!(
+                "cannot evaluate {e:?} on the host as an integer (a non-integer node, a division by zero or an overflow)"
+            )),
         }
     })
 }

@@ -8,7 +8,8 @@
 use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
 use relax_ir::{BaseFunc, IRModule};
 use relax_transform::tir_verify::verify_module;
-use relax_transform::{lookup, Pipeline};
+mod common;
+use common::{assert_close, f32s, pipeline, tensor};
 
 fn parse(src: &str) -> IRModule {
     relax_ir::text::parse(src).expect("parses").into_module()
@@ -21,20 +22,17 @@ fn fuse_tir(m: &IRModule) -> IRModule {
 
 /// Run the passes `names`, verifying the module after each.
 fn passes(m: &IRModule, names: &[&str]) -> IRModule {
-    let mut p = Pipeline::new().verify(true);
-    for n in names {
-        p.push(lookup(n).unwrap_or_else(|| panic!("pass {n} is registered")));
-    }
-    p.run(m.clone()).expect("the passes run and their output verifies")
+    pipeline(names)
+        .run(m.clone())
+        .expect("the passes run and their output verifies")
 }
 
-fn tensor(values: &[f32]) -> Value {
-    let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[values.len()]), values.to_vec()).expect("shape");
-    Value::Tensor(relax_engine::Tensor::from_array(&a))
+fn vector(values: &[f32]) -> Value {
+    tensor(&[values.len()], values.to_vec())
 }
 
 fn run(m: &IRModule, args: &[&[f32]]) -> Vec<f32> {
-    run_values(m, args.iter().map(|a| tensor(a)).collect())
+    run_values(m, args.iter().map(|a| vector(a)).collect())
 }
 
 fn run_values(m: &IRModule, args: Vec<Value>) -> Vec<f32> {
@@ -45,9 +43,7 @@ fn run_values(m: &IRModule, args: Vec<Value>) -> Vec<f32> {
         ..EngineConfig::default()
     });
     let loaded = engine.load(m).expect("loads");
-    let out = loaded.run("main", &args).expect("runs");
-    let t = out.as_tensor().expect("a tensor").to_array::<f32>().expect("f32");
-    t.iter().copied().collect()
+    f32s(&loaded.run("main", &args).expect("runs"))
 }
 
 fn prim_funcs(m: &IRModule) -> Vec<String> {
@@ -56,13 +52,6 @@ fn prim_funcs(m: &IRModule) -> Vec<String> {
         .filter(|(_, f)| matches!(f, BaseFunc::Prim(_)))
         .map(|(g, _)| g.name().to_string())
         .collect()
-}
-
-fn assert_close(a: &[f32], b: &[f32]) {
-    assert_eq!(a.len(), b.len());
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "element {i}: {x} vs {y}");
-    }
 }
 
 fn ramp(n: usize, scale: f32) -> Vec<f32> {

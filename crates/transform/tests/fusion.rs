@@ -3,11 +3,12 @@
 
 use std::path::PathBuf;
 
-use ndarray::{ArrayD, IxDyn};
 use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
 use relax_ir::{BaseFunc, ExprKind, IRModule};
 use relax_transform::pattern::{op_pattern, OpPattern};
-use relax_transform::{lookup, Pipeline};
+
+mod common;
+use common::{assert_close, f32s, pipeline, random_tensor};
 
 fn data(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
@@ -18,35 +19,13 @@ fn module(name: &str) -> IRModule {
     relax_ir::text::parse(&data(name)).expect("parses").into_module()
 }
 
-fn pipeline(names: &[&str]) -> Pipeline {
-    let mut p = Pipeline::new().verify(true);
-    for n in names {
-        p.push(lookup(n).unwrap_or_else(|| panic!("pass {n}")));
-    }
-    p
-}
-
-/// Deterministic pseudo-random data in [-1, 1).
-fn tensor(shape: &[usize], seed: u64) -> Value {
-    let n: usize = shape.iter().product();
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    let v: Vec<f32> = (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect();
-    let a = ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape");
-    Value::Tensor(relax_engine::Tensor::from_array(&a))
-}
-
 fn mlp_args() -> Vec<Value> {
     vec![
-        tensor(&[4, 8], 1),
-        tensor(&[8, 16], 2),
-        tensor(&[16], 3),
-        tensor(&[16, 3], 4),
-        tensor(&[3], 5),
+        random_tensor(&[4, 8], 1),
+        random_tensor(&[8, 16], 2),
+        random_tensor(&[16], 3),
+        random_tensor(&[16, 3], 4),
+        random_tensor(&[3], 5),
     ]
 }
 
@@ -64,15 +43,7 @@ fn run(m: &IRModule, device: DeviceChoice, optimize: bool, args: &[Value]) -> Op
     }
     let loaded = engine.load(m).expect("loads");
     let out = loaded.run("main", args).expect("runs");
-    let t = out.as_tensor().expect("a tensor").to_array::<f32>().expect("f32");
-    Some((t.iter().copied().collect(), loaded.stats().kernels_run))
-}
-
-fn assert_close(a: &[f32], b: &[f32]) {
-    assert_eq!(a.len(), b.len());
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "element {i}: {x} vs {y}");
-    }
+    Some((f32s(&out), loaded.stats().kernels_run))
 }
 
 #[test]
@@ -185,7 +156,7 @@ fn batch_norm_and_residual_sum_fuse_into_the_convolution() {
     assert!(block.alloc_buffers.is_empty(), "{:?}", block.alloc_buffers);
     assert!(matches!(&*block.body, relax_ir::Stmt::For { .. }), "one stage");
     // The variance is positive: (v + 1) squared.
-    let v = match tensor(&[4], 6) {
+    let v = match random_tensor(&[4], 6) {
         Value::Tensor(t) => {
             let a = t.to_array::<f32>().expect("f32").mapv(|x| (x + 1.5) * (x + 1.5));
             Value::Tensor(relax_engine::Tensor::from_array(&a))
@@ -193,11 +164,11 @@ fn batch_norm_and_residual_sum_fuse_into_the_convolution() {
         other => other,
     };
     let args = vec![
-        tensor(&[1, 4, 6, 6], 1),
-        tensor(&[4, 4, 3, 3], 2),
-        tensor(&[4], 3),
-        tensor(&[4], 4),
-        tensor(&[4], 5),
+        random_tensor(&[1, 4, 6, 6], 1),
+        random_tensor(&[4, 4, 3, 3], 2),
+        random_tensor(&[4], 3),
+        random_tensor(&[4], 4),
+        random_tensor(&[4], 5),
         v,
     ];
     let (reference, unfused) = run(&m, DeviceChoice::Cpu, false, &args).expect("host");
@@ -216,7 +187,7 @@ fn bound_batch_norm_statistics_fold_to_constants() {
     use std::collections::HashMap;
     use std::sync::Arc;
     let m = module("bn_residual.py");
-    let v = match tensor(&[4], 6) {
+    let v = match random_tensor(&[4], 6) {
         Value::Tensor(t) => {
             let a = t.to_array::<f32>().expect("f32").mapv(|x| (x + 1.5) * (x + 1.5));
             Value::Tensor(relax_engine::Tensor::from_array(&a))
@@ -224,11 +195,11 @@ fn bound_batch_norm_statistics_fold_to_constants() {
         other => other,
     };
     let args = vec![
-        tensor(&[1, 4, 6, 6], 1),
-        tensor(&[4, 4, 3, 3], 2),
-        tensor(&[4], 3),
-        tensor(&[4], 4),
-        tensor(&[4], 5),
+        random_tensor(&[1, 4, 6, 6], 1),
+        random_tensor(&[4, 4, 3, 3], 2),
+        random_tensor(&[4], 3),
+        random_tensor(&[4], 4),
+        random_tensor(&[4], 5),
         v,
     ];
     let (reference, _) = run(&m, DeviceChoice::Cpu, false, &args).expect("host");

@@ -3,10 +3,11 @@
 //! computing what the unplanned one does with fewer allocations, on the host and on
 //! the GPU.
 
-use ndarray::{ArrayD, IxDyn};
 use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
 use relax_ir::{BaseFunc, Binding, ExprKind, IRModule};
-use relax_transform::{lookup, Pipeline};
+
+mod common;
+use common::{assert_close, f32s, pipeline, random_tensor, tensor};
 
 const CHAIN: &str = r#"
 @I.ir_module
@@ -28,14 +29,6 @@ class Module:
 
 fn module() -> IRModule {
     relax_ir::text::parse(CHAIN).expect("parses").into_module()
-}
-
-fn pipeline(names: &[&str]) -> Pipeline {
-    let mut p = Pipeline::new().verify(true);
-    for n in names {
-        p.push(lookup(n).unwrap_or_else(|| panic!("pass {n}")));
-    }
-    p
 }
 
 /// `(op, first argument's variable name)` of each binding of `main`.
@@ -113,21 +106,6 @@ fn storages_are_reused_after_last_use() {
         .expect("idempotent");
 }
 
-/// Deterministic pseudo-random data in [-1, 1).
-fn tensor(shape: &[usize], seed: u64) -> Value {
-    let n: usize = shape.iter().product();
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    let v: Vec<f32> = (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect();
-    Value::Tensor(relax_engine::Tensor::from_array(
-        &ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape"),
-    ))
-}
-
 /// The result and the allocations of one run, with the optimizing pipeline (which
 /// plans memory) or without it.
 fn run(device: DeviceChoice, optimize: bool) -> Option<(Vec<f32>, u64)> {
@@ -148,9 +126,8 @@ fn run(device: DeviceChoice, optimize: bool) -> Option<(Vec<f32>, u64)> {
         assert!(names.iter().any(|n| n == "static-plan-block-memory"), "{names:?}");
     }
     let out = loaded
-        .run("main", &[tensor(&[4, 8], 1), tensor(&[8, 8], 2)])
+        .run("main", &[random_tensor(&[4, 8], 1), random_tensor(&[8, 8], 2)])
         .expect("runs");
-    let t = out.as_tensor().expect("a tensor").to_array::<f32>().expect("f32");
     let stats = loaded.stats();
     if device == DeviceChoice::Gpu {
         // Storages and tensors live in device memory: nothing staged through the host.
@@ -161,16 +138,16 @@ fn run(device: DeviceChoice, optimize: bool) -> Option<(Vec<f32>, u64)> {
             "the two inputs are uploaded, nothing else moves: {stats:?}"
         );
     }
-    Some((t.iter().copied().collect(), stats.allocations))
+    Some((f32s(&out), stats.allocations))
 }
 
 fn reference() -> Vec<f32> {
-    let x = tensor(&[4, 8], 1)
+    let x = random_tensor(&[4, 8], 1)
         .as_tensor()
         .expect("t")
         .to_array::<f32>()
         .expect("f32");
-    let w = tensor(&[8, 8], 2)
+    let w = random_tensor(&[8, 8], 2)
         .as_tensor()
         .expect("t")
         .to_array::<f32>()
@@ -188,13 +165,6 @@ fn reference() -> Vec<f32> {
         out.extend(e.iter().map(|v| (v - s).tanh()));
     }
     out
-}
-
-fn assert_close(a: &[f32], b: &[f32]) {
-    assert_eq!(a.len(), b.len());
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "element {i}: {x} vs {y}");
-    }
 }
 
 #[test]
@@ -255,18 +225,9 @@ fn symbolic_shapes_get_storage_of_their_upper_bound() {
     let loaded = engine.load(&planned).expect("loads");
     for n in [1usize, 5, 16] {
         let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 1.0).collect();
-        let arg = Value::Tensor(relax_engine::Tensor::from_array(
-            &ArrayD::from_shape_vec(IxDyn(&[n]), x.clone()).expect("shape"),
-        ));
+        let arg = tensor(&[n], x.clone());
         let out = loaded.run("main", &[arg]).expect("runs");
-        let got: Vec<f32> = out
-            .as_tensor()
-            .expect("tensor")
-            .to_array::<f32>()
-            .expect("f32")
-            .iter()
-            .copied()
-            .collect();
+        let got = f32s(&out);
         let want: Vec<f32> = x.iter().map(|v| (v.exp() * v.exp() + v).max(0.0)).collect();
         assert_close(&got, &want);
     }
@@ -304,18 +265,9 @@ fn call_dps_packed_stays_a_pure_call_after_the_rewrite() {
     let loaded = engine
         .load(&relax_ir::text::parse(DPS_PACKED).expect("parses").into_module())
         .expect("loads");
-    let x = Value::Tensor(relax_engine::Tensor::from_array(
-        &ArrayD::from_shape_vec(IxDyn(&[3]), vec![1.0f32, -2.0, 0.5]).expect("shape"),
-    ));
+    let x = tensor(&[3], vec![1.0f32, -2.0, 0.5]);
     let out = loaded.run("main", &[x]).expect("runs");
-    let got: Vec<f32> = out
-        .as_tensor()
-        .expect("tensor")
-        .to_array::<f32>()
-        .expect("f32")
-        .iter()
-        .copied()
-        .collect();
+    let got = f32s(&out);
     assert_close(&got, &[5.0, -10.0, 2.5]);
     // `a` and `b` each get a planned storage (both are live during the second
     // call); the result keeps its own allocation.

@@ -133,11 +133,11 @@ enum Command {
         /// per submission; every kernel then waits for completion).
         #[arg(long)]
         profile: bool,
-        /// Plan storage reuse at compile time (`static-plan-block-memory`, as TVM's
-        /// StaticPlanBlockMemory): fewer allocations; off by default because the run-time
-        /// release plan is faster on the host today.
-        #[arg(long = "static-memory-plan")]
-        static_memory_plan: bool,
+        /// Do not plan storage reuse at compile time (`static-plan-block-memory`, as TVM's
+        /// StaticPlanBlockMemory, on by default): allocate each intermediate tensor when
+        /// it is produced and release it after its last use instead.
+        #[arg(long = "no-static-memory-plan")]
+        no_static_memory_plan: bool,
     },
 }
 
@@ -177,7 +177,7 @@ fn main() -> ExitCode {
             time_passes,
             no_optimize,
             profile,
-            static_memory_plan,
+            no_static_memory_plan,
         } => run::run(&run::RunOptions {
             file,
             entry,
@@ -192,7 +192,7 @@ fn main() -> ExitCode {
             time_passes,
             no_optimize,
             profile,
-            static_memory_plan,
+            static_memory_plan: !no_static_memory_plan,
         }),
     };
     ExitCode::from(code)

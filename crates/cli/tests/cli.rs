@@ -406,21 +406,32 @@ fn skipped_legalizations_are_warnings() {
     assert!(stdout(&o).contains("R.exp(x)"), "{}", stdout(&o));
 }
 
-/// `relax run --static-memory-plan` runs `static-plan-block-memory` in the preparation
-/// pipeline (shown by `--time-passes`) and gives the same result as without it.
+/// `relax run` runs `static-plan-block-memory` in the preparation pipeline (shown by
+/// `--time-passes`) and gives the same result as with `--no-static-memory-plan`.
 #[test]
 fn run_static_memory_plan_same_result() {
     let f = path_str(&data("add_one.py"));
     let inputs = path_str(&data("add_one_inputs.json"));
     let base = ["run", &f, "--device", "cpu", "--inputs-json", &inputs, "--json"];
-    let plain = run_json(&base);
     let mut args = base.to_vec();
-    args.extend(["--static-memory-plan", "--time-passes"]);
+    args.push("--no-static-memory-plan");
+    let plain = run_json(&args);
+    let mut args = base.to_vec();
+    args.push("--time-passes");
     let o = relax(&args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("pass static-plan-block-memory"), "{}", stderr(&o));
     let planned: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     assert_eq!(planned, plain);
-    let o = relax(&["run", &f, "--device", "cpu", "--inputs-json", &inputs, "--time-passes"]);
+    let o = relax(&[
+        "run",
+        &f,
+        "--device",
+        "cpu",
+        "--inputs-json",
+        &inputs,
+        "--time-passes",
+        "--no-static-memory-plan",
+    ]);
     assert!(!stderr(&o).contains("static-plan-block-memory"), "{}", stderr(&o));
 }

@@ -153,7 +153,12 @@ pub(crate) fn call_op(it: &mut Interp, name: &str, call: &Call, frame: &mut Fram
                 Some(s) => s,
                 None => {
                     it.prog.stats.record_alloc(nbytes);
-                    let bytes = crate::value::alloc_host(nbytes, || format!("a storage of {nbytes} bytes"))?;
+                    // A planned storage is written before it is read (TVM's storage is
+                    // uninitialized too): recycled memory avoids fresh pages every run.
+                    let bytes = match crate::host_pool::take(nbytes) {
+                        Some(b) => b,
+                        None => crate::value::alloc_host(nbytes, || format!("a storage of {nbytes} bytes"))?,
+                    };
                     (Storage::host(HostBytes::Owned(bytes)), vdevice)
                 }
             };

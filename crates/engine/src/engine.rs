@@ -59,9 +59,8 @@ pub struct EngineConfig {
     /// `call_dps_packed` of `relax_host.*`) instead of legalized TIR.
     pub host_library: bool,
     /// With `optimize`: plan storage reuse at compile time (`static-plan-block-memory`,
-    /// TVM's StaticPlanBlockMemory). Off by default: its planned storages made host
-    /// inference about 2x slower on SqueezeNet (3.2 -> 5.9 ms), while the run-time
-    /// release plan already reuses memory.
+    /// TVM's StaticPlanBlockMemory; on by default). Off, every intermediate tensor is
+    /// allocated when it is produced and released after its last use.
     pub static_memory_plan: bool,
 }
 
@@ -79,7 +78,7 @@ impl Default for EngineConfig {
             memory_limit_bytes: None,
             host_library: true,
             profile: false,
-            static_memory_plan: false,
+            static_memory_plan: true,
         }
     }
 }
@@ -585,7 +584,7 @@ impl Engine {
     /// The preparation pipeline [`Engine::load`] runs: the passes of
     /// [`relax_transform::pass::DEFAULT_PASSES`] that are configured (`check`, `legalize`, and
     /// with `optimize` the graph optimizations around it: fusion, explicit allocations,
-    /// storage reuse planned at compile time with `static_memory_plan`), the inserted
+    /// storage reuse planned at compile time unless `static_memory_plan` is off), the inserted
     /// passes, then the passes added with [`Engine::with_prepare_pass`] in order.
     pub fn pipeline(&self) -> relax_transform::Pipeline {
         let c = &self.config;

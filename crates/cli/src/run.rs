@@ -122,6 +122,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
     }
     let mut result = None;
     let mut times = Vec::new();
+    let queue_before = loaded.gpu_runtime_stats().map(|g| (g.submits, g.dispatches));
     for _ in 0..opts.repeat.max(1) {
         let t = Instant::now();
         let r = loaded
@@ -131,6 +132,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         result = Some(r);
     }
     let result = result.ok_or_else(|| rejected("no run was made"))?;
+    let queue_after = loaded.gpu_runtime_stats().map(|g| (g.submits, g.dispatches));
 
     let mut leaves = Vec::new();
     let structure = flatten(&result, &mut leaves, true)?;
@@ -184,6 +186,13 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
             "stats: allocations {}, bytes allocated {}, device allocations {}",
             s.allocations, s.bytes_allocated, s.device_allocations
         );
+        if let (Some((s0, d0)), Some((s1, d1))) = (queue_before, queue_after) {
+            eprintln!(
+                "stats: GPU queue submissions {}, dispatches {} (the runs, inputs' uploads included)",
+                s1 - s0,
+                d1 - d0
+            );
+        }
         // Peak memory: weights, inputs and the intermediates alive at once.
         let gpu_pool = loaded.gpu_runtime_stats().map(|g| g.allocated_bytes).unwrap_or(0);
         eprintln!(

@@ -2,7 +2,7 @@
 //! timing.
 
 use std::num::NonZeroU64;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::buffer::{bucket_size, poisoned, round4, DeviceBuffer};
@@ -29,26 +29,92 @@ impl BindGroupKey {
 }
 
 /// A UNIFORM | COPY_DST buffer holding the parameter blocks of one batch.
+#[derive(Clone)]
 struct UniformBuf {
     id: u64,
     buffer: wgpu::Buffer,
     size: u64,
 }
 
+/// The most batches [`Batch::submit`] holds back before it submits them together.
+pub const MAX_PENDING_BATCHES: usize = 64;
+
+/// Uniform bytes the arena starts with.
+const ARENA_BYTES: u64 = 64 << 10;
+
+/// Batches encoded but not yet on the queue, and the uniform arena their parameter
+/// blocks live in: each batch appends its blocks at `cursor` (bound with dynamic
+/// offsets), so no held batch's parameters are overwritten, and since the arena stays
+/// the same buffer, bind groups stay cached from run to run. The cursor returns to 0
+/// at each submission (later writes are ordered after it on the queue).
 #[derive(Default)]
-pub(crate) struct UniformPool {
-    list: Mutex<Vec<UniformBuf>>,
+pub(crate) struct Pending {
+    buffers: Vec<wgpu::CommandBuffer>,
+    arena: Option<UniformBuf>,
+    cursor: u64,
 }
 
-impl UniformPool {
-    pub fn clear(&self, counters: &Counters) {
-        if let Ok(mut l) = self.list.lock() {
-            let freed: u64 = l.iter().map(|u| u.size).sum();
+impl Pending {
+    /// Drops the uniform arena (batches already recorded keep it alive until they ran).
+    pub fn clear_arena(&mut self, counters: &Counters) {
+        if let Some(u) = self.arena.take() {
             counters
                 .staging_bytes
-                .fetch_sub(freed, std::sync::atomic::Ordering::Relaxed);
-            l.clear();
+                .fetch_sub(u.size, std::sync::atomic::Ordering::Relaxed);
         }
+        self.cursor = 0;
+    }
+}
+
+impl Shared {
+    /// Submits the held command buffers followed by `extra` in one `queue.submit`
+    /// (nothing when both are empty). Called with the pending lock held, so that the
+    /// queue sees batches in the order they were recorded.
+    fn submit_locked(
+        &self,
+        p: &mut Pending,
+        extra: Option<wgpu::CommandBuffer>,
+    ) -> GpuResult<Option<wgpu::SubmissionIndex>> {
+        let mut buffers = std::mem::take(&mut p.buffers);
+        buffers.extend(extra);
+        if buffers.is_empty() {
+            return Ok(None);
+        }
+        p.cursor = 0;
+        let (idx, err) = self.scoped(|| self.queue.submit(buffers));
+        bump(&self.counters.submits, 1);
+        match err {
+            Some(e) => {
+                self.ensure_alive()?;
+                Err(self.submit_error(&e))
+            }
+            None => Ok(Some(idx)),
+        }
+    }
+
+    /// Submits `buf` after the held batches.
+    pub(crate) fn submit_after_pending(&self, buf: wgpu::CommandBuffer) -> GpuResult<wgpu::SubmissionIndex> {
+        let mut p = self.pending.lock().map_err(|_| poisoned())?;
+        match self.submit_locked(&mut p, Some(buf))? {
+            Some(idx) => Ok(idx),
+            None => Err(GpuError::Internal("an empty submission".into())),
+        }
+    }
+
+    /// Submits the held batches, if any.
+    pub(crate) fn flush(&self) -> GpuResult<()> {
+        let mut p = self.pending.lock().map_err(|_| poisoned())?;
+        self.submit_locked(&mut p, None).map(|_| ())
+    }
+
+    /// Finishes `enc` inside error scopes.
+    pub(crate) fn finish(&self, enc: wgpu::CommandEncoder) -> GpuResult<wgpu::CommandBuffer> {
+        let (buf, err) = self.scoped(|| enc.finish());
+        if let Some(e) = err {
+            self.ensure_alive()?;
+            return Err(self.submit_error(&e));
+        }
+        Ok(buf)
     }
 }
 
@@ -352,8 +418,23 @@ impl<'a> Batch<'a> {
     }
 
     /// Submits the batch without waiting.
+    /// The work may be held back and submitted together with later batches: before
+    /// the next write, read or wait on this runtime, at [`GpuRuntime::flush`], or once
+    /// [`MAX_PENDING_BATCHES`] are held (the queue's order is kept in every case).
     pub fn submit(self) -> GpuResult<()> {
-        self.submit_inner(None).map(|_| ())
+        let s = self.rt.shared.clone();
+        s.ensure_alive()?;
+        if self.cmds.is_empty() {
+            return Ok(());
+        }
+        let mut p = s.pending.lock().map_err(|_| poisoned())?;
+        let uniform = self.uniform_range(&s, &mut p)?;
+        let buf = s.finish(self.encode(&s, uniform.as_ref(), None)?)?;
+        p.buffers.push(buf);
+        if p.buffers.len() >= MAX_PENDING_BATCHES {
+            s.submit_locked(&mut p, None)?;
+        }
+        Ok(())
     }
 
     /// Submits the batch and waits for it to finish.
@@ -481,66 +562,56 @@ impl<'a> Batch<'a> {
         Ok(bg)
     }
 
-    fn acquire_uniform(&self, s: &Shared) -> GpuResult<Option<UniformBuf>> {
+    /// Writes this batch's parameter blocks at the arena's cursor and returns the arena
+    /// with their base offset (`None` when the batch has none). Submits the held
+    /// batches first when the arena is full; a batch that needs more than the whole
+    /// arena gets a larger one.
+    fn uniform_range(&self, s: &Shared, p: &mut Pending) -> GpuResult<Option<(UniformBuf, u32)>> {
         if self.uniform_data.is_empty() {
             return Ok(None);
         }
         let need = self.uniform_data.len() as u64;
-        let found = {
-            let mut list = s.uniforms.list.lock().map_err(|_| poisoned())?;
-            let best = list
-                .iter()
-                .enumerate()
-                .filter(|(_, u)| u.size >= need)
-                .min_by_key(|(_, u)| u.size)
-                .map(|(i, _)| i);
-            best.map(|i| list.swap_remove(i))
-        };
-        let u = match found {
-            Some(u) => u,
-            None => {
-                let size = bucket_size(need);
-                let (buffer, err) = s.scoped(|| {
-                    s.device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some("uniform parameters"),
-                        size,
-                        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    })
-                });
-                if let Some(e) = err {
-                    s.ensure_alive()?;
-                    return Err(GpuError::OutOfMemory {
-                        requested: size,
-                        allocated: s.pool.lock().map(|p| p.allocated_bytes).unwrap_or(0),
-                        limit: s.options.memory_limit_bytes,
-                        detail: format!("creating a uniform buffer: {}", error_text(&e)),
-                    });
-                }
-                bump(&s.counters.staging_bytes, size);
-                UniformBuf {
-                    id: s.new_id(),
-                    buffer,
-                    size,
-                }
-            }
-        };
-        s.queue.write_buffer(&u.buffer, 0, &self.uniform_data);
-        Ok(Some(u))
-    }
-
-    fn release_uniform(s: &Shared, u: UniformBuf) {
-        // Later writes to this buffer are ordered after this submission on the
-        // queue, so it can be reused right away.
-        if let Ok(mut l) = s.uniforms.list.lock() {
-            if l.len() < 32 {
-                l.push(u);
-                return;
-            }
+        let size = p.arena.as_ref().map_or(0, |u| u.size);
+        if need <= size && p.cursor + need > size {
+            s.submit_locked(p, None)?;
         }
-        s.counters
-            .staging_bytes
-            .fetch_sub(u.size, std::sync::atomic::Ordering::Relaxed);
+        if need > size {
+            // Held batches keep the old arena (and its staged writes) alive.
+            let size = bucket_size(need.max(ARENA_BYTES).max(2 * size));
+            let (buffer, err) = s.scoped(|| {
+                s.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("uniform parameters"),
+                    size,
+                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            });
+            if let Some(e) = err {
+                s.ensure_alive()?;
+                return Err(GpuError::OutOfMemory {
+                    requested: size,
+                    allocated: s.pool.lock().map(|p| p.allocated_bytes).unwrap_or(0),
+                    limit: s.options.memory_limit_bytes,
+                    detail: format!("creating a uniform buffer: {}", error_text(&e)),
+                });
+            }
+            bump(&s.counters.staging_bytes, size);
+            p.clear_arena(&s.counters);
+            p.arena = Some(UniformBuf {
+                id: s.new_id(),
+                buffer,
+                size,
+            });
+        }
+        let Some(u) = p.arena.clone() else {
+            return Err(GpuError::Internal("no uniform arena".into()));
+        };
+        let base = p.cursor;
+        let base32 = u32::try_from(base).map_err(|_| GpuError::Internal("uniform arena offset overflows".into()))?;
+        // Applied at the next submission, before every command buffer in it.
+        s.queue.write_buffer(&u.buffer, base, &self.uniform_data);
+        p.cursor += need;
+        Ok(Some((u, base32)))
     }
 
     fn submit_inner(self, timestamps: Option<&TimestampState>) -> GpuResult<Option<wgpu::SubmissionIndex>> {
@@ -549,20 +620,23 @@ impl<'a> Batch<'a> {
         if self.cmds.is_empty() {
             return Ok(None);
         }
-        let uniform = self.acquire_uniform(&s)?;
-        let result = self.encode_and_submit(&s, uniform.as_ref(), timestamps);
-        if let Some(u) = uniform {
-            Self::release_uniform(&s, u);
-        }
-        result.map(Some)
+        let mut p = s.pending.lock().map_err(|_| poisoned())?;
+        let uniform = self.uniform_range(&s, &mut p)?;
+        let buf = s.finish(self.encode(&s, uniform.as_ref(), timestamps)?)?;
+        s.submit_locked(&mut p, Some(buf))
     }
 
-    fn encode_and_submit(
+    /// Records the batch's commands into a new encoder.
+    fn encode(
         &self,
         s: &Shared,
-        uniform: Option<&UniformBuf>,
+        uniform: Option<&(UniformBuf, u32)>,
         timestamps: Option<&TimestampState>,
-    ) -> GpuResult<wgpu::SubmissionIndex> {
+    ) -> GpuResult<wgpu::CommandEncoder> {
+        let (uniform, base) = match uniform {
+            Some((u, base)) => (Some(u), *base),
+            None => (None, 0),
+        };
         // Bind groups first (they must outlive the passes that use them).
         let mut groups = Vec::new();
         for c in &self.cmds {
@@ -626,10 +700,8 @@ impl<'a> Batch<'a> {
                             pass.set_pipeline(&kernel.pipeline);
                             current = Some(kernel.id());
                         }
-                        let offsets: &[u32] = match uniform_offset {
-                            Some(o) => std::slice::from_ref(o),
-                            None => &[],
-                        };
+                        let offset = uniform_offset.map(|o| base + o);
+                        let offsets: &[u32] = offset.as_slice();
                         pass.set_bind_group(0, &groups[group_i], offsets);
                         pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
                         dispatches += 1;
@@ -644,9 +716,8 @@ impl<'a> Batch<'a> {
             enc.resolve_query_set(&ts.query_set, 0..2, &ts.resolve, 0);
             enc.copy_buffer_to_buffer(&ts.resolve, 0, &ts.read, 0, 16);
         }
-        let idx = s.submit_encoder(enc)?;
         bump(&s.counters.dispatches, dispatches);
         bump(&s.counters.bytes_copied, copied);
-        Ok(idx)
+        Ok(enc)
     }
 }

@@ -155,6 +155,8 @@ impl Shared {
         if evicted.is_empty() {
             return;
         }
+        // Held batches may use them: they must reach the queue before the buffers go.
+        let _ = self.flush();
         bump(&self.counters.pool_evictions, evicted.len() as u64);
         let ids: Vec<u64> = evicted.iter().map(|r| r.id).collect();
         self.bind_groups.retain(|k, _| !k.references_any(&ids));
@@ -261,13 +263,16 @@ impl GpuRuntime {
     /// Frees every cached (unused) buffer and staging buffer.
     pub fn trim(&self) {
         let s = &self.shared;
+        let _ = s.flush();
         let mut evicted = Vec::new();
         if let Ok(mut pool) = s.pool.lock() {
             pool.evict(0, None, &mut evicted);
         }
         s.destroy_evicted(evicted);
         s.staging.clear(&s.counters);
-        s.uniforms.clear(&s.counters);
+        if let Ok(mut p) = s.pending.lock() {
+            p.clear_arena(&s.counters);
+        }
         s.bind_groups.clear();
     }
 }

@@ -59,6 +59,12 @@
 //!   per (layout, buffer ids).
 //! * Work on the queue is ordered: a dispatch sees earlier writes, a read sees
 //!   earlier dispatches; dropping a buffer after submitting work on it is safe.
+//! * Few submissions: [`Batch::submit`] (and [`GpuRuntime::dispatch`] / `copy`) hold
+//!   the encoded work back, and held batches reach the queue together in one
+//!   `queue.submit` with the next write, read or wait, at [`GpuRuntime::flush`] /
+//!   [`GpuRuntime::synchronize`], or once [`MAX_PENDING_BATCHES`] are held. Their
+//!   parameter blocks share one uniform arena (dynamic offsets), so bind groups stay
+//!   cached from run to run.
 //! * Errors, not panics: every fallible call returns [`GpuError`]; after a device
 //!   loss every call fails with [`GpuError::DeviceLost`].
 
@@ -71,7 +77,7 @@ pub mod reference;
 mod runtime;
 mod transfer;
 
-pub use batch::{Batch, BufferRange, Timing};
+pub use batch::{Batch, BufferRange, Timing, MAX_PENDING_BATCHES};
 pub use buffer::{bucket_size, DeviceBuffer, DEVICE_BUFFER_USAGE, MIN_BUCKET};
 pub use error::{GpuError, GpuResult};
 pub use kernel::{Access, Kernel, KernelLayout};

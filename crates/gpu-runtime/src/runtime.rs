@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 
-use crate::batch::{BindGroupKey, TimestampState, UniformPool};
+use crate::batch::{BindGroupKey, Pending, TimestampState};
 use crate::buffer::PoolState;
 use crate::error::{GpuError, GpuResult};
 use crate::kernel::{KernelKey, LayoutObjects};
@@ -169,11 +169,12 @@ pub(crate) struct Shared {
     pub next_id: AtomicU64,
     pub pool: Mutex<PoolState>,
     pub staging: StagingState,
-    pub uniforms: UniformPool,
     pub kernels: DashMap<KernelKey, Arc<Kernel>>,
     pub layouts: DashMap<KernelLayout, Arc<LayoutObjects>>,
     pub bind_groups: DashMap<BindGroupKey, wgpu::BindGroup>,
     pub timestamps: Mutex<Option<TimestampState>>,
+    /// Batches encoded but not yet submitted (see [`GpuRuntime::flush`]).
+    pub pending: Mutex<Pending>,
 }
 
 impl Shared {
@@ -196,6 +197,9 @@ impl Shared {
     /// Blocks until the given submission (or all work) is complete.
     pub fn wait(&self, index: Option<wgpu::SubmissionIndex>) -> GpuResult<()> {
         self.ensure_alive()?;
+        if index.is_none() {
+            self.flush()?;
+        }
         let r = self.device.poll(wgpu::PollType::Wait {
             submission_index: index,
             timeout: self.options.wait_timeout,
@@ -432,11 +436,11 @@ impl GpuRuntime {
             next_id: AtomicU64::new(1),
             pool: Mutex::new(PoolState::default()),
             staging: StagingState::default(),
-            uniforms: UniformPool::default(),
             kernels: DashMap::new(),
             layouts: DashMap::new(),
             bind_groups: DashMap::new(),
             timestamps: Mutex::new(None),
+            pending: Mutex::new(Pending::default()),
         });
         // Device-lost and uncaptured-error callbacks hold a weak reference so
         // that they do not keep the shared state alive.
@@ -521,7 +525,15 @@ impl GpuRuntime {
         &self.shared.queue
     }
 
-    /// Waits until all submitted work has finished.
+    /// Submits the batches held back by [`crate::Batch::submit`] (a run's kernels go to
+    /// the queue in as few submissions as possible: held batches are submitted together
+    /// with the next operation that needs the queue — a write, a read, a wait — or once
+    /// [`MAX_PENDING_BATCHES`](crate::MAX_PENDING_BATCHES) are held).
+    pub fn flush(&self) -> GpuResult<()> {
+        self.shared.flush()
+    }
+
+    /// Waits until all submitted work has finished (held batches are submitted first).
     pub fn synchronize(&self) -> GpuResult<()> {
         self.shared.wait(None)
     }

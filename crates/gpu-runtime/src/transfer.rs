@@ -185,23 +185,23 @@ impl Shared {
         }
     }
 
-    /// Submits one encoder inside error scopes.
+    /// Submits one encoder, after the held batches, inside error scopes.
     pub(crate) fn submit_encoder(&self, encoder: wgpu::CommandEncoder) -> GpuResult<wgpu::SubmissionIndex> {
-        let (idx, err) = self.scoped(|| self.queue.submit([encoder.finish()]));
-        bump(&self.counters.submits, 1);
-        if let Some(e) = err {
-            self.ensure_alive()?;
-            return Err(match e {
-                wgpu::Error::OutOfMemory { .. } => GpuError::OutOfMemory {
-                    requested: 0,
-                    allocated: self.pool.lock().map(|p| p.allocated_bytes).unwrap_or(0),
-                    limit: self.options.memory_limit_bytes,
-                    detail: error_text(&e),
-                },
-                _ => GpuError::Validation(error_text(&e)),
-            });
+        let buf = self.finish(encoder)?;
+        self.submit_after_pending(buf)
+    }
+
+    /// The error a failed encoding or submission reports.
+    pub(crate) fn submit_error(&self, e: &wgpu::Error) -> GpuError {
+        match e {
+            wgpu::Error::OutOfMemory { .. } => GpuError::OutOfMemory {
+                requested: 0,
+                allocated: self.pool.lock().map(|p| p.allocated_bytes).unwrap_or(0),
+                limit: self.options.memory_limit_bytes,
+                detail: error_text(e),
+            },
+            _ => GpuError::Validation(error_text(e)),
         }
-        Ok(idx)
     }
 
     /// Waits for a map_async callback delivered through `rx`.

@@ -742,3 +742,83 @@ fn no_adapter_error_names_drivers() {
         other => panic!("expected NoAdapter on Linux with only Metal/DX12 enabled, got {other:?}"),
     }
 }
+
+/// `Batch::submit` holds its work back: a chain of dispatches, each with its own
+/// parameter block (how many elements it adds), reaches the queue in one submission
+/// together with the read that needs it, in the order recorded; a write made after
+/// them is ordered after them too.
+#[test]
+fn held_batches_go_in_one_submission_in_order() {
+    let Some(rt) = runtime() else { return };
+    let k = rt.create_kernel(ADD_F32, "main", &add_layout()).unwrap();
+    let ones = rt.upload_pod(&[1.0f32; 64]).unwrap();
+    let (x, y) = (rt.upload_pod(&[0.0f32; 64]).unwrap(), rt.alloc(256).unwrap());
+    let before = rt.stats().submits;
+    // x -> y -> x -> ... : step i adds 1 to the first 8*(i+1) elements (the rest
+    // keeps the buffer's previous value, so wrong order or parameters show).
+    for i in 0..10u32 {
+        let (src, dst) = if i % 2 == 0 { (&x, &y) } else { (&y, &x) };
+        if i == 0 {
+            rt.copy(&x, 0, &y, 0, 256).unwrap();
+        }
+        let mut b = rt.batch();
+        b.dispatch(&k, &[src, &ones, dst], &(8 * (i + 1)).to_le_bytes(), [1, 1, 1])
+            .unwrap();
+        b.submit().unwrap();
+    }
+    assert_eq!(rt.stats().submits, before, "nothing submitted before it is needed");
+    // A write after the held work: x's new contents must not reach the dispatches above.
+    rt.write_pod(&ones, 0, &[100.0f32; 64]).unwrap();
+    assert_eq!(
+        rt.stats().submits,
+        before + 1,
+        "held work and the write in one submission"
+    );
+    // Ten steps alternate x->y, y->x; the last (i = 9) wrote x. Element j got +1 from
+    // each step i with 8*(i+1) > j, but only along the chain it belongs to.
+    let got = rt.read_pod::<f32>(&x).unwrap();
+    let mut want_x = [0.0f32; 64];
+    let mut want_y = [0.0f32; 64];
+    for i in 0..10usize {
+        let (src, dst) = if i % 2 == 0 {
+            (want_x, &mut want_y)
+        } else {
+            (want_y, &mut want_x)
+        };
+        for j in 0..64 {
+            if j < 8 * (i + 1) {
+                dst[j] = src[j] + 1.0;
+            }
+        }
+    }
+    assert_eq!(got, want_x.to_vec());
+    assert_eq!(rt.read_pod::<f32>(&ones).unwrap(), vec![100.0f32; 64]);
+}
+
+/// At most `MAX_PENDING_BATCHES` batches are held; `flush` submits the rest.
+#[test]
+fn held_batches_are_bounded_and_flushed() {
+    let Some(rt) = runtime() else { return };
+    let k = rt.create_kernel(ADD_F32, "main", &add_layout()).unwrap();
+    let (a, b) = (
+        rt.upload_pod(&[1.0f32; 64]).unwrap(),
+        rt.upload_pod(&[2.0f32; 64]).unwrap(),
+    );
+    let c = rt.alloc(256).unwrap();
+    let before = rt.stats().submits;
+    for _ in 0..relax_gpu_runtime::MAX_PENDING_BATCHES + 3 {
+        rt.dispatch(&k, &[&a, &b, &c], &64u32.to_le_bytes(), [1, 1, 1]).unwrap();
+    }
+    assert_eq!(
+        rt.stats().submits,
+        before + 1,
+        "one submission when the bound is reached"
+    );
+    rt.flush().unwrap();
+    assert_eq!(rt.stats().submits, before + 2, "flush submits the 3 held batches");
+    rt.flush().unwrap();
+    assert_eq!(rt.stats().submits, before + 2, "nothing held: nothing submitted");
+    assert_eq!(rt.read_pod::<f32>(&c).unwrap(), vec![3.0f32; 64]);
+    let s = rt.stats();
+    assert_eq!(s.bind_groups_created, 1, "one uniform arena: one bind group: {s:?}");
+}

@@ -13,4 +13,7 @@ fn astype(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 }
 
 /// The data type operators.
-pub static OPS: &[OpDef] = &[pure_op!("relax.astype", astype), pure_op!("relax.wrap_param", astype)];
+pub static OPS: &[OpDef] = &[
+    pure_op!("relax.astype", astype, crate::op::legalize::unary::lowered::astype),
+    pure_op!("relax.wrap_param", astype),
+];

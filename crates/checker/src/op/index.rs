@@ -263,6 +263,10 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 
 /// The indexing operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.take", take),
-    pure_op!("relax.strided_slice", strided_slice),
+    pure_op!("relax.take", take, crate::op::legalize::index::lowered::take),
+    pure_op!(
+        "relax.strided_slice",
+        strided_slice,
+        crate::op::legalize::index::lowered::strided_slice
+    ),
 ];

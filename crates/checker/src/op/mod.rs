@@ -54,7 +54,7 @@ pub struct OpDef {
     pub pure: bool,
     /// StructInfo inference.
     pub infer: InferFn,
-    /// Its legalization (`None`: the legacy table of [`legalize`], if any, by name).
+    /// Its legalization, if it has one.
     pub legalize: Option<legalize::LegalizeFn>,
 }
 
@@ -98,15 +98,11 @@ pub static OPERATORS: LazyLock<Vec<Operator>> = LazyLock::new(|| {
     let mut out: Vec<Operator> = Vec::new();
     for (family, defs) in FAMILIES {
         for def in defs.iter() {
-            let legalize = match def.legalize {
-                Some(f) => Some(legalize::Legalizer::Typed(f)),
-                None => legalize::legacy(def.name).map(legalize::Legalizer::Legacy),
-            };
             out.push(Operator {
                 id: OpId(out.len() as u32),
                 def,
                 family,
-                legalize,
+                legalize: def.legalize,
                 fold: legalize::lookup_fold(def.name),
             });
         }

@@ -888,40 +888,140 @@ fn batch_flatten(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The neural network operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.nn.relu", unary_any),
-    pure_op!("relax.nn.gelu", unary_float),
-    pure_op!("relax.nn.gelu_tanh", unary_float),
-    pure_op!("relax.nn.selu", unary_float),
-    pure_op!("relax.nn.silu", unary_float),
-    pure_op!("relax.nn.leakyrelu", unary_float),
-    pure_op!("relax.nn.softplus", unary_float),
-    pure_op!("relax.nn.prelu", prelu),
-    pure_op!("relax.nn.softmax", softmax),
-    pure_op!("relax.nn.log_softmax", softmax),
-    pure_op!("relax.nn.pad", pad),
+    pure_op!("relax.nn.relu", unary_any, crate::op::legalize::nn::lowered::relu),
+    pure_op!("relax.nn.gelu", unary_float, crate::op::legalize::nn::lowered::gelu),
+    pure_op!(
+        "relax.nn.gelu_tanh",
+        unary_float,
+        crate::op::legalize::nn::lowered::gelu_tanh
+    ),
+    pure_op!("relax.nn.selu", unary_float, crate::op::legalize::nn::lowered::selu),
+    pure_op!("relax.nn.silu", unary_float, crate::op::legalize::nn::lowered::silu),
+    pure_op!(
+        "relax.nn.leakyrelu",
+        unary_float,
+        crate::op::legalize::nn::lowered::leakyrelu
+    ),
+    pure_op!(
+        "relax.nn.softplus",
+        unary_float,
+        crate::op::legalize::nn::lowered::softplus
+    ),
+    pure_op!("relax.nn.prelu", prelu, crate::op::legalize::nn::lowered::prelu),
+    pure_op!(
+        "relax.nn.softmax",
+        softmax,
+        crate::op::legalize::nn::lowered::softmax_impl
+    ),
+    pure_op!(
+        "relax.nn.log_softmax",
+        softmax,
+        crate::op::legalize::nn::lowered::log_softmax
+    ),
+    pure_op!("relax.nn.pad", pad, crate::op::legalize::manipulate::lowered::pad),
     pure_op!("relax.nn.pixel_shuffle", pixel_shuffle),
-    pure_op!("relax.nn.batch_norm", batch_norm),
-    pure_op!("relax.nn.layer_norm", layer_norm),
-    pure_op!("relax.nn.group_norm", group_norm),
-    pure_op!("relax.nn.instance_norm", instance_norm),
-    pure_op!("relax.nn.rms_norm", rms_norm),
-    pure_op!("relax.nn.dropout", dropout),
-    pure_op!("relax.nn.cross_entropy_with_logits", cross_entropy),
-    pure_op!("relax.nn.nll_loss", nll_loss),
-    pure_op!("relax.nn.batch_flatten", batch_flatten),
+    pure_op!(
+        "relax.nn.batch_norm",
+        batch_norm,
+        crate::op::legalize::nn::lowered::batch_norm
+    ),
+    pure_op!(
+        "relax.nn.layer_norm",
+        layer_norm,
+        crate::op::legalize::nn::lowered::layer_norm
+    ),
+    pure_op!(
+        "relax.nn.group_norm",
+        group_norm,
+        crate::op::legalize::nn::lowered::group_norm
+    ),
+    pure_op!(
+        "relax.nn.instance_norm",
+        instance_norm,
+        crate::op::legalize::nn::lowered::instance_norm
+    ),
+    pure_op!(
+        "relax.nn.rms_norm",
+        rms_norm,
+        crate::op::legalize::nn::lowered::rms_norm
+    ),
+    pure_op!("relax.nn.dropout", dropout, crate::op::legalize::nn::lowered::dropout),
+    pure_op!(
+        "relax.nn.cross_entropy_with_logits",
+        cross_entropy,
+        crate::op::legalize::nn::lowered::cross_entropy_with_logits
+    ),
+    pure_op!(
+        "relax.nn.nll_loss",
+        nll_loss,
+        crate::op::legalize::nn::lowered::nll_loss
+    ),
+    pure_op!(
+        "relax.nn.batch_flatten",
+        batch_flatten,
+        crate::op::legalize::manipulate::lowered::reshape
+    ),
     pure_op!("relax.nn.conv1d", conv1d, super::legalize::conv::conv1d),
     pure_op!("relax.nn.conv2d", conv2d, super::legalize::conv::conv2d),
     pure_op!("relax.nn.conv3d", conv3d, super::legalize::conv::conv3d),
-    pure_op!("relax.nn.conv1d_transpose", conv1d_t),
-    pure_op!("relax.nn.conv2d_transpose", conv2d_t),
-    pure_op!("relax.nn.conv3d_transpose", conv3d_t),
-    pure_op!("relax.nn.max_pool1d", pool1d),
-    pure_op!("relax.nn.max_pool2d", pool2d),
-    pure_op!("relax.nn.max_pool3d", pool3d),
-    pure_op!("relax.nn.avg_pool1d", pool1d),
-    pure_op!("relax.nn.avg_pool2d", pool2d),
-    pure_op!("relax.nn.avg_pool3d", pool3d),
-    pure_op!("relax.nn.adaptive_avg_pool1d", adaptive1d),
-    pure_op!("relax.nn.adaptive_avg_pool2d", adaptive2d),
-    pure_op!("relax.nn.adaptive_avg_pool3d", adaptive3d),
+    pure_op!(
+        "relax.nn.conv1d_transpose",
+        conv1d_t,
+        crate::op::legalize::conv::lowered::conv1d_transpose
+    ),
+    pure_op!(
+        "relax.nn.conv2d_transpose",
+        conv2d_t,
+        crate::op::legalize::conv::lowered::conv2d_transpose
+    ),
+    pure_op!(
+        "relax.nn.conv3d_transpose",
+        conv3d_t,
+        crate::op::legalize::conv::lowered::conv3d_transpose
+    ),
+    pure_op!(
+        "relax.nn.max_pool1d",
+        pool1d,
+        crate::op::legalize::pool::lowered::max_pool1d
+    ),
+    pure_op!(
+        "relax.nn.max_pool2d",
+        pool2d,
+        crate::op::legalize::pool::lowered::max_pool2d
+    ),
+    pure_op!(
+        "relax.nn.max_pool3d",
+        pool3d,
+        crate::op::legalize::pool::lowered::max_pool3d
+    ),
+    pure_op!(
+        "relax.nn.avg_pool1d",
+        pool1d,
+        crate::op::legalize::pool::lowered::avg_pool1d
+    ),
+    pure_op!(
+        "relax.nn.avg_pool2d",
+        pool2d,
+        crate::op::legalize::pool::lowered::avg_pool2d
+    ),
+    pure_op!(
+        "relax.nn.avg_pool3d",
+        pool3d,
+        crate::op::legalize::pool::lowered::avg_pool3d
+    ),
+    pure_op!(
+        "relax.nn.adaptive_avg_pool1d",
+        adaptive1d,
+        crate::op::legalize::pool::lowered::adaptive_avg_pool1d
+    ),
+    pure_op!(
+        "relax.nn.adaptive_avg_pool2d",
+        adaptive2d,
+        crate::op::legalize::pool::lowered::adaptive_avg_pool2d
+    ),
+    pure_op!(
+        "relax.nn.adaptive_avg_pool3d",
+        adaptive3d,
+        crate::op::legalize::pool::lowered::adaptive_avg_pool3d
+    ),
 ];

@@ -105,8 +105,8 @@ fn bucketize(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The search operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.where", where_),
-    pure_op!("relax.argmax", arg_reduce),
-    pure_op!("relax.argmin", arg_reduce),
+    pure_op!("relax.where", where_, crate::op::legalize::binary::lowered::where_),
+    pure_op!("relax.argmax", arg_reduce, crate::op::legalize::search::lowered::argmax),
+    pure_op!("relax.argmin", arg_reduce, crate::op::legalize::search::lowered::argmin),
     pure_op!("relax.bucketize", bucketize),
 ];

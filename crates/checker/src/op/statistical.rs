@@ -133,6 +133,10 @@ pub static OPS: &[OpDef] = &[
     ew!(statistical, sum, statistical),
     ew!(statistical, variance, statistical),
     pure_op!("relax.median", median),
-    pure_op!("relax.cumsum", scan),
-    pure_op!("relax.cumprod", scan),
+    pure_op!("relax.cumsum", scan, crate::op::legalize::statistical::lowered::cumsum),
+    pure_op!(
+        "relax.cumprod",
+        scan,
+        crate::op::legalize::statistical::lowered::cumprod
+    ),
 ];

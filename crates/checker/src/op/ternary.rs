@@ -49,4 +49,8 @@ fn ewise_fma(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 }
 
 /// The ternary operators.
-pub static OPS: &[OpDef] = &[pure_op!("relax.ewise_fma", ewise_fma)];
+pub static OPS: &[OpDef] = &[pure_op!(
+    "relax.ewise_fma",
+    ewise_fma,
+    crate::op::legalize::binary::lowered::ewise_fma
+)];

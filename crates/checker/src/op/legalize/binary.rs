@@ -6,7 +6,7 @@ use relax_ir::{DataType, Expr, ExprKind, PrimExpr, StructInfo, TirVar};
 
 use super::manipulate::ScalarParams;
 use super::te::{Operand, Te};
-use super::{LegacyFn, LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered};
 
 /// Bind the first `n` arguments (tensors or inlined scalar constants).
 pub(crate) fn operands(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand>)> {
@@ -191,8 +191,11 @@ fn ewise_fma(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(Lowered::from_te("ewise_fma", t, 1, ctx.out.clone()))
 }
 
-/// The binary (and ternary) operators.
-pub static OPS: &[(&str, LegacyFn)] = &[("relax.where", where_), ("relax.ewise_fma", ewise_fma)];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(where_, ewise_fma,);
+}
 
 /// The typed legalizations of this family's element-wise operators (no
 /// attributes; a skip says which precondition failed).

@@ -7,7 +7,7 @@ use relax_ir::{Attrs, PrimExpr};
 
 use super::pool::pad_stage;
 use super::te::{add, konst, mul, scale, Reduce, Te};
-use super::{Emitter, LegacyFn, LegalizeCtx, Legalized, Lowered, OrSkip, Skip};
+use super::{Emitter, LegalizeCtx, Legalized, Lowered, OrSkip, Skip};
 use crate::op::attrs::{ConvAttrs, OpAttrs};
 use crate::op::common::{attr_int, attr_ints, attr_str};
 
@@ -421,9 +421,12 @@ pub(crate) fn conv3d(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legaliz
     conv_nd(ctx, 3)
 }
 
-/// The convolution operators.
-pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.nn.conv1d_transpose", |ctx| conv_transpose_nd(ctx, 1)),
-    ("relax.nn.conv2d_transpose", |ctx| conv_transpose_nd(ctx, 2)),
-    ("relax.nn.conv3d_transpose", |ctx| conv_transpose_nd(ctx, 3)),
-];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(
+        conv1d_transpose => |ctx| super::conv_transpose_nd(ctx, 1),
+        conv2d_transpose => |ctx| super::conv_transpose_nd(ctx, 2),
+        conv3d_transpose => |ctx| super::conv_transpose_nd(ctx, 3),
+    );
+}

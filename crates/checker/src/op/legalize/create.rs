@@ -7,7 +7,7 @@ use relax_ir::{DataType, ExprKind, PrimExpr, PrimExprKind};
 use super::manipulate::finish;
 use super::te::{konst, scalar_constant, Operand, Te};
 use super::unary::one_input;
-use super::{LegacyFn, LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered};
 use crate::op::common::{add, mul, sub};
 
 fn filled(ctx: &LegalizeCtx, name: &str, v: f64) -> Option<Lowered> {
@@ -220,17 +220,8 @@ fn triu(ctx: &LegalizeCtx) -> Option<Lowered> {
     trilu(ctx, true)
 }
 
-/// The creation operators.
-pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.zeros", zeros),
-    ("relax.ones", ones),
-    ("relax.full", full),
-    ("relax.arange", arange),
-    ("relax.eye", eye),
-    ("relax.eye_like", eye_like),
-    ("relax.zeros_like", zeros_like),
-    ("relax.ones_like", ones_like),
-    ("relax.full_like", full),
-    ("relax.tril", tril),
-    ("relax.triu", triu),
-];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(zeros, ones, full, arange, eye, eye_like, zeros_like, ones_like, tril, triu,);
+}

@@ -6,7 +6,7 @@ use relax_ir::{Expr, ExprKind, PrimExpr, Stmt, StructInfo, TirVar};
 
 use super::manipulate::finish;
 use super::te::Te;
-use super::{LegacyFn, LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered};
 use crate::op::common::{add, attr_bool, attr_opt_int, attr_str, int, max, min, mul, sub};
 
 fn norm_axis(a: i64, nd: usize) -> Option<usize> {
@@ -292,10 +292,8 @@ pub(crate) fn last_axis_first(t: &mut Te, ind: &relax_ir::Buffer) -> relax_ir::B
     })
 }
 
-/// The indexing operators.
-pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.take", take),
-    ("relax.strided_slice", strided_slice),
-    ("relax.gather_elements", gather_elements),
-    ("relax.gather_nd", gather_nd),
-];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(take, strided_slice, gather_elements, gather_nd,);
+}

@@ -68,6 +68,3 @@ pub(crate) fn matmul(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legaliz
     );
     Ok(Legalized::call(Lowered::from_te("matmul", t, 1, ctx.out.clone())))
 }
-
-/// The linear-algebra operators with legacy legalizations (none left).
-pub static OPS: &[(&str, super::LegacyFn)] = &[];

@@ -12,7 +12,7 @@ use relax_ir::{Expr, ExprKind, PrimExpr, PrimExprKind, StructInfo, TirVar};
 
 use super::te::{konst, Reduce, Te};
 use super::unary::one_input;
-use super::{LegacyFn, LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered};
 use crate::op::common::{add, attr_opt_ints, floordiv, floormod, int, mul, sub};
 
 fn norm_axis(a: i64, nd: usize) -> Option<usize> {
@@ -401,29 +401,29 @@ fn reflect_pad(ctx: &LegalizeCtx, out_shape: &[PrimExpr], widths: &[i64]) -> Opt
     Some(finish("reflect_pad", t, 1, Vec::new(), ctx.out.clone()))
 }
 
-/// The manipulation operators.
-pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.permute_dims", permute_dims),
-    ("relax.expand_dims", expand_dims),
-    ("relax.squeeze", squeeze),
-    ("relax.flip", flip),
-    ("relax.reshape", reshape),
-    ("relax.flatten", reshape),
-    ("relax.concat", concat),
-    ("relax.split", split),
-    ("relax.broadcast_to", broadcast_to),
-    ("relax.tile", tile),
-    ("relax.repeat", repeat),
-    ("relax.collapse_sum_to", collapse_sum),
-    ("relax.collapse_sum_like", collapse_sum),
-    ("relax.nn.pad", pad),
-    ("relax.nn.batch_flatten", reshape),
-    ("relax.reverse_sequence", reverse_sequence),
-    ("relax.stack", stack),
-    ("relax.meshgrid", meshgrid),
-    ("relax.one_hot", one_hot),
-    ("relax.layout_transform", layout_transform),
-];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(
+        permute_dims,
+        expand_dims,
+        squeeze,
+        flip,
+        reshape,
+        concat,
+        split,
+        broadcast_to,
+        tile,
+        repeat,
+        collapse_sum,
+        pad,
+        reverse_sequence,
+        stack,
+        meshgrid,
+        one_hot,
+        layout_transform,
+    );
+}
 
 // ---------------------------------------------------------------------------
 // reshape family, concat/split, broadcast_to, tile/repeat, collapse_sum, pad

@@ -108,10 +108,10 @@ impl Lowered {
     }
 }
 
-/// A legalization written before [`LegalizeFn`]: lower one call, or `None`
-/// to leave it unchanged (the reason is not said). Wrapped by
-/// [`Legalizer::Legacy`].
-pub type LegacyFn = fn(&LegalizeCtx) -> Option<Lowered>;
+/// A PrimFunc builder: lower one call, or `None` when it does not handle the call's
+/// shapes, dtypes or attributes. Wrapped into a [`LegalizeFn`] by [`lower_or_skip`]
+/// or [`with_known_shapes`].
+pub type BuildFn = fn(&LegalizeCtx) -> Option<Lowered>;
 
 /// Why a call was left as it is (shown to the user as a `legalize/skipped` warning).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,30 +158,20 @@ impl Legalized {
 pub type LegalizeFn = fn(&LegalizeCtx, &mut dyn Emitter) -> Result<Legalized, Skip>;
 
 /// An operator's legalization.
-#[derive(Clone, Copy)]
-pub enum Legalizer {
-    /// Declared with the operator (typed attributes, reasons for skipping).
-    Typed(LegalizeFn),
-    /// A legacy table entry (see [`FAMILIES`]).
-    Legacy(LegacyFn),
-}
+pub type Legalizer = LegalizeFn;
 
-impl Legalizer {
-    /// Run it.
-    pub fn run(self, ctx: &LegalizeCtx, em: &mut dyn Emitter) -> Result<Legalized, Skip> {
-        match self {
-            Legalizer::Typed(f) => f(ctx, em),
-            Legalizer::Legacy(f) => f(ctx)
-                .map(Legalized::call)
-                .or_skip("the shapes, dtypes or attributes of this call are not supported"),
-        }
-    }
+/// A legalization by a PrimFunc builder: its PrimFunc, or a skip when the builder
+/// declines.
+pub fn lower_or_skip(ctx: &LegalizeCtx, f: BuildFn) -> Result<Legalized, Skip> {
+    f(ctx)
+        .map(Legalized::call)
+        .or_skip("the shapes, dtypes or attributes of this call are not supported")
 }
 
 /// A legalization whose preconditions are known shapes: the output and every
 /// tensor argument must have a known shape and dtype; `f` builds the PrimFunc
 /// (reading the call's typed attributes), `None` meaning an unsupported dtype.
-pub fn with_known_shapes(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Skip> {
+pub fn with_known_shapes(ctx: &LegalizeCtx, f: BuildFn) -> Result<Legalized, Skip> {
     ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
     for a in &ctx.args {
         if let StructInfo::Tensor(t) = a {
@@ -196,7 +186,7 @@ pub fn with_known_shapes(ctx: &LegalizeCtx, f: LegacyFn) -> Result<Legalized, Sk
 }
 
 /// Typed legalizations `name(ctx, em)` for operators whose PrimFunc builder
-/// `super::name` is a [`LegacyFn`] (see [`with_known_shapes`]).
+/// `super::name` is a [`BuildFn`] (see [`with_known_shapes`]).
 macro_rules! typed_legalizations {
     ($($f:ident),* $(,)?) => {
         use $crate::op::legalize::{with_known_shapes, Emitter, LegalizeCtx, Legalized, Skip};
@@ -210,29 +200,22 @@ macro_rules! typed_legalizations {
 }
 pub(crate) use typed_legalizations;
 
-/// The legacy legalization tables, one per family.
-pub static FAMILIES: &[&[(&str, LegacyFn)]] = &[
-    unary::OPS,
-    binary::OPS,
-    statistical::OPS,
-    linear_algebra::OPS,
-    manipulate::OPS,
-    create::OPS,
-    index::OPS,
-    nn::OPS,
-    search::OPS,
-    pool::OPS,
-    conv::OPS,
-];
-
-/// The legacy legalization of operator `name`, if any.
-pub fn legacy(name: &str) -> Option<LegacyFn> {
-    FAMILIES
-        .iter()
-        .flat_map(|t| t.iter())
-        .find(|(n, _)| *n == name)
-        .map(|(_, f)| *f)
+/// Legalizations `name(ctx, em)` by the PrimFunc builders `super::name` (or the
+/// builder expression given after `=>`), through [`lower_or_skip`].
+macro_rules! lowered_legalizations {
+    ($($f:ident $(=> $build:expr)?),* $(,)?) => {
+        use $crate::op::legalize::{lower_or_skip, Emitter, LegalizeCtx, Legalized, Skip};
+        $(
+            #[doc = concat!("`", stringify!($f), "`.")]
+            pub fn $f(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+                lower_or_skip(ctx, $crate::op::legalize::lowered_legalizations!(@build $f $(, $build)?))
+            }
+        )*
+    };
+    (@build $f:ident) => { super::$f };
+    (@build $f:ident, $build:expr) => { $build };
 }
+pub(crate) use lowered_legalizations;
 
 /// The legalization of operator `name` (`"relax.add"`), if any.
 pub fn lookup(name: &str) -> Option<Legalizer> {
@@ -417,7 +400,7 @@ impl Pass {
             bindings: Vec::new(),
             dataflow,
         };
-        match f.run(&ctx, &mut em) {
+        match f(&ctx, &mut em) {
             Ok(Legalized::Call(lowered)) => {
                 let bindings = em.bindings;
                 Some((bindings, self.call_tir(*lowered)))

@@ -5,7 +5,7 @@ use relax_ir::{AttrValue, Attrs, DataType, PrimExpr};
 
 use super::te::{add, konst, min_value, mul, Operand, Reduce, Te};
 use super::unary::one_input;
-use super::{LegacyFn, LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered};
 use crate::op::common::{attr, attr_int, attr_ints};
 
 fn relu(ctx: &LegalizeCtx) -> Option<Lowered> {
@@ -956,24 +956,27 @@ fn batch_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     Some(Lowered::from_te("batch_norm", t, 3, ctx.out.clone()))
 }
 
-/// The nn operators.
-pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.nn.relu", relu),
-    ("relax.nn.leakyrelu", leakyrelu),
-    ("relax.nn.silu", silu),
-    ("relax.nn.softmax", softmax_impl),
-    ("relax.nn.log_softmax", log_softmax),
-    ("relax.nn.gelu", gelu),
-    ("relax.nn.gelu_tanh", gelu_tanh),
-    ("relax.nn.selu", selu),
-    ("relax.nn.softplus", softplus),
-    ("relax.nn.dropout", dropout),
-    ("relax.nn.layer_norm", layer_norm),
-    ("relax.nn.batch_norm", batch_norm),
-    ("relax.nn.rms_norm", rms_norm),
-    ("relax.nn.group_norm", group_norm),
-    ("relax.nn.instance_norm", instance_norm),
-    ("relax.nn.prelu", prelu),
-    ("relax.nn.cross_entropy_with_logits", cross_entropy_with_logits),
-    ("relax.nn.nll_loss", nll_loss),
-];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(
+        relu,
+        leakyrelu,
+        silu,
+        softmax_impl,
+        log_softmax,
+        gelu,
+        gelu_tanh,
+        selu,
+        softplus,
+        dropout,
+        layer_norm,
+        batch_norm,
+        rms_norm,
+        group_norm,
+        instance_norm,
+        prelu,
+        cross_entropy_with_logits,
+        nll_loss,
+    );
+}

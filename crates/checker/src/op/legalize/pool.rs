@@ -6,7 +6,7 @@ use relax_ir::tir::BinOp;
 use relax_ir::{AttrValue, Attrs, Buffer, PrimExpr};
 
 use super::te::{add, konst, min_value, scale, sub, Reduce, Te};
-use super::{LegacyFn, LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered};
 use crate::op::common::{attr_bool, attr_ints, attr_str};
 
 /// `a + b` with a constant `b` folded (`v + 0` is `v`).
@@ -408,15 +408,18 @@ fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     ))
 }
 
-/// The pooling operators.
-pub static OPS: &[(&str, LegacyFn)] = &[
-    ("relax.nn.max_pool1d", |ctx| pool_nd(ctx, 1, true)),
-    ("relax.nn.max_pool2d", |ctx| pool_nd(ctx, 2, true)),
-    ("relax.nn.max_pool3d", |ctx| pool_nd(ctx, 3, true)),
-    ("relax.nn.avg_pool1d", |ctx| pool_nd(ctx, 1, false)),
-    ("relax.nn.avg_pool2d", |ctx| pool_nd(ctx, 2, false)),
-    ("relax.nn.avg_pool3d", |ctx| pool_nd(ctx, 3, false)),
-    ("relax.nn.adaptive_avg_pool1d", |ctx| adaptive_avg_pool_nd(ctx, 1)),
-    ("relax.nn.adaptive_avg_pool2d", |ctx| adaptive_avg_pool_nd(ctx, 2)),
-    ("relax.nn.adaptive_avg_pool3d", |ctx| adaptive_avg_pool_nd(ctx, 3)),
-];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(
+        max_pool1d => |ctx| super::pool_nd(ctx, 1, true),
+        max_pool2d => |ctx| super::pool_nd(ctx, 2, true),
+        max_pool3d => |ctx| super::pool_nd(ctx, 3, true),
+        avg_pool1d => |ctx| super::pool_nd(ctx, 1, false),
+        avg_pool2d => |ctx| super::pool_nd(ctx, 2, false),
+        avg_pool3d => |ctx| super::pool_nd(ctx, 3, false),
+        adaptive_avg_pool1d => |ctx| super::adaptive_avg_pool_nd(ctx, 1),
+        adaptive_avg_pool2d => |ctx| super::adaptive_avg_pool_nd(ctx, 2),
+        adaptive_avg_pool3d => |ctx| super::adaptive_avg_pool_nd(ctx, 3),
+    );
+}

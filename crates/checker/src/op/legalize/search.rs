@@ -6,7 +6,7 @@ use relax_ir::tir::{BinOp, Block, IterKind};
 use relax_ir::{Attrs, Buffer, PrimExpr, Span, Stmt, TirVar};
 
 use super::te::{collect_reads, make_iters, max_value, min_value, nest, point_region, regions, Te};
-use super::{LegacyFn, LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered};
 use crate::op::common::{attr_bool, attr_opt_int};
 
 /// The flat index of the reduction position: the reduced axis' variable for
@@ -157,5 +157,8 @@ fn argmin(ctx: &LegalizeCtx) -> Option<Lowered> {
     arg_reduce(ctx, "argmin", false)
 }
 
-/// The search operators.
-pub static OPS: &[(&str, LegacyFn)] = &[("relax.argmax", argmax), ("relax.argmin", argmin)];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(argmax, argmin,);
+}

@@ -5,7 +5,7 @@ use relax_ir::tir::BinOp;
 use relax_ir::PrimExpr;
 
 use super::te::{konst, max_value, min_value, Operand, Reduce, Te};
-use super::{LegacyFn, LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered};
 use crate::op::attrs::{OpAttrs, StatisticalAttrs};
 use crate::op::common::{attr_bool, attr_opt_int};
 
@@ -319,8 +319,11 @@ fn cumprod(ctx: &LegalizeCtx) -> Option<Lowered> {
     scan(ctx, "cumprod", false)
 }
 
-/// The statistical operators.
-pub static OPS: &[(&str, LegacyFn)] = &[("relax.cumsum", cumsum), ("relax.cumprod", cumprod)];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(cumsum, cumprod,);
+}
 
 /// The typed legalizations of the reductions (attributes: [`StatisticalAttrs`]).
 pub mod typed {

@@ -4,7 +4,7 @@ use relax_ir::tir::BinOp;
 use relax_ir::{DataType, ExprKind, PrimExpr};
 
 use super::te::{konst, Operand, Te};
-use super::{LegacyFn, LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered};
 
 /// One input tensor (no inlined scalar): the builder and the operand.
 pub(crate) fn one_input(ctx: &LegalizeCtx) -> Option<(Te, Operand, Vec<PrimExpr>)> {
@@ -233,8 +233,11 @@ fn astype(ctx: &LegalizeCtx) -> Option<Lowered> {
     compute_unary(ctx, "cast", |x| x.cast(odt))
 }
 
-/// The unary operators.
-pub static OPS: &[(&str, LegacyFn)] = &[("relax.astype", astype)];
+/// The legalizations of this family's other operators (PrimFunc builders; see
+/// [`super::lower_or_skip`]).
+pub mod lowered {
+    super::super::lowered_legalizations!(astype,);
+}
 
 /// The typed legalizations of this family's element-wise operators (no
 /// attributes; a skip says which precondition failed).

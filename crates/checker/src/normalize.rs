@@ -9,6 +9,13 @@
 //! `call_tir`-family calls get their arguments as a tuple literal. Every bound
 //! variable receives its StructInfo: its annotation when it has one (checked
 //! against the derived StructInfo) or the derived StructInfo.
+//!
+//! The normalizer is an [`ExprMutator`] emitting through a [`BlockBuilder`]
+//! (TVM's model: mutators emit through the builder): the trait's default
+//! recursion visits the children; the overrides bind non-leaf operands
+//! (`visit_arg`), flatten `SeqExpr`s in binding position (`visit_seq`), open
+//! scopes (`visit_scope`, [`walk_scope_emit`]) and derive each rewritten node's
+//! StructInfo from its already normalized children.
 
 use std::collections::{HashMap, HashSet};
 
@@ -674,7 +681,8 @@ impl ExprMutator for Normalizer<'_> {
     }
 }
 
-/// Consolidate blocks: drop empty ones and merge neighbours of the same kind.
+/// Consolidating blocks (dropping empty ones, merging neighbours of the same
+/// kind) lives with the traversal in `relax_ir::mutator`.
 pub use relax_ir::mutator::consolidate_blocks;
 
 #[cfg(test)]

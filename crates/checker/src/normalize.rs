@@ -9,6 +9,13 @@
 //! `call_tir`-family calls get their arguments as a tuple literal. Every bound
 //! variable receives its StructInfo: its annotation when it has one (checked
 //! against the derived StructInfo) or the derived StructInfo.
+//!
+//! The normalizer is an [`ExprMutator`] emitting through a [`BlockBuilder`]
+//! (TVM's model: mutators emit through the builder): the trait's default
+//! recursion visits the children; the overrides bind non-leaf operands
+//! (`visit_arg`), flatten `SeqExpr`s in binding position (`visit_seq`), open
+//! scopes (`visit_scope`, [`walk_scope_emit`]) and derive each rewritten node's
+//! StructInfo from its already normalized children.
 
 use std::collections::{HashMap, HashSet};
 
@@ -18,7 +25,7 @@ use relax_ir::{
     Span, StructInfo, TensorStructInfo, Var,
 };
 
-use relax_ir::mutator::BlockBuilder;
+use relax_ir::mutator::{walk_block_emit, walk_expr, walk_scope_emit, walk_seq_flatten, BlockBuilder, ExprMutator};
 
 use crate::analysis::{self, erase_in_scope, unify_struct_info};
 use crate::derive::{function_signature, is_force_pure, DeriveCtx, PurityCtx};
@@ -64,7 +71,8 @@ pub fn normalize_module(module: &IRModule) -> Normalized {
         n.cur_fn = name.clone();
         n.begin_function_names(func);
         let start = n.bindings.len();
-        let (new_func, sinfo) = n.normalize_function(func, gv.name());
+        let new_func = n.normalize_function(func, gv.name());
+        let sinfo = StructInfo::Func(function_signature(&new_func));
         n.ctx.globals.insert(name.clone(), sinfo);
         out.functions.insert(gv.clone(), BaseFunc::Relax(new_func));
         per_fn.insert(name, n.bindings.split_off(start));
@@ -137,7 +145,7 @@ pub fn normalize_expr(expr: &Expr, module: Option<&IRModule>) -> (Expr, StructIn
     if module.is_none() {
         n.ctx.module = None;
     }
-    let (e, s) = n.normalize_scope_body(expr);
+    let (e, s) = n.scope_body(expr);
     (e, s, n.ctx.diags)
 }
 
@@ -146,8 +154,6 @@ struct Normalizer<'m> {
     remap: HashMap<Var, Var>,
     /// The open blocks bindings are emitted into.
     bb: BlockBuilder,
-    /// Blocks below this depth belong to enclosing scopes.
-    scope_base: usize,
     /// Relax variables in scope (new identities).
     var_scope: HashSet<Var>,
     var_log: Vec<Var>,
@@ -158,6 +164,12 @@ struct Normalizer<'m> {
     next_name: usize,
     cur_fn: String,
     bindings: Vec<BindingInfo>,
+    /// The StructInfo of the expressions `visit_expr` and `visit_scope` returned,
+    /// by node identity, until their callers read it.
+    derived: HashMap<usize, StructInfo>,
+    /// One entry per `If` being rewritten: the number of diagnostics once its
+    /// condition was rewritten (where the condition's warning goes).
+    cond_marks: Vec<Option<usize>>,
 }
 
 fn is_leaf_or_tuple(e: &Expr) -> bool {
@@ -182,7 +194,6 @@ impl<'m> Normalizer<'m> {
             ctx: DeriveCtx::new(Some(module)),
             remap: HashMap::new(),
             bb: BlockBuilder::new(),
-            scope_base: 0,
             var_scope: HashSet::new(),
             var_log: Vec::new(),
             tuple_bindings: HashMap::new(),
@@ -191,6 +202,8 @@ impl<'m> Normalizer<'m> {
             next_name: 0,
             cur_fn: String::new(),
             bindings: Vec::new(),
+            derived: HashMap::new(),
+            cond_marks: Vec::new(),
         }
     }
 
@@ -242,10 +255,6 @@ impl<'m> Normalizer<'m> {
         erase_in_scope(s, &self.ctx.shape_scope, &|v| vs.contains(v), &self.ctx.ana)
     }
 
-    fn current_is_dataflow(&self) -> bool {
-        self.bb.depth() > self.scope_base && self.bb.in_dataflow()
-    }
-
     /// Replace shape `Var`s of a StructInfo by their new identities.
     fn remap_sinfo(&self, s: &StructInfo) -> StructInfo {
         if self.remap.is_empty() {
@@ -293,10 +302,9 @@ impl<'m> Normalizer<'m> {
     // Functions and scopes
     // ---------------------------------------------------------------------
 
-    fn normalize_function(&mut self, f: &Function, name: &str) -> (Function, StructInfo) {
+    fn normalize_function(&mut self, f: &Function, name: &str) -> Function {
         let mark = self.scope_mark();
         let saved_purity = self.ctx.purity;
-        let saved_base = self.scope_base;
         let mut params = Vec::with_capacity(f.params.len());
         for p in &f.params {
             let s = p
@@ -320,7 +328,7 @@ impl<'m> Normalizer<'m> {
             in_dataflow: false,
             pure_function: f.is_pure && !is_force_pure(f),
         };
-        let (body, body_sinfo) = self.normalize_scope_body(&f.body);
+        let (body, body_sinfo) = self.scope_body(&f.body);
         let ret = match &ret_ann {
             Some(r) => {
                 self.ctx
@@ -330,51 +338,32 @@ impl<'m> Normalizer<'m> {
             None => self.erase(&body_sinfo),
         };
         self.ctx.purity = saved_purity;
-        self.scope_base = saved_base;
         self.restore_scope(mark);
-        let new_f = Function {
-            params: params.clone(),
+        Function {
+            params,
             body,
-            ret_struct_info: Some(ret.clone()),
+            ret_struct_info: Some(ret),
             is_pure: f.is_pure,
             attrs: f.attrs.clone(),
             private: f.private,
             span: f.span,
-        };
-        let sinfo = StructInfo::Func(FuncStructInfo {
-            params: Some(
-                params
-                    .iter()
-                    .map(|p| p.struct_info().cloned().unwrap_or(StructInfo::Object))
-                    .collect(),
-            ),
-            ret: Box::new(ret),
-            purity: f.is_pure,
-            derive_func: None,
-        });
-        (new_f, sinfo)
+        }
     }
 
-    /// A new scope (function body, `If` branch): the result is a `SeqExpr`.
-    fn normalize_scope_body(&mut self, e: &Expr) -> (Expr, StructInfo) {
-        let saved_base = self.scope_base;
-        self.scope_base = self.bb.depth();
+    /// A new scope (function body, `If` branch): the result is a `SeqExpr`
+    /// ([`walk_scope_emit`]) and its StructInfo, erased to the enclosing scope.
+    fn scope_body(&mut self, e: &Expr) -> (Expr, StructInfo) {
         let mark = self.scope_mark();
-        let out = if let ExprKind::Seq(seq) = e.kind() {
-            self.visit_seq(seq, e.span())
-        } else {
-            self.bb.begin_block(false, e.span());
-            let (post, s) = self.normalize_arg_sinfo(e);
-            let blocks = self.bb.end_block();
-            let s = self.erase_blocks_scope(&s, mark.clone());
-            (
-                Expr::with_span(ExprKind::Seq(SeqExpr { blocks, body: post }), e.span()),
-                s,
-            )
+        let out = walk_scope_emit(self, e);
+        let body = match out.kind() {
+            ExprKind::Seq(seq) => &seq.body,
+            _ => &out,
         };
+        // The body is a leaf: its StructInfo is read off it.
+        let s = self.ctx.leaf_struct_info(body);
+        let s = self.erase_blocks_scope(&s, mark.clone());
         self.restore_scope(mark);
-        self.scope_base = saved_base;
-        out
+        (out, s)
     }
 
     /// Erase `s` to the scope at `mark` (variables introduced since are out of scope).
@@ -384,81 +373,20 @@ impl<'m> Normalizer<'m> {
         erase_in_scope(s, &mark.1, &|v| vs.contains(v) && !inner.contains(v), &self.ctx.ana)
     }
 
-    fn visit_seq(&mut self, seq: &SeqExpr, span: Span) -> (Expr, StructInfo) {
-        let mark = self.scope_mark();
-        let mut blocks: Vec<BindingBlock> = Vec::new();
-        for b in &seq.blocks {
-            blocks.extend(self.visit_block(b));
-        }
-        let df = self.current_is_dataflow();
-        self.bb.begin_block(df, span);
-        let (body, body_sinfo) = self.normalize_arg_sinfo(&seq.body);
-        blocks.extend(self.bb.end_block());
-        let blocks = consolidate_blocks(blocks);
-        let s = self.erase_blocks_scope(&body_sinfo, mark.clone());
-        (Expr::with_span(ExprKind::Seq(SeqExpr { blocks, body }), span), s)
-    }
-
-    fn visit_block(&mut self, b: &BindingBlock) -> Vec<BindingBlock> {
-        let saved = self.ctx.purity;
-        self.ctx.purity.in_dataflow = b.is_dataflow;
-        self.bb.begin_block(b.is_dataflow, b.span);
-        for binding in &b.bindings {
-            self.visit_binding(binding);
-        }
-        self.ctx.purity = saved;
-        self.bb.end_block()
-    }
-
     // ---------------------------------------------------------------------
     // Bindings
     // ---------------------------------------------------------------------
 
-    fn visit_binding(&mut self, b: &Binding) {
-        match b {
-            Binding::VarBinding { var, value, span } => {
-                if let ExprKind::Function(func) = value.kind() {
-                    self.visit_function_binding(var, func, value.span(), *span);
-                    return;
-                }
-                let (new_value, derived) = self.normalize_value(value);
-                let new_var = match var.struct_info() {
-                    Some(ann) => {
-                        let ann = self.remap_sinfo(ann);
-                        self.ctx.check_annotation(var.name(), &ann, &derived, *span);
-                        Self::with_sinfo(var, ann)
-                    }
-                    None => var.renew_with_struct_info(Some(derived)),
-                };
-                self.finish_binding(var, new_var, new_value, None, *span);
-            }
-            Binding::MatchCast {
-                var,
-                value,
-                struct_info,
-                span,
-            } => {
-                let (new_value, derived) = self.normalize_value(value);
-                let target = self.remap_sinfo(struct_info);
-                let ann = var.struct_info().map(|a| self.remap_sinfo(a));
-                let differs = ann.as_ref().is_some_and(|a| !analysis::struct_info_equal(a, &target));
-                self.ctx.match_cast(
-                    var.name(),
-                    &derived,
-                    &target,
-                    if differs { ann.as_ref() } else { None },
-                    *span,
-                );
-                let new_var = match &ann {
-                    Some(a) => Self::with_sinfo(var, a.clone()),
-                    None => var.renew_with_struct_info(Some(target.clone())),
-                };
-                self.finish_binding(var, new_var, new_value, Some(target), *span);
-            }
-        }
-    }
-
-    fn finish_binding(&mut self, old: &Var, new_var: Var, value: Expr, cast: Option<StructInfo>, span: Span) {
+    /// Record the new variable of a binding (its identity, scope, StructInfo and,
+    /// for a tuple literal, its value) and build the binding.
+    fn finish_binding(
+        &mut self,
+        old: &Var,
+        new_var: Var,
+        value: Expr,
+        cast: Option<StructInfo>,
+        span: Span,
+    ) -> Binding {
         // A variable bound a second time keeps its first identity, so that the
         // well-formedness check sees the double binding.
         let new_var = match self.remap.get(old) {
@@ -479,7 +407,7 @@ impl<'m> Normalizer<'m> {
             struct_info: new_var.struct_info().cloned().unwrap_or(StructInfo::Object),
             span,
         });
-        let b = match cast {
+        match cast {
             Some(struct_info) => Binding::MatchCast {
                 var: new_var,
                 value,
@@ -491,11 +419,10 @@ impl<'m> Normalizer<'m> {
                 value,
                 span,
             },
-        };
-        self.bb.emit(b);
+        }
     }
 
-    fn visit_function_binding(&mut self, var: &Var, func: &Function, fspan: Span, span: Span) {
+    fn function_binding(&mut self, var: &Var, func: &Function, fspan: Span, span: Span) -> Binding {
         // Recursion is permitted: the variable is in scope inside the function.
         let sig = match var.struct_info() {
             Some(ann) => self.remap_sinfo(ann),
@@ -505,7 +432,8 @@ impl<'m> Normalizer<'m> {
         if pre != *var {
             self.remap.insert(var.clone(), pre.clone());
         }
-        let (new_func, derived) = self.normalize_function(func, var.name());
+        let new_func = self.normalize_function(func, var.name());
+        let derived = StructInfo::Func(function_signature(&new_func));
         let final_var = if var.struct_info().is_some() {
             self.ctx.check_annotation(var.name(), &sig, &derived, span);
             pre
@@ -515,65 +443,41 @@ impl<'m> Normalizer<'m> {
             Self::with_sinfo(&pre, derived)
         };
         let value = Expr::with_span(ExprKind::Function(new_func), fspan);
-        self.finish_binding(var, final_var, value, None, span);
+        self.finish_binding(var, final_var, value, None, span)
     }
 
     // ---------------------------------------------------------------------
-    // Expressions
+    // StructInfo of rewritten expressions
     // ---------------------------------------------------------------------
 
-    /// Normalize an argument position: the result is a leaf (or a tuple of leaves).
-    fn normalize_arg(&mut self, e: &Expr) -> Expr {
-        self.normalize_arg_sinfo(e).0
+    /// Keep `s` as the StructInfo of `e`, just returned by a `visit_*` method.
+    fn record(&mut self, e: &Expr, s: StructInfo) {
+        self.derived.insert(node_key(e), s);
     }
 
-    fn normalize_arg_sinfo(&mut self, e: &Expr) -> (Expr, StructInfo) {
-        let (v, s) = self.normalize_value(e);
-        if is_leaf_or_tuple(&v) {
-            return (v, s);
+    /// The StructInfo kept for `e` (read once), else the StructInfo of a leaf.
+    fn take_derived(&mut self, e: &Expr) -> StructInfo {
+        match self.derived.remove(&node_key(e)) {
+            Some(s) => s,
+            None => self.ctx.leaf_struct_info(e),
         }
-        let df = self.current_is_dataflow();
-        let name = self.fresh_name(df);
-        let var = Var::with(name, Some(s.clone()), df, e.span());
-        self.finish_binding(&var, var.clone(), v, None, e.span());
-        (var.to_expr(), s)
     }
 
-    /// Normalize an expression in binding position: its children become leaves.
-    fn normalize_value(&mut self, e: &Expr) -> (Expr, StructInfo) {
+    /// The StructInfo of `new`, the rewrite of `e` with normalized children
+    /// ([`walk_expr`]); a call's `sinfo_args` are remapped and a `call_tir`-family
+    /// call gets its arguments as a tuple literal.
+    fn derive(&mut self, e: &Expr, new: Expr) -> (Expr, StructInfo) {
         let span = e.span();
-        match e.kind() {
-            ExprKind::Var(v) => {
-                let nv = self.remap.get(v).cloned().unwrap_or_else(|| v.clone());
-                let s = nv.struct_info().cloned().unwrap_or(StructInfo::Object);
-                if !nv.is_dataflow() && matches!(&s, StructInfo::Tuple(f) if f.is_empty()) {
-                    return (Expr::with_span(ExprKind::Tuple(Vec::new()), span), s);
-                }
-                let out = if nv == *v && nv.struct_info().is_some() {
-                    e.clone()
-                } else {
-                    Expr::with_span(ExprKind::Var(nv), span)
-                };
-                (out, s)
-            }
-            ExprKind::Tuple(fields) => {
-                let mut new_fields = Vec::with_capacity(fields.len());
-                let mut sinfos = Vec::with_capacity(fields.len());
-                for f in fields {
-                    let (nf, s) = self.normalize_arg_sinfo(f);
-                    new_fields.push(nf);
-                    sinfos.push(s);
-                }
-                (
-                    Expr::with_span(ExprKind::Tuple(new_fields), span),
-                    StructInfo::Tuple(sinfos),
-                )
+        match new.kind() {
+            _ if matches!(e.kind(), ExprKind::Seq(_)) => {
+                // Flattened: the value is the body's, its StructInfo kept already.
+                let s = self.take_derived(&new);
+                (new, s)
             }
             ExprKind::Call(call) => {
-                let op = self.normalize_arg(&call.op);
-                let mut args: Vec<Expr> = call.args.iter().map(|a| self.normalize_arg(a)).collect();
                 let sinfo_args: Vec<StructInfo> = call.sinfo_args.iter().map(|s| self.remap_sinfo(s)).collect();
-                if let ExprKind::Op(name) = op.kind() {
+                let mut args = call.args.clone();
+                if let ExprKind::Op(name) = call.op.kind() {
                     if CALL_TIR_OPS.contains(&name.as_str()) && args.len() == 2 {
                         if let Some(t) = self.call_tir_tuple(&args[1]) {
                             args[1] = t;
@@ -581,7 +485,7 @@ impl<'m> Normalizer<'m> {
                     }
                 }
                 let new_call = Call {
-                    op,
+                    op: call.op.clone(),
                     args,
                     attrs: call.attrs.clone(),
                     sinfo_args,
@@ -590,63 +494,36 @@ impl<'m> Normalizer<'m> {
                 (Expr::with_span(ExprKind::Call(new_call), span), s)
             }
             ExprKind::TupleGetItem { tuple, index } => {
-                let t = self.normalize_arg(tuple);
-                let s = self.ctx.derive_tuple_get_item(&t, *index, span);
-                (
-                    Expr::with_span(
-                        ExprKind::TupleGetItem {
-                            tuple: t,
-                            index: *index,
-                        },
-                        span,
-                    ),
-                    s,
-                )
+                let s = self.ctx.derive_tuple_get_item(tuple, *index, span);
+                (new, s)
             }
             ExprKind::If {
                 cond,
                 then_branch,
                 else_branch,
             } => {
-                let c = self.normalize_arg(cond);
-                self.ctx.check_if_condition(&c, span);
-                let (t, ts) = self.normalize_scope_body(then_branch);
-                let (f, fs) = self.normalize_scope_body(else_branch);
+                // The condition's warning goes after the condition's own
+                // diagnostics, before the branches'.
+                let at = self.cond_marks.pop().flatten().unwrap_or(self.ctx.diags.len());
+                let later = self.ctx.diags.split_off(at.min(self.ctx.diags.len()));
+                self.ctx.check_if_condition(cond, span);
+                self.ctx.diags.extend(later);
+                let (ts, fs) = (self.take_derived(then_branch), self.take_derived(else_branch));
                 let s = unify_struct_info(&self.erase(&ts), &self.erase(&fs), &self.ctx.ana);
-                (
-                    Expr::with_span(
-                        ExprKind::If {
-                            cond: c,
-                            then_branch: t,
-                            else_branch: f,
-                        },
-                        span,
-                    ),
-                    s,
-                )
+                (new, s)
             }
-            ExprKind::Seq(seq) => self.flatten_seq(seq),
-            ExprKind::Function(func) => {
-                let (nf, s) = self.normalize_function(func, "(anonymous function)");
-                (Expr::with_span(ExprKind::Function(nf), span), s)
+            ExprKind::Function(f) => {
+                let s = StructInfo::Func(function_signature(f));
+                (new, s)
             }
-            // The other leaves: global variables, constants, shapes, prim values,
-            // strings, dtypes, extern functions and operators.
+            // Variables, tuples of leaves and the other leaves: global variables,
+            // constants, shapes, prim values, strings, dtypes, extern functions and
+            // operators.
             _ => {
-                let s = self.ctx.leaf_struct_info(e);
-                (e.clone(), s)
+                let s = self.ctx.leaf_struct_info(&new);
+                (new, s)
             }
         }
-    }
-
-    /// A `SeqExpr` in binding position: its blocks join the current block, its
-    /// body becomes the value.
-    fn flatten_seq(&mut self, seq: &SeqExpr) -> (Expr, StructInfo) {
-        for b in &seq.blocks {
-            let blocks = self.visit_block(b);
-            self.bb.append_blocks(blocks);
-        }
-        self.normalize_value(&seq.body)
     }
 
     /// The tuple literal to use as the arguments of a `call_tir`-family call.
@@ -668,24 +545,202 @@ impl<'m> Normalizer<'m> {
                     },
                     arg.span(),
                 );
-                self.normalize_arg(&tgi)
+                self.visit_arg(&tgi)
             })
             .collect();
         Some(Expr::with_span(ExprKind::Tuple(items), arg.span()))
     }
 }
 
-/// Consolidate blocks: drop empty ones and merge neighbours of the same kind.
-pub fn consolidate_blocks(blocks: Vec<BindingBlock>) -> Vec<BindingBlock> {
-    let mut out: Vec<BindingBlock> = Vec::with_capacity(blocks.len());
-    for b in blocks {
-        if b.bindings.is_empty() {
-            continue;
+/// The identity of an expression node (the key of the kept StructInfo).
+fn node_key(e: &Expr) -> usize {
+    std::sync::Arc::as_ptr(&e.0) as usize
+}
+
+/// The normalizer is an [`ExprMutator`] emitting through its [`BlockBuilder`]:
+/// the default recursion rewrites the children, the overrides bind non-leaf
+/// operands to fresh variables, flatten `SeqExpr`s in binding position, open
+/// scopes for `If` branches and derive the StructInfo of every rewritten node
+/// (kept beside the expression until its caller reads it).
+impl ExprMutator for Normalizer<'_> {
+    fn builder(&mut self) -> Option<&mut BlockBuilder> {
+        Some(&mut self.bb)
+    }
+
+    /// An expression in binding position: its children become leaves.
+    fn visit_expr(&mut self, e: &Expr) -> Expr {
+        if matches!(e.kind(), ExprKind::If { .. }) {
+            self.cond_marks.push(None);
         }
-        match out.last_mut() {
-            Some(last) if last.is_dataflow == b.is_dataflow => last.bindings.extend(b.bindings),
-            _ => out.push(b),
+        let new = walk_expr(self, e);
+        let (out, s) = self.derive(e, new);
+        self.record(&out, s);
+        out
+    }
+
+    /// An operand: a non-leaf value is bound to a fresh variable.
+    fn visit_arg(&mut self, e: &Expr) -> Expr {
+        let v = self.visit_expr(e);
+        let s = self.take_derived(&v);
+        if is_leaf_or_tuple(&v) {
+            return v;
+        }
+        let df = self.bb.in_dataflow();
+        let name = self.fresh_name(df);
+        let var = Var::with(name, Some(s), df, e.span());
+        let b = self.finish_binding(&var, var.clone(), v, None, e.span());
+        self.bb.emit(b);
+        var.to_expr()
+    }
+
+    fn visit_scope(&mut self, e: &Expr) -> Expr {
+        if let Some(m @ None) = self.cond_marks.last_mut() {
+            *m = Some(self.ctx.diags.len());
+        }
+        let (out, s) = self.scope_body(e);
+        self.record(&out, s);
+        out
+    }
+
+    fn visit_var_use(&mut self, v: &Var, e: &Expr) -> Expr {
+        let nv = self.remap.get(v).cloned().unwrap_or_else(|| v.clone());
+        if !nv.is_dataflow() && matches!(nv.struct_info(), Some(StructInfo::Tuple(f)) if f.is_empty()) {
+            return Expr::with_span(ExprKind::Tuple(Vec::new()), e.span());
+        }
+        if nv == *v && nv.struct_info().is_some() {
+            e.clone()
+        } else {
+            Expr::with_span(ExprKind::Var(nv), e.span())
         }
     }
-    out
+
+    fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
+        let out = match b {
+            Binding::VarBinding { var, value, span } => {
+                if let ExprKind::Function(func) = value.kind() {
+                    return vec![self.function_binding(var, func, value.span(), *span)];
+                }
+                let new_value = self.visit_expr(value);
+                let derived = self.take_derived(&new_value);
+                let new_var = match var.struct_info() {
+                    Some(ann) => {
+                        let ann = self.remap_sinfo(ann);
+                        self.ctx.check_annotation(var.name(), &ann, &derived, *span);
+                        Self::with_sinfo(var, ann)
+                    }
+                    None => var.renew_with_struct_info(Some(derived)),
+                };
+                self.finish_binding(var, new_var, new_value, None, *span)
+            }
+            Binding::MatchCast {
+                var,
+                value,
+                struct_info,
+                span,
+            } => {
+                let new_value = self.visit_expr(value);
+                let derived = self.take_derived(&new_value);
+                let target = self.remap_sinfo(struct_info);
+                let ann = var.struct_info().map(|a| self.remap_sinfo(a));
+                let differs = ann.as_ref().is_some_and(|a| !analysis::struct_info_equal(a, &target));
+                self.ctx.match_cast(
+                    var.name(),
+                    &derived,
+                    &target,
+                    if differs { ann.as_ref() } else { None },
+                    *span,
+                );
+                let new_var = match &ann {
+                    Some(a) => Self::with_sinfo(var, a.clone()),
+                    None => var.renew_with_struct_info(Some(target.clone())),
+                };
+                self.finish_binding(var, new_var, new_value, Some(target), *span)
+            }
+        };
+        vec![out]
+    }
+
+    /// A block through the builder (a flattened `SeqExpr` of the other kind
+    /// splits it), with the purity context of its kind.
+    fn visit_block_split(&mut self, b: &BindingBlock) -> Vec<BindingBlock> {
+        let saved = self.ctx.purity;
+        self.ctx.purity.in_dataflow = b.is_dataflow;
+        let out = walk_block_emit(self, b);
+        self.ctx.purity = saved;
+        out
+    }
+
+    /// A `SeqExpr` in binding position: its blocks join the current block, its
+    /// body becomes the value.
+    fn visit_seq(&mut self, seq: &SeqExpr, span: Span) -> Expr {
+        walk_seq_flatten(self, seq, span)
+    }
+
+    fn visit_function(&mut self, f: &Function) -> Function {
+        self.normalize_function(f, "(anonymous function)")
+    }
+}
+
+/// Consolidating blocks (dropping empty ones, merging neighbours of the same
+/// kind) lives with the traversal in `relax_ir::mutator`.
+pub use relax_ir::mutator::consolidate_blocks;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relax_ir::{Attrs, DataType, PrimExpr};
+
+    fn tensor(dims: &[i64]) -> StructInfo {
+        StructInfo::tensor(dims.iter().map(|&d| PrimExpr::int(d)).collect(), DataType::FLOAT32)
+    }
+
+    fn if_expr(cond: Expr, then_branch: Expr, else_branch: Expr, line: u32) -> Expr {
+        let kind = ExprKind::If {
+            cond,
+            then_branch,
+            else_branch,
+        };
+        Expr::with_span(kind, Span::new(line, 1))
+    }
+
+    #[test]
+    fn operands_are_bound_in_order_and_if_warnings_follow_their_condition() {
+        let x = Var::new("x", Some(tensor(&[2, 3])));
+        let y = Var::new("y", Some(tensor(&[2, 4])));
+        // if (if x then y else y) then add(x, y) else y: both conditions are
+        // tensors (warnings); the add's shapes do not match (an error).
+        let inner = if_expr(x.to_expr(), y.to_expr(), y.to_expr(), 1);
+        let add = Expr::call(
+            Expr::op("relax.add"),
+            vec![x.to_expr(), y.to_expr()],
+            Attrs::new(),
+            vec![],
+        );
+        let outer = if_expr(inner, add, y.to_expr(), 2);
+        let (out, sinfo, diags) = normalize_expr(&outer, None);
+        let order: Vec<(bool, u32)> = diags.iter().map(|d| (d.is_error(), d.span.line)).collect();
+        assert_eq!(order, [(false, 1), (false, 2), (true, 0)], "{diags:?}");
+        assert!(diags[..2]
+            .iter()
+            .all(|d| d.rule.as_deref().unwrap_or("").starts_with("struct-info/if-condition")));
+        // The inner `If` is bound to `gv`, the add of the then branch to `gv1`,
+        // the outer `If` to `gv2`, which is the body.
+        let ExprKind::Seq(seq) = out.kind() else {
+            panic!("not a SeqExpr")
+        };
+        let names: Vec<&str> = seq.blocks[0].bindings.iter().map(|b| b.var().name()).collect();
+        assert_eq!(names, ["gv", "gv2"]);
+        assert_eq!(seq.body.as_var().map(Var::name), Some("gv2"));
+        // The failed add gives Object; the outer If unifies it with y's tensor.
+        assert!(matches!(sinfo, StructInfo::Object), "{sinfo:?}");
+        // The then branch is a SeqExpr binding the add to a fresh variable.
+        let ExprKind::If { then_branch, .. } = seq.blocks[0].bindings[1].value().kind() else {
+            panic!("not an If")
+        };
+        let ExprKind::Seq(then_seq) = then_branch.kind() else {
+            panic!("branch not a SeqExpr")
+        };
+        assert_eq!(then_seq.blocks.len(), 1);
+        assert_eq!(then_seq.body.as_var().map(Var::name), Some("gv1"));
+    }
 }

@@ -3,6 +3,14 @@
 //!
 //! A pass overrides the methods for the nodes it changes and calls the matching
 //! `walk_*` function to recurse into the rest. Unchanged subtrees are shared.
+//!
+//! A mutator that returns a [`BlockBuilder`] from [`ExprMutator::builder`] can
+//! emit bindings while it rewrites (TVM's `builder_`): one binding may become
+//! several, a `SeqExpr` in binding position may be flattened into the enclosing
+//! block, and a block may be split. The `*_emit` walks drive the builder:
+//! [`walk_block_emit`] (a block through the builder), [`walk_seq_flatten`] (a
+//! `SeqExpr` flattened into the open block) and [`walk_scope_emit`] (a new scope,
+//! TVM's `VisitWithNewScope`).
 
 use crate::relax::{Binding, BindingBlock, Call, Expr, ExprKind, Function, SeqExpr, Var};
 use crate::span::Span;
@@ -15,6 +23,18 @@ pub trait ExprMutator {
     /// Rewrite an expression.
     fn visit_expr(&mut self, e: &Expr) -> Expr {
         walk_expr(self, e)
+    }
+    /// Rewrite an operand: a tuple field, a call's operator or argument, the tuple
+    /// of a `TupleGetItem`, the condition of an `If`. Defaults to
+    /// [`ExprMutator::visit_expr`]; a normalizing mutator binds non-leaf results
+    /// to fresh variables here.
+    fn visit_arg(&mut self, e: &Expr) -> Expr {
+        self.visit_expr(e)
+    }
+    /// Rewrite the body of a new scope (a branch of an `If`). Defaults to
+    /// [`ExprMutator::visit_expr`]; see [`walk_scope_emit`].
+    fn visit_scope(&mut self, e: &Expr) -> Expr {
+        self.visit_expr(e)
     }
     /// Rewrite a use of a variable (not its definition).
     fn visit_var_use(&mut self, v: &Var, e: &Expr) -> Expr {
@@ -29,9 +49,27 @@ pub trait ExprMutator {
     fn visit_block(&mut self, b: &BindingBlock) -> BindingBlock {
         walk_block(self, b)
     }
+    /// Rewrite a binding block into zero or more blocks (how [`walk_seq`] visits
+    /// blocks). Defaults to the one block of [`ExprMutator::visit_block`]; a
+    /// mutator emitting through its builder may split a block (see
+    /// [`walk_block_emit`]).
+    fn visit_block_split(&mut self, b: &BindingBlock) -> Vec<BindingBlock> {
+        vec![self.visit_block(b)]
+    }
+    /// Rewrite a `SeqExpr` (`span` is the expression's). Defaults to the rebuilt
+    /// `SeqExpr` ([`walk_seq`]); see [`walk_seq_flatten`].
+    fn visit_seq(&mut self, seq: &SeqExpr, span: Span) -> Expr {
+        Expr::with_span(ExprKind::Seq(walk_seq(self, seq)), span)
+    }
     /// Rewrite a function (local or global).
     fn visit_function(&mut self, f: &Function) -> Function {
         walk_function(self, f)
+    }
+    /// The builder this mutator emits bindings through, if it has one (the
+    /// `*_emit` walks and [`walk_seq_flatten`] use it). Defaults to none: rewritten
+    /// bindings are returned, not emitted.
+    fn builder(&mut self) -> Option<&mut BlockBuilder> {
+        None
     }
 }
 
@@ -49,21 +87,22 @@ pub fn walk_expr<M: ExprMutator + ?Sized>(m: &mut M, e: &Expr) -> Expr {
         | ExprKind::ShapeExpr(_)
         | ExprKind::Op(_) => e.clone(),
         ExprKind::Tuple(fields) => {
-            let new: Vec<Expr> = fields.iter().map(|f| m.visit_expr(f)).collect();
+            let new: Vec<Expr> = fields.iter().map(|f| m.visit_arg(f)).collect();
             if new.iter().zip(fields).all(|(a, b)| a.same_as(b)) {
                 e.clone()
             } else {
                 rebuild(ExprKind::Tuple(new))
             }
         }
-        ExprKind::Seq(seq) => rebuild(ExprKind::Seq(walk_seq(m, seq))),
+        ExprKind::Seq(seq) => m.visit_seq(seq, e.span()),
         ExprKind::Function(f) => rebuild(ExprKind::Function(m.visit_function(f))),
         ExprKind::If {
             cond,
             then_branch,
             else_branch,
         } => {
-            let (c, t, f) = (m.visit_expr(cond), m.visit_expr(then_branch), m.visit_expr(else_branch));
+            let c = m.visit_arg(cond);
+            let (t, f) = (m.visit_scope(then_branch), m.visit_scope(else_branch));
             if c.same_as(cond) && t.same_as(then_branch) && f.same_as(else_branch) {
                 e.clone()
             } else {
@@ -75,8 +114,8 @@ pub fn walk_expr<M: ExprMutator + ?Sized>(m: &mut M, e: &Expr) -> Expr {
             }
         }
         ExprKind::Call(call) => {
-            let op = m.visit_expr(&call.op);
-            let args: Vec<Expr> = call.args.iter().map(|a| m.visit_expr(a)).collect();
+            let op = m.visit_arg(&call.op);
+            let args: Vec<Expr> = call.args.iter().map(|a| m.visit_arg(a)).collect();
             if op.same_as(&call.op) && args.iter().zip(&call.args).all(|(a, b)| a.same_as(b)) {
                 e.clone()
             } else {
@@ -89,7 +128,7 @@ pub fn walk_expr<M: ExprMutator + ?Sized>(m: &mut M, e: &Expr) -> Expr {
             }
         }
         ExprKind::TupleGetItem { tuple, index } => {
-            let t = m.visit_expr(tuple);
+            let t = m.visit_arg(tuple);
             if t.same_as(tuple) {
                 e.clone()
             } else {
@@ -104,9 +143,85 @@ pub fn walk_expr<M: ExprMutator + ?Sized>(m: &mut M, e: &Expr) -> Expr {
 
 /// Rebuild a `SeqExpr` from its rewritten blocks and result.
 pub fn walk_seq<M: ExprMutator + ?Sized>(m: &mut M, seq: &SeqExpr) -> SeqExpr {
-    let blocks = seq.blocks.iter().map(|b| m.visit_block(b)).collect();
+    let blocks = seq.blocks.iter().flat_map(|b| m.visit_block_split(b)).collect();
     let body = m.visit_expr(&seq.body);
     SeqExpr { blocks, body }
+}
+
+/// Rewrite a block through the mutator's builder: a block of `b`'s kind is
+/// opened, each rewritten binding is emitted into it (after the bindings the
+/// mutator emitted itself while rewriting it) and the block is closed; the result
+/// has one block more for each block of the other kind appended meanwhile. Without
+/// a builder, the one block of [`walk_block`].
+pub fn walk_block_emit<M: ExprMutator + ?Sized>(m: &mut M, b: &BindingBlock) -> Vec<BindingBlock> {
+    let Some(bb) = m.builder() else {
+        return vec![walk_block(m, b)];
+    };
+    bb.begin_block(b.is_dataflow, b.span);
+    for x in &b.bindings {
+        let out = m.visit_binding(x);
+        if let Some(bb) = m.builder() {
+            out.into_iter().for_each(|nb| bb.emit(nb));
+        }
+    }
+    m.builder().map(BlockBuilder::end_block).unwrap_or_default()
+}
+
+/// A `SeqExpr` in binding position flattened into the builder's open block: the
+/// rewritten blocks are appended to it ([`BlockBuilder::append_blocks`]) and the
+/// rewritten body is returned. Without a builder, the rebuilt `SeqExpr`.
+pub fn walk_seq_flatten<M: ExprMutator + ?Sized>(m: &mut M, seq: &SeqExpr, span: Span) -> Expr {
+    if m.builder().is_none() {
+        return Expr::with_span(ExprKind::Seq(walk_seq(m, seq)), span);
+    }
+    for b in &seq.blocks {
+        let blocks = m.visit_block_split(b);
+        if let Some(bb) = m.builder() {
+            bb.append_blocks(blocks);
+        }
+    }
+    m.visit_expr(&seq.body)
+}
+
+/// Rewrite `e` as the body of a new scope through the builder (TVM's
+/// `VisitWithNewScope`): the result is a `SeqExpr` of `e`'s own rewritten blocks
+/// (when it is a `SeqExpr`) and of the bindings emitted while its body is
+/// rewritten as an operand ([`ExprMutator::visit_arg`]) in a new non-dataflow
+/// block, consolidated ([`consolidate_blocks`]). Without a builder,
+/// [`ExprMutator::visit_expr`].
+pub fn walk_scope_emit<M: ExprMutator + ?Sized>(m: &mut M, e: &Expr) -> Expr {
+    if m.builder().is_none() {
+        return m.visit_expr(e);
+    }
+    let (mut blocks, body) = match e.kind() {
+        ExprKind::Seq(seq) => (
+            seq.blocks.iter().flat_map(|b| m.visit_block_split(b)).collect(),
+            &seq.body,
+        ),
+        _ => (Vec::new(), e),
+    };
+    if let Some(bb) = m.builder() {
+        bb.begin_block(false, e.span());
+    }
+    let body = m.visit_arg(body);
+    blocks.extend(m.builder().map(BlockBuilder::end_block).unwrap_or_default());
+    let blocks = consolidate_blocks(blocks);
+    Expr::with_span(ExprKind::Seq(SeqExpr { blocks, body }), e.span())
+}
+
+/// Consolidate blocks: drop empty ones and merge neighbours of the same kind.
+pub fn consolidate_blocks(blocks: Vec<BindingBlock>) -> Vec<BindingBlock> {
+    let mut out: Vec<BindingBlock> = Vec::with_capacity(blocks.len());
+    for b in blocks {
+        if b.bindings.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.is_dataflow == b.is_dataflow => last.bindings.extend(b.bindings),
+            _ => out.push(b),
+        }
+    }
+    out
 }
 
 /// Rebuild a block from its rewritten bindings.
@@ -532,6 +647,114 @@ mod tests {
             e.clone()
         });
         assert_eq!(seen, 5);
+    }
+
+    /// Turns every `y = exp(x)` into `y_t = exp(x); y = exp(y_t)` through the
+    /// builder and flattens `SeqExpr`s bound in bindings.
+    struct SplitExp {
+        bb: BlockBuilder,
+    }
+
+    fn exp(x: Expr) -> Expr {
+        Expr::call(Expr::op("relax.exp"), vec![x], Attrs::new(), vec![])
+    }
+
+    impl ExprMutator for SplitExp {
+        fn builder(&mut self) -> Option<&mut BlockBuilder> {
+            Some(&mut self.bb)
+        }
+        fn visit_block_split(&mut self, b: &BindingBlock) -> Vec<BindingBlock> {
+            walk_block_emit(self, b)
+        }
+        fn visit_seq(&mut self, seq: &SeqExpr, span: Span) -> Expr {
+            walk_seq_flatten(self, seq, span)
+        }
+        fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
+            let b = walk_binding(self, b);
+            let Binding::VarBinding { var, value, span } = &b else {
+                return vec![b];
+            };
+            let Some(call) = value.as_call().filter(|c| c.op.as_op() == Some("relax.exp")) else {
+                return vec![b];
+            };
+            let t = Var::new(format!("{}_t", var.name()), None);
+            self.bb.emit(Binding::VarBinding {
+                var: t.clone(),
+                value: exp(call.args[0].clone()),
+                span: *span,
+            });
+            vec![Binding::VarBinding {
+                var: var.clone(),
+                value: exp(t.to_expr()),
+                span: *span,
+            }]
+        }
+    }
+
+    #[test]
+    fn emitting_mutator_splits_bindings_and_blocks() {
+        let v = |n: &str| Var::new(n, None);
+        let (x, a, b, c, d, e) = (v("x"), v("a"), v("b"), v("c"), v("d"), v("e"));
+        let bind = |var: &Var, value: Expr| Binding::VarBinding {
+            var: var.clone(),
+            value,
+            span: Span::NONE,
+        };
+        let block = |bindings: Vec<Binding>, is_dataflow: bool| BindingBlock {
+            bindings,
+            is_dataflow,
+            span: Span::NONE,
+        };
+        // b = { dataflow { c = exp(a) }; c }: a SeqExpr in binding position.
+        let inner = Expr::new(ExprKind::Seq(SeqExpr {
+            blocks: vec![block(vec![bind(&c, exp(a.to_expr()))], true)],
+            body: c.to_expr(),
+        }));
+        let add = Expr::call(
+            Expr::op("relax.add"),
+            vec![b.to_expr(), b.to_expr()],
+            Attrs::new(),
+            vec![],
+        );
+        let body = Expr::new(ExprKind::Seq(SeqExpr {
+            blocks: vec![
+                block(vec![bind(&a, exp(x.to_expr())), bind(&b, inner), bind(&d, add)], false),
+                block(vec![bind(&e, exp(d.to_expr()))], false),
+            ],
+            body: e.to_expr(),
+        }));
+        let mut m = SplitExp {
+            bb: BlockBuilder::new(),
+        };
+        let out = walk_scope_emit(&mut m, &body);
+        assert_eq!(m.bb.depth(), 0);
+        let ExprKind::Seq(seq) = out.kind() else {
+            panic!("not a SeqExpr")
+        };
+        let names: Vec<Vec<String>> = seq
+            .blocks
+            .iter()
+            .map(|b| b.bindings.iter().map(|x| x.var().name().to_string()).collect())
+            .collect();
+        // The dataflow block of the flattened SeqExpr splits the first block; the
+        // rest of it merges with the second block.
+        assert_eq!(names, [vec!["a_t", "a"], vec!["c_t", "c"], vec!["b", "d", "e_t", "e"]]);
+        let kinds: Vec<bool> = seq.blocks.iter().map(|b| b.is_dataflow).collect();
+        assert_eq!(kinds, [false, true, false]);
+        // The second binding of a split uses the first's variable; the flattened
+        // SeqExpr's body became `b`'s value.
+        let first = &seq.blocks[0].bindings;
+        let arg = first[1].value().as_call().map(|c| c.args[0].clone());
+        assert_eq!(arg.as_ref().and_then(Expr::as_var), Some(first[0].var()));
+        assert_eq!(seq.blocks[2].bindings[0].value().as_var(), Some(&c));
+        assert_eq!(seq.body.as_var(), Some(&e));
+        // Without a builder the same walks rebuild: one block per block.
+        let mut plain = RenameOp;
+        let rebuilt = walk_scope_emit(&mut plain, &body);
+        let ExprKind::Seq(seq) = rebuilt.kind() else {
+            panic!("not a SeqExpr")
+        };
+        assert_eq!(seq.blocks.iter().map(|b| b.bindings.len()).collect::<Vec<_>>(), [3, 1]);
     }
 
     #[test]

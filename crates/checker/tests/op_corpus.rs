@@ -155,10 +155,7 @@ fn arg_sinfo(e: &Expr, module: &IRModule) -> StructInfo {
             value: Some(p.clone()),
         }),
         ExprKind::Tuple(fields) => StructInfo::Tuple(fields.iter().map(|f| arg_sinfo(f, module)).collect()),
-        ExprKind::Constant { data } => StructInfo::tensor(
-            data.shape.iter().map(|&d| relax_ir::PrimExpr::int(d)).collect(),
-            data.dtype,
-        ),
+        ExprKind::Constant { data } => relax_checker::derive::constant_struct_info(data),
         ExprKind::ExternFunc { .. } => StructInfo::Func(FuncStructInfo {
             params: None,
             ret: Box::new(StructInfo::Object),
@@ -166,17 +163,7 @@ fn arg_sinfo(e: &Expr, module: &IRModule) -> StructInfo {
             derive_func: Some("tvm.relax.struct_info.infer_by_sinfo_args".into()),
         }),
         ExprKind::GlobalVar(g) => match module.relax_function(g.name()) {
-            Some(f) => StructInfo::Func(FuncStructInfo {
-                params: Some(
-                    f.params
-                        .iter()
-                        .map(|p| p.struct_info().cloned().unwrap_or(StructInfo::Object))
-                        .collect(),
-                ),
-                ret: Box::new(f.ret_struct_info.clone().unwrap_or(StructInfo::Object)),
-                purity: f.is_pure,
-                derive_func: None,
-            }),
+            Some(f) => StructInfo::Func(relax_checker::derive::function_signature(f)),
             None => StructInfo::Object,
         },
         // A nested call (un-normalized input): its inferred StructInfo, as the

@@ -83,62 +83,7 @@ enum Command {
     /// `[0, [1, 2]]`. Scalars (PrimValue) are output as 0-d tensors and shapes as 1-d int64 tensors.
     /// Exit status: 0 on success, 1 when the program is rejected or the run fails, 2 on usage or
     /// I/O errors.
-    Run {
-        /// The TVMScript file (`-` reads standard input).
-        file: PathBuf,
-        /// The Relax function to call.
-        #[arg(long, default_value = "main")]
-        entry: String,
-        /// Where to run: `auto` takes the first wgpu adapter (software adapters such as lavapipe
-        /// count) and says which on stderr, or falls back to the host with a note; `gpu` requires
-        /// an adapter (kernels become WGSL); `cpu` runs everything on the host. Tensors on a
-        /// module's VDevices follow their StructInfo in every mode except `cpu`.
-        #[arg(long, value_enum, default_value = "auto")]
-        device: run::DeviceArg,
-        /// An input tensor as a `.npy` file (repeat, in parameter order).
-        #[arg(long = "input")]
-        inputs: Vec<PathBuf>,
-        /// All inputs as a JSON file (see above).
-        #[arg(long = "inputs-json")]
-        inputs_json: Option<PathBuf>,
-        /// An `.npz` file whose entries bind to the parameters of the same name (the weights of
-        /// a model); the parameters left take `--input`/`--inputs-json` in order. A missing,
-        /// extra or mis-shaped entry is an error naming the parameter.
-        #[arg(long)]
-        params: Option<PathBuf>,
-        /// Print the result as JSON on stdout.
-        #[arg(long)]
-        json: bool,
-        /// Run this many times (the last result is printed).
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-        repeat: u32,
-        /// Print engine statistics on stderr (runs, kernels run per device, kernels compiled
-        /// and cache hits, packed calls, copies and bytes moved by kind, allocations, time).
-        #[arg(long)]
-        stats: bool,
-        /// Write the result: `.npy` for a single tensor, `.npz` (arr_0, arr_1, ...) for several.
-        /// Stdout then shows a summary of each tensor (shape, dtype, first values, min, max,
-        /// mean) instead of every value, unless `--json` is given.
-        #[arg(long)]
-        output: Option<PathBuf>,
-        /// Print each preparation pass's time on stderr.
-        #[arg(long = "time-passes")]
-        time_passes: bool,
-        /// Skip the graph optimizations (operator fusion, dead-code elimination).
-        #[arg(long = "no-optimize")]
-        no_optimize: bool,
-        /// Print the GPU time of each kernel on stderr, most first, with the PrimFunc
-        /// (legalized operator or fused group) it runs and its GFLOP/s where the flop
-        /// count is known (GPU timestamps when the adapter has them, else wall time
-        /// per submission; every kernel then waits for completion).
-        #[arg(long)]
-        profile: bool,
-        /// Do not plan storage reuse at compile time (`static-plan-block-memory`, as TVM's
-        /// StaticPlanBlockMemory, on by default): allocate each intermediate tensor when
-        /// it is produced and release it after its last use instead.
-        #[arg(long = "no-static-memory-plan")]
-        no_static_memory_plan: bool,
-    },
+    Run(run::RunOptions),
 }
 
 /// The names `--pass` accepts: every registered pass.
@@ -163,37 +108,7 @@ fn main() -> ExitCode {
         } => print::run(&file, &passes, time_passes),
         Command::Check { file, json } => check::run(&file, json),
         Command::Wgsl { file, func } => wgsl::run(&file, func.as_deref()),
-        Command::Run {
-            file,
-            entry,
-            device,
-            inputs,
-            inputs_json,
-            params,
-            json,
-            repeat,
-            stats,
-            output,
-            time_passes,
-            no_optimize,
-            profile,
-            no_static_memory_plan,
-        } => run::run(&run::RunOptions {
-            file,
-            entry,
-            device,
-            inputs,
-            inputs_json,
-            params,
-            json,
-            repeat: repeat as usize,
-            stats,
-            output,
-            time_passes,
-            no_optimize,
-            profile,
-            static_memory_plan: !no_static_memory_plan,
-        }),
+        Command::Run(options) => run::run(&options),
     };
     ExitCode::from(code)
 }

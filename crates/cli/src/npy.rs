@@ -111,21 +111,18 @@ fn item_size(descr: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// The helpers of the integration tests (`.npy` bytes).
+#[cfg(test)]
+#[path = "../tests/common/mod.rs"]
+mod test_common;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A `.npy` file with the header `header` and `data` zero bytes.
     fn npy(header: &str, data: usize) -> Vec<u8> {
-        let mut h = header.to_string();
-        while !(10 + h.len() + 1).is_multiple_of(64) {
-            h.push(' ');
-        }
-        h.push('\n');
-        let mut b = b"\x93NUMPY\x01\x00".to_vec();
-        b.extend((h.len() as u16).to_le_bytes());
-        b.extend(h.as_bytes());
-        b.extend(vec![0u8; data]);
-        b
+        super::test_common::npy_bytes(header, &vec![0u8; data])
     }
 
     #[test]

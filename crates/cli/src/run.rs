@@ -23,35 +23,62 @@ pub enum DeviceArg {
 }
 
 /// Options of `relax run`.
+#[derive(clap::Args, Debug)]
 pub struct RunOptions {
-    /// The TVMScript file.
+    /// The TVMScript file (`-` reads standard input).
     pub file: PathBuf,
-    /// Entry function.
+    /// The Relax function to call.
+    #[arg(long, default_value = "main")]
     pub entry: String,
-    /// Device.
+    /// Where to run: `auto` takes the first wgpu adapter (software adapters such as lavapipe
+    /// count) and says which on stderr, or falls back to the host with a note; `gpu` requires
+    /// an adapter (kernels become WGSL); `cpu` runs everything on the host. Tensors on a
+    /// module's VDevices follow their StructInfo in every mode except `cpu`.
+    #[arg(long, value_enum, default_value = "auto")]
     pub device: DeviceArg,
-    /// `.npy` inputs in parameter order.
+    /// An input tensor as a `.npy` file (repeat, in parameter order).
+    #[arg(long = "input")]
     pub inputs: Vec<PathBuf>,
-    /// JSON inputs file.
+    /// All inputs as a JSON file (see above).
+    #[arg(long = "inputs-json")]
     pub inputs_json: Option<PathBuf>,
-    /// `.npz` file of arguments bound to parameters by name.
+    /// An `.npz` file whose entries bind to the parameters of the same name (the weights of
+    /// a model); the parameters left take `--input`/`--inputs-json` in order. A missing,
+    /// extra or mis-shaped entry is an error naming the parameter.
+    #[arg(long)]
     pub params: Option<PathBuf>,
-    /// JSON output.
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
     pub json: bool,
-    /// Number of runs.
-    pub repeat: usize,
-    /// Print statistics.
+    /// Run this many times (the last result is printed).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Print engine statistics on stderr (runs, kernels run per device, kernels compiled
+    /// and cache hits, packed calls, copies and bytes moved by kind, allocations, time).
+    #[arg(long)]
     pub stats: bool,
-    /// `.npy`/`.npz` output file.
+    /// Write the result: `.npy` for a single tensor, `.npz` (arr_0, arr_1, ...) for several.
+    /// Stdout then shows a summary of each tensor (shape, dtype, first values, min, max,
+    /// mean) instead of every value, unless `--json` is given.
+    #[arg(long)]
     pub output: Option<PathBuf>,
-    /// Print each preparation pass's time.
+    /// Print each preparation pass's time on stderr.
+    #[arg(long = "time-passes")]
     pub time_passes: bool,
-    /// Skip the graph optimizations (fusion, dead-code elimination).
+    /// Skip the graph optimizations (operator fusion, dead-code elimination).
+    #[arg(long = "no-optimize")]
     pub no_optimize: bool,
-    /// Print the per-kernel GPU profile.
+    /// Print the GPU time of each kernel on stderr, most first, with the PrimFunc
+    /// (legalized operator or fused group) it runs and its GFLOP/s where the flop
+    /// count is known (GPU timestamps when the adapter has them, else wall time
+    /// per submission; every kernel then waits for completion).
+    #[arg(long)]
     pub profile: bool,
-    /// Plan storage reuse at compile time (`static-plan-block-memory`).
-    pub static_memory_plan: bool,
+    /// Do not plan storage reuse at compile time (`static-plan-block-memory`, as TVM's
+    /// StaticPlanBlockMemory, on by default): allocate each intermediate tensor when
+    /// it is produced and release it after its last use instead.
+    #[arg(long = "no-static-memory-plan")]
+    pub no_static_memory_plan: bool,
 }
 
 /// A failure with its exit status.
@@ -100,7 +127,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         device: choice,
         optimize: !opts.no_optimize,
         profile: opts.profile,
-        static_memory_plan: opts.static_memory_plan,
+        static_memory_plan: !opts.no_static_memory_plan,
         ..EngineConfig::default()
     };
     let engine = Engine::new(config);

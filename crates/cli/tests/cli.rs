@@ -3,6 +3,11 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// Panic unless `text` (a command's output) contains `fragment`.
+fn has(text: &str, fragment: &str) {
+    assert!(text.contains(fragment), "missing {fragment:?} in\n{text}");
+}
+
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
@@ -33,7 +38,7 @@ fn help_documents_subcommands_and_exit_codes() {
     for cmd in ["check", "print", "wgsl", "run"] {
         assert!(s.contains(cmd), "--help lacks {cmd}: {s}");
     }
-    assert!(s.contains("Exit status"), "{s}");
+    has(&s, "Exit status");
 }
 
 #[test]
@@ -51,7 +56,7 @@ fn parse_error_has_location() {
     let o = relax(&["print", &path_str(&f)]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
-    assert!(e.contains("parse_error.py:"), "{e}");
+    has(&e, "parse_error.py:");
     // file:line:col
     let loc = e
         .split("parse_error.py:")
@@ -106,9 +111,9 @@ fn wgsl_of_a_primfunc() {
     let o = relax(&["wgsl", &path_str(&data("add_one.py"))]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let s = stdout(&o);
-    assert!(s.contains("@compute"), "{s}");
-    assert!(s.contains("// PrimFunc add_one"), "{s}");
-    assert!(s.contains("workgroup_size"), "{s}");
+    has(&s, "@compute");
+    has(&s, "// PrimFunc add_one");
+    has(&s, "workgroup_size");
     let o = relax(&["wgsl", "--func", "nope", &path_str(&data("add_one.py"))]);
     assert_eq!(o.status.code(), Some(1));
 }
@@ -284,7 +289,7 @@ fn run_json_on_gpu_matches_cpu() {
 
 #[test]
 fn run_stats_count_kernels_and_copies() {
-    let f = path_str(&data("vdevice_two.py"));
+    let f = path_str(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/vdevice_two.py"));
     let inputs = path_str(&data("vdevice_two_inputs.json"));
     let run = |dev: &str| {
         let o = relax(&[
@@ -309,30 +314,27 @@ fn run_stats_count_kernels_and_copies() {
         );
         stderr(&o)
     };
-    let e = run("cpu");
-    // The addition and the subtraction (host VDevice) run in the host kernel library
-    // (packed calls); the multiplication (a GPU VDevice, a label on the CPU) as a
-    // compiled PrimFunc.
-    assert!(
-        e.contains("stats: runs 3, kernels run 3 (3 host, 0 gpu), packed calls 6"),
-        "{e}"
-    );
-    assert!(e.contains("kernels compiled 1, kernel cache hits 2"), "{e}");
-    // Three to_vdevice per run, host copies of 24 bytes on the CPU.
-    assert!(
-        e.contains("copies 9, bytes moved 216 (uploads 0 / 0 bytes, readbacks 0 / 0 bytes"),
-        "{e}"
-    );
+    // (device, kernels and packed calls, copies): three to_vdevice per run, host
+    // copies of 24 bytes on the CPU. The addition and the subtraction (host VDevice)
+    // run in the host kernel library (packed calls) on both; the multiplication (a
+    // GPU VDevice, a label on the CPU) as a compiled PrimFunc.
+    let mut expected = vec![(
+        "cpu",
+        "stats: runs 3, kernels run 3 (3 host, 0 gpu), packed calls 6",
+        "copies 9, bytes moved 216 (uploads 0 / 0 bytes, readbacks 0 / 0 bytes",
+    )];
     if gpu_available() {
-        let e = run("gpu");
-        // The addition and subtraction on the host VDevice run in the host kernel
-        // library, the multiplication on the GPU.
-        assert!(e.contains("kernels run 3 (0 host, 3 gpu), packed calls 6"), "{e}");
-        assert!(e.contains("kernels compiled 1, kernel cache hits 2"), "{e}");
-        assert!(
-            e.contains("copies 9, bytes moved 216 (uploads 6 / 144 bytes, readbacks 3 / 72 bytes, device-to-device 0 / 0 bytes)"),
-            "{e}"
-        );
+        expected.push((
+            "gpu",
+            "kernels run 3 (0 host, 3 gpu), packed calls 6",
+            "copies 9, bytes moved 216 (uploads 6 / 144 bytes, readbacks 3 / 72 bytes, device-to-device 0 / 0 bytes)",
+        ));
+    }
+    for (dev, kernels, copies) in expected {
+        let e = run(dev);
+        has(&e, kernels);
+        has(&e, "kernels compiled 1, kernel cache hits 2");
+        has(&e, copies);
     }
 }
 
@@ -370,18 +372,12 @@ fn print_fuse_ops_fuse_tir_shows_fused_functions() {
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(
-        out.contains("lv2 = R.call_tir(cls.fused_matmul_add_relu, (x, w0, b0)"),
-        "{out}"
-    );
-    assert!(out.contains("def fused_matmul_add_relu(x: T.Buffer("), "{out}");
-    assert!(
-        out.contains("T.max(lv0[v_i0, v_i1] + b0[v_i1], T.float32(0.0))"),
-        "{out}"
-    );
-    assert!(out.contains("def fused_matmul1_add1_tir_exp_multiply("), "{out}");
+    has(&out, "lv2 = R.call_tir(cls.fused_matmul_add_relu, (x, w0, b0)");
+    has(&out, "def fused_matmul_add_relu(x: T.Buffer(");
+    has(&out, "T.max(lv0[v_i0, v_i1] + b0[v_i1], T.float32(0.0))");
+    has(&out, "def fused_matmul1_add1_tir_exp_multiply(");
     for pass in ["check", "legalize", "fuse-ops", "fuse-tir"] {
-        assert!(err.contains(&format!("pass {pass} ")), "{err}");
+        has(&err, &format!("pass {pass} "));
     }
 }
 
@@ -393,13 +389,13 @@ fn skipped_legalizations_are_warnings() {
     let o = relax(&["check", &file]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("ok (2 warnings)"), "{e}");
+    has(&e, "ok (2 warnings)");
     assert_eq!(e.matches("legalize/skipped").count(), 2, "{e}");
     assert!(
         e.contains("`relax.exp` is left as a call") && e.contains("shape or dtype is not known"),
         "{e}"
     );
-    assert!(e.contains("an output layout other than the data layout"), "{e}");
+    has(&e, "an output layout other than the data layout");
     let o = relax(&["print", &file, "--pass", "check", "--pass", "legalize"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stderr(&o).matches("legalize/skipped").count(), 2, "{}", stderr(&o));

@@ -5,6 +5,8 @@
 //! the input that caused it (proptest then shrinks it). Known panics, if any, are
 //! listed in `KNOWN_PANICS` (message substrings) and reported instead of failing.
 
+mod common;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
@@ -81,14 +83,6 @@ const TOKENS: &[&str] = &[
     "...",
 ];
 
-fn corpus_dir() -> Option<PathBuf> {
-    if let Ok(d) = std::env::var("RELAX_CORPUS_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/tvm");
-    p.exists().then_some(p)
-}
-
 /// Seed programs: the test fixtures, plus up to 200 corpus inputs when the corpus is present.
 fn seeds() -> Vec<String> {
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
@@ -96,22 +90,8 @@ fn seeds() -> Vec<String> {
         .iter()
         .filter_map(|f| std::fs::read_to_string(data.join(f)).ok())
         .collect();
-    match corpus_dir() {
-        Some(dir) => {
-            for file in ["well_formed.jsonl", "normalize.jsonl", "parser.jsonl"] {
-                let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
-                    continue;
-                };
-                for line in text.lines().step_by(3).take(70) {
-                    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                        continue;
-                    };
-                    if let Some(s) = v.get("input").and_then(|i| i.as_str()) {
-                        out.push(s.to_string());
-                    }
-                }
-            }
-        }
+    match common::corpus_inputs(&["well_formed.jsonl", "normalize.jsonl", "parser.jsonl"], 3, 70) {
+        Some(inputs) => out.extend(inputs),
         None => eprintln!("fuzz_parse_check: corpus not found (set RELAX_CORPUS_DIR); fuzzing fixtures only"),
     }
     out

@@ -10,6 +10,8 @@
 //! `RELAX_FUZZ_SECS` seconds per target (default 8); `RELAX_FUZZ_SEED` picks the seed.
 //! A long run: `RELAX_FUZZ_SECS=600 cargo test --release -p relax-cli --test fuzz_pipeline -- --nocapture`.
 
+mod common;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -81,14 +83,6 @@ const FRAGMENTS: &[&str] = &[
     "None",
 ];
 
-fn corpus_dir() -> Option<PathBuf> {
-    if let Ok(d) = std::env::var("RELAX_CORPUS_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/tvm");
-    p.exists().then_some(p)
-}
-
 /// Seeds: the repository's examples and test fixtures, plus corpus inputs when present.
 fn seeds() -> Vec<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -104,24 +98,18 @@ fn seeds() -> Vec<String> {
             }
         }
     }
-    if let Some(dir) = corpus_dir() {
-        for file in [
-            "legalize.jsonl",
-            "op_struct_info.jsonl",
-            "well_formed.jsonl",
-            "parser.jsonl",
-        ] {
-            let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
-                continue;
-            };
-            for line in text.lines().step_by(7).take(150) {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
-                    if let Some(s) = v.get("input").and_then(|i| i.as_str()) {
-                        out.push(s.to_string());
-                    }
-                }
-            }
-        }
+    // The two-VDevice program the end-to-end tests run.
+    if let Ok(s) = std::fs::read_to_string(root.join("tests/e2e/vdevice_two.py")) {
+        out.push(s);
+    }
+    let files = [
+        "legalize.jsonl",
+        "op_struct_info.jsonl",
+        "well_formed.jsonl",
+        "parser.jsonl",
+    ];
+    if let Some(inputs) = common::corpus_inputs(&files, 7, 150) {
+        out.extend(inputs);
     } else {
         eprintln!("fuzz_pipeline: corpus not found (set RELAX_CORPUS_DIR); fuzzing the examples only");
     }

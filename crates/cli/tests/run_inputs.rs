@@ -2,6 +2,8 @@
 //! shape overflows, claims more data than the file has, or nests braces; bfloat16
 //! values in `--inputs-json`; and an impossible allocation on the host.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -16,19 +18,6 @@ fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("relax-run-inputs-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).expect("temp dir");
     d
-}
-
-fn npy(header: &str, data: &[u8]) -> Vec<u8> {
-    let mut h = header.to_string();
-    while !(10 + h.len() + 1).is_multiple_of(64) {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut b = b"\x93NUMPY\x01\x00".to_vec();
-    b.extend((h.len() as u16).to_le_bytes());
-    b.extend(h.as_bytes());
-    b.extend(data);
-    b
 }
 
 const IDENTITY: &str = "@R.function\ndef main(x: R.Tensor((4,), \"float32\")):\n    return x\n";
@@ -57,7 +46,7 @@ fn bad_npy_headers_are_errors() {
     let cases: [(&str, Vec<u8>, &str); 3] = [
         (
             "overflow.npy",
-            npy(
+            common::npy_bytes(
                 "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }",
                 &[],
             ),
@@ -65,7 +54,7 @@ fn bad_npy_headers_are_errors() {
         ),
         (
             "huge.npy",
-            npy(
+            common::npy_bytes(
                 "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000, 100000), }",
                 &[0; 16],
             ),
@@ -95,7 +84,7 @@ fn bad_npy_headers_are_errors() {
     let p = dir.join("ok.npy");
     std::fs::write(
         &p,
-        npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", &data),
+        common::npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", &data),
     )
     .expect("write");
     let (code, out, err) = run(&dir, IDENTITY, &["--input", p.to_str().expect("utf-8 path")]);

@@ -7,10 +7,12 @@
 //! host run is the reference; the engine checks every result against the function's
 //! return StructInfo.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use relax_engine::{DeviceChoice, Engine, EngineConfig, Tensor, Value};
+use relax_engine::{DeviceChoice, Tensor, Value};
 use relax_ir::relax::{ExprKind, StructInfo};
 use relax_ir::tir::PrimExpr;
 use relax_ir::{BaseFunc, DataType};
@@ -192,20 +194,8 @@ fn legalized_corpus_modules_run() {
         return;
     };
     let text = std::fs::read_to_string(dir.join("legalize.jsonl")).expect("read legalize.jsonl");
-    let engine = Engine::new(EngineConfig {
-        device: DeviceChoice::Cpu,
-        ..EngineConfig::default()
-    });
-    let gpu = match relax_gpu_runtime::GpuRuntime::shared_default() {
-        Ok(_) => Some(Engine::new(EngineConfig {
-            device: DeviceChoice::Gpu,
-            ..EngineConfig::default()
-        })),
-        Err(e) => {
-            eprintln!("no GPU adapter ({e}): the GPU half was NOT checked");
-            None
-        }
-    };
+    let engine = common::text::engine(DeviceChoice::Cpu);
+    let gpu = common::text::gpu_engine("the GPU half was NOT checked");
     let (mut modules, mut parsed, mut loaded, mut runs, mut ok) = (0, 0, 0, 0, 0);
     let (mut gpu_runs, mut gpu_same) = (0, 0);
     let mut failures: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -11,8 +11,10 @@
 //! for `scripts/compare_tvm.py DIR`, which runs them with Apache TVM and compares.
 //! Without a GPU adapter only the checking and the host half run.
 
+mod common;
+
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{ArrayValue, DeviceChoice, Engine, EngineConfig, Value};
+use relax_engine::{ArrayValue, DeviceChoice, Value};
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
@@ -312,20 +314,8 @@ fn random_programs_agree_on_host_and_gpu() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x5eed_1234);
-    let cpu = Engine::new(EngineConfig {
-        device: DeviceChoice::Cpu,
-        ..EngineConfig::default()
-    });
-    let gpu = match relax_gpu_runtime::GpuRuntime::shared_default() {
-        Ok(_) => Some(Engine::new(EngineConfig {
-            device: DeviceChoice::Gpu,
-            ..EngineConfig::default()
-        })),
-        Err(e) => {
-            eprintln!("no GPU adapter: host runs only ({e})");
-            None
-        }
-    };
+    let cpu = common::text::engine(DeviceChoice::Cpu);
+    let gpu = common::text::gpu_engine("host runs only");
     // `RELAX_DIFF_DUMP=DIR` writes every program with its inputs and host results,
     // for `scripts/compare_tvm.py DIR` (never in CI).
     let dump = std::env::var("RELAX_DIFF_DUMP").ok().map(std::path::PathBuf::from);

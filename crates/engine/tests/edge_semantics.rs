@@ -1,31 +1,11 @@
 //! The edge cases of `docs/semantics.md`, on the host and (when an adapter exists) on
 //! the GPU: both devices must give the values in the table.
 
+mod common;
+
+use common::text::{engines, parse};
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
-use relax_ir::IRModule;
-
-fn parse(src: &str) -> IRModule {
-    match relax_ir::text::parse(src) {
-        Ok(p) => p.into_module(),
-        Err(d) => panic!("parse error: {}", d.render("test.py", src, false)),
-    }
-}
-
-fn engines() -> Vec<(&'static str, Engine)> {
-    let engine = |device| {
-        Engine::new(EngineConfig {
-            device,
-            ..EngineConfig::default()
-        })
-    };
-    let mut v = vec![("cpu", engine(DeviceChoice::Cpu))];
-    match relax_gpu_runtime::GpuRuntime::shared_default() {
-        Ok(_) => v.push(("gpu", engine(DeviceChoice::Gpu))),
-        Err(e) => eprintln!("no GPU adapter: GPU half not checked ({e})"),
-    }
-    v
-}
+use relax_engine::Value;
 
 fn f32s(shape: &[usize], v: Vec<f32>) -> Value {
     ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape").into()

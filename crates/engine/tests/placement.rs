@@ -4,70 +4,28 @@
 //! each. GPU halves run on any wgpu adapter (lavapipe counts) and say so when none
 //! exists.
 
+mod common;
+
+use common::text::{engine, f32_values as f32s, gpu_engine, parse};
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{DeviceChoice, Engine, EngineConfig, RunStats, Tensor, Value};
-use relax_ir::IRModule;
-
-fn parse(src: &str) -> IRModule {
-    match relax_ir::text::parse(src) {
-        Ok(p) => p.into_module(),
-        Err(d) => panic!("parse error: {}", d.render("test.py", src, false)),
-    }
-}
-
-fn engine(device: DeviceChoice) -> Engine {
-    Engine::new(EngineConfig {
-        device,
-        ..EngineConfig::default()
-    })
-}
-
-/// A GPU engine, or `None` (with a message) when no adapter exists.
-fn gpu_engine() -> Option<Engine> {
-    match relax_gpu_runtime::GpuRuntime::shared_default() {
-        Ok(_) => Some(engine(DeviceChoice::Gpu)),
-        Err(e) => {
-            eprintln!("no GPU adapter: GPU placement not checked ({e})");
-            None
-        }
-    }
-}
-
-fn f32s(v: &Value) -> Vec<f32> {
-    v.as_tensor()
-        .expect("tensor")
-        .to_array::<f32>()
-        .unwrap()
-        .iter()
-        .copied()
-        .collect()
-}
+use relax_engine::{DeviceChoice, Engine, RunStats, Tensor, Value};
 
 fn input(seed: f32) -> Value {
     ArrayD::from_shape_fn(IxDyn(&[2, 3]), |i| seed + (i[0] * 3 + i[1]) as f32 * 0.5 - 1.0).into()
 }
 
-/// The llvm VDevice comes first: `webgpu:0` must still name the webgpu one.
-const TWO_VDEVICES: &str = r#"
-@I.ir_module
-class Module:
-    I.module_global_infos({"vdevice": [I.vdevice({"keys": ["cpu"], "kind": "llvm", "tag": ""}, 0, "global"), I.vdevice({"keys": ["webgpu", "gpu"], "kind": "webgpu", "max_num_threads": 256, "tag": ""}, 0, "global")]})
-    @R.function
-    def main(x: R.Tensor((2, 3), dtype="float32", vdevice="llvm:0:global"), y: R.Tensor((2, 3), dtype="float32", vdevice="llvm:0:global")) -> R.Tensor((2, 3), dtype="float32", vdevice="llvm:0:global"):
-        a: R.Tensor((2, 3), dtype="float32", vdevice="llvm:0:global") = R.add(x, y)
-        ag: R.Tensor((2, 3), dtype="float32", vdevice="webgpu:0:global") = R.to_vdevice(a, dst_vdevice="webgpu:0:global")
-        yg: R.Tensor((2, 3), dtype="float32", vdevice="webgpu:0:global") = R.to_vdevice(y, dst_vdevice="webgpu:0:global")
-        b: R.Tensor((2, 3), dtype="float32", vdevice="webgpu:0:global") = R.multiply(ag, yg)
-        c: R.Tensor((2, 3), dtype="float32", vdevice="llvm:0:global") = R.to_vdevice(b, dst_vdevice="llvm:0:global")
-        d: R.Tensor((2, 3), dtype="float32", vdevice="llvm:0:global") = R.subtract(c, x)
-        return d
-
+/// The end-to-end program `vdevice_two.py` plus `on_gpu`. The llvm VDevice comes
+/// first: `webgpu:0` must still name the webgpu one.
+const TWO_VDEVICES: &str = concat!(
+    include_str!("../../../tests/e2e/vdevice_two.py"),
+    r#"
     @R.function
     def on_gpu(x: R.Tensor((2, 3), dtype="float32", vdevice="llvm:0:global")) -> R.Tensor((2, 3), dtype="float32", vdevice="webgpu:0:global"):
         g: R.Tensor((2, 3), dtype="float32", vdevice="webgpu:0:global") = R.to_vdevice(x, dst_vdevice="webgpu:0:global")
         h: R.Tensor((2, 3), dtype="float32", vdevice="webgpu:0:global") = R.add(g, g)
         return h
-"#;
+"#
+);
 
 fn expected_two(x: &[f32], y: &[f32]) -> Vec<f32> {
     x.iter().zip(y).map(|(x, y)| (x + y) * y - x).collect()
@@ -75,7 +33,9 @@ fn expected_two(x: &[f32], y: &[f32]) -> Vec<f32> {
 
 #[test]
 fn two_vdevices_on_the_gpu_copy_and_count() {
-    let Some(engine) = gpu_engine() else { return };
+    let Some(engine) = gpu_engine("GPU placement not checked") else {
+        return;
+    };
     let loaded = engine.load(&parse(TWO_VDEVICES)).unwrap();
     let (x, y) = (input(0.25), input(2.0));
     let out = loaded.run("main", &[x.clone(), y.clone()]).unwrap();
@@ -147,7 +107,9 @@ class Module:
 #[test]
 fn gpu_to_gpu_copy_stays_on_the_device() {
     let module = parse(GPU_TO_GPU);
-    let Some(engine) = gpu_engine() else { return };
+    let Some(engine) = gpu_engine("GPU placement not checked") else {
+        return;
+    };
     let loaded = engine.load(&module).unwrap();
     let x = input(3.0);
     let out = loaded.run("main", std::slice::from_ref(&x)).unwrap();
@@ -218,7 +180,9 @@ class Module:
     let cpu = engine(DeviceChoice::Cpu).load(&module).unwrap();
     assert_eq!(f32s(&cpu.run("main", &[x.clone(), y.clone()]).unwrap()), want);
     assert_eq!(cpu.stats().gpu_kernels_run, 0);
-    let Some(gpu) = gpu_engine() else { return };
+    let Some(gpu) = gpu_engine("GPU placement not checked") else {
+        return;
+    };
     let loaded = gpu.load(&module).unwrap();
     let out = loaded.run("main", &[x.clone(), y.clone()]).unwrap();
     assert!(

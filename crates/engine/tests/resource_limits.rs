@@ -4,31 +4,11 @@
 //! engine stays usable afterwards. A TIR scratch buffer whose byte size wraps around is
 //! refused instead of being handed to the kernel (it used to be memory unsafety).
 
+mod common;
+
+use common::text::{engines, parse};
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{DeviceChoice, Engine, EngineConfig, EngineError, Value};
-use relax_ir::IRModule;
-
-fn parse(src: &str) -> IRModule {
-    match relax_ir::text::parse(src) {
-        Ok(p) => p.into_module(),
-        Err(d) => panic!("parse error: {}", d.render("test.py", src, false)),
-    }
-}
-
-fn engines() -> Vec<(&'static str, Engine)> {
-    let engine = |device| {
-        Engine::new(EngineConfig {
-            device,
-            ..EngineConfig::default()
-        })
-    };
-    let mut v = vec![("cpu", engine(DeviceChoice::Cpu))];
-    match relax_gpu_runtime::GpuRuntime::shared_default() {
-        Ok(_) => v.push(("gpu", engine(DeviceChoice::Gpu))),
-        Err(e) => eprintln!("no GPU adapter: GPU half not checked ({e})"),
-    }
-    v
-}
+use relax_engine::{Engine, EngineError, Value};
 
 const HUGE_ZEROS: &str = r#"
 @R.function

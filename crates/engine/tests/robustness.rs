@@ -1,41 +1,26 @@
 //! Error paths (each an `Err` with a clear message, never a panic) and concurrent use
 //! of one loaded module, on the host and (when an adapter exists) on the GPU.
 
+mod common;
+
 use std::sync::Arc;
 
-use ndarray::{ArrayD, IxDyn};
-use relax_engine::{DeviceChoice, Engine, EngineConfig, EngineError, Value};
-use relax_ir::{BaseFunc, IRModule};
+use common::text::{engines, f32_tensor, f32_values, parse};
+use relax_engine::{DeviceChoice, Engine, EngineConfig, EngineError};
+use relax_ir::BaseFunc;
 
-fn parse(src: &str) -> IRModule {
-    match relax_ir::text::parse(src) {
-        Ok(p) => p.into_module(),
-        Err(d) => panic!("parse error: {}", d.render("test.py", src, false)),
-    }
-}
-
-fn engine(device: DeviceChoice) -> Engine {
-    Engine::new(EngineConfig {
-        device,
-        ..EngineConfig::default()
-    })
-}
-
-/// The engines to check: the host, and the GPU when an adapter exists.
-fn engines() -> Vec<(&'static str, Engine)> {
-    let mut v = vec![("cpu", engine(DeviceChoice::Cpu))];
-    match relax_gpu_runtime::GpuRuntime::shared_default() {
-        Ok(_) => v.push(("gpu", engine(DeviceChoice::Gpu))),
-        Err(e) => eprintln!("no GPU adapter: GPU half not checked ({e})"),
-    }
-    v
-}
-
-fn f32_tensor(shape: &[usize], f: impl Fn(usize) -> f32) -> Value {
-    let n: usize = shape.iter().product();
-    ArrayD::from_shape_vec(IxDyn(shape), (0..n).map(f).collect())
-        .unwrap()
-        .into()
+/// `main(x)` returning `call_pure_packed(symbol, x)` for a float32 `x` of 2 elements.
+fn packed_call_program(symbol: &str) -> String {
+    format!(
+        r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+        y = R.call_pure_packed("{symbol}", x, sinfo_args=R.Tensor((2,), dtype="float32"))
+        return y
+"#
+    )
 }
 
 const MATCH_CAST: &str = r#"
@@ -54,16 +39,7 @@ fn failed_match_cast_names_the_variable_and_both_shapes() {
     for (dev, e) in engines() {
         let loaded = e.load(&module).unwrap();
         let ok = loaded.run("main", &[f32_tensor(&[4], |i| i as f32)]).unwrap();
-        assert_eq!(
-            ok.as_tensor()
-                .unwrap()
-                .to_array::<f32>()
-                .unwrap()
-                .iter()
-                .copied()
-                .collect::<Vec<_>>(),
-            vec![0.0, 2.0, 4.0, 6.0]
-        );
+        assert_eq!(f32_values(&ok), vec![0.0, 2.0, 4.0, 6.0]);
         let err = loaded.run("main", &[f32_tensor(&[5], |i| i as f32)]).unwrap_err();
         assert!(matches!(err, EngineError::StructMismatch { .. }), "{dev}: {err:?}");
         let msg = err.to_string();
@@ -112,14 +88,7 @@ fn wrong_input_shape_names_the_argument() {
 
 #[test]
 fn unknown_extern_symbol_is_named() {
-    let src = r#"
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
-        y = R.call_pure_packed("my.missing_kernel", x, sinfo_args=R.Tensor((2,), dtype="float32"))
-        return y
-"#;
+    let src = &packed_call_program("my.missing_kernel");
     let module = parse(src);
     for (dev, e) in engines() {
         let err = e.run(&module, "main", &[f32_tensor(&[2], |_| 0.0)]).unwrap_err();
@@ -185,16 +154,7 @@ class Module:
     }
     // The engine still works for what fits.
     let out = loaded.run("tiny", &[f32_tensor(&[4], |i| i as f32)]).unwrap();
-    assert_eq!(
-        out.as_tensor()
-            .unwrap()
-            .to_array::<f32>()
-            .unwrap()
-            .iter()
-            .copied()
-            .collect::<Vec<_>>(),
-        vec![0.0, 2.0, 4.0, 6.0]
-    );
+    assert_eq!(f32_values(&out), vec![0.0, 2.0, 4.0, 6.0]);
 }
 
 const THREE_OPS: &str = r#"
@@ -289,14 +249,7 @@ fn eight_threads_share_one_loaded_module() {
 /// in user code) propagates to the caller, and the engine runs the next program.
 #[test]
 fn a_panic_in_a_packed_function_propagates_and_the_engine_stays_usable() {
-    let src = r#"
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
-        y = R.call_pure_packed("test.boom", x, sinfo_args=R.Tensor((2,), dtype="float32"))
-        return y
-"#;
+    let src = &packed_call_program("test.boom");
     let module = std::sync::Arc::new(parse(src));
     let engine = std::sync::Arc::new(relax_engine::Engine::new(relax_engine::EngineConfig {
         device: relax_engine::DeviceChoice::Cpu,

@@ -578,23 +578,8 @@ impl<'a> Batch<'a> {
         if need > size {
             // Held batches keep the old arena (and its staged writes) alive.
             let size = bucket_size(need.max(ARENA_BYTES).max(2 * size));
-            let (buffer, err) = s.scoped(|| {
-                s.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("uniform parameters"),
-                    size,
-                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            });
-            if let Some(e) = err {
-                s.ensure_alive()?;
-                return Err(GpuError::OutOfMemory {
-                    requested: size,
-                    allocated: s.pool.lock().map(|p| p.allocated_bytes).unwrap_or(0),
-                    limit: s.options.memory_limit_bytes,
-                    detail: format!("creating a uniform buffer: {}", error_text(&e)),
-                });
-            }
+            let usage = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+            let buffer = s.create_aux_buffer("uniform parameters", "a uniform buffer", size, usage, false)?;
             bump(&s.counters.staging_bytes, size);
             p.clear_arena(&s.counters);
             p.arena = Some(UniformBuf {

@@ -217,6 +217,36 @@ impl Shared {
         let _ = self.device.poll(wgpu::PollType::Poll);
     }
 
+    /// Creates a buffer outside the device pool (staging, uniforms) labelled
+    /// `label`; a refusal is an out-of-memory error saying it was creating `what`.
+    pub fn create_aux_buffer(
+        &self,
+        label: &'static str,
+        what: &str,
+        size: u64,
+        usage: wgpu::BufferUsages,
+        mapped_at_creation: bool,
+    ) -> GpuResult<wgpu::Buffer> {
+        let (buffer, err) = self.scoped(|| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation,
+            })
+        });
+        if let Some(e) = err {
+            self.ensure_alive()?;
+            return Err(GpuError::OutOfMemory {
+                requested: size,
+                allocated: self.pool.lock().map(|p| p.allocated_bytes).unwrap_or(0),
+                limit: self.options.memory_limit_bytes,
+                detail: format!("creating {what}: {}", error_text(&e)),
+            });
+        }
+        Ok(buffer)
+    }
+
     /// Runs `f` inside validation and out-of-memory error scopes and returns
     /// the first captured error.
     pub fn scoped<T>(&self, f: impl FnOnce() -> T) -> (T, Option<wgpu::Error>) {

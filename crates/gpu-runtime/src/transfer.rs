@@ -92,23 +92,8 @@ impl Shared {
             }
         }
         let size = bucket_size(need);
-        let (buffer, err) = self.scoped(|| {
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("upload staging"),
-                size,
-                usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: true,
-            })
-        });
-        if let Some(e) = err {
-            self.ensure_alive()?;
-            return Err(GpuError::OutOfMemory {
-                requested: size,
-                allocated: self.pool.lock().map(|p| p.allocated_bytes).unwrap_or(0),
-                limit: self.options.memory_limit_bytes,
-                detail: format!("creating an upload staging buffer: {}", error_text(&e)),
-            });
-        }
+        let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+        let buffer = self.create_aux_buffer("upload staging", "an upload staging buffer", size, usage, true)?;
         st.upload_bytes.fetch_add(size, Ordering::Relaxed);
         bump(&self.counters.staging_bytes, size);
         Ok(UploadStaging {
@@ -151,23 +136,8 @@ impl Shared {
             }
         }
         let size = bucket_size(need);
-        let (buffer, err) = self.scoped(|| {
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("readback staging"),
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        });
-        if let Some(e) = err {
-            self.ensure_alive()?;
-            return Err(GpuError::OutOfMemory {
-                requested: size,
-                allocated: self.pool.lock().map(|p| p.allocated_bytes).unwrap_or(0),
-                limit: self.options.memory_limit_bytes,
-                detail: format!("creating a readback staging buffer: {}", error_text(&e)),
-            });
-        }
+        let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let buffer = self.create_aux_buffer("readback staging", "a readback staging buffer", size, usage, false)?;
         st.readback_bytes.fetch_add(size, Ordering::Relaxed);
         bump(&self.counters.staging_bytes, size);
         Ok((buffer, size))

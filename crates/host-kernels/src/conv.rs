@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use crate::gemm::{sgemm_parallel, sgemm_serial, MatRef};
+use crate::gemm::{Gemm, MatRef};
 use crate::simd::axpy;
 use crate::{check_len, for_chunks, Epilogue, KernelError, Result};
 
@@ -124,8 +124,16 @@ pub fn conv2d(s: &Conv2dShape, x: &[f32], w: &[f32], epilogue: &Epilogue<'_>, ou
             im2col(s, oh, ow, xg, col, parallel);
             MatRef::row_major(col, p)
         };
-        let gemm = if parallel { sgemm_parallel } else { sgemm_serial };
-        gemm(ocg, k, p, MatRef::row_major(wg, k), b, og, &ep, g * ocg)
+        let gemm = Gemm {
+            m: ocg,
+            k,
+            n: p,
+            a: MatRef::row_major(wg, k),
+            b,
+            epilogue: &ep,
+            channel0: g * ocg,
+        };
+        gemm.run(og, parallel)
     };
     let work = s.n * s.c_out * p * k;
     if tasks > 1 && tasks >= rayon::current_num_threads() && work >= crate::PAR_MIN_WORK {

@@ -56,121 +56,145 @@ pub fn sgemm_parallel(
     epilogue: &Epilogue<'_>,
     channel0: usize,
 ) -> Result<()> {
-    sgemm(m, k, n, a, b, c, epilogue, channel0, true)
+    Gemm {
+        m,
+        k,
+        n,
+        a,
+        b,
+        epilogue,
+        channel0,
+    }
+    .run(c, true)
 }
 
-/// [`sgemm_parallel`] on the calling thread alone (for callers that already split
-/// their work over rayon's pool).
-#[allow(clippy::too_many_arguments)]
-pub fn sgemm_serial(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: MatRef<'_>,
-    b: MatRef<'_>,
-    c: &mut [f32],
-    epilogue: &Epilogue<'_>,
-    channel0: usize,
-) -> Result<()> {
-    sgemm(m, k, n, a, b, c, epilogue, channel0, false)
+/// A matrix product `C = A * B` (`A: m x k`, `B: k x n`) with the epilogue of
+/// [`sgemm_parallel`], before it is given its output.
+#[derive(Clone, Copy)]
+pub(crate) struct Gemm<'a> {
+    /// Rows of `A` and `C`.
+    pub m: usize,
+    /// Columns of `A`, rows of `B`.
+    pub k: usize,
+    /// Columns of `B` and `C`.
+    pub n: usize,
+    /// The left operand.
+    pub a: MatRef<'a>,
+    /// The right operand.
+    pub b: MatRef<'a>,
+    /// Applied per row of `C`.
+    pub epilogue: &'a Epilogue<'a>,
+    /// The channel of row 0 of `C` for the epilogue.
+    pub channel0: usize,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn sgemm(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: MatRef<'_>,
-    b: MatRef<'_>,
-    c: &mut [f32],
-    epilogue: &Epilogue<'_>,
-    channel0: usize,
-    parallel: bool,
-) -> Result<()> {
-    a.check("gemm A", m, k)?;
-    b.check("gemm B", k, n)?;
-    check_len("gemm C", c.len(), m * n)?;
-    if let Some(r) = epilogue.residual {
-        check_len("gemm residual", r.len(), m * n)?;
-    }
-    if let Some(s) = epilogue.scale {
-        if s.len() < channel0 + m {
-            return Err(KernelError("gemm epilogue: scale too short".into()));
+impl Gemm<'_> {
+    /// Write the product into the contiguous row-major `c`, split over rayon's pool
+    /// when `parallel` (else on the calling thread alone, for callers that already
+    /// split their work).
+    pub(crate) fn run(self, c: &mut [f32], parallel: bool) -> Result<()> {
+        let Gemm {
+            m,
+            k,
+            n,
+            a,
+            b,
+            epilogue,
+            channel0,
+        } = self;
+        a.check("gemm A", m, k)?;
+        b.check("gemm B", k, n)?;
+        check_len("gemm C", c.len(), m * n)?;
+        if let Some(r) = epilogue.residual {
+            check_len("gemm residual", r.len(), m * n)?;
         }
-    }
-    if let Some(s) = epilogue.shift {
-        if s.len() < channel0 + m {
-            return Err(KernelError("gemm epilogue: shift too short".into()));
-        }
-    }
-    if m == 0 || n == 0 {
-        return Ok(());
-    }
-    let work = m * n * k.max(1);
-    let isa = microkernel::detect();
-    let (ap, bp, cp) = (
-        SendConst(a.data.as_ptr()),
-        SendConst(b.data.as_ptr()),
-        SendPtr(c.as_mut_ptr()),
-    );
-    // One block of C: rows `r0..r1`, columns `c0..c1`.
-    let block = |r0: usize, r1: usize, c0: usize, c1: usize| {
-        let (ap, bp, cp) = (ap, bp, cp);
-        // SAFETY: the operands were bounds-checked above; blocks of C are disjoint.
-        unsafe {
-            if k == 0 {
-                for i in r0..r1 {
-                    std::ptr::write_bytes(cp.0.add(i * n + c0), 0, c1 - c0);
-                }
-            } else if let (Some(isa), 1, 1) = (isa, a.cs, b.cs) {
-                microkernel::gemm_block(isa, k, (r0, r1), (c0, c1), ap.0, a.rs, bp.0, b.rs, cp.0, n);
-            } else {
-                matrixmultiply::sgemm(
-                    r1 - r0,
-                    k,
-                    c1 - c0,
-                    1.0,
-                    ap.0.add(r0 * a.rs),
-                    a.rs as isize,
-                    a.cs as isize,
-                    bp.0.add(c0 * b.cs),
-                    b.rs as isize,
-                    b.cs as isize,
-                    0.0,
-                    cp.0.add(r0 * n + c0),
-                    n as isize,
-                    1,
-                );
-            }
-            if !epilogue.is_identity() {
-                for i in r0..r1 {
-                    let row = std::slice::from_raw_parts_mut(cp.0.add(i * n + c0), c1 - c0);
-                    epilogue.apply_row(channel0 + i, i * n + c0, row);
-                }
+        if let Some(s) = epilogue.scale {
+            if s.len() < channel0 + m {
+                return Err(KernelError("gemm epilogue: scale too short".into()));
             }
         }
-    };
-    // One piece per thread: each piece packs its own copy of the operand that is
-    // not split, so more pieces would pack it more often.
-    let threads = rayon::current_num_threads().max(1);
-    if !parallel || pieces(work, usize::MAX) == 1 {
-        block(0, m, 0, n);
-    } else if n >= m {
-        let p = pieces(work, n.div_ceil(32)).min(threads);
-        let step = n.div_ceil(p).next_multiple_of(32).min(n);
-        (0..n.div_ceil(step)).into_par_iter().for_each(|t| {
-            let c0 = t * step;
-            block(0, m, c0, (c0 + step).min(n));
-        });
-    } else {
-        let p = pieces(work, m.div_ceil(6)).min(threads);
-        let step = m.div_ceil(p).next_multiple_of(6).min(m);
-        (0..m.div_ceil(step)).into_par_iter().for_each(|t| {
-            let r0 = t * step;
-            block(r0, (r0 + step).min(m), 0, n);
-        });
+        if let Some(s) = epilogue.shift {
+            if s.len() < channel0 + m {
+                return Err(KernelError("gemm epilogue: shift too short".into()));
+            }
+        }
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let work = m * n * k.max(1);
+        let isa = microkernel::detect();
+        let (ap, bp, cp) = (
+            SendConst(a.data.as_ptr()),
+            SendConst(b.data.as_ptr()),
+            SendPtr(c.as_mut_ptr()),
+        );
+        // One block of C: rows `r0..r1`, columns `c0..c1`.
+        let block = |r0: usize, r1: usize, c0: usize, c1: usize| {
+            let (ap, bp, cp) = (ap, bp, cp);
+            // SAFETY: the operands were bounds-checked above; blocks of C are disjoint.
+            unsafe {
+                if k == 0 {
+                    for i in r0..r1 {
+                        std::ptr::write_bytes(cp.0.add(i * n + c0), 0, c1 - c0);
+                    }
+                } else if let (Some(isa), 1, 1) = (isa, a.cs, b.cs) {
+                    let ops = microkernel::Operands {
+                        a: ap.0,
+                        lda: a.rs,
+                        b: bp.0,
+                        ldb: b.rs,
+                        c: cp.0,
+                        ldc: n,
+                    };
+                    microkernel::gemm_block(isa, k, (r0, r1), (c0, c1), ops);
+                } else {
+                    matrixmultiply::sgemm(
+                        r1 - r0,
+                        k,
+                        c1 - c0,
+                        1.0,
+                        ap.0.add(r0 * a.rs),
+                        a.rs as isize,
+                        a.cs as isize,
+                        bp.0.add(c0 * b.cs),
+                        b.rs as isize,
+                        b.cs as isize,
+                        0.0,
+                        cp.0.add(r0 * n + c0),
+                        n as isize,
+                        1,
+                    );
+                }
+                if !epilogue.is_identity() {
+                    for i in r0..r1 {
+                        let row = std::slice::from_raw_parts_mut(cp.0.add(i * n + c0), c1 - c0);
+                        epilogue.apply_row(channel0 + i, i * n + c0, row);
+                    }
+                }
+            }
+        };
+        // One piece per thread: each piece packs its own copy of the operand that is
+        // not split, so more pieces would pack it more often.
+        let threads = rayon::current_num_threads().max(1);
+        if !parallel || pieces(work, usize::MAX) == 1 {
+            block(0, m, 0, n);
+        } else if n >= m {
+            let p = pieces(work, n.div_ceil(32)).min(threads);
+            let step = n.div_ceil(p).next_multiple_of(32).min(n);
+            (0..n.div_ceil(step)).into_par_iter().for_each(|t| {
+                let c0 = t * step;
+                block(0, m, c0, (c0 + step).min(n));
+            });
+        } else {
+            let p = pieces(work, m.div_ceil(6)).min(threads);
+            let step = m.div_ceil(p).next_multiple_of(6).min(m);
+            (0..m.div_ceil(step)).into_par_iter().for_each(|t| {
+                let r0 = t * step;
+                block(r0, (r0 + step).min(m), 0, n);
+            });
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Products with at most this many rows of the left operand run as [`gemv`].

@@ -25,7 +25,7 @@ pub mod simd;
 use std::fmt;
 
 pub use conv::{conv2d, Conv2dShape};
-pub use gemm::{matmul, sgemm_parallel, sgemm_serial};
+pub use gemm::{matmul, sgemm_parallel};
 
 /// A kernel was called with inconsistent shapes or buffers.
 #[derive(Clone, Debug, PartialEq, Eq)]

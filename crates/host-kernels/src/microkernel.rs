@@ -24,42 +24,61 @@ pub(crate) enum Isa {
 
 /// The best [`Isa`] of this CPU, if any.
 pub(crate) fn detect() -> Option<Isa> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
-            return Some(Isa::Avx512);
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            return Some(Isa::Avx2);
-        }
-    }
-    None
+    available().next()
 }
 
-/// `C[r0..r1, c0..c1] = A[r0..r1, :] * B[:, c0..c1]` for row-major `A` (`m x k`, row
-/// stride `lda`), `B` (`k x n`, row stride `ldb`) and `C` (row stride `ldc`).
+/// Every [`Isa`] this CPU supports, best first.
+fn available() -> impl Iterator<Item = Isa> {
+    [Isa::Avx512, Isa::Avx2].into_iter().filter(|&isa| supported(isa))
+}
+
+/// Whether this CPU has `isa` (and FMA).
+fn supported(isa: Isa) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("fma")
+            && match isa {
+                Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+                Isa::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = isa;
+        false
+    }
+}
+
+/// The three row-major operands of a product: `A` (row stride `lda`), `B` (row
+/// stride `ldb`) and `C` (row stride `ldc`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Operands {
+    /// `A`, read.
+    pub a: *const f32,
+    /// Row stride of `A`, in elements.
+    pub lda: usize,
+    /// `B`, read.
+    pub b: *const f32,
+    /// Row stride of `B`, in elements.
+    pub ldb: usize,
+    /// `C`, written.
+    pub c: *mut f32,
+    /// Row stride of `C`, in elements.
+    pub ldc: usize,
+}
+
+/// `C[r0..r1, c0..c1] = A[r0..r1, :] * B[:, c0..c1]` for row-major `A` (`m x k`),
+/// `B` (`k x n`) and `C`.
 ///
 /// # Safety
 /// The pointers must cover those ranges, the CPU must support `isa`, and no other
 /// thread may write the block of `C` meanwhile.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gemm_block(
-    isa: Isa,
-    k: usize,
-    (r0, r1): (usize, usize),
-    (c0, c1): (usize, usize),
-    a: *const f32,
-    lda: usize,
-    b: *const f32,
-    ldb: usize,
-    c: *mut f32,
-    ldc: usize,
-) {
+pub(crate) unsafe fn gemm_block(isa: Isa, k: usize, rows: (usize, usize), cols: (usize, usize), ops: Operands) {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => block_avx512(k, (r0, r1), (c0, c1), a, lda, b, ldb, c, ldc),
+        Isa::Avx512 => block_avx512(k, rows, cols, ops),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => block_avx2(k, (r0, r1), (c0, c1), a, lda, b, ldb, c, ldc),
+        Isa::Avx2 => block_avx2(k, rows, cols, ops),
         #[cfg(not(target_arch = "x86_64"))]
         _ => unreachable!("no vector ISA is detected off x86_64"),
     }
@@ -67,36 +86,14 @@ pub(crate) unsafe fn gemm_block(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn block_avx512(
-    k: usize,
-    rows: (usize, usize),
-    cols: (usize, usize),
-    a: *const f32,
-    lda: usize,
-    b: *const f32,
-    ldb: usize,
-    c: *mut f32,
-    ldc: usize,
-) {
-    tiles::<32>(k, rows, cols, a, lda, b, ldb, c, ldc)
+unsafe fn block_avx512(k: usize, rows: (usize, usize), cols: (usize, usize), ops: Operands) {
+    tiles::<32>(k, rows, cols, ops)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn block_avx2(
-    k: usize,
-    rows: (usize, usize),
-    cols: (usize, usize),
-    a: *const f32,
-    lda: usize,
-    b: *const f32,
-    ldb: usize,
-    c: *mut f32,
-    ldc: usize,
-) {
-    tiles::<16>(k, rows, cols, a, lda, b, ldb, c, ldc)
+unsafe fn block_avx2(k: usize, rows: (usize, usize), cols: (usize, usize), ops: Operands) {
+    tiles::<16>(k, rows, cols, ops)
 }
 
 /// The tiles of a block. Column tiles are the outer loop, so that a `k x NR` panel
@@ -105,18 +102,8 @@ unsafe fn block_avx2(
 /// rows of `A` once per block, the last columns of `B` once per panel) into a
 /// scratch tile, of which the valid part is copied out.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn tiles<const NR: usize>(
-    k: usize,
-    (r0, r1): (usize, usize),
-    (c0, c1): (usize, usize),
-    a: *const f32,
-    lda: usize,
-    b: *const f32,
-    ldb: usize,
-    c: *mut f32,
-    ldc: usize,
-) {
+unsafe fn tiles<const NR: usize>(k: usize, (r0, r1): (usize, usize), (c0, c1): (usize, usize), ops: Operands) {
+    let Operands { a, lda, b, ldb, c, ldc } = ops;
     let full_rows = r0 + (r1 - r0) / MR * MR;
     // The last partial row tile of A, zero-padded to MR rows of k.
     let a_tail: Vec<f32> = if full_rows < r1 {
@@ -152,10 +139,18 @@ unsafe fn tiles<const NR: usize>(
                 (a_tail.as_ptr(), k)
             };
             let cij = c.add(i * ldc + j);
+            let ops = |c, ldc| Operands {
+                a: ap,
+                lda: ldap,
+                b: bp,
+                ldb: ldbp,
+                c,
+                ldc,
+            };
             if mr == MR && nr == NR {
-                tile::<NR>(k, ap, ldap, bp, ldbp, cij, ldc);
+                tile::<NR>(k, ops(cij, ldc));
             } else {
-                tile::<NR>(k, ap, ldap, bp, ldbp, scratch.as_mut_ptr() as *mut f32, NR);
+                tile::<NR>(k, ops(scratch.as_mut_ptr() as *mut f32, NR));
                 for (r, row) in scratch.iter().enumerate().take(mr) {
                     std::ptr::copy_nonoverlapping(row.as_ptr(), cij.add(r * ldc), nr);
                 }
@@ -168,15 +163,8 @@ unsafe fn tiles<const NR: usize>(
 
 /// One full tile.
 #[inline(always)]
-unsafe fn tile<const NR: usize>(
-    k: usize,
-    a: *const f32,
-    lda: usize,
-    b: *const f32,
-    ldb: usize,
-    c: *mut f32,
-    ldc: usize,
-) {
+unsafe fn tile<const NR: usize>(k: usize, ops: Operands) {
+    let Operands { a, lda, b, ldb, c, ldc } = ops;
     let mut acc = [[0f32; NR]; MR];
     for kk in 0..k {
         let bv: [f32; NR] = std::ptr::read_unaligned(b.add(kk * ldb) as *const [f32; NR]);
@@ -206,16 +194,7 @@ mod tests {
     /// sub-block of a larger matrix.
     #[test]
     fn tiles_match_reference_on_every_available_isa() {
-        let mut isas = vec![];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
-                isas.push(Isa::Avx512);
-            }
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                isas.push(Isa::Avx2);
-            }
-        }
+        let isas: Vec<Isa> = available().collect();
         if isas.is_empty() {
             eprintln!("no AVX2/AVX-512: the register-tiled kernels are not used on this CPU");
         }
@@ -231,7 +210,15 @@ mod tests {
                 let b: Vec<f32> = (0..k * n).map(|i| ((i * 5) % 11) as f32 * 0.5 - 2.0).collect();
                 let want = reference(m, k, n, &a, &b);
                 let mut c = vec![f32::NAN; m * n];
-                unsafe { gemm_block(isa, k, (0, m), (0, n), a.as_ptr(), k, b.as_ptr(), n, c.as_mut_ptr(), n) };
+                let ops = |c: &mut Vec<f32>| Operands {
+                    a: a.as_ptr(),
+                    lda: k,
+                    b: b.as_ptr(),
+                    ldb: n,
+                    c: c.as_mut_ptr(),
+                    ldc: n,
+                };
+                unsafe { gemm_block(isa, k, (0, m), (0, n), ops(&mut c)) };
                 for (i, (g, w)) in c.iter().zip(&want).enumerate() {
                     assert!(
                         (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
@@ -241,20 +228,7 @@ mod tests {
                 // Only the requested block is written.
                 if m > 2 && n > 3 {
                     let mut c = vec![-7.0f32; m * n];
-                    unsafe {
-                        gemm_block(
-                            isa,
-                            k,
-                            (1, m - 1),
-                            (2, n - 1),
-                            a.as_ptr(),
-                            k,
-                            b.as_ptr(),
-                            n,
-                            c.as_mut_ptr(),
-                            n,
-                        )
-                    };
+                    unsafe { gemm_block(isa, k, (1, m - 1), (2, n - 1), ops(&mut c)) };
                     for i in 0..m {
                         for j in 0..n {
                             let inside = (1..m - 1).contains(&i) && (2..n - 1).contains(&j);

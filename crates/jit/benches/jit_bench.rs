@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use relax_ir::tir::Buffer;
 use relax_ir::{DataType, PrimFunc};
 use relax_jit::{Arg, DeviceCaps, HostTensor, Jit, ScheduleOptions};
 
@@ -34,14 +33,13 @@ fn time(reps: usize, mut f: impl FnMut()) -> Duration {
     )
 }
 
-fn add_func(n: i64) -> PrimFunc {
-    let a = Buffer::new("A", F32, shape(&[n]));
-    let b = Buffer::new("B", F32, shape(&[n]));
-    let c = Buffer::new("C", F32, shape(&[n]));
-    let body = grid_block("add", &shape(&[n]), "S", |v| {
-        (None, store(&c, v, load(&a, v) + load(&b, v)))
-    });
-    prim_func(&[a, b, c], &[], vec![], body)
+/// A GPU JIT on `rt` with the naive schedules (one thread per output element).
+fn naive_jit(rt: &Arc<relax_gpu_runtime::GpuRuntime>) -> Jit {
+    let opts = ScheduleOptions {
+        naive: true,
+        ..Default::default()
+    };
+    jit_with(Arc::clone(rt), opts)
 }
 
 /// The PrimFunc `LegalizeOps` generates for `R.matmul` of two `n x n` float32 tensors.
@@ -177,7 +175,7 @@ fn corpus_jit_cost() {
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     if std::env::args().any(|a| a == "--jit-only") {
-        for f in [add_func(1000), legalized_matmul(64)] {
+        for f in [add_func(&[1000]), legalized_matmul(64)] {
             if let Some((c, _)) = jit_cost(&f, 20) {
                 println!(
                     "JIT cost {}: {:.3} ms (lower {:.3}, schedule {:.3}, naga {:.3})",
@@ -208,20 +206,7 @@ fn main() {
             return;
         };
         let gpu = Jit::new(Some(rt.clone()));
-        let naive = Jit::with_options(
-            Some(rt.clone()),
-            DeviceCaps {
-                f16: rt.supports_f16(),
-                f64: rt.supports_f64(),
-                i64: rt.supports_i64(),
-                max_binding_bytes: rt.max_binding_bytes(),
-                binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
-            },
-            ScheduleOptions {
-                naive: true,
-                ..Default::default()
-            },
-        );
+        let naive = naive_jit(&rt);
         hand_matmul_reference(&rt, &gpu, &naive, &ta, &tb, n, quick);
         return;
     }
@@ -250,7 +235,7 @@ fn main() {
 
     // Host 16M add vs a plain loop.
     let m = 16 * 1024 * 1024;
-    let addf = add_func(m);
+    let addf = add_func(&[m]);
     let xa = HostTensor::from_f64s(F32, &[m], &rand_vec(m as usize, 3, -1.0, 1.0)).unwrap();
     let xb = HostTensor::from_f64s(F32, &[m], &rand_vec(m as usize, 4, -1.0, 1.0)).unwrap();
     let (mut a2, mut b2, mut c2) = (xa.clone(), xb.clone(), HostTensor::zeros(F32, &[m]).unwrap());
@@ -281,7 +266,7 @@ fn main() {
     );
 
     // JIT cost per kernel (our part: lower + schedule + WGSL + naga).
-    for (what, f) in [("add 1000", add_func(1000)), ("matmul 64^3", legalized_matmul(64))] {
+    for (what, f) in [("add 1000", add_func(&[1000])), ("matmul 64^3", legalized_matmul(64))] {
         if let Some((c, _)) = jit_cost(&f, 20) {
             println!(
                 "JIT cost {what}: {:.3} ms (lower {:.3}, schedule {:.3}, naga {:.3}) (target < 2 ms)",
@@ -299,20 +284,7 @@ fn main() {
         return;
     };
     let gpu = Jit::new(Some(rt.clone()));
-    let naive = Jit::with_options(
-        Some(rt.clone()),
-        DeviceCaps {
-            f16: rt.supports_f16(),
-            f64: rt.supports_f64(),
-            i64: rt.supports_i64(),
-            max_binding_bytes: rt.max_binding_bytes(),
-            binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
-        },
-        ScheduleOptions {
-            naive: true,
-            ..Default::default()
-        },
-    );
+    let naive = naive_jit(&rt);
     let (mut a, mut b, mut c) = (ta.clone(), tb.clone(), tc.clone());
     let t_sched = time(if quick { 1 } else { 3 }, || {
         gpu.run_gpu(
@@ -348,7 +320,7 @@ fn main() {
     );
 
     // Cached-call overhead vs the raw runtime (same WGSL, same transfers).
-    let small = add_func(256);
+    let small = add_func(&[256]);
     let sa = HostTensor::from_f64s(F32, &[256], &rand_vec(256, 5, -1.0, 1.0)).unwrap();
     let (mut x, mut y, mut z) = (sa.clone(), sa.clone(), sa.clone());
     let t_jit = time(200, || {

@@ -5,46 +5,13 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use common::*;
-use relax_ir::tir::{Buffer, PrimExpr};
+
 use relax_ir::{DataType, PrimFunc};
-use relax_jit::{Arg, GpuArg, HostTensor, Jit};
+use relax_jit::{HostTensor, Jit};
 
 const F32: DataType = DataType::FLOAT32;
-
-/// `out[n, co, h, w] = sum(x[n, g*cig + ci, h*s + kh, w*s + kw] * wt[co, ci, kh, kw])`
-/// with `g = co / (co_n / groups)`, `cig = ci_n / groups` (no padding: the input is
-/// taken as already padded, as TVM's legalized conv2d reads its `pad_temp`).
-fn conv_func(n: i64, ci: i64, hw: i64, co: i64, k: i64, s: i64, groups: i64) -> PrimFunc {
-    let o = (hw - k) / s + 1;
-    let cig = ci / groups;
-    let cog = co / groups;
-    let x = Buffer::new("X", F32, shape(&[n, ci, hw, hw]));
-    let w = Buffer::new("Wt", F32, shape(&[co, cig, k, k]));
-    let out = Buffer::new("Out", F32, shape(&[n, co, o, o]));
-    let body = grid_block("conv", &shape(&[n, co, o, o, cig, k, k]), "SSSSRRR", |v| {
-        let oi: Vec<PrimExpr> = v[..4].to_vec();
-        let init = store(&out, &oi, PrimExpr::float_of(0.0, F32));
-        let sc = i64c(s);
-        let chan = if groups == 1 {
-            v[4].clone()
-        } else {
-            bin(relax_ir::tir::BinOp::FloorDiv, v[1].clone(), i64c(cog)) * i64c(cig) + v[4].clone()
-        };
-        let xi = [
-            v[0].clone(),
-            chan,
-            v[2].clone() * sc.clone() + v[5].clone(),
-            v[3].clone() * sc + v[6].clone(),
-        ];
-        let wi = [v[1].clone(), v[4].clone(), v[5].clone(), v[6].clone()];
-        let upd = store(&out, &oi, load(&out, &oi) + load(&x, &xi) * load(&w, &wi));
-        (Some(init), upd)
-    });
-    prim_func(&[x, w, out], &[], vec![], body)
-}
 
 fn out_hw(hw: i64, k: i64, s: i64) -> i64 {
     (hw - k) / s + 1
@@ -61,23 +28,11 @@ fn check(&(n, ci, hw, co, k, s, groups): &Case, gpu: &Jit) {
     let wv = rand_vec((co * (ci / groups) * k * k) as usize, 22, -1.0, 1.0);
     let x = HostTensor::from_f64s(F32, &[n, ci, hw, hw], &xv).unwrap();
     let w = HostTensor::from_f64s(F32, &[co, ci / groups, k, k], &wv).unwrap();
-    let mut results = Vec::new();
-    for on_gpu in [false, true] {
-        let (mut x, mut w) = (x.clone(), w.clone());
-        let mut out = HostTensor::zeros(F32, &[n, co, o, o]).unwrap();
-        let mut args = [Arg::Tensor(&mut x), Arg::Tensor(&mut w), Arg::Tensor(&mut out)];
-        if on_gpu {
-            gpu.run_gpu(&f, &mut args).expect("gpu run");
-        } else {
-            Jit::new(None).run_host(&f, &mut args).expect("host run");
-        }
-        results.push(out.to_f64_vec());
-    }
-    assert_close(
-        &results[1],
-        &results[0],
-        1e-4,
-        1e-4,
+    assert_gpu_matches_host(
+        gpu,
+        &f,
+        &[x, w],
+        &[n, co, o, o],
         &format!("conv n={n} ci={ci} hw={hw} co={co} k={k} s={s} groups={groups}"),
     );
 }
@@ -136,38 +91,12 @@ fn conv_timing() {
         let xb = rt.upload_pod(&vec![0.5f32; (n * ci * hw * hw) as usize]).unwrap();
         let wb = rt.upload_pod(&vec![0.25f32; (co * ci * k * k) as usize]).unwrap();
         let ob = rt.alloc((n * co * o * o * 4) as u64).unwrap();
-        let args = [
-            GpuArg::Buffer {
-                buf: &xb,
-                dtype: F32,
-                shape: &xs,
-            },
-            GpuArg::Buffer {
-                buf: &wb,
-                dtype: F32,
-                shape: &ws,
-            },
-            GpuArg::Buffer {
-                buf: &ob,
-                dtype: F32,
-                shape: &os,
-            },
-        ];
-        gpu.run_gpu_resident(&f, &args).unwrap();
-        rt.synchronize().unwrap();
-        let mut ts = Vec::new();
-        for _ in 0..5 {
-            let t = Instant::now();
-            gpu.run_gpu_resident(&f, &args).unwrap();
-            rt.synchronize().unwrap();
-            ts.push(t.elapsed().as_secs_f64());
-        }
-        ts.sort_by(f64::total_cmp);
+        let t = time_resident(&gpu, &f, &[(&xb, &xs[..]), (&wb, &ws[..]), (&ob, &os[..])], 5);
         let flop = 2.0 * (n * co * o * o * ci * k * k) as f64;
         println!(
             "conv n={n} ci={ci} hw={hw} co={co} k={k} s={s}: {:.3} ms, {:.2} GFLOP/s",
-            ts[2] * 1e3,
-            flop / ts[2] / 1e9
+            t * 1e3,
+            flop / t / 1e9
         );
         if std::env::var_os("CONV_WGSL").is_some() {
             println!("{}", gpu.wgsl(&f).unwrap());
@@ -237,43 +166,13 @@ fn fused_conv_timing() {
         let wb = rt.upload_pod(&vec![0.25f32; (co * c * k * k) as usize]).unwrap();
         let bb = rt.upload_pod(&vec![0.25f32; co as usize]).unwrap();
         let ob = rt.alloc((n * co * o * o * 4) as u64).unwrap();
-        let args = [
-            GpuArg::Buffer {
-                buf: &xb,
-                dtype: F32,
-                shape: &xs,
-            },
-            GpuArg::Buffer {
-                buf: &wb,
-                dtype: F32,
-                shape: &ws,
-            },
-            GpuArg::Buffer {
-                buf: &bb,
-                dtype: F32,
-                shape: &bs,
-            },
-            GpuArg::Buffer {
-                buf: &ob,
-                dtype: F32,
-                shape: &os,
-            },
-        ];
-        gpu.run_gpu_resident(&f, &args).unwrap();
-        rt.synchronize().unwrap();
-        let mut ts = Vec::new();
-        for _ in 0..3 {
-            let t = Instant::now();
-            gpu.run_gpu_resident(&f, &args).unwrap();
-            rt.synchronize().unwrap();
-            ts.push(t.elapsed().as_secs_f64());
-        }
-        ts.sort_by(f64::total_cmp);
+        let tensors = [(&xb, &xs[..]), (&wb, &ws[..]), (&bb, &bs[..]), (&ob, &os[..])];
+        let t = time_resident(&gpu, &f, &tensors, 3);
         let flop = 2.0 * (n * co * o * o * c * k * k) as f64;
         println!(
             "fused conv c={c} h={h} co={co} k={k}: {:.3} ms, {:.2} GFLOP/s",
-            ts[1] * 1e3,
-            flop / ts[1] / 1e9
+            t * 1e3,
+            flop / t / 1e9
         );
         if std::env::var_os("CONV_WGSL").is_some() {
             println!("{}", gpu.wgsl(&f).unwrap());
@@ -306,24 +205,11 @@ fn fused_convolutions_with_epilogue_match_host() {
             HostTensor::from_f64s(F32, &[co, c, k, k], &rand_vec((co * c * k * k) as usize, 32, -1.0, 1.0)).unwrap(),
             HostTensor::from_f64s(F32, &[co], &rand_vec(co as usize, 33, -0.5, 0.5)).unwrap(),
         ];
-        let mut results = Vec::new();
-        for on_gpu in [false, true] {
-            let mut ins = inputs.to_vec();
-            let mut out = HostTensor::zeros(F32, &[n, co, o, o]).unwrap();
-            let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
-            args.push(Arg::Tensor(&mut out));
-            if on_gpu {
-                gpu.run_gpu(&f, &mut args).expect("gpu run");
-            } else {
-                Jit::new(None).run_host(&f, &mut args).expect("host run");
-            }
-            results.push(out.to_f64_vec());
-        }
-        assert_close(
-            &results[1],
-            &results[0],
-            1e-4,
-            1e-4,
+        assert_gpu_matches_host(
+            &gpu,
+            &f,
+            &inputs,
+            &[n, co, o, o],
             &format!("fused conv n={n} c={c} h={h} co={co} k={k} s={s} p={p}"),
         );
     }
@@ -335,38 +221,12 @@ fn fused_convolutions_with_epilogue_match_host() {
 fn short_row_matmuls_match_host() {
     let Some(gpu) = gpu_jit() else { return };
     for &(m, k, n) in &[(1i64, 300i64, 100i64), (3, 64, 129), (5, 17, 1000)] {
-        let a = Buffer::new("A", F32, shape(&[m, k]));
-        let b = Buffer::new("B", F32, shape(&[k, n]));
-        let c = Buffer::new("C", F32, shape(&[m, n]));
-        let body = grid_block("mm", &shape(&[m, n, k]), "SSR", |v| {
-            let ci = [v[0].clone(), v[1].clone()];
-            let init = store(&c, &ci, PrimExpr::float_of(0.0, F32));
-            let upd = store(
-                &c,
-                &ci,
-                load(&c, &ci) + load(&a, &[v[0].clone(), v[2].clone()]) * load(&b, &[v[2].clone(), v[1].clone()]),
-            );
-            (Some(init), upd)
-        });
-        let f = prim_func(&[a, b, c], &[], vec![], body);
+        let f = matmul_func_named("mm", m, k, n);
         let inputs = [
             HostTensor::from_f64s(F32, &[m, k], &rand_vec((m * k) as usize, 41, -1.0, 1.0)).unwrap(),
             HostTensor::from_f64s(F32, &[k, n], &rand_vec((k * n) as usize, 42, -1.0, 1.0)).unwrap(),
         ];
-        let mut results = Vec::new();
-        for on_gpu in [false, true] {
-            let mut ins = inputs.to_vec();
-            let mut out = HostTensor::zeros(F32, &[m, n]).unwrap();
-            let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
-            args.push(Arg::Tensor(&mut out));
-            if on_gpu {
-                gpu.run_gpu(&f, &mut args).expect("gpu run");
-            } else {
-                Jit::new(None).run_host(&f, &mut args).expect("host run");
-            }
-            results.push(out.to_f64_vec());
-        }
-        assert_close(&results[1], &results[0], 1e-4, 1e-4, &format!("matmul {m}x{k}x{n}"));
+        assert_gpu_matches_host(&gpu, &f, &inputs, &[m, n], &format!("matmul {m}x{k}x{n}"));
     }
 }
 
@@ -381,19 +241,10 @@ fn vec4_bindings(gpu: &Jit, f: &PrimFunc) -> usize {
 
 /// A JIT on the shared adapter with the row operand's four-element loads on.
 fn vec4_reduction_jit() -> Option<Jit> {
-    let rt = Arc::new(relax_gpu_runtime::GpuRuntime::shared_default().ok()?);
-    let caps = relax_jit::DeviceCaps {
-        f16: rt.supports_f16(),
-        f64: rt.supports_f64(),
-        i64: rt.supports_i64(),
-        max_binding_bytes: rt.max_binding_bytes(),
-        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
-    };
-    let opts = relax_jit::ScheduleOptions {
+    gpu_jit_with(relax_jit::ScheduleOptions {
         vec4_reduction: true,
         ..Default::default()
-    };
-    Some(Jit::with_options(Some(rt), caps, opts))
+    })
 }
 
 /// Four-element operand loads: inputs contiguous along the output pixels (1x1,
@@ -432,40 +283,14 @@ fn vec4_operand_loads_match_host() {
         (33, 18, 24, 1, 1),
         (20, 7, 9, 0, 0),
     ] {
-        let a = Buffer::new("A", F32, shape(&[m, k]));
-        let b = Buffer::new("B", F32, shape(&[k, n]));
-        let c = Buffer::new("C", F32, shape(&[m, n]));
-        let body = grid_block("mm", &shape(&[m, n, k]), "SSR", |v| {
-            let ci = [v[0].clone(), v[1].clone()];
-            let init = store(&c, &ci, PrimExpr::float_of(0.0, F32));
-            let upd = store(
-                &c,
-                &ci,
-                load(&c, &ci) + load(&a, &[v[0].clone(), v[2].clone()]) * load(&b, &[v[2].clone(), v[1].clone()]),
-            );
-            (Some(init), upd)
-        });
-        let f = prim_func(&[a, b, c], &[], vec![], body);
+        let f = matmul_func_named("mm", m, k, n);
         let inputs = [
             HostTensor::from_f64s(F32, &[m, k], &rand_vec((m * k) as usize, 51, -1.0, 1.0)).unwrap(),
             HostTensor::from_f64s(F32, &[k, n], &rand_vec((k * n) as usize, 52, -1.0, 1.0)).unwrap(),
         ];
         for (gpu, want) in [(&plain, want), (&unrolled, want_red)] {
             assert_eq!(vec4_bindings(gpu, &f), want, "vec4 bindings of matmul {m}x{k}x{n}");
-            let mut results = Vec::new();
-            for on_gpu in [false, true] {
-                let mut ins = inputs.to_vec();
-                let mut out = HostTensor::zeros(F32, &[m, n]).unwrap();
-                let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
-                args.push(Arg::Tensor(&mut out));
-                if on_gpu {
-                    gpu.run_gpu(&f, &mut args).expect("gpu run");
-                } else {
-                    Jit::new(None).run_host(&f, &mut args).expect("host run");
-                }
-                results.push(out.to_f64_vec());
-            }
-            assert_close(&results[1], &results[0], 1e-4, 1e-4, &format!("matmul {m}x{k}x{n}"));
+            assert_gpu_matches_host(gpu, &f, &inputs, &[m, n], &format!("matmul {m}x{k}x{n}"));
         }
     }
 }
@@ -473,19 +298,10 @@ fn vec4_operand_loads_match_host() {
 /// A JIT on the shared adapter whose implicit-GEMM workgroups are shaped for
 /// `workers` workgroups running at once.
 fn balanced_jit(workers: u32) -> Option<Jit> {
-    let rt = Arc::new(relax_gpu_runtime::GpuRuntime::shared_default().ok()?);
-    let caps = relax_jit::DeviceCaps {
-        f16: rt.supports_f16(),
-        f64: rt.supports_f64(),
-        i64: rt.supports_i64(),
-        max_binding_bytes: rt.max_binding_bytes(),
-        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
-    };
-    let opts = relax_jit::ScheduleOptions {
+    gpu_jit_with(relax_jit::ScheduleOptions {
         parallel_groups: workers,
         ..Default::default()
-    };
-    Some(Jit::with_options(Some(rt), caps, opts))
+    })
 }
 
 /// Workgroups shaped for a known number of workers (a software adapter's

@@ -10,17 +10,6 @@ use relax_jit::{Arg, HostTensor, Jit};
 
 const F32: DataType = DataType::FLOAT32;
 
-fn add_func(dims: &[i64]) -> PrimFunc {
-    let a = Buffer::new("A", F32, shape(dims));
-    let b = Buffer::new("B", F32, shape(dims));
-    let c = Buffer::new("C", F32, shape(dims));
-    let kinds: String = "S".repeat(dims.len());
-    let body = grid_block("add", &shape(dims), &kinds, |v| {
-        (None, store(&c, v, load(&a, v) + load(&b, v)))
-    });
-    prim_func(&[a, b, c], &[], vec![], body)
-}
-
 fn run_both(f: &PrimFunc, inputs: &[HostTensor], out: HostTensor) -> (HostTensor, Option<HostTensor>) {
     let host_jit = Jit::new(None);
     let mut ins = inputs.to_vec();
@@ -86,23 +75,6 @@ fn broadcast_add() {
     if let Some(g) = g {
         assert_eq!(g.to_f64_vec(), want);
     }
-}
-
-pub fn matmul_func(m: i64, k: i64, n: i64) -> PrimFunc {
-    let a = Buffer::new("A", F32, shape(&[m, k]));
-    let b = Buffer::new("B", F32, shape(&[k, n]));
-    let c = Buffer::new("C", F32, shape(&[m, n]));
-    let body = grid_block("matmul", &shape(&[m, n, k]), "SSR", |v| {
-        let (i, j, r) = (v[0].clone(), v[1].clone(), v[2].clone());
-        let init = store(&c, &[i.clone(), j.clone()], PrimExpr::float_of(0.0, F32));
-        let upd = store(
-            &c,
-            &[i.clone(), j.clone()],
-            load(&c, &[i.clone(), j.clone()]) + load(&a, &[i, r.clone()]) * load(&b, &[r, j]),
-        );
-        (Some(init), upd)
-    });
-    prim_func(&[a, b, c], &[], vec![], body)
 }
 
 fn matmul_ref(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
@@ -481,29 +453,6 @@ fn concurrent_first_calls_compile_once() {
     }
 }
 
-/// `out[n, co, h, w] = sum(x[n, ci, h*s + kh, w*s + kw] * wt[co, ci, kh, kw])`.
-fn conv_func(n: i64, ci: i64, hw: i64, co: i64, k: i64, s: i64) -> PrimFunc {
-    let o = (hw - k) / s + 1;
-    let x = Buffer::new("X", F32, shape(&[n, ci, hw, hw]));
-    let w = Buffer::new("Wt", F32, shape(&[co, ci, k, k]));
-    let out = Buffer::new("Out", F32, shape(&[n, co, o, o]));
-    let body = grid_block("conv", &shape(&[n, co, o, o, ci, k, k]), "SSSSRRR", |v| {
-        let oi: Vec<PrimExpr> = v[..4].to_vec();
-        let init = store(&out, &oi, PrimExpr::float_of(0.0, F32));
-        let sc = i64c(s);
-        let xi = [
-            v[0].clone(),
-            v[4].clone(),
-            v[2].clone() * sc.clone() + v[5].clone(),
-            v[3].clone() * sc + v[6].clone(),
-        ];
-        let wi = [v[1].clone(), v[4].clone(), v[5].clone(), v[6].clone()];
-        let upd = store(&out, &oi, load(&out, &oi) + load(&x, &xi) * load(&w, &wi));
-        (Some(init), upd)
-    });
-    prim_func(&[x, w, out], &[], vec![], body)
-}
-
 #[test]
 fn convolution_runs_as_implicit_gemm_and_matches_host() {
     let cases = [
@@ -514,7 +463,7 @@ fn convolution_runs_as_implicit_gemm_and_matches_host() {
         (1, 4, 9, 6, 3, 1),
     ];
     for &(n, ci, hw, co, k, s) in &cases {
-        let f = conv_func(n, ci, hw, co, k, s);
+        let f = conv_func(n, ci, hw, co, k, s, 1);
         let o = (hw - k) / s + 1;
         let src = Jit::new(None).wgsl(&f).unwrap();
         // 16 or more output pixels (all of them, batch included) and 16 or more

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::*;
 use relax_gpu_runtime::{GpuRuntime, RuntimeOptions};
-use relax_ir::tir::{Buffer, PrimExpr};
+
 use relax_ir::{DataType, PrimFunc};
 use relax_jit::{Arg, HostTensor, Jit};
 
@@ -31,33 +31,6 @@ fn capped_jit(cap: u64) -> Option<Jit> {
             None
         }
     }
-}
-
-fn matmul_func(m: i64, k: i64, n: i64) -> PrimFunc {
-    let a = Buffer::new("A", F32, shape(&[m, k]));
-    let b = Buffer::new("W", F32, shape(&[k, n]));
-    let c = Buffer::new("C", F32, shape(&[m, n]));
-    let body = grid_block("matmul", &shape(&[m, n, k]), "SSR", |v| {
-        let (i, j, r) = (v[0].clone(), v[1].clone(), v[2].clone());
-        let init = store(&c, &[i.clone(), j.clone()], PrimExpr::float_of(0.0, F32));
-        let upd = store(
-            &c,
-            &[i.clone(), j.clone()],
-            load(&c, &[i.clone(), j.clone()]) + load(&a, &[i, r.clone()]) * load(&b, &[r, j]),
-        );
-        (Some(init), upd)
-    });
-    prim_func(&[a, b, c], &[], vec![], body)
-}
-
-fn add_func(n: i64) -> PrimFunc {
-    let a = Buffer::new("A", F32, shape(&[n]));
-    let b = Buffer::new("B", F32, shape(&[n]));
-    let c = Buffer::new("C", F32, shape(&[n]));
-    let body = grid_block("add", &shape(&[n]), "S", |v| {
-        (None, store(&c, v, load(&a, v) + load(&b, v)))
-    });
-    prim_func(&[a, b, c], &[], vec![], body)
 }
 
 fn f32_tensor(shape: &[i64], f: impl Fn(usize) -> f32) -> HostTensor {
@@ -128,7 +101,7 @@ fn elementwise_output_over_small_binding_cap_matches_host() {
     let cap = 1 << 18;
     let Some(jit) = capped_jit(cap) else { return };
     let n = 200_003usize; // 800 KB: four chunks of 256 KiB, the last one partial
-    let f = add_func(n as i64);
+    let f = add_func(&[n as i64]);
     let src = jit.wgsl(&f).unwrap();
     let chunked: Vec<_> = src.kernels[0].bindings.iter().filter_map(|b| b.chunk).collect();
     assert_eq!(chunked.len(), 12, "inputs and output bound as 4 chunks each");

@@ -17,38 +17,20 @@ use std::sync::Arc;
 use relax_ir::attrs::AttrValue;
 use relax_ir::mutator::{walk_expr, ExprMutator};
 use relax_ir::{
-    Attrs, BaseFunc, Binding, BindingBlock, DataType, Diagnostic, Expr, ExprKind, IRModule, NDArray, PrimExpr,
-    StructInfo, Var,
+    Attrs, Binding, BindingBlock, DataType, Diagnostic, Expr, ExprKind, IRModule, NDArray, PrimExpr, StructInfo, Var,
 };
 
 /// Decompose inference batch norm in every Relax function, then re-normalize.
 pub fn decompose_ops_for_inference(module: &IRModule) -> Result<IRModule, Vec<Diagnostic>> {
-    let mut out = module.clone();
-    let mut changed = false;
-    for f in out.functions.values_mut() {
-        if let BaseFunc::Relax(func) = f {
-            let mut d = Decompose {
-                alias: HashMap::new(),
-                tuples: HashMap::new(),
-                changed: false,
-            };
-            let nf = d.visit_function(func);
-            if d.changed {
-                *func = nf;
-                changed = true;
-            }
-        }
-    }
-    if !changed {
-        return Ok(out);
-    }
-    let n = relax_checker::normalize::normalize_module(&out);
-    let errors: Vec<Diagnostic> = n.diagnostics.into_iter().filter(|d| d.is_error()).collect();
-    if errors.is_empty() {
-        Ok(n.module)
-    } else {
-        Err(errors)
-    }
+    crate::pass::rewrite_relax_functions(module, |func| {
+        let mut d = Decompose {
+            alias: HashMap::new(),
+            tuples: HashMap::new(),
+            changed: false,
+        };
+        let nf = d.visit_function(func);
+        d.changed.then_some(nf)
+    })
 }
 
 struct Decompose {

@@ -102,19 +102,28 @@ fn vdevice_of(v: &Var) -> Option<Option<relax_ir::VDevice>> {
     }
 }
 
+/// The variable, callee and arguments of a binding `var = R.call_tir(callee, (args..), ..)`.
+pub(crate) fn call_tir_binding(b: &Binding) -> Option<(&Var, &GlobalVar, &[Expr])> {
+    let Binding::VarBinding { var, value, .. } = b else {
+        return None;
+    };
+    let call = value.as_call()?;
+    if call.op.as_op() != Some("relax.call_tir") || call.args.len() != 2 {
+        return None;
+    }
+    let ExprKind::GlobalVar(callee) = call.args[0].kind() else {
+        return None;
+    };
+    let ExprKind::Tuple(args) = call.args[1].kind() else {
+        return None;
+    };
+    Some((var, callee, args))
+}
+
 impl Fuser<'_> {
     /// The call_tir a binding makes, when it can take part in fusion.
     fn node(&self, b: &Binding) -> Option<Node> {
-        let Binding::VarBinding { var, value, .. } = b else {
-            return None;
-        };
-        let call = value.as_call()?;
-        if call.op.as_op() != Some("relax.call_tir") || call.args.len() != 2 {
-            return None;
-        }
-        let ExprKind::GlobalVar(callee) = call.args[0].kind() else {
-            return None;
-        };
+        let (var, callee, fields) = call_tir_binding(b)?;
         let (pattern, fma) = *self.patterns.get(callee.name())?;
         if pattern == OpPattern::Opaque {
             return None;
@@ -123,10 +132,7 @@ impl Fuser<'_> {
         if !matches!(var.struct_info(), Some(StructInfo::Tensor(_))) {
             return None;
         }
-        let ExprKind::Tuple(fields) = call.args[1].kind() else {
-            return None;
-        };
-        let args = fields.clone();
+        let args = fields.to_vec();
         let dev = vdevice_of(var)?;
         for a in &args {
             match a.kind() {

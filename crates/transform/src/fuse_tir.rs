@@ -132,20 +132,8 @@ fn fuse_function(module: &IRModule, func: &Function) -> Option<PrimFunc> {
     let mut stages: Vec<Stmt> = Vec::new();
     let mut attrs = Attrs::new();
     for b in &block.bindings {
-        let Binding::VarBinding { var, value, .. } = b else {
-            return None;
-        };
-        let call = value.as_call()?;
-        if call.op.as_op() != Some("relax.call_tir") || call.args.len() != 2 {
-            return None;
-        }
-        let ExprKind::GlobalVar(callee) = call.args[0].kind() else {
-            return None;
-        };
+        let (var, callee, args) = crate::fuse_ops::call_tir_binding(b)?;
         let cf = module.prim_func(callee.name())?;
-        let ExprKind::Tuple(args) = call.args[1].kind() else {
-            return None;
-        };
         if cf.params.len() != args.len() + 1 || cf.buffer_map.len() != cf.params.len() {
             return None;
         }
@@ -428,33 +416,8 @@ struct Producer {
 }
 
 fn as_producer(s: &Stmt, t: &Buffer) -> Option<Producer> {
-    let mut loops: Vec<(TirVar, PrimExpr)> = Vec::new();
-    let mut cur = s;
-    while let Stmt::For {
-        var,
-        min,
-        extent,
-        kind,
-        body,
-        ..
-    } = cur
-    {
-        if min.as_int() != Some(0) || *kind == ForKind::ThreadBinding {
-            return None;
-        }
-        loops.push((var.clone(), extent.clone()));
-        cur = body;
-    }
-    let Stmt::BlockRealize {
-        iter_values,
-        predicate,
-        block,
-    } = cur
-    else {
-        return None;
-    };
-    if predicate.is_some()
-        || block.init.is_some()
+    let (loops, iter_values, block) = loop_nest(s)?;
+    if block.init.is_some()
         || !block.alloc_buffers.is_empty()
         || !block.match_buffers.is_empty()
         || iter_values.len() != loops.len()

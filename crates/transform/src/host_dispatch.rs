@@ -212,6 +212,37 @@ fn dps(name: &str, args: Vec<Expr>, out: &Var) -> Option<Expr> {
     ))
 }
 
+/// A kernel call being grown along a chain of single-use bindings: its name
+/// (`conv2d_bias_relu`...), its arguments, the variable its result reaches so far
+/// (`cur`, bound at `last`) and the bindings it has absorbed.
+struct Fused {
+    name: String,
+    args: Vec<Expr>,
+    cur: Var,
+    last: usize,
+    chain: Vec<usize>,
+}
+
+impl Fused {
+    /// A call of `name` on `args` producing `var`, bound at `at`.
+    fn new(name: &str, args: Vec<Expr>, var: &Var, at: usize) -> Fused {
+        Fused {
+            name: name.to_string(),
+            args,
+            cur: var.clone(),
+            last: at,
+            chain: vec![],
+        }
+    }
+
+    /// Absorb the binding `at` (of `var`), naming it `suffix` in the kernel name.
+    fn absorb(&mut self, at: usize, var: &Var, suffix: &str) {
+        self.name.push_str(suffix);
+        self.chain.push(self.last);
+        (self.cur, self.last) = (var.clone(), at);
+    }
+}
+
 /// The rewriting of one binding block.
 struct BlockRewrite<'a> {
     bindings: &'a [Binding],
@@ -324,6 +355,41 @@ impl BlockRewrite<'_> {
 
     fn remove(&mut self, at: usize) {
         self.replaced.insert(at, None);
+    }
+
+    /// Absorb an `add` of the fused result and an operand accepted by `operand`
+    /// (which becomes the next argument), when its result has the shape `shape`.
+    fn fuse_add(&self, f: &mut Fused, shape: &[i64], suffix: &str, operand: impl Fn(&TensorInfo) -> bool) {
+        let Some((j, v, c)) = self.sole_call_user(&f.cur, f.last, "relax.add") else {
+            return;
+        };
+        let other = other_operand(c, &f.cur).unwrap_or_else(|| f.cur.to_expr());
+        if !is_var(&other, &f.cur)
+            && self.arg_tensor(&other).is_some_and(|t| operand(&t))
+            && self.var_tensor(v).is_some_and(|t| t.shape == shape)
+        {
+            f.args.push(other);
+            f.absorb(j, v, suffix);
+        }
+    }
+
+    /// Absorb a following `relu`.
+    fn fuse_relu(&self, f: &mut Fused) {
+        if let Some((j, v, _)) = self.sole_call_user(&f.cur, f.last, "relax.nn.relu") {
+            if self.var_tensor(v).is_some() {
+                f.absorb(j, v, "_relu");
+            }
+        }
+    }
+
+    /// Replace the chain `f` absorbed by one call of its kernel.
+    fn finish(&mut self, f: Fused) -> Option<()> {
+        let value = dps(&f.name, f.args, &f.cur)?;
+        for at in f.chain {
+            self.remove(at);
+        }
+        self.set(f.last, &f.cur, value);
+        Some(())
     }
 
     fn rewrite(&mut self, i: usize) -> Option<()> {
@@ -492,69 +558,33 @@ impl BlockRewrite<'_> {
         let mut params = vec![stride[0], stride[1]];
         params.extend(pad);
         params.extend([dil[0], dil[1], groups]);
-        let mut args = vec![x.clone(), w.clone(), shape_arg(&params)];
-        let mut name = String::from("conv2d");
-        let mut cur = var.clone();
-        let mut last = i;
-        let mut chain = vec![];
+        let mut f = Fused::new("conv2d", vec![x.clone(), w.clone(), shape_arg(&params)], var, i);
 
         // Bias, then batch normalization.
-        if let Some((j, v, c)) = self.sole_call_user(&cur, last, "relax.add") {
-            let other = other_operand(c, &cur).unwrap_or_else(|| cur.to_expr());
-            if let Some(b) = self.arg_tensor(&other).filter(|_| !is_var(&other, &cur)) {
-                let bias_like = b.shape.iter().product::<i64>() == c_out
-                    && (b.shape.as_slice() == [1, c_out, 1, 1] || b.shape.as_slice() == [c_out, 1, 1]);
-                if bias_like && self.var_tensor(v).is_some_and(|t| t.shape == out.shape) {
-                    args.push(other);
-                    name.push_str("_bias");
-                    chain.push(last);
-                    (cur, last) = (v.clone(), j);
-                }
-            }
-        }
-        if let Some((j, tv, c)) = self.sole_call_user_bn(&cur, last) {
+        let bias_like = |b: &TensorInfo| {
+            b.shape.iter().product::<i64>() == c_out
+                && (b.shape.as_slice() == [1, c_out, 1, 1] || b.shape.as_slice() == [c_out, 1, 1])
+        };
+        self.fuse_add(&mut f, &out.shape, "_bias", bias_like);
+        if let Some((j, tv, c)) = self.sole_call_user_bn(&f.cur, f.last) {
             if let Some((k, y, aliases)) = self.bn_getitem(&tv, j, &c, c_out) {
-                args.extend(c.args[1..5].iter().cloned());
+                f.args.extend(c.args[1..5].iter().cloned());
                 let eps = c.attrs.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
-                args.push(Expr::new(ExprKind::PrimValue(PrimExpr::float_of(
+                f.args.push(Expr::new(ExprKind::PrimValue(PrimExpr::float_of(
                     eps,
                     DataType::FLOAT64,
                 ))));
-                name.push_str("_bn");
-                chain.push(last);
-                chain.push(j);
+                f.absorb(k, &y, "_bn");
+                f.chain.push(j);
                 for (at, alias_var, value) in aliases {
                     self.set(at, &alias_var, value);
                 }
-                (cur, last) = (y, k);
             }
         }
         // Residual add.
-        if let Some((j, v, c)) = self.sole_call_user(&cur, last, "relax.add") {
-            let other = other_operand(c, &cur).unwrap_or_else(|| cur.to_expr());
-            if !is_var(&other, &cur)
-                && self.arg_tensor(&other).is_some_and(|r| r.shape == out.shape)
-                && self.var_tensor(v).is_some_and(|t| t.shape == out.shape)
-            {
-                args.push(other);
-                name.push_str("_add");
-                chain.push(last);
-                (cur, last) = (v.clone(), j);
-            }
-        }
-        if let Some((j, v, _)) = self.sole_call_user(&cur, last, "relax.nn.relu") {
-            if self.var_tensor(v).is_some() {
-                name.push_str("_relu");
-                chain.push(last);
-                (cur, last) = (v.clone(), j);
-            }
-        }
-        let value = dps(&name, args, &cur)?;
-        for at in chain {
-            self.remove(at);
-        }
-        self.set(last, &cur, value);
-        Some(())
+        self.fuse_add(&mut f, &out.shape, "_add", |r| r.shape == out.shape);
+        self.fuse_relu(&mut f);
+        self.finish(f)
     }
 
     /// The sole user of `var` when it is an inference `batch_norm` on axis 1 with
@@ -630,43 +660,20 @@ impl BlockRewrite<'_> {
             return None;
         }
         let n = *out.shape.last()?;
-        let mut args = vec![a.clone(), b.clone()];
-        let mut name = String::from("matmul");
-        let (mut cur, mut last) = (var.clone(), i);
-        let mut chain = vec![];
+        let mut f = Fused::new("matmul", vec![a.clone(), b.clone()], var, i);
         if let Some((d, w)) = self.transposed_matrix(b) {
-            args[1] = w;
-            name.push_str("_bt");
-            chain.push(d);
+            f.args[1] = w;
+            f.name.push_str("_bt");
+            f.chain.push(d);
         }
-        if let Some((j, v, c)) = self.sole_call_user(&cur, last, "relax.add") {
-            let other = other_operand(c, &cur).unwrap_or_else(|| cur.to_expr());
-            if let Some(bias) = self.arg_tensor(&other).filter(|_| !is_var(&other, &cur)) {
-                let ok = bias.shape.iter().product::<i64>() == n
-                    && bias.shape.len() <= out.shape.len()
-                    && bias.shape.last() == Some(&n)
-                    && self.var_tensor(v).is_some_and(|t| t.shape == out.shape);
-                if ok {
-                    args.push(other);
-                    name.push_str("_bias");
-                    chain.push(last);
-                    (cur, last) = (v.clone(), j);
-                }
-            }
-        }
-        if let Some((j, v, _)) = self.sole_call_user(&cur, last, "relax.nn.relu") {
-            if self.var_tensor(v).is_some() {
-                name.push_str("_relu");
-                chain.push(last);
-                (cur, last) = (v.clone(), j);
-            }
-        }
-        let value = dps(&name, args, &cur)?;
-        for at in chain {
-            self.remove(at);
-        }
-        self.set(last, &cur, value);
-        Some(())
+        let bias_like = |bias: &TensorInfo| {
+            bias.shape.iter().product::<i64>() == n
+                && bias.shape.len() <= out.shape.len()
+                && bias.shape.last() == Some(&n)
+        };
+        self.fuse_add(&mut f, &out.shape, "_bias", bias_like);
+        self.fuse_relu(&mut f);
+        self.finish(f)
     }
 
     /// A broadcasting binary operator (`add`, `subtract`, `multiply`, `divide`),
@@ -675,22 +682,9 @@ impl BlockRewrite<'_> {
         self.arg_tensor(&a)?;
         self.arg_tensor(&b)?;
         self.var_tensor(var)?;
-        let (mut cur, mut last) = (var.clone(), i);
-        let mut name = kernel.to_string();
-        let mut chain = vec![];
-        if let Some((j, v, _)) = self.sole_call_user(&cur, last, "relax.nn.relu") {
-            if self.var_tensor(v).is_some() {
-                name.push_str("_relu");
-                chain.push(last);
-                (cur, last) = (v.clone(), j);
-            }
-        }
-        let value = dps(&name, vec![a, b], &cur)?;
-        for at in chain {
-            self.remove(at);
-        }
-        self.set(last, &cur, value);
-        Some(())
+        let mut f = Fused::new(kernel, vec![a, b], var, i);
+        self.fuse_relu(&mut f);
+        self.finish(f)
     }
 
     /// `sum(stack((a, b), axis=0), axis=[0])` is `add(a, b)`.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use relax_checker::well_formed::{self, WfOptions};
-use relax_ir::{Diagnostic, IRModule, Span};
+use relax_ir::{BaseFunc, Diagnostic, Function, IRModule, Span};
 
 /// A module-to-module transformation with a name.
 pub trait Pass: Send + Sync {
@@ -103,11 +103,35 @@ where
     E: IntoDiagnostics,
     F: Fn(&IRModule) -> Result<IRModule, E> + Send + Sync + 'static,
 {
-    Arc::new(FnPass {
-        name: name.to_string(),
-        f: Box::new(move |m: IRModule| f(&m).map_err(IntoDiagnostics::into_diagnostics)),
-        required: &[],
-    })
+    pass_fn_after(name, &[], f)
+}
+
+/// Apply `rewrite` to every Relax function of `module` (`None`: unchanged); when
+/// one changed, re-normalize the module and fail with its errors.
+pub(crate) fn rewrite_relax_functions(
+    module: &IRModule,
+    mut rewrite: impl FnMut(&Function) -> Option<Function>,
+) -> Result<IRModule, Vec<Diagnostic>> {
+    let mut out = module.clone();
+    let mut changed = false;
+    for f in out.functions.values_mut() {
+        if let BaseFunc::Relax(func) = f {
+            if let Some(nf) = rewrite(func) {
+                *func = nf;
+                changed = true;
+            }
+        }
+    }
+    if !changed {
+        return Ok(out);
+    }
+    let n = relax_checker::normalize::normalize_module(&out);
+    let errors: Vec<Diagnostic> = n.diagnostics.into_iter().filter(|d| d.is_error()).collect();
+    if errors.is_empty() {
+        Ok(n.module)
+    } else {
+        Err(errors)
+    }
 }
 
 /// [`pass_fn`] with passes that must run before it.

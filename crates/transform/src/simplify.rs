@@ -9,14 +9,11 @@ use std::collections::HashMap;
 use relax_ir::attrs::AttrValue;
 use relax_ir::mutator::ExprMutator;
 use relax_ir::visit::for_each_expr;
-use relax_ir::{Attrs, BaseFunc, Binding, BindingBlock, Diagnostic, Expr, ExprKind, IRModule, StructInfo, Var};
+use relax_ir::{Attrs, Binding, BindingBlock, Diagnostic, Expr, ExprKind, IRModule, StructInfo, Var};
 
 /// Rewrite every stack-then-sum of the module's Relax functions, then re-normalize.
 pub fn simplify_stack_sum(module: &IRModule) -> Result<IRModule, Vec<Diagnostic>> {
-    let mut out = module.clone();
-    let mut changed = false;
-    for f in out.functions.values_mut() {
-        let BaseFunc::Relax(func) = f else { continue };
+    crate::pass::rewrite_relax_functions(module, |func| {
         let mut uses: HashMap<u64, usize> = HashMap::new();
         for_each_expr(&func.body, &mut |e| {
             if let ExprKind::Var(v) = e.kind() {
@@ -25,21 +22,8 @@ pub fn simplify_stack_sum(module: &IRModule) -> Result<IRModule, Vec<Diagnostic>
         });
         let mut s = StackSum { uses, changed: false };
         let nf = s.visit_function(func);
-        if s.changed {
-            *func = nf;
-            changed = true;
-        }
-    }
-    if !changed {
-        return Ok(out);
-    }
-    let n = relax_checker::normalize::normalize_module(&out);
-    let errors: Vec<Diagnostic> = n.diagnostics.into_iter().filter(|d| d.is_error()).collect();
-    if errors.is_empty() {
-        Ok(n.module)
-    } else {
-        Err(errors)
-    }
+        s.changed.then_some(nf)
+    })
 }
 
 struct StackSum {

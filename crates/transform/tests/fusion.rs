@@ -8,7 +8,7 @@ use relax_ir::{BaseFunc, ExprKind, IRModule};
 use relax_transform::pattern::{op_pattern, OpPattern};
 
 mod common;
-use common::{assert_close, f32s, pipeline, random_tensor};
+use common::{assert_close, f32s, pipeline, random_tensor, tensor};
 
 fn data(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
@@ -155,22 +155,7 @@ fn batch_norm_and_residual_sum_fuse_into_the_convolution() {
     };
     assert!(block.alloc_buffers.is_empty(), "{:?}", block.alloc_buffers);
     assert!(matches!(&*block.body, relax_ir::Stmt::For { .. }), "one stage");
-    // The variance is positive: (v + 1) squared.
-    let v = match random_tensor(&[4], 6) {
-        Value::Tensor(t) => {
-            let a = t.to_array::<f32>().expect("f32").mapv(|x| (x + 1.5) * (x + 1.5));
-            Value::Tensor(relax_engine::Tensor::from_array(&a))
-        }
-        other => other,
-    };
-    let args = vec![
-        random_tensor(&[1, 4, 6, 6], 1),
-        random_tensor(&[4, 4, 3, 3], 2),
-        random_tensor(&[4], 3),
-        random_tensor(&[4], 4),
-        random_tensor(&[4], 5),
-        v,
-    ];
+    let args = bn_residual_args();
     let (reference, unfused) = run(&m, DeviceChoice::Cpu, false, &args).expect("host");
     let (host, fused) = run(&m, DeviceChoice::Cpu, true, &args).expect("host");
     assert_close(&host, &reference);
@@ -182,26 +167,30 @@ fn batch_norm_and_residual_sum_fuse_into_the_convolution() {
     }
 }
 
-#[test]
-fn bound_batch_norm_statistics_fold_to_constants() {
-    use std::collections::HashMap;
-    use std::sync::Arc;
-    let m = module("bn_residual.py");
-    let v = match random_tensor(&[4], 6) {
-        Value::Tensor(t) => {
-            let a = t.to_array::<f32>().expect("f32").mapv(|x| (x + 1.5) * (x + 1.5));
-            Value::Tensor(relax_engine::Tensor::from_array(&a))
-        }
-        other => other,
-    };
-    let args = vec![
+/// The arguments of `bn_residual.py`: data, weights, then the batch norm's gamma,
+/// beta, mean and (positive) variance.
+fn bn_residual_args() -> Vec<Value> {
+    // The variance is positive: (v + 1.5) squared.
+    let v = f32s(&random_tensor(&[4], 6))
+        .iter()
+        .map(|x| (x + 1.5) * (x + 1.5))
+        .collect();
+    vec![
         random_tensor(&[1, 4, 6, 6], 1),
         random_tensor(&[4, 4, 3, 3], 2),
         random_tensor(&[4], 3),
         random_tensor(&[4], 4),
         random_tensor(&[4], 5),
-        v,
-    ];
+        tensor(&[4], v),
+    ]
+}
+
+#[test]
+fn bound_batch_norm_statistics_fold_to_constants() {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    let m = module("bn_residual.py");
+    let args = bn_residual_args();
     let (reference, _) = run(&m, DeviceChoice::Cpu, false, &args).expect("host");
     let nd = |v: &Value| {
         let t = v.as_tensor().expect("tensor");

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
+use relax_engine::{DeviceChoice, Engine, EngineConfig, RunStats, Value};
 use relax_ir::visit::for_each_expr;
 use relax_ir::{BaseFunc, ExprKind, IRModule};
 use relax_transform::host_dispatch::{dispatch_host_library_with, DispatchOptions, PREFIX};
@@ -136,12 +136,47 @@ fn tensor(shape: &[usize], seed: u64, positive: bool) -> Value {
     ))
 }
 
-fn run(host_library: bool) -> (Vec<f32>, u64, u64) {
+/// Run `main` of `m` on the host, through the library or through legalized TIR:
+/// its result and the engine's counters.
+fn run_main(m: &IRModule, args: &[Value], host_library: bool) -> (Value, RunStats) {
     let engine = Engine::new(EngineConfig {
         device: DeviceChoice::Cpu,
         host_library,
         ..EngineConfig::default()
     });
+    let loaded = engine.load(m).expect("loads");
+    let out = loaded.run("main", args).expect("runs");
+    (out, loaded.stats())
+}
+
+/// The shape and the elements (as `T`) of each field of a tuple result.
+fn fields<T: relax_engine::Element>(out: &Value) -> Vec<(Vec<i64>, Vec<T>)> {
+    let Value::Tuple(fields) = out else { panic!("a tuple") };
+    fields
+        .iter()
+        .map(|f| {
+            let t = f.as_tensor().expect("tensor");
+            let a = t.to_array::<T>().expect("elements of the expected dtype");
+            (t.shape().to_vec(), a.iter().copied().collect())
+        })
+        .collect()
+}
+
+/// Same shapes, and elements within `atol + rtol * |tir|`.
+fn assert_fields_close(lib: &[(Vec<i64>, Vec<f32>)], tir: &[(Vec<i64>, Vec<f32>)], atol: f32, rtol: f32) {
+    assert_eq!(lib.len(), tir.len());
+    for (i, ((sa, a), (sb, b))) in lib.iter().zip(tir).enumerate() {
+        assert_eq!(sa, sb, "output {i}: shape");
+        for (x, y) in a.iter().zip(b) {
+            assert!(
+                (x - y).abs() <= atol + rtol * y.abs(),
+                "output {i}: library {x}, TIR {y}"
+            );
+        }
+    }
+}
+
+fn run(host_library: bool) -> (Vec<f32>, u64, u64) {
     let args = vec![
         tensor(&[2, 4, 9, 9], 1, false),
         tensor(&[8, 4, 3, 3], 2, false),
@@ -156,10 +191,8 @@ fn run(host_library: bool) -> (Vec<f32>, u64, u64) {
         tensor(&[5], 11, false),
         tensor(&[5], 12, true),
     ];
-    let loaded = engine.load(&module()).expect("loads");
-    let out = loaded.run("main", &args).expect("runs");
+    let (out, stats) = run_main(&module(), &args, host_library);
     let t = out.as_tensor().expect("a tensor").to_array::<f32>().expect("f32");
-    let stats = loaded.stats();
     (t.iter().copied().collect(), stats.kernels_run, stats.packed_calls)
 }
 
@@ -207,40 +240,10 @@ class Module:
 fn unary_operators_match_legalized_tir() {
     let m = relax_ir::text::parse(UNARY).expect("parses").into_module();
     let args = [tensor(&[3, 7], 21, true), tensor(&[3, 7], 22, false)];
-    let run = |host_library: bool| {
-        let engine = Engine::new(EngineConfig {
-            device: DeviceChoice::Cpu,
-            host_library,
-            ..EngineConfig::default()
-        });
-        let loaded = engine.load(&m).expect("loads");
-        let out = loaded.run("main", &args).expect("runs");
-        let Value::Tuple(fields) = out else { panic!("a tuple") };
-        let values: Vec<Vec<f32>> = fields
-            .iter()
-            .map(|f| {
-                f.as_tensor()
-                    .expect("tensor")
-                    .to_array::<f32>()
-                    .expect("f32")
-                    .iter()
-                    .copied()
-                    .collect()
-            })
-            .collect();
-        (values, loaded.stats().packed_calls)
-    };
-    let (lib, packed) = run(true);
-    let (tir, _) = run(false);
-    assert_eq!(packed, 9, "every unary operator ran in the library");
-    for (i, (a, b)) in lib.iter().zip(&tir).enumerate() {
-        for (x, y) in a.iter().zip(b) {
-            assert!(
-                (x - y).abs() <= 1e-6 + 1e-5 * y.abs(),
-                "operator {i}: library {x}, TIR {y}"
-            );
-        }
-    }
+    let (lib, stats) = run_main(&m, &args, true);
+    let (tir, _) = run_main(&m, &args, false);
+    assert_eq!(stats.packed_calls, 9, "every unary operator ran in the library");
+    assert_fields_close(&fields::<f32>(&lib), &fields::<f32>(&tir), 1e-6, 1e-5);
 }
 
 const NORMS: &str = r#"
@@ -276,39 +279,10 @@ fn normalizations_and_reductions_match_legalized_tir() {
         tensor(&[3], 38, false),
         tensor(&[3], 39, true),
     ];
-    let run = |host_library: bool| {
-        let engine = Engine::new(EngineConfig {
-            device: DeviceChoice::Cpu,
-            host_library,
-            ..EngineConfig::default()
-        });
-        let loaded = engine.load(&m).expect("loads");
-        let out = loaded.run("main", &args).expect("runs");
-        let Value::Tuple(fields) = out else { panic!("a tuple") };
-        let values: Vec<(Vec<i64>, Vec<f32>)> = fields
-            .iter()
-            .map(|f| {
-                let t = f.as_tensor().expect("tensor");
-                (
-                    t.shape().to_vec(),
-                    t.to_array::<f32>().expect("f32").iter().copied().collect(),
-                )
-            })
-            .collect();
-        (values, loaded.stats())
-    };
-    let (lib, stats) = run(true);
-    let (tir, _) = run(false);
+    let (lib, stats) = run_main(&m, &args, true);
+    let (tir, _) = run_main(&m, &args, false);
     assert_eq!((stats.kernels_run, stats.packed_calls), (0, 6), "{stats:?}");
-    for (i, ((sa, a), (sb, b))) in lib.iter().zip(&tir).enumerate() {
-        assert_eq!(sa, sb, "output {i}: shape");
-        for (x, y) in a.iter().zip(b) {
-            assert!(
-                (x - y).abs() <= 1e-5 + 1e-4 * y.abs(),
-                "output {i}: library {x}, TIR {y}"
-            );
-        }
-    }
+    assert_fields_close(&fields::<f32>(&lib), &fields::<f32>(&tir), 1e-5, 1e-4);
 }
 
 const ARG_SCANS: &str = r#"
@@ -338,29 +312,8 @@ fn arg_scans_over_rows_match_legalized_tir() {
     v[40] = f32::NAN;
     v[100] = v[90];
     let x: Value = ArrayD::from_shape_vec(IxDyn(&[6, 37]), v).expect("shape").into();
-    let run = |host_library: bool| {
-        let engine = Engine::new(EngineConfig {
-            device: DeviceChoice::Cpu,
-            host_library,
-            ..EngineConfig::default()
-        });
-        let loaded = engine.load(&m).expect("loads");
-        let out = loaded.run("main", std::slice::from_ref(&x)).expect("runs");
-        let Value::Tuple(fields) = out else { panic!("a tuple") };
-        let values: Vec<(Vec<i64>, Vec<i64>)> = fields
-            .iter()
-            .map(|f| {
-                let t = f.as_tensor().expect("tensor");
-                (
-                    t.shape().to_vec(),
-                    t.to_array::<i64>().expect("i64").iter().copied().collect(),
-                )
-            })
-            .collect();
-        (values, loaded.stats().packed_calls)
-    };
-    let (lib, packed) = run(true);
-    let (tir, _) = run(false);
-    assert_eq!(packed, 3, "three library calls");
-    assert_eq!(lib, tir);
+    let (lib, stats) = run_main(&m, std::slice::from_ref(&x), true);
+    let (tir, _) = run_main(&m, std::slice::from_ref(&x), false);
+    assert_eq!(stats.packed_calls, 3, "three library calls");
+    assert_eq!(fields::<i64>(&lib), fields::<i64>(&tir));
 }

@@ -7,6 +7,8 @@
 //! real networks are read from `RELAX_REALMODELS_DIR` (`<dir>/squeezenet/prog.py`)
 //! when it is set, and skipped otherwise.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -22,33 +24,28 @@ struct Record {
 }
 
 fn records() -> Vec<Record> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/fusion_oracle.jsonl");
-    let text = std::fs::read_to_string(&path).expect("oracle data");
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).expect("JSON");
-            Record {
-                module: v["module"].as_str().expect("module").to_string(),
-                op_patterns: v["op_patterns"]
-                    .as_object()
-                    .expect("patterns")
-                    .iter()
-                    .map(|(k, x)| (k.clone(), x.as_i64().expect("int")))
-                    .collect(),
-                groups: v["groups"]
-                    .as_array()
-                    .expect("groups")
-                    .iter()
-                    .map(|g| {
-                        g.as_array()
-                            .expect("group")
-                            .iter()
-                            .map(|s| s.as_str().expect("name").to_string())
-                            .collect()
-                    })
-                    .collect(),
-            }
+    common::jsonl_records("fusion_oracle.jsonl")
+        .into_iter()
+        .map(|v| Record {
+            module: v["module"].as_str().expect("module").to_string(),
+            op_patterns: v["op_patterns"]
+                .as_object()
+                .expect("patterns")
+                .iter()
+                .map(|(k, x)| (k.clone(), x.as_i64().expect("int")))
+                .collect(),
+            groups: v["groups"]
+                .as_array()
+                .expect("groups")
+                .iter()
+                .map(|g| {
+                    g.as_array()
+                        .expect("group")
+                        .iter()
+                        .map(|s| s.as_str().expect("name").to_string())
+                        .collect()
+                })
+                .collect(),
         })
         .collect()
 }

@@ -5,7 +5,7 @@
 //! TVM rejected the module, our pass must fail too. Cases our parser cannot read
 //! are counted and listed.
 
-use std::path::PathBuf;
+mod common;
 
 use relax_ir::structural::StructuralEqual;
 use relax_ir::IRModule;
@@ -19,12 +19,9 @@ struct Record {
 }
 
 fn records() -> Vec<Record> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/static_plan_oracle.jsonl");
-    let text = std::fs::read_to_string(&path).expect("oracle data");
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).expect("JSON");
+    common::jsonl_records("static_plan_oracle.jsonl")
+        .into_iter()
+        .map(|v| {
             let s = |k: &str| v[k].as_str().map(str::to_string);
             Record {
                 test: s("test").expect("test"),

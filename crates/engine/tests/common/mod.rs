@@ -1,6 +1,8 @@
 //! Builders for test modules (IR constructors).
 #![allow(dead_code)]
 
+pub mod text;
+
 use std::sync::Arc;
 
 use relax_ir::relax::{BindingBlock, NDArray, TensorStructInfo};

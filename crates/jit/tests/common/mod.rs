@@ -139,6 +139,59 @@ pub fn gpu_jit() -> Option<Jit> {
     }
 }
 
+/// The capabilities of the runtime `rt` as the JIT reads them.
+pub fn device_caps(rt: &relax_gpu_runtime::GpuRuntime) -> relax_jit::DeviceCaps {
+    relax_jit::DeviceCaps {
+        f16: rt.supports_f16(),
+        f64: rt.supports_f64(),
+        i64: rt.supports_i64(),
+        max_binding_bytes: rt.max_binding_bytes(),
+        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
+    }
+}
+
+/// A JIT on the runtime `rt` with the schedule options `opts`.
+pub fn jit_with(rt: Arc<relax_gpu_runtime::GpuRuntime>, opts: relax_jit::ScheduleOptions) -> Jit {
+    let caps = device_caps(&rt);
+    Jit::with_options(Some(rt), caps, opts)
+}
+
+/// A JIT on the shared adapter with the schedule options `opts`; `None` without an
+/// adapter.
+pub fn gpu_jit_with(opts: relax_jit::ScheduleOptions) -> Option<Jit> {
+    let rt = Arc::new(relax_gpu_runtime::GpuRuntime::shared_default().ok()?);
+    Some(jit_with(rt, opts))
+}
+
+/// The output `f` writes from `inputs` (its last parameter, of `out_shape`, float32)
+/// on the host and then with `gpu`, as `[host, gpu]`.
+pub fn host_and_gpu(gpu: &Jit, f: &PrimFunc, inputs: &[relax_jit::HostTensor], out_shape: &[i64]) -> [Vec<f64>; 2] {
+    [false, true].map(|on_gpu| {
+        let mut ins = inputs.to_vec();
+        let mut out = relax_jit::HostTensor::zeros(DataType::FLOAT32, out_shape).expect("output tensor");
+        let mut args: Vec<relax_jit::Arg> = ins.iter_mut().map(relax_jit::Arg::Tensor).collect();
+        args.push(relax_jit::Arg::Tensor(&mut out));
+        if on_gpu {
+            gpu.run_gpu(f, &mut args).expect("gpu run");
+        } else {
+            Jit::new(None).run_host(f, &mut args).expect("host run");
+        }
+        out.to_f64_vec()
+    })
+}
+
+/// Panic unless `gpu` computes what the host does (1e-4 relative and absolute).
+pub fn assert_gpu_matches_host(
+    gpu: &Jit,
+    f: &PrimFunc,
+    inputs: &[relax_jit::HostTensor],
+    out_shape: &[i64],
+    what: &str,
+) {
+    let [host, on_gpu] = host_and_gpu(gpu, f, inputs, out_shape);
+    assert_close(&on_gpu, &host, 1e-4, 1e-4, what);
+}
+
 /// Deterministic pseudo-random values in [lo, hi).
 pub fn rand_vec(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -158,4 +211,102 @@ pub fn assert_close(got: &[f64], want: &[f64], rel: f64, abs: f64, what: &str) {
         let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= abs + rel * w.abs();
         assert!(ok, "{what}: element {i}: got {g}, want {w}");
     }
+}
+
+/// The median seconds of `reps` runs of `f` on the device-resident float32 tensors
+/// `(buffer, shape)`, after one warm-up run, waiting for each to complete.
+pub fn time_resident(
+    gpu: &Jit,
+    f: &PrimFunc,
+    tensors: &[(&relax_gpu_runtime::DeviceBuffer, &[i64])],
+    reps: usize,
+) -> f64 {
+    let rt = gpu.gpu().expect("a GPU JIT");
+    let args: Vec<relax_jit::GpuArg<'_>> = tensors
+        .iter()
+        .map(|&(buf, shape)| relax_jit::GpuArg::Buffer {
+            buf,
+            dtype: DataType::FLOAT32,
+            shape,
+        })
+        .collect();
+    gpu.run_gpu_resident(f, &args).expect("runs");
+    rt.synchronize().expect("completes");
+    let mut ts: Vec<f64> = (0..reps)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            gpu.run_gpu_resident(f, &args).expect("runs");
+            rt.synchronize().expect("completes");
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    ts.sort_by(f64::total_cmp);
+    ts[reps / 2]
+}
+
+/// `C = A + B` in float32, elementwise over `dims`.
+pub fn add_func(dims: &[i64]) -> PrimFunc {
+    let a = Buffer::new("A", DataType::FLOAT32, shape(dims));
+    let b = Buffer::new("B", DataType::FLOAT32, shape(dims));
+    let c = Buffer::new("C", DataType::FLOAT32, shape(dims));
+    let kinds: String = "S".repeat(dims.len());
+    let body = grid_block("add", &shape(dims), &kinds, |v| {
+        (None, store(&c, v, load(&a, v) + load(&b, v)))
+    });
+    prim_func(&[a, b, c], &[], vec![], body)
+}
+
+/// `C[m, n] = sum(A[m, k] * B[k, n])` in float32.
+pub fn matmul_func(m: i64, k: i64, n: i64) -> PrimFunc {
+    matmul_func_named("matmul", m, k, n)
+}
+
+/// [`matmul_func`] with the block named `block`.
+pub fn matmul_func_named(block: &str, m: i64, k: i64, n: i64) -> PrimFunc {
+    let a = Buffer::new("A", DataType::FLOAT32, shape(&[m, k]));
+    let b = Buffer::new("B", DataType::FLOAT32, shape(&[k, n]));
+    let c = Buffer::new("C", DataType::FLOAT32, shape(&[m, n]));
+    let body = grid_block(block, &shape(&[m, n, k]), "SSR", |v| {
+        let (i, j, r) = (v[0].clone(), v[1].clone(), v[2].clone());
+        let init = store(&c, &[i.clone(), j.clone()], PrimExpr::float_of(0.0, DataType::FLOAT32));
+        let upd = store(
+            &c,
+            &[i.clone(), j.clone()],
+            load(&c, &[i.clone(), j.clone()]) + load(&a, &[i, r.clone()]) * load(&b, &[r, j]),
+        );
+        (Some(init), upd)
+    });
+    prim_func(&[a, b, c], &[], vec![], body)
+}
+
+/// `out[n, co, h, w] = sum(x[n, g*cig + ci, h*s + kh, w*s + kw] * wt[co, ci, kh, kw])`
+/// with `g = co / (co_n / groups)`, `cig = ci_n / groups` (no padding: the input is
+/// taken as already padded, as TVM's legalized conv2d reads its `pad_temp`).
+pub fn conv_func(n: i64, ci: i64, hw: i64, co: i64, k: i64, s: i64, groups: i64) -> PrimFunc {
+    let o = (hw - k) / s + 1;
+    let cig = ci / groups;
+    let cog = co / groups;
+    let x = Buffer::new("X", DataType::FLOAT32, shape(&[n, ci, hw, hw]));
+    let w = Buffer::new("Wt", DataType::FLOAT32, shape(&[co, cig, k, k]));
+    let out = Buffer::new("Out", DataType::FLOAT32, shape(&[n, co, o, o]));
+    let body = grid_block("conv", &shape(&[n, co, o, o, cig, k, k]), "SSSSRRR", |v| {
+        let oi: Vec<PrimExpr> = v[..4].to_vec();
+        let init = store(&out, &oi, PrimExpr::float_of(0.0, DataType::FLOAT32));
+        let sc = i64c(s);
+        let chan = if groups == 1 {
+            v[4].clone()
+        } else {
+            bin(relax_ir::tir::BinOp::FloorDiv, v[1].clone(), i64c(cog)) * i64c(cig) + v[4].clone()
+        };
+        let xi = [
+            v[0].clone(),
+            chan,
+            v[2].clone() * sc.clone() + v[5].clone(),
+            v[3].clone() * sc + v[6].clone(),
+        ];
+        let wi = [v[1].clone(), v[4].clone(), v[5].clone(), v[6].clone()];
+        let upd = store(&out, &oi, load(&out, &oi) + load(&x, &xi) * load(&w, &wi));
+        (Some(init), upd)
+    });
+    prim_func(&[x, w, out], &[], vec![], body)
 }

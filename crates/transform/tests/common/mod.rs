@@ -46,3 +46,15 @@ pub fn assert_close(a: &[f32], b: &[f32]) {
         assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "element {i}: {x} vs {y}");
     }
 }
+
+/// The JSON object on each non-empty line of `tests/data/<file>` (an oracle's records).
+pub fn jsonl_records(file: &str) -> Vec<serde_json::Value> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect()
+}

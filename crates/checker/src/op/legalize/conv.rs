@@ -3,7 +3,7 @@
 //! reduction block over input channels and the kernel window.
 
 use relax_ir::tir::BinOp;
-use relax_ir::{Attrs, PrimExpr};
+use relax_ir::{Attrs, DataType, PrimExpr};
 
 use super::pool::pad_stage;
 use super::te::{add, konst, mul, scale, Reduce, Te};
@@ -94,8 +94,8 @@ fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
         after[sp_ax[k]] = pa[k];
     }
     let pad_value = konst(0.0, x.dtype());
-    let padded =
-        pad_stage(&mut t, &x, &before, &after, pad_value, "i", true).or_skip("the padding is not supported")?;
+    let padded = pad_stage(&mut t, &x, &before, &after, pad_value, ("pad_temp", "i"), true)
+        .or_skip("the padding is not supported")?;
     let in_c = x.shape()[c_ax].clone();
     let out_c = w.shape()[ko_ax].clone();
     let rc_ext = if groups == 1 {
@@ -127,18 +127,12 @@ fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
     } else {
         format!("conv{n}d_{lname}")
     };
-    let cast = |v: PrimExpr| if v.dtype() == odt { v } else { v.cast(odt) };
-    t.reduce_named(
-        Reduce {
-            name: &name,
-            shape: out_shape,
-            spatial_prefix: "",
-            red_axes,
-            init: konst(0.0, odt),
-        },
+    let operands = (&padded, &w);
+    conv_sum(
+        &mut t,
+        zero_sum(&name, out_shape, red_axes, odt),
         &snames,
-        Attrs::new(),
-        add,
+        operands,
         |s, r| {
             let ff = &s[c_ax];
             let (rc, rsp) = if channel_last {
@@ -168,7 +162,7 @@ fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
                 pidx[sp_ax[k]] = add(scale(s[sp_ax[k]].clone(), stride[k]), scale(rsp[k].clone(), dil[k]));
                 widx[ksp_ax[k]] = rsp[k].clone();
             }
-            mul(cast(PrimExpr::load(&padded, pidx)), cast(PrimExpr::load(&w, widx)))
+            (pidx, widx)
         },
     );
     Ok(Legalized::call(Lowered::from_te(
@@ -187,14 +181,33 @@ fn flip_index(k: &PrimExpr, v: PrimExpr) -> PrimExpr {
     }
 }
 
-/// `a + c` with constants folded.
-fn add_c(a: &PrimExpr, c: i64) -> PrimExpr {
-    match a.as_int() {
-        Some(v) => PrimExpr::int(v + c),
-        None if c == 0 => a.clone(),
-        None if c < 0 => PrimExpr::binary(BinOp::Sub, a.clone(), PrimExpr::int(-c)),
-        None => add(a.clone(), PrimExpr::int(c)),
+/// A sum over `red_axes` into a tensor of `shape` and dtype `odt`, from zero.
+fn zero_sum(name: &str, shape: Vec<PrimExpr>, red_axes: Vec<(String, PrimExpr)>, odt: DataType) -> Reduce<'_> {
+    Reduce {
+        name,
+        shape,
+        spatial_prefix: "",
+        red_axes,
+        init: konst(0.0, odt),
     }
+}
+
+/// The convolution stage `r`: the sum of `data[pidx] * weight[widx]` (both cast to
+/// the accumulator's dtype), `index` giving `(pidx, widx)` from the spatial and
+/// reduction indices.
+fn conv_sum(
+    t: &mut Te,
+    r: Reduce<'_>,
+    snames: &[String],
+    (data, weight): (&relax_ir::Buffer, &relax_ir::Buffer),
+    index: impl FnOnce(&[PrimExpr], &[PrimExpr]) -> (Vec<PrimExpr>, Vec<PrimExpr>),
+) -> relax_ir::Buffer {
+    let odt = r.init.dtype();
+    let cast = |v: PrimExpr| if v.dtype() == odt { v } else { v.cast(odt) };
+    t.reduce_named(r, snames, Attrs::new(), add, |s, rr| {
+        let (pidx, widx) = index(s, rr);
+        mul(cast(PrimExpr::load(data, pidx)), cast(PrimExpr::load(weight, widx)))
+    })
 }
 
 /// A "dilation" stage: `src` spread out by `factors` along its last `n`
@@ -303,38 +316,8 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
             return None;
         }
     }
-    let dshape = dilated.shape().to_vec();
-    let pshape: Vec<PrimExpr> = dshape
-        .iter()
-        .enumerate()
-        .map(|(d, e)| add_c(e, before[d] + after[d]))
-        .collect();
-    let db = dilated.clone();
-    let padded = t.compute("data_pad", &pshape, "i", |i| {
-        let mut conds: Vec<PrimExpr> = Vec::new();
-        let idx: Vec<PrimExpr> = i
-            .iter()
-            .enumerate()
-            .map(|(d, v)| {
-                if before[d] != 0 {
-                    conds.push(PrimExpr::binary(BinOp::Le, PrimExpr::int(before[d]), v.clone()));
-                }
-                if after[d] != 0 {
-                    conds.push(PrimExpr::binary(BinOp::Lt, v.clone(), add_c(&dshape[d], before[d])));
-                }
-                add_c(v, -before[d])
-            })
-            .collect();
-        let load = PrimExpr::load(&db, idx);
-        let cond = conds.into_iter().reduce(|a, c| PrimExpr::binary(BinOp::And, a, c));
-        match cond {
-            None => load,
-            Some(c) => {
-                let zero = konst(0.0, load.dtype());
-                PrimExpr::call("if_then_else", load.dtype(), vec![c, load, zero])
-            }
-        }
-    });
+    let zero = konst(0.0, dilated.dtype());
+    let padded = pad_stage(&mut t, &dilated, &before, &after, zero, ("data_pad", "i"), true)?;
     let kern = if dil.iter().any(|&d| d > 1) {
         dilate_stage(&mut t, "kernel_dilate", &w, &dil)
     } else {
@@ -371,18 +354,12 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     for k in 0..n {
         red_axes.push((format!("d{}", sp[k]), PrimExpr::int(keff[k])));
     }
-    let cast = |v: PrimExpr| if v.dtype() == odt { v } else { v.cast(odt) };
-    t.reduce_named(
-        Reduce {
-            name: "compute",
-            shape: out_shape,
-            spatial_prefix: "",
-            red_axes,
-            init: konst(0.0, odt),
-        },
+    let operands = (&padded, &kt);
+    conv_sum(
+        &mut t,
+        zero_sum("compute", out_shape, red_axes, odt),
         &snames,
-        Attrs::new(),
-        add,
+        operands,
         |s, r| {
             let c = &s[1];
             let (chan, kc) = if groups == 1 {
@@ -400,7 +377,7 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
                 pidx.push(add(s[2 + k].clone(), r[1 + k].clone()));
                 kidx.push(r[1 + k].clone());
             }
-            mul(cast(PrimExpr::load(&padded, pidx)), cast(PrimExpr::load(&kt, kidx)))
+            (pidx, kidx)
         },
     );
     Some(Lowered::from_te(&format!("conv{n}d_transpose"), t, 1, ctx.out.clone()))

@@ -18,16 +18,16 @@ fn add_const(a: PrimExpr, b: i64) -> PrimExpr {
     }
 }
 
-/// The padded copy of `x` (`pad_temp`): `pad_value` outside
-/// `[before, before + extent)` on the padded dimensions. `None` when no
-/// dimension is padded.
+/// The padded copy of `x` (the stage `name`, iteration variables named from
+/// `prefix`): `pad_value` outside `[before, before + extent)` on the padded
+/// dimensions. `None` when no dimension is padded, unless `always`.
 pub(crate) fn pad_stage(
     t: &mut Te,
     x: &Buffer,
     before: &[i64],
     after: &[i64],
     pad_value: PrimExpr,
-    prefix: &str,
+    (name, prefix): (&str, &str),
     always: bool,
 ) -> Option<Buffer> {
     let shape = x.shape().to_vec();
@@ -40,7 +40,7 @@ pub(crate) fn pad_stage(
         .map(|(d, e)| add_const(e.clone(), before[d] + after[d]))
         .collect();
     let xb = x.clone();
-    Some(t.compute("pad_temp", &pshape, prefix, |i| {
+    Some(t.compute(name, &pshape, prefix, |i| {
         let mut conds: Vec<PrimExpr> = Vec::new();
         let idx: Vec<PrimExpr> = i
             .iter()
@@ -169,7 +169,7 @@ fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
         after[p.sp[k]] = p.pad[k][1] + if p.ceil_mode { p.stride[k] - 1 } else { 0 };
     }
     let pad_value = if is_max { min_value(dt) } else { konst(0.0, dt) };
-    let src = pad_stage(&mut t, &x, &before, &after, pad_value, "ax", false).unwrap_or_else(|| x.clone());
+    let src = pad_stage(&mut t, &x, &before, &after, pad_value, ("pad_temp", "ax"), false).unwrap_or_else(|| x.clone());
     let window = |s: &[PrimExpr], r: &[PrimExpr]| -> Vec<PrimExpr> {
         let mut idx = s.to_vec();
         for (k, rk) in r.iter().enumerate() {

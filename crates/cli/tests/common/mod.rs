@@ -1,0 +1,49 @@
+//! Helpers shared by the tests (the fuzz tests' corpus, `.npy` bytes).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// The TVM corpus: `RELAX_CORPUS_DIR`, else the shared corpus next to the repository
+/// when it is there.
+pub fn corpus_dir() -> Option<PathBuf> {
+    if let Ok(d) = std::env::var("RELAX_CORPUS_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/tvm");
+    p.exists().then_some(p)
+}
+
+/// The `input` programs of every `step`-th record (at most `take`) of each corpus
+/// file in `files`; `None` when the corpus is absent.
+pub fn corpus_inputs(files: &[&str], step: usize, take: usize) -> Option<Vec<String>> {
+    let dir = corpus_dir()?;
+    let mut out = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+            continue;
+        };
+        for line in text.lines().step_by(step).take(take) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                if let Some(s) = v.get("input").and_then(|i| i.as_str()) {
+                    out.push(s.to_string());
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// A version 1.0 `.npy` file: the magic, the header dictionary `header` padded to a
+/// multiple of 64 bytes, then `data`.
+pub fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = header.to_string();
+    while !(10 + h.len() + 1).is_multiple_of(64) {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend((h.len() as u16).to_le_bytes());
+    b.extend(h.as_bytes());
+    b.extend(data);
+    b
+}

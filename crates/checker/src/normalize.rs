@@ -165,8 +165,9 @@ struct Normalizer<'m> {
     cur_fn: String,
     bindings: Vec<BindingInfo>,
     /// The StructInfo of the expressions `visit_expr` and `visit_scope` returned,
-    /// by node identity, until their callers read it.
-    derived: HashMap<usize, StructInfo>,
+    /// by node identity, until their callers read it (a few entries at most: each
+    /// is read right after the rewrite, or after an `If`'s other branch).
+    derived: Vec<(usize, StructInfo)>,
     /// One entry per `If` being rewritten: the number of diagnostics once its
     /// condition was rewritten (where the condition's warning goes).
     cond_marks: Vec<Option<usize>>,
@@ -202,7 +203,7 @@ impl<'m> Normalizer<'m> {
             next_name: 0,
             cur_fn: String::new(),
             bindings: Vec::new(),
-            derived: HashMap::new(),
+            derived: Vec::new(),
             cond_marks: Vec::new(),
         }
     }
@@ -452,13 +453,14 @@ impl<'m> Normalizer<'m> {
 
     /// Keep `s` as the StructInfo of `e`, just returned by a `visit_*` method.
     fn record(&mut self, e: &Expr, s: StructInfo) {
-        self.derived.insert(node_key(e), s);
+        self.derived.push((node_key(e), s));
     }
 
     /// The StructInfo kept for `e` (read once), else the StructInfo of a leaf.
     fn take_derived(&mut self, e: &Expr) -> StructInfo {
-        match self.derived.remove(&node_key(e)) {
-            Some(s) => s,
+        let key = node_key(e);
+        match self.derived.iter().rposition(|(k, _)| *k == key) {
+            Some(i) => self.derived.remove(i).1,
             None => self.ctx.leaf_struct_info(e),
         }
     }
@@ -474,14 +476,17 @@ impl<'m> Normalizer<'m> {
                 let s = self.take_derived(&new);
                 (new, s)
             }
+            ExprKind::Call(call) if call.sinfo_args.is_empty() && !is_call_tir(call) => {
+                // Nothing to remap or retuple: the rewritten call stays.
+                let s = self.ctx.derive_call(call, span);
+                (new, s)
+            }
             ExprKind::Call(call) => {
                 let sinfo_args: Vec<StructInfo> = call.sinfo_args.iter().map(|s| self.remap_sinfo(s)).collect();
                 let mut args = call.args.clone();
-                if let ExprKind::Op(name) = call.op.kind() {
-                    if CALL_TIR_OPS.contains(&name.as_str()) && args.len() == 2 {
-                        if let Some(t) = self.call_tir_tuple(&args[1]) {
-                            args[1] = t;
-                        }
+                if is_call_tir(call) {
+                    if let Some(t) = self.call_tir_tuple(&args[1]) {
+                        args[1] = t;
                     }
                 }
                 let new_call = Call {
@@ -550,6 +555,11 @@ impl<'m> Normalizer<'m> {
             .collect();
         Some(Expr::with_span(ExprKind::Tuple(items), arg.span()))
     }
+}
+
+/// Whether `call` is a `call_tir`-family call with its two arguments.
+fn is_call_tir(call: &Call) -> bool {
+    call.args.len() == 2 && call.op.as_op().is_some_and(|n| CALL_TIR_OPS.contains(&n))
 }
 
 /// The identity of an expression node (the key of the kept StructInfo).

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use relax_ir::BaseFunc;
-use relax_jit::wgsl::{Access, BufRef};
+use relax_jit::{Access, BufRef};
 use relax_jit::{DeviceCaps, Jit, ScheduleOptions};
 
 use crate::common::{parse_source, read_source, report, EXIT_OK, EXIT_REJECTED};

@@ -7,7 +7,7 @@ use relax_checker::normalize::normalize_module;
 use relax_checker::op::legalize::legalize_module;
 use relax_ir::text::{parse, print_program};
 use relax_ir::BaseFunc;
-use relax_jit::jit::emit_program;
+use relax_jit::emit_program;
 use relax_jit::{DeviceCaps, ScheduleOptions};
 
 /// Parse `src`; the parse diagnostic's message and `line:column` on failure.

@@ -22,7 +22,7 @@ use relax_checker::op::legalize::legalize_module;
 use relax_ir::structural::StructuralEqual;
 use relax_ir::text::{parse, print_program};
 use relax_ir::BaseFunc;
-use relax_jit::jit::emit_program;
+use relax_jit::emit_program;
 use relax_jit::{DeviceCaps, ScheduleOptions};
 
 struct Rng(u64);

@@ -542,7 +542,7 @@ fn user_binding_name(bindings: &[Binding], i: usize) -> &str {
 fn written_params(f: &relax_ir::PrimFunc) -> Option<Vec<bool>> {
     let mut stored = HashSet::new();
     let mut opaque = false;
-    relax_jit::expr::visit_stmts(&f.body, &mut |s| match s {
+    relax_ir::visit::for_each_stmt(&f.body, &mut |s| match s {
         relax_ir::Stmt::BufferStore { buffer, .. } => {
             stored.insert(buffer.0.data.id());
         }

@@ -5,9 +5,7 @@
 use std::sync::Arc;
 
 use relax_ir::PrimFunc;
-use relax_jit::host::{Arg, BorrowedArg, HostKernel};
-use relax_jit::lower::lower_named;
-use relax_jit::HostTensor;
+use relax_jit::{Arg, BorrowedArg, HostKernel, HostTensor};
 
 use crate::error::BackendError;
 use crate::kernel::{BufferData, CompiledKernel, KernelArg, KernelExecutor};
@@ -21,8 +19,7 @@ struct JitHostKernel(HostKernel);
 
 impl KernelExecutor for JitHostExecutor {
     fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn CompiledKernel>, BackendError> {
-        let lowered = lower_named(func, name).map_err(BackendError::from)?;
-        let kernel = HostKernel::compile(Arc::new(lowered)).map_err(BackendError::from)?;
+        let kernel = HostKernel::for_prim_func(func, name).map_err(BackendError::from)?;
         Ok(Arc::new(JitHostKernel(kernel)))
     }
 }

@@ -19,7 +19,7 @@ use std::time::Instant;
 use relax_gpu_runtime::GpuRuntime;
 use relax_ir::relax::StructInfo;
 use relax_ir::{BaseFunc, DataType, GlobalVar, PrimFunc, Target, VDevice};
-use relax_jit::host::Arg;
+use relax_jit::Arg;
 use relax_jit::{GpuArg, Jit};
 
 use crate::device::{is_gpu_kind, DeviceChoice, DeviceMemory};

@@ -70,25 +70,25 @@ class Module:
 /// Our JIT cost for one PrimFunc: (total, lower, schedule, naga alone) and the number of
 /// WGSL kernels it produces.
 fn jit_cost(f: &PrimFunc, reps: usize) -> Option<([Duration; 4], usize)> {
-    let lowered = relax_jit::lower::lower(f).ok()?;
-    let kernels = relax_jit::schedule::schedule(&lowered, &ScheduleOptions::default()).ok()?;
+    let lowered = relax_jit::internals::lower(f).ok()?;
+    let kernels = relax_jit::internals::schedule(&lowered, &ScheduleOptions::default()).ok()?;
     let sources: Vec<String> = kernels
         .iter()
-        .map(|k| relax_jit::wgsl::emit_kernel(&lowered, k, &DeviceCaps::ALL).map(|s| s.wgsl))
+        .map(|k| relax_jit::internals::emit_kernel(&lowered, k, &DeviceCaps::ALL).map(|s| s.wgsl))
         .collect::<Result<_, _>>()
         .ok()?;
     let total = time(reps, || {
-        std::hint::black_box(relax_jit::jit::emit_program(f, &DeviceCaps::ALL, &ScheduleOptions::default()).unwrap());
+        std::hint::black_box(relax_jit::emit_program(f, &DeviceCaps::ALL, &ScheduleOptions::default()).unwrap());
     });
     let t_lower = time(reps, || {
-        std::hint::black_box(relax_jit::lower::lower(f).unwrap());
+        std::hint::black_box(relax_jit::internals::lower(f).unwrap());
     });
     let t_sched = time(reps, || {
-        std::hint::black_box(relax_jit::schedule::schedule(&lowered, &ScheduleOptions::default()).unwrap());
+        std::hint::black_box(relax_jit::internals::schedule(&lowered, &ScheduleOptions::default()).unwrap());
     });
     let t_naga = time(reps, || {
         for s in &sources {
-            relax_jit::wgsl::validate(s, &DeviceCaps::ALL).unwrap();
+            relax_jit::internals::validate(s, &DeviceCaps::ALL).unwrap();
         }
     });
     Some(([total, t_lower, t_sched, t_naga], sources.len()))
@@ -123,7 +123,7 @@ fn corpus_jit_cost() {
         let module = parsed.into_module();
         for (gv, func) in &module.functions {
             let relax_ir::BaseFunc::Prim(f) = func else { continue };
-            if !seen.insert(relax_jit::jit::kernel_hash(f)) {
+            if !seen.insert(relax_jit::internals::kernel_hash(f)) {
                 continue;
             }
             let id = case["id"].as_str().unwrap_or("?");

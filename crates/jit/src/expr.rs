@@ -52,14 +52,6 @@ pub fn loads_buffer(e: &PrimExpr, buf: &Buffer) -> bool {
     found
 }
 
-/// Substitute variables in every expression of a statement.
-pub fn subst_stmt(s: &Stmt, map: &VarMap) -> Stmt {
-    if map.is_empty() {
-        return s.clone();
-    }
-    map_stmt(s, &mut |e| subst(e, map))
-}
-
 /// Free variables of a statement: variables used but not bound inside it (loop,
 /// let, thread and block iteration variables are bound), in first-use order.
 pub fn free_vars_stmt(s: &Stmt) -> Vec<TirVar> {

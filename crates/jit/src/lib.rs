@@ -20,29 +20,43 @@
 //! [`Arg`]s in parameter order, outputs written in place (destination passing).
 //! Errors are [`JitError`]s, never panics.
 
-pub mod error;
-pub mod expr;
-pub mod fused_reduction;
-pub mod gemm_schedule;
-pub mod gpu;
-pub mod host;
+mod error;
+mod expr;
+mod fused_reduction;
+mod gemm_schedule;
+mod gpu;
+mod host;
 mod host_vec;
-pub mod jit;
-pub mod lower;
-pub mod math;
+mod jit;
+mod lower;
+mod math;
 pub mod memory;
 mod oob;
-pub mod profile;
+mod profile;
 mod resident;
-pub mod schedule;
-pub mod tensor;
-pub mod wgsl;
+mod schedule;
+mod tensor;
+mod wgsl;
 
 pub use error::{JitError, Result};
 pub use gpu::{GpuArg, GpuProgram};
-pub use host::Arg;
-pub use jit::{Jit, JitCounters, ProgramSource};
+pub use host::{Arg, BorrowedArg, HostKernel};
+pub use jit::{emit_program, Jit, JitCounters, ProgramSource};
 pub use profile::KernelProfile;
 pub use schedule::ScheduleOptions;
 pub use tensor::HostTensor;
-pub use wgsl::{DeviceCaps, KernelSource};
+pub use wgsl::{Access, BufRef, DeviceCaps, KernelSource};
+
+/// The stages behind [`Jit`] (lowering, scheduling, WGSL emission, the host
+/// interpreter's integer evaluation), for this crate's tests and benchmarks. Not a
+/// stable interface.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::host::{eval_int, native_counters};
+    pub use crate::jit::kernel_hash;
+    pub use crate::lower::{lower, lower_named, LoweredFunc, ParamSlot};
+    pub use crate::math::erf;
+    pub use crate::schedule::schedule;
+    pub use crate::tensor::Element;
+    pub use crate::wgsl::{emit_kernel, validate, HELPERS};
+}

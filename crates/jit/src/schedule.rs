@@ -106,7 +106,7 @@ impl ScheduleOptions {
     /// The default options tuned for `adapter`: on a software adapter (lavapipe),
     /// whose worker threads each run whole workgroups, the number of workers is
     /// known (`LP_NUM_THREADS` when set, else one per CPU, at most
-    /// [`MAX_SOFTWARE_WORKERS`]) and workgroups are shaped for it.
+    /// `MAX_SOFTWARE_WORKERS`) and workgroups are shaped for it.
     pub fn for_adapter(adapter: &relax_gpu_runtime::AdapterSummary) -> ScheduleOptions {
         let mut o = ScheduleOptions::default();
         if adapter.is_software() {

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use relax_ir::tir::TirVar;
 use relax_ir::{BaseFunc, DataType, PrimFunc, Stmt};
-use relax_jit::host::eval_int;
-use relax_jit::lower::{lower, ParamSlot};
+use relax_jit::internals::eval_int;
+use relax_jit::internals::{lower, ParamSlot};
 use relax_jit::{Arg, HostTensor, Jit};
 
 fn corpus_dir() -> Option<PathBuf> {
@@ -156,8 +156,8 @@ fn interpreted_matches(
     native: &[Option<HostTensor>],
 ) -> Result<usize, String> {
     let lowered = std::sync::Arc::new(lower(f).map_err(|e| e.to_string())?);
-    let nk = relax_jit::host::HostKernel::compile_with(lowered.clone(), true).map_err(|e| e.to_string())?;
-    let ik = relax_jit::host::HostKernel::compile_with(lowered, false).map_err(|e| e.to_string())?;
+    let nk = relax_jit::HostKernel::compile_with(lowered.clone(), true).map_err(|e| e.to_string())?;
+    let ik = relax_jit::HostKernel::compile_with(lowered, false).map_err(|e| e.to_string())?;
     let mut t = inputs.to_vec();
     let mut args: Vec<Arg> = Vec::new();
     for (p, t) in ik.lowered().params.iter().zip(t.iter_mut()) {
@@ -236,7 +236,7 @@ fn corpus_legalize_prim_funcs() {
         };
         for (gv, func) in &module.functions {
             let BaseFunc::Prim(f) = func else { continue };
-            if !seen.insert(relax_jit::jit::kernel_hash(f)) {
+            if !seen.insert(relax_jit::internals::kernel_hash(f)) {
                 continue;
             }
             total += 1;

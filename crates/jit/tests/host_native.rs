@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use relax_ir::{BaseFunc, DataType, PrimFunc};
-use relax_jit::host::{native_counters, BorrowedArg, HostKernel};
-use relax_jit::lower::lower;
+use relax_jit::internals::lower;
+use relax_jit::internals::native_counters;
 use relax_jit::{Arg, HostTensor};
+use relax_jit::{BorrowedArg, HostKernel};
 
 const SRC: &str = r#"
 @I.ir_module
@@ -269,7 +270,7 @@ fn same_error(name: &str, inputs: &[In]) -> String {
     a
 }
 
-fn t<T: relax_jit::tensor::Element>(v: &[T]) -> In {
+fn t<T: relax_jit::internals::Element>(v: &[T]) -> In {
     In::T(HostTensor::from_slice(&[v.len() as i64], v).expect("tensor"))
 }
 

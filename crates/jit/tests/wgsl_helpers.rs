@@ -2,7 +2,8 @@
 //! parses and validates them, with the declarations they rely on) and each defines
 //! the function it is named after.
 
-use relax_jit::wgsl::{validate, DeviceCaps, HELPERS};
+use relax_jit::internals::{validate, HELPERS};
+use relax_jit::DeviceCaps;
 
 #[test]
 fn every_wgsl_helper_is_valid_and_defines_its_function() {

@@ -411,6 +411,11 @@ struct GemmPlan {
 }
 
 impl HostKernel {
+    /// Compile PrimFunc `f`, named `name` in its module (errors name it).
+    pub fn for_prim_func(f: &relax_ir::PrimFunc, name: &str) -> Result<HostKernel> {
+        HostKernel::compile(Arc::new(crate::lower::lower_named(f, name)?))
+    }
+
     /// Compile a lowered function: stages to native code where the code generator
     /// supports them (unless `RELAX_HOST_JIT=0`), the rest to interpreter closures.
     pub fn compile(lowered: Arc<LoweredFunc>) -> Result<HostKernel> {

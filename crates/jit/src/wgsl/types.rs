@@ -18,7 +18,7 @@ pub struct DeviceCaps {
     /// `SHADER_INT64`.
     pub i64: bool,
     /// `max_storage_buffer_binding_size`: a tensor of known size above it is bound
-    /// as several chunks (see [`BindingInfo::chunk`]).
+    /// as several chunks (see `BindingInfo::chunk`).
     pub max_binding_bytes: u64,
     /// `min_storage_buffer_offset_alignment` (chunks start at multiples of it).
     pub binding_align: u64,

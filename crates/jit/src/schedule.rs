@@ -67,6 +67,10 @@ pub struct GpuKernel {
 pub struct ScheduleOptions {
     /// Threads per workgroup for elementwise kernels.
     pub elementwise_threads: u32,
+    /// Outputs per thread of an elementwise (loop-free) kernel over enough
+    /// elements: `n` consecutive elements along the innermost loop, sharing the
+    /// outer indices, with a guard for the tail. 1: one per thread.
+    pub elementwise_per_thread: u32,
     /// Threads per workgroup of the cross-thread reduction.
     pub reduce_threads: u32,
     /// Register tile of the matmul schedule (rows, cols per thread).
@@ -100,6 +104,7 @@ impl Default for ScheduleOptions {
     fn default() -> Self {
         ScheduleOptions {
             elementwise_threads: 64,
+            elementwise_per_thread: 4,
             reduce_threads: 128,
             matmul_tile: (8, 8),
             matmul_threads: (8, 8),
@@ -229,7 +234,7 @@ fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<Gp
             }
         }
     }
-    Ok(spatial_kernel(&st.body, name, opts.elementwise_threads))
+    Ok(spatial_kernel(&st.body, name, opts))
 }
 
 fn const_prod(es: &[(TirVar, PrimExpr)]) -> Option<i64> {
@@ -247,8 +252,14 @@ fn cross_thread_worthwhile(r: &Reduction) -> bool {
     }
 }
 
-/// Generic kernel: fuse the outer parallel loops into one thread index.
-fn spatial_kernel(body: &Stmt, name: String, threads: u32) -> GpuKernel {
+/// Generic kernel: fuse the outer parallel loops into one thread index. A
+/// loop-free (elementwise) body over enough elements gives each thread `n`
+/// consecutive elements along the innermost loop (see
+/// [`ScheduleOptions::elementwise_per_thread`]), the outer indices computed once for
+/// all of them, with a guard for the tail when the innermost extent is not a
+/// multiple of `n`.
+fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) -> GpuKernel {
+    let threads = opts.elementwise_threads.max(1);
     // Peel Let / Assert wrappers.
     let mut wrappers = Vec::new();
     let mut cur = body.clone();
@@ -280,31 +291,35 @@ fn spatial_kernel(body: &Stmt, name: String, threads: u32) -> GpuKernel {
     let (mut kbody, grid, wg) = if loops.is_empty() {
         (cur, Grid::Linear(i32c(1)), [1, 1, 1])
     } else {
-        let total = loops.iter().fold(PrimExpr::int(1), |a, (_, e)| {
-            mul(a, expr::cast(e.clone(), DataType::INT64))
-        });
-        let total = expr::simplify(&total);
-        let gid = TirVar::new("gid", DataType::INT32);
+        let per = elements_per_thread(&cur, &loops, threads, opts);
         let mut inner = cur;
-        // Decompose gid into loop variables (innermost fastest).
-        let mut rem = gid.to_expr();
-        let mut lets = Vec::new();
-        for (i, (v, e)) in loops.iter().enumerate().rev() {
-            let e32 = to_i32(e);
-            let val = if i == 0 {
-                rem.clone()
+        if per > 1 {
+            // The innermost loop runs `per` elements a thread: variable q * per + e.
+            let last = loops.len() - 1;
+            let (iv, n) = loops[last].clone();
+            let q = TirVar::new("q", DataType::INT32);
+            let e = TirVar::new("e", DataType::INT32);
+            let at = add(mul(q.to_expr(), i32c(per)), e.to_expr());
+            let exact = n.as_int().is_some_and(|c| c % per == 0);
+            let body = if exact {
+                inner
             } else {
-                bin(BinOp::Mod, rem.clone(), e32.clone())
+                if_(bin(BinOp::Lt, at.clone(), to_i32(&n)), inner)
             };
-            lets.push((v.clone(), expr::cast(val, v.dtype())));
-            if i > 0 {
-                rem = bin(BinOp::Div, rem, e32);
-            }
+            inner = unrolled(&e, per, let_(&iv, expr::cast(at, iv.dtype()), body));
+            let blocks = expr::simplify(&bin(
+                BinOp::FloorDiv,
+                add(expr::cast(n, DataType::INT64), PrimExpr::int(per - 1)),
+                PrimExpr::int(per),
+            ));
+            loops[last] = (q, blocks);
         }
-        for (v, val) in lets.into_iter() {
-            inner = let_(&v, val, inner);
-        }
-        let guarded = if_(bin(BinOp::Lt, gid.to_expr(), to_i32(&total)), inner);
+        let total = total_of(&loops);
+        let gid = TirVar::new("gid", DataType::INT32);
+        let guarded = if_(
+            bin(BinOp::Lt, gid.to_expr(), to_i32(&total)),
+            decompose(gid.to_expr(), &loops, inner),
+        );
         let b = let_(
             &gid,
             add(mul(bx.to_expr(), i32c(threads as i64)), tx.to_expr()),
@@ -326,6 +341,39 @@ fn spatial_kernel(body: &Stmt, name: String, threads: u32) -> GpuKernel {
         workgroup_size: wg,
         grid,
         builtins,
+    }
+}
+
+/// Elements per thread of a spatial kernel with `body` inside `loops`:
+/// [`ScheduleOptions::elementwise_per_thread`] for a loop-free body whose innermost
+/// extent is a multiple of it or at least twice it (or not known), when the
+/// workgroups left still keep the adapter's workers busy (at least two rounds of
+/// `parallel_groups`, or 16 workgroups when unknown); else 1.
+fn elements_per_thread(body: &Stmt, loops: &[(TirVar, PrimExpr)], threads: u32, opts: &ScheduleOptions) -> i64 {
+    let per = opts.elementwise_per_thread.clamp(1, 16) as i64;
+    if per == 1 {
+        return 1;
+    }
+    let mut has_loops = false;
+    expr::visit_stmts(body, &mut |s| {
+        has_loops |= matches!(s, Stmt::For { .. } | Stmt::While { .. })
+    });
+    if has_loops {
+        return 1;
+    }
+    if let Some(n) = loops.last().and_then(|(_, e)| e.as_int()) {
+        if n % per != 0 && n < 2 * per {
+            return 1;
+        }
+    }
+    let min_groups = 2 * i64::from(if opts.parallel_groups > 0 {
+        opts.parallel_groups
+    } else {
+        8
+    });
+    match total_of(loops).as_int() {
+        Some(n) if n < threads as i64 * per * min_groups => 1,
+        _ => per,
     }
 }
 

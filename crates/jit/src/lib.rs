@@ -32,6 +32,7 @@ pub mod lower;
 pub mod math;
 pub mod memory;
 mod oob;
+pub mod pool_schedule;
 pub mod profile;
 mod resident;
 pub mod schedule;

@@ -8,6 +8,8 @@
 //! * Reductions: one thread per output with a register accumulator, or, when few
 //!   outputs reduce many elements, one workgroup per output with a tree reduction
 //!   in workgroup memory.
+//! * Pooling-shaped reductions (global average pooling, small windows): see
+//!   [`crate::pool_schedule`].
 //! * Matmul-like reductions: register blocking, each thread computing a
 //!   `TM x TN` tile of outputs with the operands of one `k` step held in registers.
 
@@ -98,6 +100,10 @@ pub struct ScheduleOptions {
     /// `subgroupMin` / `subgroupMul` and across subgroups through workgroup memory,
     /// instead of a tree of workgroup-memory steps with a barrier each.
     pub subgroups: bool,
+    /// The smallest subgroup size the adapter reports (0 when unknown): with
+    /// subgroups, pooling-shaped reductions give each output that many lanes (at
+    /// most 16), combined by shuffles (see `crate::pool_schedule`).
+    pub subgroup_min_size: u32,
 }
 
 impl Default for ScheduleOptions {
@@ -113,6 +119,7 @@ impl Default for ScheduleOptions {
             vec4_reduction: false,
             parallel_groups: 0,
             subgroups: false,
+            subgroup_min_size: 0,
         }
     }
 }
@@ -130,6 +137,7 @@ impl ScheduleOptions {
     pub fn for_adapter(adapter: &relax_gpu_runtime::AdapterSummary) -> ScheduleOptions {
         let mut o = ScheduleOptions {
             subgroups: adapter.subgroups,
+            subgroup_min_size: adapter.subgroup_sizes.0,
             ..ScheduleOptions::default()
         };
         if adapter.is_software() {
@@ -217,6 +225,9 @@ fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<Gp
     if !opts.naive {
         if let Some(r) = &st.reduction {
             if let Some(k) = crate::gemm_schedule::gemm_kernel(r, None, &name, opts) {
+                return Ok(k);
+            }
+            if let Some(k) = crate::pool_schedule::pool_kernel(r, &name, opts) {
                 return Ok(k);
             }
             if cross_thread_worthwhile(r) {

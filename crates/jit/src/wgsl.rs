@@ -710,6 +710,23 @@ impl Em<'_> {
                     w,
                 )
             }
+            K::Call { op, args, .. } if op == SUBGROUP_SHUFFLE_XOR => {
+                let [v, m] = args.as_slice() else {
+                    return Err(JitError::InvalidIr(format!(
+                        "{op} takes 2 arguments, {} given",
+                        args.len()
+                    )));
+                };
+                let Some(mask) = m.as_int().filter(|m| (0..=u32::MAX as i64).contains(m)) else {
+                    return Err(self.unsupported(format!("{op} with a mask that is not a constant")));
+                };
+                let (vs, vw) = self.expr(v)?;
+                if !matches!(vw, W::F32 | W::I32 | W::U32) {
+                    return Err(self.unsupported(format!("{op} of {}", vw.name())));
+                }
+                self.uses_subgroups = true;
+                (format!("subgroupShuffleXor({vs}, {mask}u)"), vw)
+            }
             K::Call { op, args, .. } if SUBGROUP_OPS.iter().any(|(_, n, _)| n == op) => {
                 let Some((_, _, wgsl_fn)) = SUBGROUP_OPS.iter().find(|(_, n, _)| n == op) else {
                     return Err(self.unsupported(format!("intrinsic {op}")));

@@ -172,6 +172,11 @@ pub const SUBGROUP_OPS: &[(BinOp, &str, &str)] = &[
     (BinOp::Min, "relax.subgroup_min", "subgroupMin"),
 ];
 
+/// `call(SUBGROUP_SHUFFLE_XOR, dtype, [value, mask])` (`mask` a constant): `value`
+/// of the lane whose subgroup invocation id is the caller's xor `mask`
+/// (`subgroupShuffleXor`).
+pub const SUBGROUP_SHUFFLE_XOR: &str = "relax.subgroup_shuffle_xor";
+
 /// Scalar types of uniform fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UniformTy {

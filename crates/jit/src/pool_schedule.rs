@@ -32,6 +32,10 @@ const THREADS: i64 = 64;
 /// each; fewer, larger workgroups cost a software adapter less to launch).
 const PLANE_THREADS: i64 = 256;
 
+/// The fewest elements (outputs x reduction) a plane reduction needs for the
+/// subgroup schedule.
+const MIN_PLANE_ELEMENTS: i64 = 1 << 16;
+
 /// A pooling schedule for `r` when it has one of the shapes above.
 pub fn pool_kernel(r: &Reduction, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {
     if r.matmul.is_some() || !matches!(r.op, BinOp::Add | BinOp::Max | BinOp::Min) || r.spatial.is_empty() {
@@ -39,13 +43,15 @@ pub fn pool_kernel(r: &Reduction, name: &str, opts: &ScheduleOptions) -> Option<
     }
     let k = const_total(&r.reduce)?;
     let s = const_total(&r.spatial)?;
-    if (16..=512).contains(&k) && contiguous_reads(r) && s >= 2 * THREADS {
+    if (16..=512).contains(&k) && contiguous_reads(r) {
         let sg = opts.subgroup_min_size.min(16) as i64;
-        if opts.subgroups && sg >= 4 && (sg as u32).is_power_of_two() {
+        // Plane reductions over fewer elements in all (544 x 49 in ShuffleNet) ran
+        // slower this way on lavapipe than with one thread per output; without
+        // subgroups, a tree in workgroup memory measured no faster either: the
+        // generic schedule stays.
+        if opts.subgroups && sg >= 4 && (sg as u32).is_power_of_two() && s.saturating_mul(k) >= MIN_PLANE_ELEMENTS {
             return plane_subgroup_kernel(r, name, sg);
         }
-        // Without subgroups, a tree in workgroup memory measured no faster than one
-        // thread per output on lavapipe: the generic schedule stays.
         return None;
     }
     if (2..=64).contains(&k) {

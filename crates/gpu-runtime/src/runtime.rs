@@ -70,6 +70,11 @@ pub struct AdapterSummary {
     pub device_type: wgpu::DeviceType,
     /// Driver name and version as reported by the backend.
     pub driver: String,
+    /// Whether the adapter offers subgroup operations (`wgpu::Features::SUBGROUP`,
+    /// which the runtime then enables).
+    pub subgroups: bool,
+    /// (min, max) subgroup size the adapter reports (0 when unknown).
+    pub subgroup_sizes: (u32, u32),
 }
 
 impl AdapterSummary {
@@ -310,7 +315,8 @@ fn type_rank(t: wgpu::DeviceType) -> u32 {
     }
 }
 
-fn summary(index: usize, info: &wgpu::AdapterInfo) -> AdapterSummary {
+fn summary(index: usize, adapter: &wgpu::Adapter) -> AdapterSummary {
+    let info = adapter.get_info();
     let driver = if info.driver_info.is_empty() {
         info.driver.clone()
     } else {
@@ -322,6 +328,8 @@ fn summary(index: usize, info: &wgpu::AdapterInfo) -> AdapterSummary {
         backend: info.backend,
         device_type: info.device_type,
         driver,
+        subgroups: adapter.features().contains(wgpu::Features::SUBGROUP),
+        subgroup_sizes: (info.subgroup_min_size, info.subgroup_max_size),
     }
 }
 
@@ -359,7 +367,7 @@ impl GpuRuntime {
         ranked_adapters(&instance, backends)
             .iter()
             .enumerate()
-            .map(|(i, a)| summary(i, &a.get_info()))
+            .map(|(i, a)| summary(i, a))
             .collect()
     }
 
@@ -395,7 +403,7 @@ impl GpuRuntime {
             let listing = || {
                 all.iter()
                     .enumerate()
-                    .map(|(i, a)| summary(i, &a.get_info()).to_string())
+                    .map(|(i, a)| summary(i, a).to_string())
                     .collect::<Vec<_>>()
             };
             if all.is_empty() {
@@ -432,7 +440,7 @@ impl GpuRuntime {
             }
         };
         let ainfo = adapter.get_info();
-        let info = summary(index, &ainfo);
+        let info = summary(index, &adapter);
         let features = adapter.features() & WANTED_FEATURES;
         let mut limits = adapter.limits();
         if let Some(cap) = options.max_binding_bytes {

@@ -871,7 +871,7 @@ fn numel_multiple_of_4(b: &Buffer) -> bool {
 }
 
 /// `e` as `sum(c[t] * vars[t]) + k` with constant coefficients, when it is one.
-fn affine(e: &PrimExpr, vars: &[TirVar]) -> Option<(Vec<i64>, i64)> {
+pub(crate) fn affine(e: &PrimExpr, vars: &[TirVar]) -> Option<(Vec<i64>, i64)> {
     use relax_ir::tir::PrimExprKind as K;
     let n = vars.len();
     match e.kind() {

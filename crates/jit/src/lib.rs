@@ -32,6 +32,7 @@ mod lower;
 mod math;
 pub mod memory;
 mod oob;
+mod pool_schedule;
 mod profile;
 mod resident;
 mod schedule;
@@ -43,9 +44,9 @@ pub use gpu::{GpuArg, GpuProgram};
 pub use host::{Arg, BorrowedArg, HostKernel};
 pub use jit::{emit_program, Jit, JitCounters, ProgramSource};
 pub use profile::KernelProfile;
-pub use schedule::ScheduleOptions;
+pub use schedule::{Grid, ScheduleOptions};
 pub use tensor::HostTensor;
-pub use wgsl::{Access, BufRef, DeviceCaps, KernelSource};
+pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformField};
 
 /// The stages behind [`Jit`] (lowering, scheduling, WGSL emission, the host
 /// interpreter's integer evaluation), for this crate's tests and benchmarks. Not a
@@ -56,6 +57,7 @@ pub mod internals {
     pub use crate::jit::kernel_hash;
     pub use crate::lower::{lower, lower_named, LoweredFunc, ParamSlot};
     pub use crate::math::erf;
+    pub use crate::pool_schedule::pool_kernel;
     pub use crate::schedule::schedule;
     pub use crate::tensor::Element;
     pub use crate::wgsl::{emit_kernel, validate, HELPERS};

@@ -8,6 +8,8 @@
 //! * Reductions: one thread per output with a register accumulator, or, when few
 //!   outputs reduce many elements, one workgroup per output with a tree reduction
 //!   in workgroup memory.
+//! * Pooling-shaped reductions (global average pooling, small windows): see
+//!   [`crate::pool_schedule`].
 //! * Matmul-like reductions: register blocking, each thread computing a
 //!   `TM x TN` tile of outputs with the operands of one `k` step held in registers.
 
@@ -27,6 +29,14 @@ pub enum Builtin {
     Group(u8),
     /// The linear workgroup index over a split grid.
     GroupLinear,
+    /// `subgroup_invocation_id`: the lane within its subgroup.
+    SubgroupInvocation,
+    /// `subgroup_size`: lanes per subgroup.
+    SubgroupSize,
+    /// `subgroup_id`: the subgroup's index within its workgroup.
+    SubgroupId,
+    /// `num_subgroups`: subgroups per workgroup.
+    NumSubgroups,
 }
 
 /// The number of workgroups to launch, as expressions of the function's
@@ -59,6 +69,10 @@ pub struct GpuKernel {
 pub struct ScheduleOptions {
     /// Threads per workgroup for elementwise kernels.
     pub elementwise_threads: u32,
+    /// Outputs per thread of an elementwise (loop-free) kernel over enough
+    /// elements: `n` consecutive elements along the innermost loop, sharing the
+    /// outer indices, with a guard for the tail. 1: one per thread.
+    pub elementwise_per_thread: u32,
     /// Threads per workgroup of the cross-thread reduction.
     pub reduce_threads: u32,
     /// Register tile of the matmul schedule (rows, cols per thread).
@@ -81,12 +95,22 @@ pub struct ScheduleOptions {
     /// implicit-GEMM workgroups are shaped so that their rounds over those workers
     /// waste least (small convolutions then get more, smaller workgroups).
     pub parallel_groups: u32,
+    /// The device has subgroup operations (wgpu's `SUBGROUP` feature): cross-thread
+    /// reductions combine within each subgroup with `subgroupAdd` / `subgroupMax` /
+    /// `subgroupMin` / `subgroupMul` and across subgroups through workgroup memory,
+    /// instead of a tree of workgroup-memory steps with a barrier each.
+    pub subgroups: bool,
+    /// The smallest subgroup size the adapter reports (0 when unknown): with
+    /// subgroups, pooling-shaped reductions give each output that many lanes (at
+    /// most 16), combined by shuffles (see `crate::pool_schedule`).
+    pub subgroup_min_size: u32,
 }
 
 impl Default for ScheduleOptions {
     fn default() -> Self {
         ScheduleOptions {
             elementwise_threads: 64,
+            elementwise_per_thread: 4,
             reduce_threads: 128,
             matmul_tile: (8, 8),
             matmul_threads: (8, 8),
@@ -94,6 +118,8 @@ impl Default for ScheduleOptions {
             implicit_gemm: true,
             vec4_reduction: false,
             parallel_groups: 0,
+            subgroups: false,
+            subgroup_min_size: 0,
         }
     }
 }
@@ -107,8 +133,13 @@ impl ScheduleOptions {
     /// whose worker threads each run whole workgroups, the number of workers is
     /// known (`LP_NUM_THREADS` when set, else one per CPU, at most
     /// `MAX_SOFTWARE_WORKERS`) and workgroups are shaped for it.
+    /// Subgroup reductions are used when the adapter offers subgroups.
     pub fn for_adapter(adapter: &relax_gpu_runtime::AdapterSummary) -> ScheduleOptions {
-        let mut o = ScheduleOptions::default();
+        let mut o = ScheduleOptions {
+            subgroups: adapter.subgroups,
+            subgroup_min_size: adapter.subgroup_sizes.0,
+            ..ScheduleOptions::default()
+        };
         if adapter.is_software() {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
             let set = std::env::var("LP_NUM_THREADS")
@@ -196,7 +227,15 @@ fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<Gp
             if let Some(k) = crate::gemm_schedule::gemm_kernel(r, None, &name, opts) {
                 return Ok(k);
             }
+            if let Some(k) = crate::pool_schedule::pool_kernel(r, &name, opts) {
+                return Ok(k);
+            }
             if cross_thread_worthwhile(r) {
+                if opts.subgroups {
+                    if let Some(k) = subgroup_kernel(r, &name, opts) {
+                        return Ok(k);
+                    }
+                }
                 return Ok(cross_thread_kernel(r, name, opts));
             }
         }
@@ -206,7 +245,7 @@ fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<Gp
             }
         }
     }
-    Ok(spatial_kernel(&st.body, name, opts.elementwise_threads))
+    Ok(spatial_kernel(&st.body, name, opts))
 }
 
 fn const_prod(es: &[(TirVar, PrimExpr)]) -> Option<i64> {
@@ -224,8 +263,14 @@ fn cross_thread_worthwhile(r: &Reduction) -> bool {
     }
 }
 
-/// Generic kernel: fuse the outer parallel loops into one thread index.
-fn spatial_kernel(body: &Stmt, name: String, threads: u32) -> GpuKernel {
+/// Generic kernel: fuse the outer parallel loops into one thread index. A
+/// loop-free (elementwise) body over enough elements gives each thread `n`
+/// consecutive elements along the innermost loop (see
+/// [`ScheduleOptions::elementwise_per_thread`]), the outer indices computed once for
+/// all of them, with a guard for the tail when the innermost extent is not a
+/// multiple of `n`.
+fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) -> GpuKernel {
+    let threads = opts.elementwise_threads.max(1);
     // Peel Let / Assert wrappers.
     let mut wrappers = Vec::new();
     let mut cur = body.clone();
@@ -257,31 +302,35 @@ fn spatial_kernel(body: &Stmt, name: String, threads: u32) -> GpuKernel {
     let (mut kbody, grid, wg) = if loops.is_empty() {
         (cur, Grid::Linear(i32c(1)), [1, 1, 1])
     } else {
-        let total = loops.iter().fold(PrimExpr::int(1), |a, (_, e)| {
-            mul(a, expr::cast(e.clone(), DataType::INT64))
-        });
-        let total = expr::simplify(&total);
-        let gid = TirVar::new("gid", DataType::INT32);
+        let per = elements_per_thread(&cur, &loops, threads, opts);
         let mut inner = cur;
-        // Decompose gid into loop variables (innermost fastest).
-        let mut rem = gid.to_expr();
-        let mut lets = Vec::new();
-        for (i, (v, e)) in loops.iter().enumerate().rev() {
-            let e32 = to_i32(e);
-            let val = if i == 0 {
-                rem.clone()
+        if per > 1 {
+            // The innermost loop runs `per` elements a thread: variable q * per + e.
+            let last = loops.len() - 1;
+            let (iv, n) = loops[last].clone();
+            let q = TirVar::new("q", DataType::INT32);
+            let e = TirVar::new("e", DataType::INT32);
+            let at = add(mul(q.to_expr(), i32c(per)), e.to_expr());
+            let exact = n.as_int().is_some_and(|c| c % per == 0);
+            let body = if exact {
+                inner
             } else {
-                bin(BinOp::Mod, rem.clone(), e32.clone())
+                if_(bin(BinOp::Lt, at.clone(), to_i32(&n)), inner)
             };
-            lets.push((v.clone(), expr::cast(val, v.dtype())));
-            if i > 0 {
-                rem = bin(BinOp::Div, rem, e32);
-            }
+            inner = unrolled(&e, per, let_(&iv, expr::cast(at, iv.dtype()), body));
+            let blocks = expr::simplify(&bin(
+                BinOp::FloorDiv,
+                add(expr::cast(n, DataType::INT64), PrimExpr::int(per - 1)),
+                PrimExpr::int(per),
+            ));
+            loops[last] = (q, blocks);
         }
-        for (v, val) in lets.into_iter() {
-            inner = let_(&v, val, inner);
-        }
-        let guarded = if_(bin(BinOp::Lt, gid.to_expr(), to_i32(&total)), inner);
+        let total = total_of(&loops);
+        let gid = TirVar::new("gid", DataType::INT32);
+        let guarded = if_(
+            bin(BinOp::Lt, gid.to_expr(), to_i32(&total)),
+            decompose(gid.to_expr(), &loops, inner),
+        );
         let b = let_(
             &gid,
             add(mul(bx.to_expr(), i32c(threads as i64)), tx.to_expr()),
@@ -303,6 +352,39 @@ fn spatial_kernel(body: &Stmt, name: String, threads: u32) -> GpuKernel {
         workgroup_size: wg,
         grid,
         builtins,
+    }
+}
+
+/// Elements per thread of a spatial kernel with `body` inside `loops`:
+/// [`ScheduleOptions::elementwise_per_thread`] for a loop-free body whose innermost
+/// extent is a multiple of it or at least twice it (or not known), when the
+/// workgroups left still keep the adapter's workers busy (at least two rounds of
+/// `parallel_groups`, or 16 workgroups when unknown); else 1.
+fn elements_per_thread(body: &Stmt, loops: &[(TirVar, PrimExpr)], threads: u32, opts: &ScheduleOptions) -> i64 {
+    let per = opts.elementwise_per_thread.clamp(1, 16) as i64;
+    if per == 1 {
+        return 1;
+    }
+    let mut has_loops = false;
+    expr::visit_stmts(body, &mut |s| {
+        has_loops |= matches!(s, Stmt::For { .. } | Stmt::While { .. })
+    });
+    if has_loops {
+        return 1;
+    }
+    if let Some(n) = loops.last().and_then(|(_, e)| e.as_int()) {
+        if n % per != 0 && n < 2 * per {
+            return 1;
+        }
+    }
+    let min_groups = 2 * i64::from(if opts.parallel_groups > 0 {
+        opts.parallel_groups
+    } else {
+        8
+    });
+    match total_of(loops).as_int() {
+        Some(n) if n < threads as i64 * per * min_groups => 1,
+        _ => per,
     }
 }
 
@@ -465,6 +547,165 @@ fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> G
     }
 }
 
+/// The identity of `op` over `dt` (the value of a lane with nothing to combine),
+/// for the types and combiners subgroup operations support.
+fn reduce_identity(op: BinOp, dt: DataType) -> Option<PrimExpr> {
+    if dt.lanes != 1 {
+        return None;
+    }
+    let f32_ = dt == DataType::FLOAT32;
+    let i32_ = dt == DataType::INT32;
+    let u32_ = dt == DataType::UINT32;
+    if !(f32_ || i32_ || u32_) {
+        return None;
+    }
+    let int = |v: i64| Some(PrimExpr::int_of(v, dt));
+    match op {
+        BinOp::Add if f32_ => Some(PrimExpr::float_of(0.0, dt)),
+        BinOp::Mul if f32_ => Some(PrimExpr::float_of(1.0, dt)),
+        BinOp::Max if f32_ => Some(PrimExpr::float_of(f64::NEG_INFINITY, dt)),
+        BinOp::Min if f32_ => Some(PrimExpr::float_of(f64::INFINITY, dt)),
+        BinOp::Add => int(0),
+        BinOp::Mul => int(1),
+        BinOp::Max if i32_ => int(i32::MIN as i64),
+        BinOp::Max => int(0),
+        BinOp::Min if i32_ => int(i32::MAX as i64),
+        BinOp::Min => int(u32::MAX as i64),
+        _ => None,
+    }
+}
+
+/// `subgroupOp(v)` over the active lanes of the calling subgroup (see
+/// [`crate::wgsl::SUBGROUP_OPS`]).
+fn subgroup_reduce(op: BinOp, v: PrimExpr) -> Option<PrimExpr> {
+    let name = crate::wgsl::SUBGROUP_OPS.iter().find(|(o, _, _)| *o == op)?.1;
+    let dt = v.dtype();
+    Some(PrimExpr::call(name, dt, vec![v]))
+}
+
+/// One workgroup per output, combined with subgroup operations: each thread folds a
+/// strided slice of the reduction into a register, each subgroup combines its
+/// lanes (`subgroupAdd` etc.), lane 0 of each subgroup writes the subgroup's value
+/// to workgroup memory, and after one barrier every subgroup combines those values
+/// again (lanes striding over them), thread 0 storing the result. Lanes with
+/// nothing to combine hold the combiner's identity. `None` when the combiner or
+/// type has no subgroup operation.
+fn subgroup_kernel(r: &Reduction, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {
+    let dt = r.out.dtype();
+    let identity = reduce_identity(r.op, dt)?;
+    if r.rhs.dtype() != dt {
+        return None;
+    }
+    let nt = opts.reduce_threads as i64;
+    let bx = TirVar::new("bx", DataType::INT32);
+    let tx = TirVar::new("tx", DataType::INT32);
+    let lane = TirVar::new("sg_lane", DataType::INT32);
+    let width = TirVar::new("sg_width", DataType::INT32);
+    let sgid = TirVar::new("sg_index", DataType::INT32);
+    let nsg = TirVar::new("sg_count", DataType::INT32);
+    let red = Buffer::with_scope("red", dt, vec![PrimExpr::int(nt)], "shared");
+    let acc = Buffer::with_scope("acc", dt, vec![PrimExpr::int(1)], "local");
+    let z = PrimExpr::int(0);
+    let ld = |b: &Buffer, i: PrimExpr| PrimExpr::load(b, vec![i]);
+    let rtotal = total_of(&r.reduce);
+    let it = TirVar::new("it", DataType::INT32);
+    let rl = TirVar::new("rl", DataType::INT32);
+    let fold = |v: PrimExpr| store(&acc, z.clone(), PrimExpr::binary(r.op, ld(&acc, z.clone()), v));
+    // for it in 0..ceil((R - tx) / nt): rl = tx + it*nt
+    let trips = bin(
+        BinOp::Div,
+        add(bin(BinOp::Sub, to_i32(&rtotal), tx.to_expr()), i32c(nt - 1)),
+        i32c(nt),
+    );
+    let strided = for_loop(
+        &it,
+        trips,
+        ForKind::Serial,
+        let_(
+            &rl,
+            add(tx.to_expr(), mul(it.to_expr(), i32c(nt))),
+            decompose(rl.to_expr(), &r.reduce, fold(r.rhs.clone())),
+        ),
+    );
+    let sync = Stmt::Evaluate(PrimExpr::intrinsic_call(
+        relax_ir::tir::Intrinsic::TvmStorageSync,
+        DataType::INT32,
+        vec![],
+    ));
+    let part = TirVar::new("sg_part", dt);
+    let total = TirVar::new("sg_total", dt);
+    let j = TirVar::new("j", DataType::INT32);
+    // Stage 2: lanes stride over the subgroups' values (ceil((nsg - lane) / width)
+    // of them each), then the subgroup combines them.
+    let trips2 = bin(
+        BinOp::Div,
+        add(
+            bin(BinOp::Sub, nsg.to_expr(), lane.to_expr()),
+            bin(BinOp::Sub, width.to_expr(), i32c(1)),
+        ),
+        width.to_expr(),
+    );
+    let gather = for_loop(
+        &j,
+        trips2,
+        ForKind::Serial,
+        fold(ld(&red, add(lane.to_expr(), mul(j.to_expr(), width.to_expr())))),
+    );
+    let fin = PrimExpr::binary(r.op, r.init.clone(), total.to_expr());
+    let seq = Stmt::Seq(vec![
+        store(&acc, z.clone(), identity.clone()),
+        strided,
+        let_(
+            &part,
+            subgroup_reduce(r.op, ld(&acc, z.clone()))?,
+            Stmt::Seq(vec![
+                if_(
+                    bin(BinOp::Eq, lane.to_expr(), i32c(0)),
+                    store(&red, sgid.to_expr(), part.to_expr()),
+                ),
+                sync,
+                store(&acc, z.clone(), identity),
+                gather,
+                let_(
+                    &total,
+                    subgroup_reduce(r.op, ld(&acc, z.clone()))?,
+                    if_(
+                        bin(BinOp::Eq, tx.to_expr(), i32c(0)),
+                        store(&r.out, r.out_index.clone(), fin),
+                    ),
+                ),
+            ]),
+        ),
+    ]);
+    let body = Stmt::Alloc {
+        buffer: red,
+        body: Box::new(Stmt::Alloc {
+            buffer: acc,
+            body: Box::new(seq),
+        }),
+    };
+    let stotal = total_of(&r.spatial);
+    // Workgroups beyond the output count return early (uniformly per workgroup).
+    let body = if_(
+        bin(BinOp::Lt, bx.to_expr(), to_i32(&stotal)),
+        decompose(bx.to_expr(), &r.spatial, body),
+    );
+    Some(GpuKernel {
+        name: name.to_string(),
+        body,
+        workgroup_size: [nt as u32, 1, 1],
+        grid: Grid::Linear(stotal),
+        builtins: vec![
+            (bx, Builtin::GroupLinear),
+            (tx, Builtin::Local(0)),
+            (lane, Builtin::SubgroupInvocation),
+            (width, Builtin::SubgroupSize),
+            (sgid, Builtin::SubgroupId),
+            (nsg, Builtin::NumSubgroups),
+        ],
+    })
+}
+
 /// A kernel for a function that binds its own threads: thread-binding loops and
 /// `launch_thread` become reads of the builtins (with guards where a loop's extent
 /// is smaller than the launched size).
@@ -526,7 +767,7 @@ fn bound_kernel(lf: &LoweredFunc, body: &Stmt, n: usize) -> Result<GpuKernel> {
                 wg[d as usize] = c as u32;
             }
             Builtin::Group(d) => grid[d as usize] = ext.clone(),
-            Builtin::GroupLinear => {}
+            _ => {}
         }
         builtins.push((v.clone(), b));
         tag_vars.push((tag.clone(), v, ext.clone()));

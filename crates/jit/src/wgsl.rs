@@ -92,6 +92,8 @@ struct Em<'a> {
     workgroup_decls: Vec<String>,
     helpers: BTreeSet<&'static str>,
     uses_f16: bool,
+    /// The kernel reads subgroup builtins or calls subgroup operations.
+    uses_subgroups: bool,
     lf: &'a LoweredFunc,
     /// Bounds-check sites (see `bounds`).
     oob_sites: Vec<String>,
@@ -117,6 +119,7 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         workgroup_decls: Vec::new(),
         helpers: BTreeSet::new(),
         uses_f16: false,
+        uses_subgroups: false,
         lf,
         oob_sites: Vec::new(),
         lazy: 0,
@@ -254,7 +257,15 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
             Builtin::Local(d) => format!("i32(lid.{})", xyz(*d)),
             Builtin::Group(d) => format!("i32(wid.{})", xyz(*d)),
             Builtin::GroupLinear => "i32(wid.x + wid.y * nwg.x)".to_string(),
+            Builtin::SubgroupInvocation => "i32(sg_inv)".to_string(),
+            Builtin::SubgroupSize => "i32(sg_size)".to_string(),
+            Builtin::SubgroupId => "i32(sg_id)".to_string(),
+            Builtin::NumSubgroups => "i32(sg_num)".to_string(),
         };
+        em.uses_subgroups |= matches!(
+            b,
+            Builtin::SubgroupInvocation | Builtin::SubgroupSize | Builtin::SubgroupId | Builtin::NumSubgroups
+        );
         let _ = writeln!(em.out, "    let {name}: i32 = {init};");
         em.declared.insert(name.clone());
         em.vars.insert(v.id(), (name, W::I32));
@@ -306,6 +317,8 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         });
     }
     let mut src = String::new();
+    // Subgroup operations need no `enable subgroups;`: naga does not parse that
+    // directive yet and takes them under the SUBGROUP capability (see `validate`).
     if em.uses_f16 {
         src.push_str("enable f16;\n\n");
     }
@@ -362,9 +375,14 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         src.push('\n');
     }
     let [x, y, z] = k.workgroup_size;
+    let sg_params = if em.uses_subgroups {
+        ", @builtin(subgroup_invocation_id) sg_inv: u32, @builtin(subgroup_size) sg_size: u32, @builtin(subgroup_id) sg_id: u32, @builtin(num_subgroups) sg_num: u32"
+    } else {
+        ""
+    };
     let _ = writeln!(
         src,
-        "@compute @workgroup_size({x}, {y}, {z})\nfn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{"
+        "@compute @workgroup_size({x}, {y}, {z})\nfn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>{sg_params}) {{"
     );
     src.push_str(&em.out);
     src.push_str("}\n");
@@ -399,6 +417,10 @@ pub fn validate(src: &str, caps: &DeviceCaps) -> Result<()> {
     }
     if caps.i64 {
         c |= naga::valid::Capabilities::SHADER_INT64;
+    }
+    // Kernels use subgroups only when the schedule was told the device has them.
+    if src.contains("@builtin(subgroup_") {
+        c |= naga::valid::Capabilities::SUBGROUP;
     }
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), c)
         .validate(&module)
@@ -687,6 +709,40 @@ impl Em<'_> {
                     ),
                     w,
                 )
+            }
+            K::Call { op, args, .. } if op == SUBGROUP_SHUFFLE_XOR => {
+                let [v, m] = args.as_slice() else {
+                    return Err(JitError::InvalidIr(format!(
+                        "{op} takes 2 arguments, {} given",
+                        args.len()
+                    )));
+                };
+                let Some(mask) = m.as_int().filter(|m| (0..=u32::MAX as i64).contains(m)) else {
+                    return Err(self.unsupported(format!("{op} with a mask that is not a constant")));
+                };
+                let (vs, vw) = self.expr(v)?;
+                if !matches!(vw, W::F32 | W::I32 | W::U32) {
+                    return Err(self.unsupported(format!("{op} of {}", vw.name())));
+                }
+                self.uses_subgroups = true;
+                (format!("subgroupShuffleXor({vs}, {mask}u)"), vw)
+            }
+            K::Call { op, args, .. } if SUBGROUP_OPS.iter().any(|(_, n, _)| n == op) => {
+                let Some((_, _, wgsl_fn)) = SUBGROUP_OPS.iter().find(|(_, n, _)| n == op) else {
+                    return Err(self.unsupported(format!("intrinsic {op}")));
+                };
+                let [v] = args.as_slice() else {
+                    return Err(JitError::InvalidIr(format!(
+                        "{op} takes 1 argument, {} given",
+                        args.len()
+                    )));
+                };
+                let (vs, vw) = self.expr(v)?;
+                if !matches!(vw, W::F32 | W::I32 | W::U32) {
+                    return Err(self.unsupported(format!("{op} of {}", vw.name())));
+                }
+                self.uses_subgroups = true;
+                (format!("{wgsl_fn}({vs})"), vw)
             }
             K::Call { op, dtype, args } => match relax_ir::tir::Intrinsic::from_name(op) {
                 Some(op) => self.call(op, *dtype, args)?,

@@ -1,0 +1,163 @@
+//! Elementwise kernels with several consecutive elements per thread (along the
+//! innermost loop, with a guard when its extent is not a multiple) against the
+//! host, and against the same kernels with one element per thread.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use relax_ir::{DataType, PrimFunc};
+use relax_jit::Grid;
+use relax_jit::{Arg, HostTensor, Jit, ScheduleOptions};
+
+const F32: DataType = DataType::FLOAT32;
+
+/// The PrimFuncs `LegalizeOps` generates for `body` over `params` (returning `y`).
+fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
+    let src = format!(
+        "@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n        {body}\n        return y\n"
+    );
+    let module = relax_ir::text::parse(&src).expect("module parses").into_module();
+    let normalized = relax_checker::normalize::normalize_module(&module).module;
+    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("legalizes");
+    legalized
+        .functions
+        .values()
+        .filter_map(|f| match f {
+            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Options with `per` elements a thread whatever the adapter's worker count.
+fn options(per: u32) -> ScheduleOptions {
+    ScheduleOptions {
+        elementwise_per_thread: per,
+        parallel_groups: 1,
+        ..ScheduleOptions::default()
+    }
+}
+
+fn jit(per: u32) -> Option<Jit> {
+    let rt = match relax_gpu_runtime::GpuRuntime::shared_default() {
+        Ok(rt) => Arc::new(rt),
+        Err(e) => {
+            eprintln!("no GPU adapter ({e}); GPU comparisons skipped");
+            return None;
+        }
+    };
+    let caps = relax_jit::DeviceCaps {
+        f16: rt.supports_f16(),
+        f64: rt.supports_f64(),
+        i64: rt.supports_i64(),
+        max_binding_bytes: rt.max_binding_bytes(),
+        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
+    };
+    Some(Jit::with_options(Some(rt), caps, options(per)))
+}
+
+/// The constant workgroup count of the single kernel of `f`.
+fn workgroups(f: &PrimFunc, per: u32) -> i64 {
+    let src = relax_jit::emit_program(f, &relax_jit::DeviceCaps::ALL, &options(per)).expect("emits");
+    assert_eq!(src.kernels.len(), 1);
+    match &src.kernels[0].grid {
+        Grid::Linear(e) => e.as_int().expect("constant grid"),
+        Grid::Dims(_) => panic!("linear grid expected"),
+    }
+}
+
+/// (Relax parameters, body, input shapes, output shape, dtype of the output,
+/// whether several elements a thread apply).
+type Case = (&'static str, &'static str, Vec<Vec<i64>>, Vec<i64>, DataType, bool);
+
+fn cases() -> Vec<Case> {
+    vec![
+        // Innermost 101: a tail of one element in each row.
+        (
+            r#"x: R.Tensor((3, 37, 101), "float32"), b: R.Tensor((37, 1), "float32")"#,
+            "y = R.add(x, b)",
+            vec![vec![3, 37, 101], vec![37, 1]],
+            vec![3, 37, 101],
+            F32,
+            true,
+        ),
+        // Transposed reads, innermost 67.
+        (
+            r#"x: R.Tensor((67, 129), "float32")"#,
+            "y = R.permute_dims(x, axes=[1, 0])",
+            vec![vec![67, 129]],
+            vec![129, 67],
+            F32,
+            true,
+        ),
+        // Innermost 24: no tail.
+        (
+            r#"x: R.Tensor((2, 50, 9, 24), "float32")"#,
+            "y = R.concat((x, x), axis=1)",
+            vec![vec![2, 50, 9, 24]],
+            vec![2, 100, 9, 24],
+            F32,
+            true,
+        ),
+        // A cast to int32 (saturating), innermost 333.
+        (
+            r#"x: R.Tensor((41, 333), "float32")"#,
+            r#"y = R.astype(x, "int32")"#,
+            vec![vec![41, 333]],
+            vec![41, 333],
+            DataType::INT32,
+            true,
+        ),
+        // Innermost 6 (< 8 and not a multiple of 4): one element a thread.
+        (
+            r#"x: R.Tensor((2001, 6), "float32")"#,
+            "y = R.nn.relu(x)",
+            vec![vec![2001, 6]],
+            vec![2001, 6],
+            F32,
+            false,
+        ),
+    ]
+}
+
+#[test]
+fn several_elements_per_thread_match_the_host() {
+    let gpus: Vec<Jit> = [4, 1].into_iter().filter_map(jit).collect();
+    for (n, (params, body, ins, out_shape, out_dt, applies)) in cases().into_iter().enumerate() {
+        let fs = legalized(params, body);
+        assert_eq!(fs.len(), 1, "{body}");
+        let f = &fs[0];
+        let (w4, w1) = (workgroups(f, 4), workgroups(f, 1));
+        if applies {
+            assert!(w4 * 3 <= w1, "{body}: {w4} workgroups with 4 a thread, {w1} with 1");
+        } else {
+            assert_eq!(w4, w1, "{body}");
+        }
+        let inputs: Vec<HostTensor> = ins
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let numel = s.iter().product::<i64>() as usize;
+                let v = rand_vec(numel, 5 + (n * 3 + i) as u64, -50.0, 50.0);
+                HostTensor::from_f64s(F32, s, &v).expect("tensor")
+            })
+            .collect();
+        let run = |gpu: Option<&Jit>| {
+            let mut ins = inputs.clone();
+            let mut o = HostTensor::zeros(out_dt, &out_shape).expect("out");
+            let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
+            args.push(Arg::Tensor(&mut o));
+            match gpu {
+                Some(g) => g.run_gpu(f, &mut args).expect("gpu run"),
+                None => Jit::new(None).run_host(f, &mut args).expect("host run"),
+            }
+            o.to_f64_vec()
+        };
+        let host = run(None);
+        for g in &gpus {
+            assert_close(&run(Some(g)), &host, 0.0, 0.0, body);
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Pooling schedules chosen from the TIR pattern: window reductions (max / average
+//! pooling) with several outputs per thread, and plane reductions (global average
+//! pooling, `mean` over `H x W`) with a subgroup's lanes per output. Legalized
+//! operators and hand-written PrimFuncs of the same shape, on the GPU against the
+//! host, with subgroups on and off.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use relax_ir::tir::{BinOp, Buffer, PrimExpr};
+use relax_ir::{DataType, PrimFunc};
+use relax_jit::{Arg, HostTensor, Jit, ScheduleOptions};
+
+const F32: DataType = DataType::FLOAT32;
+
+/// The PrimFuncs `LegalizeOps` generates for `body` over `params` (returning `y`).
+fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
+    let src = format!(
+        "@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n        {body}\n        return y\n"
+    );
+    let module = relax_ir::text::parse(&src).expect("module parses").into_module();
+    let normalized = relax_checker::normalize::normalize_module(&module).module;
+    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("legalizes");
+    legalized
+        .functions
+        .values()
+        .filter_map(|f| match f {
+            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Options of a lavapipe-like adapter (subgroups of 8 when `subgroups`), with
+/// workgroups not limited by a worker count.
+fn options(subgroups: bool) -> ScheduleOptions {
+    ScheduleOptions {
+        subgroups,
+        subgroup_min_size: if subgroups { 8 } else { 0 },
+        parallel_groups: 1,
+        ..ScheduleOptions::default()
+    }
+}
+
+fn jit(subgroups: bool) -> Option<Jit> {
+    let rt = match relax_gpu_runtime::GpuRuntime::shared_default() {
+        Ok(rt) => Arc::new(rt),
+        Err(e) => {
+            eprintln!("no GPU adapter ({e}); GPU comparisons skipped");
+            return None;
+        }
+    };
+    if subgroups && !rt.supports_subgroups() {
+        eprintln!("the adapter has no subgroups; subgroup pooling not tested");
+        return None;
+    }
+    let caps = relax_jit::DeviceCaps {
+        f16: rt.supports_f16(),
+        f64: rt.supports_f64(),
+        i64: rt.supports_i64(),
+        max_binding_bytes: rt.max_binding_bytes(),
+        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
+    };
+    let mut opts = options(subgroups);
+    if subgroups {
+        opts.subgroup_min_size = rt.subgroup_sizes().0;
+    }
+    Some(Jit::with_options(Some(rt), caps, opts))
+}
+
+/// Which stages of `f` get a pooling schedule under `opts`.
+fn pooled_stages(f: &PrimFunc, opts: &ScheduleOptions) -> Vec<bool> {
+    let lowered = relax_jit::internals::lower(f).expect("lowers");
+    lowered
+        .stages
+        .iter()
+        .map(|st| {
+            st.reduction
+                .as_ref()
+                .is_some_and(|r| relax_jit::internals::pool_kernel(r, "k", opts).is_some())
+        })
+        .collect()
+}
+
+/// Host and GPU results of `f` on pseudo-random inputs of `ins`, output `out`.
+fn compare(f: &PrimFunc, ins: &[Vec<i64>], out: &[i64], gpu: &Jit, what: &str) {
+    let inputs: Vec<HostTensor> = ins
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let numel = s.iter().product::<i64>() as usize;
+            HostTensor::from_f64s(F32, s, &rand_vec(numel, 77 + i as u64, -2.0, 2.0)).expect("tensor")
+        })
+        .collect();
+    let run = |g: Option<&Jit>| {
+        let mut ins = inputs.clone();
+        let mut o = HostTensor::zeros(F32, out).expect("out");
+        let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
+        args.push(Arg::Tensor(&mut o));
+        match g {
+            Some(g) => g.run_gpu(f, &mut args).expect("gpu run"),
+            None => Jit::new(None).run_host(f, &mut args).expect("host run"),
+        }
+        o.to_f64_vec()
+    };
+    assert_close(&run(Some(gpu)), &run(None), 1e-5, 1e-5, what);
+}
+
+/// (Relax parameters, body, input shape, output shape, the stages a pooling
+/// schedule takes with subgroups, and without).
+type Case = (&'static str, &'static str, Vec<i64>, Vec<i64>, Vec<bool>, Vec<bool>);
+
+fn cases() -> Vec<Case> {
+    vec![
+        // 3x3 stride 2 without padding; 18 output columns (a tail of 2 past 16).
+        (
+            r#"x: R.Tensor((1, 24, 37, 37), "float32")"#,
+            "y = R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[0, 0, 0, 0])",
+            vec![1, 24, 37, 37],
+            vec![1, 24, 18, 18],
+            vec![true],
+            vec![true],
+        ),
+        // With padding (the window reads a padded copy or guards).
+        (
+            r#"x: R.Tensor((2, 16, 29, 29), "float32")"#,
+            "y = R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])",
+            vec![2, 16, 29, 29],
+            vec![2, 16, 15, 15],
+            vec![false, true],
+            vec![false, true],
+        ),
+        // Average pooling without the padding in the count: a sum, then a division.
+        (
+            r#"x: R.Tensor((1, 16, 30, 30), "float32")"#,
+            "y = R.nn.avg_pool2d(x, pool_size=[3, 3], strides=[1, 1], padding=[1, 1, 1, 1], count_include_pad=False)",
+            vec![1, 16, 30, 30],
+            vec![1, 16, 30, 30],
+            vec![false, true, false],
+            vec![false, true, false],
+        ),
+        // Global average pooling over 7 x 7 and a mean over 13 x 13 (the output
+        // count not a multiple of a workgroup's 32 outputs).
+        (
+            r#"x: R.Tensor((1, 1400, 7, 7), "float32")"#,
+            "y = R.nn.adaptive_avg_pool2d(x, output_size=[1, 1])",
+            vec![1, 1400, 7, 7],
+            vec![1, 1400, 1, 1],
+            vec![true, false],
+            vec![false, false],
+        ),
+        (
+            r#"x: R.Tensor((2, 401, 13, 13), "float32")"#,
+            "y = R.mean(x, axis=[2, 3], keepdims=True)",
+            vec![2, 401, 13, 13],
+            vec![2, 401, 1, 1],
+            vec![true, false],
+            vec![false, false],
+        ),
+    ]
+}
+
+#[test]
+fn legalized_poolings_take_pool_schedules_and_match_the_host() {
+    let gpus: Vec<(bool, Jit)> = [true, false]
+        .into_iter()
+        .filter_map(|sg| jit(sg).map(|j| (sg, j)))
+        .collect();
+    for (params, body, ins, out, with_sg, without_sg) in cases() {
+        let fs = legalized(params, body);
+        assert_eq!(fs.len(), 1, "{body}");
+        let f = &fs[0];
+        let (a, b) = (pooled_stages(f, &options(true)), pooled_stages(f, &options(false)));
+        let expect_a: Vec<bool> = with_sg
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(false))
+            .take(a.len())
+            .collect();
+        let expect_b: Vec<bool> = without_sg
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(false))
+            .take(b.len())
+            .collect();
+        assert_eq!(a, expect_a, "{body}: pooled stages with subgroups");
+        assert_eq!(b, expect_b, "{body}: pooled stages without subgroups");
+        for (sg, g) in &gpus {
+            compare(
+                f,
+                std::slice::from_ref(&ins),
+                &out,
+                g,
+                &format!("{body} (subgroups {sg})"),
+            );
+        }
+    }
+}
+
+/// `out[n, c] = sum(x[n, c, h, w])` over `h, w` written by hand (a 2-D output,
+/// no keepdims): the plane pattern is recognised from the TIR, not from its origin.
+fn hand_gap(n: i64, c: i64, hw: i64) -> PrimFunc {
+    let x = Buffer::new("X", F32, shape(&[n, c, hw, hw]));
+    let out = Buffer::new("S", F32, shape(&[n, c]));
+    let body = grid_block("gap", &shape(&[n, c, hw, hw]), "SSRR", |v| {
+        let oi = [v[0].clone(), v[1].clone()];
+        let init = store(&out, &oi, PrimExpr::float_of(0.0, F32));
+        let upd = store(&out, &oi, load(&out, &oi) + load(&x, v));
+        (Some(init), upd)
+    });
+    prim_func(&[x, out], &[], vec![], body)
+}
+
+/// `out[c, i, j] = max(x[c, 2i + a, 2j + b])` over a 2 x 2 window, by hand.
+fn hand_max_pool(c: i64, hw: i64) -> PrimFunc {
+    let o = hw / 2;
+    let x = Buffer::new("X", F32, shape(&[c, hw, hw]));
+    let out = Buffer::new("P", F32, shape(&[c, o, o]));
+    let body = grid_block("pool", &shape(&[c, o, o, 2, 2]), "SSSRR", |v| {
+        let oi = [v[0].clone(), v[1].clone(), v[2].clone()];
+        let init = store(&out, &oi, PrimExpr::float_of(-3.0e38, F32));
+        let xi = [
+            v[0].clone(),
+            v[1].clone() * i64c(2) + v[3].clone(),
+            v[2].clone() * i64c(2) + v[4].clone(),
+        ];
+        let upd = store(&out, &oi, bin(BinOp::Max, load(&out, &oi), load(&x, &xi)));
+        (Some(init), upd)
+    });
+    prim_func(&[x, out], &[], vec![], body)
+}
+
+#[test]
+fn hand_written_poolings_take_pool_schedules_and_match_the_host() {
+    let gap = hand_gap(4, 501, 6);
+    assert_eq!(pooled_stages(&gap, &options(true)), vec![true]);
+    assert_eq!(pooled_stages(&gap, &options(false)), vec![false]);
+    // Too little work in all (ShuffleNet's last pooling): the generic schedule.
+    assert_eq!(pooled_stages(&hand_gap(1, 544, 7), &options(true)), vec![false]);
+    let mp = hand_max_pool(40, 38);
+    assert_eq!(pooled_stages(&mp, &options(true)), vec![true]);
+    for sg in [true, false] {
+        let Some(g) = jit(sg) else { continue };
+        compare(&gap, &[vec![4, 501, 6, 6]], &[4, 501], &g, "hand-written global sum");
+        compare(&mp, &[vec![40, 38, 38]], &[40, 19, 19], &g, "hand-written 2x2 max pool");
+    }
+}
+
+/// The subgroup kernels' WGSL validates without a device (shuffles under the
+/// subgroup capability).
+#[test]
+fn pool_wgsl_validates_without_a_device() {
+    for f in [hand_gap(4, 501, 6), hand_max_pool(40, 38)] {
+        let src = relax_jit::emit_program(&f, &relax_jit::DeviceCaps::ALL, &options(true)).expect("emits");
+        for k in &src.kernels {
+            relax_jit::internals::validate(&k.wgsl, &relax_jit::DeviceCaps::ALL).expect("valid WGSL");
+        }
+    }
+    let src =
+        relax_jit::emit_program(&hand_gap(4, 501, 6), &relax_jit::DeviceCaps::ALL, &options(true)).expect("emits");
+    assert!(src.kernels[0].wgsl.contains("subgroupShuffleXor("));
+}

@@ -1,0 +1,227 @@
+//! Cross-thread reductions on the GPU against the host, with subgroup operations
+//! (`subgroupAdd` / `subgroupMax` / `subgroupMin` within each subgroup, then
+//! workgroup memory across subgroups) and with the workgroup-memory tree they fall
+//! back to. The operators are legalized from Relax (softmax, sum, mean, max, min,
+//! layer norm) with reduction extents that are not multiples of the subgroup size.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use relax_ir::{DataType, PrimFunc};
+use relax_jit::{Arg, HostTensor, Jit, ScheduleOptions};
+
+const F32: DataType = DataType::FLOAT32;
+
+/// The PrimFuncs `LegalizeOps` generates for `body` (the statements of a Relax
+/// function over `params`, returning `y`).
+pub fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
+    let src = format!(
+        "@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n{}\n        return y\n",
+        body.lines()
+            .map(|l| format!("        {}", l.trim()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let module = relax_ir::text::parse(&src).expect("module parses").into_module();
+    let normalized = relax_checker::normalize::normalize_module(&module).module;
+    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("legalizes");
+    legalized
+        .functions
+        .values()
+        .filter_map(|f| match f {
+            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A JIT on the shared adapter with subgroup reductions on or off and
+/// `reduce_threads` threads a cross-thread workgroup; `None` when there is no
+/// adapter, or subgroups are asked for and the adapter lacks them.
+fn jit(subgroups: bool, reduce_threads: u32) -> Option<Jit> {
+    let rt = match relax_gpu_runtime::GpuRuntime::shared_default() {
+        Ok(rt) => Arc::new(rt),
+        Err(e) => {
+            eprintln!("no GPU adapter ({e}); GPU comparisons skipped");
+            return None;
+        }
+    };
+    if subgroups && !rt.supports_subgroups() {
+        eprintln!("the adapter has no subgroups; subgroup reductions not tested");
+        return None;
+    }
+    let caps = relax_jit::DeviceCaps {
+        f16: rt.supports_f16(),
+        f64: rt.supports_f64(),
+        i64: rt.supports_i64(),
+        max_binding_bytes: rt.max_binding_bytes(),
+        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
+    };
+    let opts = ScheduleOptions {
+        subgroups,
+        reduce_threads,
+        ..ScheduleOptions::for_adapter(rt.adapter_info())
+    };
+    Some(Jit::with_options(Some(rt), caps, opts))
+}
+
+/// Runs `f` (its last parameter the output) on the host and on `gpu`; returns
+/// (host, gpu) outputs.
+fn host_and_gpu(f: &PrimFunc, inputs: &[HostTensor], out: &HostTensor, gpu: &Jit) -> (Vec<f64>, Vec<f64>) {
+    let mut results = Vec::new();
+    for on_gpu in [false, true] {
+        let mut ins: Vec<HostTensor> = inputs.to_vec();
+        let mut o = out.clone();
+        let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
+        args.push(Arg::Tensor(&mut o));
+        if on_gpu {
+            gpu.run_gpu(f, &mut args).expect("gpu run");
+        } else {
+            Jit::new(None).run_host(f, &mut args).expect("host run");
+        }
+        results.push(o.to_f64_vec());
+    }
+    let g = results.pop().unwrap_or_default();
+    let h = results.pop().unwrap_or_default();
+    (h, g)
+}
+
+/// One operator case: Relax parameters, body, input shapes, output shape and the
+/// subgroup operations its kernels use.
+struct Case {
+    params: &'static str,
+    body: &'static str,
+    inputs: Vec<Vec<i64>>,
+    out: Vec<i64>,
+    ops: &'static [&'static str],
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            params: r#"x: R.Tensor((3, 1001), "float32")"#,
+            body: "y = R.nn.softmax(x, axis=-1)",
+            inputs: vec![vec![3, 1001]],
+            out: vec![3, 1001],
+            ops: &["subgroupMax", "subgroupAdd"],
+        },
+        Case {
+            params: r#"x: R.Tensor((5, 777), "float32")"#,
+            body: "y = R.sum(x, axis=[1])",
+            inputs: vec![vec![5, 777]],
+            out: vec![5],
+            ops: &["subgroupAdd"],
+        },
+        Case {
+            params: r#"x: R.Tensor((2, 3, 301), "float32")"#,
+            body: "y = R.mean(x, axis=[1, 2], keepdims=True)",
+            inputs: vec![vec![2, 3, 301]],
+            out: vec![2, 1, 1],
+            ops: &["subgroupAdd"],
+        },
+        Case {
+            params: r#"x: R.Tensor((2, 1299), "float32")"#,
+            body: "y = R.min(x, axis=[1])",
+            inputs: vec![vec![2, 1299]],
+            out: vec![2],
+            ops: &["subgroupMin"],
+        },
+        Case {
+            params: r#"x: R.Tensor((4, 515), "float32"), g: R.Tensor((515,), "float32"), b: R.Tensor((515,), "float32")"#,
+            body: "y = R.nn.layer_norm(x, g, b, axes=[-1])",
+            inputs: vec![vec![4, 515], vec![515], vec![515]],
+            out: vec![4, 515],
+            ops: &["subgroupAdd"],
+        },
+        // One output; with 512 threads a workgroup, several subgroups get nothing.
+        Case {
+            params: r#"x: R.Tensor((1, 300), "float32")"#,
+            body: "y = R.max(x, axis=[1])",
+            inputs: vec![vec![1, 300]],
+            out: vec![1],
+            ops: &["subgroupMax"],
+        },
+    ]
+}
+
+fn check_all(gpu: &Jit, subgroups: bool) {
+    for (n, c) in cases().iter().enumerate() {
+        let fs = legalized(c.params, c.body);
+        assert_eq!(fs.len(), 1, "{}: one PrimFunc", c.body);
+        let f = &fs[0];
+        let inputs: Vec<HostTensor> = c
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let numel = s.iter().product::<i64>() as usize;
+                let v = rand_vec(numel, 31 + (n * 7 + i) as u64, -3.0, 3.0);
+                HostTensor::from_f64s(F32, s, &v).expect("tensor")
+            })
+            .collect();
+        let out = HostTensor::zeros(F32, &c.out).expect("out");
+        let (h, g) = host_and_gpu(f, &inputs, &out, gpu);
+        assert_close(&g, &h, 1e-4, 1e-5, c.body);
+        let wgsl: String = gpu
+            .wgsl(f)
+            .expect("wgsl")
+            .kernels
+            .iter()
+            .map(|k| k.wgsl.clone())
+            .collect();
+        for op in c.ops {
+            assert_eq!(wgsl.contains(op), subgroups, "{}: {op} in the WGSL", c.body);
+        }
+        assert_eq!(wgsl.contains("@builtin(subgroup_id)"), subgroups, "{}", c.body);
+        assert!(wgsl.contains("var<workgroup>"), "{}: workgroup memory", c.body);
+    }
+}
+
+#[test]
+fn subgroup_reductions_match_the_host() {
+    for threads in [128, 512] {
+        let Some(gpu) = jit(true, threads) else { return };
+        check_all(&gpu, true);
+    }
+}
+
+#[test]
+fn workgroup_tree_fallback_matches_the_host() {
+    for threads in [128, 512] {
+        let Some(gpu) = jit(false, threads) else { return };
+        check_all(&gpu, false);
+    }
+}
+
+/// The adapter's options turn subgroup reductions on exactly when it has them.
+#[test]
+fn adapter_options_follow_the_subgroup_feature() {
+    let Ok(rt) = relax_gpu_runtime::GpuRuntime::shared_default() else {
+        return;
+    };
+    let opts = ScheduleOptions::for_adapter(rt.adapter_info());
+    assert_eq!(opts.subgroups, rt.supports_subgroups());
+    assert_eq!(rt.adapter_info().subgroups, rt.supports_subgroups());
+}
+
+/// Without a device the subgroup WGSL is still emitted and validated by naga
+/// (with the subgroup capability), and the fallback has no subgroup operation.
+#[test]
+fn subgroup_wgsl_validates_without_a_device() {
+    let fs = legalized(r#"x: R.Tensor((3, 1001), "float32")"#, "y = R.nn.softmax(x, axis=-1)");
+    for subgroups in [true, false] {
+        let opts = ScheduleOptions {
+            subgroups,
+            ..ScheduleOptions::default()
+        };
+        let src = relax_jit::emit_program(&fs[0], &relax_jit::DeviceCaps::ALL, &opts).expect("emits");
+        let all: String = src.kernels.iter().map(|k| k.wgsl.clone()).collect();
+        assert_eq!(all.contains("subgroupMax("), subgroups);
+        assert_eq!(all.contains("subgroupAdd("), subgroups);
+        for k in &src.kernels {
+            relax_jit::internals::validate(&k.wgsl, &relax_jit::DeviceCaps::ALL).expect("valid WGSL");
+        }
+    }
+}

@@ -210,6 +210,25 @@ pub struct Reduce<'a> {
     pub init: PrimExpr,
 }
 
+impl<'a> Reduce<'a> {
+    /// A sum of `dtype` starting from zero.
+    pub fn sum(
+        name: &'a str,
+        shape: Vec<PrimExpr>,
+        spatial_prefix: &'a str,
+        red_axes: Vec<(String, PrimExpr)>,
+        dtype: DataType,
+    ) -> Reduce<'a> {
+        Reduce {
+            name,
+            shape,
+            spatial_prefix,
+            red_axes,
+            init: konst(0.0, dtype),
+        }
+    }
+}
+
 /// The PrimFunc under construction.
 #[derive(Default)]
 pub struct Te {
@@ -466,34 +485,45 @@ impl Te {
             params.push(h.clone());
             buffer_map.push((h, b.clone()));
         }
-        let body = Stmt::seq(stages);
-        let body = Stmt::BlockRealize {
-            iter_values: Vec::new(),
-            predicate: None,
-            block: Box::new(Block {
-                name: "root".into(),
-                iter_vars: Vec::new(),
-                reads: Vec::new(),
-                writes: Vec::new(),
-                init: None,
-                alloc_buffers: allocs,
-                match_buffers: Vec::new(),
-                annotations: Attrs::new(),
-                body: Box::new(body),
-            }),
-        };
         let mut attrs = Attrs::new();
         attrs.set("tirx.noalias", AttrValue::Bool(true));
-        PrimFunc {
-            params,
-            buffer_map,
-            ret_type: None,
-            body,
-            attrs,
-            private: true,
-            s_tir: true,
-            span: Span::NONE,
-        }
+        root_prim_func(params, buffer_map, allocs, stages, attrs)
+    }
+}
+
+/// A private `s_tir` PrimFunc whose body is the root block allocating `allocs` and
+/// running `stages` in order.
+pub fn root_prim_func(
+    params: Vec<TirVar>,
+    buffer_map: Vec<(TirVar, Buffer)>,
+    allocs: Vec<Buffer>,
+    stages: Vec<Stmt>,
+    attrs: Attrs,
+) -> PrimFunc {
+    let body = Stmt::BlockRealize {
+        iter_values: Vec::new(),
+        predicate: None,
+        block: Box::new(Block {
+            name: "root".into(),
+            iter_vars: Vec::new(),
+            reads: Vec::new(),
+            writes: Vec::new(),
+            init: None,
+            alloc_buffers: allocs,
+            match_buffers: Vec::new(),
+            annotations: Attrs::new(),
+            body: Box::new(Stmt::seq(stages)),
+        }),
+    };
+    PrimFunc {
+        params,
+        buffer_map,
+        ret_type: None,
+        body,
+        attrs,
+        private: true,
+        s_tir: true,
+        span: Span::NONE,
     }
 }
 
@@ -650,5 +680,18 @@ pub fn scale(v: PrimExpr, c: i64) -> PrimExpr {
         v
     } else {
         mul(v, PrimExpr::int(c))
+    }
+}
+
+/// `for var in <kind>(extent): body`.
+pub fn loop_over(var: &TirVar, extent: &PrimExpr, kind: ForKind, body: Stmt) -> Stmt {
+    Stmt::For {
+        var: var.clone(),
+        min: PrimExpr::int_of(0, extent.dtype()),
+        extent: extent.clone(),
+        kind,
+        thread_tag: None,
+        annotations: Attrs::new(),
+        body: Box::new(body),
     }
 }

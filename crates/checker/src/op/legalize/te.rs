@@ -147,50 +147,39 @@ pub fn konst(v: f64, dtype: DataType) -> PrimExpr {
 
 /// The lowest value of `dtype` (`T.min_value`), as TVM folds it.
 pub fn min_value(dtype: DataType) -> PrimExpr {
-    if dtype.is_float() {
-        let v = match dtype.bits {
-            16 => -65504.0,
-            32 => f32::MIN as f64,
-            _ => f64::MIN,
-        };
-        PrimExpr::float_of(v, dtype)
-    } else if dtype.is_bool() {
-        PrimExpr::bool(false)
-    } else if dtype.is_uint() {
-        PrimExpr::int_of(0, dtype)
-    } else {
-        let v = if dtype.bits >= 64 {
-            i64::MIN
-        } else {
-            -(1i64 << (dtype.bits - 1))
-        };
-        PrimExpr::int_of(v, dtype)
-    }
+    extreme_value(dtype, false)
 }
 
 /// The highest value of `dtype` (`T.max_value`).
 pub fn max_value(dtype: DataType) -> PrimExpr {
+    extreme_value(dtype, true)
+}
+
+/// The highest (`highest`) or lowest value of `dtype`: the largest finite float
+/// (`65504` for float16), the integer range of the width, `0` and `1` for bool.
+fn extreme_value(dtype: DataType, highest: bool) -> PrimExpr {
     if dtype.is_float() {
         let v = match dtype.bits {
             16 => 65504.0,
             32 => f32::MAX as f64,
             _ => f64::MAX,
         };
-        PrimExpr::float_of(v, dtype)
+        PrimExpr::float_of(if highest { v } else { -v }, dtype)
     } else if dtype.is_bool() {
-        PrimExpr::bool(true)
+        PrimExpr::bool(highest)
     } else if dtype.is_uint() {
-        let v = if dtype.bits >= 63 {
-            i64::MAX
-        } else {
-            (1i64 << dtype.bits) - 1
+        let v = match (highest, dtype.bits) {
+            (false, _) => 0,
+            (true, b) if b >= 63 => i64::MAX,
+            (true, b) => (1i64 << b) - 1,
         };
         PrimExpr::int_of(v, dtype)
     } else {
-        let v = if dtype.bits >= 64 {
-            i64::MAX
-        } else {
-            (1i64 << (dtype.bits - 1)) - 1
+        let v = match (highest, dtype.bits) {
+            (true, b) if b >= 64 => i64::MAX,
+            (false, b) if b >= 64 => i64::MIN,
+            (true, b) => (1i64 << (b - 1)) - 1,
+            (false, b) => -(1i64 << (b - 1)),
         };
         PrimExpr::int_of(v, dtype)
     }

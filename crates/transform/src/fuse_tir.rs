@@ -595,21 +595,7 @@ fn expr_size(e: &PrimExpr) -> usize {
 
 /// How many loads of `t` there are in `s`.
 fn count_loads(s: &Stmt, t: &Buffer) -> usize {
-    struct Count<'a> {
-        t: &'a Buffer,
-        n: usize,
-    }
-    impl StmtExprMutator for Count<'_> {
-        fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
-            if let PrimExprKind::BufferLoad { buffer, .. } = e.kind() {
-                if buffer == self.t {
-                    self.n += 1;
-                }
-            }
-            walk_prim_expr(self, e)
-        }
-    }
-    let mut c = Count { t, n: 0 };
+    let mut c = Loads { t, with: None, n: 0 };
     c.visit_stmt(s);
     c.n
 }
@@ -647,17 +633,21 @@ fn loop_nest(s: &Stmt) -> Option<LoopNest<'_>> {
     }
 }
 
-/// Replace loads of `t` by `with`.
-struct ReplaceLoads<'a> {
+/// Counts the loads of `t` (`n`), replacing each by `with` when it is set.
+struct Loads<'a> {
     t: &'a Buffer,
-    with: PrimExpr,
+    with: Option<PrimExpr>,
+    n: usize,
 }
 
-impl StmtExprMutator for ReplaceLoads<'_> {
+impl StmtExprMutator for Loads<'_> {
     fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
         if let PrimExprKind::BufferLoad { buffer, .. } = e.kind() {
             if buffer == self.t {
-                return self.with.clone();
+                self.n += 1;
+                if let Some(w) = &self.with {
+                    return w.clone();
+                }
             }
         }
         walk_prim_expr(self, e)
@@ -768,9 +758,10 @@ fn epilogue_into_reduction(stages: &mut Vec<Stmt>, t: &Buffer) -> bool {
     let zero = PrimExpr::int(0);
     let acc_load = PrimExpr::load(&acc, vec![zero.clone()]);
     let sub = |e: &PrimExpr| substitute_prim_expr(e, &|v| vmap.get(&v.id()).cloned());
-    let mut rep = ReplaceLoads {
+    let mut rep = Loads {
         t,
-        with: acc_load.clone(),
+        with: Some(acc_load.clone()),
+        n: 0,
     };
     let store_acc = |v: PrimExpr| Stmt::BufferStore {
         buffer: acc.clone(),

@@ -289,15 +289,15 @@ fn compare(path: &str, got: &Value, want: &TensorData, rtol: f64, atol: f64) -> 
             want.dtype, want.shape
         ));
     }
+    let count = match &elems {
+        Elems::Float(v) => v.len(),
+        Elems::Int(v) => v.len(),
+    };
+    if count != want.data.len() {
+        return Err(format!("result{path}: {count} elements, expected {}", want.data.len()));
+    }
     match elems {
         Elems::Float(values) => {
-            if values.len() != want.data.len() {
-                return Err(format!(
-                    "result{path}: {} elements, expected {}",
-                    values.len(),
-                    want.data.len()
-                ));
-            }
             for (i, (g, w)) in values.iter().zip(&want.data).enumerate() {
                 let w = as_f64(w)?;
                 let ok = if w.is_nan() {
@@ -315,13 +315,6 @@ fn compare(path: &str, got: &Value, want: &TensorData, rtol: f64, atol: f64) -> 
             }
         }
         Elems::Int(values) => {
-            if values.len() != want.data.len() {
-                return Err(format!(
-                    "result{path}: {} elements, expected {}",
-                    values.len(),
-                    want.data.len()
-                ));
-            }
             for (i, (g, w)) in values.iter().zip(&want.data).enumerate() {
                 let w = as_i64(w)?;
                 if *g != w {
@@ -333,13 +326,17 @@ fn compare(path: &str, got: &Value, want: &TensorData, rtol: f64, atol: f64) -> 
     Ok(())
 }
 
+/// The tensor argument of the one-tensor packed function `name`.
+fn first_tensor<'a>(args: &'a [Value], name: &str) -> relax_engine::Result<&'a Tensor> {
+    args.first()
+        .ok_or_else(|| EngineError::msg(format!("{name} takes one tensor")))?
+        .expect_tensor(&format!("{name} argument"))
+}
+
 /// `test.add_one(x) = x + 1` for float32 tensors, the same function the generator
 /// registers in TVM.
 fn add_one(args: &[Value]) -> relax_engine::Result<Value> {
-    let x = args
-        .first()
-        .ok_or_else(|| EngineError::msg("test.add_one takes one tensor"))?
-        .expect_tensor("test.add_one argument")?;
+    let x = first_tensor(args, "test.add_one")?;
     let a = x.to_array::<f32>()?;
     Ok(Value::Tensor(Tensor::from_array(&a.mapv(|v| v + 1.0))))
 }
@@ -357,10 +354,7 @@ fn add_one_dps(args: &[Value]) -> relax_engine::Result<Value> {
 
 /// `test.double_inplace(x)`: `x *= 2` in place, returning `x`.
 fn double_inplace(args: &[Value]) -> relax_engine::Result<Value> {
-    let x = args
-        .first()
-        .ok_or_else(|| EngineError::msg("test.double_inplace takes one tensor"))?
-        .expect_tensor("test.double_inplace argument")?;
+    let x = first_tensor(args, "test.double_inplace")?;
     let a = x.to_array::<f32>()?;
     x.assign(&a.mapv(|v| v * 2.0))?;
     Ok(Value::Tensor(x.clone()))

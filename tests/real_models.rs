@@ -3,11 +3,14 @@
 //! 1e-4 + 1e-3 * |expected|` everywhere, and the same argmax).
 //!
 //! - `squeezenet_matches_onnx_runtime` uses the data in `tests/models/squeezenet/`
-//!   (see its README) and runs in CI.
+//!   (see its README; the program is written by its `program.rs`) and runs in CI.
 //! - `real_models_from_dir` (ignored by default) runs every model found in the directory
 //!   named by `RELAX_REALMODELS_DIR`, laid out as `<dir>/<name>/{prog.py, in0000.npy, ...,
 //!   expected.npy}` (squeezenet, shufflenet, resnet50):
 //!   `RELAX_REALMODELS_DIR=DIR cargo test --release --test real_models -- --ignored --nocapture`
+
+#[path = "models/squeezenet/program.rs"]
+mod squeezenet;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -88,7 +91,9 @@ fn gpu_available() -> bool {
 #[test]
 fn squeezenet_matches_onnx_runtime() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models/squeezenet");
-    let module = parse(&dir.join("prog.py"));
+    let module = relax_ir::text::parse(&squeezenet::squeezenet_program())
+        .unwrap_or_else(|d| panic!("the SqueezeNet program: {d}"))
+        .into_module();
     let params = Params::read_npz(&dir.join("params.npz")).expect("params.npz");
     let expected = read_npy(&dir.join("expected.npy")).expect("expected.npy");
     let out = run(&module, DeviceChoice::Cpu, &[], &params);

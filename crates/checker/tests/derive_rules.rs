@@ -282,16 +282,11 @@ fn rule14_impure_op_in_dataflow_block() {
     assert!(has(&r, true, "struct-info/purity"), "{:?}", r.diagnostics);
 }
 
-#[test]
-fn rule14_beta_reduction_at_calls() {
-    let n = sv("n");
-    let p = var("p", Some(t(&[n.to_expr()], F32)));
-    let callee = Function {
-        ret_struct_info: Some(t(&[n.to_expr() + PrimExpr::int(1)], F32)),
-        ..func(vec![p.clone()], seq(vec![], e(&p)), None)
-    };
+/// Check `main(x: x_sinfo)` whose body binds `f = callee` (line 3) and `y = f(x)`
+/// (line 4) and returns `y`.
+fn check_local_call(callee: Function, x_sinfo: StructInfo) -> CheckResult {
     let fv = var("f", None);
-    let x = var("x", Some(tf(&[4])));
+    let x = var("x", Some(x_sinfo));
     let y = var("y", None);
     let body = seq(
         vec![block(vec![
@@ -300,7 +295,18 @@ fn rule14_beta_reduction_at_calls() {
         ])],
         e(&y),
     );
-    let r = check_module(&main_module(func(vec![x.clone()], body, None)));
+    check_module(&main_module(func(vec![x.clone()], body, None)))
+}
+
+#[test]
+fn rule14_beta_reduction_at_calls() {
+    let n = sv("n");
+    let p = var("p", Some(t(&[n.to_expr()], F32)));
+    let callee = Function {
+        ret_struct_info: Some(t(&[n.to_expr() + PrimExpr::int(1)], F32)),
+        ..func(vec![p.clone()], seq(vec![], e(&p)), None)
+    };
+    let r = check_local_call(callee, tf(&[4]));
     // n := 4, the result is (4 + 1,) simplified to (5,).
     assert_sinfo(&sinfo_of(&r, "y"), &tf(&[5]));
     // The body of the callee returns (n,) where (n + 1,) is annotated: incompatible.
@@ -311,17 +317,7 @@ fn rule14_beta_reduction_at_calls() {
 fn rule14_argument_mismatch() {
     let p = var("p", Some(tf(&[3])));
     let callee = func(vec![p.clone()], seq(vec![], e(&p)), Some(tf(&[3])));
-    let fv = var("f", None);
-    let x = var("x", Some(StructInfo::shape(vec![PrimExpr::int(3)])));
-    let y = var("y", None);
-    let body = seq(
-        vec![block(vec![
-            bind(&fv, Expr::new(ExprKind::Function(callee)), 3),
-            bind(&y, Expr::call(e(&fv), vec![e(&x)], Attrs::new(), vec![]), 4),
-        ])],
-        e(&y),
-    );
-    let r = check_module(&main_module(func(vec![x.clone()], body, None)));
+    let r = check_local_call(callee, StructInfo::shape(vec![PrimExpr::int(3)]));
     assert!(has(&r, true, "struct-info/call"), "{:?}", r.diagnostics);
 }
 

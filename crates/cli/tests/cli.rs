@@ -118,6 +118,11 @@ fn wgsl_of_a_primfunc() {
     assert_eq!(o.status.code(), Some(1));
 }
 
+/// The arguments of `relax run FILE --entry pair --device cpu` followed by `extra`.
+fn pair_on_cpu<'a>(file: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["run", file, "--entry", "pair", "--device", "cpu"][..], extra].concat()
+}
+
 fn run_json(args: &[&str]) -> serde_json::Value {
     let o = relax(args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -138,17 +143,7 @@ fn run_call_tir_json() {
             "device": "cpu",
         })
     );
-    let v = run_json(&[
-        "run",
-        &f,
-        "--entry",
-        "pair",
-        "--device",
-        "cpu",
-        "--inputs-json",
-        &inputs,
-        "--json",
-    ]);
+    let v = run_json(&pair_on_cpu(&f, &["--inputs-json", &inputs, "--json"]));
     assert_eq!(v["structure"], serde_json::json!([0, [1, 2]]));
     assert_eq!(
         v["outputs"][0]["data"],
@@ -206,18 +201,10 @@ fn run_npy_round_trip() {
     );
     // Several tensors go to an .npz.
     let npz = dir.join("y.npz");
-    let o = relax(&[
-        "run",
+    let o = relax(&pair_on_cpu(
         &f,
-        "--entry",
-        "pair",
-        "--device",
-        "cpu",
-        "--input",
-        &path_str(&input),
-        "--output",
-        &path_str(&npz),
-    ]);
+        &["--input", &path_str(&input), "--output", &path_str(&npz)],
+    ));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let mut z = ndarray_npy::NpzReader::new(std::fs::File::open(&npz).expect("open")).expect("npz");
     let c: ndarray::ArrayD<f32> = z.by_name("arr_2").expect("arr_2");

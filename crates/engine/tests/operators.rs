@@ -14,7 +14,7 @@ use relax_engine::{
 };
 use relax_ir::relax::TensorStructInfo;
 use relax_ir::tir::PrimExpr;
-use relax_ir::{AttrValue, Attrs, BaseFunc, DataType, IRModule, PrimFunc, StructInfo, Target, VDevice};
+use relax_ir::{AttrValue, Attrs, BaseFunc, DataType, Expr, IRModule, PrimFunc, StructInfo, Target, VDevice, Var};
 
 /// What the mock executor saw in one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -647,26 +647,29 @@ impl DeviceBackend for MockBackend {
     }
 }
 
+/// Device 0 of `kind`, global memory.
+fn global_vdevice(kind: &str) -> VDevice {
+    VDevice {
+        target: Target::from_kind(kind),
+        vdevice_id: 0,
+        memory_scope: "global".into(),
+    }
+}
+
+/// `R.to_vdevice(x, dst_vdevice=dst)` (`dst`: `"kind:index:scope"`).
+fn to_vdevice(x: &Var, dst: &str) -> Expr {
+    let mut a = Attrs::new();
+    a.set("dst_vdevice", AttrValue::Str(dst.into()));
+    op("relax.to_vdevice", vec![v(x)], a, vec![])
+}
+
 #[test]
 fn to_vdevice_copies_between_devices() {
-    let gpu = VDevice {
-        target: Target::from_kind("webgpu"),
-        vdevice_id: 0,
-        memory_scope: "global".into(),
-    };
-    let cpu = VDevice {
-        target: Target::from_kind("llvm"),
-        vdevice_id: 0,
-        memory_scope: "global".into(),
-    };
+    let gpu = global_vdevice("webgpu");
+    let cpu = global_vdevice("llvm");
     let x = var("x", f32_tensor(vec![c(3)]));
     let g = untyped("g");
     let h = untyped("h");
-    let mut to_gpu = Attrs::new();
-    // The index counts VDevices of the same kind: webgpu:0 is the module's second VDevice.
-    to_gpu.set("dst_vdevice", AttrValue::Str("webgpu:0:global".into()));
-    let mut to_cpu = Attrs::new();
-    to_cpu.set("dst_vdevice", AttrValue::Str("llvm:0:global".into()));
     let gpu_si = StructInfo::Tensor(TensorStructInfo {
         shape: Some(shape(vec![c(3)])),
         dtype: DataType::FLOAT32,
@@ -678,9 +681,11 @@ fn to_vdevice_copies_between_devices() {
         vec![x.clone()],
         seq1(
             vec![
-                bind(&g, op("relax.to_vdevice", vec![v(&x)], to_gpu, vec![])),
+                // The index counts VDevices of the same kind: webgpu:0 is the
+                // module's second VDevice.
+                bind(&g, to_vdevice(&x, "webgpu:0:global")),
                 match_cast(&g2, v(&g), gpu_si),
-                bind(&h, op("relax.to_vdevice", vec![v(&g2)], to_cpu, vec![])),
+                bind(&h, to_vdevice(&g2, "llvm:0:global")),
             ],
             tuple(vec![v(&g), v(&h)]),
         ),
@@ -722,14 +727,12 @@ fn to_vdevice_copies_between_devices() {
             ndim: 1,
         }),
     );
-    let mut to_cpu = Attrs::new();
-    to_cpu.set("dst_vdevice", AttrValue::Str("llvm:0".into()));
     let z = untyped("z");
     let main = func(
         vec![x.clone()],
         seq1(
             vec![
-                bind(&z, op("relax.to_vdevice", vec![v(&x)], to_cpu, vec![])),
+                bind(&z, to_vdevice(&x, "llvm:0")),
                 match_cast(&y, v(&z), y.struct_info().unwrap().clone()),
             ],
             v(&y),
@@ -886,21 +889,15 @@ fn to_vdevice_on_the_gpu_runtime() {
             return;
         }
     };
-    let gpu = VDevice {
-        target: Target::from_kind("webgpu"),
-        vdevice_id: 0,
-        memory_scope: "global".into(),
-    };
+    let gpu = global_vdevice("webgpu");
     let x = var("x", f32_tensor(vec![c(5)]));
     let g = untyped("g");
     let r = untyped("r");
-    let mut to_gpu = Attrs::new();
-    to_gpu.set("dst_vdevice", AttrValue::Str("webgpu:0:global".into()));
     let main = func(
         vec![x.clone()],
         seq1(
             vec![
-                bind(&g, op("relax.to_vdevice", vec![v(&x)], to_gpu, vec![])),
+                bind(&g, to_vdevice(&x, "webgpu:0:global")),
                 bind(
                     &r,
                     op(

@@ -36,6 +36,17 @@ fn time_n(n: usize, mut f: impl FnMut()) -> Duration {
     )
 }
 
+/// [`time_n`] of a fallible step: the time, or the first error.
+fn try_time_n(n: usize, mut f: impl FnMut() -> Result<(), GpuError>) -> Result<Duration, GpuError> {
+    let mut err = None;
+    let d = time_n(n, || {
+        if let Err(e) = f() {
+            err.get_or_insert(e);
+        }
+    });
+    err.map_or(Ok(d), Err)
+}
+
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
@@ -113,7 +124,6 @@ fn main() -> Result<(), GpuError> {
     let k = rt.create_kernel(TINY, "main", &KernelLayout::new([Access::ReadWrite], 4))?;
     let y = rt.alloc_zeroed(256)?;
     let n = 64u32.to_le_bytes();
-    let mut err = None;
     let run = |count: usize| -> Result<(), GpuError> {
         let mut b = rt.batch();
         for _ in 0..count {
@@ -121,14 +131,7 @@ fn main() -> Result<(), GpuError> {
         }
         b.submit_and_wait()
     };
-    let api = time_n(iters, || {
-        if let Err(e) = run(1) {
-            err = Some(e);
-        }
-    });
-    if let Some(e) = err.take() {
-        return Err(e);
-    }
+    let api = try_time_n(iters, || run(1))?;
     println!(
         "submit+wait of one tiny dispatch: raw wgpu {:.1} us, relax-gpu-runtime {:.1} us (ratio {:.2})",
         us(raw),
@@ -138,14 +141,7 @@ fn main() -> Result<(), GpuError> {
 
     // --- 100 dispatches in one submit ---------------------------------------------
     let raw100 = time_n(50, || raw_dispatch(100));
-    let api100 = time_n(50, || {
-        if let Err(e) = run(100) {
-            err = Some(e);
-        }
-    });
-    if let Some(e) = err.take() {
-        return Err(e);
-    }
+    let api100 = try_time_n(50, || run(100))?;
     println!(
         "100 dispatches in one submit: raw wgpu {:.1} us/dispatch, relax-gpu-runtime {:.1} us/dispatch (ratio {:.2})",
         us(raw100) / 100.0,
@@ -162,29 +158,18 @@ fn main() -> Result<(), GpuError> {
     let data: Vec<u8> = (0..size).map(|i| (i * 31 % 251) as u8).collect();
     let buf = rt.alloc(size as u64)?;
     let gbs = |d: Duration| size as f64 / d.as_secs_f64() / 1e9;
-    let up = time_n(10, || {
-        if let Err(e) = rt.write(&buf, 0, &data).and_then(|_| rt.synchronize()) {
-            err = Some(e);
-        }
-    });
+    let up = try_time_n(10, || rt.write(&buf, 0, &data).and_then(|_| rt.synchronize()))?;
     let wb = time_n(10, || {
         queue.write_buffer(buf.raw(), 0, &data);
         queue.submit([]);
         let _ = device.poll(wgpu::PollType::wait_indefinitely());
     });
     let mut back = vec![0u8; size];
-    let down = time_n(10, || {
-        if let Err(e) = rt.read_into(&buf, 0, &mut back) {
-            err = Some(e);
-        }
-    });
-    let down_vec = time_n(10, || match rt.read(&buf) {
-        Ok(v) => back = v,
-        Err(e) => err = Some(e),
-    });
-    if let Some(e) = err.take() {
-        return Err(e);
-    }
+    let down = try_time_n(10, || rt.read_into(&buf, 0, &mut back))?;
+    let down_vec = try_time_n(10, || {
+        back = rt.read(&buf)?;
+        Ok(())
+    })?;
     assert!(back == data, "readback differs");
     println!(
         "64 MiB upload: staging {:.2} GB/s (raw queue.write_buffer {:.2} GB/s, ratio {:.2}); \

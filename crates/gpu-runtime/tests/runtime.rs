@@ -366,12 +366,25 @@ fn buffer_to_buffer_copy() {
     assert!(rt.stats().bytes_copied >= 4000 + 10_000 + 7);
 }
 
+/// Options with bindings of at most `bytes`.
+fn binding_cap(bytes: u64) -> RuntimeOptions {
+    RuntimeOptions {
+        max_binding_bytes: Some(bytes),
+        ..Default::default()
+    }
+}
+
+/// Options with a device memory limit of `bytes`.
+fn memory_cap(bytes: u64) -> RuntimeOptions {
+    RuntimeOptions {
+        memory_limit_bytes: Some(bytes),
+        ..Default::default()
+    }
+}
+
 #[test]
 fn binding_size_error_names_sizes() {
-    let Some(rt) = runtime_with(RuntimeOptions {
-        max_binding_bytes: Some(1 << 20),
-        ..Default::default()
-    }) else {
+    let Some(rt) = runtime_with(binding_cap(1 << 20)) else {
         return;
     };
     assert_eq!(rt.max_binding_bytes(), 1 << 20);
@@ -404,10 +417,7 @@ fn binding_size_error_names_sizes() {
 
 #[test]
 fn buffer_over_binding_size_binds_in_ranges() {
-    let Some(rt) = runtime_with(RuntimeOptions {
-        max_binding_bytes: Some(1 << 20),
-        ..Default::default()
-    }) else {
+    let Some(rt) = runtime_with(binding_cap(1 << 20)) else {
         return;
     };
     let align = u64::from(rt.limits().min_storage_buffer_offset_alignment);
@@ -458,10 +468,7 @@ fn buffer_over_binding_size_binds_in_ranges() {
 
 #[test]
 fn simulated_memory_limit_gives_oom() {
-    let Some(rt) = runtime_with(RuntimeOptions {
-        memory_limit_bytes: Some(1 << 20),
-        ..Default::default()
-    }) else {
+    let Some(rt) = runtime_with(memory_cap(1 << 20)) else {
         return;
     };
     let a = rt.alloc(512 << 10).unwrap();

@@ -7,7 +7,7 @@ use common::*;
 use relax_ir::attrs::Attrs;
 use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, Stmt, TirVar};
 use relax_ir::{DataType, PrimFunc};
-use relax_jit::{Arg, HostTensor, Jit};
+use relax_jit::{HostTensor, Jit};
 
 /// `C[i] = f(A[i], B[i])` over `n` elements.
 fn binary_func(n: i64, dt_in: DataType, dt_out: DataType, f: impl Fn(PrimExpr, PrimExpr) -> PrimExpr) -> PrimFunc {
@@ -24,12 +24,7 @@ fn binary_func(n: i64, dt_in: DataType, dt_out: DataType, f: impl Fn(PrimExpr, P
 fn run3(f: &PrimFunc, a: &HostTensor, b: &HostTensor, out: &HostTensor) -> (HostTensor, Option<HostTensor>) {
     let go = |jit: &Jit, gpu: bool| {
         let (mut x, mut y, mut z) = (a.clone(), b.clone(), out.clone());
-        let mut args = [Arg::Tensor(&mut x), Arg::Tensor(&mut y), Arg::Tensor(&mut z)];
-        if gpu {
-            jit.run_gpu(f, &mut args).unwrap();
-        } else {
-            jit.run_host(f, &mut args).unwrap();
-        }
+        run_tensors(jit, gpu, f, &mut [&mut x, &mut y, &mut z]);
         z
     };
     (go(&Jit::new(None), false), gpu_jit().map(|j| go(&j, true)))
@@ -241,12 +236,7 @@ fn hand_bound_threads() {
     let go = |jit: &Jit, gpu: bool| {
         let mut x = HostTensor::from_f64s(f32t, &[n], &av).unwrap();
         let mut y = HostTensor::zeros(f32t, &[n]).unwrap();
-        let mut args = [Arg::Tensor(&mut x), Arg::Tensor(&mut y)];
-        if gpu {
-            jit.run_gpu(&f, &mut args).unwrap();
-        } else {
-            jit.run_host(&f, &mut args).unwrap();
-        }
+        run_tensors(jit, gpu, &f, &mut [&mut x, &mut y]);
         y.to_f64_vec()
     };
     assert_eq!(go(&Jit::new(None), false), want);

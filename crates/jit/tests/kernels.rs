@@ -255,18 +255,7 @@ fn int_floordiv_floormod_on_negatives_and_zero() {
     let run = |jit: &Jit, gpu: bool| {
         let (mut ta, mut tb) = (mk(&av), mk(&bv));
         let (mut tq, mut tr, mut tt) = (mk(&[0; 12]), mk(&[0; 12]), mk(&[0; 12]));
-        let mut args = [
-            Arg::Tensor(&mut ta),
-            Arg::Tensor(&mut tb),
-            Arg::Tensor(&mut tq),
-            Arg::Tensor(&mut tr),
-            Arg::Tensor(&mut tt),
-        ];
-        if gpu {
-            jit.run_gpu(&f, &mut args).unwrap();
-        } else {
-            jit.run_host(&f, &mut args).unwrap();
-        }
+        run_tensors(jit, gpu, &f, &mut [&mut ta, &mut tb, &mut tq, &mut tr, &mut tt]);
         (
             tq.as_slice::<i32>().unwrap().to_vec(),
             tr.as_slice::<i32>().unwrap().to_vec(),
@@ -311,17 +300,7 @@ fn bool_compare_and_select() {
         let mut tb = HostTensor::from_f64s(F32, &[n], &bv).unwrap();
         let mut tm = HostTensor::zeros(DataType::BOOL, &[n]).unwrap();
         let mut tc = HostTensor::zeros(F32, &[n]).unwrap();
-        let mut args = [
-            Arg::Tensor(&mut ta),
-            Arg::Tensor(&mut tb),
-            Arg::Tensor(&mut tm),
-            Arg::Tensor(&mut tc),
-        ];
-        if gpu {
-            jit.run_gpu(&f, &mut args).unwrap();
-        } else {
-            jit.run_host(&f, &mut args).unwrap();
-        }
+        run_tensors(jit, gpu, &f, &mut [&mut ta, &mut tb, &mut tm, &mut tc]);
         (tm.bytes().to_vec(), tc.to_f64_vec())
     };
     let want_m: Vec<u8> = av
@@ -365,12 +344,7 @@ fn symbolic_n_compiles_one_pipeline() {
             let av = rand_vec(n as usize, n as u64, -3.0, 3.0);
             let mut ta = HostTensor::from_f64s(F32, &[n], &av).unwrap();
             let mut tb = HostTensor::zeros(F32, &[n]).unwrap();
-            let mut args = [Arg::Tensor(&mut ta), Arg::Tensor(&mut tb)];
-            if gpu {
-                jit.run_gpu(&f, &mut args).unwrap();
-            } else {
-                jit.run_host(&f, &mut args).unwrap();
-            }
+            run_tensors(jit, gpu, &f, &mut [&mut ta, &mut tb]);
             let want: Vec<f64> = av.iter().map(|&x| ((x as f32) * 2.0 + 1.0) as f64).collect();
             assert_eq!(tb.to_f64_vec(), want, "n = {n}");
         }
@@ -433,12 +407,7 @@ fn concurrent_first_calls_compile_once() {
                     for _ in 0..5 {
                         let (mut x, mut y) = (a.clone(), a.clone());
                         let mut z = HostTensor::zeros(F32, &[64]).unwrap();
-                        let mut args = [Arg::Tensor(&mut x), Arg::Tensor(&mut y), Arg::Tensor(&mut z)];
-                        if gpu {
-                            jit.run_gpu(&f, &mut args).unwrap();
-                        } else {
-                            jit.run_host(&f, &mut args).unwrap();
-                        }
+                        run_tensors(&jit, gpu, &f, &mut [&mut x, &mut y, &mut z]);
                         assert_close(&z.to_f64_vec(), &want, 0.0, 0.0, "x + x");
                     }
                 });

@@ -69,13 +69,20 @@ fn run_gpu(jit: &Jit, f: &PrimFunc, inputs: &[HostTensor], out: HostTensor) -> H
     o
 }
 
+/// A JIT whose bindings hold at most `cap` bytes and an `m x k x n` matmul whose
+/// weight (`k x n`) is larger than that.
+fn capped_matmul(cap: u64, m: usize, k: usize, n: usize) -> Option<(Jit, PrimFunc)> {
+    let jit = capped_jit(cap)?;
+    assert!((k * n * 4) as u64 > cap);
+    Some((jit, matmul_func(m as i64, k as i64, n as i64)))
+}
+
 #[test]
 fn matmul_weight_over_small_binding_cap_matches_host() {
-    let cap = 1 << 20;
-    let Some(jit) = capped_jit(cap) else { return };
     let (m, k, n) = (5usize, 300usize, 1000usize);
-    assert!((k * n * 4) as u64 > cap);
-    let f = matmul_func(m as i64, k as i64, n as i64);
+    let Some((jit, f)) = capped_matmul(1 << 20, m, k, n) else {
+        return;
+    };
     let src = jit.wgsl(&f).unwrap();
     let chunks = src.kernels[0].bindings.iter().filter(|b| b.chunk.is_some()).count();
     assert_eq!(chunks, 2, "the 1.2 MB weight is bound as two chunks");
@@ -117,11 +124,10 @@ fn elementwise_output_over_small_binding_cap_matches_host() {
 /// A layer whose weight is just over WebGPU's default 128 MiB binding limit.
 #[test]
 fn matvec_weight_over_128_mib_matches_reference() {
-    let cap = 128 << 20;
-    let Some(jit) = capped_jit(cap) else { return };
     let (m, k, n) = (1usize, 8200usize, 4096usize);
-    assert!((k * n * 4) as u64 > cap);
-    let f = matmul_func(m as i64, k as i64, n as i64);
+    let Some((jit, f)) = capped_matmul(128 << 20, m, k, n) else {
+        return;
+    };
     let x = f32_tensor(&[m as i64, k as i64], |i| ((i % 11) as f32 - 5.0) * 0.01);
     let w = f32_tensor(&[k as i64, n as i64], weight);
     let want = matmul_ref(&x, &w, m, k, n);

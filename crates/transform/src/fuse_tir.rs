@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use relax_checker::op::legalize::te::{loop_over, root_prim_func};
 use relax_ir::attrs::AttrValue;
 use relax_ir::mutator::{walk_prim_expr, walk_stmt, StmtExprMutator};
 use relax_ir::tir::{
@@ -222,31 +223,7 @@ fn fuse_function(module: &IRModule, func: &Function) -> Option<PrimFunc> {
     params.push(TirVar::new_handle(out_buf.name(), Some(odt), Some("global".into())));
     let oh = params.last()?.clone();
     buffer_map.push((oh, out_buf));
-    let body = Stmt::BlockRealize {
-        iter_values: Vec::new(),
-        predicate: None,
-        block: Box::new(Block {
-            name: "root".into(),
-            iter_vars: Vec::new(),
-            reads: Vec::new(),
-            writes: Vec::new(),
-            init: None,
-            alloc_buffers: kept,
-            match_buffers: Vec::new(),
-            annotations: Attrs::new(),
-            body: Box::new(Stmt::seq(stages)),
-        }),
-    };
-    Some(PrimFunc {
-        params,
-        buffer_map,
-        ret_type: None,
-        body,
-        attrs,
-        private: true,
-        s_tir: true,
-        span: relax_ir::Span::NONE,
-    })
+    Some(root_prim_func(params, buffer_map, kept, stages, attrs))
 }
 
 /// Values of the callee's shape variables, from the `(callee buffer, fused buffer)`
@@ -618,21 +595,7 @@ fn expr_size(e: &PrimExpr) -> usize {
 
 /// How many loads of `t` there are in `s`.
 fn count_loads(s: &Stmt, t: &Buffer) -> usize {
-    struct Count<'a> {
-        t: &'a Buffer,
-        n: usize,
-    }
-    impl StmtExprMutator for Count<'_> {
-        fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
-            if let PrimExprKind::BufferLoad { buffer, .. } = e.kind() {
-                if buffer == self.t {
-                    self.n += 1;
-                }
-            }
-            walk_prim_expr(self, e)
-        }
-    }
-    let mut c = Count { t, n: 0 };
+    let mut c = Loads { t, with: None, n: 0 };
     c.visit_stmt(s);
     c.n
 }
@@ -670,17 +633,21 @@ fn loop_nest(s: &Stmt) -> Option<LoopNest<'_>> {
     }
 }
 
-/// Replace loads of `t` by `with`.
-struct ReplaceLoads<'a> {
+/// Counts the loads of `t` (`n`), replacing each by `with` when it is set.
+struct Loads<'a> {
     t: &'a Buffer,
-    with: PrimExpr,
+    with: Option<PrimExpr>,
+    n: usize,
 }
 
-impl StmtExprMutator for ReplaceLoads<'_> {
+impl StmtExprMutator for Loads<'_> {
     fn visit_prim_expr(&mut self, e: &PrimExpr) -> PrimExpr {
         if let PrimExprKind::BufferLoad { buffer, .. } = e.kind() {
             if buffer == self.t {
-                return self.with.clone();
+                self.n += 1;
+                if let Some(w) = &self.with {
+                    return w.clone();
+                }
             }
         }
         walk_prim_expr(self, e)
@@ -791,9 +758,10 @@ fn epilogue_into_reduction(stages: &mut Vec<Stmt>, t: &Buffer) -> bool {
     let zero = PrimExpr::int(0);
     let acc_load = PrimExpr::load(&acc, vec![zero.clone()]);
     let sub = |e: &PrimExpr| substitute_prim_expr(e, &|v| vmap.get(&v.id()).cloned());
-    let mut rep = ReplaceLoads {
+    let mut rep = Loads {
         t,
-        with: acc_load.clone(),
+        with: Some(acc_load.clone()),
+        n: 0,
     };
     let store_acc = |v: PrimExpr| Stmt::BufferStore {
         buffer: acc.clone(),
@@ -803,7 +771,7 @@ fn epilogue_into_reduction(stages: &mut Vec<Stmt>, t: &Buffer) -> bool {
     };
     let mut inner = store_acc(sub(&rep.visit_prim_expr(upd)));
     for (v, ext) in loops[n_sp..].iter().rev() {
-        inner = for_loop(v, ext, ForKind::Serial, inner);
+        inner = loop_over(v, ext, ForKind::Serial, inner);
     }
     let epi = Stmt::BufferStore {
         buffer: cons.out.clone(),
@@ -816,23 +784,11 @@ fn epilogue_into_reduction(stages: &mut Vec<Stmt>, t: &Buffer) -> bool {
         body: Box::new(Stmt::Seq(vec![store_acc(sub(init_v)), inner, epi])),
     };
     for (v, ext) in loops[..n_sp].iter().rev() {
-        nest = for_loop(v, ext, ForKind::Parallel, nest);
+        nest = loop_over(v, ext, ForKind::Parallel, nest);
     }
     stages[ri] = nest;
     stages.remove(ci);
     true
-}
-
-fn for_loop(v: &TirVar, extent: &PrimExpr, kind: ForKind, body: Stmt) -> Stmt {
-    Stmt::For {
-        var: v.clone(),
-        min: PrimExpr::int_of(0, extent.dtype()),
-        extent: extent.clone(),
-        kind,
-        thread_tag: None,
-        annotations: Attrs::new(),
-        body: Box::new(body),
-    }
 }
 
 /// A spatial stage `for i..: block(v = i): out[v] = value` writing any buffer.

@@ -354,43 +354,27 @@ pub fn definable_tir_vars(s: &StructInfo, out: &mut Vec<TirVar>) {
         }
     };
     match s {
-        StructInfo::Prim(p) => {
-            if let Some(v) = &p.value {
-                push(v, out)
-            }
-        }
-        StructInfo::Shape(sh) => {
-            if let Some(vals) = &sh.values {
-                vals.iter().for_each(|v| push(v, out))
-            }
-        }
-        StructInfo::Tensor(t) => {
-            if let Some(vals) = t.shape_values() {
-                vals.iter().for_each(|v| push(v, out))
-            }
-        }
         StructInfo::Tuple(fields) => fields.iter().for_each(|f| definable_tir_vars(f, out)),
-        StructInfo::Object | StructInfo::Func(_) => {}
+        _ => for_each_own_value(s, |v| push(v, out)),
+    }
+}
+
+/// Call `f` on each value a `Prim`, `Shape` or `Tensor` StructInfo holds itself
+/// (the value, the values, the dimensions of a `ShapeExpr` shape).
+fn for_each_own_value(s: &StructInfo, f: impl FnMut(&PrimExpr)) {
+    match s {
+        StructInfo::Prim(p) => p.value.iter().for_each(f),
+        StructInfo::Shape(sh) => sh.values.iter().flatten().for_each(f),
+        StructInfo::Tensor(t) => t.shape_values().into_iter().flatten().for_each(f),
+        StructInfo::Tuple(_) | StructInfo::Object | StructInfo::Func(_) => {}
     }
 }
 
 /// Every shape variable used in `s` (outside function signatures' own bindings), in order.
 pub fn used_tir_vars(s: &StructInfo, out: &mut Vec<TirVar>) {
     match s {
-        StructInfo::Prim(p) => {
-            if let Some(v) = &p.value {
-                prim_expr_vars(v, out)
-            }
-        }
-        StructInfo::Shape(sh) => {
-            if let Some(vals) = &sh.values {
-                vals.iter().for_each(|v| prim_expr_vars(v, out))
-            }
-        }
-        StructInfo::Tensor(t) => {
-            if let Some(vals) = t.shape_values() {
-                vals.iter().for_each(|v| prim_expr_vars(v, out))
-            }
+        StructInfo::Prim(_) | StructInfo::Shape(_) | StructInfo::Tensor(_) => {
+            for_each_own_value(s, |v| prim_expr_vars(v, out))
         }
         StructInfo::Tuple(fields) => fields.iter().for_each(|f| used_tir_vars(f, out)),
         StructInfo::Func(f) => {

@@ -124,18 +124,24 @@ impl<'a> BaseChecker<'a> {
         }
     }
 
-    pub(super) fn array_check(&mut self, l: &[StructInfo], r: &[StructInfo]) -> BaseCheckResult {
+    /// `check` on each pair of `l` and `r` combined (`FailL0` when the lengths
+    /// differ), stopping at the first `FailL0`.
+    fn pairwise<T>(&mut self, l: &[T], r: &[T], check: fn(&mut Self, &T, &T) -> BaseCheckResult) -> BaseCheckResult {
         if l.len() != r.len() {
             return BaseCheckResult::FailL0;
         }
         let mut ret = BaseCheckResult::Pass;
         for (a, b) in l.iter().zip(r) {
-            ret = ret.combine(self.visit(a, b));
+            ret = ret.combine(check(self, a, b));
             if ret == BaseCheckResult::FailL0 {
                 return ret;
             }
         }
         ret
+    }
+
+    pub(super) fn array_check(&mut self, l: &[StructInfo], r: &[StructInfo]) -> BaseCheckResult {
+        self.pairwise(l, r, Self::visit)
     }
 
     pub(super) fn prim_match(&mut self, l: &PrimExpr, r: &PrimExpr) -> BaseCheckResult {
@@ -171,17 +177,7 @@ impl<'a> BaseChecker<'a> {
     }
 
     pub(super) fn values_match(&mut self, l: &[PrimExpr], r: &[PrimExpr]) -> BaseCheckResult {
-        if l.len() != r.len() {
-            return BaseCheckResult::FailL0;
-        }
-        let mut ret = BaseCheckResult::Pass;
-        for (a, b) in l.iter().zip(r) {
-            ret = ret.combine(self.prim_match(a, b));
-            if ret == BaseCheckResult::FailL0 {
-                return ret;
-            }
-        }
-        ret
+        self.pairwise(l, r, Self::prim_match)
     }
 
     pub(super) fn shape_match(&mut self, l: &Expr, r: &Expr) -> BaseCheckResult {

@@ -205,28 +205,27 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let Some(axes) = axes.iter().map(|a| a.as_int()).collect::<Option<Vec<i64>>>() else {
         return fallback();
     };
-    let Some(begin) = unpack_prims(&call.args[2], &args[2]) else {
+    // One index per axis from argument `i` (`Ok(None)`: not known statically).
+    let indices = |i: usize, what: &str| -> Result<Option<Vec<PrimExpr>>, String> {
+        let Some(v) = unpack_prims(&call.args[i], &args[i]) else {
+            return Ok(None);
+        };
+        if v.len() != axes.len() {
+            return Err(format!(
+                "For operator {}, the number of axes provided must match the number of '{what}' indices.  However, there are {} axes specified and {} '{what}' indices specified",
+                op_name(call),
+                axes.len(),
+                v.len()
+            ));
+        }
+        Ok(Some(v))
+    };
+    let Some(begin) = indices(2, "begin")? else {
         return fallback();
     };
-    if begin.len() != axes.len() {
-        return Err(format!(
-            "For operator {}, the number of axes provided must match the number of 'begin' indices.  However, there are {} axes specified and {} 'begin' indices specified",
-            op_name(call),
-            axes.len(),
-            begin.len()
-        ));
-    }
-    let Some(end) = unpack_prims(&call.args[3], &args[3]) else {
+    let Some(end) = indices(3, "end")? else {
         return fallback();
     };
-    if end.len() != axes.len() {
-        return Err(format!(
-            "For operator {}, the number of axes provided must match the number of 'end' indices.  However, there are {} axes specified and {} 'end' indices specified",
-            op_name(call),
-            axes.len(),
-            end.len()
-        ));
-    }
     let strides = if n > 4 {
         let Some(s) = unpack_prims(&call.args[4], &args[4]) else {
             return fallback();

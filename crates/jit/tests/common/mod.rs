@@ -163,6 +163,17 @@ pub fn gpu_jit_with(opts: relax_jit::ScheduleOptions) -> Option<Jit> {
     Some(jit_with(rt, opts))
 }
 
+/// Run `f` on `tensors` (its inputs, then its outputs, written in place) with
+/// `jit`'s GPU when `gpu`, else on the host.
+pub fn run_tensors(jit: &Jit, gpu: bool, f: &PrimFunc, tensors: &mut [&mut relax_jit::HostTensor]) {
+    let mut args: Vec<relax_jit::Arg> = tensors.iter_mut().map(|t| relax_jit::Arg::Tensor(t)).collect();
+    if gpu {
+        jit.run_gpu(f, &mut args).expect("gpu run");
+    } else {
+        jit.run_host(f, &mut args).expect("host run");
+    }
+}
+
 /// The output `f` writes from `inputs` (its last parameter, of `out_shape`, float32)
 /// on the host and then with `gpu`, as `[host, gpu]`.
 pub fn host_and_gpu(gpu: &Jit, f: &PrimFunc, inputs: &[relax_jit::HostTensor], out_shape: &[i64]) -> [Vec<f64>; 2] {

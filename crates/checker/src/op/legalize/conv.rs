@@ -3,7 +3,7 @@
 //! reduction block over input channels and the kernel window.
 
 use relax_ir::tir::BinOp;
-use relax_ir::{Attrs, DataType, PrimExpr};
+use relax_ir::{Attrs, PrimExpr};
 
 use super::pool::pad_stage;
 use super::te::{add, konst, mul, scale, Reduce, Te};
@@ -130,7 +130,7 @@ fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
     let operands = (&padded, &w);
     conv_sum(
         &mut t,
-        zero_sum(&name, out_shape, red_axes, odt),
+        Reduce::sum(&name, out_shape, "", red_axes, odt),
         &snames,
         operands,
         |s, r| {
@@ -178,17 +178,6 @@ fn flip_index(k: &PrimExpr, v: PrimExpr) -> PrimExpr {
     match k.as_int() {
         Some(k) => PrimExpr::binary(BinOp::Sub, PrimExpr::int(k - 1), v),
         None => PrimExpr::binary(BinOp::Sub, PrimExpr::binary(BinOp::Sub, k.clone(), v), PrimExpr::int(1)),
-    }
-}
-
-/// A sum over `red_axes` into a tensor of `shape` and dtype `odt`, from zero.
-fn zero_sum(name: &str, shape: Vec<PrimExpr>, red_axes: Vec<(String, PrimExpr)>, odt: DataType) -> Reduce<'_> {
-    Reduce {
-        name,
-        shape,
-        spatial_prefix: "",
-        red_axes,
-        init: konst(0.0, odt),
     }
 }
 
@@ -357,7 +346,7 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
     let operands = (&padded, &kt);
     conv_sum(
         &mut t,
-        zero_sum("compute", out_shape, red_axes, odt),
+        Reduce::sum("compute", out_shape, "", red_axes, odt),
         &snames,
         operands,
         |s, r| {

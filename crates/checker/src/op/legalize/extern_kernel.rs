@@ -7,9 +7,10 @@
 use relax_ir::PrimFunc;
 
 use relax_ir::tir::BufferNode;
-use relax_ir::tir::{BinOp, Block, ForKind};
+use relax_ir::tir::{BinOp, Block};
 use relax_ir::{Attrs, Buffer, DataType, Expr, PrimExpr, PrimExprKind, Span, Stmt, TirVar};
 
+pub(crate) use super::te::loop_over;
 use super::te::Te;
 use crate::op::common::{floordiv, floormod, max, min, mul};
 
@@ -46,19 +47,6 @@ pub(crate) fn store_flat(buf: &Buffer, index: &PrimExpr, value: PrimExpr) -> Stm
         value,
         indices: unravel(index, buf.shape()),
         span: Span::NONE,
-    }
-}
-
-/// `for var in <kind>(extent): body`.
-pub(crate) fn loop_over(var: &TirVar, extent: &PrimExpr, kind: ForKind, body: Stmt) -> Stmt {
-    Stmt::For {
-        var: var.clone(),
-        min: PrimExpr::int_of(0, extent.dtype()),
-        extent: extent.clone(),
-        kind,
-        thread_tag: None,
-        annotations: Attrs::new(),
-        body: Box::new(body),
     }
 }
 

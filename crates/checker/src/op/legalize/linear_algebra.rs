@@ -4,7 +4,7 @@
 use relax_ir::tir::BinOp;
 use relax_ir::PrimExpr;
 
-use super::te::{konst, Reduce, Te};
+use super::te::{Reduce, Te};
 use super::{Emitter, LegalizeCtx, Legalized, Lowered, OrSkip, Skip};
 use crate::op::attrs::{MatmulAttrs, OpAttrs};
 
@@ -56,13 +56,7 @@ pub(crate) fn matmul(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legaliz
         v.cast(odt)
     };
     t.reduce(
-        Reduce {
-            name: "matmul",
-            shape: out_shape.clone(),
-            spatial_prefix: "i",
-            red_axes: vec![("k".into(), kdim)],
-            init: konst(0.0, odt),
-        },
+        Reduce::sum("matmul", out_shape.clone(), "i", vec![("k".into(), kdim)], odt),
         |acc, v| PrimExpr::binary(BinOp::Add, acc, v),
         |s, k| PrimExpr::binary(BinOp::Mul, access(&xb, s, &k[0], true), access(&yb, s, &k[0], false)),
     );

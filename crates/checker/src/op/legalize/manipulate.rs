@@ -766,13 +766,7 @@ fn collapse_sum(ctx: &LegalizeCtx) -> Option<Lowered> {
     let red_axes: Vec<(String, PrimExpr)> = red.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
     let name = format!("{}_red", x.name());
     t.reduce(
-        Reduce {
-            name: &name,
-            shape: target.clone(),
-            spatial_prefix: "ax",
-            red_axes,
-            init: konst(0.0, dt),
-        },
+        Reduce::sum(&name, target.clone(), "ax", red_axes, dt),
         |acc, v| PrimExpr::binary(BinOp::Add, acc, v),
         |s, r| {
             let idx: Vec<PrimExpr> = (0..nd)

@@ -108,13 +108,13 @@ fn softmax_impl(ctx: &LegalizeCtx) -> Option<Lowered> {
         )
     });
     let expsum = t.reduce(
-        Reduce {
-            name: "T_softmax_expsum",
-            shape: red_shape,
-            spatial_prefix: "i",
-            red_axes: vec![("k".into(), shape[ax].clone())],
-            init: konst(0.0, dt),
-        },
+        Reduce::sum(
+            "T_softmax_expsum",
+            red_shape,
+            "i",
+            vec![("k".into(), shape[ax].clone())],
+            dt,
+        ),
         |a, b| PrimExpr::binary(BinOp::Add, a, b),
         |s, r| PrimExpr::load(&exp, with_k(s, &r[0])),
     );
@@ -183,13 +183,7 @@ fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Option<Lowered> {
         .collect();
     let pb = prod.clone();
     let sum = t.reduce(
-        Reduce {
-            name: "T_multiply_red",
-            shape: vec![],
-            spatial_prefix: "ax",
-            red_axes,
-            init: konst(0.0, dt),
-        },
+        Reduce::sum("T_multiply_red", vec![], "ax", red_axes, dt),
         add,
         |_, r| PrimExpr::load(&pb, r.to_vec()),
     );
@@ -273,17 +267,9 @@ fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
             .map(|(d, e)| (format!("k{d}"), e.clone()))
             .collect();
         let sb = src.clone();
-        t.reduce(
-            Reduce {
-                name: "nll_loss_red",
-                shape: vec![],
-                spatial_prefix: "ax",
-                red_axes,
-                init: konst(0.0, dt),
-            },
-            add,
-            |_, r| PrimExpr::load(&sb, r.to_vec()),
-        )
+        t.reduce(Reduce::sum("nll_loss_red", vec![], "ax", red_axes, dt), add, |_, r| {
+            PrimExpr::load(&sb, r.to_vec())
+        })
     };
     let lsum = total(&mut t, &loss);
     match reduction.as_str() {
@@ -315,13 +301,7 @@ fn log_softmax(ctx: &LegalizeCtx) -> Option<Lowered> {
     let with_k = |s: &[PrimExpr], k: &PrimExpr| insert_at(s, ax, k);
     let drop_ax = |i: &[PrimExpr]| remove_at(i, ax);
     let expsum = t.reduce(
-        Reduce {
-            name: "compute",
-            shape: red_shape,
-            spatial_prefix: "i",
-            red_axes: vec![("k".into(), shape[ax].clone())],
-            init: konst(0.0, dt),
-        },
+        Reduce::sum("compute", red_shape, "i", vec![("k".into(), shape[ax].clone())], dt),
         |a, b| PrimExpr::binary(BinOp::Add, a, b),
         |s, r| {
             let d = PrimExpr::binary(
@@ -538,13 +518,7 @@ fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     let inner = |i: &[PrimExpr]| -> Vec<PrimExpr> { axes.iter().map(|&d| i[d].clone()).collect() };
     let xname = x.name().to_string();
     let sum = t.reduce(
-        Reduce {
-            name: &format!("{xname}_sum"),
-            shape: red_shape.clone(),
-            spatial_prefix: "ax",
-            red_axes: red_axes.clone(),
-            init: konst(0.0, acc),
-        },
+        Reduce::sum(&format!("{xname}_sum"), red_shape.clone(), "ax", red_axes.clone(), acc),
         add,
         |s, r| up(PrimExpr::load(&x, full(s, r))),
     );
@@ -553,13 +527,7 @@ fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
         PrimExpr::binary(BinOp::Div, PrimExpr::load(&sum, i.to_vec()), count.clone())
     });
     let var_sum = t.reduce(
-        Reduce {
-            name: &format!("{xname}_var_sum"),
-            shape: red_shape,
-            spatial_prefix: "ax",
-            red_axes,
-            init: konst(0.0, acc),
-        },
+        Reduce::sum(&format!("{xname}_var_sum"), red_shape, "ax", red_axes, acc),
         add,
         |s, r| {
             let d = PrimExpr::binary(
@@ -614,13 +582,7 @@ fn rms_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     let red_axes: Vec<(String, PrimExpr)> = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
     let sqb = sq.clone();
     let sum = t.reduce(
-        Reduce {
-            name: "T_multiply_red",
-            shape: red_shape.clone(),
-            spatial_prefix: "ax",
-            red_axes,
-            init: konst(0.0, acc),
-        },
+        Reduce::sum("T_multiply_red", red_shape.clone(), "ax", red_axes, acc),
         add,
         |s, r| {
             let (mut si, mut ri) = (0, 0);
@@ -880,13 +842,7 @@ fn batch_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
         let srcb = src.clone();
         let red: Vec<(String, PrimExpr)> = red_axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
         t.reduce(
-            Reduce {
-                name: &format!("{}_red", src.name()),
-                shape: red_shape.clone(),
-                spatial_prefix: "ax",
-                red_axes: red,
-                init: konst(0.0, dt),
-            },
+            Reduce::sum(&format!("{}_red", src.name()), red_shape.clone(), "ax", red, dt),
             add,
             |s, r| {
                 let mut idx = r.to_vec();

@@ -198,13 +198,7 @@ fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
         return Some(Lowered::from_te(&name, t, 1, ctx.out.clone()));
     }
     let sum = t.reduce(
-        Reduce {
-            name: "pool_sum",
-            shape: out_shape.clone(),
-            spatial_prefix: "ax",
-            red_axes,
-            init: konst(0.0, dt),
-        },
+        Reduce::sum("pool_sum", out_shape.clone(), "ax", red_axes, dt),
         add,
         |s, r| PrimExpr::load(&src, window(s, r)),
     );
@@ -339,13 +333,7 @@ fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
         .collect();
     let xb = x.clone();
     let sum = t.reduce(
-        Reduce {
-            name: "adaptive_pool_sum",
-            shape: out_shape.clone(),
-            spatial_prefix: "ax",
-            red_axes,
-            init: konst(0.0, dt),
-        },
+        Reduce::sum("adaptive_pool_sum", out_shape.clone(), "ax", red_axes, dt),
         add,
         |s, r| {
             let mut idx = s.to_vec();

@@ -131,38 +131,32 @@ fn reduction(
     Some((out, reduced_count(&shape, &axes)))
 }
 
-fn sum(ctx: &LegalizeCtx) -> Option<Lowered> {
+/// The reduction `name` of input 0 alone, from `init` with `op`.
+fn reduce_op(
+    ctx: &LegalizeCtx,
+    name: &str,
+    init: impl FnOnce(relax_ir::DataType) -> PrimExpr,
+    op: BinOp,
+) -> Option<Lowered> {
     let mut t = Te::new();
-    reduction(
-        ctx,
-        &mut t,
-        |dt| konst(0.0, dt),
-        |a, b| PrimExpr::binary(BinOp::Add, a, b),
-    )?;
-    Some(Lowered::from_te("sum", t, 1, ctx.out.clone()))
+    reduction(ctx, &mut t, init, |a, b| PrimExpr::binary(op, a, b))?;
+    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+}
+
+fn sum(ctx: &LegalizeCtx) -> Option<Lowered> {
+    reduce_op(ctx, "sum", |dt| konst(0.0, dt), BinOp::Add)
 }
 
 fn prod(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let mut t = Te::new();
-    reduction(
-        ctx,
-        &mut t,
-        |dt| konst(1.0, dt),
-        |a, b| PrimExpr::binary(BinOp::Mul, a, b),
-    )?;
-    Some(Lowered::from_te("prod", t, 1, ctx.out.clone()))
+    reduce_op(ctx, "prod", |dt| konst(1.0, dt), BinOp::Mul)
 }
 
 fn max(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let mut t = Te::new();
-    reduction(ctx, &mut t, min_value, |a, b| PrimExpr::binary(BinOp::Max, a, b))?;
-    Some(Lowered::from_te("max", t, 1, ctx.out.clone()))
+    reduce_op(ctx, "max", min_value, BinOp::Max)
 }
 
 fn min(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let mut t = Te::new();
-    reduction(ctx, &mut t, max_value, |a, b| PrimExpr::binary(BinOp::Min, a, b))?;
-    Some(Lowered::from_te("min", t, 1, ctx.out.clone()))
+    reduce_op(ctx, "min", max_value, BinOp::Min)
 }
 
 /// `mean`: the sum divided by the element count (`T_divide`).

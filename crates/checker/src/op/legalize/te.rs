@@ -147,50 +147,39 @@ pub fn konst(v: f64, dtype: DataType) -> PrimExpr {
 
 /// The lowest value of `dtype` (`T.min_value`), as TVM folds it.
 pub fn min_value(dtype: DataType) -> PrimExpr {
-    if dtype.is_float() {
-        let v = match dtype.bits {
-            16 => -65504.0,
-            32 => f32::MIN as f64,
-            _ => f64::MIN,
-        };
-        PrimExpr::float_of(v, dtype)
-    } else if dtype.is_bool() {
-        PrimExpr::bool(false)
-    } else if dtype.is_uint() {
-        PrimExpr::int_of(0, dtype)
-    } else {
-        let v = if dtype.bits >= 64 {
-            i64::MIN
-        } else {
-            -(1i64 << (dtype.bits - 1))
-        };
-        PrimExpr::int_of(v, dtype)
-    }
+    extreme_value(dtype, false)
 }
 
 /// The highest value of `dtype` (`T.max_value`).
 pub fn max_value(dtype: DataType) -> PrimExpr {
+    extreme_value(dtype, true)
+}
+
+/// The highest (`highest`) or lowest value of `dtype`: the largest finite float
+/// (`65504` for float16), the integer range of the width, `0` and `1` for bool.
+fn extreme_value(dtype: DataType, highest: bool) -> PrimExpr {
     if dtype.is_float() {
         let v = match dtype.bits {
             16 => 65504.0,
             32 => f32::MAX as f64,
             _ => f64::MAX,
         };
-        PrimExpr::float_of(v, dtype)
+        PrimExpr::float_of(if highest { v } else { -v }, dtype)
     } else if dtype.is_bool() {
-        PrimExpr::bool(true)
+        PrimExpr::bool(highest)
     } else if dtype.is_uint() {
-        let v = if dtype.bits >= 63 {
-            i64::MAX
-        } else {
-            (1i64 << dtype.bits) - 1
+        let v = match (highest, dtype.bits) {
+            (false, _) => 0,
+            (true, b) if b >= 63 => i64::MAX,
+            (true, b) => (1i64 << b) - 1,
         };
         PrimExpr::int_of(v, dtype)
     } else {
-        let v = if dtype.bits >= 64 {
-            i64::MAX
-        } else {
-            (1i64 << (dtype.bits - 1)) - 1
+        let v = match (highest, dtype.bits) {
+            (true, b) if b >= 64 => i64::MAX,
+            (false, b) if b >= 64 => i64::MIN,
+            (true, b) => (1i64 << (b - 1)) - 1,
+            (false, b) => -(1i64 << (b - 1)),
         };
         PrimExpr::int_of(v, dtype)
     }
@@ -208,6 +197,25 @@ pub struct Reduce<'a> {
     pub red_axes: Vec<(String, PrimExpr)>,
     /// Initial value.
     pub init: PrimExpr,
+}
+
+impl<'a> Reduce<'a> {
+    /// A sum of `dtype` starting from zero.
+    pub fn sum(
+        name: &'a str,
+        shape: Vec<PrimExpr>,
+        spatial_prefix: &'a str,
+        red_axes: Vec<(String, PrimExpr)>,
+        dtype: DataType,
+    ) -> Reduce<'a> {
+        Reduce {
+            name,
+            shape,
+            spatial_prefix,
+            red_axes,
+            init: konst(0.0, dtype),
+        }
+    }
 }
 
 /// The PrimFunc under construction.
@@ -466,34 +474,45 @@ impl Te {
             params.push(h.clone());
             buffer_map.push((h, b.clone()));
         }
-        let body = Stmt::seq(stages);
-        let body = Stmt::BlockRealize {
-            iter_values: Vec::new(),
-            predicate: None,
-            block: Box::new(Block {
-                name: "root".into(),
-                iter_vars: Vec::new(),
-                reads: Vec::new(),
-                writes: Vec::new(),
-                init: None,
-                alloc_buffers: allocs,
-                match_buffers: Vec::new(),
-                annotations: Attrs::new(),
-                body: Box::new(body),
-            }),
-        };
         let mut attrs = Attrs::new();
         attrs.set("tirx.noalias", AttrValue::Bool(true));
-        PrimFunc {
-            params,
-            buffer_map,
-            ret_type: None,
-            body,
-            attrs,
-            private: true,
-            s_tir: true,
-            span: Span::NONE,
-        }
+        root_prim_func(params, buffer_map, allocs, stages, attrs)
+    }
+}
+
+/// A private `s_tir` PrimFunc whose body is the root block allocating `allocs` and
+/// running `stages` in order.
+pub fn root_prim_func(
+    params: Vec<TirVar>,
+    buffer_map: Vec<(TirVar, Buffer)>,
+    allocs: Vec<Buffer>,
+    stages: Vec<Stmt>,
+    attrs: Attrs,
+) -> PrimFunc {
+    let body = Stmt::BlockRealize {
+        iter_values: Vec::new(),
+        predicate: None,
+        block: Box::new(Block {
+            name: "root".into(),
+            iter_vars: Vec::new(),
+            reads: Vec::new(),
+            writes: Vec::new(),
+            init: None,
+            alloc_buffers: allocs,
+            match_buffers: Vec::new(),
+            annotations: Attrs::new(),
+            body: Box::new(Stmt::seq(stages)),
+        }),
+    };
+    PrimFunc {
+        params,
+        buffer_map,
+        ret_type: None,
+        body,
+        attrs,
+        private: true,
+        s_tir: true,
+        span: Span::NONE,
     }
 }
 
@@ -650,5 +669,18 @@ pub fn scale(v: PrimExpr, c: i64) -> PrimExpr {
         v
     } else {
         mul(v, PrimExpr::int(c))
+    }
+}
+
+/// `for var in <kind>(extent): body`.
+pub fn loop_over(var: &TirVar, extent: &PrimExpr, kind: ForKind, body: Stmt) -> Stmt {
+    Stmt::For {
+        var: var.clone(),
+        min: PrimExpr::int_of(0, extent.dtype()),
+        extent: extent.clone(),
+        kind,
+        thread_tag: None,
+        annotations: Attrs::new(),
+        body: Box::new(body),
     }
 }

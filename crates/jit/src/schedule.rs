@@ -244,6 +244,9 @@ fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<Gp
             if let Some(k) = crate::gemm_schedule::gemm_kernel(&r, Some(&epi), &name, opts) {
                 return Ok(k);
             }
+            if let Some(k) = crate::pool_schedule::fused_window_kernel(&r, &epi, &name, opts) {
+                return Ok(k);
+            }
         }
     }
     Ok(spatial_kernel(&st.body, name, opts))

@@ -19,6 +19,7 @@ use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar
 use relax_ir::DataType;
 
 use crate::expr::{self, add, bin, mul};
+use crate::fused_reduction::Epilogue;
 use crate::gemm_schedule::affine;
 use crate::lower::{for_loop, Reduction};
 use crate::schedule::{
@@ -55,9 +56,26 @@ pub fn pool_kernel(r: &Reduction, name: &str, opts: &ScheduleOptions) -> Option<
         return None;
     }
     if (2..=64).contains(&k) {
-        return window_kernel(r, name, s, opts);
+        return window_kernel(r, None, name, s, opts);
     }
     None
+}
+
+/// A reduction fused with its elementwise epilogue (a convolution the implicit
+/// GEMM does not take, such as a grouped or depthwise one, followed by batch norm
+/// or an activation) over at most 512 elements an output: several consecutive
+/// outputs a thread along the innermost output axis, operands that do not depend
+/// on it loaded once for all of them.
+pub fn fused_window_kernel(r: &Reduction, epi: &Epilogue, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {
+    if !matches!(r.op, BinOp::Add | BinOp::Max | BinOp::Min) || r.spatial.is_empty() {
+        return None;
+    }
+    let k = const_total(&r.reduce)?;
+    let s = const_total(&r.spatial)?;
+    if !(2..=512).contains(&k) {
+        return None;
+    }
+    window_kernel(r, Some(epi), name, s, opts)
 }
 
 fn const_total(loops: &[(TirVar, PrimExpr)]) -> Option<i64> {
@@ -225,7 +243,13 @@ fn plane_subgroup_kernel(r: &Reduction, name: &str, lanes: i64) -> Option<GpuKer
 /// Several consecutive outputs along the innermost spatial loop per thread (see the
 /// module docs); `None` when the innermost extent is too short for it or there are
 /// too few outputs to keep the adapter's workers busy.
-fn window_kernel(r: &Reduction, name: &str, s: i64, opts: &ScheduleOptions) -> Option<GpuKernel> {
+fn window_kernel(
+    r: &Reduction,
+    epi: Option<&Epilogue>,
+    name: &str,
+    s: i64,
+    opts: &ScheduleOptions,
+) -> Option<GpuKernel> {
     let per = opts.elementwise_per_thread.clamp(1, 16) as i64;
     let last = r.spatial.len() - 1;
     let (iv, n_e) = r.spatial[last].clone();
@@ -269,7 +293,16 @@ fn window_kernel(r: &Reduction, name: &str, s: i64, opts: &ScheduleOptions) -> O
         body: Box::new(Stmt::Seq(vec![
             each(store(&acc, e.to_expr(), r.init.clone())),
             nest,
-            each(store(&r.out, r.out_index.clone(), ld_acc)),
+            each(match epi {
+                None => store(&r.out, r.out_index.clone(), ld_acc),
+                Some(ep) => {
+                    let value = expr::map_expr(&ep.value, &mut |x| {
+                        matches!(x.kind(), PrimExprKind::BufferLoad { buffer, .. } if *buffer == ep.acc)
+                            .then(|| ld_acc.clone())
+                    });
+                    store(&ep.out, ep.index.clone(), value)
+                }
+            }),
         ])),
     };
     let mut loops = r.spatial.clone();

@@ -79,7 +79,8 @@ pub struct ScheduleOptions {
     pub matmul_tile: (u32, u32),
     /// Threads of a matmul workgroup (rows, cols).
     pub matmul_threads: (u32, u32),
-    /// Disable the matmul and cross-thread schedules (one thread per output).
+    /// Disable the matmul, cross-thread, pooling and several-elements-per-thread
+    /// schedules (one thread per output).
     pub naive: bool,
     /// Schedule convolution-like multiply-accumulate reductions as implicit GEMMs
     /// (see `implicit_gemm`).
@@ -243,6 +244,9 @@ fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<Gp
             if let Some(k) = crate::gemm_schedule::gemm_kernel(&r, Some(&epi), &name, opts) {
                 return Ok(k);
             }
+            if let Some(k) = crate::pool_schedule::fused_window_kernel(&r, &epi, &name, opts) {
+                return Ok(k);
+            }
         }
     }
     Ok(spatial_kernel(&st.body, name, opts))
@@ -362,7 +366,7 @@ fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) -> GpuKerne
 /// `parallel_groups`, or 16 workgroups when unknown); else 1.
 fn elements_per_thread(body: &Stmt, loops: &[(TirVar, PrimExpr)], threads: u32, opts: &ScheduleOptions) -> i64 {
     let per = opts.elementwise_per_thread.clamp(1, 16) as i64;
-    if per == 1 {
+    if per == 1 || opts.naive {
         return 1;
     }
     let mut has_loops = false;

@@ -130,6 +130,15 @@ fn several_elements_per_thread_match_the_host() {
         assert_eq!(fs.len(), 1, "{body}");
         let f = &fs[0];
         let (w4, w1) = (workgroups(f, 4), workgroups(f, 1));
+        let naive = ScheduleOptions {
+            naive: true,
+            ..options(4)
+        };
+        let src = relax_jit::jit::emit_program(f, &relax_jit::DeviceCaps::ALL, &naive).expect("emits");
+        assert!(
+            matches!(&src.kernels[0].grid, Grid::Linear(e) if e.as_int() == Some(w1)),
+            "{body}: naive"
+        );
         if applies {
             assert!(w4 * 3 <= w1, "{body}: {w4} workgroups with 4 a thread, {w1} with 1");
         } else {

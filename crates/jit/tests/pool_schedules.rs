@@ -262,3 +262,76 @@ fn pool_wgsl_validates_without_a_device() {
         relax_jit::emit_program(&hand_gap(4, 501, 6), &relax_jit::DeviceCaps::ALL, &options(true)).expect("emits");
     assert!(src.kernels[0].wgsl.contains("subgroupShuffleXor("));
 }
+
+/// A grouped 1x1 convolution (4 groups, 14 x 14 outputs: a tail of 2 past 12) and
+/// a depthwise 3x3 one with padding (29 x 29), each fused with its epilogue, as
+/// TIR fusion writes them.
+const FUSED_CONVS: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def gconv(x: T.Buffer((T.int64(1), T.int64(24), T.int64(14), T.int64(14)), "float32"), w: T.Buffer((T.int64(24), T.int64(6), T.int64(1), T.int64(1)), "float32"), m: T.Buffer((T.int64(24),), "float32"), gv: T.Buffer((T.int64(1), T.int64(24), T.int64(14), T.int64(14)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        with T.sblock("root"):
+            T.reads()
+            T.writes()
+            for nn in T.parallel(T.int64(1)):
+                for ff in T.parallel(T.int64(24)):
+                    for yy in T.parallel(T.int64(14)):
+                        for xx in T.parallel(T.int64(14)):
+                            acc: T.float32 = T.float32(0.0)
+                            for rc, ry, rx in T.grid(T.int64(6), T.int64(1), T.int64(1)):
+                                acc = acc + x[nn, ff // T.int64(6) * T.int64(6) + rc, yy + ry, xx + rx] * w[ff, rc, ry, rx]
+                            gv[nn, ff, yy, xx] = T.max(acc - m[ff], T.float32(0.0))
+
+    @T.prim_func(private=True, s_tir=True)
+    def dwconv(x: T.Buffer((T.int64(1), T.int64(16), T.int64(29), T.int64(29)), "float32"), w: T.Buffer((T.int64(16), T.int64(1), T.int64(3), T.int64(3)), "float32"), m: T.Buffer((T.int64(16),), "float32"), gv: T.Buffer((T.int64(1), T.int64(16), T.int64(29), T.int64(29)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        with T.sblock("root"):
+            T.reads()
+            T.writes()
+            for nn in T.parallel(T.int64(1)):
+                for ff in T.parallel(T.int64(16)):
+                    for yy in T.parallel(T.int64(29)):
+                        for xx in T.parallel(T.int64(29)):
+                            acc: T.float32 = T.float32(0.0)
+                            for ry, rx in T.grid(T.int64(3), T.int64(3)):
+                                acc = acc + T.if_then_else(T.int64(1) <= yy + ry and yy + ry < T.int64(30) and T.int64(1) <= xx + rx and xx + rx < T.int64(30), x[nn, ff, yy + ry - T.int64(1), xx + rx - T.int64(1)], T.float32(0.0)) * w[ff, 0, ry, rx]
+                            gv[nn, ff, yy, xx] = acc * m[ff]
+"#;
+
+#[test]
+fn fused_grouped_and_depthwise_convs_take_the_window_schedule_and_match_the_host() {
+    let module = relax_ir::text::parse(FUSED_CONVS).expect("parses").into_module();
+    let mut funcs: Vec<(String, PrimFunc)> = module
+        .functions
+        .iter()
+        .filter_map(|(name, f)| match f {
+            relax_ir::BaseFunc::Prim(p) => Some((name.0.to_string(), p.clone())),
+            _ => None,
+        })
+        .collect();
+    funcs.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(funcs.len(), 2);
+    let gpus: Vec<Jit> = [true, false].into_iter().filter_map(jit).collect();
+    for (name, f) in &funcs {
+        let lowered = relax_jit::lower::lower(f).expect("lowers");
+        let [st] = lowered.stages.as_slice() else {
+            panic!("{name}: one stage")
+        };
+        let (r, epi) = relax_jit::fused_reduction::detect(&st.body).expect("a fused reduction");
+        assert!(
+            relax_jit::pool_schedule::fused_window_kernel(&r, &epi, "k", &options(false)).is_some(),
+            "{name}: window schedule"
+        );
+        let (x, w, out) = if name.contains("gconv") {
+            (vec![1, 24, 14, 14], vec![24, 6, 1, 1], vec![1, 24, 14, 14])
+        } else {
+            (vec![1, 16, 29, 29], vec![16, 1, 3, 3], vec![1, 16, 29, 29])
+        };
+        let c = out[1];
+        for g in &gpus {
+            compare(f, &[x.clone(), w.clone(), vec![c]], &out, g, name);
+        }
+    }
+}

@@ -53,11 +53,12 @@ pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformFie
 /// stable interface.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::fused_reduction::detect as detect_fused_reduction;
     pub use crate::host::{eval_int, native_counters};
     pub use crate::jit::kernel_hash;
     pub use crate::lower::{lower, lower_named, LoweredFunc, ParamSlot};
     pub use crate::math::erf;
-    pub use crate::pool_schedule::pool_kernel;
+    pub use crate::pool_schedule::{fused_window_kernel, pool_kernel};
     pub use crate::schedule::schedule;
     pub use crate::tensor::Element;
     pub use crate::wgsl::{emit_kernel, validate, HELPERS};

@@ -134,7 +134,7 @@ fn several_elements_per_thread_match_the_host() {
             naive: true,
             ..options(4)
         };
-        let src = relax_jit::jit::emit_program(f, &relax_jit::DeviceCaps::ALL, &naive).expect("emits");
+        let src = relax_jit::emit_program(f, &relax_jit::DeviceCaps::ALL, &naive).expect("emits");
         assert!(
             matches!(&src.kernels[0].grid, Grid::Linear(e) if e.as_int() == Some(w1)),
             "{body}: naive"

@@ -315,13 +315,13 @@ fn fused_grouped_and_depthwise_convs_take_the_window_schedule_and_match_the_host
     assert_eq!(funcs.len(), 2);
     let gpus: Vec<Jit> = [true, false].into_iter().filter_map(jit).collect();
     for (name, f) in &funcs {
-        let lowered = relax_jit::lower::lower(f).expect("lowers");
+        let lowered = relax_jit::internals::lower(f).expect("lowers");
         let [st] = lowered.stages.as_slice() else {
             panic!("{name}: one stage")
         };
-        let (r, epi) = relax_jit::fused_reduction::detect(&st.body).expect("a fused reduction");
+        let (r, epi) = relax_jit::internals::detect_fused_reduction(&st.body).expect("a fused reduction");
         assert!(
-            relax_jit::pool_schedule::fused_window_kernel(&r, &epi, "k", &options(false)).is_some(),
+            relax_jit::internals::fused_window_kernel(&r, &epi, "k", &options(false)).is_some(),
             "{name}: window schedule"
         );
         let (x, w, out) = if name.contains("gconv") {

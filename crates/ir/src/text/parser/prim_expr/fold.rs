@@ -290,40 +290,24 @@ pub(crate) fn try_fold(op: BinOp, a: &PrimExpr, b: &PrimExpr) -> Option<PrimExpr
     let int = |v: i64| Some(PrimExpr::int_of(wrap_int(v, rt), rt));
     let boolv = |v: bool| Some(PrimExpr::bool(v));
     match op {
-        BinOp::Add => {
+        BinOp::Add | BinOp::Sub => {
+            let add = op == BinOp::Add;
             if let (Some(x), Some(y)) = (pa, pb) {
-                return int(x.wrapping_add(y));
+                return int(if add { x.wrapping_add(y) } else { x.wrapping_sub(y) });
             }
-            if pa == Some(0) {
+            if add && pa == Some(0) {
                 return Some(b.clone());
             }
             if pb == Some(0) {
                 return Some(a.clone());
             }
             if let (Some(x), Some(y)) = (fa, fb) {
-                if let Some(r) = fold_float(rt, |p, q| p + q, x, y) {
+                if let Some(r) = fold_float(rt, |p, q| if add { p + q } else { p - q }, x, y) {
                     return Some(r);
                 }
             }
-            if fa == Some(0.0) {
+            if add && fa == Some(0.0) {
                 return Some(b.clone());
-            }
-            if fb == Some(0.0) {
-                return Some(a.clone());
-            }
-            None
-        }
-        BinOp::Sub => {
-            if let (Some(x), Some(y)) = (pa, pb) {
-                return int(x.wrapping_sub(y));
-            }
-            if pb == Some(0) {
-                return Some(a.clone());
-            }
-            if let (Some(x), Some(y)) = (fa, fb) {
-                if let Some(r) = fold_float(rt, |p, q| p - q, x, y) {
-                    return Some(r);
-                }
             }
             if fb == Some(0.0) {
                 return Some(a.clone());
@@ -373,87 +357,41 @@ pub(crate) fn try_fold(op: BinOp, a: &PrimExpr, b: &PrimExpr) -> Option<PrimExpr
             }
             None
         }
-        BinOp::Div => {
+        BinOp::Div | BinOp::FloorDiv => {
+            let floor = op == BinOp::FloorDiv;
             if let (Some(x), Some(y)) = (pa, pb) {
                 if y != 0 {
-                    return int(x.wrapping_div(y));
+                    return int(if floor { floordiv_i64(x, y) } else { x.wrapping_div(y) });
                 }
                 return None;
             }
-            if pa == Some(0) {
-                return Some(a.clone());
-            }
-            if pb == Some(1) {
+            if pa == Some(0) || pb == Some(1) {
                 return Some(a.clone());
             }
             if let (Some(x), Some(y)) = (fa, fb) {
                 if y != 0.0 {
-                    if let Some(r) = fold_float(rt, |p, q| p / q, x, y) {
+                    let div = |p: f64, q: f64| if floor { (p / q).floor() } else { p / q };
+                    if let Some(r) = fold_float(rt, div, x, y) {
                         return Some(r);
                     }
                 }
             }
-            if fa == Some(0.0) {
-                return Some(a.clone());
-            }
-            if fb == Some(1.0) {
+            if fa == Some(0.0) || fb == Some(1.0) {
                 return Some(a.clone());
             }
             None
         }
-        BinOp::Mod => {
+        BinOp::Mod | BinOp::FloorMod => {
             if !rt.is_integer() {
                 return None;
             }
             if let (Some(x), Some(y)) = (pa, pb) {
                 if y != 0 {
-                    return int(x.wrapping_rem(y));
-                }
-                return None;
-            }
-            if pa == Some(0) {
-                return Some(a.clone());
-            }
-            if pb == Some(1) {
-                return int(0);
-            }
-            None
-        }
-        BinOp::FloorDiv => {
-            if let (Some(x), Some(y)) = (pa, pb) {
-                if y != 0 {
-                    return int(floordiv_i64(x, y));
-                }
-                return None;
-            }
-            if pa == Some(0) {
-                return Some(a.clone());
-            }
-            if pb == Some(1) {
-                return Some(a.clone());
-            }
-            if let (Some(x), Some(y)) = (fa, fb) {
-                if y != 0.0 {
-                    if let Some(r) = fold_float(rt, |p, q| (p / q).floor(), x, y) {
-                        return Some(r);
-                    }
-                }
-            }
-            if fa == Some(0.0) {
-                return Some(a.clone());
-            }
-            if fb == Some(1.0) {
-                return Some(a.clone());
-            }
-            None
-        }
-        BinOp::FloorMod => {
-            if !rt.is_integer() {
-                return None;
-            }
-            if let (Some(x), Some(y)) = (pa, pb) {
-                if y != 0 {
-                    return int(floormod_i64(x, y));
+                    return int(if op == BinOp::Mod {
+                        x.wrapping_rem(y)
+                    } else {
+                        floormod_i64(x, y)
+                    });
                 }
                 return None;
             }

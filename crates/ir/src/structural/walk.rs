@@ -65,6 +65,16 @@ impl<'a, S: Reducer<'a>> Walk<S> {
     fn atom(&mut self, what: &'static str, atom: Atom<'a>) -> R {
         self.sink.event(Event::Atom { what: Note(what), atom })
     }
+    /// The variant `name` of the sum type `what`, then its fields.
+    fn variant(&mut self, what: &'static str, name: &'static str, fields: impl FnOnce(&mut Self) -> R) -> R {
+        self.kind(what, name)?;
+        fields(self)
+    }
+    /// The variant `name` of the sum type `what`, holding one leaf value.
+    fn leaf(&mut self, what: &'static str, name: &'static str, field: &'static str, atom: Atom<'a>) -> R {
+        self.kind(what, name)?;
+        self.atom(field, atom)
+    }
     fn code(&mut self, what: &'static str, code: u64, shown: &'a dyn fmt::Debug) -> R {
         self.atom(what, Atom::Code(code, Note(shown)))
     }
@@ -196,38 +206,14 @@ impl<'a, S: Reducer<'a>> Walk<S> {
         const W: &str = "attribute kind";
         match v {
             AttrValue::None => self.kind(W, "None"),
-            AttrValue::Bool(x) => {
-                self.kind(W, "Bool")?;
-                self.atom("bool", Atom::Bool(*x))
-            }
-            AttrValue::Int(x) => {
-                self.kind(W, "Int")?;
-                self.atom("int", Atom::Int(*x))
-            }
-            AttrValue::Float(x) => {
-                self.kind(W, "Float")?;
-                self.atom("float bits", Atom::FloatBits(x.to_bits()))
-            }
-            AttrValue::Str(x) => {
-                self.kind(W, "Str")?;
-                self.atom("string", Atom::Str(x))
-            }
-            AttrValue::DataType(x) => {
-                self.kind(W, "DataType")?;
-                self.atom("dtype", Atom::DType(*x))
-            }
-            AttrValue::PrimExpr(x) => {
-                self.kind(W, "PrimExpr")?;
-                self.prim(x)
-            }
-            AttrValue::List(x) => {
-                self.kind(W, "List")?;
-                self.list("", x, Self::attr_value)
-            }
-            AttrValue::Map(x) => {
-                self.kind(W, "Map")?;
-                self.attrs(x)
-            }
+            AttrValue::Bool(x) => self.leaf(W, "Bool", "bool", Atom::Bool(*x)),
+            AttrValue::Int(x) => self.leaf(W, "Int", "int", Atom::Int(*x)),
+            AttrValue::Float(x) => self.leaf(W, "Float", "float bits", Atom::FloatBits(x.to_bits())),
+            AttrValue::Str(x) => self.leaf(W, "Str", "string", Atom::Str(x)),
+            AttrValue::DataType(x) => self.leaf(W, "DataType", "dtype", Atom::DType(*x)),
+            AttrValue::PrimExpr(x) => self.variant(W, "PrimExpr", |w| w.prim(x)),
+            AttrValue::List(x) => self.variant(W, "List", |w| w.list("", x, Self::attr_value)),
+            AttrValue::Map(x) => self.variant(W, "Map", |w| w.attrs(x)),
         }
     }
 
@@ -259,39 +245,18 @@ impl<'a, S: Reducer<'a>> Walk<S> {
                 self.atom("constant shape", Atom::Ints(&data.shape))?;
                 self.atom("constant data", Atom::Bytes(&data.data))
             }
-            K::Var(v) => {
-                self.kind(W, "Var")?;
-                self.rvar(v, false)
-            }
-            K::GlobalVar(g) => {
-                self.kind(W, "GlobalVar")?;
-                self.atom("global var", Atom::Str(g.name()))
-            }
-            K::Tuple(x) => {
-                self.kind(W, "Tuple")?;
-                self.list("fields", x, Self::expr)
-            }
+            K::Var(v) => self.variant(W, "Var", |w| w.rvar(v, false)),
+            K::GlobalVar(g) => self.leaf(W, "GlobalVar", "global var", Atom::Str(g.name())),
+            K::Tuple(x) => self.variant(W, "Tuple", |w| w.list("fields", x, Self::expr)),
             K::Seq(x) => {
                 self.kind(W, "SeqExpr")?;
                 self.list("blocks", &x.blocks, Self::block)?;
                 self.field("body", |w| w.expr(&x.body))
             }
-            K::PrimValue(x) => {
-                self.kind(W, "PrimValue")?;
-                self.field("value", |w| w.prim(x))
-            }
-            K::StringImm(x) => {
-                self.kind(W, "StringImm")?;
-                self.atom("string", Atom::Str(x))
-            }
-            K::DataTypeImm(x) => {
-                self.kind(W, "DataTypeImm")?;
-                self.atom("dtype", Atom::DType(*x))
-            }
-            K::Function(f) => {
-                self.kind(W, "Function")?;
-                self.function(f)
-            }
+            K::PrimValue(x) => self.variant(W, "PrimValue", |w| w.field("value", |w| w.prim(x))),
+            K::StringImm(x) => self.leaf(W, "StringImm", "string", Atom::Str(x)),
+            K::DataTypeImm(x) => self.leaf(W, "DataTypeImm", "dtype", Atom::DType(*x)),
+            K::Function(f) => self.variant(W, "Function", |w| w.function(f)),
             K::If {
                 cond,
                 then_branch,
@@ -302,10 +267,7 @@ impl<'a, S: Reducer<'a>> Walk<S> {
                 self.field("then_branch", |w| w.expr(then_branch))?;
                 self.field("else_branch", |w| w.expr(else_branch))
             }
-            K::ExternFunc { global_symbol } => {
-                self.kind(W, "ExternFunc")?;
-                self.atom("extern func", Atom::Str(global_symbol))
-            }
+            K::ExternFunc { global_symbol } => self.leaf(W, "ExternFunc", "extern func", Atom::Str(global_symbol)),
             K::Call(c) => {
                 self.kind(W, "Call")?;
                 self.field("op", |w| w.expr(&c.op))?;
@@ -313,19 +275,13 @@ impl<'a, S: Reducer<'a>> Walk<S> {
                 self.field("attrs", |w| w.attrs(&c.attrs))?;
                 self.list("sinfo_args", &c.sinfo_args, Self::sinfo)
             }
-            K::ShapeExpr(x) => {
-                self.kind(W, "ShapeExpr")?;
-                self.list("values", x, Self::prim)
-            }
+            K::ShapeExpr(x) => self.variant(W, "ShapeExpr", |w| w.list("values", x, Self::prim)),
             K::TupleGetItem { tuple, index } => {
                 self.kind(W, "TupleGetItem")?;
                 self.field("tuple", |w| w.expr(tuple))?;
                 self.atom("index", Atom::Int(*index as i64))
             }
-            K::Op(x) => {
-                self.kind(W, "Op")?;
-                self.atom("op", Atom::Str(x))
-            }
+            K::Op(x) => self.leaf(W, "Op", "op", Atom::Str(x)),
         }
     }
 
@@ -376,10 +332,7 @@ impl<'a, S: Reducer<'a>> Walk<S> {
                 self.atom("vdevice", Atom::VDevice(Device(x.vdevice.as_ref())))?;
                 self.opt("shape", x.shape.as_ref(), Self::expr)
             }
-            StructInfo::Tuple(x) => {
-                self.kind(W, "Tuple")?;
-                self.list("fields", x, Self::sinfo)
-            }
+            StructInfo::Tuple(x) => self.variant(W, "Tuple", |w| w.list("fields", x, Self::sinfo)),
             StructInfo::Func(x) => {
                 self.kind(W, "Func")?;
                 self.def(|w| w.opt("params", x.params.as_deref(), |w, p| w.list("", p, Self::sinfo)))?;
@@ -449,14 +402,8 @@ impl<'a, S: Reducer<'a>> Walk<S> {
                 self.atom("dtype", Atom::DType(*dtype))?;
                 self.atom("float", Atom::FloatBits(value.to_bits()))
             }
-            P::StringImm(x) => {
-                self.kind(W, "StringImm")?;
-                self.atom("string", Atom::Str(x))
-            }
-            P::Var(v) => {
-                self.kind(W, "Var")?;
-                self.tvar_use(v)
-            }
+            P::StringImm(x) => self.leaf(W, "StringImm", "string", Atom::Str(x)),
+            P::Var(v) => self.variant(W, "Var", |w| w.tvar_use(v)),
             P::Cast { dtype, value } => {
                 self.kind(W, "Cast")?;
                 self.atom("cast dtype", Atom::DType(*dtype))?;
@@ -468,10 +415,7 @@ impl<'a, S: Reducer<'a>> Walk<S> {
                 self.field("a", |w| w.prim(a))?;
                 self.field("b", |w| w.prim(b))
             }
-            P::Not(a) => {
-                self.kind(W, "Not")?;
-                self.field("a", |w| w.prim(a))
-            }
+            P::Not(a) => self.variant(W, "Not", |w| w.field("a", |w| w.prim(a))),
             P::Select { cond, t, f } => {
                 self.kind(W, "Select")?;
                 self.field("cond", |w| w.prim(cond))?;
@@ -628,14 +572,8 @@ impl<'a, S: Reducer<'a>> Walk<S> {
                 self.field("then_branch", |w| w.stmt(then_branch))?;
                 self.opt("else_branch", else_branch.as_deref(), Self::stmt)
             }
-            Stmt::Seq(x) => {
-                self.kind(W, "SeqStmt")?;
-                self.list("seq", x, Self::stmt)
-            }
-            Stmt::Evaluate(x) => {
-                self.kind(W, "Evaluate")?;
-                self.field("value", |w| w.prim(x))
-            }
+            Stmt::Seq(x) => self.variant(W, "SeqStmt", |w| w.list("seq", x, Self::stmt)),
+            Stmt::Evaluate(x) => self.variant(W, "Evaluate", |w| w.field("value", |w| w.prim(x))),
             Stmt::Alloc { buffer, body } => {
                 self.kind(W, "Allocate")?;
                 self.field("buffer", |w| w.buffer_def(buffer))?;

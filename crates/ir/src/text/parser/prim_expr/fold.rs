@@ -315,47 +315,30 @@ pub(crate) fn try_fold(op: BinOp, a: &PrimExpr, b: &PrimExpr) -> Option<PrimExpr
             None
         }
         BinOp::Mul => {
+            // `1 * b` is `b`, `0 * b` is `0`, and the same with the constant on the right.
+            let by_constant = |[one_a, zero_a, one_b, zero_b]: [bool; 4]| {
+                if one_a {
+                    Some(b.clone())
+                } else if zero_a || one_b {
+                    Some(a.clone())
+                } else if zero_b {
+                    Some(b.clone())
+                } else {
+                    None
+                }
+            };
             if let (Some(x), Some(y)) = (pa, pb) {
                 return int(x.wrapping_mul(y));
             }
-            if let Some(x) = pa {
-                if x == 1 {
-                    return Some(b.clone());
-                }
-                if x == 0 {
-                    return Some(a.clone());
-                }
-            }
-            if let Some(y) = pb {
-                if y == 1 {
-                    return Some(a.clone());
-                }
-                if y == 0 {
-                    return Some(b.clone());
-                }
+            if let Some(r) = by_constant([pa == Some(1), pa == Some(0), pb == Some(1), pb == Some(0)]) {
+                return Some(r);
             }
             if let (Some(x), Some(y)) = (fa, fb) {
                 if let Some(r) = fold_float(rt, |p, q| p * q, x, y) {
                     return Some(r);
                 }
             }
-            if let Some(x) = fa {
-                if x == 1.0 {
-                    return Some(b.clone());
-                }
-                if x == 0.0 {
-                    return Some(a.clone());
-                }
-            }
-            if let Some(y) = fb {
-                if y == 1.0 {
-                    return Some(a.clone());
-                }
-                if y == 0.0 {
-                    return Some(b.clone());
-                }
-            }
-            None
+            by_constant([fa == Some(1.0), fa == Some(0.0), fb == Some(1.0), fb == Some(0.0)])
         }
         BinOp::Div | BinOp::FloorDiv => {
             let floor = op == BinOp::FloorDiv;

@@ -416,21 +416,14 @@ pub(crate) fn try_fold(op: BinOp, a: &PrimExpr, b: &PrimExpr) -> Option<PrimExpr
             }
             None
         }
-        BinOp::And => {
+        BinOp::And | BinOp::Or => {
+            // `true and b` is `b` and `false and b` is `false`; `or` the other way round.
+            let and = op == BinOp::And;
             if let Some(x) = pa {
-                return Some(if x != 0 { b.clone() } else { a.clone() });
+                return Some(if (x != 0) == and { b.clone() } else { a.clone() });
             }
             if let Some(y) = pb {
-                return Some(if y != 0 { a.clone() } else { b.clone() });
-            }
-            None
-        }
-        BinOp::Or => {
-            if let Some(x) = pa {
-                return Some(if x != 0 { a.clone() } else { b.clone() });
-            }
-            if let Some(y) = pb {
-                return Some(if y != 0 { b.clone() } else { a.clone() });
+                return Some(if (y != 0) == and { a.clone() } else { b.clone() });
             }
             None
         }

@@ -613,3 +613,184 @@ fn kernel_identity_ignores_the_function_name() {
     assert!(kernel.prim_func(&f, &h).is_err());
     assert_ne!(kernel.hash_prim_func(&f), kernel.hash_prim_func(&h));
 }
+
+/// Random Relax functions with symbolic shapes: parameters, annotated bindings,
+/// `MatchCast`s and shape expressions define and use the same TIR variables.
+mod relax_props {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Dim {
+        Sym(u8),
+        Lit(u8),
+    }
+
+    #[derive(Clone, Debug)]
+    enum Value {
+        Call(u8, Vec<u8>),
+        Tuple(Vec<u8>),
+        Get(u8, u8),
+        Shape(Vec<Dim>),
+        Cast(u8, Vec<Dim>),
+    }
+
+    /// A binding: its value and the optional tensor annotation of its variable.
+    #[derive(Clone, Debug)]
+    struct Bind(Value, Option<Vec<Dim>>);
+
+    #[derive(Clone, Debug)]
+    struct F {
+        params: Vec<Vec<Dim>>,
+        body: Vec<Bind>,
+        dataflow: bool,
+    }
+
+    fn dims() -> impl Strategy<Value = Vec<Dim>> {
+        vec(
+            prop_oneof![(0u8..3).prop_map(Dim::Sym), (1u8..4).prop_map(Dim::Lit)],
+            1..3,
+        )
+    }
+
+    fn func_tree() -> impl Strategy<Value = F> {
+        let value = prop_oneof![
+            (0u8..3, vec(any::<u8>(), 1..3)).prop_map(|(o, a)| Value::Call(o, a)),
+            vec(any::<u8>(), 0..3).prop_map(Value::Tuple),
+            (any::<u8>(), 0u8..2).prop_map(|(t, i)| Value::Get(t, i)),
+            dims().prop_map(Value::Shape),
+            (any::<u8>(), dims()).prop_map(|(x, d)| Value::Cast(x, d)),
+        ];
+        let bind = (value, proptest::option::of(dims())).prop_map(|(v, a)| Bind(v, a));
+        (vec(dims(), 1..3), vec(bind, 1..5), any::<bool>()).prop_map(|(params, body, dataflow)| F {
+            params,
+            body,
+            dataflow,
+        })
+    }
+
+    /// Build with fresh variables (Relax and TIR) on every call.
+    fn build(f: &F) -> Function {
+        let syms: Vec<TirVar> = (0..3).map(|i| TirVar::new(format!("n{i}"), DataType::INT64)).collect();
+        let dim = |d: &Dim| match d {
+            Dim::Sym(k) => syms[*k as usize].to_expr(),
+            Dim::Lit(n) => PrimExpr::int(*n as i64),
+        };
+        let tensor = |ds: &[Dim]| StructInfo::tensor(ds.iter().map(dim).collect(), DataType::FLOAT32);
+        let params: Vec<Var> = f.params.iter().map(|ds| Var::new("p", Some(tensor(ds)))).collect();
+        let mut vars = params.clone();
+        let mut bindings = Vec::new();
+        for Bind(value, ann) in &f.body {
+            let pick = |k: &u8| vars[*k as usize % vars.len()].to_expr();
+            let ann = ann.as_deref().map(tensor);
+            let var = if f.dataflow {
+                Var::new_dataflow("v", ann)
+            } else {
+                Var::new("v", ann)
+            };
+            let value = match value {
+                Value::Call(o, a) => call(
+                    ["relax.add", "relax.multiply", "relax.nn.relu"][*o as usize],
+                    a.iter().map(pick).collect(),
+                ),
+                Value::Tuple(a) => Expr::tuple(a.iter().map(pick).collect()),
+                Value::Get(t, i) => Expr::new(ExprKind::TupleGetItem {
+                    tuple: pick(t),
+                    index: *i as usize,
+                }),
+                Value::Shape(ds) => Expr::shape(ds.iter().map(dim).collect()),
+                Value::Cast(x, ds) => {
+                    bindings.push(Binding::MatchCast {
+                        var: var.clone(),
+                        value: pick(x),
+                        struct_info: tensor(ds),
+                        span: Span::NONE,
+                    });
+                    vars.push(var);
+                    continue;
+                }
+            };
+            bindings.push(bind(&var, value));
+            vars.push(var);
+        }
+        let ret = vars[vars.len() - 1].to_expr();
+        func(params, seq(bindings, ret, f.dataflow), None)
+    }
+
+    /// Whether a shape expression uses a TIR variable before any definition defines
+    /// it (parameters, binding annotations and `MatchCast` StructInfo define).
+    fn has_free_use(f: &F) -> bool {
+        let mut defined = [false; 3];
+        let define = |ds: &[Dim], defined: &mut [bool; 3]| {
+            for d in ds {
+                if let Dim::Sym(k) = d {
+                    defined[*k as usize] = true;
+                }
+            }
+        };
+        f.params.iter().for_each(|ds| define(ds, &mut defined));
+        for Bind(value, ann) in &f.body {
+            match value {
+                Value::Cast(_, ds) => define(ds, &mut defined),
+                Value::Shape(ds) => {
+                    if let Some(a) = ann {
+                        define(a, &mut defined);
+                    }
+                    if ds.iter().any(|d| matches!(d, Dim::Sym(k) if !defined[*k as usize])) {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+            if let (Some(a), false) = (ann, matches!(value, Value::Shape(_))) {
+                define(a, &mut defined);
+            }
+        }
+        false
+    }
+
+    /// Change the first literal dimension: the result is never equal.
+    fn mutate(f: &F) -> Option<F> {
+        let mut g = f.clone();
+        let mut lits: Vec<&mut Dim> = g.params.iter_mut().flatten().collect();
+        for Bind(value, ann) in &mut g.body {
+            if let Value::Shape(ds) | Value::Cast(_, ds) = value {
+                lits.extend(ds.iter_mut());
+            }
+            lits.extend(ann.iter_mut().flatten());
+        }
+        let lit = lits.into_iter().find(|d| matches!(d, Dim::Lit(_)))?;
+        if let Dim::Lit(n) = lit {
+            *n += 1;
+        }
+        Some(g)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+        #[test]
+        fn alpha_equivalence_and_hashes(a in func_tree(), b in func_tree()) {
+            let (x, x2) = (build(&a), build(&a));
+            let mapped = StructuralEqual::new().map_free_vars(true);
+            prop_assert!(mapped.function(&x, &x2).is_ok());
+            prop_assert_eq!(structural_hash_function(&x), structural_hash_function(&x2));
+            // Fresh TIR variables differ by identity only where a use is free.
+            prop_assert_eq!(structural_equal_function(&x, &x2), !has_free_use(&a));
+            // Symmetry, and equal implies equal hashes.
+            let y = build(&b);
+            for opts in [StructuralEqual::new(), mapped] {
+                let eq = opts.function(&x, &y).is_ok();
+                prop_assert_eq!(eq, opts.function(&y, &x).is_ok());
+                if eq {
+                    prop_assert_eq!(structural_hash_function(&x), structural_hash_function(&y));
+                }
+            }
+            if let Some(m) = mutate(&a) {
+                let err = mapped.function(&x, &build(&m));
+                prop_assert!(err.is_err(), "{:?} vs {:?}", a, m);
+                prop_assert_ne!(structural_hash_function(&x), structural_hash_function(&build(&m)));
+            }
+        }
+    }
+}

@@ -8,10 +8,16 @@
 //! variables and buffers and source locations are ignored; `GlobalVar` names,
 //! attribute keys and block names are compared. Float constants compare by bits.
 //! Attribute dictionaries compare as maps (order-insensitive); module functions are
-//! matched by name, each compared with fresh variable mappings.
+//! matched by name, each compared with fresh variable mappings. Map entries are
+//! visited in key order, so the first difference reported is the first in that order.
 //!
-//! Hashes are consistent with equality: variables hash by the order in which they are
-//! first met, never by identity or name.
+//! Both services run one walk (`walk.rs`), which lists each node's fields once and
+//! reports them as events to a reducer (`reduce.rs`), as TVM's SEqual/SHash reducers
+//! share a node's field list. Hashing mixes the events of one walk; equality records
+//! the walk of the left side and checks the walk of the right side against it event
+//! by event, stopping at the first difference. Hashes are consistent with equality:
+//! variables hash by the order in which they are first met, never by identity or
+//! name.
 
 use std::fmt;
 
@@ -20,11 +26,59 @@ use crate::module::IRModule;
 use crate::relax::{Expr, Function, StructInfo};
 use crate::tir::{PrimExpr, PrimFunc, Stmt};
 
-mod equal;
-mod hash;
+mod reduce;
+mod walk;
 
-use equal::Eq;
-use hash::Hash;
+use reduce::{Comparer, Recorder, Reducer, StructHasher, R};
+use walk::Walk;
+
+/// IR objects a structural walk can start from.
+trait Node {
+    fn walk<'a, S: Reducer<'a>>(&'a self, w: &mut Walk<S>) -> R;
+}
+
+/// For each root type: where the walk starts, and the [`StructuralEqual`] method
+/// comparing two of them.
+macro_rules! nodes {
+    ($($(#[$doc:meta])* $method:ident($t:ty) => $walk:ident;)*) => {
+        $(
+            impl Node for $t {
+                fn walk<'a, S: Reducer<'a>>(&'a self, w: &mut Walk<S>) -> R {
+                    w.$walk(self)
+                }
+            }
+        )*
+        impl StructuralEqual {
+            $(
+                $(#[$doc])*
+                pub fn $method(&self, a: &$t, b: &$t) -> Result<(), Mismatch> {
+                    self.check(a, b)
+                }
+            )*
+        }
+    };
+}
+
+nodes! {
+    /// Compare two modules.
+    module(IRModule) => module;
+    /// Compare two attribute dictionaries.
+    attrs(Attrs) => attrs;
+    /// Compare two attribute values.
+    attr_value(AttrValue) => attr_value;
+    /// Compare two Relax expressions.
+    expr(Expr) => expr;
+    /// Compare two Relax functions.
+    function(Function) => function;
+    /// Compare two StructInfos.
+    struct_info(StructInfo) => sinfo;
+    /// Compare two TIR functions.
+    prim_func(PrimFunc) => prim_func;
+    /// Compare two TIR expressions.
+    prim_expr(PrimExpr) => prim;
+    /// Compare two TIR statements.
+    stmt(Stmt) => stmt;
+}
 
 // ---------------------------------------------------------------------------
 // Free-variable-by-identity helpers kept for existing callers.
@@ -32,12 +86,12 @@ use hash::Hash;
 /// Structural equality of attribute dictionaries (order-insensitive; `PrimExpr`
 /// values compare structurally with free variables by identity).
 pub fn attrs_equal(a: &Attrs, b: &Attrs) -> bool {
-    Eq::new(false).attrs(a, b).is_ok()
+    StructuralEqual::new().attrs(a, b).is_ok()
 }
 
 /// Structural equality of attribute values.
 pub fn attr_value_equal(a: &AttrValue, b: &AttrValue) -> bool {
-    Eq::new(false).attr_value(a, b).is_ok()
+    StructuralEqual::new().attr_value(a, b).is_ok()
 }
 
 // ---------------------------------------------------------------------------
@@ -64,85 +118,6 @@ impl fmt::Display for Mismatch {
 }
 
 impl std::error::Error for Mismatch {}
-
-/// A mismatch being unwound: path segments innermost first.
-#[derive(Debug)]
-struct Fail {
-    segs: Vec<String>,
-    reason: String,
-}
-
-impl Fail {
-    fn into_mismatch(self) -> Mismatch {
-        let mut path = String::new();
-        for s in self.segs.iter().rev() {
-            if !path.is_empty() && !s.starts_with('[') {
-                path.push('.');
-            }
-            path.push_str(s);
-        }
-        Mismatch {
-            path,
-            reason: self.reason,
-        }
-    }
-}
-
-type R = Result<(), Box<Fail>>;
-
-fn fail<T>(reason: impl Into<String>) -> Result<T, Box<Fail>> {
-    Err(Box::new(Fail {
-        segs: Vec::new(),
-        reason: reason.into(),
-    }))
-}
-
-fn same<T: PartialEq + fmt::Debug>(a: &T, b: &T, what: &str) -> R {
-    if a == b {
-        Ok(())
-    } else {
-        fail(format!("{what}: {a:?} vs {b:?}"))
-    }
-}
-
-trait At {
-    fn at(self, seg: &str) -> Self;
-    fn at_i(self, seg: &str, i: usize) -> Self;
-}
-
-impl At for R {
-    fn at(self, seg: &str) -> R {
-        self.map_err(|mut f| {
-            f.segs.push(seg.to_string());
-            f
-        })
-    }
-    fn at_i(self, seg: &str, i: usize) -> R {
-        self.map_err(|mut f| {
-            f.segs.push(format!("{seg}[{i}]"));
-            f
-        })
-    }
-}
-
-fn list<T>(a: &[T], b: &[T], seg: &str, mut f: impl FnMut(&T, &T) -> R) -> R {
-    if a.len() != b.len() {
-        return fail(format!("{seg}: length {} vs {}", a.len(), b.len()));
-    }
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        f(x, y).at_i(seg, i)?;
-    }
-    Ok(())
-}
-
-fn opt<T>(a: &Option<T>, b: &Option<T>, seg: &str, f: impl FnOnce(&T, &T) -> R) -> R {
-    match (a, b) {
-        (None, None) => Ok(()),
-        (Some(x), Some(y)) => f(x, y).at(seg),
-        (Some(_), None) => fail(format!("{seg}: present vs absent")),
-        (None, Some(_)) => fail(format!("{seg}: absent vs present")),
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Public entry points.
@@ -174,46 +149,27 @@ impl StructuralEqual {
         self.ignore_global_symbol = on;
         self
     }
-    fn run(&self, f: impl FnOnce(&mut Eq) -> R) -> Result<(), Mismatch> {
-        let mut eq = Eq::new(self.map_free_vars);
-        eq.ignore_global_symbol = self.ignore_global_symbol;
-        f(&mut eq).map_err(|e| e.into_mismatch())
+    /// Walk `a` into a recording, then check the walk of `b` against it.
+    fn check<T: Node>(&self, a: &T, b: &T) -> Result<(), Mismatch> {
+        let (map_free, ignore) = (self.map_free_vars, self.ignore_global_symbol);
+        let mut left = Walk::new(Recorder::default(), map_free, ignore);
+        a.walk(&mut left)?;
+        let mut right = Walk::new(Comparer::new(left.sink.0), map_free, ignore);
+        b.walk(&mut right)?;
+        right.sink.finish()
+    }
+    /// A hash consistent with [`StructuralEqual::check`] under these options and
+    /// whether or not free variables are mapped.
+    fn hash<T: Node>(&self, x: &T) -> u64 {
+        let mut w = Walk::new(StructHasher::default(), true, self.ignore_global_symbol);
+        // The hasher takes every event: the walk never stops early.
+        let _ = x.walk(&mut w);
+        std::hash::Hasher::finish(&w.sink)
     }
     /// A hash of `f` consistent with [`StructuralEqual::prim_func`] under these
     /// options: functions this comparison calls equal hash equally.
     pub fn hash_prim_func(&self, f: &PrimFunc) -> u64 {
-        let mut h = Hash::default();
-        h.ignore_global_symbol = self.ignore_global_symbol;
-        h.prim_func(f);
-        h.finish()
-    }
-    /// Compare two modules.
-    pub fn module(&self, a: &IRModule, b: &IRModule) -> Result<(), Mismatch> {
-        self.run(|e| e.module(a, b))
-    }
-    /// Compare two Relax expressions.
-    pub fn expr(&self, a: &Expr, b: &Expr) -> Result<(), Mismatch> {
-        self.run(|e| e.expr(a, b))
-    }
-    /// Compare two Relax functions.
-    pub fn function(&self, a: &Function, b: &Function) -> Result<(), Mismatch> {
-        self.run(|e| e.function(a, b))
-    }
-    /// Compare two StructInfos.
-    pub fn struct_info(&self, a: &StructInfo, b: &StructInfo) -> Result<(), Mismatch> {
-        self.run(|e| e.sinfo(a, b))
-    }
-    /// Compare two TIR functions.
-    pub fn prim_func(&self, a: &PrimFunc, b: &PrimFunc) -> Result<(), Mismatch> {
-        self.run(|e| e.prim_func(a, b))
-    }
-    /// Compare two TIR expressions.
-    pub fn prim_expr(&self, a: &PrimExpr, b: &PrimExpr) -> Result<(), Mismatch> {
-        self.run(|e| e.prim(a, b))
-    }
-    /// Compare two TIR statements.
-    pub fn stmt(&self, a: &Stmt, b: &Stmt) -> Result<(), Mismatch> {
-        self.run(|e| e.stmt(a, b))
+        self.hash(f)
     }
 }
 
@@ -251,49 +207,26 @@ pub fn structural_equal_prim_expr(a: &PrimExpr, b: &PrimExpr) -> bool {
 
 /// Structural hash of a module (consistent with [`structural_equal_module`]).
 pub fn structural_hash_module(m: &IRModule) -> u64 {
-    let mut h = Hash::default();
-    h.module(m);
-    h.finish()
+    StructuralEqual::new().hash(m)
 }
 /// Structural hash of a Relax expression.
 pub fn structural_hash_expr(e: &Expr) -> u64 {
-    let mut h = Hash::default();
-    h.expr(e);
-    h.finish()
+    StructuralEqual::new().hash(e)
 }
 /// Structural hash of a Relax function.
 pub fn structural_hash_function(f: &Function) -> u64 {
-    let mut h = Hash::default();
-    h.function(f);
-    h.finish()
+    StructuralEqual::new().hash(f)
 }
 /// Structural hash of a StructInfo.
 pub fn structural_hash_struct_info(s: &StructInfo) -> u64 {
-    let mut h = Hash::default();
-    h.sinfo(s);
-    h.finish()
+    StructuralEqual::new().hash(s)
 }
 /// Structural hash of a TIR function: independent of variable identities and names
 /// (suitable as a kernel cache key together with [`structural_equal_prim_func`]).
 pub fn structural_hash_prim_func(f: &PrimFunc) -> u64 {
-    let mut h = Hash::default();
-    h.prim_func(f);
-    h.finish()
+    StructuralEqual::new().hash(f)
 }
 /// Structural hash of a TIR expression.
 pub fn structural_hash_prim_expr(e: &PrimExpr) -> u64 {
-    let mut h = Hash::default();
-    h.prim(e);
-    h.finish()
-}
-
-/// `attrs` less its `global_symbol` entry.
-fn without_global_symbol(attrs: &Attrs) -> Attrs {
-    Attrs(
-        attrs
-            .iter()
-            .filter(|(k, _)| *k != "global_symbol")
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-    )
+    StructuralEqual::new().hash(e)
 }

@@ -211,21 +211,31 @@ impl ModuleCx<'_> {
         Ok(m)
     }
 
-    /// A `{"key": value}` dictionary of attribute values.
-    pub(crate) fn attrs_dict(&self, e: &ast::Expr) -> Result<Attrs, Diagnostic> {
+    /// The entries of a dictionary with string keys, in order; `expected` is the
+    /// error when `e` is not a dictionary.
+    fn str_dict<'e>(
+        &'e self,
+        e: &'e ast::Expr,
+        expected: &str,
+    ) -> Result<impl Iterator<Item = Result<(&'e str, &'e ast::Expr), Diagnostic>> + 'e, Diagnostic> {
         let ast::Expr::Dict(d) = e else {
-            return Err(self.err(e, "expected a dictionary like {\"key\": value}"));
+            return Err(self.err(e, expected));
         };
-        let mut attrs = Attrs::new();
-        for (k, v) in d.keys.iter().zip(&d.values) {
-            let Some(ast::Expr::Constant(ast::ExprConstant {
+        Ok(d.keys.iter().zip(&d.values).map(|(k, v)| match k {
+            Some(ast::Expr::Constant(ast::ExprConstant {
                 value: ast::Constant::Str(key),
                 ..
-            })) = k
-            else {
-                return Err(self.err(v, "expected a string key"));
-            };
-            attrs.set(key.clone(), self.attr_value(v)?);
+            })) => Ok((key.as_str(), v)),
+            _ => Err(self.err(v, "expected a string key")),
+        }))
+    }
+
+    /// A `{"key": value}` dictionary of attribute values.
+    pub(crate) fn attrs_dict(&self, e: &ast::Expr) -> Result<Attrs, Diagnostic> {
+        let mut attrs = Attrs::new();
+        for entry in self.str_dict(e, "expected a dictionary like {\"key\": value}")? {
+            let (key, v) = entry?;
+            attrs.set(key, self.attr_value(v)?);
         }
         Ok(attrs)
     }
@@ -276,18 +286,9 @@ impl ModuleCx<'_> {
     }
 
     fn global_infos(&self, e: &ast::Expr) -> Result<IndexMap<String, Vec<GlobalInfo>>, Diagnostic> {
-        let ast::Expr::Dict(d) = e else {
-            return Err(self.err(e, "expected a dictionary like {\"vdevice\": [I.vdevice(...)]}"));
-        };
         let mut out = IndexMap::new();
-        for (k, v) in d.keys.iter().zip(&d.values) {
-            let Some(ast::Expr::Constant(ast::ExprConstant {
-                value: ast::Constant::Str(key),
-                ..
-            })) = k
-            else {
-                return Err(self.err(v, "expected a string key"));
-            };
+        for entry in self.str_dict(e, "expected a dictionary like {\"vdevice\": [I.vdevice(...)]}")? {
+            let (key, v) = entry?;
             let ast::Expr::List(l) = v else {
                 return Err(self.err(v, "expected a list of global infos"));
             };
@@ -295,7 +296,7 @@ impl ModuleCx<'_> {
             for item in &l.elts {
                 infos.push(self.global_info(item)?);
             }
-            out.insert(key.clone(), infos);
+            out.insert(key.to_string(), infos);
         }
         Ok(out)
     }

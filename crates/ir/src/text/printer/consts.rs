@@ -20,7 +20,7 @@ pub fn format_float(v: f64) -> String {
 }
 
 /// C's `%.17g`.
-fn format_g17(v: f64) -> String {
+pub(crate) fn format_g17(v: f64) -> String {
     let sci = format!("{v:.16e}");
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);

@@ -1,5 +1,6 @@
 //! Printing `PrimExpr`s in TIR bodies and in Relax annotations.
 
+use super::consts::format_g17;
 use crate::dtype::DataType;
 use crate::text::parser::prim_expr::{intrinsic, match_types, try_fold, DtypeAt};
 use crate::tir::{BinOp, Buffer, PrimExpr, PrimExprKind, TirVar};
@@ -87,30 +88,6 @@ pub(crate) fn format_float(v: f64) -> String {
         return format!("{v:.1}");
     }
     format_g17(v)
-}
-
-/// C's `%.17g`.
-fn format_g17(v: f64) -> String {
-    let sci = format!("{v:.16e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..17).contains(&exp) {
-        let mant = strip_zeros(mant);
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mant}e{sign}{:02}", exp.abs())
-    } else {
-        let decimals = (16 - exp).max(0) as usize;
-        strip_zeros(&format!("{v:.decimals$}"))
-    }
-}
-
-fn strip_zeros(s: &str) -> String {
-    if s.contains('.') {
-        let t = s.trim_end_matches('0');
-        t.trim_end_matches('.').to_string()
-    } else {
-        s.to_string()
-    }
 }
 
 /// A Python string literal as TVM prints it.

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use super::consts::{decode, format_float, Scalar};
-use super::prim_expr::{print_prim_expr, PrimContext};
+use super::prim_expr::{print_prim_expr, quote, PrimContext};
 use super::vdevice_spec;
 use crate::attrs::{AttrValue, Attrs};
 use crate::dtype::{DataType, TypeCode};
@@ -16,25 +16,6 @@ use crate::tir::{PrimExpr, PrimExprKind, TirVar};
 /// Print a `PrimExpr` in the Relax context.
 fn prim(e: &PrimExpr) -> String {
     print_prim_expr(e, PrimContext::Relax)
-}
-
-/// Quote a string as a Python literal.
-pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Whether `text` uses the prefix `p.` (`"R"`, `"T"`) as a name.

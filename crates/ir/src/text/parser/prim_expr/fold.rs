@@ -290,40 +290,24 @@ pub(crate) fn try_fold(op: BinOp, a: &PrimExpr, b: &PrimExpr) -> Option<PrimExpr
     let int = |v: i64| Some(PrimExpr::int_of(wrap_int(v, rt), rt));
     let boolv = |v: bool| Some(PrimExpr::bool(v));
     match op {
-        BinOp::Add => {
+        BinOp::Add | BinOp::Sub => {
+            let add = op == BinOp::Add;
             if let (Some(x), Some(y)) = (pa, pb) {
-                return int(x.wrapping_add(y));
+                return int(if add { x.wrapping_add(y) } else { x.wrapping_sub(y) });
             }
-            if pa == Some(0) {
+            if add && pa == Some(0) {
                 return Some(b.clone());
             }
             if pb == Some(0) {
                 return Some(a.clone());
             }
             if let (Some(x), Some(y)) = (fa, fb) {
-                if let Some(r) = fold_float(rt, |p, q| p + q, x, y) {
+                if let Some(r) = fold_float(rt, |p, q| if add { p + q } else { p - q }, x, y) {
                     return Some(r);
                 }
             }
-            if fa == Some(0.0) {
+            if add && fa == Some(0.0) {
                 return Some(b.clone());
-            }
-            if fb == Some(0.0) {
-                return Some(a.clone());
-            }
-            None
-        }
-        BinOp::Sub => {
-            if let (Some(x), Some(y)) = (pa, pb) {
-                return int(x.wrapping_sub(y));
-            }
-            if pb == Some(0) {
-                return Some(a.clone());
-            }
-            if let (Some(x), Some(y)) = (fa, fb) {
-                if let Some(r) = fold_float(rt, |p, q| p - q, x, y) {
-                    return Some(r);
-                }
             }
             if fb == Some(0.0) {
                 return Some(a.clone());
@@ -331,129 +315,66 @@ pub(crate) fn try_fold(op: BinOp, a: &PrimExpr, b: &PrimExpr) -> Option<PrimExpr
             None
         }
         BinOp::Mul => {
+            // `1 * b` is `b`, `0 * b` is `0`, and the same with the constant on the right.
+            let by_constant = |[one_a, zero_a, one_b, zero_b]: [bool; 4]| {
+                if one_a {
+                    Some(b.clone())
+                } else if zero_a || one_b {
+                    Some(a.clone())
+                } else if zero_b {
+                    Some(b.clone())
+                } else {
+                    None
+                }
+            };
             if let (Some(x), Some(y)) = (pa, pb) {
                 return int(x.wrapping_mul(y));
             }
-            if let Some(x) = pa {
-                if x == 1 {
-                    return Some(b.clone());
-                }
-                if x == 0 {
-                    return Some(a.clone());
-                }
-            }
-            if let Some(y) = pb {
-                if y == 1 {
-                    return Some(a.clone());
-                }
-                if y == 0 {
-                    return Some(b.clone());
-                }
+            if let Some(r) = by_constant([pa == Some(1), pa == Some(0), pb == Some(1), pb == Some(0)]) {
+                return Some(r);
             }
             if let (Some(x), Some(y)) = (fa, fb) {
                 if let Some(r) = fold_float(rt, |p, q| p * q, x, y) {
                     return Some(r);
                 }
             }
-            if let Some(x) = fa {
-                if x == 1.0 {
-                    return Some(b.clone());
-                }
-                if x == 0.0 {
-                    return Some(a.clone());
-                }
-            }
-            if let Some(y) = fb {
-                if y == 1.0 {
-                    return Some(a.clone());
-                }
-                if y == 0.0 {
-                    return Some(b.clone());
-                }
-            }
-            None
+            by_constant([fa == Some(1.0), fa == Some(0.0), fb == Some(1.0), fb == Some(0.0)])
         }
-        BinOp::Div => {
+        BinOp::Div | BinOp::FloorDiv => {
+            let floor = op == BinOp::FloorDiv;
             if let (Some(x), Some(y)) = (pa, pb) {
                 if y != 0 {
-                    return int(x.wrapping_div(y));
+                    return int(if floor { floordiv_i64(x, y) } else { x.wrapping_div(y) });
                 }
                 return None;
             }
-            if pa == Some(0) {
-                return Some(a.clone());
-            }
-            if pb == Some(1) {
+            if pa == Some(0) || pb == Some(1) {
                 return Some(a.clone());
             }
             if let (Some(x), Some(y)) = (fa, fb) {
                 if y != 0.0 {
-                    if let Some(r) = fold_float(rt, |p, q| p / q, x, y) {
+                    let div = |p: f64, q: f64| if floor { (p / q).floor() } else { p / q };
+                    if let Some(r) = fold_float(rt, div, x, y) {
                         return Some(r);
                     }
                 }
             }
-            if fa == Some(0.0) {
-                return Some(a.clone());
-            }
-            if fb == Some(1.0) {
+            if fa == Some(0.0) || fb == Some(1.0) {
                 return Some(a.clone());
             }
             None
         }
-        BinOp::Mod => {
+        BinOp::Mod | BinOp::FloorMod => {
             if !rt.is_integer() {
                 return None;
             }
             if let (Some(x), Some(y)) = (pa, pb) {
                 if y != 0 {
-                    return int(x.wrapping_rem(y));
-                }
-                return None;
-            }
-            if pa == Some(0) {
-                return Some(a.clone());
-            }
-            if pb == Some(1) {
-                return int(0);
-            }
-            None
-        }
-        BinOp::FloorDiv => {
-            if let (Some(x), Some(y)) = (pa, pb) {
-                if y != 0 {
-                    return int(floordiv_i64(x, y));
-                }
-                return None;
-            }
-            if pa == Some(0) {
-                return Some(a.clone());
-            }
-            if pb == Some(1) {
-                return Some(a.clone());
-            }
-            if let (Some(x), Some(y)) = (fa, fb) {
-                if y != 0.0 {
-                    if let Some(r) = fold_float(rt, |p, q| (p / q).floor(), x, y) {
-                        return Some(r);
-                    }
-                }
-            }
-            if fa == Some(0.0) {
-                return Some(a.clone());
-            }
-            if fb == Some(1.0) {
-                return Some(a.clone());
-            }
-            None
-        }
-        BinOp::FloorMod => {
-            if !rt.is_integer() {
-                return None;
-            }
-            if let (Some(x), Some(y)) = (pa, pb) {
-                if y != 0 {
-                    return int(floormod_i64(x, y));
+                    return int(if op == BinOp::Mod {
+                        x.wrapping_rem(y)
+                    } else {
+                        floormod_i64(x, y)
+                    });
                 }
                 return None;
             }
@@ -495,21 +416,14 @@ pub(crate) fn try_fold(op: BinOp, a: &PrimExpr, b: &PrimExpr) -> Option<PrimExpr
             }
             None
         }
-        BinOp::And => {
+        BinOp::And | BinOp::Or => {
+            // `true and b` is `b` and `false and b` is `false`; `or` the other way round.
+            let and = op == BinOp::And;
             if let Some(x) = pa {
-                return Some(if x != 0 { b.clone() } else { a.clone() });
+                return Some(if (x != 0) == and { b.clone() } else { a.clone() });
             }
             if let Some(y) = pb {
-                return Some(if y != 0 { a.clone() } else { b.clone() });
-            }
-            None
-        }
-        BinOp::Or => {
-            if let Some(x) = pa {
-                return Some(if x != 0 { a.clone() } else { b.clone() });
-            }
-            if let Some(y) = pb {
-                return Some(if y != 0 { b.clone() } else { a.clone() });
+                return Some(if (y != 0) == and { a.clone() } else { b.clone() });
             }
             None
         }

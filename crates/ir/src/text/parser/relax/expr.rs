@@ -290,6 +290,23 @@ impl<'m, 'a> FnCx<'m, 'a> {
     }
 
     /// Gather positional and keyword arguments by parameter name.
+    /// [`Self::bind_args`] for a function that takes no other keyword argument.
+    fn bind_exact_args<'e>(
+        &self,
+        c: &'e ast::ExprCall,
+        names: &[&str],
+        fname: &str,
+    ) -> PResult<Vec<Option<&'e ast::Expr>>> {
+        let (vals, extra) = self.bind_args(c, names, fname)?;
+        match extra.first() {
+            Some(k) => Err(self.err(
+                &k.value,
+                format!("unexpected keyword argument `{}` of R.{fname}", kw_name(k)),
+            )),
+            None => Ok(vals),
+        }
+    }
+
     pub(super) fn bind_args<'e>(
         &self,
         c: &'e ast::ExprCall,
@@ -539,13 +556,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 Ok(call("relax.print", args, Attrs::new(), Vec::new()))
             }
             "assert_op" => {
-                let (vals, extra) = self.bind_args(c, &["condition", "format_args", "format"], op)?;
-                if let Some(k) = extra.first() {
-                    return Err(self.err(
-                        &k.value,
-                        format!("unexpected keyword argument `{}` of R.assert_op", kw_name(k)),
-                    ));
-                }
+                let vals = self.bind_exact_args(c, &["condition", "format_args", "format"], op)?;
                 let cond = self.arg(
                     vals[0].ok_or_else(|| self.err(whole, "R.assert_op expects a condition"))?,
                     ArgKind::Expr,
@@ -570,13 +581,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 Ok(call("relax.assert_op", args, Attrs::new(), Vec::new()))
             }
             "hint_on_device" => {
-                let (vals, extra) = self.bind_args(c, &["data", "dst_vdevice", "memory_scope"], op)?;
-                if let Some(k) = extra.first() {
-                    return Err(self.err(
-                        &k.value,
-                        format!("unexpected keyword argument `{}` of R.hint_on_device", kw_name(k)),
-                    ));
-                }
+                let vals = self.bind_exact_args(c, &["data", "dst_vdevice", "memory_scope"], op)?;
                 let data = self.expr(vals[0].ok_or_else(|| self.err(whole, "R.hint_on_device expects a value"))?)?;
                 let dev = vals[1].ok_or_else(|| self.err(whole, "R.hint_on_device expects a device"))?;
                 let (dt, idx) = self.device(dev)?;
@@ -653,13 +658,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
         if fname != "R.device" {
             return Err(self.err(e, "expected R.device(device_type=..., index=...)"));
         }
-        let (vals, extra) = self.bind_args(c, &["device_type", "index"], "device")?;
-        if let Some(k) = extra.first() {
-            return Err(self.err(
-                &k.value,
-                format!("unexpected keyword argument `{}` of R.device", kw_name(k)),
-            ));
-        }
+        let vals = self.bind_exact_args(c, &["device_type", "index"], "device")?;
         let dt = match vals[0] {
             Some(v) => self.int_literal(v)?,
             None => return Err(self.err(e, "R.device expects device_type")),
@@ -927,13 +926,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
 
     /// `R.const(value, dtype)`.
     pub(super) fn constant(&mut self, c: &ast::ExprCall, whole: &ast::Expr) -> PResult<Expr> {
-        let (vals, extra) = self.bind_args(c, &["value", "dtype"], "const")?;
-        if let Some(k) = extra.first() {
-            return Err(self.err(
-                &k.value,
-                format!("unexpected keyword argument `{}` of R.const", kw_name(k)),
-            ));
-        }
+        let vals = self.bind_exact_args(c, &["value", "dtype"], "const")?;
         let value = vals[0].ok_or_else(|| self.err(whole, "R.const expects a value"))?;
         let mut shape = Vec::new();
         let mut elems = Vec::new();

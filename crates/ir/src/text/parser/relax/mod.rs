@@ -223,6 +223,16 @@ impl<'m, 'a> FnCx<'m, 'a> {
         }
     }
 
+    /// Bind `var` to `value` at the end of `cur` and make it visible by name.
+    fn push_binding(&mut self, cur: &mut Vec<Binding>, var: Var, value: Expr, span: Span) {
+        cur.push(Binding::VarBinding {
+            var: var.clone(),
+            value,
+            span,
+        });
+        self.define(var);
+    }
+
     fn lookup(&self, name: &str) -> Option<&Var> {
         self.scopes.iter().rev().find_map(|s| s.get(name))
     }
@@ -363,12 +373,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 }
                 let value = self.expr(&e.value)?;
                 let var = Var::with("_", None, is_df_var, self.span(stmt));
-                cur.push(Binding::VarBinding {
-                    var: var.clone(),
-                    value,
-                    span: self.span(stmt),
-                });
-                self.define(var);
+                self.push_binding(cur, var, value, self.span(stmt));
                 Ok(())
             }
             ast::Stmt::Assign(a) => {
@@ -450,12 +455,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                                 },
                                 self.span(elt),
                             );
-                            cur.push(Binding::VarBinding {
-                                var: var.clone(),
-                                value,
-                                span: self.span(stmt),
-                            });
-                            self.define(var);
+                            self.push_binding(cur, var, value, self.span(stmt));
                         }
                         Ok(())
                     }
@@ -542,12 +542,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                     self.span(stmt),
                 );
                 let var = Var::with(n1, s1.or(s2), is_df_var, self.span(stmt));
-                cur.push(Binding::VarBinding {
-                    var: var.clone(),
-                    value,
-                    span: self.span(stmt),
-                });
-                self.define(var);
+                self.push_binding(cur, var, value, self.span(stmt));
                 Ok(())
             }
             ast::Stmt::FunctionDef(f) => {
@@ -559,12 +554,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 self.define(var.clone());
                 let func = parse_function(self.m, f, Some(self))?;
                 let value = Expr::with_span(ExprKind::Function(func), self.span(stmt));
-                cur.push(Binding::VarBinding {
-                    var: var.clone(),
-                    value,
-                    span: self.span(stmt),
-                });
-                self.define(var);
+                self.push_binding(cur, var, value, self.span(stmt));
                 Ok(())
             }
             ast::Stmt::With(_) => Err(self.err(stmt, "nested dataflow blocks are not allowed")),
@@ -627,12 +617,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
         }
         let value = self.expr(value)?;
         let var = Var::with(name, ann, is_df_var, span);
-        cur.push(Binding::VarBinding {
-            var: var.clone(),
-            value,
-            span,
-        });
-        self.define(var);
+        self.push_binding(cur, var, value, span);
         Ok(())
     }
 

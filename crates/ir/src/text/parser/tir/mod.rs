@@ -146,26 +146,6 @@ fn kwarg<'e>(c: &'e ast::ExprCall, k: &str) -> Option<&'e ast::Expr> {
         .map(|x| &x.value)
 }
 
-fn contains_block(s: &Stmt) -> bool {
-    match s {
-        Stmt::BlockRealize { .. } => true,
-        Stmt::Seq(v) => v.iter().any(contains_block),
-        Stmt::Let { body, .. }
-        | Stmt::Attr { body, .. }
-        | Stmt::LaunchThread { body, .. }
-        | Stmt::Assert { body, .. }
-        | Stmt::For { body, .. }
-        | Stmt::While { body, .. }
-        | Stmt::Alloc { body, .. } => contains_block(body),
-        Stmt::If {
-            then_branch,
-            else_branch,
-            ..
-        } => contains_block(then_branch) || else_branch.as_ref().is_some_and(|e| contains_block(e)),
-        Stmt::BufferStore { .. } | Stmt::Evaluate(_) => false,
-    }
-}
-
 impl<'a> TirParser<'a> {
     fn new(lines: &'a LineIndex) -> TirParser<'a> {
         TirParser {
@@ -320,7 +300,7 @@ impl<'a> TirParser<'a> {
         });
         let body = self.body(&def.body)?;
         let root = self.blocks.pop().unwrap_or_default();
-        let mut body = if !root.alloc_buffers.is_empty() || (s_tir && self.needs_root(&body)) {
+        let mut body = if !root.alloc_buffers.is_empty() || (s_tir && crate::text::needs_root_block(&body)) {
             Stmt::BlockRealize {
                 iter_values: Vec::new(),
                 predicate: None,
@@ -350,13 +330,6 @@ impl<'a> TirParser<'a> {
             s_tir,
             span: span_of(self.lines, def),
         })
-    }
-
-    fn needs_root(&self, body: &Stmt) -> bool {
-        match body {
-            Stmt::BlockRealize { block, .. } => !block.iter_vars.is_empty(),
-            other => contains_block(other),
-        }
     }
 
     /// `T.Buffer(shape, dtype, ...)` in a parameter annotation.

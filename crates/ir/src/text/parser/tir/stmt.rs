@@ -3,7 +3,28 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// `body` under one `T.attr` statement without a node per pair, the first outermost.
+fn attr_chain(kvs: Vec<(String, PrimExpr)>, body: Stmt) -> Stmt {
+    kvs.into_iter().rev().fold(body, |body, (key, value)| Stmt::Attr {
+        node: None,
+        key,
+        value,
+        body: Box::new(body),
+    })
+}
+
 impl<'a> TirParser<'a> {
+    /// The `(key, value)` pairs of `T.attr`'s dictionary argument `d`.
+    fn attr_items(&self, d: &ast::Expr) -> Result<Vec<(String, PrimExpr)>, Diagnostic> {
+        let Value::Dict(items) = self.eval(d)? else {
+            return Err(self.err(d, "T.attr expects a dict or (node, key, value)"));
+        };
+        items
+            .into_iter()
+            .map(|(k, v)| Ok((self.ev().to_str(&k, d)?, self.ev().to_prim(v, d)?)))
+            .collect()
+    }
+
     // ----- statements -----
 
     pub(super) fn body(&mut self, stmts: &[ast::Stmt]) -> Result<Stmt, Diagnostic> {
@@ -189,25 +210,8 @@ impl<'a> TirParser<'a> {
             "attr" => {
                 let (node, key, value) = match &c.args[..] {
                     [d] => {
-                        let Value::Dict(items) = self.eval(d)? else {
-                            return Err(self.err(d, "T.attr expects a dict or (node, key, value)"));
-                        };
-                        let mut kvs = Vec::new();
-                        for (k, v) in items {
-                            kvs.push((self.ev().to_str(&k, d)?, self.ev().to_prim(v, d)?));
-                        }
-                        return Ok(Item::Scoped(Box::new(move |body| {
-                            let mut body = body;
-                            for (key, value) in kvs.into_iter().rev() {
-                                body = Stmt::Attr {
-                                    node: None,
-                                    key,
-                                    value,
-                                    body: Box::new(body),
-                                };
-                            }
-                            body
-                        })));
+                        let kvs = self.attr_items(d)?;
+                        return Ok(Item::Scoped(Box::new(move |body| attr_chain(kvs, body))));
                     }
                     [n, k, v] => {
                         let node = match self.eval(n)? {
@@ -951,22 +955,8 @@ impl<'a> TirParser<'a> {
             }
             "attr" => {
                 if let [d] = &c.args[..] {
-                    let Value::Dict(items) = self.eval(d)? else {
-                        return Err(self.err(d, "T.attr expects a dict or (node, key, value)"));
-                    };
-                    let mut kvs = Vec::new();
-                    for (k, v) in items {
-                        kvs.push((self.ev().to_str(&k, d)?, self.ev().to_prim(v, d)?));
-                    }
-                    let mut body = self.scoped_body(&w.body)?;
-                    for (key, value) in kvs.into_iter().rev() {
-                        body = Stmt::Attr {
-                            node: None,
-                            key,
-                            value,
-                            body: Box::new(body),
-                        };
-                    }
+                    let kvs = self.attr_items(d)?;
+                    let body = attr_chain(kvs, self.scoped_body(&w.body)?);
                     return Ok(Item::Stmt(body));
                 }
                 let [n, k, v] = &c.args[..] else {

@@ -294,17 +294,7 @@ impl Printer {
             Some(root) => {
                 docs.push(Doc::Line("# with T.sblock(\"root\"):".into()));
                 for b in &root.alloc_buffers {
-                    let n = self.define_buffer(b);
-                    let rhs = self.buffer_call(
-                        b,
-                        "sblock_alloc_buffer",
-                        &[],
-                        false,
-                        &mut HashSet::new(),
-                        &HashSet::new(),
-                        &mut docs,
-                    );
-                    docs.push(Doc::Line(format!("{n} = {rhs}")));
+                    self.alloc_buffer(b, &mut docs);
                 }
                 self.body(&root.body, &mut docs);
             }
@@ -331,6 +321,22 @@ impl Printer {
         }
         flatten(&docs, 1, &mut lines);
         lines
+    }
+
+    /// `name = T.sblock_alloc_buffer(...)` for a buffer a block allocates, after the
+    /// lines its printing needs.
+    fn alloc_buffer(&mut self, b: &Buffer, docs: &mut Vec<Doc>) {
+        let n = self.define_buffer(b);
+        let rhs = self.buffer_call(
+            b,
+            "sblock_alloc_buffer",
+            &[],
+            false,
+            &mut HashSet::new(),
+            &HashSet::new(),
+            docs,
+        );
+        docs.push(Doc::Line(format!("{n} = {rhs}")));
     }
 
     /// `T.<method>(shape, dtype, ...)` for a buffer declaration.
@@ -644,32 +650,8 @@ fn implicit_root(body: &Stmt) -> Option<&Block> {
     {
         return None;
     }
-    let ok = !block.alloc_buffers.is_empty()
-        || match block.body.as_ref() {
-            Stmt::BlockRealize { block: inner, .. } => !inner.iter_vars.is_empty(),
-            other => contains_realize(other),
-        };
+    let ok = !block.alloc_buffers.is_empty() || crate::text::needs_root_block(&block.body);
     ok.then_some(block.as_ref())
-}
-
-fn contains_realize(s: &Stmt) -> bool {
-    match s {
-        Stmt::BlockRealize { .. } => true,
-        Stmt::Seq(v) => v.iter().any(contains_realize),
-        Stmt::Let { body, .. }
-        | Stmt::Attr { body, .. }
-        | Stmt::LaunchThread { body, .. }
-        | Stmt::Assert { body, .. }
-        | Stmt::For { body, .. }
-        | Stmt::While { body, .. }
-        | Stmt::Alloc { body, .. } => contains_realize(body),
-        Stmt::If {
-            then_branch,
-            else_branch,
-            ..
-        } => contains_realize(then_branch) || else_branch.as_ref().is_some_and(|e| contains_realize(e)),
-        Stmt::BufferStore { .. } | Stmt::Evaluate(_) => false,
-    }
 }
 
 fn flatten(docs: &[Doc], level: usize, out: &mut Vec<Line>) {

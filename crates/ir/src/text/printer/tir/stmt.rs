@@ -39,6 +39,18 @@ impl Printer {
         v
     }
 
+    /// `head` on a line of its own followed by `body` (concise), else `with head:`
+    /// scoping `body`.
+    fn with_stmt(&mut self, head: String, body: &Stmt, out: &mut Vec<Doc>, concise: bool) {
+        if concise {
+            out.push(Doc::Line(head));
+            self.body(body, out);
+        } else {
+            let b = self.scoped(body);
+            out.push(Doc::Scope(format!("with {head}:"), b));
+        }
+    }
+
     pub(super) fn stmt(&mut self, s: &Stmt, out: &mut Vec<Doc>, concise: bool) {
         match s {
             Stmt::BufferStore {
@@ -75,24 +87,12 @@ impl Printer {
                     cur = body;
                 }
                 let head = format!("T.attr({{{}}})", items.join(", "));
-                if concise {
-                    out.push(Doc::Line(head));
-                    self.body(cur, out);
-                } else {
-                    let b = self.scoped(cur);
-                    out.push(Doc::Scope(format!("with {head}:"), b));
-                }
+                self.with_stmt(head, cur, out, concise);
             }
             Stmt::Attr { node, key, value, body } => {
                 let node = node.as_ref().map(|v| self.names.var(v)).unwrap_or_else(|| "0".into());
                 let head = format!("T.attr({node}, {}, {})", quote(key), self.e(value));
-                if concise {
-                    out.push(Doc::Line(head));
-                    self.body(body, out);
-                } else {
-                    let b = self.scoped(body);
-                    out.push(Doc::Scope(format!("with {head}:"), b));
-                }
+                self.with_stmt(head, body, out, concise);
             }
             Stmt::LaunchThread { var, tag, extent, body } => {
                 let ext = self.e(extent);
@@ -358,19 +358,7 @@ impl Printer {
             docs.push(Doc::Line(format!("T.sblock_attr({d})")));
         }
         for b in &block.alloc_buffers {
-            let mut pre = Vec::new();
-            let n = self.define_buffer(b);
-            let rhs = self.buffer_call(
-                b,
-                "sblock_alloc_buffer",
-                &[],
-                false,
-                &mut HashSet::new(),
-                &HashSet::new(),
-                &mut pre,
-            );
-            docs.extend(pre);
-            docs.push(Doc::Line(format!("{n} = {rhs}")));
+            self.alloc_buffer(b, &mut docs);
         }
         for m in &block.match_buffers {
             let src = self.region(&m.source);

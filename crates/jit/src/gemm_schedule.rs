@@ -48,6 +48,12 @@ impl GemmPlan {
     }
 }
 
+/// Whether `r` is a matmul or a multiply-accumulate reduction recognised as an
+/// implicit GEMM (what [`gemm_kernel`] schedules).
+pub(crate) fn is_gemm(r: &Reduction) -> bool {
+    r.out.dtype().is_float() && (r.matmul.is_some() || implicit_gemm(r).is_some())
+}
+
 /// The register-tiled kernel for a reduction recognised as a matmul or an implicit
 /// GEMM (float outputs only), or `None`. With an epilogue (a reduction fused with
 /// its elementwise consumer), each tile element is stored through it.

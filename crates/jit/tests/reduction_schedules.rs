@@ -37,7 +37,7 @@ pub fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
         .collect()
 }
 
-/// A JIT on the shared adapter with subgroup reductions on or off and
+/// A JIT on the shared adapter with subgroup reductions (and matrix-vector products) on or off and
 /// `reduce_threads` threads a cross-thread workgroup; `None` when there is no
 /// adapter, or subgroups are asked for and the adapter lacks them.
 fn jit(subgroups: bool, reduce_threads: u32) -> Option<Jit> {
@@ -61,6 +61,7 @@ fn jit(subgroups: bool, reduce_threads: u32) -> Option<Jit> {
     };
     let opts = ScheduleOptions {
         subgroups,
+        subgroup_matmul: subgroups,
         reduce_threads,
         ..ScheduleOptions::for_adapter(rt.adapter_info())
     };
@@ -204,6 +205,11 @@ fn adapter_options_follow_the_subgroup_feature() {
     let opts = ScheduleOptions::for_adapter(rt.adapter_info());
     assert_eq!(opts.subgroups, rt.supports_subgroups());
     assert_eq!(rt.adapter_info().subgroups, rt.supports_subgroups());
+    // Subgroup matrix-vector products only on hardware (slower on lavapipe).
+    assert_eq!(
+        opts.subgroup_matmul,
+        rt.supports_subgroups() && !rt.adapter_info().is_software()
+    );
 }
 
 /// Without a device the subgroup WGSL is still emitted and validated by naga
@@ -222,6 +228,93 @@ fn subgroup_wgsl_validates_without_a_device() {
         assert_eq!(all.contains("subgroupAdd("), subgroups);
         for k in &src.kernels {
             relax_jit::internals::validate(&k.wgsl, &relax_jit::DeviceCaps::ALL).expect("valid WGSL");
+        }
+    }
+}
+
+/// The PrimFunc `fuse-tir` makes of a batch-1 dense layer with its bias
+/// (`R.matmul` then `R.add`, as in a classifier).
+const FUSED_DENSE: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def fused_matmul_add(x: T.Buffer((T.int64(1), T.int64(2048)), "float32"), w: T.Buffer((T.int64(2048), T.int64(1000)), "float32"), b: T.Buffer((T.int64(1000),), "float32"), gv: T.Buffer((T.int64(1), T.int64(1000)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        y = T.sblock_alloc_buffer((T.int64(1), T.int64(1000)))
+        for i0, i1, k in T.grid(T.int64(1), T.int64(1000), T.int64(2048)):
+            with T.sblock("matmul"):
+                v_i0, v_i1, v_k = T.axis.remap("SSR", [i0, i1, k])
+                T.reads(x[v_i0, v_k], w[v_k, v_i1])
+                T.writes(y[v_i0, v_i1])
+                with T.init():
+                    y[v_i0, v_i1] = T.float32(0.0)
+                y[v_i0, v_i1] = y[v_i0, v_i1] + x[v_i0, v_k] * w[v_k, v_i1]
+        for ax0, ax1 in T.grid(T.int64(1), T.int64(1000)):
+            with T.sblock("T_add"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(y[v_ax0, v_ax1], b[v_ax1])
+                T.writes(gv[v_ax0, v_ax1])
+                gv[v_ax0, v_ax1] = y[v_ax0, v_ax1] + b[v_ax1]
+"#;
+
+/// Matrix-vector products (a legalized batch-1 matmul, and the fused dense layer
+/// with its bias) split each output's reduction over a workgroup and combine it with
+/// `subgroupAdd` when the adapter has subgroups; without them they keep the
+/// register-tiled GEMM. Both match the host.
+#[test]
+fn matrix_vector_products_on_subgroups_match_the_host() {
+    let fused = relax_ir::text::parse(FUSED_DENSE).expect("parses").into_module();
+    let fused: Vec<PrimFunc> = fused
+        .functions
+        .values()
+        .filter_map(|f| match f {
+            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    let plain = legalized(
+        r#"x: R.Tensor((1, 2048), "float32"), w: R.Tensor((2048, 1000), "float32")"#,
+        "y = R.matmul(x, w)",
+    );
+    let cases = [
+        (&plain[0], vec![vec![1, 2048], vec![2048, 1000]]),
+        (&fused[0], vec![vec![1, 2048], vec![2048, 1000], vec![1000]]),
+    ];
+    for subgroups in [true, false] {
+        // The schedule chosen, with and without a device.
+        for (n, (f, _)) in cases.iter().enumerate() {
+            let opts = ScheduleOptions {
+                subgroups,
+                subgroup_matmul: true,
+                ..ScheduleOptions::default()
+            };
+            let src = relax_jit::emit_program(f, &relax_jit::DeviceCaps::ALL, &opts).expect("emits");
+            let all: String = src.kernels.iter().map(|k| k.wgsl.clone()).collect();
+            assert_eq!(all.contains("subgroupAdd("), subgroups, "case {n}");
+            // Without `subgroup_matmul` (a software adapter) the GEMM keeps it.
+            let plain = ScheduleOptions {
+                subgroup_matmul: false,
+                ..opts
+            };
+            let src = relax_jit::emit_program(f, &relax_jit::DeviceCaps::ALL, &plain).expect("emits");
+            assert!(src.kernels.iter().all(|k| !k.wgsl.contains("subgroupAdd(")), "case {n}");
+            for k in &src.kernels {
+                relax_jit::internals::validate(&k.wgsl, &relax_jit::DeviceCaps::ALL).expect("valid WGSL");
+            }
+        }
+        let Some(gpu) = jit(subgroups, 256) else { continue };
+        for (n, (f, shapes)) in cases.iter().enumerate() {
+            let inputs: Vec<HostTensor> = shapes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let numel = s.iter().product::<i64>() as usize;
+                    HostTensor::from_f64s(F32, s, &rand_vec(numel, 5 + (n * 3 + i) as u64, -1.0, 1.0)).expect("tensor")
+                })
+                .collect();
+            let out = HostTensor::zeros(F32, &[1, 1000]).expect("out");
+            let (h, g) = host_and_gpu(f, &inputs, &out, &gpu);
+            assert_close(&g, &h, 1e-4, 1e-4, "matrix-vector product");
         }
     }
 }

@@ -4,32 +4,12 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::*;
 use relax_ir::{DataType, PrimFunc};
 use relax_jit::Grid;
 use relax_jit::{Arg, HostTensor, Jit, ScheduleOptions};
 
 const F32: DataType = DataType::FLOAT32;
-
-/// The PrimFuncs `LegalizeOps` generates for `body` over `params` (returning `y`).
-fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
-    let src = format!(
-        "@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n        {body}\n        return y\n"
-    );
-    let module = relax_ir::text::parse(&src).expect("module parses").into_module();
-    let normalized = relax_checker::normalize::normalize_module(&module).module;
-    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("legalizes");
-    legalized
-        .functions
-        .values()
-        .filter_map(|f| match f {
-            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
-            _ => None,
-        })
-        .collect()
-}
 
 /// Options with `per` elements a thread whatever the adapter's worker count.
 fn options(per: u32) -> ScheduleOptions {
@@ -41,21 +21,7 @@ fn options(per: u32) -> ScheduleOptions {
 }
 
 fn jit(per: u32) -> Option<Jit> {
-    let rt = match relax_gpu_runtime::GpuRuntime::shared_default() {
-        Ok(rt) => Arc::new(rt),
-        Err(e) => {
-            eprintln!("no GPU adapter ({e}); GPU comparisons skipped");
-            return None;
-        }
-    };
-    let caps = relax_jit::DeviceCaps {
-        f16: rt.supports_f16(),
-        f64: rt.supports_f64(),
-        i64: rt.supports_i64(),
-        max_binding_bytes: rt.max_binding_bytes(),
-        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
-    };
-    Some(Jit::with_options(Some(rt), caps, options(per)))
+    Some(jit_with(shared_runtime()?, options(per)))
 }
 
 /// The constant workgroup count of the single kernel of `f`.

@@ -6,32 +6,12 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::*;
 use relax_ir::tir::{BinOp, Buffer, PrimExpr};
 use relax_ir::{DataType, PrimFunc};
 use relax_jit::{Arg, HostTensor, Jit, ScheduleOptions};
 
 const F32: DataType = DataType::FLOAT32;
-
-/// The PrimFuncs `LegalizeOps` generates for `body` over `params` (returning `y`).
-fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
-    let src = format!(
-        "@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n        {body}\n        return y\n"
-    );
-    let module = relax_ir::text::parse(&src).expect("module parses").into_module();
-    let normalized = relax_checker::normalize::normalize_module(&module).module;
-    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("legalizes");
-    legalized
-        .functions
-        .values()
-        .filter_map(|f| match f {
-            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
-            _ => None,
-        })
-        .collect()
-}
 
 /// Options of a lavapipe-like adapter (subgroups of 8 when `subgroups`), with
 /// workgroups not limited by a worker count.
@@ -45,29 +25,12 @@ fn options(subgroups: bool) -> ScheduleOptions {
 }
 
 fn jit(subgroups: bool) -> Option<Jit> {
-    let rt = match relax_gpu_runtime::GpuRuntime::shared_default() {
-        Ok(rt) => Arc::new(rt),
-        Err(e) => {
-            eprintln!("no GPU adapter ({e}); GPU comparisons skipped");
-            return None;
-        }
-    };
-    if subgroups && !rt.supports_subgroups() {
-        eprintln!("the adapter has no subgroups; subgroup pooling not tested");
-        return None;
-    }
-    let caps = relax_jit::DeviceCaps {
-        f16: rt.supports_f16(),
-        f64: rt.supports_f64(),
-        i64: rt.supports_i64(),
-        max_binding_bytes: rt.max_binding_bytes(),
-        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
-    };
+    let rt = shared_runtime_for(subgroups)?;
     let mut opts = options(subgroups);
     if subgroups {
         opts.subgroup_min_size = rt.subgroup_sizes().0;
     }
-    Some(Jit::with_options(Some(rt), caps, opts))
+    Some(jit_with(rt, opts))
 }
 
 /// Which stages of `f` get a pooling schedule under `opts`.

@@ -6,66 +6,24 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::*;
 use relax_ir::{DataType, PrimFunc};
 use relax_jit::{Arg, HostTensor, Jit, ScheduleOptions};
 
 const F32: DataType = DataType::FLOAT32;
 
-/// The PrimFuncs `LegalizeOps` generates for `body` (the statements of a Relax
-/// function over `params`, returning `y`).
-pub fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
-    let src = format!(
-        "@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n{}\n        return y\n",
-        body.lines()
-            .map(|l| format!("        {}", l.trim()))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    let module = relax_ir::text::parse(&src).expect("module parses").into_module();
-    let normalized = relax_checker::normalize::normalize_module(&module).module;
-    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("legalizes");
-    legalized
-        .functions
-        .values()
-        .filter_map(|f| match f {
-            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// A JIT on the shared adapter with subgroup reductions (and matrix-vector products) on or off and
 /// `reduce_threads` threads a cross-thread workgroup; `None` when there is no
 /// adapter, or subgroups are asked for and the adapter lacks them.
 fn jit(subgroups: bool, reduce_threads: u32) -> Option<Jit> {
-    let rt = match relax_gpu_runtime::GpuRuntime::shared_default() {
-        Ok(rt) => Arc::new(rt),
-        Err(e) => {
-            eprintln!("no GPU adapter ({e}); GPU comparisons skipped");
-            return None;
-        }
-    };
-    if subgroups && !rt.supports_subgroups() {
-        eprintln!("the adapter has no subgroups; subgroup reductions not tested");
-        return None;
-    }
-    let caps = relax_jit::DeviceCaps {
-        f16: rt.supports_f16(),
-        f64: rt.supports_f64(),
-        i64: rt.supports_i64(),
-        max_binding_bytes: rt.max_binding_bytes(),
-        binding_align: u64::from(rt.limits().min_storage_buffer_offset_alignment),
-    };
+    let rt = shared_runtime_for(subgroups)?;
     let opts = ScheduleOptions {
         subgroups,
         subgroup_matmul: subgroups,
         reduce_threads,
         ..ScheduleOptions::for_adapter(rt.adapter_info())
     };
-    Some(Jit::with_options(Some(rt), caps, opts))
+    Some(jit_with(rt, opts))
 }
 
 /// Runs `f` (its last parameter the output) on the host and on `gpu`; returns

@@ -139,6 +139,51 @@ pub fn gpu_jit() -> Option<Jit> {
     }
 }
 
+/// The shared GPU runtime, or `None` (with a message) when no adapter is available.
+pub fn shared_runtime() -> Option<Arc<relax_gpu_runtime::GpuRuntime>> {
+    match relax_gpu_runtime::GpuRuntime::shared_default() {
+        Ok(rt) => Some(Arc::new(rt)),
+        Err(e) => {
+            eprintln!("no GPU adapter ({e}); GPU comparisons skipped");
+            None
+        }
+    }
+}
+
+/// The shared GPU runtime when it has subgroups (or `subgroups` is off); `None`,
+/// with a message, otherwise.
+pub fn shared_runtime_for(subgroups: bool) -> Option<Arc<relax_gpu_runtime::GpuRuntime>> {
+    let rt = shared_runtime()?;
+    if subgroups && !rt.supports_subgroups() {
+        eprintln!("the adapter has no subgroups; subgroup schedules not tested");
+        return None;
+    }
+    Some(rt)
+}
+
+/// The PrimFuncs `LegalizeOps` generates for `body` (the statements of a Relax
+/// function over `params`, one a line, returning `y`).
+pub fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
+    let src = format!(
+        "@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n{}\n        return y\n",
+        body.lines()
+            .map(|l| format!("        {}", l.trim()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let module = relax_ir::text::parse(&src).expect("module parses").into_module();
+    let normalized = relax_checker::normalize::normalize_module(&module).module;
+    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("legalizes");
+    legalized
+        .functions
+        .values()
+        .filter_map(|f| match f {
+            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The capabilities of the runtime `rt` as the JIT reads them.
 pub fn device_caps(rt: &relax_gpu_runtime::GpuRuntime) -> relax_jit::DeviceCaps {
     relax_jit::DeviceCaps {

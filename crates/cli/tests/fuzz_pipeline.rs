@@ -25,19 +25,9 @@ use relax_ir::BaseFunc;
 use relax_jit::emit_program;
 use relax_jit::{DeviceCaps, ScheduleOptions};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+#[path = "../../engine/tests/common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// Fragments inserted by the mutator: numbers at the edges, operators, brackets.
 const FRAGMENTS: &[&str] = &[

@@ -16,23 +16,7 @@ mod common;
 use ndarray::{ArrayD, IxDyn};
 use relax_engine::{ArrayValue, DeviceChoice, Value};
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len())]
-    }
-}
+use common::rng::Rng;
 
 /// A dimension: symbolic `n` (bound by the input) or a constant.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -1,5 +1,9 @@
 //! Structural equality and hashing: alpha-equivalence, mismatch paths, hashes.
 
+#[path = "common/relax_build.rs"]
+mod relax_build;
+
+use relax_build::func;
 use relax_ir::relax::{Binding, BindingBlock, Expr, ExprKind, Function, NDArray, SeqExpr, StructInfo, Var};
 use relax_ir::structural::*;
 use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, PrimFunc, Stmt, TirVar};
@@ -24,18 +28,6 @@ fn bind(var: &Var, value: Expr) -> Binding {
     Binding::VarBinding {
         var: var.clone(),
         value,
-        span: Span::NONE,
-    }
-}
-
-fn func(params: Vec<Var>, body: Expr, ret: Option<StructInfo>) -> Function {
-    Function {
-        params,
-        body,
-        ret_struct_info: ret,
-        is_pure: true,
-        attrs: Attrs::new(),
-        private: false,
         span: Span::NONE,
     }
 }

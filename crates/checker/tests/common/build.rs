@@ -3,10 +3,7 @@
 #![allow(dead_code)]
 
 use relax_ir::tir::TirVar;
-use relax_ir::{
-    Attrs, BaseFunc, Binding, BindingBlock, DataType, Expr, ExprKind, Function, IRModule, PrimExpr, SeqExpr, Span,
-    StructInfo, Var,
-};
+use relax_ir::{Attrs, BaseFunc, Binding, DataType, Expr, Function, IRModule, PrimExpr, Span, StructInfo, Var};
 
 pub const F32: DataType = DataType::FLOAT32;
 
@@ -64,39 +61,14 @@ pub fn cast(v: &Var, value: Expr, s: StructInfo, line: u32) -> Binding {
     }
 }
 
-/// A binding block.
-pub fn block(bindings: Vec<Binding>) -> BindingBlock {
-    BindingBlock {
-        bindings,
-        is_dataflow: false,
-        span: Span::NONE,
-    }
-}
+#[allow(unused_imports)]
+pub use super::relax_build::{block, dataflow as dfblock, seq};
 
-/// A dataflow block.
-pub fn dfblock(bindings: Vec<Binding>) -> BindingBlock {
-    BindingBlock {
-        bindings,
-        is_dataflow: true,
-        span: Span::NONE,
-    }
-}
-
-/// A `SeqExpr`.
-pub fn seq(blocks: Vec<BindingBlock>, body: Expr) -> Expr {
-    Expr::new(ExprKind::Seq(SeqExpr { blocks, body }))
-}
-
-/// A public pure function.
+/// A public pure function (spanning line 2, column 5).
 pub fn func(params: Vec<Var>, body: Expr, ret: Option<StructInfo>) -> Function {
     Function {
-        params,
-        body,
-        ret_struct_info: ret,
-        is_pure: true,
-        attrs: Attrs::new(),
-        private: false,
         span: Span::new(2, 5),
+        ..super::relax_build::func(params, body, ret)
     }
 }
 

@@ -42,6 +42,8 @@ pub fn corpus_lines(name: &str) -> Option<Vec<serde_json::Value>> {
     )
 }
 pub mod build;
+#[path = "../../../ir/tests/common/relax_build.rs"]
+pub mod relax_build;
 
 /// Agreement of a module pass with TVM's outputs in a pass corpus file
 /// (`normalize.jsonl`, `realize_vdevice.jsonl`): each input is parsed, run through

@@ -1,15 +1,20 @@
 //! Builders for test modules (IR constructors).
 #![allow(dead_code)]
 
+#[path = "../../../ir/tests/common/relax_build.rs"]
+mod relax_build;
+pub mod rng;
 pub mod text;
+
+#[allow(unused_imports)]
+pub use relax_build::{block, dataflow, func, seq};
 
 use std::sync::Arc;
 
-use relax_ir::relax::{BindingBlock, NDArray, TensorStructInfo};
+use relax_ir::relax::{NDArray, TensorStructInfo};
 use relax_ir::tir::{Buffer, PrimExpr, Stmt, TirVar};
 use relax_ir::{
-    Attrs, BaseFunc, Binding, Call, DataType, Expr, ExprKind, Function, IRModule, PrimFunc, SeqExpr, Span, StructInfo,
-    Var,
+    Attrs, BaseFunc, Binding, Call, DataType, Expr, ExprKind, Function, IRModule, PrimFunc, Span, StructInfo, Var,
 };
 
 pub fn tvar(name: &str) -> TirVar {
@@ -51,39 +56,11 @@ pub fn match_cast(var: &Var, value: Expr, si: StructInfo) -> Binding {
         span: Span::NONE,
     }
 }
-pub fn block(bindings: Vec<Binding>) -> BindingBlock {
-    BindingBlock {
-        bindings,
-        is_dataflow: false,
-        span: Span::NONE,
-    }
-}
-pub fn dataflow(bindings: Vec<Binding>) -> BindingBlock {
-    BindingBlock {
-        bindings,
-        is_dataflow: true,
-        span: Span::NONE,
-    }
-}
-pub fn seq(blocks: Vec<BindingBlock>, body: Expr) -> Expr {
-    Expr::new(ExprKind::Seq(SeqExpr { blocks, body }))
-}
 pub fn seq1(bindings: Vec<Binding>, body: Expr) -> Expr {
     seq(vec![block(bindings)], body)
 }
 pub fn v(var: &Var) -> Expr {
     var.to_expr()
-}
-pub fn func(params: Vec<Var>, body: Expr, ret: Option<StructInfo>) -> Function {
-    Function {
-        params,
-        body,
-        ret_struct_info: ret,
-        is_pure: true,
-        attrs: Attrs::new(),
-        private: false,
-        span: Span::NONE,
-    }
 }
 pub fn impure(mut f: Function) -> Function {
     f.is_pure = false;

@@ -2,7 +2,10 @@
 //! wgpu vs this crate, and upload/readback bandwidth. Prints medians.
 //! Run: `cargo bench -p relax-gpu-runtime` (prints "skipped" without an adapter).
 
-use std::time::{Duration, Instant};
+#[path = "common/bench.rs"]
+mod bench;
+
+use std::time::Duration;
 
 use relax_gpu_runtime::{Access, GpuError, GpuRuntime, KernelLayout, RuntimeOptions};
 
@@ -16,24 +19,9 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 "#;
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn time_n(n: usize, mut f: impl FnMut()) -> Duration {
-    for _ in 0..n.min(10) {
-        f(); // warm-up
-    }
-    median(
-        (0..n)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
+/// The median time of `n` runs of `f` after up to 10 warm-up runs.
+fn time_n(n: usize, f: impl FnMut()) -> Duration {
+    bench::median_time(n.min(10), n, f)
 }
 
 /// [`time_n`] of a fallible step: the time, or the first error.
@@ -66,10 +54,6 @@ fn main() -> Result<(), GpuError> {
     // --- raw wgpu: one tiny dispatch, submit, wait ---------------------------------
     let device = rt.device();
     let queue = rt.queue();
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: None,
-        source: wgpu::ShaderSource::Wgsl(TINY.into()),
-    });
     let raw_y = device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
         size: 256,
@@ -83,14 +67,7 @@ fn main() -> Result<(), GpuError> {
         mapped_at_creation: false,
     });
     queue.write_buffer(&raw_u, 0, &64u32.to_le_bytes());
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: None,
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
+    let pipeline = bench::raw_pipeline(device, TINY);
     let bg = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(0),

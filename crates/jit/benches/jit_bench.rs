@@ -3,11 +3,13 @@
 //! add vs a plain loop, JIT compile cost per kernel, cached-call overhead vs the
 //! raw runtime.
 
+#[path = "../../gpu-runtime/benches/common/bench.rs"]
+mod bench;
 #[path = "../tests/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use relax_ir::{DataType, PrimFunc};
@@ -15,22 +17,9 @@ use relax_jit::{Arg, DeviceCaps, HostTensor, Jit, ScheduleOptions};
 
 const F32: DataType = DataType::FLOAT32;
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn time(reps: usize, mut f: impl FnMut()) -> Duration {
-    f(); // warm-up
-    median(
-        (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
+/// The median time of `reps` runs of `f` after one warm-up run.
+fn time(reps: usize, f: impl FnMut()) -> Duration {
+    bench::median_time(1, reps, f)
 }
 
 /// A GPU JIT on `rt` with the naive schedules (one thread per output element).
@@ -44,26 +33,10 @@ fn naive_jit(rt: &Arc<relax_gpu_runtime::GpuRuntime>) -> Jit {
 
 /// The PrimFunc `LegalizeOps` generates for `R.matmul` of two `n x n` float32 tensors.
 fn legalized_matmul(n: i64) -> PrimFunc {
-    let src = format!(
-        r#"
-@I.ir_module
-class Module:
-    @R.function
-    def main(a: R.Tensor(({n}, {n}), "float32"), b: R.Tensor(({n}, {n}), "float32")) -> R.Tensor(({n}, {n}), "float32"):
-        c = R.matmul(a, b)
-        return c
-"#
-    );
-    let module = relax_ir::text::parse(&src).expect("matmul module parses").into_module();
-    let normalized = relax_checker::normalize::normalize_module(&module).module;
-    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("matmul legalizes");
-    legalized
-        .functions
-        .values()
-        .find_map(|f| match f {
-            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
-            _ => None,
-        })
+    let params = format!(r#"a: R.Tensor(({n}, {n}), "float32"), b: R.Tensor(({n}, {n}), "float32")"#);
+    legalized(&params, "y = R.matmul(a, b)")
+        .into_iter()
+        .next()
         .expect("R.matmul legalizes to a PrimFunc")
 }
 
@@ -336,18 +309,7 @@ fn main() {
     let k = &src.kernels[0];
     let device = rt.device();
     let queue = rt.queue();
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: None,
-        source: wgpu::ShaderSource::Wgsl(k.wgsl.as_str().into()),
-    });
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: None,
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
+    let pipeline = bench::raw_pipeline(device, &k.wgsl);
     let bytes = sa.bytes().to_vec();
     let storage = |usage| {
         device.create_buffer(&wgpu::BufferDescriptor {

@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use relax_ir::{DataType, PrimFunc};
 use relax_jit::Grid;
-use relax_jit::{Arg, HostTensor, Jit, ScheduleOptions};
+use relax_jit::{Jit, ScheduleOptions};
 
 const F32: DataType = DataType::FLOAT32;
 
@@ -110,26 +110,8 @@ fn several_elements_per_thread_match_the_host() {
         } else {
             assert_eq!(w4, w1, "{body}");
         }
-        let inputs: Vec<HostTensor> = ins
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let numel = s.iter().product::<i64>() as usize;
-                let v = rand_vec(numel, 5 + (n * 3 + i) as u64, -50.0, 50.0);
-                HostTensor::from_f64s(F32, s, &v).expect("tensor")
-            })
-            .collect();
-        let run = |gpu: Option<&Jit>| {
-            let mut ins = inputs.clone();
-            let mut o = HostTensor::zeros(out_dt, &out_shape).expect("out");
-            let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
-            args.push(Arg::Tensor(&mut o));
-            match gpu {
-                Some(g) => g.run_gpu(f, &mut args).expect("gpu run"),
-                None => Jit::new(None).run_host(f, &mut args).expect("host run"),
-            }
-            o.to_f64_vec()
-        };
+        let inputs = random_f32_inputs(&ins, |i| 5 + (n * 3 + i) as u64, -50.0, 50.0);
+        let run = |gpu: Option<&Jit>| run_output(gpu, f, &inputs, out_dt, &out_shape);
         let host = run(None);
         for g in &gpus {
             assert_close(&run(Some(g)), &host, 0.0, 0.0, body);

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use relax_ir::tir::{BinOp, Buffer, PrimExpr};
 use relax_ir::{DataType, PrimFunc};
-use relax_jit::{Arg, HostTensor, Jit, ScheduleOptions};
+use relax_jit::{Jit, ScheduleOptions};
 
 const F32: DataType = DataType::FLOAT32;
 
@@ -49,25 +49,8 @@ fn pooled_stages(f: &PrimFunc, opts: &ScheduleOptions) -> Vec<bool> {
 
 /// Host and GPU results of `f` on pseudo-random inputs of `ins`, output `out`.
 fn compare(f: &PrimFunc, ins: &[Vec<i64>], out: &[i64], gpu: &Jit, what: &str) {
-    let inputs: Vec<HostTensor> = ins
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let numel = s.iter().product::<i64>() as usize;
-            HostTensor::from_f64s(F32, s, &rand_vec(numel, 77 + i as u64, -2.0, 2.0)).expect("tensor")
-        })
-        .collect();
-    let run = |g: Option<&Jit>| {
-        let mut ins = inputs.clone();
-        let mut o = HostTensor::zeros(F32, out).expect("out");
-        let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
-        args.push(Arg::Tensor(&mut o));
-        match g {
-            Some(g) => g.run_gpu(f, &mut args).expect("gpu run"),
-            None => Jit::new(None).run_host(f, &mut args).expect("host run"),
-        }
-        o.to_f64_vec()
-    };
+    let inputs = random_f32_inputs(ins, |i| 77 + i as u64, -2.0, 2.0);
+    let run = |g: Option<&Jit>| run_output(g, f, &inputs, F32, out);
     assert_close(&run(Some(gpu)), &run(None), 1e-5, 1e-5, what);
 }
 

@@ -110,16 +110,7 @@ fn check_all(gpu: &Jit, subgroups: bool) {
         let fs = legalized(c.params, c.body);
         assert_eq!(fs.len(), 1, "{}: one PrimFunc", c.body);
         let f = &fs[0];
-        let inputs: Vec<HostTensor> = c
-            .inputs
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let numel = s.iter().product::<i64>() as usize;
-                let v = rand_vec(numel, 31 + (n * 7 + i) as u64, -3.0, 3.0);
-                HostTensor::from_f64s(F32, s, &v).expect("tensor")
-            })
-            .collect();
+        let inputs = random_f32_inputs(&c.inputs, |i| 31 + (n * 7 + i) as u64, -3.0, 3.0);
         let out = HostTensor::zeros(F32, &c.out).expect("out");
         let (h, g) = host_and_gpu(f, &inputs, &out, gpu);
         assert_close(&g, &h, 1e-4, 1e-5, c.body);
@@ -262,14 +253,7 @@ fn matrix_vector_products_on_subgroups_match_the_host() {
         }
         let Some(gpu) = jit(subgroups, 256) else { continue };
         for (n, (f, shapes)) in cases.iter().enumerate() {
-            let inputs: Vec<HostTensor> = shapes
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let numel = s.iter().product::<i64>() as usize;
-                    HostTensor::from_f64s(F32, s, &rand_vec(numel, 5 + (n * 3 + i) as u64, -1.0, 1.0)).expect("tensor")
-                })
-                .collect();
+            let inputs = random_f32_inputs(shapes, |i| 5 + (n * 3 + i) as u64, -1.0, 1.0);
             let out = HostTensor::zeros(F32, &[1, 1000]).expect("out");
             let (h, g) = host_and_gpu(f, &inputs, &out, &gpu);
             assert_close(&g, &h, 1e-4, 1e-4, "matrix-vector product");

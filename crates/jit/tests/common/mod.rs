@@ -208,6 +208,45 @@ pub fn gpu_jit_with(opts: relax_jit::ScheduleOptions) -> Option<Jit> {
     Some(jit_with(rt, opts))
 }
 
+/// Float32 tensors of `shapes` with pseudo-random values in `[lo, hi)`, the `i`-th
+/// seeded with `seed(i)`.
+pub fn random_f32_inputs<S: AsRef<[i64]>>(
+    shapes: &[S],
+    seed: impl Fn(usize) -> u64,
+    lo: f64,
+    hi: f64,
+) -> Vec<relax_jit::HostTensor> {
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let s = s.as_ref();
+            let numel = s.iter().product::<i64>() as usize;
+            relax_jit::HostTensor::from_f64s(DataType::FLOAT32, s, &rand_vec(numel, seed(i), lo, hi)).expect("tensor")
+        })
+        .collect()
+}
+
+/// The output (of dtype `dt` and shape `shape`) of `f` on copies of `inputs`, run on
+/// `gpu`'s GPU, or on the host when `gpu` is `None`.
+pub fn run_output(
+    gpu: Option<&Jit>,
+    f: &PrimFunc,
+    inputs: &[relax_jit::HostTensor],
+    dt: DataType,
+    shape: &[i64],
+) -> Vec<f64> {
+    let mut ins = inputs.to_vec();
+    let mut o = relax_jit::HostTensor::zeros(dt, shape).expect("out");
+    let mut args: Vec<relax_jit::Arg> = ins.iter_mut().map(relax_jit::Arg::Tensor).collect();
+    args.push(relax_jit::Arg::Tensor(&mut o));
+    match gpu {
+        Some(g) => g.run_gpu(f, &mut args).expect("gpu run"),
+        None => Jit::new(None).run_host(f, &mut args).expect("host run"),
+    }
+    o.to_f64_vec()
+}
+
 /// Run `f` on `tensors` (its inputs, then its outputs, written in place) with
 /// `jit`'s GPU when `gpu`, else on the host.
 pub fn run_tensors(jit: &Jit, gpu: bool, f: &PrimFunc, tensors: &mut [&mut relax_jit::HostTensor]) {

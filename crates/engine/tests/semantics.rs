@@ -10,23 +10,22 @@ use common::*;
 use ndarray::{arr0, arr1, arr2, ArrayD, IxDyn};
 use relax_engine::{Engine, EngineConfig, EngineError, Purity, Tensor, Value};
 use relax_ir::tir::{BinOp, PrimExpr};
-use relax_ir::{Attrs, DataType, StructInfo};
+use relax_ir::{Attrs, DataType, Function, StructInfo};
 
-fn i64_scalar(v: &Value) -> i64 {
+/// The element of the 0-d tensor `v`.
+fn scalar_of<T: relax_engine::Element>(v: &Value) -> T {
     let t = v.as_tensor().expect("tensor");
-    t.to_array::<i64>()
+    t.to_array::<T>()
         .unwrap()
         .into_dimensionality::<ndarray::Ix0>()
         .unwrap()
         .into_scalar()
 }
+fn i64_scalar(v: &Value) -> i64 {
+    scalar_of(v)
+}
 fn bool_scalar(v: &Value) -> bool {
-    let t = v.as_tensor().expect("tensor");
-    t.to_array::<bool>()
-        .unwrap()
-        .into_dimensionality::<ndarray::Ix0>()
-        .unwrap()
-        .into_scalar()
+    scalar_of(v)
 }
 fn arg_i64(args: &[Value], i: usize) -> relax_engine::Result<i64> {
     let t = args
@@ -534,15 +533,7 @@ fn packed_functions_pure_and_impure() {
     assert_eq!(counter.load(Ordering::SeqCst), 2);
 
     // Errors of packed functions carry the symbol and the binding.
-    let r = untyped("r");
-    let failing = impure(func(
-        vec![],
-        seq1(
-            vec![bind(&r, call_packed("test.fail", vec![], StructInfo::Object))],
-            v(&r),
-        ),
-        None,
-    ));
+    let failing = returns_packed_call("test.fail");
     let err = engine.run(&module(vec![("main", failing)]), "main", &[]).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -552,15 +543,7 @@ fn packed_functions_pure_and_impure() {
 
 #[test]
 fn unknown_extern_symbol_is_an_error() {
-    let r = untyped("r");
-    let main = impure(func(
-        vec![],
-        seq1(
-            vec![bind(&r, call_packed("no.such.func", vec![], StructInfo::Object))],
-            v(&r),
-        ),
-        None,
-    ));
+    let main = returns_packed_call("no.such.func");
     let err = Engine::default()
         .run(&module(vec![("main", main)]), "main", &[])
         .unwrap_err();
@@ -820,4 +803,14 @@ fn assert_arity(err: &EngineError, expected: usize, actual: usize) {
         matches!(err, EngineError::Arity { expected: e, actual: a, .. } if *e == expected && *a == actual),
         "{err}"
     );
+}
+
+/// An impure function `r = R.call_packed(symbol); return r` without parameters.
+fn returns_packed_call(symbol: &str) -> Function {
+    let r = untyped("r");
+    impure(func(
+        vec![],
+        seq1(vec![bind(&r, call_packed(symbol, vec![], StructInfo::Object))], v(&r)),
+        None,
+    ))
 }

@@ -59,6 +59,17 @@ pub struct PassAgreement {
     pub faithful_agree: usize,
 }
 
+/// Asserts that `pass` agrees with TVM on every faithful case of corpus `file`,
+/// which holds at least `min_cases` cases (nothing is checked without the corpus).
+pub fn assert_pass_agrees(file: &str, min_cases: usize, pass: impl Fn(&relax_ir::IRModule) -> relax_ir::IRModule) {
+    let Some(r) = pass_agreement(file, pass) else {
+        return;
+    };
+    let what = file.trim_end_matches(".jsonl");
+    assert!(r.total >= min_cases, "expected the {what} cases, found {}", r.total);
+    assert_eq!(r.faithful_agree, r.faithful, "every faithful case must agree");
+}
+
 /// Run `pass` over every case of `file` and print the per-case report; `None`
 /// when the corpus is absent.
 pub fn pass_agreement(file: &str, pass: impl Fn(&relax_ir::IRModule) -> relax_ir::IRModule) -> Option<PassAgreement> {

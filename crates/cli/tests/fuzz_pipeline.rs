@@ -27,7 +27,7 @@ use relax_jit::{DeviceCaps, ScheduleOptions};
 
 #[path = "../../engine/tests/common/rng.rs"]
 mod rng;
-use rng::Rng;
+use rng::{env_or, Rng};
 
 /// Fragments inserted by the mutator: numbers at the edges, operators, brackets.
 const FRAGMENTS: &[&str] = &[
@@ -153,14 +153,8 @@ struct Counts {
 
 /// Run `target` on mutated seeds for the budget; panics fail with the input.
 fn fuzz(name: &str, salt: u64, target: &dyn Fn(&str, &mut Counts)) -> Counts {
-    let secs: u64 = std::env::var("RELAX_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(8);
-    let seed: u64 = std::env::var("RELAX_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x00f0_2217);
+    let secs: u64 = env_or("RELAX_FUZZ_SECS", 8);
+    let seed: u64 = env_or("RELAX_FUZZ_SEED", 0x00f0_2217);
     let seeds = seeds();
     assert!(!seeds.is_empty(), "no seeds");
     let mut rng = Rng((seed ^ salt) | 1);

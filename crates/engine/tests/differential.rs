@@ -16,7 +16,7 @@ mod common;
 use ndarray::{ArrayD, IxDyn};
 use relax_engine::{ArrayValue, DeviceChoice, Value};
 
-use common::rng::Rng;
+use common::rng::{env_or, Rng};
 
 /// A dimension: symbolic `n` (bound by the input) or a constant.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -290,14 +290,8 @@ fn agree(x: f64, y: f64, int: bool) -> bool {
 
 #[test]
 fn random_programs_agree_on_host_and_gpu() {
-    let count: usize = std::env::var("RELAX_DIFF_PROGRAMS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    let seed: u64 = std::env::var("RELAX_DIFF_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_1234);
+    let count: usize = env_or("RELAX_DIFF_PROGRAMS", 60);
+    let seed: u64 = env_or("RELAX_DIFF_SEED", 0x5eed_1234);
     let cpu = common::text::engine(DeviceChoice::Cpu);
     let gpu = common::text::gpu_engine("host runs only");
     // `RELAX_DIFF_DUMP=DIR` writes every program with its inputs and host results,

@@ -1,4 +1,5 @@
-//! A small deterministic generator (xorshift64*) for the randomized tests.
+//! A small deterministic generator (xorshift64*) and the environment knobs of the
+//! randomized tests.
 #![allow(dead_code)]
 
 /// Xorshift64* state; seed it with a nonzero value.
@@ -20,4 +21,10 @@ impl Rng {
     pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
         &v[self.below(v.len())]
     }
+}
+
+/// The value of the environment variable `name` parsed as a `T`, else `default`
+/// (budgets and seeds of the randomized tests).
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }

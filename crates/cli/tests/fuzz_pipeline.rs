@@ -20,7 +20,7 @@ use relax_checker::check::check_module;
 use relax_checker::normalize::normalize_module;
 use relax_checker::op::legalize::legalize_module;
 use relax_ir::structural::StructuralEqual;
-use relax_ir::text::{parse, print_program};
+use relax_ir::text::{parse, print_program, Program};
 use relax_ir::BaseFunc;
 use relax_jit::emit_program;
 use relax_jit::{DeviceCaps, ScheduleOptions};
@@ -151,8 +151,9 @@ struct Counts {
     interesting: usize,
 }
 
-/// Run `target` on mutated seeds for the budget; panics fail with the input.
-fn fuzz(name: &str, salt: u64, target: &dyn Fn(&str, &mut Counts)) -> Counts {
+/// Run `target` on the mutated seeds that parse (the text and its program) for the
+/// budget; panics fail with the input. Some inputs must have run and parsed.
+fn fuzz(name: &str, salt: u64, target: &dyn Fn(&str, Program, &mut Counts)) {
     let secs: u64 = env_or("RELAX_FUZZ_SECS", 8);
     let seed: u64 = env_or("RELAX_FUZZ_SEED", 0x00f0_2217);
     let seeds = seeds();
@@ -167,7 +168,12 @@ fn fuzz(name: &str, salt: u64, target: &dyn Fn(&str, &mut Counts)) -> Counts {
         } else {
             mutate(&mut rng, base)
         };
-        let r = catch_unwind(AssertUnwindSafe(|| target(&text, &mut counts)));
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            if let Ok(p) = parse(&text) {
+                counts.parsed += 1;
+                target(&text, p, &mut counts);
+            }
+        }));
         if let Err(e) = r {
             panic!(
                 "fuzz target `{name}` panicked: {}\n--- input ---\n{text}\n---",
@@ -177,7 +183,7 @@ fn fuzz(name: &str, salt: u64, target: &dyn Fn(&str, &mut Counts)) -> Counts {
         counts.execs += 1;
     }
     eprintln!("fuzz {name}: {counts:?}");
-    counts
+    assert!(counts.execs > 0 && counts.parsed > 0);
 }
 
 /// With `RELAX_FUZZ_DUMP=DIR`, write a round-trip mismatch (the input, the printed
@@ -194,9 +200,7 @@ fn dump_mismatch(k: usize, text: &str, printed: &str, why: &str) {
 
 #[test]
 fn fuzz_parse_print_parse_roundtrip() {
-    let c = fuzz("roundtrip", 1, &|text, c| {
-        let Ok(p) = parse(text) else { return };
-        c.parsed += 1;
+    fuzz("roundtrip", 1, &|text, p, c| {
         let printed = print_program(&p);
         let again = match parse(&printed) {
             Ok(a) => a,
@@ -214,27 +218,21 @@ fn fuzz_parse_print_parse_roundtrip() {
             dump_mismatch(c.interesting, text, &printed, &format!("{e:?}"));
         }
     });
-    assert!(c.execs > 0 && c.parsed > 0);
 }
 
 #[test]
 fn fuzz_parse_check() {
-    let c = fuzz("check", 2, &|text, c| {
-        let Ok(p) = parse(text) else { return };
-        c.parsed += 1;
+    fuzz("check", 2, &|_, p, c| {
         let r = check_module(&p.into_module());
         if r.is_valid() {
             c.interesting += 1;
         }
     });
-    assert!(c.execs > 0 && c.parsed > 0);
 }
 
 #[test]
 fn fuzz_legalize_wgsl() {
-    let c = fuzz("wgsl", 3, &|text, c| {
-        let Ok(p) = parse(text) else { return };
-        c.parsed += 1;
+    fuzz("wgsl", 3, &|_, p, c| {
         let n = normalize_module(&p.into_module());
         if n.diagnostics.iter().any(|d| d.is_error()) {
             return;
@@ -248,5 +246,4 @@ fn fuzz_legalize_wgsl() {
             }
         }
     });
-    assert!(c.execs > 0 && c.parsed > 0);
 }

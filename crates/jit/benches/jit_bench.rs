@@ -22,6 +22,25 @@ fn time(reps: usize, f: impl FnMut()) -> Duration {
     bench::median_time(1, reps, f)
 }
 
+/// Prints a warning when the float32 values in `got` are not `want` (`who`
+/// computed them).
+fn warn_if_differs(got: &[u8], want: &[f32], who: &str) {
+    let got: &[f32] = bytemuck::cast_slice(got);
+    if got != want {
+        println!("warning: {who} computed different values");
+    }
+}
+
+/// Prints the JIT's time `ours` against raw wgpu's `raw` for `what`, then `note`.
+fn print_vs_raw(what: &str, ours: Duration, raw: Duration, note: &str) {
+    println!(
+        "{what}: JIT {:.1} us, raw wgpu {:.1} us, ratio {:.2}{note}",
+        ours.as_secs_f64() * 1e6,
+        raw.as_secs_f64() * 1e6,
+        ours.as_secs_f64() / raw.as_secs_f64()
+    );
+}
+
 /// A GPU JIT on `rt` with the naive schedules (one thread per output element).
 fn naive_jit(rt: &Arc<relax_gpu_runtime::GpuRuntime>) -> Jit {
     let opts = ScheduleOptions {
@@ -362,15 +381,12 @@ fn main() {
         readback.unmap();
     });
     let want: Vec<f32> = sa.as_slice::<f32>().unwrap().iter().map(|v| v + v).collect();
-    let got: &[f32] = bytemuck::cast_slice(&out);
-    if got != want.as_slice() {
-        println!("warning: the raw wgpu baseline computed different values");
-    }
-    println!(
-        "call with host tensors (256-element add: upload + dispatch + read back): JIT {:.1} us, raw wgpu {:.1} us, ratio {:.2}",
-        t_jit.as_secs_f64() * 1e6,
-        t_raw.as_secs_f64() * 1e6,
-        t_jit.as_secs_f64() / t_raw.as_secs_f64()
+    warn_if_differs(&out, &want, "the raw wgpu baseline");
+    print_vs_raw(
+        "call with host tensors (256-element add: upload + dispatch + read back)",
+        t_jit,
+        t_raw,
+        "",
     );
 
     // Cached-call overhead: the same compiled kernel on tensors already in device
@@ -418,15 +434,12 @@ fn main() {
         let _ = device.poll(wgpu::PollType::wait_indefinitely());
     });
     let check = rt.read(&dc).unwrap();
-    let got: &[f32] = bytemuck::cast_slice(&check);
-    if got != want.as_slice() {
-        println!("warning: the resident JIT call computed different values");
-    }
-    println!(
-        "cached call (256-element add on device tensors, dispatch + submit + wait): JIT {:.1} us, raw wgpu {:.1} us, ratio {:.2} (target <= 1.3)",
-        t_resident.as_secs_f64() * 1e6,
-        t_raw_dispatch.as_secs_f64() * 1e6,
-        t_resident.as_secs_f64() / t_raw_dispatch.as_secs_f64()
+    warn_if_differs(&check, &want, "the resident JIT call");
+    print_vs_raw(
+        "cached call (256-element add on device tensors, dispatch + submit + wait)",
+        t_resident,
+        t_raw_dispatch,
+        " (target <= 1.3)",
     );
 }
 

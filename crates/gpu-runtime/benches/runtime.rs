@@ -68,20 +68,7 @@ fn main() -> Result<(), GpuError> {
     });
     queue.write_buffer(&raw_u, 0, &64u32.to_le_bytes());
     let pipeline = bench::raw_pipeline(device, TINY);
-    let bg = device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &[
-            wgpu::BindGroupEntry {
-                binding: 0,
-                resource: raw_y.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 1,
-                resource: raw_u.as_entire_binding(),
-            },
-        ],
-    });
+    let bg = bench::raw_bind_group(device, &pipeline, &[&raw_y, &raw_u]);
     let raw_dispatch = |count: usize| {
         let mut enc = device.create_command_encoder(&Default::default());
         {

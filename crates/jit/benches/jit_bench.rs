@@ -341,24 +341,7 @@ fn main() {
     let io = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
     let (ba, bb, bc) = (storage(io), storage(io), storage(io));
     let readback = storage(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
-    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &[
-            wgpu::BindGroupEntry {
-                binding: 0,
-                resource: ba.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 1,
-                resource: bb.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 2,
-                resource: bc.as_entire_binding(),
-            },
-        ],
-    });
+    let bind_group = bench::raw_bind_group(device, &pipeline, &[&ba, &bb, &bc]);
     let groups = 256u32.div_ceil(k.workgroup_size[0].max(1));
     let mut out = vec![0u8; bytes.len()];
     let t_raw = time(200, || {

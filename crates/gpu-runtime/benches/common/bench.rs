@@ -1,5 +1,5 @@
 //! Helpers shared by the benchmarks (no criterion): medians of repeated runs and raw
-//! wgpu pipelines.
+//! wgpu pipelines and bind groups.
 #![allow(dead_code)]
 
 use std::time::{Duration, Instant};
@@ -40,5 +40,26 @@ pub fn raw_pipeline(device: &wgpu::Device, source: &str) -> wgpu::ComputePipelin
         entry_point: Some("main"),
         compilation_options: Default::default(),
         cache: None,
+    })
+}
+
+/// A bind group of `pipeline`'s group 0 with `buffers[i]` whole at binding `i`.
+pub fn raw_bind_group(
+    device: &wgpu::Device,
+    pipeline: &wgpu::ComputePipeline,
+    buffers: &[&wgpu::Buffer],
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry> = buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource: b.as_entire_binding(),
+        })
+        .collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
     })
 }

@@ -206,13 +206,7 @@ fn main() {
     // Host matmul vs ndarray.
     let host = Jit::new(None);
     let (mut a, mut b, mut c) = (ta.clone(), tb.clone(), tc.clone());
-    let t_host = time(5, || {
-        host.run_host(
-            &mm,
-            &mut [Arg::Tensor(&mut a), Arg::Tensor(&mut b), Arg::Tensor(&mut c)],
-        )
-        .unwrap()
-    });
+    let t_host = time(5, || run_tensors(&host, false, &mm, &mut [&mut a, &mut b, &mut c]));
     let na = ndarray::Array2::from_shape_vec((n as usize, n as usize), ta.as_slice::<f32>().unwrap().to_vec()).unwrap();
     let nb = ndarray::Array2::from_shape_vec((n as usize, n as usize), tb.as_slice::<f32>().unwrap().to_vec()).unwrap();
     let t_nd = time(5, || {
@@ -279,20 +273,11 @@ fn main() {
     let naive = naive_jit(&rt);
     let (mut a, mut b, mut c) = (ta.clone(), tb.clone(), tc.clone());
     let t_sched = time(if quick { 1 } else { 3 }, || {
-        gpu.run_gpu(
-            &mm,
-            &mut [Arg::Tensor(&mut a), Arg::Tensor(&mut b), Arg::Tensor(&mut c)],
-        )
-        .unwrap()
+        run_tensors(&gpu, true, &mm, &mut [&mut a, &mut b, &mut c])
     });
     let (mut a, mut b, mut c) = (ta.clone(), tb.clone(), tc.clone());
     let t_naive = time(if quick { 1 } else { 3 }, || {
-        naive
-            .run_gpu(
-                &mm,
-                &mut [Arg::Tensor(&mut a), Arg::Tensor(&mut b), Arg::Tensor(&mut c)],
-            )
-            .unwrap()
+        run_tensors(&naive, true, &mm, &mut [&mut a, &mut b, &mut c])
     });
     println!(
         "GPU matmul 1024^3 (incl. transfers): default schedule {:.2} GFLOP/s, naive {:.2} GFLOP/s, speed-up {:.1}x (target >= 6x)",
@@ -315,13 +300,7 @@ fn main() {
     let small = add_func(&[256]);
     let sa = HostTensor::from_f64s(F32, &[256], &rand_vec(256, 5, -1.0, 1.0)).unwrap();
     let (mut x, mut y, mut z) = (sa.clone(), sa.clone(), sa.clone());
-    let t_jit = time(200, || {
-        gpu.run_gpu(
-            &small,
-            &mut [Arg::Tensor(&mut x), Arg::Tensor(&mut y), Arg::Tensor(&mut z)],
-        )
-        .unwrap()
-    });
+    let t_jit = time(200, || run_tensors(&gpu, true, &small, &mut [&mut x, &mut y, &mut z]));
     // The same WGSL through raw wgpu: pipeline, buffers and bind group made once;
     // each call writes the inputs, dispatches, copies out, maps and waits.
     let src = gpu.wgsl(&small).unwrap();

@@ -1,7 +1,11 @@
 //! End-to-end tests of the `relax` binary.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use common::{stderr, stdout};
 
 /// Panic unless `text` (a command's output) contains `fragment`.
 fn has(text: &str, fragment: &str) {
@@ -21,13 +25,6 @@ fn relax(args: &[&str]) -> Output {
 
 fn path_str(p: &std::path::Path) -> String {
     p.to_str().expect("utf-8 path").to_string()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! `relax run --params` (arguments by parameter name from an `.npz`), `--output`'s
 //! summary, and GPU runs on a machine without `XDG_RUNTIME_DIR`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::{stderr, stdout};
 use ndarray::{ArrayD, IxDyn};
 use ndarray_npy::{NpzWriter, WriteNpyExt};
 
@@ -50,13 +53,6 @@ fn relax(dir: &Path, args: &[&str]) -> Output {
         .expect("the relax binary runs")
 }
 
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 #[test]
 fn params_bind_by_name_and_inputs_fill_the_rest() {
     let dir = setup("ok");
@@ -72,8 +68,8 @@ fn params_bind_by_name_and_inputs_fill_the_rest() {
             "run", "prog.py", "--device", "cpu", "--params", "w.npz", "--input", "x.npy", "--json",
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    let j: serde_json::Value = serde_json::from_str(&out(&o)).expect("json");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert_eq!(
         j["outputs"][0]["data"],
         serde_json::json!([[10.5, 40.5, 90.5], [40.5, 100.5, 180.5]])
@@ -115,8 +111,8 @@ fn params_errors_name_the_parameter() {
                 "run", "prog.py", "--device", "cpu", "--params", file, "--input", "x.npy",
             ],
         );
-        assert_eq!(o.status.code(), Some(1), "{file}: {}", err(&o));
-        let e = err(&o);
+        assert_eq!(o.status.code(), Some(1), "{file}: {}", stderr(&o));
+        let e = stderr(&o);
         for w in wanted {
             assert!(e.contains(w), "{file}: stderr lacks {w:?}: {e}");
         }
@@ -141,7 +137,7 @@ fn params_errors_name_the_parameter() {
         ],
     );
     assert_eq!(o.status.code(), Some(1));
-    let e = err(&o);
+    let e = stderr(&o);
     assert!(
         e.contains("parameter `w`") && e.contains("expected dtype float32, got float64"),
         "{e}"
@@ -155,11 +151,11 @@ fn params_errors_name_the_parameter() {
         ],
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("too many"), "{}", err(&o));
+    assert!(stderr(&o).contains("too many"), "{}", stderr(&o));
     // A file that does not exist is a usage error.
     let o = relax(&dir, &["run", "prog.py", "--params", "nope.npz", "--input", "x.npy"]);
-    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    assert!(err(&o).contains("nope.npz"), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nope.npz"), "{}", stderr(&o));
 }
 
 #[test]
@@ -174,8 +170,8 @@ fn output_prints_a_summary_and_json_everything() {
         "run", "prog.py", "--device", "cpu", "--params", "w.npz", "--input", "x.npy",
     ];
     let o = relax(&dir, &[&args[..], &["--output", "out.npy"]].concat());
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    let s = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = stdout(&o);
     assert!(s.contains("shape (2, 3), float32"), "{s}");
     assert!(s.contains("min 10.500000, max 180.500000, mean 77.166667"), "{s}");
     assert!(s.lines().count() <= 3, "a summary, not every value: {s}");
@@ -187,8 +183,8 @@ fn output_prints_a_summary_and_json_everything() {
     );
     // --json still prints every value.
     let o = relax(&dir, &[&args[..], &["--output", "out2.npy", "--json"]].concat());
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    let j: serde_json::Value = serde_json::from_str(&out(&o)).expect("json");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert_eq!(j["outputs"][0]["data"][1][2], serde_json::json!(180.5));
 }
 
@@ -208,8 +204,8 @@ fn gpu_run_without_xdg_runtime_dir_is_quiet() {
         ])
         .output()
         .expect("runs");
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(!err(&o).contains("XDG_RUNTIME_DIR"), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("XDG_RUNTIME_DIR"), "{}", stderr(&o));
 }
 
 #[test]
@@ -252,8 +248,8 @@ fn many_inputs_positionally_and_by_name() {
     let want = serde_json::json!([(N * (N - 1) / 2) as f64]);
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = relax(&dir, &argv);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    let j: serde_json::Value = serde_json::from_str(&out(&o)).expect("json");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert_eq!(j["outputs"][0]["data"], want);
 
     let named: Vec<Entry> = entries[1..]
@@ -275,7 +271,7 @@ fn many_inputs_positionally_and_by_name() {
             "in0000.npy",
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    let j: serde_json::Value = serde_json::from_str(&out(&o)).expect("json");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert_eq!(j["outputs"][0]["data"], want);
 }

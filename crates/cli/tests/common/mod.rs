@@ -47,3 +47,13 @@ pub fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
     b.extend(data);
     b
 }
+
+/// The standard output of a finished command, as text.
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The standard error of a finished command, as text.
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

@@ -11,6 +11,25 @@ use relax_checker::analysis::{
 };
 use relax_ir::arith::Analyzer;
 
+/// The JSON object `m` (absent: empty) as a map, its keys through `key` and its
+/// string values through `value`.
+fn read_map<K: std::hash::Hash + Eq, V>(
+    m: Option<&serde_json::Value>,
+    env: &mut Env,
+    key: impl Fn(&mut Env, &str) -> K,
+    value: impl Fn(&str, &mut Env) -> Result<V, String>,
+) -> Result<HashMap<K, V>, String> {
+    let mut map = HashMap::new();
+    if let Some(m) = m.and_then(|v| v.as_object()) {
+        for (k, v) in m {
+            let var = key(env, k);
+            let val = value(v.as_str().ok_or("bad map")?, env)?;
+            map.insert(var, val);
+        }
+    }
+    Ok(map)
+}
+
 fn run_case(case: &serde_json::Value) -> Result<bool, String> {
     let kind = case["kind"].as_str().unwrap_or("");
     let inputs = case["input"].as_array().ok_or("no input")?;
@@ -42,22 +61,8 @@ fn run_case(case: &serde_json::Value) -> Result<bool, String> {
         }
         "erase_to_well_defined" => {
             let a = read_struct_info(text(0)?, &mut env)?;
-            let mut shape_map = HashMap::new();
-            if let Some(m) = inputs.get(1).and_then(|v| v.as_object()) {
-                for (k, v) in m {
-                    let var = env.tir_var(k);
-                    let val = read_prim_expr(v.as_str().ok_or("bad map")?, &mut env)?;
-                    shape_map.insert(var, val);
-                }
-            }
-            let mut var_map = HashMap::new();
-            if let Some(m) = inputs.get(2).and_then(|v| v.as_object()) {
-                for (k, v) in m {
-                    let var = env.relax_var(k);
-                    let val = read_shape_expr(v.as_str().ok_or("bad map")?, &mut env)?;
-                    var_map.insert(var, val);
-                }
-            }
+            let shape_map = read_map(inputs.get(1), &mut env, Env::tir_var, read_prim_expr)?;
+            let var_map = read_map(inputs.get(2), &mut env, Env::relax_var, read_shape_expr)?;
             let want = read_struct_info(expected, &mut env)?;
             let got = erase_with_maps(&a, &shape_map, &var_map, &ana);
             Ok(struct_info_equal(&got, &want))

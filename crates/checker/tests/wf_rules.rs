@@ -7,8 +7,8 @@ use common::build::*;
 use relax_checker::check::{check_module, CheckResult};
 use relax_ir::tir::BinOp;
 use relax_ir::{
-    AttrValue, Attrs, DataType, Expr, ExprKind, FuncStructInfo, GlobalInfo, PrimExpr, PrimStructInfo, ShapeStructInfo,
-    Span, StructInfo, Target, TensorStructInfo, VDevice,
+    AttrValue, Attrs, BindingBlock, DataType, Expr, ExprKind, FuncStructInfo, GlobalInfo, PrimExpr, PrimStructInfo,
+    ShapeStructInfo, Span, StructInfo, Target, TensorStructInfo, VDevice,
 };
 
 fn rule_errors(r: &CheckResult, n: usize) -> Vec<String> {
@@ -42,11 +42,7 @@ fn assert_clean(m: &relax_ir::IRModule) -> CheckResult {
 fn wf01_dataflow_var_outside_dataflow_block() {
     let x = var("x", Some(tf(&[2])));
     let lv = dvar("lv", None);
-    let bad = main_module(func(
-        vec![x.clone()],
-        seq(vec![block(vec![bind(&lv, e(&x), 3)])], e(&lv)),
-        None,
-    ));
+    let bad = main_of(vec![x.clone()], vec![block(vec![bind(&lv, e(&x), 3)])], e(&lv));
     let r = assert_rule(&bad, 1);
     let d = r
         .diagnostics
@@ -57,20 +53,17 @@ fn wf01_dataflow_var_outside_dataflow_block() {
     assert!(d.message.contains("lv"), "{}", d.message);
     // Used outside its block.
     let gv = var("gv", None);
-    let bad2 = main_module(func(
+    let bad2 = main_of(
         vec![x.clone()],
-        seq(
-            vec![dfblock(vec![bind(&lv, e(&x), 3)]), block(vec![bind(&gv, e(&lv), 4)])],
-            e(&gv),
-        ),
-        None,
-    ));
+        vec![dfblock(vec![bind(&lv, e(&x), 3)]), block(vec![bind(&gv, e(&lv), 4)])],
+        e(&gv),
+    );
     assert_rule(&bad2, 1);
-    let good = main_module(func(
+    let good = main_of(
         vec![x.clone()],
-        seq(vec![dfblock(vec![bind(&lv, e(&x), 3), bind(&gv, e(&lv), 4)])], e(&gv)),
-        None,
-    ));
+        vec![dfblock(vec![bind(&lv, e(&x), 3), bind(&gv, e(&lv), 4)])],
+        e(&gv),
+    );
     assert_clean(&good);
 }
 
@@ -78,11 +71,11 @@ fn wf01_dataflow_var_outside_dataflow_block() {
 fn wf02_variable_bound_twice() {
     let x = var("x", Some(tf(&[2])));
     let y = var("y", None);
-    let bad = main_module(func(
+    let bad = main_of(
         vec![x.clone()],
-        seq(vec![block(vec![bind(&y, e(&x), 3), bind(&y, e(&x), 4)])], e(&y)),
-        None,
-    ));
+        vec![block(vec![bind(&y, e(&x), 3), bind(&y, e(&x), 4)])],
+        e(&y),
+    );
     let r = assert_rule(&bad, 2);
     assert!(rule_errors(&r, 2)[0].contains("4:9"), "{:?}", rule_errors(&r, 2));
     // The same parameter in two functions.
@@ -96,33 +89,30 @@ fn wf03_variable_used_before_bound() {
     let x = var("x", Some(tf(&[2])));
     let y = var("y", None);
     let z = var("z", None);
-    let bad = main_module(func(
+    let bad = main_of(
         vec![x.clone()],
-        seq(vec![block(vec![bind(&y, e(&z), 3), bind(&z, e(&x), 4)])], e(&y)),
-        None,
-    ));
+        vec![block(vec![bind(&y, e(&z), 3), bind(&z, e(&x), 4)])],
+        e(&y),
+    );
     let r = assert_rule(&bad, 3);
     assert!(rule_errors(&r, 3)[0].contains('z'));
     // An undefined global.
     let g = var("g", None);
-    let bad_global = main_module(func(
+    let bad_global = main_of(
         vec![x.clone()],
-        seq(
-            vec![block(vec![bind(
-                &g,
-                Expr::new(ExprKind::GlobalVar(relax_ir::GlobalVar::new("nope"))),
-                3,
-            )])],
-            e(&x),
-        ),
-        None,
-    ));
+        vec![block(vec![bind(
+            &g,
+            Expr::new(ExprKind::GlobalVar(relax_ir::GlobalVar::new("nope"))),
+            3,
+        )])],
+        e(&x),
+    );
     assert_rule(&bad_global, 3);
-    let good = main_module(func(
+    let good = main_of(
         vec![x.clone()],
-        seq(vec![block(vec![bind(&z, e(&x), 3), bind(&y, e(&z), 4)])], e(&y)),
-        None,
-    ));
+        vec![block(vec![bind(&z, e(&x), 3), bind(&y, e(&z), 4)])],
+        e(&y),
+    );
     assert_clean(&good);
 }
 
@@ -143,29 +133,23 @@ fn wf05_shape_var_used_before_bound() {
     let x = var("x", Some(StructInfo::tensor_ndim(F32, 1)));
     let s = var("s", None);
     let y = var("y", None);
-    let bad = main_module(func(
+    let bad = main_of(
         vec![x.clone()],
-        seq(
-            vec![block(vec![
-                bind(&s, Expr::shape(vec![m.to_expr() * PrimExpr::int(2)]), 3),
-                cast(&y, e(&x), t(&[m.to_expr()], F32), 4),
-            ])],
-            e(&y),
-        ),
-        None,
-    ));
+        vec![block(vec![
+            bind(&s, Expr::shape(vec![m.to_expr() * PrimExpr::int(2)]), 3),
+            cast(&y, e(&x), t(&[m.to_expr()], F32), 4),
+        ])],
+        e(&y),
+    );
     assert_rule(&bad, 5);
-    let good = main_module(func(
+    let good = main_of(
         vec![x.clone()],
-        seq(
-            vec![block(vec![
-                cast(&y, e(&x), t(&[m.to_expr()], F32), 3),
-                bind(&s, Expr::shape(vec![m.to_expr() * PrimExpr::int(2)]), 4),
-            ])],
-            e(&y),
-        ),
-        None,
-    ));
+        vec![block(vec![
+            cast(&y, e(&x), t(&[m.to_expr()], F32), 3),
+            bind(&s, Expr::shape(vec![m.to_expr() * PrimExpr::int(2)]), 4),
+        ])],
+        e(&y),
+    );
     assert_clean(&good);
 }
 
@@ -173,12 +157,12 @@ fn wf05_shape_var_used_before_bound() {
 fn wf06_signature_var_in_binding_position() {
     let n = sv("n");
     let x = var("x", Some(t(&[n.to_expr() * PrimExpr::int(2)], F32)));
-    let bad = main_module(func(vec![x.clone()], seq(vec![], e(&x)), None));
+    let bad = main_of(vec![x.clone()], vec![], e(&x));
     assert_rule(&bad, 6);
     // Any order among the parameters is fine.
     let x2 = var("x", Some(t(&[n.to_expr() * PrimExpr::int(2)], F32)));
     let y = var("y", Some(t(&[n.to_expr()], F32)));
-    let good = main_module(func(vec![x2.clone(), y], seq(vec![], e(&x2)), None));
+    let good = main_of(vec![x2.clone(), y], vec![], e(&x2));
     assert_clean(&good);
 }
 
@@ -193,14 +177,11 @@ fn wf07_no_if_or_recursion_in_dataflow() {
         else_branch: seq(vec![], e(&x)),
     });
     let gv = var("gv", None);
-    let bad = main_module(func(
+    let bad = main_of(
         vec![c.clone(), x.clone()],
-        seq(
-            vec![dfblock(vec![bind(&y, ife.clone(), 3), bind(&gv, e(&y), 4)])],
-            e(&gv),
-        ),
-        None,
-    ));
+        vec![dfblock(vec![bind(&y, ife.clone(), 3), bind(&gv, e(&y), 4)])],
+        e(&gv),
+    );
     assert_rule(&bad, 7);
     // Recursive call in a dataflow block.
     let gvar = Expr::new(ExprKind::GlobalVar(relax_ir::GlobalVar::new("main")));
@@ -218,11 +199,7 @@ fn wf07_no_if_or_recursion_in_dataflow() {
     ));
     assert_rule(&rec, 7);
     let y2 = var("y2", None);
-    let good = main_module(func(
-        vec![c.clone(), x.clone()],
-        seq(vec![block(vec![bind(&y2, ife, 3)])], e(&y2)),
-        None,
-    ));
+    let good = main_of(vec![c.clone(), x.clone()], vec![block(vec![bind(&y2, ife, 3)])], e(&y2));
     assert_clean(&good);
 }
 
@@ -248,18 +225,15 @@ fn wf08_recursive_function_needs_return_annotation() {
 fn wf09_op_only_as_callee() {
     let x = var("x", Some(tf(&[2])));
     let y = var("y", None);
-    let bad = main_module(func(
+    let bad = main_of(
         vec![x.clone()],
-        seq(
-            vec![block(vec![bind(
-                &y,
-                Expr::tuple(vec![e(&x), Expr::op("relax.add")]),
-                3,
-            )])],
-            e(&x),
-        ),
-        None,
-    ));
+        vec![block(vec![bind(
+            &y,
+            Expr::tuple(vec![e(&x), Expr::op("relax.add")]),
+            3,
+        )])],
+        e(&x),
+    );
     assert_rule(&bad, 9);
 }
 
@@ -273,18 +247,14 @@ fn wf10_annotation_ndim_matches_shape() {
         ndim: 3,
     });
     let y = var("y", Some(bad_si));
-    let bad = main_module(func(
-        vec![x.clone()],
-        seq(vec![block(vec![bind(&y, e(&x), 3)])], e(&y)),
-        None,
-    ));
+    let bad = main_of(vec![x.clone()], vec![block(vec![bind(&y, e(&x), 3)])], e(&y));
     assert_rule(&bad, 10);
     let y2 = var("y", Some(tf(&[2])));
-    assert_clean(&main_module(func(
+    assert_clean(&main_of(
         vec![x.clone()],
-        seq(vec![block(vec![bind(&y2, e(&x), 3)])], e(&y2)),
-        None,
-    )));
+        vec![block(vec![bind(&y2, e(&x), 3)])],
+        e(&y2),
+    ));
 }
 
 #[test]
@@ -297,18 +267,15 @@ fn wf11_closure_in_dataflow_block_captures_dataflow_var() {
         ..func(vec![], seq(vec![], e(&lv)), None)
     };
     let gv = var("gv", None);
-    let bad = main_module(func(
+    let bad = main_of(
         vec![x.clone()],
-        seq(
-            vec![dfblock(vec![
-                bind(&lv, e(&x), 3),
-                bind(&f, Expr::new(ExprKind::Function(inner)), 4),
-                bind(&gv, e(&x), 5),
-            ])],
-            e(&gv),
-        ),
-        None,
-    ));
+        vec![dfblock(vec![
+            bind(&lv, e(&x), 3),
+            bind(&f, Expr::new(ExprKind::Function(inner)), 4),
+            bind(&gv, e(&x), 5),
+        ])],
+        e(&gv),
+    );
     assert_rule(&bad, 11);
 }
 
@@ -346,18 +313,14 @@ fn wf14_tensor_shape_in_scope() {
         ndim: 1,
     });
     let y = var("y", Some(ann.clone()));
-    let bad = main_module(func(
-        vec![x.clone()],
-        seq(vec![block(vec![bind(&y, e(&x), 3)])], e(&x)),
-        None,
-    ));
+    let bad = main_of(vec![x.clone()], vec![block(vec![bind(&y, e(&x), 3)])], e(&x));
     assert_rule(&bad, 14);
     let y2 = var("y", Some(ann));
-    let good = main_module(func(
+    let good = main_of(
         vec![x.clone(), s.clone()],
-        seq(vec![block(vec![bind(&y2, e(&x), 3)])], e(&x)),
-        None,
-    ));
+        vec![block(vec![bind(&y2, e(&x), 3)])],
+        e(&x),
+    );
     let r = check_module(&good);
     assert!(rule_errors(&r, 14).is_empty(), "{:?}", r.diagnostics);
 }
@@ -368,14 +331,11 @@ fn wf15_shape_values() {
     let x = var("x", Some(tf(&[2])));
     // A shape variable out of scope (criterion 5 covers shape annotations).
     let s = var("s", Some(StructInfo::shape(vec![k.to_expr() + PrimExpr::int(1)])));
-    let bad = main_module(func(
+    let bad = main_of(
         vec![x.clone()],
-        seq(
-            vec![block(vec![bind(&s, Expr::shape(vec![PrimExpr::int(2)]), 3)])],
-            e(&x),
-        ),
-        None,
-    ));
+        vec![block(vec![bind(&s, Expr::shape(vec![PrimExpr::int(2)]), 3)])],
+        e(&x),
+    );
     assert_rule(&bad, 5);
     // ndim must match the number of values.
     let bad_si = StructInfo::Shape(ShapeStructInfo {
@@ -388,11 +348,11 @@ fn wf15_shape_values() {
     );
     let c = var("c", None);
     assert_rule(
-        &main_module(func(
+        &main_of(
             vec![x.clone(), sh.clone()],
-            seq(vec![block(vec![cast(&c, e(&sh), bad_si, 3)])], e(&x)),
-            None,
-        )),
+            vec![block(vec![cast(&c, e(&sh), bad_si, 3)])],
+            e(&x),
+        ),
         15,
     );
 }
@@ -402,18 +362,15 @@ fn wf16_prim_value_vars_in_scope() {
     let k = sv("k");
     let x = var("x", Some(tf(&[2])));
     let p = var("p", Some(StructInfo::prim_value(k.to_expr() + PrimExpr::int(1))));
-    let bad = main_module(func(
+    let bad = main_of(
         vec![x.clone()],
-        seq(
-            vec![block(vec![bind(
-                &p,
-                Expr::new(ExprKind::PrimValue(PrimExpr::int(3))),
-                3,
-            )])],
-            e(&x),
-        ),
-        None,
-    ));
+        vec![block(vec![bind(
+            &p,
+            Expr::new(ExprKind::PrimValue(PrimExpr::int(3))),
+            3,
+        )])],
+        e(&x),
+    );
     assert_rule(&bad, 16);
 }
 
@@ -427,7 +384,7 @@ fn wf17_func_struct_info_params_xor_derive() {
         derive_func: Some("default_derive".into()),
     });
     let f = var("f", Some(bad_fsi));
-    let bad = main_module(func(vec![x.clone(), f], seq(vec![], e(&x)), None));
+    let bad = main_of(vec![x.clone(), f], vec![], e(&x));
     assert_rule(&bad, 17);
 }
 
@@ -441,33 +398,25 @@ fn wf18_prim_value_is_scalar_constant() {
         fv.to_expr(),
         PrimExpr::float_of(1.0, DataType::FLOAT32),
     )));
-    let bad = main_module(func(
-        vec![x.clone()],
-        seq(vec![block(vec![bind(&p, pv, 3)])], e(&x)),
-        None,
-    ));
+    let bad = main_of(vec![x.clone()], vec![block(vec![bind(&p, pv, 3)])], e(&x));
     assert_rule(&bad, 18);
     let ok = Expr::new(ExprKind::PrimValue(PrimExpr::float_of(1.0, DataType::FLOAT32)));
-    assert_clean(&main_module(func(
-        vec![x.clone()],
-        seq(vec![block(vec![bind(&p, ok, 3)])], e(&x)),
-        None,
-    )));
+    assert_clean(&main_of(vec![x.clone()], vec![block(vec![bind(&p, ok, 3)])], e(&x)));
 }
 
 #[test]
 fn wf19_prim_struct_info_dtype() {
     let x = var("x", Some(tf(&[2])));
     let h = var("h", Some(StructInfo::prim(DataType::HANDLE)));
-    assert_rule(&main_module(func(vec![x.clone(), h], seq(vec![], e(&x)), None)), 19);
+    assert_rule(&main_of(vec![x.clone(), h], vec![], e(&x)), 19);
 }
 
 #[test]
 fn wf20_supported_dtypes() {
     let x = var("x", Some(StructInfo::tensor_ndim(DataType::FLOAT32.with_lanes(4), 1)));
-    assert_rule(&main_module(func(vec![x.clone()], seq(vec![], e(&x)), None)), 20);
+    assert_rule(&main_of(vec![x.clone()], vec![], e(&x)), 20);
     let y = var("y", Some(StructInfo::tensor_ndim(DataType::int(7), 1)));
-    assert_rule(&main_module(func(vec![y.clone()], seq(vec![], e(&y)), None)), 20);
+    assert_rule(&main_of(vec![y.clone()], vec![], e(&y)), 20);
 }
 
 #[test]
@@ -490,7 +439,7 @@ fn wf22_prim_value_dtype_matches() {
         value: Some(k.to_expr()),
     });
     let p = var("p", Some(bad));
-    assert_rule(&main_module(func(vec![x.clone(), p], seq(vec![], e(&x)), None)), 22);
+    assert_rule(&main_of(vec![x.clone(), p], vec![], e(&x)), 22);
 }
 
 #[test]
@@ -532,7 +481,7 @@ fn wf24_vdevice_declared() {
         ndim: 1,
     });
     let x = var("x", Some(ann));
-    let m = main_module(func(vec![x.clone()], seq(vec![], e(&x)), None));
+    let m = main_of(vec![x.clone()], vec![], e(&x));
     assert_rule(&m, 24);
     let mut m2 = m.clone();
     m2.global_infos.insert("vdevice".into(), vec![GlobalInfo::VDevice(vd)]);
@@ -567,18 +516,15 @@ fn normal_form_blocks_consolidated() {
     let x = var("x", Some(tf(&[2])));
     let a = var("a", None);
     let b = var("b", None);
-    let raw = main_module(func(
+    let raw = main_of(
         vec![x.clone()],
-        seq(
-            vec![
-                block(vec![bind(&a, e(&x), 3)]),
-                block(vec![]),
-                block(vec![bind(&b, e(&a), 4)]),
-            ],
-            e(&b),
-        ),
-        None,
-    ));
+        vec![
+            block(vec![bind(&a, e(&x), 3)]),
+            block(vec![]),
+            block(vec![bind(&b, e(&a), 4)]),
+        ],
+        e(&b),
+    );
     let diags = relax_checker::well_formed::check_module(&raw, Default::default());
     assert!(
         diags
@@ -594,4 +540,10 @@ fn normal_form_blocks_consolidated() {
     let ExprKind::Seq(s) = f.body.kind() else { panic!() };
     assert_eq!(s.blocks.len(), 1);
     assert_eq!(s.blocks[0].bindings.len(), 2);
+}
+
+/// The module of one public pure function `main(params)` whose body is `blocks`
+/// then `body`.
+fn main_of(params: Vec<relax_ir::Var>, blocks: Vec<BindingBlock>, body: Expr) -> relax_ir::IRModule {
+    main_module(func(params, seq(blocks, body), None))
 }

@@ -422,9 +422,9 @@ fn one_line(s: &str) -> String {
     out
 }
 
-/// Run `f`, turning a panic into a failure.
-fn guarded(f: impl FnOnce() -> Outcome) -> Outcome {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+/// Run `f` on a thread of its own, turning a panic into a failure.
+fn guarded(f: impl FnOnce() -> Outcome + Send) -> Outcome {
+    std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| {
         let msg = p
             .downcast_ref::<String>()
             .cloned()

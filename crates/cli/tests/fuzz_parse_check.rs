@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 use proptest::prelude::*;
@@ -97,13 +96,16 @@ fn seeds() -> Vec<String> {
     out
 }
 
-/// Parse and check `text`; `Err(message)` if either panicked.
+/// Parse and check `text` on a thread of its own; `Err(message)` if either panicked.
 fn parse_and_check(text: &str) -> Result<(), String> {
-    catch_unwind(AssertUnwindSafe(|| {
-        if let Ok(p) = parse(text) {
-            let _ = check_module(&p.into_module());
-        }
-    }))
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Ok(p) = parse(text) {
+                let _ = check_module(&p.into_module());
+            }
+        })
+        .join()
+    })
     .map_err(|e| {
         e.downcast_ref::<String>()
             .cloned()

@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -153,35 +152,46 @@ struct Counts {
 
 /// Run `target` on the mutated seeds that parse (the text and its program) for the
 /// budget; panics fail with the input. Some inputs must have run and parsed.
-fn fuzz(name: &str, salt: u64, target: &dyn Fn(&str, Program, &mut Counts)) {
+fn fuzz(name: &str, salt: u64, target: &(dyn Fn(&str, Program, &mut Counts) + Sync)) {
     let secs: u64 = env_or("RELAX_FUZZ_SECS", 8);
     let seed: u64 = env_or("RELAX_FUZZ_SEED", 0x00f0_2217);
     let seeds = seeds();
     assert!(!seeds.is_empty(), "no seeds");
-    let mut rng = Rng((seed ^ salt) | 1);
-    let mut counts = Counts::default();
-    let end = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < end {
-        let base = &seeds[rng.below(seeds.len())];
-        let text = if counts.execs % 8 == 0 {
-            base.clone()
-        } else {
-            mutate(&mut rng, base)
-        };
-        let r = catch_unwind(AssertUnwindSafe(|| {
+    // The loop runs on a thread of its own: a panic ends it and comes back from
+    // `join`, and the input being run is the one last recorded in `current`.
+    let current = std::sync::Mutex::new(String::new());
+    let run = || {
+        let mut rng = Rng((seed ^ salt) | 1);
+        let mut counts = Counts::default();
+        let end = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < end {
+            let base = &seeds[rng.below(seeds.len())];
+            let text = if counts.execs % 8 == 0 {
+                base.clone()
+            } else {
+                mutate(&mut rng, base)
+            };
+            if let Ok(mut c) = current.lock() {
+                c.clone_from(&text);
+            }
             if let Ok(p) = parse(&text) {
                 counts.parsed += 1;
                 target(&text, p, &mut counts);
             }
-        }));
-        if let Err(e) = r {
+            counts.execs += 1;
+        }
+        counts
+    };
+    let counts = match std::thread::scope(|s| s.spawn(run).join()) {
+        Ok(counts) => counts,
+        Err(e) => {
+            let text = current.lock().map(|t| t.clone()).unwrap_or_default();
             panic!(
                 "fuzz target `{name}` panicked: {}\n--- input ---\n{text}\n---",
                 panic_message(e)
             );
         }
-        counts.execs += 1;
-    }
+    };
     eprintln!("fuzz {name}: {counts:?}");
     assert!(counts.execs > 0 && counts.parsed > 0);
 }

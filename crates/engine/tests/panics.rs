@@ -31,7 +31,8 @@ fn a_panic_in_a_packed_function_reaches_the_caller() {
     let good = Value::Tensor(relax_engine::Tensor::from_array(
         &ndarray::arr1(&[1.0f32, 2.0]).into_dyn(),
     ));
-    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loaded.run("main", &[bad])));
+    // On a thread of its own: the panic ends it and comes back from `join`.
+    let caught = std::thread::scope(|s| s.spawn(|| loaded.run("main", &[bad])).join());
     let payload = caught.expect_err("the panic propagates instead of becoming an error");
     let msg = payload
         .downcast_ref::<&str>()

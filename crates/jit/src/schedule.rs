@@ -449,6 +449,32 @@ pub(crate) fn total_of(loops: &[(TirVar, PrimExpr)]) -> PrimExpr {
     }))
 }
 
+/// Thread `tx` of `nt` visits reduction elements `tx, tx + nt, ...` of `r` (the
+/// reduction loops decomposed from the flat index) and runs `body` at each.
+fn strided_over_threads(r: &Reduction, tx: &TirVar, nt: i64, body: Stmt) -> Stmt {
+    let it = TirVar::new("it", DataType::INT32);
+    let rl = TirVar::new("rl", DataType::INT32);
+    // for it in 0..ceil((R - tx) / nt): rl = tx + it*nt
+    let trips = bin(
+        BinOp::Div,
+        add(
+            bin(BinOp::Sub, to_i32(&total_of(&r.reduce)), tx.to_expr()),
+            i32c(nt - 1),
+        ),
+        i32c(nt),
+    );
+    for_loop(
+        &it,
+        trips,
+        ForKind::Serial,
+        let_(
+            &rl,
+            add(tx.to_expr(), mul(it.to_expr(), i32c(nt))),
+            decompose(rl.to_expr(), &r.reduce, body),
+        ),
+    )
+}
+
 /// One workgroup per output; threads stride over the reduction and combine in
 /// workgroup memory. Partial results carry a validity flag so no identity element
 /// is needed.
@@ -463,15 +489,6 @@ fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> G
     let okl = Buffer::with_scope("acc_ok", DataType::INT32, vec![PrimExpr::int(1)], "local");
     let z = PrimExpr::int(0);
     let ld = |b: &Buffer, i: PrimExpr| PrimExpr::load(b, vec![i]);
-    let rtotal = total_of(&r.reduce);
-    let it = TirVar::new("it", DataType::INT32);
-    let rl = TirVar::new("rl", DataType::INT32);
-    // for it in 0..ceil((R - tx) / nt): rl = tx + it*nt
-    let trips = bin(
-        BinOp::Div,
-        add(bin(BinOp::Sub, to_i32(&rtotal), tx.to_expr()), i32c(nt - 1)),
-        i32c(nt),
-    );
     let combine = Stmt::Seq(vec![
         if_(
             bin(BinOp::Ne, ld(&okl, z.clone()), i32c(0)),
@@ -489,16 +506,7 @@ fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> G
             ]),
         ),
     ]);
-    let strided = for_loop(
-        &it,
-        trips,
-        ForKind::Serial,
-        let_(
-            &rl,
-            add(tx.to_expr(), mul(it.to_expr(), i32c(nt))),
-            decompose(rl.to_expr(), &r.reduce, combine),
-        ),
-    );
+    let strided = strided_over_threads(r, &tx, nt, combine);
     let mut seq = vec![
         store(&okl, z.clone(), i32c(0)),
         store(&acc, z.clone(), r.init.clone()),
@@ -643,26 +651,8 @@ fn subgroup_kernel(
     let acc = Buffer::with_scope("acc", dt, vec![PrimExpr::int(1)], "local");
     let z = PrimExpr::int(0);
     let ld = |b: &Buffer, i: PrimExpr| PrimExpr::load(b, vec![i]);
-    let rtotal = total_of(&r.reduce);
-    let it = TirVar::new("it", DataType::INT32);
-    let rl = TirVar::new("rl", DataType::INT32);
     let fold = |v: PrimExpr| store(&acc, z.clone(), PrimExpr::binary(r.op, ld(&acc, z.clone()), v));
-    // for it in 0..ceil((R - tx) / nt): rl = tx + it*nt
-    let trips = bin(
-        BinOp::Div,
-        add(bin(BinOp::Sub, to_i32(&rtotal), tx.to_expr()), i32c(nt - 1)),
-        i32c(nt),
-    );
-    let strided = for_loop(
-        &it,
-        trips,
-        ForKind::Serial,
-        let_(
-            &rl,
-            add(tx.to_expr(), mul(it.to_expr(), i32c(nt))),
-            decompose(rl.to_expr(), &r.reduce, fold(r.rhs.clone())),
-        ),
-    );
+    let strided = strided_over_threads(r, &tx, nt, fold(r.rhs.clone()));
     let sync = Stmt::Evaluate(PrimExpr::intrinsic_call(
         relax_ir::tir::Intrinsic::TvmStorageSync,
         DataType::INT32,

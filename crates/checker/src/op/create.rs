@@ -5,6 +5,7 @@ use relax_ir::{Call, DataType, ExprKind, PrimExpr, StructInfo};
 
 use super::common::*;
 use super::{pure_op, InferCtx, OpDef};
+use crate::op::legalize as lg;
 
 fn shape_arg_ndim<'a>(
     call: &Call,
@@ -228,28 +229,16 @@ fn tril_triu(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The creation operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.full", full, crate::op::legalize::create::lowered::full),
-    pure_op!("relax.full_like", full_like, crate::op::legalize::create::lowered::full),
-    pure_op!("relax.ones", ones_zeros, crate::op::legalize::create::lowered::ones),
-    pure_op!("relax.zeros", ones_zeros, crate::op::legalize::create::lowered::zeros),
-    pure_op!(
-        "relax.ones_like",
-        ones_zeros_like,
-        crate::op::legalize::create::lowered::ones_like
-    ),
-    pure_op!(
-        "relax.zeros_like",
-        ones_zeros_like,
-        crate::op::legalize::create::lowered::zeros_like
-    ),
-    pure_op!("relax.eye", eye, crate::op::legalize::create::lowered::eye),
-    pure_op!(
-        "relax.eye_like",
-        eye_like,
-        crate::op::legalize::create::lowered::eye_like
-    ),
-    pure_op!("relax.arange", arange, crate::op::legalize::create::lowered::arange),
+    pure_op!("relax.full", full, lg::create::lowered::full),
+    pure_op!("relax.full_like", full_like, lg::create::lowered::full),
+    pure_op!("relax.ones", ones_zeros, lg::create::lowered::ones),
+    pure_op!("relax.zeros", ones_zeros, lg::create::lowered::zeros),
+    pure_op!("relax.ones_like", ones_zeros_like, lg::create::lowered::ones_like),
+    pure_op!("relax.zeros_like", ones_zeros_like, lg::create::lowered::zeros_like),
+    pure_op!("relax.eye", eye, lg::create::lowered::eye),
+    pure_op!("relax.eye_like", eye_like, lg::create::lowered::eye_like),
+    pure_op!("relax.arange", arange, lg::create::lowered::arange),
     pure_op!("relax.hamming_window", hamming_window),
-    pure_op!("relax.tril", tril_triu, crate::op::legalize::create::lowered::tril),
-    pure_op!("relax.triu", tril_triu, crate::op::legalize::create::lowered::triu),
+    pure_op!("relax.tril", tril_triu, lg::create::lowered::tril),
+    pure_op!("relax.triu", tril_triu, lg::create::lowered::triu),
 ];

@@ -4,6 +4,7 @@ use relax_ir::{Call, StructInfo};
 
 use super::common::*;
 use super::{pure_op, InferCtx, OpDef};
+use crate::op::legalize as lg;
 
 /// `astype(x, dtype)` / `wrap_param(x, dtype)`: the input with the new dtype.
 fn astype(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
@@ -14,6 +15,6 @@ fn astype(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The data type operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.astype", astype, crate::op::legalize::unary::lowered::astype),
+    pure_op!("relax.astype", astype, lg::unary::lowered::astype),
     pure_op!("relax.wrap_param", astype),
 ];

@@ -5,6 +5,7 @@ use relax_ir::{Call, DataType, Expr, ExprKind, PrimExpr, StructInfo};
 
 use super::common::*;
 use super::{pure_op, InferCtx, OpDef};
+use crate::op::legalize as lg;
 
 /// `take(x, indices, axis, mode)`.
 fn take(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
@@ -262,10 +263,6 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 
 /// The indexing operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.take", take, crate::op::legalize::index::lowered::take),
-    pure_op!(
-        "relax.strided_slice",
-        strided_slice,
-        crate::op::legalize::index::lowered::strided_slice
-    ),
+    pure_op!("relax.take", take, lg::index::lowered::take),
+    pure_op!("relax.strided_slice", strided_slice, lg::index::lowered::strided_slice),
 ];

@@ -9,6 +9,7 @@ use super::common::*;
 use super::index::if_then_else;
 use super::unary::{unary_any, unary_float};
 use super::{pure_op, InferCtx, OpDef};
+use crate::op::legalize as lg;
 
 // ----------------------------------------------------------------------------
 // Layouts
@@ -888,78 +889,34 @@ fn batch_flatten(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The neural network operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.nn.relu", unary_any, crate::op::legalize::nn::lowered::relu),
-    pure_op!("relax.nn.gelu", unary_float, crate::op::legalize::nn::lowered::gelu),
-    pure_op!(
-        "relax.nn.gelu_tanh",
-        unary_float,
-        crate::op::legalize::nn::lowered::gelu_tanh
-    ),
-    pure_op!("relax.nn.selu", unary_float, crate::op::legalize::nn::lowered::selu),
-    pure_op!("relax.nn.silu", unary_float, crate::op::legalize::nn::lowered::silu),
-    pure_op!(
-        "relax.nn.leakyrelu",
-        unary_float,
-        crate::op::legalize::nn::lowered::leakyrelu
-    ),
-    pure_op!(
-        "relax.nn.softplus",
-        unary_float,
-        crate::op::legalize::nn::lowered::softplus
-    ),
-    pure_op!("relax.nn.prelu", prelu, crate::op::legalize::nn::lowered::prelu),
-    pure_op!(
-        "relax.nn.softmax",
-        softmax,
-        crate::op::legalize::nn::lowered::softmax_impl
-    ),
-    pure_op!(
-        "relax.nn.log_softmax",
-        softmax,
-        crate::op::legalize::nn::lowered::log_softmax
-    ),
-    pure_op!("relax.nn.pad", pad, crate::op::legalize::manipulate::lowered::pad),
+    pure_op!("relax.nn.relu", unary_any, lg::nn::lowered::relu),
+    pure_op!("relax.nn.gelu", unary_float, lg::nn::lowered::gelu),
+    pure_op!("relax.nn.gelu_tanh", unary_float, lg::nn::lowered::gelu_tanh),
+    pure_op!("relax.nn.selu", unary_float, lg::nn::lowered::selu),
+    pure_op!("relax.nn.silu", unary_float, lg::nn::lowered::silu),
+    pure_op!("relax.nn.leakyrelu", unary_float, lg::nn::lowered::leakyrelu),
+    pure_op!("relax.nn.softplus", unary_float, lg::nn::lowered::softplus),
+    pure_op!("relax.nn.prelu", prelu, lg::nn::lowered::prelu),
+    pure_op!("relax.nn.softmax", softmax, lg::nn::lowered::softmax_impl),
+    pure_op!("relax.nn.log_softmax", softmax, lg::nn::lowered::log_softmax),
+    pure_op!("relax.nn.pad", pad, lg::manipulate::lowered::pad),
     pure_op!("relax.nn.pixel_shuffle", pixel_shuffle),
-    pure_op!(
-        "relax.nn.batch_norm",
-        batch_norm,
-        crate::op::legalize::nn::lowered::batch_norm
-    ),
-    pure_op!(
-        "relax.nn.layer_norm",
-        layer_norm,
-        crate::op::legalize::nn::lowered::layer_norm
-    ),
-    pure_op!(
-        "relax.nn.group_norm",
-        group_norm,
-        crate::op::legalize::nn::lowered::group_norm
-    ),
-    pure_op!(
-        "relax.nn.instance_norm",
-        instance_norm,
-        crate::op::legalize::nn::lowered::instance_norm
-    ),
-    pure_op!(
-        "relax.nn.rms_norm",
-        rms_norm,
-        crate::op::legalize::nn::lowered::rms_norm
-    ),
-    pure_op!("relax.nn.dropout", dropout, crate::op::legalize::nn::lowered::dropout),
+    pure_op!("relax.nn.batch_norm", batch_norm, lg::nn::lowered::batch_norm),
+    pure_op!("relax.nn.layer_norm", layer_norm, lg::nn::lowered::layer_norm),
+    pure_op!("relax.nn.group_norm", group_norm, lg::nn::lowered::group_norm),
+    pure_op!("relax.nn.instance_norm", instance_norm, lg::nn::lowered::instance_norm),
+    pure_op!("relax.nn.rms_norm", rms_norm, lg::nn::lowered::rms_norm),
+    pure_op!("relax.nn.dropout", dropout, lg::nn::lowered::dropout),
     pure_op!(
         "relax.nn.cross_entropy_with_logits",
         cross_entropy,
-        crate::op::legalize::nn::lowered::cross_entropy_with_logits
+        lg::nn::lowered::cross_entropy_with_logits
     ),
-    pure_op!(
-        "relax.nn.nll_loss",
-        nll_loss,
-        crate::op::legalize::nn::lowered::nll_loss
-    ),
+    pure_op!("relax.nn.nll_loss", nll_loss, lg::nn::lowered::nll_loss),
     pure_op!(
         "relax.nn.batch_flatten",
         batch_flatten,
-        crate::op::legalize::manipulate::lowered::reshape
+        lg::manipulate::lowered::reshape
     ),
     pure_op!("relax.nn.conv1d", conv1d, super::legalize::conv::conv1d),
     pure_op!("relax.nn.conv2d", conv2d, super::legalize::conv::conv2d),
@@ -967,61 +924,37 @@ pub static OPS: &[OpDef] = &[
     pure_op!(
         "relax.nn.conv1d_transpose",
         conv1d_t,
-        crate::op::legalize::conv::lowered::conv1d_transpose
+        lg::conv::lowered::conv1d_transpose
     ),
     pure_op!(
         "relax.nn.conv2d_transpose",
         conv2d_t,
-        crate::op::legalize::conv::lowered::conv2d_transpose
+        lg::conv::lowered::conv2d_transpose
     ),
     pure_op!(
         "relax.nn.conv3d_transpose",
         conv3d_t,
-        crate::op::legalize::conv::lowered::conv3d_transpose
+        lg::conv::lowered::conv3d_transpose
     ),
-    pure_op!(
-        "relax.nn.max_pool1d",
-        pool1d,
-        crate::op::legalize::pool::lowered::max_pool1d
-    ),
-    pure_op!(
-        "relax.nn.max_pool2d",
-        pool2d,
-        crate::op::legalize::pool::lowered::max_pool2d
-    ),
-    pure_op!(
-        "relax.nn.max_pool3d",
-        pool3d,
-        crate::op::legalize::pool::lowered::max_pool3d
-    ),
-    pure_op!(
-        "relax.nn.avg_pool1d",
-        pool1d,
-        crate::op::legalize::pool::lowered::avg_pool1d
-    ),
-    pure_op!(
-        "relax.nn.avg_pool2d",
-        pool2d,
-        crate::op::legalize::pool::lowered::avg_pool2d
-    ),
-    pure_op!(
-        "relax.nn.avg_pool3d",
-        pool3d,
-        crate::op::legalize::pool::lowered::avg_pool3d
-    ),
+    pure_op!("relax.nn.max_pool1d", pool1d, lg::pool::lowered::max_pool1d),
+    pure_op!("relax.nn.max_pool2d", pool2d, lg::pool::lowered::max_pool2d),
+    pure_op!("relax.nn.max_pool3d", pool3d, lg::pool::lowered::max_pool3d),
+    pure_op!("relax.nn.avg_pool1d", pool1d, lg::pool::lowered::avg_pool1d),
+    pure_op!("relax.nn.avg_pool2d", pool2d, lg::pool::lowered::avg_pool2d),
+    pure_op!("relax.nn.avg_pool3d", pool3d, lg::pool::lowered::avg_pool3d),
     pure_op!(
         "relax.nn.adaptive_avg_pool1d",
         adaptive1d,
-        crate::op::legalize::pool::lowered::adaptive_avg_pool1d
+        lg::pool::lowered::adaptive_avg_pool1d
     ),
     pure_op!(
         "relax.nn.adaptive_avg_pool2d",
         adaptive2d,
-        crate::op::legalize::pool::lowered::adaptive_avg_pool2d
+        lg::pool::lowered::adaptive_avg_pool2d
     ),
     pure_op!(
         "relax.nn.adaptive_avg_pool3d",
         adaptive3d,
-        crate::op::legalize::pool::lowered::adaptive_avg_pool3d
+        lg::pool::lowered::adaptive_avg_pool3d
     ),
 ];

@@ -4,6 +4,7 @@ use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
 use super::{pure_op, InferCtx, OpDef};
+use crate::op::legalize as lg;
 
 /// `where(cond, x1, x2)`: broadcast of the three shapes, dtype of `x1`/`x2`.
 fn where_(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
@@ -105,8 +106,8 @@ fn bucketize(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// The search operators.
 pub static OPS: &[OpDef] = &[
-    pure_op!("relax.where", where_, crate::op::legalize::binary::lowered::where_),
-    pure_op!("relax.argmax", arg_reduce, crate::op::legalize::search::lowered::argmax),
-    pure_op!("relax.argmin", arg_reduce, crate::op::legalize::search::lowered::argmin),
+    pure_op!("relax.where", where_, lg::binary::lowered::where_),
+    pure_op!("relax.argmax", arg_reduce, lg::search::lowered::argmax),
+    pure_op!("relax.argmin", arg_reduce, lg::search::lowered::argmin),
     pure_op!("relax.bucketize", bucketize),
 ];

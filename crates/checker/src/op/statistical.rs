@@ -6,6 +6,7 @@ use relax_ir::{Call, DataType, PrimExpr, StructInfo};
 use super::attrs::{OpAttrs, StatisticalAttrs};
 use super::common::*;
 use super::{ew, pure_op, InferCtx, OpDef};
+use crate::op::legalize as lg;
 
 /// The output shape of a reduction (`None` shape when the input's is unknown).
 struct Reduced {
@@ -133,10 +134,6 @@ pub static OPS: &[OpDef] = &[
     ew!(statistical, sum, statistical),
     ew!(statistical, variance, statistical),
     pure_op!("relax.median", median),
-    pure_op!("relax.cumsum", scan, crate::op::legalize::statistical::lowered::cumsum),
-    pure_op!(
-        "relax.cumprod",
-        scan,
-        crate::op::legalize::statistical::lowered::cumprod
-    ),
+    pure_op!("relax.cumsum", scan, lg::statistical::lowered::cumsum),
+    pure_op!("relax.cumprod", scan, lg::statistical::lowered::cumprod),
 ];

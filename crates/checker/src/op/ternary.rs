@@ -4,6 +4,7 @@ use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
 use super::{pure_op, InferCtx, OpDef};
+use crate::op::legalize as lg;
 
 /// `ewise_fma(x1, x2, x3)`: all three of the same rank, dtype and shape.
 fn ewise_fma(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
@@ -49,8 +50,4 @@ fn ewise_fma(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 }
 
 /// The ternary operators.
-pub static OPS: &[OpDef] = &[pure_op!(
-    "relax.ewise_fma",
-    ewise_fma,
-    crate::op::legalize::binary::lowered::ewise_fma
-)];
+pub static OPS: &[OpDef] = &[pure_op!("relax.ewise_fma", ewise_fma, lg::binary::lowered::ewise_fma)];

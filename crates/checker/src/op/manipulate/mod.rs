@@ -7,6 +7,7 @@ use super::common::*;
 use super::{pure_op, InferCtx, OpDef};
 
 pub(crate) mod gather;
+use crate::op::legalize as lg;
 #[allow(unused_imports)]
 use gather::*;
 
@@ -860,78 +861,50 @@ pub static OPS: &[OpDef] = &[
     pure_op!(
         "relax.broadcast_to",
         broadcast_to,
-        crate::op::legalize::manipulate::lowered::broadcast_to
+        lg::manipulate::lowered::broadcast_to
     ),
-    pure_op!("relax.concat", concat, crate::op::legalize::manipulate::lowered::concat),
-    pure_op!(
-        "relax.expand_dims",
-        expand_dims,
-        crate::op::legalize::manipulate::lowered::expand_dims
-    ),
-    pure_op!(
-        "relax.flatten",
-        flatten,
-        crate::op::legalize::manipulate::lowered::reshape
-    ),
+    pure_op!("relax.concat", concat, lg::manipulate::lowered::concat),
+    pure_op!("relax.expand_dims", expand_dims, lg::manipulate::lowered::expand_dims),
+    pure_op!("relax.flatten", flatten, lg::manipulate::lowered::reshape),
     pure_op!(
         "relax.permute_dims",
         permute_dims,
-        crate::op::legalize::manipulate::lowered::permute_dims
+        lg::manipulate::lowered::permute_dims
     ),
-    pure_op!(
-        "relax.reshape",
-        reshape,
-        crate::op::legalize::manipulate::lowered::reshape
-    ),
-    pure_op!("relax.split", split, crate::op::legalize::manipulate::lowered::split),
-    pure_op!(
-        "relax.squeeze",
-        squeeze,
-        crate::op::legalize::manipulate::lowered::squeeze
-    ),
-    pure_op!("relax.stack", stack, crate::op::legalize::manipulate::lowered::stack),
+    pure_op!("relax.reshape", reshape, lg::manipulate::lowered::reshape),
+    pure_op!("relax.split", split, lg::manipulate::lowered::split),
+    pure_op!("relax.squeeze", squeeze, lg::manipulate::lowered::squeeze),
+    pure_op!("relax.stack", stack, lg::manipulate::lowered::stack),
     pure_op!(
         "relax.collapse_sum_like",
         collapse_sum_like,
-        crate::op::legalize::manipulate::lowered::collapse_sum
+        lg::manipulate::lowered::collapse_sum
     ),
     pure_op!(
         "relax.collapse_sum_to",
         collapse_sum_to,
-        crate::op::legalize::manipulate::lowered::collapse_sum
+        lg::manipulate::lowered::collapse_sum
     ),
-    pure_op!("relax.repeat", repeat, crate::op::legalize::manipulate::lowered::repeat),
-    pure_op!("relax.tile", tile, crate::op::legalize::manipulate::lowered::tile),
-    pure_op!("relax.flip", flip, crate::op::legalize::manipulate::lowered::flip),
+    pure_op!("relax.repeat", repeat, lg::manipulate::lowered::repeat),
+    pure_op!("relax.tile", tile, lg::manipulate::lowered::tile),
+    pure_op!("relax.flip", flip, lg::manipulate::lowered::flip),
     pure_op!(
         "relax.reverse_sequence",
         reverse_sequence,
-        crate::op::legalize::manipulate::lowered::reverse_sequence
+        lg::manipulate::lowered::reverse_sequence
     ),
     pure_op!(
         "relax.gather_elements",
         gather_elements,
-        crate::op::legalize::index::lowered::gather_elements
+        lg::index::lowered::gather_elements
     ),
-    pure_op!(
-        "relax.gather_nd",
-        gather_nd,
-        crate::op::legalize::index::lowered::gather_nd
-    ),
-    pure_op!(
-        "relax.meshgrid",
-        meshgrid,
-        crate::op::legalize::manipulate::lowered::meshgrid
-    ),
-    pure_op!(
-        "relax.one_hot",
-        one_hot,
-        crate::op::legalize::manipulate::lowered::one_hot
-    ),
+    pure_op!("relax.gather_nd", gather_nd, lg::index::lowered::gather_nd),
+    pure_op!("relax.meshgrid", meshgrid, lg::manipulate::lowered::meshgrid),
+    pure_op!("relax.one_hot", one_hot, lg::manipulate::lowered::one_hot),
     pure_op!(
         "relax.layout_transform",
         layout_transform,
-        crate::op::legalize::manipulate::lowered::layout_transform
+        lg::manipulate::lowered::layout_transform
     ),
 ];
 

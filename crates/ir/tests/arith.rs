@@ -404,53 +404,72 @@ fn build(t: &T, vars: &[TirVar]) -> PrimExpr {
     }
 }
 
+/// Three variables `x, y, z` with sample values `vals`.
+struct Sample {
+    vars: [TirVar; 3],
+    vals: Vec<i64>,
+}
+
+impl Sample {
+    fn new(vals: Vec<i64>) -> Self {
+        Sample {
+            vars: [var("x"), var("y"), var("z")],
+            vals,
+        }
+    }
+    fn build(&self, t: &T) -> PrimExpr {
+        build(t, &self.vars)
+    }
+    fn eval(&self, e: &PrimExpr) -> Option<i64> {
+        eval_int(e, &|v: &TirVar| {
+            self.vars.iter().position(|w| w == v).map(|i| self.vals[i])
+        })
+    }
+    /// An analyzer that knows `lo <= v <= hi` for every variable.
+    fn bounded(&self, lo: i64, hi: i64) -> Analyzer {
+        let mut an = Analyzer::new();
+        for v in &self.vars {
+            an.bind(v, lo, hi);
+        }
+        an
+    }
+    /// `an.simplify(e)` evaluates to `e`'s value at the sample.
+    fn check_simplify(&self, an: &Analyzer, e: &PrimExpr) -> Result<(), TestCaseError> {
+        let s = an.simplify(e);
+        if let Some(want) = self.eval(e) {
+            prop_assert_eq!(self.eval(&s), Some(want), "{} simplified to {}", show(e), show(&s));
+        }
+        Ok(())
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
     #[test]
     fn simplify_preserves_value(t in arb_tree(), vals in prop::collection::vec(-20i64..20, 3)) {
-        let vars = [var("x"), var("y"), var("z")];
-        let e = build(&t, &vars);
-        let env = |v: &TirVar| vars.iter().position(|w| w == v).map(|i| vals[i]);
-        let s = Analyzer::new().simplify(&e);
-        if let (Some(want), got) = (eval_int(&e, &env), eval_int(&s, &env)) {
-            prop_assert_eq!(got, Some(want), "{} simplified to {}", show(&e), show(&s));
-        }
+        let s = Sample::new(vals);
+        s.check_simplify(&Analyzer::new(), &s.build(&t))?;
     }
 
     #[test]
     fn simplify_with_nonneg_facts_preserves_value(t in arb_tree(), vals in prop::collection::vec(0i64..30, 3)) {
-        let vars = [var("x"), var("y"), var("z")];
-        let e = build(&t, &vars);
-        let env = |v: &TirVar| vars.iter().position(|w| w == v).map(|i| vals[i]);
-        let s = Analyzer::for_shapes().simplify(&e);
-        if let Some(want) = eval_int(&e, &env) {
-            prop_assert_eq!(eval_int(&s, &env), Some(want), "{} simplified to {}", show(&e), show(&s));
-        }
+        let s = Sample::new(vals);
+        s.check_simplify(&Analyzer::for_shapes(), &s.build(&t))?;
     }
 
     #[test]
     fn simplify_with_range_facts_preserves_value(t in arb_tree(), vals in prop::collection::vec(-6i64..6, 3)) {
-        let vars = [var("x"), var("y"), var("z")];
-        let e = build(&t, &vars);
-        let env = |v: &TirVar| vars.iter().position(|w| w == v).map(|i| vals[i]);
-        let mut an = Analyzer::new();
-        for v in &vars {
-            an.bind(v, -6, 5);
-        }
-        let s = an.simplify(&e);
-        if let Some(want) = eval_int(&e, &env) {
-            prop_assert_eq!(eval_int(&s, &env), Some(want), "{} simplified to {}", show(&e), show(&s));
-        }
+        let s = Sample::new(vals);
+        s.check_simplify(&s.bounded(-6, 5), &s.build(&t))?;
     }
 
     #[test]
     fn prover_is_sound(a in arb_tree(), b in arb_tree(), vals in prop::collection::vec(-20i64..20, 3)) {
-        let vars = [var("x"), var("y"), var("z")];
-        let (ea, eb) = (build(&a, &vars), build(&b, &vars));
-        let env = |v: &TirVar| vars.iter().position(|w| w == v).map(|i| vals[i]);
+        let s = Sample::new(vals);
+        let (ea, eb) = (s.build(&a), s.build(&b));
         let an = Analyzer::new();
-        if let (Some(x), Some(y)) = (eval_int(&ea, &env), eval_int(&eb, &env)) {
+        if let (Some(x), Some(y)) = (s.eval(&ea), s.eval(&eb)) {
             match an.prove_equal(&ea, &eb) {
                 Proof::True => prop_assert_eq!(x, y, "{} == {} claimed", show(&ea), show(&eb)),
                 Proof::False => prop_assert_ne!(x, y, "{} != {} claimed", show(&ea), show(&eb)),
@@ -458,7 +477,7 @@ proptest! {
             }
             for op in [BinOp::Lt, BinOp::Le, BinOp::Gt, BinOp::Ge] {
                 let cond = bin(op, &ea, &eb);
-                let truth = eval_int(&cond, &env) == Some(1);
+                let truth = s.eval(&cond) == Some(1);
                 match an.prove(&cond) {
                     Proof::True => prop_assert!(truth, "{} claimed true", show(&cond)),
                     Proof::False => prop_assert!(!truth, "{} claimed false", show(&cond)),
@@ -470,15 +489,10 @@ proptest! {
 
     #[test]
     fn bounds_contain_values(t in arb_tree(), vals in prop::collection::vec(-20i64..20, 3)) {
-        let vars = [var("x"), var("y"), var("z")];
-        let e = build(&t, &vars);
-        let env = |v: &TirVar| vars.iter().position(|w| w == v).map(|i| vals[i]);
-        let mut an = Analyzer::new();
-        for v in &vars {
-            an.bind(v, -20, 19);
-        }
-        if let Some(x) = eval_int(&e, &env) {
-            let b = an.const_int_bound(&e);
+        let s = Sample::new(vals);
+        let e = s.build(&t);
+        if let Some(x) = s.eval(&e) {
+            let b = s.bounded(-20, 19).const_int_bound(&e);
             prop_assert!(b.min_value <= x && x <= b.max_value, "{} = {} outside {:?}", show(&e), x, b);
         }
     }

@@ -111,25 +111,68 @@ fn first_diff(a: &str, b: &str) -> String {
     )
 }
 
+/// Round-trip outcomes: passes, and failures grouped by cause with their case ids.
+#[derive(Default)]
+struct Tally {
+    ok: usize,
+    total: usize,
+    failures: BTreeMap<String, Vec<String>>,
+}
+
+impl Tally {
+    fn record(&mut self, id: &str, outcome: Result<(), String>) {
+        self.total += 1;
+        match outcome {
+            Ok(()) => self.ok += 1,
+            Err(cause) => self.failures.entry(cause).or_default().push(id.to_string()),
+        }
+    }
+
+    /// Print the rate and each cause with up to three examples; returns the rate.
+    fn report(&self, what: &str) -> f64 {
+        let rate = self.ok as f64 / self.total.max(1) as f64;
+        eprintln!("{what}: {}/{} = {:.2}%", self.ok, self.total, rate * 100.0);
+        for (cause, ids) in &self.failures {
+            eprintln!("[{}] {cause}\n  e.g. {}", ids.len(), ids[..ids.len().min(3)].join(", "));
+        }
+        rate
+    }
+}
+
+/// The lines of corpus file `file` as JSON values (`None`, said on stderr, when absent).
+fn corpus_lines(file: &str) -> Option<Vec<serde_json::Value>> {
+    let Some(dir) = corpus_dir() else {
+        eprintln!("corpus not found (set RELAX_CORPUS_DIR); {file} not checked");
+        return None;
+    };
+    let Ok(data) = std::fs::read_to_string(dir.join(file)) else {
+        eprintln!("{file} missing; not checked");
+        return None;
+    };
+    Some(data.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
+
+/// `printed` parses, prints back as itself, and the re-parse is structurally equal.
+fn stable_round_trip(name: &str, text: &str) -> Result<(), String> {
+    let printed = roundtrip(name, text).map_err(|e| format!("error: {e}"))?;
+    if printed != text {
+        return Err(format!("differs:{}", first_diff(text, &printed)));
+    }
+    let again = roundtrip(name, &printed).map_err(|e| format!("reparse error: {e}"))?;
+    if again != printed {
+        return Err(format!("not idempotent:{}", first_diff(&printed, &again)));
+    }
+    structurally_stable(text, &printed).map_err(|e| format!("re-parse not structurally equal: {e}"))
+}
+
 #[test]
 fn corpus_prim_funcs_roundtrip() {
-    let Some(dir) = corpus_dir() else {
-        eprintln!("corpus not found (set RELAX_CORPUS_DIR); nothing checked");
-        return;
-    };
     let mut funcs: BTreeMap<String, (String, String)> = BTreeMap::new();
     for (file, keys) in [
         ("legalize.jsonl", &["input", "expected"][..]),
         ("parser.jsonl", &["input", "expected_printed"][..]),
     ] {
-        let Ok(data) = std::fs::read_to_string(dir.join(file)) else {
-            eprintln!("{file} missing; skipped");
-            continue;
-        };
-        for line in data.lines() {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
+        for v in corpus_lines(file).unwrap_or_default() {
             let id = v["id"].as_str().unwrap_or("?").to_string();
             let kind = v["kind"].as_str().unwrap_or("");
             for k in keys {
@@ -145,45 +188,15 @@ fn corpus_prim_funcs_roundtrip() {
             }
         }
     }
-    let total = funcs.len();
-    let mut ok = 0;
-    let mut failures: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    if funcs.is_empty() && corpus_dir().is_none() {
+        return;
+    }
+    let mut tally = Tally::default();
     for (text, (id, name)) in &funcs {
-        match roundtrip(name, text) {
-            Err(e) => failures.entry(format!("error: {e}")).or_default().push(id.clone()),
-            Ok(printed) if printed != *text => failures
-                .entry(format!("differs:{}", first_diff(text, &printed)))
-                .or_default()
-                .push(id.clone()),
-            Ok(printed) => match roundtrip(name, &printed) {
-                Ok(again) if again == printed => match structurally_stable(text, &printed) {
-                    Ok(()) => ok += 1,
-                    Err(e) => failures
-                        .entry(format!("re-parse not structurally equal: {e}"))
-                        .or_default()
-                        .push(id.clone()),
-                },
-                Ok(again) => failures
-                    .entry(format!("not idempotent:{}", first_diff(&printed, &again)))
-                    .or_default()
-                    .push(id.clone()),
-                Err(e) => failures
-                    .entry(format!("reparse error: {e}"))
-                    .or_default()
-                    .push(id.clone()),
-            },
-        }
+        tally.record(id, stable_round_trip(name, text));
     }
-    let rate = ok as f64 / total.max(1) as f64;
-    eprintln!("T.prim_func corpus round trip: {ok}/{total} = {:.2}%", rate * 100.0);
-    for (cause, ids) in &failures {
-        eprintln!(
-            "[{}] {cause}\n  e.g. {}",
-            ids.len(),
-            ids.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
-        );
-    }
-    assert!(total > 0, "no T.prim_func found in the corpus");
+    let rate = tally.report("T.prim_func corpus round trip");
+    assert!(tally.total > 0, "no T.prim_func found in the corpus");
     assert!(rate >= 0.98, "round-trip rate {:.2}% below 98%", rate * 100.0);
 }
 
@@ -191,57 +204,34 @@ fn corpus_prim_funcs_roundtrip() {
 /// and printing reproduces TVM's printed form of the same function.
 #[test]
 fn corpus_prim_func_sources_print_like_tvm() {
-    let Some(dir) = corpus_dir() else {
-        eprintln!("corpus not found (set RELAX_CORPUS_DIR); nothing checked");
-        return;
-    };
-    let Ok(data) = std::fs::read_to_string(dir.join("parser.jsonl")) else {
-        eprintln!("parser.jsonl missing; nothing checked");
+    let Some(lines) = corpus_lines("parser.jsonl") else {
         return;
     };
     let mut seen = std::collections::HashSet::new();
-    let (mut total, mut ok) = (0, 0);
-    let mut failures: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in data.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
+    let mut tally = Tally::default();
+    for v in lines {
         if v["kind"].as_str() != Some("source") {
             continue;
         }
         let (Some(src), Some(printed)) = (v["input"].as_str(), v["expected_printed"].as_str()) else {
             continue;
         };
-        let id = v["id"].as_str().unwrap_or("?").to_string();
+        let id = v["id"].as_str().unwrap_or("?");
         let want: BTreeMap<String, String> = prim_funcs(printed).into_iter().collect();
         for (name, text) in prim_funcs(src) {
             let Some(expected) = want.get(&name) else { continue };
             if !seen.insert(text.clone()) {
                 continue;
             }
-            total += 1;
-            match roundtrip(&name, &text) {
-                Ok(p) if p == *expected => ok += 1,
-                Ok(p) => failures
-                    .entry(format!("differs:{}", first_diff(expected, &p)))
-                    .or_default()
-                    .push(id.clone()),
-                Err(e) => failures.entry(format!("error: {e}")).or_default().push(id.clone()),
-            }
+            let outcome = match roundtrip(&name, &text) {
+                Ok(p) if p == *expected => Ok(()),
+                Ok(p) => Err(format!("differs:{}", first_diff(expected, &p))),
+                Err(e) => Err(format!("error: {e}")),
+            };
+            tally.record(id, outcome);
         }
     }
-    let rate = ok as f64 / total.max(1) as f64;
-    eprintln!(
-        "T.prim_func sources printed like TVM: {ok}/{total} = {:.2}%",
-        rate * 100.0
-    );
-    for (cause, ids) in &failures {
-        eprintln!(
-            "[{}] {cause}\n  e.g. {}",
-            ids.len(),
-            ids.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
-        );
-    }
-    assert!(total > 0, "no hand-written T.prim_func found");
+    let rate = tally.report("T.prim_func sources printed like TVM");
+    assert!(tally.total > 0, "no hand-written T.prim_func found");
     assert!(rate >= 0.95, "source printing rate {:.2}% below 95%", rate * 100.0);
 }

@@ -75,6 +75,8 @@ const PASSING: &[(&str, Device)] = &[
     ("matmul_int", Device::Gpu),
     ("mlp", Device::Cpu),
     ("mlp", Device::Gpu),
+    ("nd_ops", Device::Cpu),
+    ("nd_ops", Device::Gpu),
     ("nn_activations", Device::Cpu),
     ("nn_activations", Device::Gpu),
     ("nn_extra", Device::Cpu),

@@ -145,6 +145,27 @@ fn parser_corpus_round_trips() {
     }
 }
 
+/// Parse `text` and re-parse its print on a guarded thread; `Err` when that panicked
+/// or timed out.
+fn survives(text: String) -> Result<(), &'static str> {
+    guarded(move || {
+        if let Ok(p) = parse(&text) {
+            let _ = parse(&print_program(&p));
+        }
+    })
+}
+
+/// Fail with the first failures when any of `n` checked texts panicked or timed out.
+fn assert_none_panicked(what: &str, n: usize, bad: &[String]) {
+    eprintln!("checked {n} {what}");
+    assert!(
+        bad.is_empty(),
+        "{} {what} panicked or timed out: {:#?}",
+        bad.len(),
+        &bad[..bad.len().min(20)]
+    );
+}
+
 /// Every text of every corpus file: the parser returns (Ok or Err) without panicking
 /// or hanging.
 #[test]
@@ -174,26 +195,13 @@ fn corpus_never_panics() {
                     continue;
                 }
                 n += 1;
-                let text = text.to_string();
-                let r = guarded(move || {
-                    if let Ok(p) = parse(&text) {
-                        let t = print_program(&p);
-                        let _ = parse(&t);
-                    }
-                });
-                if let Err(why) = r {
+                if let Err(why) = survives(text.to_string()) {
                     bad.push(format!("{f} {} {key}: {why}", c["id"]));
                 }
             }
         }
     }
-    eprintln!("checked {n} corpus texts for panics/timeouts");
-    assert!(
-        bad.is_empty(),
-        "{} texts panicked or timed out: {:#?}",
-        bad.len(),
-        &bad[..bad.len().min(20)]
-    );
+    assert_none_panicked("corpus texts", n, &bad);
 }
 
 /// Parse rates of the other corpus files' inputs (module texts), with idempotent printing.
@@ -275,21 +283,11 @@ fn mangled_texts_never_panic() {
             ];
             for v in variants {
                 n += 1;
-                if let Err(why) = guarded(move || {
-                    if let Ok(p) = parse(&v) {
-                        let _ = parse(&print_program(&p));
-                    }
-                }) {
+                if let Err(why) = survives(v) {
                     bad.push(format!("{} cut {k}: {why}", c["id"]));
                 }
             }
         }
     }
-    eprintln!("checked {n} mangled texts");
-    assert!(
-        bad.is_empty(),
-        "{} mangled texts panicked or timed out: {:?}",
-        bad.len(),
-        &bad[..bad.len().min(10)]
-    );
+    assert_none_panicked("mangled texts", n, &bad);
 }

@@ -123,6 +123,16 @@ impl CompiledKernel for MockKernel {
     }
 }
 
+/// `main(x)` binding `r` to the operator call `name(args)` with StructInfo
+/// arguments `sinfo`, and returning `r`.
+fn single_op_main(x: &Var, r: &Var, name: &str, args: Vec<Expr>, sinfo: Vec<StructInfo>) -> relax_ir::relax::Function {
+    func(
+        vec![x.clone()],
+        seq1(vec![bind(r, op(name, args, Attrs::new(), sinfo))], v(r)),
+        None,
+    )
+}
+
 fn f32_tensor(dims: Vec<PrimExpr>) -> StructInfo {
     tensor(dims, DataType::FLOAT32)
 }
@@ -344,22 +354,11 @@ fn call_tir_runs_on_the_jit_host_executor() {
     let n = tvar("n");
     let x = var("x", f32_tensor(vec![pe(&n)]));
     let r = untyped("r");
-    let main = func(
-        vec![x.clone()],
-        seq1(
-            vec![bind(
-                &r,
-                op(
-                    "relax.call_tir",
-                    vec![gv("add"), tuple(vec![v(&x), const_f32(vec![3], &[0.5, 0.25, 0.125])])],
-                    Attrs::new(),
-                    vec![f32_tensor(vec![pe(&n)])],
-                ),
-            )],
-            v(&r),
-        ),
-        None,
+    let (args, out) = (
+        vec![gv("add"), tuple(vec![v(&x), const_f32(vec![3], &[0.5, 0.25, 0.125])])],
+        vec![f32_tensor(vec![pe(&n)])],
     );
+    let main = single_op_main(&x, &r, "relax.call_tir", args, out);
     let mut m = module(vec![("main", main)]);
     m.add("add", BaseFunc::Prim(tir_add()));
     let loaded = Engine::default().load(&m).unwrap();
@@ -511,22 +510,11 @@ fn call_dps_packed_writes_outputs() {
     let m_ = tvar("m");
     let x = var("x", f32_tensor(vec![pe(&n), pe(&m_)]));
     let r = var("r", f32_tensor(vec![pe(&m_), pe(&m_)]));
-    let main = func(
-        vec![x.clone()],
-        seq1(
-            vec![bind(
-                &r,
-                op(
-                    "relax.call_dps_packed",
-                    vec![extern_fn("test.matmul_t"), tuple(vec![v(&x)])],
-                    Attrs::new(),
-                    vec![f32_tensor(vec![pe(&m_), pe(&m_)])],
-                ),
-            )],
-            v(&r),
-        ),
-        None,
+    let (args, out) = (
+        vec![extern_fn("test.matmul_t"), tuple(vec![v(&x)])],
+        vec![f32_tensor(vec![pe(&m_), pe(&m_)])],
     );
+    let main = single_op_main(&x, &r, "relax.call_dps_packed", args, out);
     let out = engine
         .run(
             &module(vec![("main", main)]),

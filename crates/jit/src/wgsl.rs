@@ -519,29 +519,29 @@ impl Em<'_> {
                 context: "on the GPU (vector lanes)".into(),
             });
         }
+        // An adapter feature the type needs.
+        let need = |has: bool, feature: &str| -> Result<()> {
+            if has {
+                return Ok(());
+            }
+            Err(JitError::UnsupportedDtype {
+                dtype: dt,
+                context: format!("on this GPU (it lacks {feature})"),
+            })
+        };
         Ok(match (dt.code, dt.bits) {
             (TypeCode::UInt, 1) => W::Bool,
             (TypeCode::Int, 8 | 16 | 32 | 64) => W::I32,
             (TypeCode::UInt, 8 | 16 | 32) => W::U32,
             (TypeCode::UInt, 64) => W::U32,
             (TypeCode::Float, 16) => {
-                if !self.caps.f16 {
-                    return Err(JitError::UnsupportedDtype {
-                        dtype: dt,
-                        context: "on this GPU (it lacks SHADER_F16)".into(),
-                    });
-                }
+                need(self.caps.f16, "SHADER_F16")?;
                 self.uses_f16 = true;
                 W::F16
             }
             (TypeCode::Float, 32) => W::F32,
             (TypeCode::Float, 64) => {
-                if !self.caps.f64 {
-                    return Err(JitError::UnsupportedDtype {
-                        dtype: dt,
-                        context: "on this GPU (it lacks SHADER_F64)".into(),
-                    });
-                }
+                need(self.caps.f64, "SHADER_F64")?;
                 W::F64
             }
             _ => {

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use relax_gpu_runtime::GpuRuntime;
 use relax_ir::{BaseFunc, DataType, PrimFunc};
 mod common;
 use common::{f32_bytes as bytes, f32_values as floats, read, write};
@@ -70,14 +69,7 @@ fn gpu_executor_needs_a_gpu() {
 
 #[test]
 fn gpu_kernels_take_host_bytes_and_device_buffers_host_kernels_refuse_device_buffers() {
-    let rt = match GpuRuntime::shared_default() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("no GPU adapter: not checked ({e})");
-            return;
-        }
-    };
-    let rt = Arc::new(rt);
+    let Some(rt) = common::shared_runtime() else { return };
     let jit = Arc::new(Jit::new(Some(rt.clone())));
     let k = GpuExecutor::new(jit).compile("axpy", &axpy()).expect("compiles");
     assert_eq!(k.device(), KernelDevice::Gpu);

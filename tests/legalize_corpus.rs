@@ -10,7 +10,7 @@ use relax_checker::op::legalize::legalize_module;
 use relax_ir::structural::StructuralEqual;
 use relax_ir::text::parse;
 use relax_ir::{BaseFunc, Binding, Expr, ExprKind, IRModule, PrimFunc, StructInfo};
-use relax_jit::{Arg, HostTensor, Jit};
+use relax_jit::{HostTensor, Jit, KernelArg};
 
 fn corpus_dir() -> Option<PathBuf> {
     if let Ok(d) = std::env::var("RELAX_CORPUS_DIR") {
@@ -141,7 +141,7 @@ fn run(jit: &Jit, f: &PrimFunc, inputs: &HashMap<String, HostTensor>, arg_names:
     if f.params.len() != f.buffer_map.len() {
         return None;
     }
-    let mut args: Vec<Arg> = tensors.iter_mut().map(Arg::Tensor).collect();
+    let mut args: Vec<KernelArg> = tensors.iter_mut().map(KernelArg::from).collect();
     jit.run_host(f, &mut args).ok()?;
     drop(args);
     Some(tensors.split_off(n_in))

@@ -332,15 +332,7 @@ fn check_inputs(module: &IRModule, entry: &str, args: &[Value]) -> Result<(), Fa
             )));
         }
         if let Some(dims) = t.shape_values() {
-            let expected: Vec<String> = dims
-                .iter()
-                .map(|d| {
-                    relax_ir::text::printer::prim_expr::print_prim_expr(
-                        d,
-                        relax_ir::text::printer::prim_expr::PrimContext::Relax,
-                    )
-                })
-                .collect();
+            let expected = relax_engine::params::print_dims(dims);
             let mismatch = dims
                 .iter()
                 .zip(tensor.shape())

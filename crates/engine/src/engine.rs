@@ -13,9 +13,9 @@ use crate::device::{DeviceBackend, DeviceChoice};
 use crate::error::{BackendError, EngineError, Result};
 use crate::gpu::GpuBackend;
 use crate::interp::{free_vars, Interp};
-use crate::kernel::{CompiledKernel, KernelExecutor};
 use crate::packed::{PackedFunc, PackedRegistry, Purity};
 use crate::value::Value;
+use relax_jit::{CompiledKernel, GpuExecutor, KernelExecutor};
 
 /// Where `R.print` output goes.
 pub type PrintSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -328,14 +328,9 @@ pub(crate) enum Place {
     Gpu,
 }
 
-/// A compiled PrimFunc.
-#[derive(Clone)]
-pub(crate) enum Compiled {
-    /// A host kernel of the kernel executor.
-    Host(Arc<dyn CompiledKernel>),
-    /// A GPU program (pipelines live in the JIT's cache, keyed by structural hash).
-    Gpu,
-}
+/// A compiled PrimFunc: a host kernel of the engine's kernel executor, or a GPU
+/// kernel of the JIT's [`GpuExecutor`] (whose pipelines live in the JIT's cache).
+pub(crate) type Compiled = Arc<dyn CompiledKernel>;
 
 /// A kernel compiled at most once (its error is kept too).
 type KernelSlot = Arc<OnceLock<std::result::Result<Compiled, BackendError>>>;
@@ -368,7 +363,13 @@ pub(crate) struct Program {
 impl Program {
     /// The compiled kernel of the PrimFunc `gv` for `place`: compiled on first use,
     /// once, even when several runs ask for it at the same time.
-    pub(crate) fn kernel(&self, gv: &GlobalVar, func: &PrimFunc, place: Place, jit: Option<&Jit>) -> Result<Compiled> {
+    pub(crate) fn kernel(
+        &self,
+        gv: &GlobalVar,
+        func: &PrimFunc,
+        place: Place,
+        jit: Option<&Arc<Jit>>,
+    ) -> Result<Compiled> {
         let name = gv.name();
         let compile = || -> std::result::Result<Compiled, BackendError> {
             let c = match place {
@@ -377,12 +378,11 @@ impl Program {
                         .executor
                         .as_ref()
                         .ok_or_else(|| BackendError::from("no kernel executor is configured for this engine"))?;
-                    Compiled::Host(exec.compile(name, func)?)
+                    exec.compile(name, func)?
                 }
                 Place::Gpu => {
                     let jit = jit.ok_or_else(|| BackendError::from("no GPU is available to this engine"))?;
-                    jit.gpu_program(func)?;
-                    Compiled::Gpu
+                    GpuExecutor::new(jit.clone()).compile(name, func)?
                 }
             };
             self.stats.kernels_compiled.fetch_add(1, Ordering::Relaxed);
@@ -494,7 +494,7 @@ impl Engine {
             backend: Arc::new(BackendSlot::new(&config)),
             config,
             registry: Arc::new(PackedRegistry::default()),
-            executor: Some(Arc::new(crate::jit_exec::JitHostExecutor)),
+            executor: Some(Arc::new(relax_jit::HostExecutor)),
             custom_executor: false,
             print: Arc::new(|s: &str| println!("{s}")),
             passes: Vec::new(),

@@ -45,12 +45,19 @@ impl GpuBackend {
 }
 
 impl GpuBackend {
-    fn wrap(&self, buf: relax_gpu_runtime::DeviceBuffer, len: usize) -> Arc<dyn DeviceMemory> {
-        Arc::new(GpuBuffer {
+    /// `nbytes` of device memory from `alloc` (zeroed or not). The runtime works in
+    /// 4-byte words: the allocation is rounded up.
+    fn alloc_words(
+        &self,
+        nbytes: usize,
+        alloc: impl Fn(&GpuRuntime, u64) -> Result<relax_gpu_runtime::DeviceBuffer, GpuError>,
+    ) -> Result<Arc<dyn DeviceMemory>, BackendError> {
+        let buf = alloc(&self.rt, nbytes.div_ceil(4).max(1) as u64 * 4)?;
+        Ok(Arc::new(GpuBuffer {
             rt: self.rt.clone(),
             buf,
-            len,
-        })
+            len: nbytes,
+        }))
     }
 }
 
@@ -65,19 +72,10 @@ impl DeviceBackend for GpuBackend {
         Some(self.rt.clone())
     }
     fn alloc(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceMemory>, BackendError> {
-        // The runtime works in 4-byte words: round the allocation up.
-        let buf = self
-            .rt
-            .alloc_zeroed(nbytes.div_ceil(4).max(1) as u64 * 4)
-            .map_err(BackendError::from)?;
-        Ok(self.wrap(buf, nbytes))
+        self.alloc_words(nbytes, GpuRuntime::alloc_zeroed)
     }
     fn alloc_uninit(&self, _vdevice: &VDevice, nbytes: usize) -> Result<Arc<dyn DeviceMemory>, BackendError> {
-        let buf = self
-            .rt
-            .alloc(nbytes.div_ceil(4).max(1) as u64 * 4)
-            .map_err(BackendError::from)?;
-        Ok(self.wrap(buf, nbytes))
+        self.alloc_words(nbytes, GpuRuntime::alloc)
     }
 }
 

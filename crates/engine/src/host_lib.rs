@@ -11,9 +11,10 @@ use relax_host_kernels::{conv2d, matmul, sgemm_parallel, Conv2dShape, Epilogue, 
 use relax_ir::DataType;
 
 use crate::error::{EngineError, Result};
-use crate::kernel::{with_kernel_args, BufferData, KernelArg, StagedArg, StagingStats};
+use crate::kernel::{with_kernel_args, StagedArg, StagingStats};
 use crate::packed::{PackedFunc, PackedRegistry, Purity};
 use crate::value::{Tensor, Value};
+use relax_jit::KernelArg;
 
 /// Register every `relax_host.*` kernel in `registry`.
 pub(crate) fn register(registry: &PackedRegistry) {
@@ -319,18 +320,15 @@ impl Call {
             let (outs, ins) = kargs.split_last_mut().ok_or_else(|| KernelError("no output".into()))?;
             let mut inputs: Vec<(Cow<'_, [f32]>, Vec<usize>)> = Vec::with_capacity(ins.len());
             for a in ins.iter() {
-                let KernelArg::Buffer(b) = a else {
+                let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
                     return Err(KernelError("scalar among tensor arguments".into()));
                 };
-                inputs.push((as_f32(b.data.bytes()), dims(b.shape)));
+                inputs.push((as_f32(bytes), dims(shape)));
             }
-            let KernelArg::Buffer(o) = outs else {
-                return Err(KernelError("the output is not a tensor".into()));
+            let KernelArg::Write { shape, bytes, .. } = outs else {
+                return Err(KernelError("the output is not a writable tensor".into()));
             };
-            let out_shape = dims(o.shape);
-            let BufferData::Write(bytes) = &mut o.data else {
-                return Err(KernelError("the output is not writable".into()));
-            };
+            let out_shape = dims(shape);
             let refs: Vec<In<'_>> = inputs.iter().map(|(d, s)| (d.as_ref(), s.clone())).collect();
             f(&refs, bytes, &out_shape)
         });

@@ -227,14 +227,12 @@ impl Interp {
                 }
             });
         }
-        Ok(match self.run_kernel(gv, &staged)? {
-            Some(p) => Value::Prim(p),
-            None => Value::unit(),
-        })
+        self.run_kernel(gv, &staged)?;
+        Ok(Value::unit())
     }
 
     /// Run the PrimFunc `gv` on staged arguments where they live (see [`crate::place`]).
-    pub(crate) fn run_kernel(&mut self, gv: &GlobalVar, args: &[StagedArg]) -> Result<Option<PrimValue>> {
+    pub(crate) fn run_kernel(&mut self, gv: &GlobalVar, args: &[StagedArg]) -> Result<()> {
         let place = self.place_kernel(&[], args)?;
         self.run_kernel_at(gv, args, place)
     }
@@ -576,87 +574,58 @@ fn condition(v: &Value) -> Result<bool> {
     Ok(matches!(p.value, Scalar::Int(i) if i != 0))
 }
 
-/// The Relax variables a function expression uses but does not bind (its captures).
+/// The Relax variables a function expression uses but does not bind (its captures),
+/// in the shapes of its StructInfo annotations too.
 pub(crate) fn free_vars(e: &Expr) -> Vec<Var> {
-    let mut uses = Vec::new();
-    let mut seen = HashSet::new();
+    let mut uses: Vec<Var> = Vec::new();
     let mut defs = HashSet::new();
-    collect(e, &mut uses, &mut seen, &mut defs);
-    uses.into_iter().filter(|v| !defs.contains(v)).collect()
-}
-
-fn collect_sinfo(s: &StructInfo, uses: &mut Vec<Var>, seen: &mut HashSet<Var>, defs: &mut HashSet<Var>) {
-    match s {
-        StructInfo::Tensor(t) => {
-            if let Some(shape) = &t.shape {
-                collect(shape, uses, seen, defs);
-            }
-        }
-        StructInfo::Tuple(fields) => fields.iter().for_each(|f| collect_sinfo(f, uses, seen, defs)),
-        StructInfo::Func(f) => {
-            for p in f.params.iter().flatten() {
-                collect_sinfo(p, uses, seen, defs);
-            }
-            collect_sinfo(&f.ret, uses, seen, defs);
-        }
-        _ => {}
-    }
-}
-
-fn collect(e: &Expr, uses: &mut Vec<Var>, seen: &mut HashSet<Var>, defs: &mut HashSet<Var>) {
-    match e.kind() {
-        ExprKind::Var(v) => {
-            if seen.insert(v.clone()) {
-                uses.push(v.clone());
-            }
-        }
-        ExprKind::Tuple(fields) => fields.iter().for_each(|f| collect(f, uses, seen, defs)),
+    let mut annotations: Vec<StructInfo> = Vec::new();
+    relax_ir::visit::for_each_expr(e, &mut |x| match x.kind() {
+        ExprKind::Var(v) => uses.push(v.clone()),
         ExprKind::Seq(seq) => {
-            for block in &seq.blocks {
-                for b in &block.bindings {
-                    defs.insert(b.var().clone());
-                    collect(b.value(), uses, seen, defs);
-                    if let Binding::MatchCast { struct_info, .. } = b {
-                        collect_sinfo(struct_info, uses, seen, defs);
-                    }
+            for b in seq.blocks.iter().flat_map(|b| &b.bindings) {
+                defs.insert(b.var().clone());
+                if let Binding::MatchCast { struct_info, .. } = b {
+                    annotations.push(struct_info.clone());
                 }
             }
-            collect(&seq.body, uses, seen, defs);
         }
         ExprKind::Function(f) => {
             for p in &f.params {
                 defs.insert(p.clone());
-                if let Some(s) = p.struct_info() {
-                    collect_sinfo(s, uses, seen, defs);
-                }
+                annotations.extend(p.struct_info().cloned());
             }
-            if let Some(r) = &f.ret_struct_info {
-                collect_sinfo(r, uses, seen, defs);
+            annotations.extend(f.ret_struct_info.clone());
+        }
+        ExprKind::Call(c) => annotations.extend(c.sinfo_args.iter().cloned()),
+        _ => {}
+    });
+    let mut shapes = Vec::new();
+    annotations.iter().for_each(|s| sinfo_shapes(s, &mut shapes));
+    for shape in &shapes {
+        relax_ir::visit::for_each_expr(shape, &mut |x| {
+            if let ExprKind::Var(v) = x.kind() {
+                uses.push(v.clone());
             }
-            collect(&f.body, uses, seen, defs);
+        });
+    }
+    let mut seen = HashSet::new();
+    uses.into_iter()
+        .filter(|v| !defs.contains(v) && seen.insert(v.clone()))
+        .collect()
+}
+
+/// The shape expressions in a StructInfo annotation.
+fn sinfo_shapes(s: &StructInfo, out: &mut Vec<Expr>) {
+    match s {
+        StructInfo::Tensor(t) => out.extend(t.shape.clone()),
+        StructInfo::Tuple(fields) => fields.iter().for_each(|f| sinfo_shapes(f, out)),
+        StructInfo::Func(f) => {
+            for p in f.params.iter().flatten() {
+                sinfo_shapes(p, out);
+            }
+            sinfo_shapes(&f.ret, out);
         }
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            collect(cond, uses, seen, defs);
-            collect(then_branch, uses, seen, defs);
-            collect(else_branch, uses, seen, defs);
-        }
-        ExprKind::Call(c) => {
-            collect(&c.op, uses, seen, defs);
-            c.args.iter().for_each(|a| collect(a, uses, seen, defs));
-            c.sinfo_args.iter().for_each(|s| collect_sinfo(s, uses, seen, defs));
-        }
-        ExprKind::TupleGetItem { tuple, .. } => collect(tuple, uses, seen, defs),
-        ExprKind::Constant { .. }
-        | ExprKind::GlobalVar(_)
-        | ExprKind::PrimValue(_)
-        | ExprKind::StringImm(_)
-        | ExprKind::DataTypeImm(_)
-        | ExprKind::ExternFunc { .. }
-        | ExprKind::ShapeExpr(_)
-        | ExprKind::Op(_) => {}
+        _ => {}
     }
 }

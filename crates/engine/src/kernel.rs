@@ -1,67 +1,16 @@
-//! Running TIR `PrimFunc`s: the [`KernelExecutor`] trait and the staging of tensor
-//! arguments as byte slices (read-only inputs, writable outputs).
+//! Running TIR `PrimFunc`s: the staging of a call's tensors as the JIT's
+//! [`KernelArg`]s (host byte slices: read-only inputs, writable outputs), for
+//! kernels of any [`relax_jit::KernelExecutor`].
 
 use std::sync::Arc;
 
-use relax_ir::{DataType, PrimFunc};
+use relax_jit::KernelArg;
 
 use crate::engine::{CopyKind, Stats};
-use crate::error::{BackendError, EngineError, Result};
-use crate::value::{PrimValue, Storage, StorageData, Tensor};
+use crate::error::{EngineError, Result};
+use crate::value::{PrimValue, Scalar, Storage, StorageData, Tensor};
 
-/// Element bytes of one buffer argument.
-pub enum BufferData<'a> {
-    /// An input the kernel must not write.
-    Read(&'a [u8]),
-    /// An output (or an in-place argument) the kernel writes.
-    Write(&'a mut [u8]),
-}
-
-impl BufferData<'_> {
-    /// The bytes.
-    pub fn bytes(&self) -> &[u8] {
-        match self {
-            BufferData::Read(b) => b,
-            BufferData::Write(b) => b,
-        }
-    }
-}
-
-/// One buffer argument of a kernel call.
-pub struct BufferArg<'a> {
-    /// Element type.
-    pub dtype: DataType,
-    /// Shape.
-    pub shape: &'a [i64],
-    /// Little-endian row-major element bytes.
-    pub data: BufferData<'a>,
-}
-
-/// One argument of a kernel call, in the PrimFunc's parameter order.
-pub enum KernelArg<'a> {
-    /// A tensor, bound to a buffer parameter.
-    Buffer(BufferArg<'a>),
-    /// A scalar (symbolic `tir_vars` of `call_tir`, or a `PrimValue` argument).
-    Scalar(PrimValue),
-}
-
-/// Compiles TIR `PrimFunc`s into [`CompiledKernel`]s that run on host buffers. The JIT's host
-/// executor implements it; tests may mock it.
-pub trait KernelExecutor: Send + Sync {
-    /// Prepare `func` (named `name` in its module) for execution. Called once per
-    /// PrimFunc of a loaded module, on first use; the kernel is then reused.
-    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn CompiledKernel>, BackendError>;
-}
-
-/// A compiled PrimFunc.
-pub trait CompiledKernel: Send + Sync {
-    /// Run on `args` (one per PrimFunc parameter, destination-passing style); returns
-    /// the function's scalar result if it has one. The engine adds the kernel's name
-    /// to an error.
-    fn run(&self, args: &mut [KernelArg<'_>]) -> Result<Option<PrimValue>, BackendError>;
-}
-
-/// A value passed to a kernel.
+/// A value of a kernel call before its storage is locked (see [`with_kernel_args`]).
 pub(crate) enum StagedArg {
     /// A tensor, read-only or written.
     Tensor(Tensor, bool),
@@ -182,33 +131,37 @@ pub(crate) fn with_kernel_args<R>(
     let mut kargs: Vec<KernelArg<'_>> = Vec::with_capacity(args.len());
     let mut temp_iter = temps.iter_mut();
     for a in args {
-        let temp = temp_iter.next().and_then(|t| t.as_mut());
+        let temp = temp_iter.next().and_then(|t| t.as_mut()).map(|t| t.as_mut_slice());
         match a {
-            StagedArg::Scalar(p) => kargs.push(KernelArg::Scalar(*p)),
+            StagedArg::Scalar(p) => kargs.push(scalar_arg(p)),
             StagedArg::Tensor(t, w) => {
                 let range = t.0.offset..t.0.offset + t.nbytes();
-                let data = match temp {
-                    Some(tmp) if *w => BufferData::Write(tmp.as_mut_slice()),
-                    Some(tmp) => BufferData::Read(tmp.as_slice()),
+                let (dtype, shape) = (t.dtype(), t.shape());
+                kargs.push(match temp {
+                    Some(bytes) if *w => KernelArg::Write { dtype, shape, bytes },
+                    Some(bytes) => KernelArg::Read { dtype, shape, bytes },
                     None => {
                         let i = index_of(t).ok_or_else(|| EngineError::Internal("unstaged tensor".into()))?;
                         match &mut wholes[i] {
-                            Whole::R(b) => BufferData::Read(b.get(range).ok_or_else(view_error)?),
+                            Whole::R(b) => KernelArg::Read {
+                                dtype,
+                                shape,
+                                bytes: b.get(range).ok_or_else(view_error)?,
+                            },
                             Whole::W(slot) => {
                                 let b = slot
                                     .take()
                                     .ok_or_else(|| EngineError::Internal("storage staged twice".into()))?;
-                                BufferData::Write(b.get_mut(range).ok_or_else(view_error)?)
+                                KernelArg::Write {
+                                    dtype,
+                                    shape,
+                                    bytes: b.get_mut(range).ok_or_else(view_error)?,
+                                }
                             }
                             Whole::Device => return Err(EngineError::Internal("device tensor not staged".into())),
                         }
                     }
-                };
-                kargs.push(KernelArg::Buffer(BufferArg {
-                    dtype: t.dtype(),
-                    shape: t.shape(),
-                    data,
-                }));
+                });
             }
         }
     }
@@ -239,4 +192,12 @@ fn download(buf: &dyn crate::device::DeviceMemory, t: &Tensor) -> Result<Vec<u8>
 
 fn view_error() -> EngineError {
     EngineError::Internal("tensor view exceeds its storage".into())
+}
+
+/// A scalar argument of a kernel.
+pub(crate) fn scalar_arg(p: &PrimValue) -> KernelArg<'static> {
+    match p.value {
+        Scalar::Int(i) => KernelArg::Int(i),
+        Scalar::Float(f) => KernelArg::Float(f),
+    }
 }

@@ -33,8 +33,7 @@ pub mod gpu;
 mod host_lib;
 mod host_pool;
 mod interp;
-pub mod jit_exec;
-pub mod kernel;
+mod kernel;
 mod matching;
 pub mod packed;
 pub mod params;
@@ -45,13 +44,14 @@ pub mod value;
 pub use device::{describe_vdevice, is_gpu_kind, resolve_vdevice, DeviceBackend, DeviceChoice, DeviceMemory};
 pub use engine::{Engine, EngineConfig, Loaded, PreparePass, PrintSink, RunStats};
 pub use error::{BackendError, EngineError, Result};
-pub use jit_exec::JitHostExecutor;
-pub use kernel::{BufferArg, BufferData, CompiledKernel, KernelArg, KernelExecutor};
 pub use packed::{PackedFunc, PackedRegistry, Purity};
 pub use params::{bind_args, Params};
 /// The host memory limit: the largest host buffer one allocation may have (process-wide;
 /// the default is three quarters of the machine's memory).
 pub use relax_jit::memory::{default_host_memory_limit, host_memory_limit, set_host_memory_limit};
+/// The kernel interface, shared with the JIT: kernels of host and GPU executors
+/// (and of custom ones, see [`Engine::with_kernel_executor`]) run on [`KernelArg`]s.
+pub use relax_jit::{CompiledKernel, HostExecutor, JitError, KernelArg, KernelDevice, KernelExecutor};
 pub use value::{
     host_live_bytes, host_peak_bytes, reset_host_peak_bytes, ArrayValue, Closure, Element, Object, PrimFuncValue,
     PrimValue, Scalar, StorageObject, Tensor, Value,

@@ -127,34 +127,26 @@ impl MatchCtx<'_> {
         self.newly_bound.push(v.clone());
     }
 
+    /// Bind the unbound variables among `dims` to the `actual` extents (when the
+    /// ranks agree).
+    fn bind_dims(&mut self, dims: Option<&[PrimExpr]>, actual: &[i64]) {
+        let Some(dims) = dims.filter(|d| d.len() == actual.len()) else {
+            return;
+        };
+        for (d, &actual) in dims.iter().zip(actual) {
+            if let Some(v) = unbound_var(d, self.shapes) {
+                let v = v.clone();
+                self.bind_var(&v, PrimValue::int64(actual));
+            }
+        }
+    }
+
     /// Phase 1: bind unbound shape variables in binding positions; mismatched structure
     /// is skipped here (phase 2 reports it).
     pub(crate) fn bind(&mut self, value: &Value, sinfo: &StructInfo) {
         match (sinfo, value) {
-            (StructInfo::Tensor(ts), Value::Tensor(t)) => {
-                if let Some(dims) = ts.shape_values() {
-                    if dims.len() == t.ndim() {
-                        for (d, &actual) in dims.iter().zip(t.shape()) {
-                            if let Some(v) = unbound_var(d, self.shapes) {
-                                let v = v.clone();
-                                self.bind_var(&v, PrimValue::int64(actual));
-                            }
-                        }
-                    }
-                }
-            }
-            (StructInfo::Shape(ss), Value::Shape(s)) => {
-                if let Some(dims) = &ss.values {
-                    if dims.len() == s.len() {
-                        for (d, &actual) in dims.iter().zip(s.iter()) {
-                            if let Some(v) = unbound_var(d, self.shapes) {
-                                let v = v.clone();
-                                self.bind_var(&v, PrimValue::int64(actual));
-                            }
-                        }
-                    }
-                }
-            }
+            (StructInfo::Tensor(ts), Value::Tensor(t)) => self.bind_dims(ts.shape_values(), t.shape()),
+            (StructInfo::Shape(ss), Value::Shape(s)) => self.bind_dims(ss.values.as_deref(), s),
             (StructInfo::Prim(ps), Value::Prim(p)) => {
                 if let Some(v) = ps.value.as_ref().and_then(|e| unbound_var(e, self.shapes)) {
                     let v = v.clone();

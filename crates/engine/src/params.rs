@@ -295,15 +295,7 @@ fn check_arg(func: &str, i: usize, name: &str, sinfo: Option<&StructInfo>, value
     if !rank_ok || !dims_ok {
         let expected = match dims {
             Some(d) => {
-                let shown: Vec<String> = d
-                    .iter()
-                    .map(|e| {
-                        relax_ir::text::printer::prim_expr::print_prim_expr(
-                            e,
-                            relax_ir::text::printer::prim_expr::PrimContext::Relax,
-                        )
-                    })
-                    .collect();
+                let shown = print_dims(d);
                 if shown.len() == 1 {
                     format!("shape ({},)", shown[0])
                 } else {
@@ -328,4 +320,10 @@ impl Loaded {
         let args = bind_args(self.module(), func, positional, named)?;
         self.run(func, &args)
     }
+}
+
+/// Each dimension of a shape as the Relax text format prints it.
+pub fn print_dims(dims: &[relax_ir::tir::PrimExpr]) -> Vec<String> {
+    use relax_ir::text::printer::prim_expr::{print_prim_expr, PrimContext};
+    dims.iter().map(|e| print_prim_expr(e, PrimContext::Relax)).collect()
 }

@@ -18,16 +18,15 @@ use std::time::Instant;
 
 use relax_gpu_runtime::GpuRuntime;
 use relax_ir::relax::StructInfo;
-use relax_ir::{BaseFunc, DataType, GlobalVar, PrimFunc, Target, VDevice};
-use relax_jit::Arg;
-use relax_jit::{GpuArg, Jit};
+use relax_ir::{BaseFunc, DataType, GlobalVar, Target, VDevice};
+use relax_jit::{CompiledKernel, Jit, KernelArg, KernelDevice};
 
 use crate::device::{is_gpu_kind, DeviceChoice, DeviceMemory};
-use crate::engine::{Compiled, CopyKind, Opened, Place};
+use crate::engine::{CopyKind, Opened, Place};
 use crate::error::{BackendError, EngineError, Result};
 use crate::interp::Interp;
-use crate::kernel::{with_kernel_args, StagedArg, StagingStats};
-use crate::value::{HostBytes, PrimValue, Scalar, Storage, StorageData, Tensor, Value};
+use crate::kernel::{scalar_arg, with_kernel_args, StagedArg, StagingStats};
+use crate::value::{HostBytes, Storage, StorageData, Tensor, Value};
 
 /// The VDevice label of GPU memory allocated for computation without a VDevice.
 fn default_gpu_vdevice() -> VDevice {
@@ -299,14 +298,8 @@ impl Interp {
         Ok(out)
     }
 
-    /// Run the PrimFunc `gv` on staged arguments at `place`; returns its scalar
-    /// result, if any.
-    pub(crate) fn run_kernel_at(
-        &mut self,
-        gv: &GlobalVar,
-        args: &[StagedArg],
-        place: Place,
-    ) -> Result<Option<PrimValue>> {
+    /// Run the PrimFunc `gv` on staged arguments at `place`.
+    pub(crate) fn run_kernel_at(&mut self, gv: &GlobalVar, args: &[StagedArg], place: Place) -> Result<()> {
         let prog = self.prog.clone();
         let name = gv.name();
         let func = match prog.module.functions.get(gv) {
@@ -322,37 +315,30 @@ impl Interp {
             Place::Gpu => self.gpu()?,
             Place::Host => None,
         };
-        let compiled = prog.kernel(gv, func, place, gpu.as_ref().map(|(_, j)| &**j))?;
+        let compiled = prog.kernel(gv, func, place, gpu.as_ref().map(|(_, j)| j))?;
         let kernel_err = |source: BackendError| EngineError::Kernel {
             name: name.to_string(),
             source,
         };
         let t0 = Instant::now();
         let mut st = StagingStats::default();
-        let value = match (&compiled, &gpu) {
-            (Compiled::Host(k), _) => {
-                let r = with_kernel_args(args, &mut st, |kargs| k.run(kargs))?;
-                r.map_err(kernel_err)?
+        if compiled.device() == KernelDevice::Gpu {
+            let (rt, jit) = gpu.as_ref().ok_or_else(|| kernel_err("no GPU is available".into()))?;
+            if prog.profile && !jit.profiling() {
+                jit.set_profiling(true);
             }
-            (Compiled::Gpu, Some((rt, jit))) => {
-                if prog.profile && !jit.profiling() {
-                    jit.set_profiling(true);
-                }
-                if !run_resident(self, jit, name, func, args).map_err(kernel_err)? {
-                    let r = with_kernel_args(args, &mut st, |kargs| {
-                        crate::jit_exec::with_host_tensors(kargs, |jargs: &mut [Arg<'_>]| {
-                            jit.run_gpu(func, jargs).map_err(BackendError::from)
-                        })
-                    })?;
-                    r.map_err(kernel_err)?;
-                }
-                if prog.profile {
-                    rt.synchronize().map_err(|e| EngineError::Device(e.into()))?;
-                }
-                None
+            if !run_resident(self, jit, &*compiled, args).map_err(kernel_err)? {
+                // Staged through host copies, which the kernel uploads.
+                let r = with_kernel_args(args, &mut st, |kargs| compiled.run(kargs))?;
+                r.map_err(|e| kernel_err(e.into()))?;
             }
-            (Compiled::Gpu, None) => return Err(kernel_err("no GPU is available".into())),
-        };
+            if prog.profile {
+                rt.synchronize().map_err(|e| EngineError::Device(e.into()))?;
+            }
+        } else {
+            let r = with_kernel_args(args, &mut st, |kargs| compiled.run(kargs))?;
+            r.map_err(|e| kernel_err(e.into()))?;
+        }
         let ns = t0.elapsed().as_nanos() as u64;
         st.record(&prog.stats);
         use std::sync::atomic::Ordering::Relaxed;
@@ -367,7 +353,7 @@ impl Interp {
                 prog.stats.gpu_kernel_ns.fetch_add(ns, Relaxed);
             }
         }
-        Ok(value)
+        Ok(())
     }
 }
 
@@ -382,8 +368,7 @@ fn oom(nbytes: usize, e: BackendError) -> EngineError {
 fn run_resident(
     it: &Interp,
     jit: &Jit,
-    name: &str,
-    func: &PrimFunc,
+    kernel: &dyn CompiledKernel,
     args: &[StagedArg],
 ) -> std::result::Result<bool, BackendError> {
     // Every tensor must be device-resident (or a read-only host input), bindable,
@@ -441,30 +426,24 @@ fn run_resident(
         };
         temps.push(temp);
     }
-    let mut gargs = Vec::with_capacity(args.len());
+    let mut kargs = Vec::with_capacity(args.len());
     for ((a, b), temp) in args.iter().zip(&bufs).zip(&temps) {
-        gargs.push(match a {
+        kargs.push(match a {
             StagedArg::Tensor(t, _) => {
                 let buf = match (b, temp) {
                     (Some(b), _) => b.gpu_buffer().ok_or_else(|| BackendError::from("not a GPU buffer"))?,
                     (None, Some(tmp)) => &**tmp,
                     (None, None) => return Err("argument staging mismatch".into()),
                 };
-                GpuArg::Buffer {
+                KernelArg::Device {
                     buf,
                     dtype: t.dtype(),
                     shape: t.shape(),
                 }
             }
-            StagedArg::Scalar(PrimValue {
-                value: Scalar::Int(i), ..
-            }) => GpuArg::Int(*i),
-            StagedArg::Scalar(PrimValue {
-                value: Scalar::Float(f),
-                ..
-            }) => GpuArg::Float(*f),
+            StagedArg::Scalar(p) => scalar_arg(p),
         });
     }
-    jit.run_gpu_resident_named(name, func, &gargs)?;
+    kernel.run(&mut kargs)?;
     Ok(true)
 }

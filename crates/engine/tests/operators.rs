@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use ndarray::{arr1, arr2, ArrayD, IxDyn};
 use relax_engine::{
-    BackendError, BufferData, CompiledKernel, DeviceBackend, DeviceMemory, Engine, EngineConfig, EngineError,
-    KernelArg, KernelExecutor, PrimValue, Purity, Tensor, Value,
+    BackendError, CompiledKernel, DeviceBackend, DeviceMemory, Engine, EngineConfig, EngineError, JitError, KernelArg,
+    KernelExecutor, Purity, Tensor, Value,
 };
 use relax_ir::relax::TensorStructInfo;
 use relax_ir::tir::PrimExpr;
@@ -22,6 +22,7 @@ enum Seen {
     Read(DataType, Vec<i64>),
     Write(DataType, Vec<i64>),
     Scalar(i64),
+    Device(DataType, Vec<i64>),
 }
 
 /// A mock kernel executor: records the arguments of every call and, for the kernels
@@ -44,10 +45,10 @@ struct MockKernel {
 }
 
 impl KernelExecutor for MockExecutor {
-    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn CompiledKernel>, BackendError> {
+    fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn CompiledKernel>, JitError> {
         self.compiled.lock().unwrap().push(name.to_string());
         if name == "uncompilable" {
-            return Err("unsupported TIR".into());
+            return Err(JitError::Custom("unsupported TIR".into()));
         }
         Ok(Arc::new(MockKernel {
             name: name.to_string(),
@@ -69,65 +70,67 @@ fn put_f32s(dst: &mut [u8], v: &[f32]) {
 }
 
 impl CompiledKernel for MockKernel {
-    fn run(&self, args: &mut [KernelArg<'_>]) -> Result<Option<PrimValue>, BackendError> {
+    fn run(&self, args: &mut [KernelArg<'_>]) -> Result<(), JitError> {
         let name = self.name.as_str();
         if args.len() != self.nparams {
-            return Err(format!("{} arguments for {} parameters", args.len(), self.nparams).into());
+            let n = args.len();
+            return Err(JitError::Custom(format!(
+                "{n} arguments for {} parameters",
+                self.nparams
+            )));
         }
         let seen: Vec<Seen> = args
             .iter()
             .map(|a| match a {
-                KernelArg::Buffer(b) => match b.data {
-                    BufferData::Read(_) => Seen::Read(b.dtype, b.shape.to_vec()),
-                    BufferData::Write(_) => Seen::Write(b.dtype, b.shape.to_vec()),
-                },
-                KernelArg::Scalar(p) => Seen::Scalar(p.as_int().unwrap_or(-999)),
+                KernelArg::Read { dtype, shape, .. } => Seen::Read(*dtype, shape.to_vec()),
+                KernelArg::Write { dtype, shape, .. } => Seen::Write(*dtype, shape.to_vec()),
+                KernelArg::Device { dtype, shape, .. } => Seen::Device(*dtype, shape.to_vec()),
+                KernelArg::Int(i) => Seen::Scalar(*i),
+                KernelArg::Float(_) => Seen::Scalar(-999),
             })
             .collect();
         self.calls.lock().unwrap().push((name.to_string(), seen));
+        let fail = |m: &str| JitError::Custom(m.to_string());
+        let input = |a: &KernelArg<'_>| a.host_bytes().map(f32s).ok_or_else(|| fail("a tensor in host memory"));
         match name {
             "add_scaled" => {
-                let [KernelArg::Buffer(a), KernelArg::Buffer(b), KernelArg::Scalar(n), KernelArg::Buffer(c)] = args
-                else {
-                    return Err("add_scaled: bad arguments".into());
+                let [a, b, KernelArg::Int(n), KernelArg::Write { bytes: out, .. }] = args else {
+                    return Err(fail("add_scaled: bad arguments"));
                 };
-                let n = n.as_f64() as f32;
-                let r: Vec<f32> = f32s(a.data.bytes())
-                    .iter()
-                    .zip(f32s(b.data.bytes()))
-                    .map(|(x, y)| x + n * y)
-                    .collect();
-                let BufferData::Write(out) = &mut c.data else {
-                    return Err("output not writable".into());
-                };
+                let n = *n as f32;
+                let r: Vec<f32> = input(a)?.iter().zip(input(b)?).map(|(x, y)| x + n * y).collect();
                 put_f32s(out, &r);
             }
             "bump" => {
-                let [KernelArg::Buffer(a)] = args else {
-                    return Err("bump: bad arguments".into());
+                let [KernelArg::Write { bytes, .. }] = args else {
+                    return Err(fail("bump: in-place argument not writable"));
                 };
-                let r: Vec<f32> = f32s(a.data.bytes()).iter().map(|x| x + 1.0).collect();
-                let BufferData::Write(out) = &mut a.data else {
-                    return Err("in-place argument not writable".into());
-                };
-                put_f32s(out, &r);
+                let r: Vec<f32> = f32s(bytes).iter().map(|x| x + 1.0).collect();
+                put_f32s(bytes, &r);
             }
             "two_outputs" => {
-                let [KernelArg::Buffer(a), KernelArg::Buffer(s), KernelArg::Buffer(p)] = args else {
-                    return Err("two_outputs: bad arguments".into());
+                let [a, KernelArg::Write { bytes: s, .. }, KernelArg::Write { bytes: p, .. }] = args else {
+                    return Err(fail("two_outputs: outputs not writable"));
                 };
-                let x = f32s(a.data.bytes());
-                let (BufferData::Write(s), BufferData::Write(p)) = (&mut s.data, &mut p.data) else {
-                    return Err("outputs not writable".into());
-                };
+                let x = input(a)?;
                 put_f32s(s, &x.iter().map(|v| v + v).collect::<Vec<_>>());
                 put_f32s(p, &x.iter().map(|v| v * v).collect::<Vec<_>>());
             }
-            "fails" => return Err("kernel trapped".into()),
+            "fails" => return Err(fail("kernel trapped")),
             _ => {}
         }
-        Ok(None)
+        Ok(())
     }
+}
+
+/// `main(x)` binding `r` to the operator call `name(args)` with StructInfo
+/// arguments `sinfo`, and returning `r`.
+fn single_op_main(x: &Var, r: &Var, name: &str, args: Vec<Expr>, sinfo: Vec<StructInfo>) -> relax_ir::relax::Function {
+    func(
+        vec![x.clone()],
+        seq1(vec![bind(r, op(name, args, Attrs::new(), sinfo))], v(r)),
+        None,
+    )
 }
 
 fn f32_tensor(dims: Vec<PrimExpr>) -> StructInfo {
@@ -351,22 +354,11 @@ fn call_tir_runs_on_the_jit_host_executor() {
     let n = tvar("n");
     let x = var("x", f32_tensor(vec![pe(&n)]));
     let r = untyped("r");
-    let main = func(
-        vec![x.clone()],
-        seq1(
-            vec![bind(
-                &r,
-                op(
-                    "relax.call_tir",
-                    vec![gv("add"), tuple(vec![v(&x), const_f32(vec![3], &[0.5, 0.25, 0.125])])],
-                    Attrs::new(),
-                    vec![f32_tensor(vec![pe(&n)])],
-                ),
-            )],
-            v(&r),
-        ),
-        None,
+    let (args, out) = (
+        vec![gv("add"), tuple(vec![v(&x), const_f32(vec![3], &[0.5, 0.25, 0.125])])],
+        vec![f32_tensor(vec![pe(&n)])],
     );
+    let main = single_op_main(&x, &r, "relax.call_tir", args, out);
     let mut m = module(vec![("main", main)]);
     m.add("add", BaseFunc::Prim(tir_add()));
     let loaded = Engine::default().load(&m).unwrap();
@@ -518,22 +510,11 @@ fn call_dps_packed_writes_outputs() {
     let m_ = tvar("m");
     let x = var("x", f32_tensor(vec![pe(&n), pe(&m_)]));
     let r = var("r", f32_tensor(vec![pe(&m_), pe(&m_)]));
-    let main = func(
-        vec![x.clone()],
-        seq1(
-            vec![bind(
-                &r,
-                op(
-                    "relax.call_dps_packed",
-                    vec![extern_fn("test.matmul_t"), tuple(vec![v(&x)])],
-                    Attrs::new(),
-                    vec![f32_tensor(vec![pe(&m_), pe(&m_)])],
-                ),
-            )],
-            v(&r),
-        ),
-        None,
+    let (args, out) = (
+        vec![extern_fn("test.matmul_t"), tuple(vec![v(&x)])],
+        vec![f32_tensor(vec![pe(&m_), pe(&m_)])],
     );
+    let main = single_op_main(&x, &r, "relax.call_dps_packed", args, out);
     let out = engine
         .run(
             &module(vec![("main", main)]),

@@ -31,6 +31,11 @@ fn expected_two(x: &[f32], y: &[f32]) -> Vec<f32> {
     x.iter().zip(y).map(|(x, y)| (x + y) * y - x).collect()
 }
 
+/// Host kernels, GPU kernels and packed calls of a run's statistics.
+fn kernels_run(s: &RunStats) -> (u64, u64, u64) {
+    (s.host_kernels_run, s.gpu_kernels_run, s.packed_calls)
+}
+
 #[test]
 fn two_vdevices_on_the_gpu_copy_and_count() {
     let Some(engine) = gpu_engine("GPU placement not checked") else {
@@ -49,11 +54,7 @@ fn two_vdevices_on_the_gpu_copy_and_count() {
     assert_eq!((s.downloads, s.bytes_downloaded), (1, 24), "{s:?}");
     assert_eq!((s.copies, s.bytes_copied, s.device_copies), (3, 72, 0), "{s:?}");
     // add and subtract on the host (in the host kernel library), multiply on the GPU.
-    assert_eq!(
-        (s.host_kernels_run, s.gpu_kernels_run, s.packed_calls),
-        (0, 1, 2),
-        "{s:?}"
-    );
+    assert_eq!(kernels_run(&s), (0, 1, 2), "{s:?}");
     assert_eq!(s.device_allocations, 1, "the multiply output lives on the GPU: {s:?}");
 
     // A second run: same copies again, no new compilation.
@@ -81,11 +82,7 @@ fn two_vdevices_on_the_host_are_host_copies() {
     assert_eq!((s.uploads, s.downloads, s.device_copies), (0, 0, 0), "{s:?}");
     // add and subtract in the host kernel library, multiply (a GPU VDevice, here a
     // label) as a PrimFunc.
-    assert_eq!(
-        (s.host_kernels_run, s.gpu_kernels_run, s.packed_calls),
-        (1, 0, 2),
-        "{s:?}"
-    );
+    assert_eq!(kernels_run(&s), (1, 0, 2), "{s:?}");
     // The label still follows the StructInfo.
     let g = loaded.run("on_gpu", &[x]).unwrap();
     let gt = g.as_tensor().unwrap();

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::*;
 use relax_ir::{DataType, PrimFunc};
-use relax_jit::{Arg, DeviceCaps, HostTensor, Jit, ScheduleOptions};
+use relax_jit::{DeviceCaps, HostTensor, Jit, KernelArg, ScheduleOptions};
 
 const F32: DataType = DataType::FLOAT32;
 
@@ -228,7 +228,11 @@ fn main() {
     let t_add = time(5, || {
         host.run_host(
             &addf,
-            &mut [Arg::Tensor(&mut a2), Arg::Tensor(&mut b2), Arg::Tensor(&mut c2)],
+            &mut [
+                KernelArg::from(&mut a2),
+                KernelArg::from(&mut b2),
+                KernelArg::from(&mut c2),
+            ],
         )
         .unwrap()
     });
@@ -361,20 +365,20 @@ fn main() {
     );
     let shape = [256i64];
     let t_resident = time(500, || {
-        gpu.run_gpu_resident(
+        gpu.run_gpu(
             &small,
-            &[
-                relax_jit::GpuArg::Buffer {
+            &mut [
+                KernelArg::Device {
                     buf: &da,
                     dtype: F32,
                     shape: &shape,
                 },
-                relax_jit::GpuArg::Buffer {
+                KernelArg::Device {
                     buf: &db,
                     dtype: F32,
                     shape: &shape,
                 },
-                relax_jit::GpuArg::Buffer {
+                KernelArg::Device {
                     buf: &dc,
                     dtype: F32,
                     shape: &shape,
@@ -418,7 +422,6 @@ fn hand_matmul_reference(
     quick: bool,
 ) {
     use relax_gpu_runtime::{Access, KernelLayout};
-    use relax_jit::GpuArg;
     let flops = 2.0 * (n * n * n) as f64;
     let a = rt.upload(ta.bytes()).unwrap();
     let b = rt.upload(tb.bytes()).unwrap();
@@ -443,24 +446,24 @@ fn hand_matmul_reference(
     let mm = legalized_matmul(n);
     let shape = [n, n];
     let run = |jit: &Jit| {
-        let args = [
-            GpuArg::Buffer {
+        let mut args = [
+            KernelArg::Device {
                 buf: &a,
                 dtype: F32,
                 shape: &shape,
             },
-            GpuArg::Buffer {
+            KernelArg::Device {
                 buf: &b,
                 dtype: F32,
                 shape: &shape,
             },
-            GpuArg::Buffer {
+            KernelArg::Device {
                 buf: &c_jit,
                 dtype: F32,
                 shape: &shape,
             },
         ];
-        jit.run_gpu_resident(&mm, &args).unwrap();
+        jit.run_gpu(&mm, &mut args).unwrap();
         rt.synchronize().unwrap();
     };
     let t_ours = time(reps, || run(gpu));

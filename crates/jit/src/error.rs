@@ -60,7 +60,30 @@ pub enum JitError {
     /// A GPU kernel accessed a buffer outside its bounds (index computed from data).
     #[error("{0}")]
     OutOfBounds(String),
+    /// A host kernel was given a tensor in device memory.
+    #[error("argument {index} of `{func}` is in GPU memory, but the kernel runs on the host (read it back first)")]
+    DeviceArg {
+        /// The argument's position.
+        index: usize,
+        /// The PrimFunc's name.
+        func: String,
+    },
+    /// The failure of a kernel executor outside this crate (a user's or a test's).
+    #[error("{0}")]
+    Custom(String),
 }
 
 /// Result alias.
 pub type Result<T> = std::result::Result<T, JitError>;
+
+/// An error unless the call `T.{op}(args)` has `n` arguments.
+pub(crate) fn check_arity(op: relax_ir::tir::Intrinsic, args: &[relax_ir::tir::PrimExpr], n: usize) -> Result<()> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(JitError::InvalidIr(format!(
+            "T.{op} takes {n} arguments, {} given",
+            args.len()
+        )))
+    }
+}

@@ -14,7 +14,8 @@ use crate::expr::{self, add, bin, mul};
 use crate::fused_reduction::Epilogue;
 use crate::lower::{for_loop, Matmul, Reduction};
 use crate::schedule::{
-    decompose, i32c, if_, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, Grid, ScheduleOptions,
+    alloc_all, decompose, i32c, if_, int_vars, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, Grid,
+    ScheduleOptions,
 };
 
 /// Smallest row extent (output channels) and column extent (output pixels) for
@@ -283,8 +284,7 @@ fn matmul_kernel(
     let (tm, tn) = (opts.matmul_tile.0 as i64, opts.matmul_tile.1 as i64);
     let (ty, tx_n) = (opts.matmul_threads.0 as i64, opts.matmul_threads.1 as i64);
     let (bm, bn) = (ty * tm, tx_n * tn);
-    let bx = TirVar::new("bx", DataType::INT32);
-    let tx = TirVar::new("tx", DataType::INT32);
+    let [bx, tx] = int_vars(["bx", "tx"]);
     let (iv, iext) = r.spatial[mm.i].clone();
     let cols: Vec<(TirVar, PrimExpr)> = mm.js.iter().map(|&j| r.spatial[j].clone()).collect();
     let jext = if cols.len() == 1 {
@@ -304,12 +304,7 @@ fn matmul_kernel(
     let acc = Buffer::with_scope("acc", dt, vec![PrimExpr::int(tm * tn)], "local");
     let xs = Buffer::with_scope("xr", xdt, vec![PrimExpr::int(tm)], "local");
     let ys = Buffer::with_scope("yr", ydt, vec![PrimExpr::int(tn)], "local");
-    let ii = TirVar::new("ii", DataType::INT32);
-    let jj = TirVar::new("jj", DataType::INT32);
-    let i0 = TirVar::new("i0", DataType::INT32);
-    let j0 = TirVar::new("j0", DataType::INT32);
-    let nbm = TirVar::new("nbm", DataType::INT32);
-    let nbn = TirVar::new("nbn", DataType::INT32);
+    let [ii, jj, i0, j0, nbm, nbn] = int_vars(["ii", "jj", "i0", "j0", "nbm", "nbn"]);
     let m32 = to_i32(&iext);
     let n32 = to_i32(&jext);
     let ld = |b: &Buffer, i: PrimExpr| PrimExpr::load(b, vec![i]);
@@ -518,8 +513,7 @@ fn matmul_kernel(
             // Four reduction steps per iteration: each row's four weights in one
             // load into `xr4[ii * 4 + kk]`.
             let sp = x_vec.expect("checked");
-            let k4 = TirVar::new("k4", DataType::INT32);
-            let kk = TirVar::new("kk", DataType::INT32);
+            let [k4, kk] = int_vars(["k4", "kk"]);
             let xs4 = Buffer::with_scope("xr4", xdt, vec![PrimExpr::int(tm * 4)], "local");
             let kbase = mul(k4.to_expr(), i32c(4));
             let xload = unrolled(
@@ -612,22 +606,11 @@ fn matmul_kernel(
     }
     steps.extend(base_init);
     steps.extend([init, kloop, write]);
-    let mut tile = Stmt::Alloc {
-        buffer: acc,
-        body: Box::new(Stmt::Alloc {
-            buffer: xs,
-            body: Box::new(Stmt::Alloc {
-                buffer: ys,
-                body: Box::new(Stmt::Seq(steps)),
-            }),
-        }),
-    };
-    for b in col_regs.into_iter().chain(bases) {
-        tile = Stmt::Alloc {
-            buffer: b,
-            body: Box::new(tile),
-        };
-    }
+    // The column registers and bases outermost (the last first), then the tiles.
+    let mut scope: Vec<Buffer> = col_regs.into_iter().chain(bases).collect();
+    scope.reverse();
+    scope.extend([acc, xs, ys]);
+    let tile = alloc_all(scope, Stmt::Seq(steps));
     // Workgroup -> (batch, block row, block col); thread -> tile.
     let batch: Vec<(TirVar, PrimExpr)> = r
         .spatial

@@ -10,11 +10,12 @@ use relax_gpu_runtime::{BufferRange, DeviceBuffer, GpuRuntime, Kernel, KernelLay
 use relax_ir::{DataType, PrimFunc, TypeCode};
 
 use crate::error::{JitError, Result};
-use crate::host::{check_args, eval_int, Arg};
+use crate::host::{check_args, eval_int};
 use crate::jit::{emit_program, Jit, ProgramSource};
+use crate::kernel::KernelArg;
 use crate::lower::ParamSlot;
 use crate::schedule::Grid;
-use crate::tensor::{read_i64, write_i64, HostTensor};
+use crate::tensor::{host_elem_bytes, read_i64, write_i64};
 use crate::wgsl::{Access, BufRef, StorageTy, UniformTy};
 
 /// A PrimFunc compiled for the GPU: its kernels' sources and pipelines.
@@ -65,98 +66,45 @@ impl Jit {
         Ok(p)
     }
 
-    /// Run `f` on the GPU: tensors are uploaded, every kernel dispatched in one
-    /// submission, and the tensors the kernels write are read back in place.
-    pub fn run_gpu(&self, f: &PrimFunc, args: &mut [Arg<'_>]) -> Result<()> {
-        let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?.clone();
-        let prog = self.gpu_program(f)?;
-        let lf = &prog.source.lowered;
-        check_arity(lf, args.len())?;
-        let shapes = check_args(lf, args)?;
-        let (read, written) = buffer_use(&prog, args.len());
-        // Device buffers for tensor parameters.
-        let mut bufs: HashMap<usize, DeviceBuffer> = HashMap::new();
-        let mut storage_of: HashMap<usize, StorageTy> = HashMap::new();
-        for (i, a) in args.iter().enumerate() {
-            if let (Arg::Tensor(t), ParamSlot::Buffer { .. }) = (a, &lf.params[i]) {
-                if !read[i] {
-                    continue;
-                }
-                let st = StorageTy::of(t.dtype(), &self.caps)?;
-                storage_of.insert(i, st);
-                check_extent(t.numel() as i64, &format!("argument {i} of `{}`", lf.name))?;
-                let bytes = to_storage(t, st);
-                let buf = upload(&rt, &bytes).map_err(|e| too_large(&rt, lf, i, e))?;
-                bufs.insert(i, buf);
-            }
-        }
-        let scalars: Vec<ScalarArg> = args
-            .iter()
-            .map(|a| match a {
-                Arg::Int(x) => ScalarArg::Int(*x),
-                Arg::Float(x) => ScalarArg::Float(*x),
-                Arg::Tensor(_) => ScalarArg::None,
-            })
-            .collect();
-        let bound: HashMap<usize, &DeviceBuffer> = bufs.iter().map(|(i, b)| (*i, b)).collect();
-        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound, "")?;
-        for (i, a) in args.iter_mut().enumerate() {
-            if !written[i] {
-                continue;
-            }
-            if let (Arg::Tensor(t), Some(buf), Some(st)) = (a, bufs.get(&i), storage_of.get(&i)) {
-                let bytes = rt.read(buf).map_err(gpu_err)?;
-                from_storage(t, *st, &bytes)?;
-            }
-        }
-        self.check_gpu_bounds()
+    /// Run `f` on the GPU, every kernel dispatched in one submission.
+    /// [`KernelArg::Device`] buffers (see [`Jit::resident_compatible`]) are bound in
+    /// place; host bytes are uploaded to temporaries, and the ones the kernels write
+    /// read back into [`KernelArg::Write`] bytes. A call on device buffers only
+    /// returns after submission (later reads wait for it).
+    pub fn run_gpu(&self, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
+        self.run_gpu_named("", f, args)
     }
 
     /// Whether tensors of `dtype` can be bound directly from device memory holding
     /// their little-endian host bytes (no widening to 32-bit words needed), which is
-    /// what [`Jit::run_gpu_resident`] requires.
+    /// what a [`KernelArg::Device`] argument requires.
     pub fn resident_compatible(&self, dtype: DataType) -> bool {
         StorageTy::of(dtype, &self.caps).is_ok_and(|st| host_matches(dtype, st))
     }
 
-    /// Run `f` on the GPU on tensors that already live in device memory (buffers of
-    /// this JIT's runtime holding little-endian host bytes, see
-    /// [`Jit::resident_compatible`]). Nothing is copied: outputs are written in place
-    /// and the call returns after submission (later reads wait for it).
-    pub fn run_gpu_resident(&self, f: &PrimFunc, args: &[GpuArg<'_>]) -> Result<()> {
-        self.run_gpu_resident_named("", f, args)
-    }
-
-    /// [`Jit::run_gpu_resident`] with the name the caller knows `f` by (its global
-    /// name in a module), used by the profile; empty: the PrimFunc's own name.
-    pub fn run_gpu_resident_named(&self, name: &str, f: &PrimFunc, args: &[GpuArg<'_>]) -> Result<()> {
+    /// [`Jit::run_gpu`] with the name the caller knows `f` by (its global name in a
+    /// module), used by the profile; empty: the PrimFunc's own name.
+    pub fn run_gpu_named(&self, name: &str, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?.clone();
         let prog = self.gpu_program(f)?;
         let lf = &prog.source.lowered;
-        check_arity(lf, args.len())?;
-        let mut shapes = Vec::with_capacity(args.len());
+        let shapes = check_args(lf, args)?;
+        let (read, written) = buffer_use(&prog, args.len());
+        // Temporaries for the host tensors the kernels bind.
+        let mut temps: HashMap<usize, (DeviceBuffer, StorageTy)> = HashMap::new();
         let mut scalars = Vec::with_capacity(args.len());
-        let mut bound: HashMap<usize, &DeviceBuffer> = HashMap::new();
-        for (i, (p, a)) in lf.params.iter().zip(args).enumerate() {
-            match (p, a) {
-                (ParamSlot::Buffer { orig, .. }, GpuArg::Buffer { buf, dtype, shape }) => {
-                    if *dtype != orig.dtype() || shape.len() != orig.shape().len() {
-                        return Err(JitError::BadArgs(format!(
-                            "argument {i} (`{}`) of `{}` is a {dtype} tensor of rank {}, expected {} of rank {}",
-                            orig.name(),
-                            lf.name,
-                            shape.len(),
-                            orig.dtype(),
-                            orig.shape().len()
-                        )));
-                    }
+        for (i, a) in args.iter().enumerate() {
+            scalars.push(match a {
+                KernelArg::Int(x) => ScalarArg::Int(*x),
+                KernelArg::Float(x) => ScalarArg::Float(*x),
+                KernelArg::Device { buf, dtype, .. } => {
                     if !self.resident_compatible(*dtype) {
                         return Err(JitError::UnsupportedDtype {
                             dtype: *dtype,
                             context: "in device memory without widening (stage it through the host)".into(),
                         });
                     }
-                    let numel: i64 = shape.iter().product();
+                    let numel: i64 = shapes[i].iter().product();
                     check_extent(numel, &format!("argument {i} of `{}`", lf.name))?;
                     let need = numel.max(0) as u64 * u64::from(dtype.bits / 8);
                     if buf.len() < need {
@@ -166,27 +114,46 @@ impl Jit {
                             buf.len()
                         )));
                     }
-                    shapes.push(shape.to_vec());
-                    scalars.push(ScalarArg::None);
-                    bound.insert(i, *buf);
+                    ScalarArg::None
                 }
-                (ParamSlot::Scalar(_), GpuArg::Int(x)) => {
-                    shapes.push(vec![]);
-                    scalars.push(ScalarArg::Int(*x));
+                KernelArg::Read { dtype, .. } | KernelArg::Write { dtype, .. } => {
+                    let bytes = a.host_bytes().unwrap_or_default();
+                    let n = crate::tensor::numel(&shapes[i])?;
+                    if n.checked_mul(host_elem_bytes(*dtype)?) != Some(bytes.len()) {
+                        return Err(JitError::BadArgs(format!(
+                            "argument {i} of `{}` has {} bytes, expected {n} elements of {dtype}",
+                            lf.name,
+                            bytes.len()
+                        )));
+                    }
+                    if read[i] {
+                        let st = StorageTy::of(*dtype, &self.caps)?;
+                        check_extent(n as i64, &format!("argument {i} of `{}`", lf.name))?;
+                        let staged = to_storage(*dtype, bytes, st);
+                        let buf = upload(&rt, &staged).map_err(|e| too_large(&rt, lf, i, e))?;
+                        temps.insert(i, (buf, st));
+                    }
+                    ScalarArg::None
                 }
-                (ParamSlot::Scalar(_), GpuArg::Float(x)) => {
-                    shapes.push(vec![]);
-                    scalars.push(ScalarArg::Float(*x));
-                }
-                _ => {
-                    return Err(JitError::BadArgs(format!(
-                        "argument {i} of `{}` has the wrong kind",
-                        lf.name
-                    )))
-                }
+            });
+        }
+        let mut bound: HashMap<usize, &DeviceBuffer> = temps.iter().map(|(i, (b, _))| (*i, b)).collect();
+        for (i, a) in args.iter().enumerate() {
+            if let KernelArg::Device { buf, .. } = a {
+                bound.insert(i, *buf);
             }
         }
-        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound, name)
+        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound, name)?;
+        if temps.is_empty() {
+            return Ok(());
+        }
+        for (i, a) in args.iter_mut().enumerate() {
+            if let (true, KernelArg::Write { dtype, bytes, .. }, Some((buf, st))) = (written[i], a, temps.get(&i)) {
+                let data = rt.read(buf).map_err(gpu_err)?;
+                from_storage(*dtype, bytes, *st, &data)?;
+            }
+        }
+        self.check_gpu_bounds()
     }
 
     /// Dispatch every kernel of `prog` in one submission on the bound parameter buffers.
@@ -306,41 +273,12 @@ impl Jit {
     }
 }
 
-/// One argument of [`Jit::run_gpu_resident`], in the PrimFunc's parameter order.
-pub enum GpuArg<'a> {
-    /// A tensor in device memory (little-endian host bytes, row-major).
-    Buffer {
-        /// The buffer (at least as long as the tensor's data).
-        buf: &'a DeviceBuffer,
-        /// Element type.
-        dtype: DataType,
-        /// Shape.
-        shape: &'a [i64],
-    },
-    /// An integer scalar (also `bool`).
-    Int(i64),
-    /// A float scalar.
-    Float(f64),
-}
-
 /// The scalar value of one argument (tensors have none).
 #[derive(Clone, Copy)]
 enum ScalarArg {
     Int(i64),
     Float(f64),
     None,
-}
-
-fn check_arity(lf: &crate::lower::LoweredFunc, n: usize) -> Result<()> {
-    if n != lf.params.len() {
-        return Err(JitError::BadArgs(format!(
-            "`{}` takes {} arguments, {} given",
-            lf.name,
-            lf.params.len(),
-            n
-        )));
-    }
-    Ok(())
 }
 
 /// Which parameters the kernels of `prog` bind, and which they write.
@@ -469,46 +407,34 @@ fn var_values(lf: &crate::lower::LoweredFunc, args: &[ScalarArg], shapes: &[Vec<
 }
 
 /// Host tensor bytes to the shader's storage layout (narrow ints widened to words).
-fn to_storage(t: &HostTensor, st: StorageTy) -> Vec<u8> {
-    let dt = t.dtype();
+fn to_storage(dt: DataType, bytes: &[u8], st: StorageTy) -> Vec<u8> {
     if host_matches(dt, st) {
-        return t.bytes().to_vec();
+        return bytes.to_vec();
     }
-    let n = t.numel();
+    let n = bytes.len() / (dt.bits as usize).div_ceil(8).max(1);
     let mut out = vec![0u8; n * 4];
     for i in 0..n {
-        let v = read_i64(dt, t.bytes(), i);
+        let v = read_i64(dt, bytes, i);
         out[i * 4..i * 4 + 4].copy_from_slice(&(v as u32).to_le_bytes());
     }
     out
 }
 
-fn from_storage(t: &mut HostTensor, st: StorageTy, bytes: &[u8]) -> Result<()> {
-    let dt = t.dtype();
-    let n = t.numel();
+/// Read-back storage words into host tensor bytes `out` of `dt`.
+fn from_storage(dt: DataType, out: &mut [u8], st: StorageTy, bytes: &[u8]) -> Result<()> {
+    let short = |want: usize| JitError::Readback(format!("read back {} bytes, expected {want}", bytes.len()));
     if host_matches(dt, st) {
-        let nb = t.bytes().len();
-        if bytes.len() < nb {
-            return Err(JitError::Readback(format!(
-                "read back {} bytes, expected {nb}",
-                bytes.len()
-            )));
-        }
-        t.bytes_mut().copy_from_slice(&bytes[..nb]);
+        let nb = out.len();
+        out.copy_from_slice(bytes.get(..nb).ok_or_else(|| short(nb))?);
         return Ok(());
     }
-    if bytes.len() < n * 4 {
-        return Err(JitError::Readback(format!(
-            "read back {} bytes, expected {}",
-            bytes.len(),
-            n * 4
-        )));
-    }
+    let n = out.len() / (dt.bits as usize).div_ceil(8).max(1);
+    let words = bytes.get(..n * 4).ok_or_else(|| short(n * 4))?;
     let signed = dt.code == TypeCode::Int;
-    for i in 0..n {
-        let w = u32::from_le_bytes([bytes[i * 4], bytes[i * 4 + 1], bytes[i * 4 + 2], bytes[i * 4 + 3]]);
+    for (i, w) in words.chunks_exact(4).enumerate() {
+        let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
         let v = if signed { w as i32 as i64 } else { w as i64 };
-        write_i64(dt, t.bytes_mut(), i, v);
+        write_i64(dt, out, i, v);
     }
     Ok(())
 }

@@ -10,7 +10,8 @@ use relax_ir::structural::StructuralEqual;
 use relax_ir::PrimFunc;
 
 use crate::error::{JitError, Result};
-use crate::host::{Arg, HostKernel};
+use crate::host::HostKernel;
+use crate::kernel::KernelArg;
 use crate::lower::{self, LoweredFunc};
 use crate::schedule::{self, ScheduleOptions};
 use crate::wgsl::{self, DeviceCaps, KernelSource};
@@ -81,8 +82,8 @@ pub(crate) struct Counters {
 ///
 /// ```ignore
 /// let jit = Jit::new(Some(Arc::new(GpuRuntime::shared_default()?)));
-/// jit.run_host(&func, &mut [Arg::Tensor(&mut a), Arg::Tensor(&mut b), Arg::Tensor(&mut c)])?;
-/// jit.run_gpu(&func, &mut [Arg::Tensor(&mut a), Arg::Tensor(&mut b), Arg::Tensor(&mut c)])?;
+/// jit.run_host(&func, &mut [KernelArg::from(&a), KernelArg::from(&b), KernelArg::from(&mut c)])?;
+/// jit.run_gpu(&func, &mut [KernelArg::from(&a), KernelArg::from(&b), KernelArg::from(&mut c)])?;
 /// let src = jit.wgsl(&func)?;       // the WGSL of every kernel
 /// let n = jit.counters().kernels_compiled;
 /// ```
@@ -179,7 +180,7 @@ impl Jit {
     }
 
     /// Run `f` on the host. Tensor arguments are read and written in place.
-    pub fn run_host(&self, f: &PrimFunc, args: &mut [Arg<'_>]) -> Result<()> {
+    pub fn run_host(&self, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
         self.host_kernel(f)?.run(args)
     }
 }

@@ -4,20 +4,25 @@
 //! # API
 //!
 //! * [`Jit::new`]`(Option<Arc<GpuRuntime>>)` creates a JIT (host only without a runtime).
-//! * [`Jit::run_host`]`(&PrimFunc, &mut [Arg])` runs a function on the CPU:
+//! * [`Jit::run_host`]`(&PrimFunc, &mut [KernelArg])` runs a function on the CPU:
 //!   native code (Cranelift) compiled once per function, interpreter closures for
 //!   what it does not support, outer spatial loops in parallel (rayon), matmul-like
 //!   blocks through `matrixmultiply`'s GEMM.
-//! * [`Jit::run_gpu`]`(&PrimFunc, &mut [Arg])` runs it on the GPU: compiled on the first
-//!   call (keyed by structural hash), then only dispatched. All scalar parameters and
+//! * [`Jit::run_gpu`]`(&PrimFunc, &mut [KernelArg])` runs it on the GPU: compiled on the
+//!   first call (keyed by structural hash), then only dispatched. Device buffers are
+//!   bound in place (the call returns after submission); host bytes are uploaded
+//!   and the ones the kernels write read back. All scalar parameters and
 //!   shape variables live in one uniform block, so one pipeline serves every shape.
 //! * [`Jit::wgsl`]`(&PrimFunc)` returns the [`ProgramSource`]: WGSL, workgroup size,
 //!   bindings, uniform fields and launch grid of every kernel.
 //! * [`Jit::counters`] reports programs and kernels compiled, cache hits and the
 //!   compile time split into our part and the driver's.
 //!
-//! Tensors are [`HostTensor`]s (dtype, shape, little-endian bytes); arguments are
-//! [`Arg`]s in parameter order, outputs written in place (destination passing).
+//! Arguments are [`KernelArg`]s in parameter order (host bytes, read-only or
+//! written in place, device buffers, scalars; a [`HostTensor`] converts with
+//! `KernelArg::from`), outputs written in place (destination passing). The same
+//! arguments serve the [`KernelExecutor`] / [`CompiledKernel`] interface, which
+//! [`HostExecutor`] and [`GpuExecutor`] implement.
 //! Errors are [`JitError`]s, never panics.
 
 mod error;
@@ -28,6 +33,7 @@ mod gpu;
 mod host;
 mod host_vec;
 mod jit;
+mod kernel;
 mod lower;
 mod math;
 pub mod memory;
@@ -40,9 +46,10 @@ mod tensor;
 mod wgsl;
 
 pub use error::{JitError, Result};
-pub use gpu::{GpuArg, GpuProgram};
-pub use host::{Arg, BorrowedArg, HostKernel};
+pub use gpu::GpuProgram;
+pub use host::HostKernel;
 pub use jit::{emit_program, Jit, JitCounters, ProgramSource};
+pub use kernel::{CompiledKernel, GpuExecutor, HostExecutor, KernelArg, KernelDevice, KernelExecutor};
 pub use profile::KernelProfile;
 pub use schedule::{Grid, ScheduleOptions};
 pub use tensor::HostTensor;

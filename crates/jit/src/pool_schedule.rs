@@ -23,7 +23,7 @@ use crate::fused_reduction::Epilogue;
 use crate::gemm_schedule::affine;
 use crate::lower::{for_loop, Reduction};
 use crate::schedule::{
-    decompose, i32c, if_, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, Grid, ScheduleOptions,
+    decompose, i32c, if_, int_vars, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, Grid, ScheduleOptions,
 };
 
 /// Threads of a pooling workgroup.
@@ -141,19 +141,12 @@ fn plane_subgroup_kernel(r: &Reduction, name: &str, lanes: i64) -> Option<GpuKer
         return None;
     }
     let per_group = PLANE_THREADS / lanes;
-    let bx = TirVar::new("bx", DataType::INT32);
-    let sgi = TirVar::new("sg_lane", DataType::INT32);
-    let sgs = TirVar::new("sg_width", DataType::INT32);
-    let sgid = TirVar::new("sg_index", DataType::INT32);
-    let v = TirVar::new("v", DataType::INT32);
-    let lane = TirVar::new("lane", DataType::INT32);
-    let o = TirVar::new("o", DataType::INT32);
+    let [bx, sgi, sgs, sgid, v, lane, o] = int_vars(["bx", "sg_lane", "sg_width", "sg_index", "v", "lane", "o"]);
     let acc = Buffer::with_scope("acc", dt, vec![PrimExpr::int(1)], "local");
     let z = PrimExpr::int(0);
     let ld = |b: &Buffer, i: PrimExpr| PrimExpr::load(b, vec![i]);
     let s = total_of(&r.spatial);
-    let j = TirVar::new("j", DataType::INT32);
-    let rl = TirVar::new("rl", DataType::INT32);
+    let [j, rl] = int_vars(["j", "rl"]);
     let at = |rl_val: PrimExpr, body: Stmt| let_(&rl, rl_val, decompose(rl.to_expr(), &r.reduce, body));
     let trips = bin(
         BinOp::Div,
@@ -221,23 +214,37 @@ fn plane_subgroup_kernel(r: &Reduction, name: &str, lanes: i64) -> Option<GpuKer
             ),
         ),
     );
+    let builtins = vec![
+        (bx, Builtin::GroupLinear),
+        (sgi, Builtin::SubgroupInvocation),
+        (sgs, Builtin::SubgroupSize),
+        (sgid, Builtin::SubgroupId),
+    ];
+    Some(linear_kernel(name, body, PLANE_THREADS, s, per_group, builtins))
+}
+
+/// A kernel of `threads`-wide workgroups on a linear grid: one group per
+/// `per_group` of the `items`.
+fn linear_kernel(
+    name: &str,
+    body: Stmt,
+    threads: i64,
+    items: PrimExpr,
+    per_group: i64,
+    builtins: Vec<(TirVar, Builtin)>,
+) -> GpuKernel {
     let groups = expr::simplify(&bin(
         BinOp::FloorDiv,
-        add(s, PrimExpr::int(per_group - 1)),
+        add(items, PrimExpr::int(per_group - 1)),
         PrimExpr::int(per_group),
     ));
-    Some(GpuKernel {
+    GpuKernel {
         name: name.to_string(),
         body,
-        workgroup_size: [PLANE_THREADS as u32, 1, 1],
+        workgroup_size: [threads as u32, 1, 1],
         grid: Grid::Linear(groups),
-        builtins: vec![
-            (bx, Builtin::GroupLinear),
-            (sgi, Builtin::SubgroupInvocation),
-            (sgs, Builtin::SubgroupSize),
-            (sgid, Builtin::SubgroupId),
-        ],
-    })
+        builtins,
+    }
 }
 
 /// Several consecutive outputs along the innermost spatial loop per thread (see the
@@ -263,10 +270,7 @@ fn window_kernel(
         return None;
     }
     let dt = r.out.dtype();
-    let bx = TirVar::new("bx", DataType::INT32);
-    let tx = TirVar::new("tx", DataType::INT32);
-    let q = TirVar::new("q", DataType::INT32);
-    let e = TirVar::new("e", DataType::INT32);
+    let [bx, tx, q, e] = int_vars(["bx", "tx", "q", "e"]);
     let acc = Buffer::with_scope("acc", dt, vec![PrimExpr::int(per)], "local");
     let at = add(mul(q.to_expr(), i32c(per)), e.to_expr());
     let exact = n % per == 0;
@@ -317,16 +321,6 @@ fn window_kernel(
             decompose(gid.to_expr(), &loops, body),
         ),
     );
-    let groups = expr::simplify(&bin(
-        BinOp::FloorDiv,
-        add(total, PrimExpr::int(THREADS - 1)),
-        PrimExpr::int(THREADS),
-    ));
-    Some(GpuKernel {
-        name: name.to_string(),
-        body,
-        workgroup_size: [THREADS as u32, 1, 1],
-        grid: Grid::Linear(groups),
-        builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
-    })
+    let builtins = vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))];
+    Some(linear_kernel(name, body, THREADS, total, THREADS, builtins))
 }

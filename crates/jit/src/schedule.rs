@@ -160,6 +160,19 @@ impl ScheduleOptions {
     }
 }
 
+/// `body` in the scope of `buffers` (the first outermost).
+pub(crate) fn alloc_all(buffers: impl IntoIterator<Item = Buffer, IntoIter: DoubleEndedIterator>, body: Stmt) -> Stmt {
+    buffers.into_iter().rev().fold(body, |body, buffer| Stmt::Alloc {
+        buffer,
+        body: Box::new(body),
+    })
+}
+
+/// Fresh `int32` variables named `names`.
+pub(crate) fn int_vars<const N: usize>(names: [&str; N]) -> [TirVar; N] {
+    names.map(|n| TirVar::new(n, DataType::INT32))
+}
+
 pub(crate) fn i32c(v: i64) -> PrimExpr {
     PrimExpr::int_of(v, DataType::INT32)
 }
@@ -327,8 +340,7 @@ fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) -> GpuKerne
         loops.push((var, extent));
         cur = *body;
     }
-    let bx = TirVar::new("bx", DataType::INT32);
-    let tx = TirVar::new("tx", DataType::INT32);
+    let [bx, tx] = int_vars(["bx", "tx"]);
     let builtins = vec![(bx.clone(), Builtin::GroupLinear), (tx.clone(), Builtin::Local(0))];
     let (mut kbody, grid, wg) = if loops.is_empty() {
         (cur, Grid::Linear(i32c(1)), [1, 1, 1])
@@ -339,8 +351,7 @@ fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) -> GpuKerne
             // The innermost loop runs `per` elements a thread: variable q * per + e.
             let last = loops.len() - 1;
             let (iv, n) = loops[last].clone();
-            let q = TirVar::new("q", DataType::INT32);
-            let e = TirVar::new("e", DataType::INT32);
+            let [q, e] = int_vars(["q", "e"]);
             let at = add(mul(q.to_expr(), i32c(per)), e.to_expr());
             let exact = n.as_int().is_some_and(|c| c % per == 0);
             let body = if exact {
@@ -452,8 +463,7 @@ pub(crate) fn total_of(loops: &[(TirVar, PrimExpr)]) -> PrimExpr {
 /// Thread `tx` of `nt` visits reduction elements `tx, tx + nt, ...` of `r` (the
 /// reduction loops decomposed from the flat index) and runs `body` at each.
 fn strided_over_threads(r: &Reduction, tx: &TirVar, nt: i64, body: Stmt) -> Stmt {
-    let it = TirVar::new("it", DataType::INT32);
-    let rl = TirVar::new("rl", DataType::INT32);
+    let [it, rl] = int_vars(["it", "rl"]);
     // for it in 0..ceil((R - tx) / nt): rl = tx + it*nt
     let trips = bin(
         BinOp::Div,
@@ -480,8 +490,7 @@ fn strided_over_threads(r: &Reduction, tx: &TirVar, nt: i64, body: Stmt) -> Stmt
 /// is needed.
 fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> GpuKernel {
     let nt = opts.reduce_threads as i64;
-    let bx = TirVar::new("bx", DataType::INT32);
-    let tx = TirVar::new("tx", DataType::INT32);
+    let [bx, tx] = int_vars(["bx", "tx"]);
     let dt = r.out.dtype();
     let red = Buffer::with_scope("red", dt, vec![PrimExpr::int(nt)], "shared");
     let ok = Buffer::with_scope("red_ok", DataType::INT32, vec![PrimExpr::int(nt)], "shared");
@@ -558,19 +567,7 @@ fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> G
         bin(BinOp::Eq, tx.to_expr(), i32c(0)),
         store(&r.out, r.out_index.clone(), fin),
     ));
-    let body = Stmt::Alloc {
-        buffer: red,
-        body: Box::new(Stmt::Alloc {
-            buffer: ok,
-            body: Box::new(Stmt::Alloc {
-                buffer: acc,
-                body: Box::new(Stmt::Alloc {
-                    buffer: okl,
-                    body: Box::new(Stmt::Seq(seq)),
-                }),
-            }),
-        }),
-    };
+    let body = alloc_all([red, ok, acc, okl], Stmt::Seq(seq));
     let stotal = total_of(&r.spatial);
     // Workgroups beyond the output count return early (uniformly per workgroup).
     let body = if_(
@@ -641,12 +638,7 @@ fn subgroup_kernel(
         return None;
     }
     let nt = opts.reduce_threads as i64;
-    let bx = TirVar::new("bx", DataType::INT32);
-    let tx = TirVar::new("tx", DataType::INT32);
-    let lane = TirVar::new("sg_lane", DataType::INT32);
-    let width = TirVar::new("sg_width", DataType::INT32);
-    let sgid = TirVar::new("sg_index", DataType::INT32);
-    let nsg = TirVar::new("sg_count", DataType::INT32);
+    let [bx, tx, lane, width, sgid, nsg] = int_vars(["bx", "tx", "sg_lane", "sg_width", "sg_index", "sg_count"]);
     let red = Buffer::with_scope("red", dt, vec![PrimExpr::int(nt)], "shared");
     let acc = Buffer::with_scope("acc", dt, vec![PrimExpr::int(1)], "local");
     let z = PrimExpr::int(0);
@@ -700,13 +692,7 @@ fn subgroup_kernel(
             ]),
         ),
     ]);
-    let body = Stmt::Alloc {
-        buffer: red,
-        body: Box::new(Stmt::Alloc {
-            buffer: acc,
-            body: Box::new(seq),
-        }),
-    };
+    let body = alloc_all([red, acc], seq);
     let stotal = total_of(&r.spatial);
     // Workgroups beyond the output count return early (uniformly per workgroup).
     let body = if_(

@@ -167,6 +167,28 @@ impl HostTensor {
     }
 }
 
+impl<'a> From<&'a mut HostTensor> for crate::kernel::KernelArg<'a> {
+    /// The tensor as a writable argument (read, and written in place).
+    fn from(t: &'a mut HostTensor) -> Self {
+        crate::kernel::KernelArg::Write {
+            dtype: t.dtype,
+            shape: &t.shape,
+            bytes: &mut bytemuck::cast_slice_mut::<u64, u8>(&mut t.words)[..t.nbytes],
+        }
+    }
+}
+
+impl<'a> From<&'a HostTensor> for crate::kernel::KernelArg<'a> {
+    /// The tensor as a read-only argument.
+    fn from(t: &'a HostTensor) -> Self {
+        crate::kernel::KernelArg::Read {
+            dtype: t.dtype,
+            shape: &t.shape,
+            bytes: t.bytes(),
+        }
+    }
+}
+
 /// Product of a shape, checking for negative extents and overflow.
 pub fn numel(shape: &[i64]) -> Result<usize> {
     let mut n: usize = 1;

@@ -469,49 +469,38 @@ fn helper_src(name: &str) -> &'static str {
     HELPERS.iter().find(|(n, _)| *n == name).map_or("", |(_, src)| src)
 }
 
+/// `(name, source)` of each named helper, read from `shaders/helpers/<name>.wgsl`.
+macro_rules! helpers {
+    ($($name:ident),* $(,)?) => {
+        &[$((stringify!($name), include_str!(concat!("../../../shaders/helpers/", stringify!($name), ".wgsl")))),*]
+    };
+}
+
 /// Every WGSL helper a kernel may include, by name, from `shaders/helpers/`.
-pub const HELPERS: &[(&str, &str)] = &[
-    ("sat_f32_i8", include_str!("../../../shaders/helpers/sat_f32_i8.wgsl")),
-    ("sat_f32_i16", include_str!("../../../shaders/helpers/sat_f32_i16.wgsl")),
-    ("sat_f32_i32", include_str!("../../../shaders/helpers/sat_f32_i32.wgsl")),
-    ("fdiv_f32", include_str!("../../../shaders/helpers/fdiv_f32.wgsl")),
-    ("sat_f32_i64", include_str!("../../../shaders/helpers/sat_f32_i64.wgsl")),
-    ("sat_f32_u64", include_str!("../../../shaders/helpers/sat_f32_u64.wgsl")),
-    ("sat_f32_u8", include_str!("../../../shaders/helpers/sat_f32_u8.wgsl")),
-    ("sat_f32_u16", include_str!("../../../shaders/helpers/sat_f32_u16.wgsl")),
-    ("sat_f32_u32", include_str!("../../../shaders/helpers/sat_f32_u32.wgsl")),
-    (
-        "floordiv_i32",
-        include_str!("../../../shaders/helpers/floordiv_i32.wgsl"),
-    ),
-    (
-        "floormod_i32",
-        include_str!("../../../shaders/helpers/floormod_i32.wgsl"),
-    ),
-    (
-        "floordiv_i64",
-        include_str!("../../../shaders/helpers/floordiv_i64.wgsl"),
-    ),
-    (
-        "floormod_i64",
-        include_str!("../../../shaders/helpers/floormod_i64.wgsl"),
-    ),
-    ("tanh_f32", include_str!("../../../shaders/helpers/tanh_f32.wgsl")),
-    ("sigmoid_f32", include_str!("../../../shaders/helpers/sigmoid_f32.wgsl")),
-    ("erf_f32", include_str!("../../../shaders/helpers/erf_f32.wgsl")),
-    ("pow_f32", include_str!("../../../shaders/helpers/pow_f32.wgsl")),
-    ("round_f32", include_str!("../../../shaders/helpers/round_f32.wgsl")),
-    ("isnan_f32", include_str!("../../../shaders/helpers/isnan_f32.wgsl")),
-    ("isinf_f32", include_str!("../../../shaders/helpers/isinf_f32.wgsl")),
-    (
-        "isfinite_f32",
-        include_str!("../../../shaders/helpers/isfinite_f32.wgsl"),
-    ),
-    (
-        "copysign_f32",
-        include_str!("../../../shaders/helpers/copysign_f32.wgsl"),
-    ),
-    ("relax_chk", include_str!("../../../shaders/helpers/relax_chk.wgsl")),
+pub const HELPERS: &[(&str, &str)] = helpers![
+    sat_f32_i8,
+    sat_f32_i16,
+    sat_f32_i32,
+    fdiv_f32,
+    sat_f32_i64,
+    sat_f32_u64,
+    sat_f32_u8,
+    sat_f32_u16,
+    sat_f32_u32,
+    floordiv_i32,
+    floormod_i32,
+    floordiv_i64,
+    floormod_i64,
+    tanh_f32,
+    sigmoid_f32,
+    erf_f32,
+    pow_f32,
+    round_f32,
+    isnan_f32,
+    isinf_f32,
+    isfinite_f32,
+    copysign_f32,
+    relax_chk,
 ];
 
 impl Em<'_> {
@@ -530,29 +519,29 @@ impl Em<'_> {
                 context: "on the GPU (vector lanes)".into(),
             });
         }
+        // An adapter feature the type needs.
+        let need = |has: bool, feature: &str| -> Result<()> {
+            if has {
+                return Ok(());
+            }
+            Err(JitError::UnsupportedDtype {
+                dtype: dt,
+                context: format!("on this GPU (it lacks {feature})"),
+            })
+        };
         Ok(match (dt.code, dt.bits) {
             (TypeCode::UInt, 1) => W::Bool,
             (TypeCode::Int, 8 | 16 | 32 | 64) => W::I32,
             (TypeCode::UInt, 8 | 16 | 32) => W::U32,
             (TypeCode::UInt, 64) => W::U32,
             (TypeCode::Float, 16) => {
-                if !self.caps.f16 {
-                    return Err(JitError::UnsupportedDtype {
-                        dtype: dt,
-                        context: "on this GPU (it lacks SHADER_F16)".into(),
-                    });
-                }
+                need(self.caps.f16, "SHADER_F16")?;
                 self.uses_f16 = true;
                 W::F16
             }
             (TypeCode::Float, 32) => W::F32,
             (TypeCode::Float, 64) => {
-                if !self.caps.f64 {
-                    return Err(JitError::UnsupportedDtype {
-                        dtype: dt,
-                        context: "on this GPU (it lacks SHADER_F64)".into(),
-                    });
-                }
+                need(self.caps.f64, "SHADER_F64")?;
                 W::F64
             }
             _ => {
@@ -693,23 +682,7 @@ impl Em<'_> {
                 let (s, w) = self.expr(a)?;
                 (format!("!{}", self.conv(&s, w, W::Bool)?), W::Bool)
             }
-            K::Select { cond, t, f } => {
-                let (c, cw) = self.expr(cond)?;
-                self.lazy += 1;
-                let arms = self.expr(t).and_then(|t| Ok((t, self.expr(f)?)));
-                self.lazy -= 1;
-                let ((ts, tw), (fs, fw)) = arms?;
-                let w = tw.max(fw);
-                (
-                    format!(
-                        "select({}, {}, {})",
-                        self.conv(&fs, fw, w)?,
-                        self.conv(&ts, tw, w)?,
-                        self.conv(&c, cw, W::Bool)?
-                    ),
-                    w,
-                )
-            }
+            K::Select { cond, t, f } => self.select(cond, t, f)?,
             K::Call { op, args, .. } if op == SUBGROUP_SHUFFLE_XOR => {
                 let [v, m] = args.as_slice() else {
                     return Err(JitError::InvalidIr(format!(
@@ -840,27 +813,22 @@ impl Em<'_> {
             }
             BinOp::Div => (format!("({x} / {y})"), w),
             BinOp::Mod => (format!("({x} % {y})"), w),
+            // Signed integers: the helper of that name (see `HELPERS`).
+            BinOp::FloorDiv | BinOp::FloorMod if matches!(w, W::I32 | W::I64) => {
+                let helper = match (op, w) {
+                    (BinOp::FloorDiv, W::I32) => "floordiv_i32",
+                    (BinOp::FloorDiv, _) => "floordiv_i64",
+                    (_, W::I32) => "floormod_i32",
+                    _ => "floormod_i64",
+                };
+                self.helpers.insert(helper);
+                (format!("{helper}({x}, {y})"), w)
+            }
             BinOp::FloorDiv => match w {
-                W::I32 => {
-                    self.helpers.insert("floordiv_i32");
-                    (format!("floordiv_i32({x}, {y})"), w)
-                }
-                W::I64 => {
-                    self.helpers.insert("floordiv_i64");
-                    (format!("floordiv_i64({x}, {y})"), w)
-                }
                 W::U32 | W::U64 => (format!("({x} / {y})"), w),
                 _ => (format!("floor({x} / {y})"), w),
             },
             BinOp::FloorMod => match w {
-                W::I32 => {
-                    self.helpers.insert("floormod_i32");
-                    (format!("floormod_i32({x}, {y})"), w)
-                }
-                W::I64 => {
-                    self.helpers.insert("floormod_i64");
-                    (format!("floormod_i64({x}, {y})"), w)
-                }
                 W::U32 | W::U64 => (format!("({x} % {y})"), w),
                 _ => (format!("({x} - floor({x} / {y}) * {y})"), w),
             },

@@ -12,7 +12,7 @@ use relax_ir::tir::TirVar;
 use relax_ir::{BaseFunc, DataType, PrimFunc, Stmt};
 use relax_jit::internals::eval_int;
 use relax_jit::internals::{lower, ParamSlot};
-use relax_jit::{Arg, HostTensor, Jit};
+use relax_jit::{HostTensor, Jit, KernelArg};
 
 fn corpus_dir() -> Option<PathBuf> {
     if let Ok(d) = std::env::var("RELAX_CORPUS_DIR") {
@@ -106,15 +106,15 @@ fn work(f: &PrimFunc) -> i64 {
 
 fn run(jit: &Jit, f: &PrimFunc, tensors: &mut [Option<HostTensor>], gpu: bool) -> Result<(), String> {
     let lf = lower(f).map_err(|e| e.to_string())?;
-    let mut args: Vec<Arg> = Vec::new();
+    let mut args: Vec<KernelArg> = Vec::new();
     for (p, t) in lf.params.iter().zip(tensors.iter_mut()) {
         match (p, t) {
             (ParamSlot::Scalar(v), _) => args.push(if v.dtype().is_float() {
-                Arg::Float(0.5)
+                KernelArg::Float(0.5)
             } else {
-                Arg::Int(0)
+                KernelArg::Int(0)
             }),
-            (_, Some(t)) => args.push(Arg::Tensor(t)),
+            (_, Some(t)) => args.push(KernelArg::from(t)),
             _ => return Err("missing tensor".into()),
         }
     }
@@ -159,12 +159,12 @@ fn interpreted_matches(
     let nk = relax_jit::HostKernel::compile_with(lowered.clone(), true).map_err(|e| e.to_string())?;
     let ik = relax_jit::HostKernel::compile_with(lowered, false).map_err(|e| e.to_string())?;
     let mut t = inputs.to_vec();
-    let mut args: Vec<Arg> = Vec::new();
+    let mut args: Vec<KernelArg> = Vec::new();
     for (p, t) in ik.lowered().params.iter().zip(t.iter_mut()) {
         args.push(match (p, t) {
-            (ParamSlot::Scalar(v), _) if v.dtype().is_float() => Arg::Float(0.5),
-            (ParamSlot::Scalar(_), _) => Arg::Int(0),
-            (_, Some(t)) => Arg::Tensor(t),
+            (ParamSlot::Scalar(v), _) if v.dtype().is_float() => KernelArg::Float(0.5),
+            (ParamSlot::Scalar(_), _) => KernelArg::Int(0),
+            (_, Some(t)) => KernelArg::from(t),
             _ => return Err("missing tensor".into()),
         });
     }

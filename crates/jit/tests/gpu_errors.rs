@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use relax_gpu_runtime::{GpuError, GpuRuntime, RuntimeOptions};
 use relax_ir::{BaseFunc, DataType};
-use relax_jit::{Arg, HostTensor, Jit, JitError};
+use relax_jit::{HostTensor, Jit, JitError, KernelArg};
 
 const SRC: &str = r#"
 @I.ir_module
@@ -38,7 +38,7 @@ fn out_of_memory_is_a_typed_gpu_error() {
     let mut a = HostTensor::zeros(DataType::FLOAT32, &[262144]).expect("a");
     let mut b = HostTensor::zeros(DataType::FLOAT32, &[262144]).expect("b");
     let e = jit
-        .run_gpu(&f, &mut [Arg::Tensor(&mut a), Arg::Tensor(&mut b)])
+        .run_gpu(&f, &mut [KernelArg::from(&mut a), KernelArg::from(&mut b)])
         .expect_err("1 MiB tensors exceed a 64 KiB device");
     match &e {
         JitError::Gpu(GpuError::OutOfMemory { requested, limit, .. }) => {

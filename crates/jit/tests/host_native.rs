@@ -8,8 +8,10 @@ use std::sync::Arc;
 use relax_ir::{BaseFunc, DataType, PrimFunc};
 use relax_jit::internals::lower;
 use relax_jit::internals::native_counters;
-use relax_jit::{Arg, HostTensor};
-use relax_jit::{BorrowedArg, HostKernel};
+use relax_jit::{HostKernel, HostTensor, JitError, KernelArg};
+
+mod common;
+use common::{f32_bytes, f32_values, read, write};
 
 const SRC: &str = r#"
 @I.ir_module
@@ -230,11 +232,11 @@ fn run(k: &HostKernel, inputs: &[In]) -> Result<Vec<HostTensor>, String> {
         })
         .collect();
     let mut slots = ts.iter_mut();
-    let mut args: Vec<Arg> = Vec::new();
+    let mut args: Vec<KernelArg> = Vec::new();
     for a in inputs {
         args.push(match a {
-            In::T(_) => Arg::Tensor(slots.next().expect("tensor")),
-            In::I(v) => Arg::Int(*v),
+            In::T(_) => KernelArg::from(slots.next().expect("tensor")),
+            In::I(v) => KernelArg::Int(*v),
         });
     }
     k.run(&mut args).map_err(|e| e.to_string())?;
@@ -593,60 +595,41 @@ fn counters_record_native_stages() {
 }
 
 #[test]
-fn borrowed_buffers_run_in_place_or_ask_for_copies() {
+fn borrowed_buffers_run_in_place_or_on_copies() {
     let (native, _) = kernels(&func("gather"));
-    let a: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let (f32, i32) = (DataType::FLOAT32, DataType::INT32);
+    let a = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
     let idx: Vec<u8> = [3i32, 0, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
     // A copy in 8-byte words keeps the f32 data aligned.
     let mut out_words = [0u64; 2];
     let out: &mut [u8] = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut out_words)[..12];
+    let mut args = [read(f32, &[4], &a), read(i32, &[3], &idx), write(f32, &[3], out)];
+    native.run(&mut args).expect("runs");
+    assert_eq!(f32_values(args[2].host_bytes().expect("bytes")), [4.0, 1.0, 3.0]);
+
+    // Bytes not aligned to their element type run on aligned copies, the written
+    // one copied back.
+    // 8-byte words, viewed from their second byte: misaligned for f32 and i32.
+    let (mut a_words, mut out_words) = ([0u64; 3], [0u64; 2]);
+    let shifted_a = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut a_words)[1..17];
+    shifted_a.copy_from_slice(&a);
+    let shifted_out = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut out_words)[1..13];
     let mut args = [
-        BorrowedArg::Read {
-            dtype: DataType::FLOAT32,
-            shape: &[4],
-            bytes: &a,
-        },
-        BorrowedArg::Read {
-            dtype: DataType::INT32,
-            shape: &[3],
-            bytes: &idx,
-        },
-        BorrowedArg::Write {
-            dtype: DataType::FLOAT32,
-            shape: &[3],
-            bytes: out,
-        },
+        read(f32, &[4], shifted_a),
+        read(i32, &[3], &idx),
+        write(f32, &[3], &mut *shifted_out),
     ];
-    assert!(native.run_borrowed(&mut args).expect("runs"));
-    let BorrowedArg::Write { bytes, .. } = &args[2] else {
-        unreachable!()
-    };
-    let got: Vec<f32> = bytes
-        .chunks(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    assert_eq!(got, [4.0, 1.0, 3.0]);
-    // The wrong number of bytes is an error; a written input asks for copies.
-    let mut bad = [
-        BorrowedArg::Read {
-            dtype: DataType::FLOAT32,
-            shape: &[4],
-            bytes: &a[..8],
-        },
-        BorrowedArg::Read {
-            dtype: DataType::INT32,
-            shape: &[3],
-            bytes: &idx,
-        },
-        BorrowedArg::Int(0),
-    ];
-    assert!(native.run_borrowed(&mut bad).is_err());
-    let (overrun, _) = kernels(&func("overrun"));
-    let zeros = [0u8; 16];
-    let mut ro = [BorrowedArg::Read {
-        dtype: DataType::FLOAT32,
-        shape: &[4],
-        bytes: &zeros,
-    }];
-    assert!(!overrun.run_borrowed(&mut ro).expect("no error"));
+    native.run(&mut args).expect("runs on copies");
+    assert_eq!(f32_values(shifted_out), [4.0, 1.0, 3.0]);
+
+    // An output passed read-only is written in a copy: the caller's bytes stay.
+    let zeros = [0u8; 12];
+    let mut args = [read(f32, &[4], &a), read(i32, &[3], &idx), read(f32, &[3], &zeros)];
+    native.run(&mut args).expect("runs on a copy");
+    assert_eq!(zeros, [0u8; 12]);
+
+    // The wrong number of bytes, or a scalar for a tensor, is an error.
+    let mut bad = [read(f32, &[4], &a[..8]), read(i32, &[3], &idx), KernelArg::Int(0)];
+    let e = native.run(&mut bad).expect_err("wrong arguments");
+    assert!(matches!(e, JitError::BadArgs(_)), "{e}");
 }

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use relax_ir::tir::{BinOp, Buffer, PrimExpr, TirVar};
 use relax_ir::{DataType, PrimFunc};
-use relax_jit::{Arg, HostTensor, Jit};
+use relax_jit::{HostTensor, Jit, KernelArg};
 
 const F32: DataType = DataType::FLOAT32;
 
@@ -15,15 +15,15 @@ fn run_both(f: &PrimFunc, inputs: &[HostTensor], out: HostTensor) -> (HostTensor
     let mut ins = inputs.to_vec();
     let mut o = out.clone();
     {
-        let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
-        args.push(Arg::Tensor(&mut o));
+        let mut args: Vec<KernelArg> = ins.iter_mut().map(KernelArg::from).collect();
+        args.push(KernelArg::from(&mut o));
         host_jit.run_host(f, &mut args).expect("host run");
     }
     let g = gpu_jit().map(|jit| {
         let mut ins = inputs.to_vec();
         let mut og = out.clone();
-        let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
-        args.push(Arg::Tensor(&mut og));
+        let mut args: Vec<KernelArg> = ins.iter_mut().map(KernelArg::from).collect();
+        args.push(KernelArg::from(&mut og));
         jit.run_gpu(f, &mut args).expect("gpu run");
         og
     });
@@ -374,12 +374,12 @@ fn wrong_arguments_are_errors() {
     let mut b = HostTensor::zeros(F32, &[5]).unwrap();
     let mut c = HostTensor::zeros(F32, &[4]).unwrap();
     let err = jit
-        .run_host(&f, &mut [Arg::Tensor(&mut a), Arg::Tensor(&mut b), Arg::Tensor(&mut c)])
+        .run_host(&f, &mut [&mut a, &mut b, &mut c].map(KernelArg::from))
         .unwrap_err();
     assert!(err.to_string().contains("extent 5"), "{err}");
     let mut d = HostTensor::zeros(DataType::INT32, &[4]).unwrap();
     let err = jit
-        .run_host(&f, &mut [Arg::Tensor(&mut a), Arg::Tensor(&mut d), Arg::Tensor(&mut c)])
+        .run_host(&f, &mut [&mut a, &mut d, &mut c].map(KernelArg::from))
         .unwrap_err();
     assert!(err.to_string().contains("int32"), "{err}");
 }

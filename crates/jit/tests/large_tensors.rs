@@ -9,7 +9,7 @@ use common::*;
 use relax_gpu_runtime::{GpuRuntime, RuntimeOptions};
 
 use relax_ir::{DataType, PrimFunc};
-use relax_jit::{Arg, HostTensor, Jit};
+use relax_jit::{HostTensor, Jit, KernelArg};
 
 const F32: DataType = DataType::FLOAT32;
 
@@ -63,8 +63,8 @@ fn matmul_ref(x: &HostTensor, w: &HostTensor, m: usize, k: usize, n: usize) -> V
 fn run_gpu(jit: &Jit, f: &PrimFunc, inputs: &[HostTensor], out: HostTensor) -> HostTensor {
     let mut ins = inputs.to_vec();
     let mut o = out;
-    let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
-    args.push(Arg::Tensor(&mut o));
+    let mut args: Vec<KernelArg> = ins.iter_mut().map(KernelArg::from).collect();
+    args.push(KernelArg::from(&mut o));
     jit.run_gpu(f, &mut args).expect("gpu run");
     o
 }
@@ -95,10 +95,7 @@ fn matmul_weight_over_small_binding_cap_matches_host() {
     let mut host = zeros;
     let (mut xh, mut wh) = (x, w);
     Jit::new(None)
-        .run_host(
-            &f,
-            &mut [Arg::Tensor(&mut xh), Arg::Tensor(&mut wh), Arg::Tensor(&mut host)],
-        )
+        .run_host(&f, &mut [&mut xh, &mut wh, &mut host].map(KernelArg::from))
         .unwrap();
     assert_close(&g.to_f64_vec(), &host.to_f64_vec(), 1e-5, 1e-5, "gpu against host");
 }

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use relax_ir::{DataType, PrimFunc};
-use relax_jit::{Arg, HostTensor, Jit, ScheduleOptions};
+use relax_jit::{HostTensor, Jit, KernelArg, ScheduleOptions};
 
 const F32: DataType = DataType::FLOAT32;
 
@@ -33,8 +33,8 @@ fn host_and_gpu(f: &PrimFunc, inputs: &[HostTensor], out: &HostTensor, gpu: &Jit
     for on_gpu in [false, true] {
         let mut ins: Vec<HostTensor> = inputs.to_vec();
         let mut o = out.clone();
-        let mut args: Vec<Arg> = ins.iter_mut().map(Arg::Tensor).collect();
-        args.push(Arg::Tensor(&mut o));
+        let mut args: Vec<KernelArg> = ins.iter_mut().map(KernelArg::from).collect();
+        args.push(KernelArg::from(&mut o));
         if on_gpu {
             gpu.run_gpu(f, &mut args).expect("gpu run");
         } else {
@@ -57,51 +57,69 @@ struct Case {
     ops: &'static [&'static str],
 }
 
+/// A case: the Relax parameters and body, input shapes, output shape and the
+/// subgroup operations its kernel must use.
+fn case(
+    params: &'static str,
+    body: &'static str,
+    inputs: Vec<Vec<i64>>,
+    out: Vec<i64>,
+    ops: &'static [&'static str],
+) -> Case {
+    Case {
+        params,
+        body,
+        inputs,
+        out,
+        ops,
+    }
+}
+
 fn cases() -> Vec<Case> {
     vec![
-        Case {
-            params: r#"x: R.Tensor((3, 1001), "float32")"#,
-            body: "y = R.nn.softmax(x, axis=-1)",
-            inputs: vec![vec![3, 1001]],
-            out: vec![3, 1001],
-            ops: &["subgroupMax", "subgroupAdd"],
-        },
-        Case {
-            params: r#"x: R.Tensor((5, 777), "float32")"#,
-            body: "y = R.sum(x, axis=[1])",
-            inputs: vec![vec![5, 777]],
-            out: vec![5],
-            ops: &["subgroupAdd"],
-        },
-        Case {
-            params: r#"x: R.Tensor((2, 3, 301), "float32")"#,
-            body: "y = R.mean(x, axis=[1, 2], keepdims=True)",
-            inputs: vec![vec![2, 3, 301]],
-            out: vec![2, 1, 1],
-            ops: &["subgroupAdd"],
-        },
-        Case {
-            params: r#"x: R.Tensor((2, 1299), "float32")"#,
-            body: "y = R.min(x, axis=[1])",
-            inputs: vec![vec![2, 1299]],
-            out: vec![2],
-            ops: &["subgroupMin"],
-        },
-        Case {
-            params: r#"x: R.Tensor((4, 515), "float32"), g: R.Tensor((515,), "float32"), b: R.Tensor((515,), "float32")"#,
-            body: "y = R.nn.layer_norm(x, g, b, axes=[-1])",
-            inputs: vec![vec![4, 515], vec![515], vec![515]],
-            out: vec![4, 515],
-            ops: &["subgroupAdd"],
-        },
+        case(
+            r#"x: R.Tensor((3, 1001), "float32")"#,
+            "y = R.nn.softmax(x, axis=-1)",
+            vec![vec![3, 1001]],
+            vec![3, 1001],
+            &["subgroupMax", "subgroupAdd"],
+        ),
+        case(
+            r#"x: R.Tensor((5, 777), "float32")"#,
+            "y = R.sum(x, axis=[1])",
+            vec![vec![5, 777]],
+            vec![5],
+            &["subgroupAdd"],
+        ),
+        case(
+            r#"x: R.Tensor((2, 3, 301), "float32")"#,
+            "y = R.mean(x, axis=[1, 2], keepdims=True)",
+            vec![vec![2, 3, 301]],
+            vec![2, 1, 1],
+            &["subgroupAdd"],
+        ),
+        case(
+            r#"x: R.Tensor((2, 1299), "float32")"#,
+            "y = R.min(x, axis=[1])",
+            vec![vec![2, 1299]],
+            vec![2],
+            &["subgroupMin"],
+        ),
+        case(
+            r#"x: R.Tensor((4, 515), "float32"), g: R.Tensor((515,), "float32"), b: R.Tensor((515,), "float32")"#,
+            "y = R.nn.layer_norm(x, g, b, axes=[-1])",
+            vec![vec![4, 515], vec![515], vec![515]],
+            vec![4, 515],
+            &["subgroupAdd"],
+        ),
         // One output; with 512 threads a workgroup, several subgroups get nothing.
-        Case {
-            params: r#"x: R.Tensor((1, 300), "float32")"#,
-            body: "y = R.max(x, axis=[1])",
-            inputs: vec![vec![1, 300]],
-            out: vec![1],
-            ops: &["subgroupMax"],
-        },
+        case(
+            r#"x: R.Tensor((1, 300), "float32")"#,
+            "y = R.max(x, axis=[1])",
+            vec![vec![1, 300]],
+            vec![1],
+            &["subgroupMax"],
+        ),
     ]
 }
 

@@ -10,7 +10,7 @@ use relax_ir::mutator::{walk_expr, ExprMutator};
 use relax_ir::{
     BaseFunc, Binding, DataType, Diagnostic, Expr, ExprKind, IRModule, NDArray, PrimExpr, Span, StructInfo, Var,
 };
-use relax_jit::{Arg, HostTensor, Jit};
+use relax_jit::{HostTensor, Jit, KernelArg};
 
 /// Replace the parameters of `func` named in `params` by constants, remove them from
 /// its signature and re-normalize. A name that is no parameter, or a tensor whose
@@ -171,7 +171,7 @@ impl Folder<'_> {
         for (dtype, shape) in &outs {
             tensors.push(HostTensor::zeros(*dtype, shape).ok()?);
         }
-        let mut call_args: Vec<Arg<'_>> = tensors.iter_mut().map(Arg::Tensor).collect();
+        let mut call_args: Vec<KernelArg<'_>> = tensors.iter_mut().map(KernelArg::from).collect();
         // A kernel the host executor cannot run now stays for run time.
         self.jit.run_host(pf, &mut call_args).ok()?;
         let mut results: Vec<Expr> = tensors

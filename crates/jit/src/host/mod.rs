@@ -13,6 +13,7 @@ use relax_ir::{DataType, TypeCode};
 
 use crate::error::{JitError, Result};
 use crate::expr::{int_binop, wrap_int};
+use crate::kernel::KernelArg;
 use crate::lower::{LoweredFunc, ParamSlot, Reduction, Stage};
 use crate::math;
 use crate::tensor::{host_elem_bytes, HostTensor};
@@ -22,17 +23,6 @@ mod scalar;
 pub use native::native_counters;
 #[allow(unused_imports)]
 pub(crate) use scalar::*;
-
-/// An argument of a PrimFunc call.
-#[derive(Debug)]
-pub enum Arg<'a> {
-    /// A tensor (inputs are read, outputs written in place).
-    Tensor(&'a mut HostTensor),
-    /// An integer scalar (also `bool`).
-    Int(i64),
-    /// A float scalar.
-    Float(f64),
-}
 
 pub(crate) type IFn = Box<dyn Fn(&mut Frame) -> i64 + Send + Sync>;
 pub(crate) type FFn = Box<dyn Fn(&mut Frame) -> f64 + Send + Sync>;
@@ -494,54 +484,34 @@ impl HostKernel {
         self.stages.iter().filter(|s| matches!(s, HostStage::Native(_))).count()
     }
 
-    /// Run on `args` (one per PrimFunc parameter).
-    pub fn run(&self, args: &mut [Arg<'_>]) -> Result<()> {
-        self.check_count(args.len())?;
+    /// Run on `args` (one per PrimFunc parameter), on the callers' bytes in place.
+    /// An input the function writes, and bytes not aligned to their element type,
+    /// are worked on in aligned copies (written ones copied back); a tensor in
+    /// device memory is a [`JitError::DeviceArg`].
+    pub fn run(&self, args: &mut [KernelArg<'_>]) -> Result<()> {
         let shapes = check_args(&self.lowered, args)?;
-        let bound: Vec<Bound> = args
-            .iter_mut()
-            .map(|a| match a {
-                Arg::Tensor(t) => Bound::Buf(BufPtr {
-                    len: t.numel(),
-                    ptr: t.as_mut_ptr(),
-                }),
-                Arg::Int(v) => Bound::Int(*v),
-                Arg::Float(v) => Bound::Float(*v),
-            })
-            .collect();
-        self.run_bound(&bound, &shapes)
-    }
-
-    /// Run on borrowed buffers, without copies. Returns `Ok(false)` without running
-    /// when an argument cannot be used in place (an input the function writes, or
-    /// data not aligned to its element type): the caller then copies and calls
-    /// [`HostKernel::run`].
-    pub fn run_borrowed(&self, args: &mut [BorrowedArg<'_>]) -> Result<bool> {
-        self.check_count(args.len())?;
-        let metas: Vec<Option<(DataType, &[i64])>> = args
-            .iter()
-            .map(|a| match a {
-                BorrowedArg::Read { dtype, shape, .. } | BorrowedArg::Write { dtype, shape, .. } => {
-                    Some((*dtype, &shape[..]))
-                }
-                BorrowedArg::Int(_) | BorrowedArg::Float(_) => None,
-            })
-            .collect();
-        let shapes = check_meta(&self.lowered, &metas)?;
+        let mut temps: Vec<Option<HostTensor>> = Vec::with_capacity(args.len());
         let mut bound = Vec::with_capacity(args.len());
         for (i, a) in args.iter_mut().enumerate() {
-            let (dtype, ptr, nbytes) = match a {
-                BorrowedArg::Int(v) => {
+            let (dtype, ptr, nbytes, writable) = match a {
+                KernelArg::Int(v) => {
                     bound.push(Bound::Int(*v));
+                    temps.push(None);
                     continue;
                 }
-                BorrowedArg::Float(v) => {
+                KernelArg::Float(v) => {
                     bound.push(Bound::Float(*v));
+                    temps.push(None);
                     continue;
                 }
-                BorrowedArg::Read { .. } if self.written[i] => return Ok(false),
-                BorrowedArg::Read { dtype, bytes, .. } => (*dtype, bytes.as_ptr() as *mut u8, bytes.len()),
-                BorrowedArg::Write { dtype, bytes, .. } => (*dtype, bytes.as_mut_ptr(), bytes.len()),
+                KernelArg::Device { .. } => {
+                    return Err(JitError::DeviceArg {
+                        index: i,
+                        func: self.lowered.name.clone(),
+                    })
+                }
+                KernelArg::Read { dtype, bytes, .. } => (*dtype, bytes.as_ptr() as *mut u8, bytes.len(), false),
+                KernelArg::Write { dtype, bytes, .. } => (*dtype, bytes.as_mut_ptr(), bytes.len(), true),
             };
             let eb = host_elem_bytes(dtype)?;
             let n = crate::tensor::numel(&shapes[i])?;
@@ -551,23 +521,26 @@ impl HostKernel {
                     self.lowered.name
                 )));
             }
-            if !(ptr as usize).is_multiple_of(eb) {
-                return Ok(false);
+            if (writable || !self.written[i]) && (ptr as usize).is_multiple_of(eb) {
+                bound.push(Bound::Buf(BufPtr { ptr, len: n }));
+                temps.push(None);
+                continue;
             }
-            bound.push(Bound::Buf(BufPtr { ptr, len: n }));
+            let bytes = a
+                .host_bytes()
+                .ok_or_else(|| JitError::BadArgs(format!("argument {i} has no bytes")))?;
+            let mut t = HostTensor::from_bytes(dtype, &shapes[i], bytes)?;
+            bound.push(Bound::Buf(BufPtr {
+                ptr: t.as_mut_ptr(),
+                len: n,
+            }));
+            temps.push(Some(t));
         }
-        self.run_bound(&bound, &shapes).map(|()| true)
-    }
-
-    fn check_count(&self, n: usize) -> Result<()> {
-        let lf = &self.lowered;
-        if n != lf.params.len() {
-            return Err(JitError::BadArgs(format!(
-                "`{}` takes {} arguments, {} given",
-                lf.name,
-                lf.params.len(),
-                n
-            )));
+        self.run_bound(&bound, &shapes)?;
+        for (a, t) in args.iter_mut().zip(&temps) {
+            if let (KernelArg::Write { bytes, .. }, Some(t)) = (a, t) {
+                bytes.copy_from_slice(t.bytes());
+            }
         }
         Ok(())
     }
@@ -656,34 +629,6 @@ enum Bound {
     Float(f64),
 }
 
-/// An argument of [`HostKernel::run_borrowed`]: tensors as borrowed little-endian
-/// row-major bytes.
-#[derive(Debug)]
-pub enum BorrowedArg<'a> {
-    /// An input tensor (never written).
-    Read {
-        /// Element type.
-        dtype: DataType,
-        /// Shape.
-        shape: &'a [i64],
-        /// The elements.
-        bytes: &'a [u8],
-    },
-    /// An output (or in-place) tensor, written in place.
-    Write {
-        /// Element type.
-        dtype: DataType,
-        /// Shape.
-        shape: &'a [i64],
-        /// The elements.
-        bytes: &'a mut [u8],
-    },
-    /// An integer scalar (also `bool`).
-    Int(i64),
-    /// A float scalar.
-    Float(f64),
-}
-
 /// Which parameters the stages of `lf` store to.
 fn written_params(lf: &LoweredFunc) -> Vec<bool> {
     let mut ids = std::collections::HashSet::new();
@@ -700,39 +645,28 @@ fn written_params(lf: &LoweredFunc) -> Vec<bool> {
         .collect()
 }
 
-/// Check argument kinds and dtypes; return each tensor argument's shape.
-pub(crate) fn check_args(lf: &LoweredFunc, args: &[Arg<'_>]) -> Result<Vec<Vec<i64>>> {
-    let metas: Vec<Option<(DataType, &[i64])>> = args
-        .iter()
-        .map(|a| match a {
-            Arg::Tensor(t) => Some((t.dtype(), t.shape())),
-            Arg::Int(_) | Arg::Float(_) => None,
-        })
-        .collect();
-    check_meta(lf, &metas)
-}
-
-/// [`check_args`] on `(dtype, shape)` of each tensor argument (`None`: a scalar).
-fn check_meta(lf: &LoweredFunc, args: &[Option<(DataType, &[i64])>]) -> Result<Vec<Vec<i64>>> {
+/// Check the argument count, kinds, dtypes and ranks; return each tensor argument's
+/// shape (empty for scalars).
+pub(crate) fn check_args(lf: &LoweredFunc, args: &[KernelArg<'_>]) -> Result<Vec<Vec<i64>>> {
+    if args.len() != lf.params.len() {
+        return Err(JitError::BadArgs(format!(
+            "`{}` takes {} arguments, {} given",
+            lf.name,
+            lf.params.len(),
+            args.len()
+        )));
+    }
     let mut shapes = Vec::new();
     for (i, (p, a)) in lf.params.iter().zip(args.iter()).enumerate() {
-        match (p, a) {
+        match (p, a.tensor_meta()) {
             (ParamSlot::Buffer { orig, .. }, Some((dtype, shape))) => {
-                if *dtype != orig.dtype() {
+                if dtype != orig.dtype() || shape.len() != orig.shape().len() {
                     return Err(JitError::BadArgs(format!(
-                        "argument {i} (`{}`) of `{}` is {}, expected {}",
-                        orig.name(),
-                        lf.name,
-                        dtype,
-                        orig.dtype()
-                    )));
-                }
-                if shape.len() != orig.shape().len() {
-                    return Err(JitError::BadArgs(format!(
-                        "argument {i} (`{}`) of `{}` has rank {}, expected {}",
+                        "argument {i} (`{}`) of `{}` is a {dtype} tensor of rank {}, expected {} of rank {}",
                         orig.name(),
                         lf.name,
                         shape.len(),
+                        orig.dtype(),
                         orig.shape().len()
                     )));
                 }
@@ -894,40 +828,31 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
                 }
                 continue;
             }
+            // One GEMM call on strided operands; the element type picks the kernel.
+            macro_rules! gemm {
+                ($f:path, $t:ty) => {
+                    $f(
+                        m as usize,
+                        kext as usize,
+                        n as usize,
+                        1.0,
+                        (x.ptr as *const $t).offset(xb as isize),
+                        xc[0] as isize,
+                        xc[1] as isize,
+                        (y.ptr as *const $t).offset(yb as isize),
+                        yc[0] as isize,
+                        yc[1] as isize,
+                        0.0,
+                        (out.ptr as *mut $t).offset(ob as isize),
+                        oc[0] as isize,
+                        oc[1] as isize,
+                    )
+                };
+            }
             if g.f64 {
-                matrixmultiply::dgemm(
-                    m as usize,
-                    kext as usize,
-                    n as usize,
-                    1.0,
-                    (x.ptr as *const f64).offset(xb as isize),
-                    xc[0] as isize,
-                    xc[1] as isize,
-                    (y.ptr as *const f64).offset(yb as isize),
-                    yc[0] as isize,
-                    yc[1] as isize,
-                    0.0,
-                    (out.ptr as *mut f64).offset(ob as isize),
-                    oc[0] as isize,
-                    oc[1] as isize,
-                );
+                gemm!(matrixmultiply::dgemm, f64);
             } else {
-                matrixmultiply::sgemm(
-                    m as usize,
-                    kext as usize,
-                    n as usize,
-                    1.0,
-                    (x.ptr as *const f32).offset(xb as isize),
-                    xc[0] as isize,
-                    xc[1] as isize,
-                    (y.ptr as *const f32).offset(yb as isize),
-                    yc[0] as isize,
-                    yc[1] as isize,
-                    0.0,
-                    (out.ptr as *mut f32).offset(ob as isize),
-                    oc[0] as isize,
-                    oc[1] as isize,
-                );
+                gemm!(matrixmultiply::sgemm, f32);
             }
         }
     }

@@ -323,7 +323,7 @@ pub(super) fn float_to_int(v: f64, to: DataType) -> i64 {
 }
 
 pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<CE> {
-    let arity = |n: usize| check_arity(op, args, n);
+    let arity = |n: usize| crate::error::check_arity(op, args, n);
     if let Some(f) = math::unary_f64(op) {
         arity(1)?;
         let a = compile_f(env, &args[0])?;
@@ -434,18 +434,6 @@ pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimEx
 pub(super) fn division_call(op: I, args: &[PrimExpr]) -> PrimExpr {
     let bop = op.division_op().unwrap_or(BinOp::FloorMod);
     PrimExpr::binary(bop, args[0].clone(), args[1].clone())
-}
-
-/// An error unless the call `T.{op}(args)` has `n` arguments.
-pub(super) fn check_arity(op: I, args: &[PrimExpr], n: usize) -> Result<()> {
-    if args.len() == n {
-        Ok(())
-    } else {
-        Err(JitError::InvalidIr(format!(
-            "T.{op} takes {n} arguments, {} given",
-            args.len()
-        )))
-    }
 }
 
 /// The binary float intrinsics (computed in `f64`).

@@ -38,17 +38,43 @@ impl Em<'_> {
         Ok((self.conv(&call, cw, out)?, out))
     }
 
+    /// `f` of the one argument (as [`Em::fcall`]) combined with the float constant
+    /// `c` (converted to the result's width) by `combine(call, constant)`.
+    fn fcall_with(
+        &mut self,
+        f: &str,
+        args: &[PrimExpr],
+        dtype: DataType,
+        c: &str,
+        combine: impl Fn(&str, &str) -> String,
+    ) -> Result<(String, W)> {
+        let (s, w) = self.fcall(f, args, dtype, None)?;
+        let c = self.conv(c, W::F32, w)?;
+        Ok((combine(&s, &c), w))
+    }
+
+    /// `select` of two arms by a condition (`Select` and `T.if_then_else`); the arms
+    /// are emitted lazily (no side effects hoisted out of them).
+    pub(super) fn select(&mut self, cond: &PrimExpr, t: &PrimExpr, f: &PrimExpr) -> Result<(String, W)> {
+        let (c, cw) = self.expr(cond)?;
+        self.lazy += 1;
+        let arms = self.expr(t).and_then(|t| Ok((t, self.expr(f)?)));
+        self.lazy -= 1;
+        let ((ts, tw), (fs, fw)) = arms?;
+        let w = tw.max(fw);
+        Ok((
+            format!(
+                "select({}, {}, {})",
+                self.conv(&fs, fw, w)?,
+                self.conv(&ts, tw, w)?,
+                self.conv(&c, cw, W::Bool)?
+            ),
+            w,
+        ))
+    }
+
     pub(super) fn call(&mut self, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<(String, W)> {
-        let n = |k: usize| -> Result<()> {
-            if args.len() == k {
-                Ok(())
-            } else {
-                Err(JitError::InvalidIr(format!(
-                    "T.{op} takes {k} arguments, {} given",
-                    args.len()
-                )))
-            }
-        };
+        let n = |k: usize| crate::error::check_arity(op, args, k);
         let simple = match op {
             I::Exp => Some("exp"),
             I::Exp2 => Some("exp2"),
@@ -101,43 +127,32 @@ impl Em<'_> {
             }
             I::Exp10 => {
                 n(1)?;
-                let (s, w) = self.fcall("", args, dtype, None)?;
-                let ten = self.conv("10.0f", W::F32, w)?;
-                (format!("pow({ten}, {s})"), w)
+                self.fcall_with("", args, dtype, "10.0f", |s, c| format!("pow({c}, {s})"))?
             }
             I::Log10 => {
                 n(1)?;
-                let (s, w) = self.fcall("log2", args, dtype, None)?;
-                let c = self.conv("0.30102999566398120f", W::F32, w)?;
-                (format!("({s} * {c})"), w)
+                self.fcall_with("log2", args, dtype, "0.30102999566398120f", |s, c| {
+                    format!("({s} * {c})")
+                })?
             }
             I::Log1p => {
                 n(1)?;
-                let (s, w) = self.fcall("", args, dtype, None)?;
-                let one_ = self.conv("1.0f", W::F32, w)?;
-                (format!("log({one_} + {s})"), w)
+                self.fcall_with("", args, dtype, "1.0f", |s, c| format!("log({c} + {s})"))?
             }
             I::Expm1 => {
                 n(1)?;
-                let (s, w) = self.fcall("exp", args, dtype, None)?;
-                let one_ = self.conv("1.0f", W::F32, w)?;
-                (format!("({s} - {one_})"), w)
+                self.fcall_with("exp", args, dtype, "1.0f", |s, c| format!("({s} - {c})"))?
             }
-            I::Tanh => {
+            I::Tanh | I::Sigmoid | I::Erf | I::Round => {
+                // Helper functions of the same name (see `HELPERS`).
                 n(1)?;
-                self.fcall("tanh_f32", args, dtype, Some("tanh_f32"))?
-            }
-            I::Sigmoid => {
-                n(1)?;
-                self.fcall("sigmoid_f32", args, dtype, Some("sigmoid_f32"))?
-            }
-            I::Erf => {
-                n(1)?;
-                self.fcall("erf_f32", args, dtype, Some("erf_f32"))?
-            }
-            I::Round => {
-                n(1)?;
-                self.fcall("round_f32", args, dtype, Some("round_f32"))?
+                let helper = match op {
+                    I::Tanh => "tanh_f32",
+                    I::Sigmoid => "sigmoid_f32",
+                    I::Erf => "erf_f32",
+                    _ => "round_f32",
+                };
+                self.fcall(helper, args, dtype, Some(helper))?
             }
             I::Pow | I::Powf => {
                 n(2)?;
@@ -179,21 +194,7 @@ impl Em<'_> {
             }
             I::IfThenElse => {
                 n(3)?;
-                let (c, cw) = self.expr(&args[0])?;
-                self.lazy += 1;
-                let arms = self.expr(&args[1]).and_then(|t| Ok((t, self.expr(&args[2])?)));
-                self.lazy -= 1;
-                let ((ts, tw), (fs, fw)) = arms?;
-                let w = tw.max(fw);
-                (
-                    format!(
-                        "select({}, {}, {})",
-                        self.conv(&fs, fw, w)?,
-                        self.conv(&ts, tw, w)?,
-                        self.conv(&c, cw, W::Bool)?
-                    ),
-                    w,
-                )
+                self.select(&args[0], &args[1], &args[2])?
             }
             I::Likely | I::TvmThreadInvariant | I::Assume => {
                 n(1)?;

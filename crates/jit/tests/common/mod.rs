@@ -7,7 +7,7 @@ use std::sync::Arc;
 use relax_ir::attrs::Attrs;
 use relax_ir::tir::{BinOp, Block, Buffer, ForKind, IterKind, IterVar, PrimExpr, Range, Stmt, TirVar};
 use relax_ir::{DataType, PrimFunc, Span};
-use relax_jit::Jit;
+use relax_jit::{Jit, KernelArg};
 
 pub fn i64c(v: i64) -> PrimExpr {
     PrimExpr::int(v)
@@ -238,8 +238,8 @@ pub fn run_output(
 ) -> Vec<f64> {
     let mut ins = inputs.to_vec();
     let mut o = relax_jit::HostTensor::zeros(dt, shape).expect("out");
-    let mut args: Vec<relax_jit::Arg> = ins.iter_mut().map(relax_jit::Arg::Tensor).collect();
-    args.push(relax_jit::Arg::Tensor(&mut o));
+    let mut args: Vec<relax_jit::KernelArg> = ins.iter_mut().map(relax_jit::KernelArg::from).collect();
+    args.push(relax_jit::KernelArg::from(&mut o));
     match gpu {
         Some(g) => g.run_gpu(f, &mut args).expect("gpu run"),
         None => Jit::new(None).run_host(f, &mut args).expect("host run"),
@@ -250,7 +250,10 @@ pub fn run_output(
 /// Run `f` on `tensors` (its inputs, then its outputs, written in place) with
 /// `jit`'s GPU when `gpu`, else on the host.
 pub fn run_tensors(jit: &Jit, gpu: bool, f: &PrimFunc, tensors: &mut [&mut relax_jit::HostTensor]) {
-    let mut args: Vec<relax_jit::Arg> = tensors.iter_mut().map(|t| relax_jit::Arg::Tensor(t)).collect();
+    let mut args: Vec<relax_jit::KernelArg> = tensors
+        .iter_mut()
+        .map(|t| relax_jit::KernelArg::from(&mut **t))
+        .collect();
     if gpu {
         jit.run_gpu(f, &mut args).expect("gpu run");
     } else {
@@ -264,8 +267,8 @@ pub fn host_and_gpu(gpu: &Jit, f: &PrimFunc, inputs: &[relax_jit::HostTensor], o
     [false, true].map(|on_gpu| {
         let mut ins = inputs.to_vec();
         let mut out = relax_jit::HostTensor::zeros(DataType::FLOAT32, out_shape).expect("output tensor");
-        let mut args: Vec<relax_jit::Arg> = ins.iter_mut().map(relax_jit::Arg::Tensor).collect();
-        args.push(relax_jit::Arg::Tensor(&mut out));
+        let mut args: Vec<relax_jit::KernelArg> = ins.iter_mut().map(relax_jit::KernelArg::from).collect();
+        args.push(relax_jit::KernelArg::from(&mut out));
         if on_gpu {
             gpu.run_gpu(f, &mut args).expect("gpu run");
         } else {
@@ -317,20 +320,20 @@ pub fn time_resident(
     reps: usize,
 ) -> f64 {
     let rt = gpu.gpu().expect("a GPU JIT");
-    let args: Vec<relax_jit::GpuArg<'_>> = tensors
+    let mut args: Vec<relax_jit::KernelArg<'_>> = tensors
         .iter()
-        .map(|&(buf, shape)| relax_jit::GpuArg::Buffer {
+        .map(|&(buf, shape)| relax_jit::KernelArg::Device {
             buf,
             dtype: DataType::FLOAT32,
             shape,
         })
         .collect();
-    gpu.run_gpu_resident(f, &args).expect("runs");
+    gpu.run_gpu(f, &mut args).expect("runs");
     rt.synchronize().expect("completes");
     let mut ts: Vec<f64> = (0..reps)
         .map(|_| {
             let t = std::time::Instant::now();
-            gpu.run_gpu_resident(f, &args).expect("runs");
+            gpu.run_gpu(f, &mut args).expect("runs");
             rt.synchronize().expect("completes");
             t.elapsed().as_secs_f64()
         })
@@ -404,4 +407,26 @@ pub fn conv_func(n: i64, ci: i64, hw: i64, co: i64, k: i64, s: i64, groups: i64)
         (Some(init), upd)
     });
     prim_func(&[x, w, out], &[], vec![], body)
+}
+
+/// Little-endian bytes of `f32`s.
+pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The `f32`s of little-endian bytes.
+pub fn f32_values(b: &[u8]) -> Vec<f32> {
+    b.chunks(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// A read-only host argument.
+pub fn read<'a>(dtype: DataType, shape: &'a [i64], bytes: &'a [u8]) -> KernelArg<'a> {
+    KernelArg::Read { dtype, shape, bytes }
+}
+
+/// A written host argument.
+pub fn write<'a>(dtype: DataType, shape: &'a [i64], bytes: &'a mut [u8]) -> KernelArg<'a> {
+    KernelArg::Write { dtype, shape, bytes }
 }

@@ -383,7 +383,7 @@ impl Gen<'_, '_> {
     }
 
     fn call(&mut self, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<(Value, Ty)> {
-        let arity = |n: usize| crate::host::check_arity(op, args, n);
+        let arity = |n: usize| crate::error::check_arity(op, args, n);
         if math::unary_f64(op).is_some() {
             arity(1)?;
             let t = fty(dtype);

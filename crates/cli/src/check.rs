@@ -32,7 +32,7 @@ pub fn run(path: &Path, as_json: bool) -> u8 {
     let mut result = check_module(&module);
     if result.is_valid() {
         // Calls whose legalization declines (a `legalize/skipped` warning each).
-        let (_, skipped) = relax_checker::op::legalize::legalize_module_report(&result.module);
+        let (_, skipped) = relax_transform::legalize::legalize_module_report(&result.module);
         result.diagnostics.extend(skipped);
     }
     for d in &result.diagnostics {

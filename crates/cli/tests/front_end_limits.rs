@@ -4,11 +4,11 @@
 
 use relax_checker::check::check_module;
 use relax_checker::normalize::normalize_module;
-use relax_checker::op::legalize::legalize_module;
 use relax_ir::text::{parse, print_program};
 use relax_ir::BaseFunc;
 use relax_jit::emit_program;
 use relax_jit::{DeviceCaps, ScheduleOptions};
+use relax_transform::legalize::legalize_module;
 
 /// Parse `src`; the parse diagnostic's message and `line:column` on failure.
 fn parse_err(src: &str) -> (String, u32, u32) {

@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 
 use relax_checker::check::check_module;
 use relax_checker::normalize::normalize_module;
-use relax_checker::op::legalize::legalize_module;
 use relax_ir::structural::StructuralEqual;
 use relax_ir::text::{parse, print_program, Program};
 use relax_ir::BaseFunc;
 use relax_jit::emit_program;
 use relax_jit::{DeviceCaps, ScheduleOptions};
+use relax_transform::legalize::legalize_module;
 
 #[path = "../../engine/tests/common/rng.rs"]
 mod rng;

@@ -42,7 +42,7 @@ pub struct EngineConfig {
     /// errors is rejected with [`EngineError::Prepare`].
     pub check: bool,
     /// Lower Relax operators to `call_tir` of generated TIR PrimFuncs at load
-    /// (`relax_checker::op::legalize::legalize_module`), after checking.
+    /// (`relax_transform::legalize::legalize_module`), after checking.
     pub legalize: bool,
     /// Run the graph optimizations of the default pipeline (with legalization):
     /// `decompose-ops-for-inference` before it, `fuse-ops`, `fuse-tir` and

@@ -53,7 +53,7 @@ use relax_ir::{
     Var,
 };
 
-use relax_checker::op::legalize::arg_struct_info;
+use crate::legalize::arg_struct_info;
 
 /// Prefix of the global symbols of the host kernel library.
 pub const PREFIX: &str = "relax_host.";

@@ -2,7 +2,8 @@
 //!
 //! [`pass`] holds the infrastructure (named passes, [`Pipeline`] with timings and
 //! well-formedness checks, the registry of passes by name and the default
-//! pipeline); each other module is one pass.
+//! pipeline); each other module is one pass ([`legalize`] is `LegalizeOps`, the
+//! driver over the operators' legalizations in `relax_checker::op::legalize`).
 
 pub mod call_tir_rewrite;
 pub mod dce;
@@ -11,6 +12,7 @@ pub mod fold;
 pub mod fuse_ops;
 pub mod fuse_tir;
 pub mod host_dispatch;
+pub mod legalize;
 pub mod pass;
 pub mod pattern;
 pub mod simplify;

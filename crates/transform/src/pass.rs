@@ -359,7 +359,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
             let r = relax_checker::realize_vdevice::realize_vdevice(m);
             errors_only(r.diagnostics).map(|()| r.module)
         }),
-        "legalize" => pass_fn(name, relax_checker::op::legalize::legalize_module),
+        "legalize" => pass_fn(name, crate::legalize::legalize_module),
         "decompose-ops-for-inference" => pass_fn(name, crate::decompose::decompose_ops_for_inference),
         "simplify-stack-sum" => pass_fn(name, crate::simplify::simplify_stack_sum),
         "fold-constant" => pass_fn_after(name, &["check", "legalize"], crate::fold::fold_constant),

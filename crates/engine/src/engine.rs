@@ -37,7 +37,7 @@ pub struct EngineConfig {
     pub max_call_depth: usize,
     /// Stack size of the thread a run executes on (0: the caller's thread).
     pub stack_size: usize,
-    /// Check and normalize modules at load (`relax_checker::check::check_module`):
+    /// Check and normalize modules at load (`relax_transform::check_and_realize`):
     /// normal form, StructInfo derivation, purity, well-formedness. A module with
     /// errors is rejected with [`EngineError::Prepare`].
     pub check: bool,

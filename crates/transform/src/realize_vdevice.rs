@@ -18,14 +18,16 @@ use relax_ir::{
 
 use relax_ir::mutator::{walk_binding, walk_expr, ExprMutator};
 
-use crate::normalize::normalize_module;
+use relax_checker::device::check_device_consistency;
+use relax_checker::normalize::normalize_module;
 
 /// Rule names of RealizeVDevice diagnostics.
 pub mod rules {
     /// `hint_on_device` names a device missing from the module.
     pub const UNKNOWN_DEVICE: &str = "vdevice/unknown-device: device not declared in the module";
-    /// An operator's tensor arguments are on different devices.
-    pub const MISMATCH: &str = "vdevice/mismatch: operator arguments on different devices";
+    /// An operator's tensor arguments are on different devices (found by the
+    /// checker's device-consistency analysis).
+    pub use relax_checker::device::MISMATCH;
     /// A function returns a tuple of another length than its annotation.
     pub const RETURN: &str = "vdevice/return: returned tuple does not match the annotation";
 }
@@ -90,54 +92,6 @@ pub fn realize_vdevice(module: &IRModule) -> Realized {
     Realized {
         module: renorm.module,
         diagnostics: diags,
-    }
-}
-
-/// Errors for operator calls whose tensor arguments are on different devices.
-pub fn check_device_consistency(module: &IRModule) -> Vec<Diagnostic> {
-    let mut diags = Vec::new();
-    for f in module.functions.values() {
-        let BaseFunc::Relax(func) = f else { continue };
-        relax_ir::visit::for_each_expr(&func.body, &mut |e| {
-            let ExprKind::Call(call) = e.kind() else { return };
-            let ExprKind::Op(name) = call.op.kind() else { return };
-            if matches!(name.as_str(), "relax.to_vdevice" | "relax.hint_on_device") {
-                return;
-            }
-            let mut devs: Vec<VDevice> = Vec::new();
-            for a in &call.args {
-                collect_devices(a, &mut devs);
-            }
-            if let Some(first) = devs.first() {
-                if let Some(other) = devs.iter().find(|d| *d != first) {
-                    diags.push(
-                        Diagnostic::error(
-                            format!(
-                                "{name} has tensor arguments on different devices ({}:{} and {}:{}); insert R.to_vdevice",
-                                first.target.kind, first.vdevice_id, other.target.kind, other.vdevice_id
-                            ),
-                            e.span(),
-                        )
-                        .with_rule(rules::MISMATCH),
-                    );
-                }
-            }
-        });
-    }
-    diags
-}
-
-fn collect_devices(e: &Expr, out: &mut Vec<VDevice>) {
-    match e.kind() {
-        ExprKind::Var(v) => {
-            if let Some(StructInfo::Tensor(t)) = v.struct_info() {
-                if let Some(d) = &t.vdevice {
-                    out.push(d.clone());
-                }
-            }
-        }
-        ExprKind::Tuple(f) => f.iter().for_each(|x| collect_devices(x, out)),
-        _ => {}
     }
 }
 

@@ -95,6 +95,20 @@ pub fn realize_vdevice(module: &IRModule) -> Realized {
     }
 }
 
+/// What backward propagation starts from, gathered from every function.
+#[derive(Default)]
+struct Facts {
+    /// Devices of annotated variables (parameters, bindings, returned values) and
+    /// of `hint_on_device` results.
+    explicit: Vec<(Var, VDevice)>,
+    /// Devices hinted for the inputs of `hint_on_device`.
+    hints: Vec<(Var, VDevice)>,
+    /// Co-location: the variables bound together, both ways.
+    edges: HashMap<Var, Vec<Var>>,
+    /// The value bound to each variable.
+    bound: HashMap<Var, Expr>,
+}
+
 struct Realizer<'m> {
     module: &'m IRModule,
     diags: Vec<Diagnostic>,
@@ -129,71 +143,50 @@ impl Realizer<'_> {
 
     /// Backward propagation: the device of every variable that has one.
     fn infer(&mut self, m: &IRModule) -> HashMap<Var, VDevice> {
-        let mut explicit: Vec<(Var, VDevice)> = Vec::new();
-        let mut hint_inputs: Vec<(Var, VDevice)> = Vec::new();
-        let mut edges: HashMap<Var, Vec<Var>> = HashMap::new();
-        let mut bound: HashMap<Var, Expr> = HashMap::new();
+        let mut facts = Facts::default();
         for f in m.functions.values() {
             let BaseFunc::Relax(func) = f else { continue };
-            self.collect_function(func, &mut explicit, &mut hint_inputs, &mut edges, &mut bound);
+            self.collect_function(func, &mut facts);
         }
+        // Explicit devices first: they win over the hinted inputs.
         let mut known: HashMap<Var, VDevice> = HashMap::new();
-        let mut stack: Vec<Var> = Vec::new();
-        for (v, d) in explicit {
-            if !known.contains_key(&v) {
-                known.insert(v.clone(), d);
-                stack.push(v);
+        for seeds in [facts.explicit, facts.hints] {
+            let mut stack: Vec<Var> = Vec::new();
+            for (v, d) in seeds {
+                if !known.contains_key(&v) {
+                    known.insert(v.clone(), d);
+                    stack.push(v);
+                }
             }
+            propagate(&mut known, &mut stack, &facts.edges);
         }
-        propagate(&mut known, &mut stack, &edges);
-        for (v, d) in hint_inputs {
-            if !known.contains_key(&v) {
-                known.insert(v.clone(), d);
-                stack.push(v);
-            }
-        }
-        propagate(&mut known, &mut stack, &edges);
         known
     }
 
-    fn collect_function(
-        &mut self,
-        func: &Function,
-        explicit: &mut Vec<(Var, VDevice)>,
-        hints: &mut Vec<(Var, VDevice)>,
-        edges: &mut HashMap<Var, Vec<Var>>,
-        bound: &mut HashMap<Var, Expr>,
-    ) {
+    fn collect_function(&mut self, func: &Function, facts: &mut Facts) {
         for p in &func.params {
             if let Some(StructInfo::Tensor(TensorStructInfo { vdevice: Some(d), .. })) = p.struct_info() {
-                explicit.push((p.clone(), d.clone()));
+                facts.explicit.push((p.clone(), d.clone()));
             }
         }
         let ExprKind::Seq(seq) = func.body.kind() else { return };
-        self.collect_seq(seq, explicit, hints, edges, bound);
+        self.collect_seq(seq, facts);
         if let Some(ret) = &func.ret_struct_info {
-            self.check_ret(&seq.body, ret, explicit, bound, func.span);
+            self.check_ret(&seq.body, ret, facts, func.span);
         }
     }
 
-    fn check_ret(
-        &mut self,
-        e: &Expr,
-        ret: &StructInfo,
-        explicit: &mut Vec<(Var, VDevice)>,
-        bound: &HashMap<Var, Expr>,
-        span: Span,
-    ) {
+    fn check_ret(&mut self, e: &Expr, ret: &StructInfo, facts: &mut Facts, span: Span) {
         match ret {
             StructInfo::Tensor(TensorStructInfo { vdevice: Some(d), .. }) => {
                 if let ExprKind::Var(v) = e.kind() {
-                    explicit.push((v.clone(), d.clone()));
+                    facts.explicit.push((v.clone(), d.clone()));
                 }
             }
             StructInfo::Tuple(fields) => {
                 let mut cur = e.clone();
                 while let ExprKind::Var(v) = cur.kind() {
-                    match bound.get(v) {
+                    match facts.bound.get(v) {
                         Some(x) => cur = x.clone(),
                         None => break,
                     }
@@ -214,7 +207,7 @@ impl Realizer<'_> {
                         return;
                     }
                     for (x, s) in items.iter().zip(fields) {
-                        self.check_ret(x, s, explicit, bound, span);
+                        self.check_ret(x, s, facts, span);
                     }
                 }
             }
@@ -222,26 +215,19 @@ impl Realizer<'_> {
         }
     }
 
-    fn collect_seq(
-        &mut self,
-        seq: &SeqExpr,
-        explicit: &mut Vec<(Var, VDevice)>,
-        hints: &mut Vec<(Var, VDevice)>,
-        edges: &mut HashMap<Var, Vec<Var>>,
-        bound: &mut HashMap<Var, Expr>,
-    ) {
+    fn collect_seq(&mut self, seq: &SeqExpr, facts: &mut Facts) {
         for b in seq.blocks.iter().flat_map(|b| b.bindings.iter()) {
             let var = b.var();
             if let Some(StructInfo::Tensor(TensorStructInfo { vdevice: Some(d), .. })) = var.struct_info() {
-                explicit.push((var.clone(), d.clone()));
+                facts.explicit.push((var.clone(), d.clone()));
             }
             let value = b.value();
             if let ExprKind::Call(c) = value.kind() {
                 if c.op.as_op() == Some("relax.hint_on_device") {
                     if let Some(d) = self.lookup_hint(&c.attrs, b.span()) {
-                        explicit.push((var.clone(), d.clone()));
+                        facts.explicit.push((var.clone(), d.clone()));
                         if let Some(ExprKind::Var(a)) = c.args.first().map(|a| a.kind()) {
-                            hints.push((a.clone(), d));
+                            facts.hints.push((a.clone(), d));
                         }
                     }
                 }
@@ -253,11 +239,11 @@ impl Realizer<'_> {
                     if is_prim(&u) {
                         continue;
                     }
-                    edges.entry(var.clone()).or_default().push(u.clone());
-                    edges.entry(u).or_default().push(var.clone());
+                    facts.edges.entry(var.clone()).or_default().push(u.clone());
+                    facts.edges.entry(u).or_default().push(var.clone());
                 }
             }
-            bound.insert(var.clone(), value.clone());
+            facts.bound.insert(var.clone(), value.clone());
             // Nested scopes.
             match value.kind() {
                 ExprKind::If {
@@ -267,11 +253,11 @@ impl Realizer<'_> {
                 } => {
                     for br in [then_branch, else_branch] {
                         if let ExprKind::Seq(s) = br.kind() {
-                            self.collect_seq(s, explicit, hints, edges, bound);
+                            self.collect_seq(s, facts);
                         }
                     }
                 }
-                ExprKind::Function(f) => self.collect_function(f, explicit, hints, edges, bound),
+                ExprKind::Function(f) => self.collect_function(f, facts),
                 _ => {}
             }
         }

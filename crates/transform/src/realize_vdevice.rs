@@ -109,6 +109,18 @@ struct Facts {
     bound: HashMap<Var, Expr>,
 }
 
+/// The module's VDevice that a `hint_on_device` call's attributes name.
+fn hinted_device(module: &IRModule, attrs: &Attrs) -> Option<VDevice> {
+    let dt = attrs.get_int("device_type").unwrap_or(-1);
+    let idx = attrs.get_int("index").unwrap_or(0);
+    let scope = attrs.get_str("memory_scope").unwrap_or("global");
+    module
+        .vdevices()
+        .into_iter()
+        .find(|d| device_type_of(&d.target.kind) == dt && d.vdevice_id == idx && d.memory_scope == scope)
+        .cloned()
+}
+
 struct Realizer<'m> {
     module: &'m IRModule,
     diags: Vec<Diagnostic>,
@@ -120,16 +132,10 @@ fn is_prim(v: &Var) -> bool {
 
 impl Realizer<'_> {
     fn lookup_hint(&mut self, attrs: &Attrs, span: Span) -> Option<VDevice> {
-        let dt = attrs.get_int("device_type").unwrap_or(-1);
-        let idx = attrs.get_int("index").unwrap_or(0);
-        let scope = attrs.get_str("memory_scope").unwrap_or("global");
-        let found = self
-            .module
-            .vdevices()
-            .into_iter()
-            .find(|d| device_type_of(&d.target.kind) == dt && d.vdevice_id == idx && d.memory_scope == scope)
-            .cloned();
+        let found = hinted_device(self.module, attrs);
         if found.is_none() {
+            let dt = attrs.get_int("device_type").unwrap_or(-1);
+            let idx = attrs.get_int("index").unwrap_or(0);
             self.diags.push(
                 Diagnostic::error(
                     format!("R.hint_on_device: no device of type {dt} with index {idx} in the module's vdevice list"),
@@ -375,16 +381,9 @@ impl Rewriter<'_> {
     }
 
     fn desugar_hint(&mut self, c: &Call, arg: &Expr, span: Span) -> Expr {
-        let dt = c.attrs.get_int("device_type").unwrap_or(-1);
-        let idx = c.attrs.get_int("index").unwrap_or(0);
-        let scope = c.attrs.get_str("memory_scope").unwrap_or("global").to_string();
-        let target = self
-            .module
-            .vdevices()
-            .into_iter()
-            .find(|d| device_type_of(&d.target.kind) == dt && d.vdevice_id == idx && d.memory_scope == scope)
-            .cloned();
-        let Some(target) = target else { return arg.clone() };
+        let Some(target) = hinted_device(self.module, &c.attrs) else {
+            return arg.clone();
+        };
         let input = match leaf_sinfo(arg) {
             StructInfo::Tensor(t) => t.vdevice,
             _ => None,

@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use relax_checker::normalize::normalize_module;
-use relax_checker::op::legalize::legalize_module;
 use relax_ir::structural::StructuralEqual;
 use relax_ir::text::parse;
 use relax_ir::{BaseFunc, Binding, Expr, ExprKind, IRModule, PrimFunc, StructInfo};
 use relax_jit::{HostTensor, Jit, KernelArg};
+use relax_transform::legalize::legalize_module;
 
 fn corpus_dir() -> Option<PathBuf> {
     if let Ok(d) = std::env::var("RELAX_CORPUS_DIR") {

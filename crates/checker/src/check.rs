@@ -1,17 +1,16 @@
 //! The checker's entry point: normalize a module, derive and check every
-//! StructInfo, propagate VDevices and check well-formedness.
+//! StructInfo and check well-formedness.
 
 use relax_ir::{Diagnostic, IRModule, StructInfo};
 
+use crate::device::check_device_consistency;
 use crate::normalize::{normalize_module, BindingInfo};
-use crate::realize_vdevice::{check_device_consistency, realize_vdevice};
 use crate::well_formed::{self, WfOptions};
 
 /// The result of [`check_module`].
 #[derive(Clone, Debug)]
 pub struct CheckResult {
-    /// The module in normal form with every bound variable's StructInfo filled
-    /// (and VDevices propagated when the module declares some).
+    /// The module in normal form with every bound variable's StructInfo filled.
     pub module: IRModule,
     /// Errors and warnings, ordered by location.
     pub diagnostics: Vec<Diagnostic>,
@@ -47,41 +46,33 @@ fn is_wf_rule(d: &Diagnostic) -> bool {
 
 /// Check a module: the normal form, StructInfo derivation (errors for
 /// definite mismatches, warnings where a match could not be proven), purity,
-/// VDevice propagation and every well-formedness criterion.
+/// the consistency of annotated VDevices and every well-formedness criterion.
+///
+/// VDevices are not propagated here: `RealizeVDevice` is a transform
+/// (`relax_transform::check_and_realize` checks with it).
 ///
 /// A panic here is a bug (the fuzz targets in `crates/cli/tests/fuzz_pipeline.rs` look
 /// for them); bad input is always a diagnostic.
 pub fn check_module(module: &IRModule) -> CheckResult {
-    check_module_inner(module)
-}
-
-fn check_module_inner(module: &IRModule) -> CheckResult {
     let mut diagnostics = well_formed::check_recursion_annotations(module);
     let norm = normalize_module(module);
-    let (checked, bindings) = if module.vdevices().is_empty() {
-        diagnostics.extend(norm.diagnostics);
-        (norm.module, norm.bindings)
-    } else {
-        // Backward propagation, then the forward pass re-derives StructInfo.
-        let realized = realize_vdevice(&norm.module);
-        let renorm = normalize_module(&realized.module);
-        diagnostics.extend(norm.diagnostics.into_iter().filter(|d| !d.is_error()));
-        diagnostics.extend(
-            realized
-                .diagnostics
-                .into_iter()
-                .filter(|d| d.rule.as_deref().is_some_and(|r| r.starts_with("vdevice/"))),
-        );
-        diagnostics.extend(renorm.diagnostics);
-        diagnostics.extend(check_device_consistency(&renorm.module));
-        (renorm.module, renorm.bindings)
-    };
-    diagnostics.extend(well_formed::check_module(&checked, WfOptions { normal_form: true }));
+    diagnostics.extend(norm.diagnostics);
+    if !module.vdevices().is_empty() {
+        diagnostics.extend(check_device_consistency(&norm.module));
+    }
+    conclude(diagnostics, norm.module, norm.bindings)
+}
+
+/// The end of a check: `diagnostics` found so far on the way to `module` (a
+/// normalized module whose bindings are `bindings`), with the well-formedness
+/// diagnostics of `module` added, duplicates removed and ordered by location.
+pub fn conclude(mut diagnostics: Vec<Diagnostic>, module: IRModule, bindings: Vec<BindingInfo>) -> CheckResult {
+    diagnostics.extend(well_formed::check_module(&module, WfOptions { normal_form: true }));
     dedup(&mut diagnostics);
     diagnostics.sort_by_key(|d| (d.span.is_none(), d.span.line, d.span.col));
     let well_formed = !diagnostics.iter().any(|d| d.is_error() && is_wf_rule(d));
     CheckResult {
-        module: checked,
+        module,
         diagnostics,
         well_formed,
         bindings,

@@ -1,12 +1,15 @@
-//! The static half of Relax: well-formedness, the normal form (ANF normalizer),
-//! `StructInfo` derivation with subtyping and LUB, the operator registry
-//! (purity + `FInferStructInfo` + legalization, one place per operator) and
-//! `RealizeVDevice`.
+//! The static half of Relax: well-formedness, the normal form (ANF normalizer,
+//! TVM's `BlockBuilder` normalization), `StructInfo` derivation with subtyping
+//! and LUB, device consistency and the operator registry (purity +
+//! `FInferStructInfo` + legalization, one place per operator).
+//!
+//! Module-to-module transforms (`LegalizeOps`, `RealizeVDevice`, ...) are in
+//! `relax-transform`.
 
 pub mod analysis;
 pub mod check;
 pub mod derive;
+pub mod device;
 pub mod normalize;
 pub mod op;
-pub mod realize_vdevice;
 pub mod well_formed;

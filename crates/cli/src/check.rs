@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use relax_checker::check::check_module;
 use relax_ir::text::{parse, print_struct_info};
 use relax_ir::{Diagnostic, Severity};
 use serde_json::json;
@@ -29,10 +28,10 @@ pub fn run(path: &Path, as_json: bool) -> u8 {
             return EXIT_REJECTED;
         }
     };
-    let mut result = check_module(&module);
+    let mut result = relax_transform::check_and_realize(&module);
     if result.is_valid() {
         // Calls whose legalization declines (a `legalize/skipped` warning each).
-        let (_, skipped) = relax_checker::op::legalize::legalize_module_report(&result.module);
+        let (_, skipped) = relax_transform::legalize::legalize_module_report(&result.module);
         result.diagnostics.extend(skipped);
     }
     for d in &result.diagnostics {

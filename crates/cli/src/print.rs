@@ -65,7 +65,7 @@ fn legalize_warnings(module: IRModule, passes: &[String]) -> Vec<relax_ir::Diagn
         prefix.push(p);
     }
     match prefix.run_timed(module) {
-        Ok((m, _)) => relax_checker::op::legalize::legalize_module_report(&m).1,
+        Ok((m, _)) => relax_transform::legalize::legalize_module_report(&m).1,
         Err(_) => Vec::new(),
     }
 }

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use ndarray::ArrayD;
 use ndarray_npy::{NpzWriter, WritableElement, WriteNpyExt};
+use relax_engine::params::{arg_mismatch, dims_text, ArgMismatch};
 use relax_engine::{ArrayValue, DeviceChoice, Engine, EngineConfig, Tensor, Value};
 use relax_ir::{BaseFunc, DataType, GlobalVar, IRModule, StructInfo};
 use serde_json::{json, Value as Json};
@@ -316,35 +317,22 @@ fn check_inputs(module: &IRModule, entry: &str, args: &[Value]) -> Result<(), Fa
         let (Some(StructInfo::Tensor(t)), Some(tensor)) = (param.struct_info(), arg.as_tensor()) else {
             continue;
         };
-        let pname = param.name();
-        if !t.dtype.is_void() && t.dtype != tensor.dtype() {
-            return Err(rejected(format!(
-                "input {i} (parameter `{pname}`): expected dtype {}, got {}",
-                t.dtype,
-                tensor.dtype()
-            )));
-        }
-        if t.ndim >= 0 && t.ndim as usize != tensor.ndim() {
-            return Err(rejected(format!(
-                "input {i} (parameter `{pname}`): expected {} dimension(s), got shape {:?}",
+        let place = format!("input {i} (parameter `{}`)", param.name());
+        let message = match arg_mismatch(t, tensor) {
+            None => continue,
+            Some(ArgMismatch::Dtype) => format!("{place}: expected dtype {}, got {}", t.dtype, tensor.dtype()),
+            Some(ArgMismatch::Rank) => format!(
+                "{place}: expected {} dimension(s), got shape {:?}",
                 t.ndim,
                 tensor.shape()
-            )));
-        }
-        if let Some(dims) = t.shape_values() {
-            let expected = relax_engine::params::print_dims(dims);
-            let mismatch = dims
-                .iter()
-                .zip(tensor.shape())
-                .any(|(d, &v)| d.as_int().is_some_and(|e| e != v));
-            if mismatch || dims.len() != tensor.ndim() {
-                return Err(rejected(format!(
-                    "input {i} (parameter `{pname}`): expected shape ({}), got {:?}",
-                    expected.join(", "),
-                    tensor.shape()
-                )));
-            }
-        }
+            ),
+            Some(ArgMismatch::Dims) => format!(
+                "{place}: expected shape ({}), got {:?}",
+                dims_text(t).unwrap_or_default().join(", "),
+                tensor.shape()
+            ),
+        };
+        return Err(rejected(message));
     }
     Ok(())
 }

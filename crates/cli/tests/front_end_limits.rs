@@ -2,13 +2,13 @@
 //! sizes computed from user numbers, and printing round trips. Each asserts the
 //! diagnostic (or value) the input gets now, and runs on a test thread's default stack.
 
-use relax_checker::check::check_module;
 use relax_checker::normalize::normalize_module;
-use relax_checker::op::legalize::legalize_module;
 use relax_ir::text::{parse, print_program};
 use relax_ir::BaseFunc;
 use relax_jit::emit_program;
 use relax_jit::{DeviceCaps, ScheduleOptions};
+use relax_transform::check_and_realize;
+use relax_transform::legalize::legalize_module;
 
 /// Parse `src`; the parse diagnostic's message and `line:column` on failure.
 fn parse_err(src: &str) -> (String, u32, u32) {
@@ -21,7 +21,7 @@ fn parse_err(src: &str) -> (String, u32, u32) {
 /// The error messages of `check` on `src` (which must parse).
 fn check_errors(src: &str) -> Vec<String> {
     let p = parse(src).unwrap_or_else(|d| panic!("parse failed: {}", d.message));
-    let r = check_module(&p.into_module());
+    let r = check_and_realize(&p.into_module());
     r.errors().map(|d| d.message.clone()).collect()
 }
 
@@ -31,7 +31,7 @@ fn whole_pipeline(src: &str) -> usize {
     let p = parse(src).unwrap_or_else(|d| panic!("parse failed: {}", d.message));
     let text = print_program(&p);
     let module = p.into_module();
-    let r = check_module(&module);
+    let r = check_and_realize(&module);
     assert!(r.is_valid(), "{:?}", r.errors().map(|d| &d.message).collect::<Vec<_>>());
     parse(&text).unwrap_or_else(|d| panic!("re-parse failed: {}\n{text}", d.message));
     let n = normalize_module(&module);

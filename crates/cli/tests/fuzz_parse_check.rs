@@ -1,5 +1,5 @@
 //! Bounded fuzzing of the parser and the checker: mutated corpus programs and random
-//! token soups go through `parse` + `check_module` in-process, which must never panic.
+//! token soups go through `parse` + `check_and_realize` in-process, which must never panic.
 //!
 //! The case count is fixed so the test takes a few seconds. A panic is reported with
 //! the input that caused it (proptest then shrinks it). Known panics, if any, are
@@ -10,8 +10,8 @@ mod common;
 use std::path::PathBuf;
 
 use proptest::prelude::*;
-use relax_checker::check::check_module;
 use relax_ir::text::parse;
+use relax_transform::check_and_realize;
 
 /// Panic messages known to be reachable (bugs reported, not hidden): (substring, note).
 const KNOWN_PANICS: &[(&str, &str)] = &[];
@@ -101,7 +101,7 @@ fn parse_and_check(text: &str) -> Result<(), String> {
     std::thread::scope(|s| {
         s.spawn(|| {
             if let Ok(p) = parse(text) {
-                let _ = check_module(&p.into_module());
+                let _ = check_and_realize(&p.into_module());
             }
         })
         .join()

@@ -15,14 +15,14 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use relax_checker::check::check_module;
 use relax_checker::normalize::normalize_module;
-use relax_checker::op::legalize::legalize_module;
 use relax_ir::structural::StructuralEqual;
 use relax_ir::text::{parse, print_program, Program};
 use relax_ir::BaseFunc;
 use relax_jit::emit_program;
 use relax_jit::{DeviceCaps, ScheduleOptions};
+use relax_transform::check_and_realize;
+use relax_transform::legalize::legalize_module;
 
 #[path = "../../engine/tests/common/rng.rs"]
 mod rng;
@@ -233,7 +233,7 @@ fn fuzz_parse_print_parse_roundtrip() {
 #[test]
 fn fuzz_parse_check() {
     fuzz("check", 2, &|_, p, c| {
-        let r = check_module(&p.into_module());
+        let r = check_and_realize(&p.into_module());
         if r.is_valid() {
             c.interesting += 1;
         }

@@ -40,6 +40,13 @@ fn run(dir: &Path, src: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// [`run`], which must succeed: its stdout.
+fn run_ok(dir: &Path, src: &str, args: &[&str]) -> String {
+    let (code, out, err) = run(dir, src, args);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
 #[test]
 fn bad_npy_headers_are_errors() {
     let dir = scratch("npy");
@@ -87,8 +94,7 @@ fn bad_npy_headers_are_errors() {
         common::npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", &data),
     )
     .expect("write");
-    let (code, out, err) = run(&dir, IDENTITY, &["--input", p.to_str().expect("utf-8 path")]);
-    assert_eq!(code, 0, "{err}");
+    let out = run_ok(&dir, IDENTITY, &["--input", p.to_str().expect("utf-8 path")]);
     assert_eq!(out.trim(), "[1. 2. 3. 4.]");
 }
 
@@ -99,8 +105,7 @@ fn bfloat16_json_inputs_are_encoded_as_bfloat16() {
     std::fs::write(&json, r#"[{"dtype":"bfloat16","shape":[3],"data":[0.1, 3.5, -2.0]}]"#).expect("write");
     let src =
         "@R.function\ndef main(x: R.Tensor((3,), \"bfloat16\")):\n    y = R.astype(x, \"float32\")\n    return y\n";
-    let (code, out, err) = run(&dir, src, &["--inputs-json", json.to_str().expect("utf-8 path")]);
-    assert_eq!(code, 0, "{err}");
+    let out = run_ok(&dir, src, &["--inputs-json", json.to_str().expect("utf-8 path")]);
     // 0.1 rounds to the bfloat16 0.10009765625 (it was read as float16 bits: 5.2e-11).
     assert_eq!(out.trim(), "[0.10009765625 3.5 -2.]");
 }

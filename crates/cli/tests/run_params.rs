@@ -53,6 +53,14 @@ fn relax(dir: &Path, args: &[&str]) -> Output {
         .expect("the relax binary runs")
 }
 
+/// `relax run prog.py --device cpu --params w.npz --input x.npy`, then `extra`.
+fn run_with_weights(dir: &Path, extra: &[&str]) -> Output {
+    let base = [
+        "run", "prog.py", "--device", "cpu", "--params", "w.npz", "--input", "x.npy",
+    ];
+    relax(dir, &[&base[..], extra].concat())
+}
+
 #[test]
 fn params_bind_by_name_and_inputs_fill_the_rest() {
     let dir = setup("ok");
@@ -62,12 +70,7 @@ fn params_bind_by_name_and_inputs_fill_the_rest() {
         "w.npz",
         &[("b", &[3], vec![0.5, 0.5, 0.5]), ("w", &[3], vec![10.0, 20.0, 30.0])],
     );
-    let o = relax(
-        &dir,
-        &[
-            "run", "prog.py", "--device", "cpu", "--params", "w.npz", "--input", "x.npy", "--json",
-        ],
-    );
+    let o = run_with_weights(&dir, &["--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert_eq!(
@@ -166,10 +169,7 @@ fn output_prints_a_summary_and_json_everything() {
         "w.npz",
         &[("w", &[3], vec![10.0, 20.0, 30.0]), ("b", &[3], vec![0.5, 0.5, 0.5])],
     );
-    let args = [
-        "run", "prog.py", "--device", "cpu", "--params", "w.npz", "--input", "x.npy",
-    ];
-    let o = relax(&dir, &[&args[..], &["--output", "out.npy"]].concat());
+    let o = run_with_weights(&dir, &["--output", "out.npy"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let s = stdout(&o);
     assert!(s.contains("shape (2, 3), float32"), "{s}");
@@ -182,7 +182,7 @@ fn output_prints_a_summary_and_json_everything() {
         vec![10.5, 40.5, 90.5, 40.5, 100.5, 180.5]
     );
     // --json still prints every value.
-    let o = relax(&dir, &[&args[..], &["--output", "out2.npy", "--json"]].concat());
+    let o = run_with_weights(&dir, &["--output", "out2.npy", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert_eq!(j["outputs"][0]["data"][1][2], serde_json::json!(180.5));

@@ -37,12 +37,12 @@ pub struct EngineConfig {
     pub max_call_depth: usize,
     /// Stack size of the thread a run executes on (0: the caller's thread).
     pub stack_size: usize,
-    /// Check and normalize modules at load (`relax_checker::check::check_module`):
+    /// Check and normalize modules at load (`relax_transform::check_and_realize`):
     /// normal form, StructInfo derivation, purity, well-formedness. A module with
     /// errors is rejected with [`EngineError::Prepare`].
     pub check: bool,
     /// Lower Relax operators to `call_tir` of generated TIR PrimFuncs at load
-    /// (`relax_checker::op::legalize::legalize_module`), after checking.
+    /// (`relax_transform::legalize::legalize_module`), after checking.
     pub legalize: bool,
     /// Run the graph optimizations of the default pipeline (with legalization):
     /// `decompose-ops-for-inference` before it, `fuse-ops`, `fuse-tir` and

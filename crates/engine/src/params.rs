@@ -29,7 +29,7 @@ use std::path::Path;
 
 use ndarray::ArrayD;
 use ndarray_npy::{NpzReader, ReadNpyExt, ReadableElement};
-use relax_ir::{BaseFunc, Function, GlobalVar, IRModule, StructInfo};
+use relax_ir::{BaseFunc, Function, GlobalVar, IRModule, StructInfo, TensorStructInfo};
 
 use crate::engine::Loaded;
 use crate::error::{EngineError, Result};
@@ -269,48 +269,66 @@ fn shape_text(shape: &[i64]) -> String {
     }
 }
 
-/// Check a tensor argument against its parameter's dtype, rank and static dimensions.
-fn check_arg(func: &str, i: usize, name: &str, sinfo: Option<&StructInfo>, value: &Value) -> Result<()> {
-    let (Some(StructInfo::Tensor(t)), Some(tensor)) = (sinfo, value.as_tensor()) else {
-        return Ok(());
-    };
-    let place = || format!("`{func}`: parameter `{name}` (parameter {i})");
+/// How a tensor argument fails its parameter's annotation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgMismatch {
+    /// Another dtype.
+    Dtype,
+    /// Another number of dimensions.
+    Rank,
+    /// A static dimension differs.
+    Dims,
+}
+
+/// The first way (dtype, then rank, then a static dimension) in which `tensor`
+/// fails the annotation `t`, if any.
+pub fn arg_mismatch(t: &TensorStructInfo, tensor: &Tensor) -> Option<ArgMismatch> {
     if !t.dtype.is_void() && t.dtype != tensor.dtype() {
-        return Err(EngineError::Invalid(format!(
-            "{}: expected dtype {}, got {} (shape {})",
-            place(),
-            t.dtype,
-            tensor.dtype(),
-            shape_text(tensor.shape())
-        )));
+        return Some(ArgMismatch::Dtype);
     }
-    let dims = t.shape_values();
-    let rank_ok = t.ndim < 0 || t.ndim as usize == tensor.ndim();
-    let dims_ok = dims.is_none_or(|d| {
+    if t.ndim >= 0 && t.ndim as usize != tensor.ndim() {
+        return Some(ArgMismatch::Rank);
+    }
+    let dims_ok = t.shape_values().is_none_or(|d| {
         d.len() == tensor.ndim()
             && d.iter()
                 .zip(tensor.shape())
                 .all(|(e, &v)| e.as_int().is_none_or(|e| e == v))
     });
-    if !rank_ok || !dims_ok {
-        let expected = match dims {
-            Some(d) => {
-                let shown = print_dims(d);
-                if shown.len() == 1 {
-                    format!("shape ({},)", shown[0])
-                } else {
-                    format!("shape ({})", shown.join(", "))
-                }
-            }
-            None => format!("{} dimension(s)", t.ndim),
-        };
-        return Err(EngineError::Invalid(format!(
-            "{}: expected {expected}, got shape {}",
-            place(),
-            shape_text(tensor.shape())
-        )));
-    }
-    Ok(())
+    (!dims_ok).then_some(ArgMismatch::Dims)
+}
+
+/// The dimensions of `t` as TVMScript writes them (`n`, `3`), when its shape is known.
+pub fn dims_text(t: &TensorStructInfo) -> Option<Vec<String>> {
+    use relax_ir::text::printer::prim_expr::{print_prim_expr, PrimContext};
+    let dims = t.shape_values()?;
+    Some(dims.iter().map(|e| print_prim_expr(e, PrimContext::Relax)).collect())
+}
+
+/// Check a tensor argument against its parameter's dtype, rank and static dimensions.
+fn check_arg(func: &str, i: usize, name: &str, sinfo: Option<&StructInfo>, value: &Value) -> Result<()> {
+    let (Some(StructInfo::Tensor(t)), Some(tensor)) = (sinfo, value.as_tensor()) else {
+        return Ok(());
+    };
+    let place = format!("`{func}`: parameter `{name}` (parameter {i})");
+    let got = shape_text(tensor.shape());
+    let message = match arg_mismatch(t, tensor) {
+        None => return Ok(()),
+        Some(ArgMismatch::Dtype) => format!(
+            "{place}: expected dtype {}, got {} (shape {got})",
+            t.dtype,
+            tensor.dtype()
+        ),
+        Some(ArgMismatch::Rank | ArgMismatch::Dims) => {
+            let expected = match dims_text(t) {
+                Some(shown) if shown.len() == 1 => format!("shape ({},)", shown[0]),
+                Some(shown) => format!("shape ({})", shown.join(", ")),
+                None => format!("{} dimension(s)", t.ndim),
+            };
+            format!("{place}: expected {expected}, got shape {got}")
+        }
+    };
+    Err(EngineError::Invalid(message))
 }
 
 impl Loaded {
@@ -320,10 +338,4 @@ impl Loaded {
         let args = bind_args(self.module(), func, positional, named)?;
         self.run(func, &args)
     }
-}
-
-/// Each dimension of a shape as the Relax text format prints it.
-pub fn print_dims(dims: &[relax_ir::tir::PrimExpr]) -> Vec<String> {
-    use relax_ir::text::printer::prim_expr::{print_prim_expr, PrimContext};
-    dims.iter().map(|e| print_prim_expr(e, PrimContext::Relax)).collect()
 }

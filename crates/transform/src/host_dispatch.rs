@@ -53,7 +53,7 @@ use relax_ir::{
     Var,
 };
 
-use relax_checker::op::legalize::arg_struct_info;
+use crate::legalize::arg_struct_info;
 
 /// Prefix of the global symbols of the host kernel library.
 pub const PREFIX: &str = "relax_host.";
@@ -604,6 +604,32 @@ impl BlockRewrite<'_> {
         Some((j, v.clone(), c.clone()))
     }
 
+    /// The bindings `(index, variable, item)` of every use of the tuple `tv` (bound
+    /// at `at`), when each is a later, not yet rewritten `v = tv[item]`.
+    fn tuple_item_users(&self, tv: &Var, at: usize) -> Option<Vec<(usize, Var, usize)>> {
+        let users = self.users.get(&tv.id())?;
+        if self.uses.get(&tv.id()).copied() != Some(users.len()) {
+            return None;
+        }
+        let mut out = Vec::with_capacity(users.len());
+        for &k in users {
+            if k <= at || self.replaced.contains_key(&k) {
+                return None;
+            }
+            let Binding::VarBinding { var, value, .. } = &self.bindings[k] else {
+                return None;
+            };
+            let ExprKind::TupleGetItem { tuple, index } = value.kind() else {
+                return None;
+            };
+            if !is_var(tuple, tv) {
+                return None;
+            }
+            out.push((k, var.clone(), *index));
+        }
+        Some(out)
+    }
+
     /// For the batch-norm tuple `tv` (bound at `j`): the binding of `tv[0]` (its index
     /// and variable) when every use of `tv` is a `TupleGetItem` binding, and the
     /// rewrites of `tv[1]` / `tv[2]` into aliases of the moving mean and variance
@@ -616,28 +642,12 @@ impl BlockRewrite<'_> {
                 return None;
             }
         }
-        let users = self.users.get(&tv.id())?;
-        if self.uses.get(&tv.id()).copied() != Some(users.len()) {
-            return None;
-        }
         let mut first = None;
         let mut aliases = vec![];
-        for &k in users {
-            if k <= j || self.replaced.contains_key(&k) {
-                return None;
-            }
-            let Binding::VarBinding { var, value, .. } = &self.bindings[k] else {
-                return None;
-            };
-            let ExprKind::TupleGetItem { tuple, index } = value.kind() else {
-                return None;
-            };
-            if !matches!(tuple.kind(), ExprKind::Var(t) if t.id() == tv.id()) {
-                return None;
-            }
+        for (k, var, index) in self.tuple_item_users(tv, j)? {
             match index {
-                0 if first.is_none() => first = Some((k, var.clone())),
-                1 | 2 => aliases.push((k, var.clone(), c.args[2 + index].clone())),
+                0 if first.is_none() => first = Some((k, var)),
+                1 | 2 => aliases.push((k, var, c.args[2 + index].clone())),
                 _ => return None,
             }
         }
@@ -748,26 +758,10 @@ impl BlockRewrite<'_> {
     fn dropout(&mut self, i: usize, tv: &Var, call: &Call) -> Option<()> {
         let x = call.args.first()?;
         self.arg_tensor(x)?;
-        let users = self.users.get(&tv.id())?.clone();
-        if self.uses.get(&tv.id()).copied() != Some(users.len()) {
-            return None;
-        }
         let mut plan = vec![];
-        for &k in &users {
-            if k <= i || self.replaced.contains_key(&k) {
-                return None;
-            }
-            let Binding::VarBinding { var, value, .. } = &self.bindings[k] else {
-                return None;
-            };
-            let ExprKind::TupleGetItem { tuple, index } = value.kind() else {
-                return None;
-            };
-            if !is_var(tuple, tv) {
-                return None;
-            }
+        for (k, var, index) in self.tuple_item_users(tv, i)? {
             match index {
-                0 => plan.push((k, Some(var.clone()))),
+                0 => plan.push((k, Some(var))),
                 1 if self.uses.get(&var.id()).copied().unwrap_or(0) == 0 => plan.push((k, None)),
                 _ => return None,
             }

@@ -342,7 +342,7 @@ fn errors_only(diags: Vec<Diagnostic>) -> Result<(), Vec<Diagnostic>> {
 pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
     Some(match name {
         "check" => pass_fn(name, |m: &IRModule| {
-            let r = relax_checker::check::check_module(m);
+            let r = crate::check::check_and_realize(m);
             errors_only(r.diagnostics).map(|()| r.module)
         }),
         "normalize" => pass_fn(name, |m: &IRModule| {
@@ -356,10 +356,10 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
             errors_only(diags).map(|()| r.module)
         }),
         "realize-vdevice" => pass_fn(name, |m: &IRModule| {
-            let r = relax_checker::realize_vdevice::realize_vdevice(m);
+            let r = crate::realize_vdevice::realize_vdevice(m);
             errors_only(r.diagnostics).map(|()| r.module)
         }),
-        "legalize" => pass_fn(name, relax_checker::op::legalize::legalize_module),
+        "legalize" => pass_fn(name, crate::legalize::legalize_module),
         "decompose-ops-for-inference" => pass_fn(name, crate::decompose::decompose_ops_for_inference),
         "simplify-stack-sum" => pass_fn(name, crate::simplify::simplify_stack_sum),
         "fold-constant" => pass_fn_after(name, &["check", "legalize"], crate::fold::fold_constant),

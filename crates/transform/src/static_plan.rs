@@ -171,11 +171,22 @@ fn is_alloc_tensor(op: &Expr) -> bool {
 
 /// `a * b` with TVM's constant folding (constants multiplied, a factor 1 dropped).
 fn mul(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    fold(BinOp::Mul, a, b, 1, i64::saturating_mul)
+}
+
+/// `a + b` with constant folding.
+fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    fold(BinOp::Add, a, b, 0, i64::saturating_add)
+}
+
+/// `a op b`, computed by `eval` when both are constants, or the other operand
+/// when one is the operation's `identity`.
+fn fold(op: BinOp, a: PrimExpr, b: PrimExpr, identity: i64, eval: fn(i64, i64) -> i64) -> PrimExpr {
     match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) => PrimExpr::int_of(x.saturating_mul(y), a.dtype()),
-        (Some(1), _) => b,
-        (_, Some(1)) => a,
-        _ => PrimExpr::binary(BinOp::Mul, a, b),
+        (Some(x), Some(y)) => PrimExpr::int_of(eval(x, y), a.dtype()),
+        (Some(x), _) if x == identity => b,
+        (_, Some(y)) if y == identity => a,
+        _ => PrimExpr::binary(op, a, b),
     }
 }
 
@@ -230,16 +241,6 @@ fn bind_signature_bounds(f: &Function, ana: &mut Analyzer) -> Result<(), String>
         }
     }
     Ok(())
-}
-
-/// `a + b` with constant folding.
-fn add(a: PrimExpr, b: PrimExpr) -> PrimExpr {
-    match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) => PrimExpr::int_of(x.saturating_add(y), a.dtype()),
-        (Some(0), _) => b,
-        (_, Some(0)) => a,
-        _ => PrimExpr::binary(BinOp::Add, a, b),
-    }
 }
 
 /// A symbolic interval `[lo, hi]` (`None`: unbounded on that side).

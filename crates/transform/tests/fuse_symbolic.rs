@@ -196,21 +196,8 @@ fn verifier_rejects_an_unbound_loop_extent() {
     // Give the kernel a static input buffer: `len_x` is no longer defined anywhere.
     let mut broken = total.clone();
     let (h, b) = broken.buffer_map[0].clone();
-    let n = &b.0;
-    let node = relax_ir::tir::BufferNode {
-        id: 0,
-        name: n.name.clone(),
-        data: n.data.clone(),
-        dtype: n.dtype,
-        shape: vec![relax_ir::tir::PrimExpr::int(48)],
-        strides: n.strides.clone(),
-        elem_offset: n.elem_offset.clone(),
-        scope: n.scope.clone(),
-        align: n.align,
-        offset_factor: n.offset_factor,
-        axis_separators: n.axis_separators.clone(),
-    };
-    broken.buffer_map[0] = (h, relax_ir::tir::Buffer::from_node(node));
+    let fixed = relax_ir::tir::Buffer::new(b.name(), b.dtype(), vec![relax_ir::tir::PrimExpr::int(48)]);
+    broken.buffer_map[0] = (h, fixed);
     let errors = relax_transform::tir_verify::verify_prim_func("total", &broken);
     assert!(
         errors.iter().any(|e| e.message.contains("`len_x`")),

@@ -149,6 +149,15 @@ fn run_main(m: &IRModule, args: &[Value], host_library: bool) -> (Value, RunStat
     (out, loaded.stats())
 }
 
+/// `main` of the module `text` run with `args` with the host library and without
+/// (legalized TIR only): `(library result, TIR result, library run's stats)`.
+fn library_and_tir(text: &str, args: &[Value]) -> (Value, Value, RunStats) {
+    let m = relax_ir::text::parse(text).expect("parses").into_module();
+    let (lib, stats) = run_main(&m, args, true);
+    let (tir, _) = run_main(&m, args, false);
+    (lib, tir, stats)
+}
+
 /// The shape and the elements (as `T`) of each field of a tuple result.
 fn fields<T: relax_engine::Element>(out: &Value) -> Vec<(Vec<i64>, Vec<T>)> {
     let Value::Tuple(fields) = out else { panic!("a tuple") };
@@ -238,10 +247,8 @@ class Module:
 
 #[test]
 fn unary_operators_match_legalized_tir() {
-    let m = relax_ir::text::parse(UNARY).expect("parses").into_module();
     let args = [tensor(&[3, 7], 21, true), tensor(&[3, 7], 22, false)];
-    let (lib, stats) = run_main(&m, &args, true);
-    let (tir, _) = run_main(&m, &args, false);
+    let (lib, tir, stats) = library_and_tir(UNARY, &args);
     assert_eq!(stats.packed_calls, 9, "every unary operator ran in the library");
     assert_fields_close(&fields::<f32>(&lib), &fields::<f32>(&tir), 1e-6, 1e-5);
 }
@@ -267,7 +274,6 @@ class Module:
 
 #[test]
 fn normalizations_and_reductions_match_legalized_tir() {
-    let m = relax_ir::text::parse(NORMS).expect("parses").into_module();
     let args = [
         tensor(&[2, 3, 4, 5], 31, false),
         tensor(&[4, 5], 32, false),
@@ -279,8 +285,7 @@ fn normalizations_and_reductions_match_legalized_tir() {
         tensor(&[3], 38, false),
         tensor(&[3], 39, true),
     ];
-    let (lib, stats) = run_main(&m, &args, true);
-    let (tir, _) = run_main(&m, &args, false);
+    let (lib, tir, stats) = library_and_tir(NORMS, &args);
     assert_eq!((stats.kernels_run, stats.packed_calls), (0, 6), "{stats:?}");
     assert_fields_close(&fields::<f32>(&lib), &fields::<f32>(&tir), 1e-5, 1e-4);
 }
@@ -312,8 +317,7 @@ fn arg_scans_over_rows_match_legalized_tir() {
     v[40] = f32::NAN;
     v[100] = v[90];
     let x: Value = ArrayD::from_shape_vec(IxDyn(&[6, 37]), v).expect("shape").into();
-    let (lib, stats) = run_main(&m, std::slice::from_ref(&x), true);
-    let (tir, _) = run_main(&m, std::slice::from_ref(&x), false);
+    let (lib, tir, stats) = library_and_tir(ARG_SCANS, std::slice::from_ref(&x));
     assert_eq!(stats.packed_calls, 3, "three library calls");
     assert_eq!(fields::<i64>(&lib), fields::<i64>(&tir));
 }

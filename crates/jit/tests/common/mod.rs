@@ -173,7 +173,7 @@ pub fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
     );
     let module = relax_ir::text::parse(&src).expect("module parses").into_module();
     let normalized = relax_checker::normalize::normalize_module(&module).module;
-    let legalized = relax_checker::op::legalize::legalize_module(&normalized).expect("legalizes");
+    let legalized = relax_transform::legalize::legalize_module(&normalized).expect("legalizes");
     legalized
         .functions
         .values()

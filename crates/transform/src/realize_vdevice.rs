@@ -18,14 +18,16 @@ use relax_ir::{
 
 use relax_ir::mutator::{walk_binding, walk_expr, ExprMutator};
 
-use crate::normalize::normalize_module;
+use relax_checker::device::check_device_consistency;
+use relax_checker::normalize::normalize_module;
 
 /// Rule names of RealizeVDevice diagnostics.
 pub mod rules {
     /// `hint_on_device` names a device missing from the module.
     pub const UNKNOWN_DEVICE: &str = "vdevice/unknown-device: device not declared in the module";
-    /// An operator's tensor arguments are on different devices.
-    pub const MISMATCH: &str = "vdevice/mismatch: operator arguments on different devices";
+    /// An operator's tensor arguments are on different devices (found by the
+    /// checker's device-consistency analysis).
+    pub use relax_checker::device::MISMATCH;
     /// A function returns a tuple of another length than its annotation.
     pub const RETURN: &str = "vdevice/return: returned tuple does not match the annotation";
 }
@@ -93,52 +95,30 @@ pub fn realize_vdevice(module: &IRModule) -> Realized {
     }
 }
 
-/// Errors for operator calls whose tensor arguments are on different devices.
-pub fn check_device_consistency(module: &IRModule) -> Vec<Diagnostic> {
-    let mut diags = Vec::new();
-    for f in module.functions.values() {
-        let BaseFunc::Relax(func) = f else { continue };
-        relax_ir::visit::for_each_expr(&func.body, &mut |e| {
-            let ExprKind::Call(call) = e.kind() else { return };
-            let ExprKind::Op(name) = call.op.kind() else { return };
-            if matches!(name.as_str(), "relax.to_vdevice" | "relax.hint_on_device") {
-                return;
-            }
-            let mut devs: Vec<VDevice> = Vec::new();
-            for a in &call.args {
-                collect_devices(a, &mut devs);
-            }
-            if let Some(first) = devs.first() {
-                if let Some(other) = devs.iter().find(|d| *d != first) {
-                    diags.push(
-                        Diagnostic::error(
-                            format!(
-                                "{name} has tensor arguments on different devices ({}:{} and {}:{}); insert R.to_vdevice",
-                                first.target.kind, first.vdevice_id, other.target.kind, other.vdevice_id
-                            ),
-                            e.span(),
-                        )
-                        .with_rule(rules::MISMATCH),
-                    );
-                }
-            }
-        });
-    }
-    diags
+/// What backward propagation starts from, gathered from every function.
+#[derive(Default)]
+struct Facts {
+    /// Devices of annotated variables (parameters, bindings, returned values) and
+    /// of `hint_on_device` results.
+    explicit: Vec<(Var, VDevice)>,
+    /// Devices hinted for the inputs of `hint_on_device`.
+    hints: Vec<(Var, VDevice)>,
+    /// Co-location: the variables bound together, both ways.
+    edges: HashMap<Var, Vec<Var>>,
+    /// The value bound to each variable.
+    bound: HashMap<Var, Expr>,
 }
 
-fn collect_devices(e: &Expr, out: &mut Vec<VDevice>) {
-    match e.kind() {
-        ExprKind::Var(v) => {
-            if let Some(StructInfo::Tensor(t)) = v.struct_info() {
-                if let Some(d) = &t.vdevice {
-                    out.push(d.clone());
-                }
-            }
-        }
-        ExprKind::Tuple(f) => f.iter().for_each(|x| collect_devices(x, out)),
-        _ => {}
-    }
+/// The module's VDevice that a `hint_on_device` call's attributes name.
+fn hinted_device(module: &IRModule, attrs: &Attrs) -> Option<VDevice> {
+    let dt = attrs.get_int("device_type").unwrap_or(-1);
+    let idx = attrs.get_int("index").unwrap_or(0);
+    let scope = attrs.get_str("memory_scope").unwrap_or("global");
+    module
+        .vdevices()
+        .into_iter()
+        .find(|d| device_type_of(&d.target.kind) == dt && d.vdevice_id == idx && d.memory_scope == scope)
+        .cloned()
 }
 
 struct Realizer<'m> {
@@ -152,16 +132,10 @@ fn is_prim(v: &Var) -> bool {
 
 impl Realizer<'_> {
     fn lookup_hint(&mut self, attrs: &Attrs, span: Span) -> Option<VDevice> {
-        let dt = attrs.get_int("device_type").unwrap_or(-1);
-        let idx = attrs.get_int("index").unwrap_or(0);
-        let scope = attrs.get_str("memory_scope").unwrap_or("global");
-        let found = self
-            .module
-            .vdevices()
-            .into_iter()
-            .find(|d| device_type_of(&d.target.kind) == dt && d.vdevice_id == idx && d.memory_scope == scope)
-            .cloned();
+        let found = hinted_device(self.module, attrs);
         if found.is_none() {
+            let dt = attrs.get_int("device_type").unwrap_or(-1);
+            let idx = attrs.get_int("index").unwrap_or(0);
             self.diags.push(
                 Diagnostic::error(
                     format!("R.hint_on_device: no device of type {dt} with index {idx} in the module's vdevice list"),
@@ -175,71 +149,50 @@ impl Realizer<'_> {
 
     /// Backward propagation: the device of every variable that has one.
     fn infer(&mut self, m: &IRModule) -> HashMap<Var, VDevice> {
-        let mut explicit: Vec<(Var, VDevice)> = Vec::new();
-        let mut hint_inputs: Vec<(Var, VDevice)> = Vec::new();
-        let mut edges: HashMap<Var, Vec<Var>> = HashMap::new();
-        let mut bound: HashMap<Var, Expr> = HashMap::new();
+        let mut facts = Facts::default();
         for f in m.functions.values() {
             let BaseFunc::Relax(func) = f else { continue };
-            self.collect_function(func, &mut explicit, &mut hint_inputs, &mut edges, &mut bound);
+            self.collect_function(func, &mut facts);
         }
+        // Explicit devices first: they win over the hinted inputs.
         let mut known: HashMap<Var, VDevice> = HashMap::new();
-        let mut stack: Vec<Var> = Vec::new();
-        for (v, d) in explicit {
-            if !known.contains_key(&v) {
-                known.insert(v.clone(), d);
-                stack.push(v);
+        for seeds in [facts.explicit, facts.hints] {
+            let mut stack: Vec<Var> = Vec::new();
+            for (v, d) in seeds {
+                if !known.contains_key(&v) {
+                    known.insert(v.clone(), d);
+                    stack.push(v);
+                }
             }
+            propagate(&mut known, &mut stack, &facts.edges);
         }
-        propagate(&mut known, &mut stack, &edges);
-        for (v, d) in hint_inputs {
-            if !known.contains_key(&v) {
-                known.insert(v.clone(), d);
-                stack.push(v);
-            }
-        }
-        propagate(&mut known, &mut stack, &edges);
         known
     }
 
-    fn collect_function(
-        &mut self,
-        func: &Function,
-        explicit: &mut Vec<(Var, VDevice)>,
-        hints: &mut Vec<(Var, VDevice)>,
-        edges: &mut HashMap<Var, Vec<Var>>,
-        bound: &mut HashMap<Var, Expr>,
-    ) {
+    fn collect_function(&mut self, func: &Function, facts: &mut Facts) {
         for p in &func.params {
             if let Some(StructInfo::Tensor(TensorStructInfo { vdevice: Some(d), .. })) = p.struct_info() {
-                explicit.push((p.clone(), d.clone()));
+                facts.explicit.push((p.clone(), d.clone()));
             }
         }
         let ExprKind::Seq(seq) = func.body.kind() else { return };
-        self.collect_seq(seq, explicit, hints, edges, bound);
+        self.collect_seq(seq, facts);
         if let Some(ret) = &func.ret_struct_info {
-            self.check_ret(&seq.body, ret, explicit, bound, func.span);
+            self.check_ret(&seq.body, ret, facts, func.span);
         }
     }
 
-    fn check_ret(
-        &mut self,
-        e: &Expr,
-        ret: &StructInfo,
-        explicit: &mut Vec<(Var, VDevice)>,
-        bound: &HashMap<Var, Expr>,
-        span: Span,
-    ) {
+    fn check_ret(&mut self, e: &Expr, ret: &StructInfo, facts: &mut Facts, span: Span) {
         match ret {
             StructInfo::Tensor(TensorStructInfo { vdevice: Some(d), .. }) => {
                 if let ExprKind::Var(v) = e.kind() {
-                    explicit.push((v.clone(), d.clone()));
+                    facts.explicit.push((v.clone(), d.clone()));
                 }
             }
             StructInfo::Tuple(fields) => {
                 let mut cur = e.clone();
                 while let ExprKind::Var(v) = cur.kind() {
-                    match bound.get(v) {
+                    match facts.bound.get(v) {
                         Some(x) => cur = x.clone(),
                         None => break,
                     }
@@ -260,7 +213,7 @@ impl Realizer<'_> {
                         return;
                     }
                     for (x, s) in items.iter().zip(fields) {
-                        self.check_ret(x, s, explicit, bound, span);
+                        self.check_ret(x, s, facts, span);
                     }
                 }
             }
@@ -268,26 +221,19 @@ impl Realizer<'_> {
         }
     }
 
-    fn collect_seq(
-        &mut self,
-        seq: &SeqExpr,
-        explicit: &mut Vec<(Var, VDevice)>,
-        hints: &mut Vec<(Var, VDevice)>,
-        edges: &mut HashMap<Var, Vec<Var>>,
-        bound: &mut HashMap<Var, Expr>,
-    ) {
+    fn collect_seq(&mut self, seq: &SeqExpr, facts: &mut Facts) {
         for b in seq.blocks.iter().flat_map(|b| b.bindings.iter()) {
             let var = b.var();
             if let Some(StructInfo::Tensor(TensorStructInfo { vdevice: Some(d), .. })) = var.struct_info() {
-                explicit.push((var.clone(), d.clone()));
+                facts.explicit.push((var.clone(), d.clone()));
             }
             let value = b.value();
             if let ExprKind::Call(c) = value.kind() {
                 if c.op.as_op() == Some("relax.hint_on_device") {
                     if let Some(d) = self.lookup_hint(&c.attrs, b.span()) {
-                        explicit.push((var.clone(), d.clone()));
+                        facts.explicit.push((var.clone(), d.clone()));
                         if let Some(ExprKind::Var(a)) = c.args.first().map(|a| a.kind()) {
-                            hints.push((a.clone(), d));
+                            facts.hints.push((a.clone(), d));
                         }
                     }
                 }
@@ -299,11 +245,11 @@ impl Realizer<'_> {
                     if is_prim(&u) {
                         continue;
                     }
-                    edges.entry(var.clone()).or_default().push(u.clone());
-                    edges.entry(u).or_default().push(var.clone());
+                    facts.edges.entry(var.clone()).or_default().push(u.clone());
+                    facts.edges.entry(u).or_default().push(var.clone());
                 }
             }
-            bound.insert(var.clone(), value.clone());
+            facts.bound.insert(var.clone(), value.clone());
             // Nested scopes.
             match value.kind() {
                 ExprKind::If {
@@ -313,11 +259,11 @@ impl Realizer<'_> {
                 } => {
                     for br in [then_branch, else_branch] {
                         if let ExprKind::Seq(s) = br.kind() {
-                            self.collect_seq(s, explicit, hints, edges, bound);
+                            self.collect_seq(s, facts);
                         }
                     }
                 }
-                ExprKind::Function(f) => self.collect_function(f, explicit, hints, edges, bound),
+                ExprKind::Function(f) => self.collect_function(f, facts),
                 _ => {}
             }
         }
@@ -435,16 +381,9 @@ impl Rewriter<'_> {
     }
 
     fn desugar_hint(&mut self, c: &Call, arg: &Expr, span: Span) -> Expr {
-        let dt = c.attrs.get_int("device_type").unwrap_or(-1);
-        let idx = c.attrs.get_int("index").unwrap_or(0);
-        let scope = c.attrs.get_str("memory_scope").unwrap_or("global").to_string();
-        let target = self
-            .module
-            .vdevices()
-            .into_iter()
-            .find(|d| device_type_of(&d.target.kind) == dt && d.vdevice_id == idx && d.memory_scope == scope)
-            .cloned();
-        let Some(target) = target else { return arg.clone() };
+        let Some(target) = hinted_device(self.module, &c.attrs) else {
+            return arg.clone();
+        };
         let input = match leaf_sinfo(arg) {
             StructInfo::Tensor(t) => t.vdevice,
             _ => None,

@@ -2,9 +2,10 @@
 //! normalization), run through RealizeVDevice, printed, and compared with the printed parse of
 //! TVM's output.
 
+#[path = "../../checker/tests/common/mod.rs"]
 mod common;
 
-use relax_checker::realize_vdevice::realize_vdevice;
+use relax_transform::realize_vdevice::realize_vdevice;
 
 #[test]
 fn realize_vdevice_corpus_agreement() {

@@ -11,7 +11,7 @@ use crate::op::common::*;
 use crate::op::legalize::extern_kernel::*;
 use crate::op::legalize::manipulate::finish;
 use crate::op::legalize::te::Te;
-use crate::op::legalize::{Emitter, LegalizeCtx, Legalized, OrSkip, Skip};
+use crate::op::legalize::{norm_axis, Emitter, LegalizeCtx, Legalized, OrSkip, Skip};
 use crate::op::manipulate::gather::tensor_role;
 use crate::op::{InferCtx, OpDef};
 
@@ -102,7 +102,7 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
     if ishape.len() != nd || updates.shape().len() != nd || updates.dtype() != data.dtype() {
         return Err(Skip::new("data, indices and updates differ in rank or dtype"));
     }
-    let axis = norm_axis(attrs.axis, nd).or_skip("axis out of range")?;
+    let axis = norm_axis(attrs.axis, nd)?;
     let idt = indices.dtype();
     let axis_range = shape[axis].clone();
     let after = fused(&shape[axis + 1..]);

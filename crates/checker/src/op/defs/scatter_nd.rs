@@ -104,8 +104,7 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
     let reduction = Reduction::parse(&attrs.reduction, false).or_skip("unknown reduction")?;
     let mut t = Te::new();
     let data = tensor_input(&mut t, ctx, 0)?;
-    let (ie, it) = (ctx.call.args.get(1), ctx.args.get(1).and_then(StructInfo::as_tensor));
-    let ind = ie.zip(it).and_then(|(e, s)| t.placeholder(e, s)).or_skip(UNKNOWN)?;
+    let ind = ctx.placeholder(&mut t, 1)?;
     let updates = tensor_input(&mut t, ctx, 2)?;
     if !is_int_or_uint(ind.dtype()) || updates.dtype() != data.dtype() {
         return Err(Skip::new(

@@ -204,9 +204,3 @@ pub(crate) fn tensor_input(t: &mut Te, ctx: &super::LegalizeCtx, i: usize) -> Re
         .or_skip("an argument is not a tensor")?;
     extern_input(t, e, ts).or_skip(UNKNOWN)
 }
-
-/// `axis` (negative counts from the end) as an index below `nd`.
-pub(crate) fn norm_axis(a: i64, nd: usize) -> Option<usize> {
-    let a = if a < 0 { a + nd as i64 } else { a };
-    (0..nd as i64).contains(&a).then_some(a as usize)
-}

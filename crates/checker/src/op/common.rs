@@ -3,7 +3,7 @@
 //! merging and constant-folding `PrimExpr` arithmetic.
 
 use relax_ir::arith::Analyzer;
-use relax_ir::tir::BinOp;
+use relax_ir::tir::{expr_equal, BinOp};
 use relax_ir::{
     AttrValue, Call, DataType, Expr, ExprKind, PrimExpr, PrimExprKind, StructInfo, TensorStructInfo, VDevice,
 };
@@ -430,7 +430,7 @@ pub(crate) fn floor_div_i64(x: i64, y: i64) -> i64 {
 
 /// `min(a, b)`, folded.
 pub(crate) fn min(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
-    if prim_struct_eq(a, b) {
+    if expr_equal(a, b) {
         return a.clone();
     }
     match (a.as_int(), b.as_int()) {
@@ -441,7 +441,7 @@ pub(crate) fn min(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
 
 /// `max(a, b)`, folded.
 pub(crate) fn max(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
-    if prim_struct_eq(a, b) {
+    if expr_equal(a, b) {
         return a.clone();
     }
     match (a.as_int(), b.as_int()) {
@@ -724,43 +724,4 @@ pub(crate) fn expr_shape_values(e: &Expr) -> Option<Vec<PrimExpr>> {
 /// Whether a dtype is a known signed or unsigned integer (bool excluded).
 pub(crate) fn is_int_or_uint(d: DataType) -> bool {
     d.is_int() || (d.is_uint() && !d.is_bool())
-}
-
-/// Structural equality of two `PrimExpr`s (variables by identity).
-pub(crate) fn prim_struct_eq(a: &PrimExpr, b: &PrimExpr) -> bool {
-    if a.same_as(b) {
-        return true;
-    }
-    match (a.kind(), b.kind()) {
-        (PrimExprKind::IntImm { value: x, dtype: dx }, PrimExprKind::IntImm { value: y, dtype: dy }) => {
-            x == y && dx == dy
-        }
-        (PrimExprKind::FloatImm { value: x, dtype: dx }, PrimExprKind::FloatImm { value: y, dtype: dy }) => {
-            x.to_bits() == y.to_bits() && dx == dy
-        }
-        (PrimExprKind::Var(x), PrimExprKind::Var(y)) => x == y,
-        (PrimExprKind::Cast { dtype: dx, value: x }, PrimExprKind::Cast { dtype: dy, value: y }) => {
-            dx == dy && prim_struct_eq(x, y)
-        }
-        (PrimExprKind::Binary { op: o1, a: a1, b: b1 }, PrimExprKind::Binary { op: o2, a: a2, b: b2 }) => {
-            o1 == o2 && prim_struct_eq(a1, a2) && prim_struct_eq(b1, b2)
-        }
-        (PrimExprKind::Not(x), PrimExprKind::Not(y)) => prim_struct_eq(x, y),
-        (PrimExprKind::Select { cond: c1, t: t1, f: f1 }, PrimExprKind::Select { cond: c2, t: t2, f: f2 }) => {
-            prim_struct_eq(c1, c2) && prim_struct_eq(t1, t2) && prim_struct_eq(f1, f2)
-        }
-        (
-            PrimExprKind::Call {
-                op: o1,
-                dtype: d1,
-                args: a1,
-            },
-            PrimExprKind::Call {
-                op: o2,
-                dtype: d2,
-                args: a2,
-            },
-        ) => o1 == o2 && d1 == d2 && a1.len() == a2.len() && a1.iter().zip(a2).all(|(x, y)| prim_struct_eq(x, y)),
-        _ => false,
-    }
 }

@@ -139,17 +139,10 @@ fn bitwise(ctx: &LegalizeCtx, name: &str, intr: &str) -> Result<Lowered, Skip> {
     binary(ctx, name, |a, b, _| PrimExpr::call(intr, dt, vec![a, b]))
 }
 
-macro_rules! bitwise_ops {
-    ($($f:ident $intr:literal),* $(,)?) => {$(
-        fn $f(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-            bitwise(ctx, stringify!($f), $intr)
-        }
-    )*};
-}
-
-bitwise_ops!(
-    bitwise_and "bitwise_and", bitwise_or "bitwise_or", bitwise_xor "bitwise_xor",
-    logical_xor "bitwise_xor", left_shift "shift_left", right_shift "shift_right",
+super::by_intrinsic!(bitwise:
+    bitwise_and "bitwise_and" "bitwise_and", bitwise_or "bitwise_or" "bitwise_or",
+    bitwise_xor "bitwise_xor" "bitwise_xor", logical_xor "logical_xor" "bitwise_xor",
+    left_shift "left_shift" "shift_left", right_shift "right_shift" "shift_right",
 );
 
 /// `log_add_exp(a, b)`: `log(exp(a) + exp(b))`, as topi writes it.

@@ -6,6 +6,7 @@ use relax_ir::{Expr, ExprKind, PrimExpr, Stmt, StructInfo, TirVar};
 
 use super::manipulate::finish;
 use super::te::Te;
+use super::unary::out_and_data;
 use super::{norm_axis, LegalizeCtx, Lowered, OrSkip, Skip};
 use crate::op::common::{add, attr_bool, attr_opt_int, attr_str, int, max, min, mul, sub};
 
@@ -23,9 +24,7 @@ fn prim_params(e: &PrimExpr) -> Vec<(TirVar, Expr)> {
 
 /// `take(x, indices, axis, mode)`.
 fn take(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
+    let (out_shape, mut t, x) = out_and_data(ctx)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let axis = match attr_opt_int(ctx.call, "axis")? {
@@ -130,9 +129,7 @@ fn canonical_begin(b: &PrimExpr, dim: &PrimExpr, stride: i64) -> PrimExpr {
 
 /// `strided_slice(x, axes, begin, end, strides, assume_inbound)`.
 fn strided_slice(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
+    let (out_shape, mut t, x) = out_and_data(ctx)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let axes = prims_of(ctx, 1)?;
@@ -209,9 +206,7 @@ pub(crate) fn data_read_first(f: &mut relax_ir::PrimFunc, first: &relax_ir::Buff
 
 /// `gather_elements(x, indices, axis)`: `out[i] = x[i with i[axis] = indices[i]]`.
 fn gather_elements(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
+    let (out_shape, mut t, x) = out_and_data(ctx)?;
     let ind = ctx.placeholder(&mut t, 1)?;
     let nd = x.shape().len();
     let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0)?, nd)?;

@@ -11,7 +11,7 @@ use relax_ir::visit::free_tir_vars;
 use relax_ir::{Expr, ExprKind, PrimExpr, PrimExprKind, StructInfo, TirVar};
 
 use super::te::{konst, Reduce, Te};
-use super::unary::one_input;
+use super::unary::{one_input, out_and_data, out_and_input};
 use super::{norm_axis, LegalizeCtx, Lowered, OrSkip, Skip};
 use crate::op::common::{add, attr_int, attr_opt_int, attr_opt_ints, attr_str, floordiv, floormod, int, mul, sub};
 
@@ -35,8 +35,7 @@ fn out_tuple_shapes(ctx: &LegalizeCtx) -> Result<Vec<Vec<PrimExpr>>, Skip> {
 }
 
 fn permute_dims(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, shape) = one_input(ctx)?;
+    let (out_shape, mut t, x, shape) = out_and_input(ctx)?;
     let nd = shape.len();
     let axes = opt_axes(ctx, "axes", nd)?.unwrap_or_else(|| (0..nd).rev().collect());
     if axes.len() != nd {
@@ -53,8 +52,7 @@ fn permute_dims(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 }
 
 fn expand_dims(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, _) = one_input(ctx)?;
+    let (out_shape, mut t, x, _) = out_and_input(ctx)?;
     let on = out_shape.len();
     let axes = opt_axes(ctx, "axis", on)?.or_skip("expand_dims has no axis")?;
     t.compute("expand_dims", &out_shape, "i", |i| {
@@ -65,8 +63,7 @@ fn expand_dims(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 }
 
 fn squeeze(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, shape) = one_input(ctx)?;
+    let (out_shape, mut t, x, shape) = out_and_input(ctx)?;
     let nd = shape.len();
     let axes = opt_axes(ctx, "axis", nd)?;
     let axes = axes.unwrap_or_else(|| (0..nd).filter(|&d| shape[d].as_int() == Some(1)).collect());
@@ -546,8 +543,7 @@ fn unravel(idx: &PrimExpr, shape: &[PrimExpr]) -> Vec<PrimExpr> {
 
 /// `reshape` / `flatten`: `T_reshape[i...] = x[unravel(ravel(i))]`.
 fn reshape(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, in_shape) = one_input(ctx)?;
+    let (out_shape, mut t, x, in_shape) = out_and_input(ctx)?;
     t.compute("T_reshape", &out_shape, "ax", |i| {
         let flat = ravel(i, &out_shape);
         x.at(&unravel(&flat, &in_shape))
@@ -689,15 +685,13 @@ fn split(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 }
 
 fn broadcast_to(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, _) = one_input(ctx)?;
+    let (out_shape, mut t, x, _) = out_and_input(ctx)?;
     t.compute("T_broadcast_to", &out_shape, "ax", |i| x.bcast(i, &out_shape));
     Ok(finish("broadcast_to", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 fn tile(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, shape) = one_input(ctx)?;
+    let (out_shape, mut t, x, shape) = out_and_input(ctx)?;
     let (on, nd) = (out_shape.len(), shape.len());
     if on < nd {
         return Err(Skip::new("the output rank is below the input's"));
@@ -710,8 +704,7 @@ fn tile(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 }
 
 fn repeat(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, shape) = one_input(ctx)?;
+    let (out_shape, mut t, x, shape) = out_and_input(ctx)?;
     let reps = attr_opt_int(ctx.call, "repeats")?.or_skip("repeats is not a constant")?;
     let r = int(reps);
     let axis_attr = attr_opt_int(ctx.call, "axis")?;
@@ -746,9 +739,9 @@ fn repeat(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 /// `collapse_sum_to` / `collapse_sum_like`: sum over the leading axes the
 /// target lacks and over the axes where the target has extent 1.
 fn collapse_sum(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (target, dt) = ctx.out_tensor()?;
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
+    let (target, mut t, x) = out_and_data(ctx)?;
+    // the sum accumulates in the output's dtype
+    let dt = ctx.out_tensor()?.1;
     let shape = x.shape().to_vec();
     let (nd, tn) = (shape.len(), target.len());
     if tn > nd {

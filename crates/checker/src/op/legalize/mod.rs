@@ -261,6 +261,17 @@ macro_rules! typed_legalizations {
 }
 pub(crate) use typed_legalizations;
 
+/// PrimFunc builders `$f(ctx)` that call `$helper(ctx, $fname, $intr)`: one
+/// family helper parameterized by the PrimFunc's name and a TIR intrinsic.
+macro_rules! by_intrinsic {
+    ($helper:ident: $($f:ident $fname:literal $intr:literal),* $(,)?) => {$(
+        fn $f(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+            $helper(ctx, $fname, $intr)
+        }
+    )*};
+}
+pub(crate) use by_intrinsic;
+
 /// Legalizations `name(ctx, em)` by the PrimFunc builders `super::name` (or the
 /// builder expression given after `=>`), through [`lower_or_skip`].
 macro_rules! lowered_legalizations {

@@ -3,6 +3,7 @@
 use relax_ir::tir::BinOp;
 use relax_ir::{AttrValue, Attrs, DataType, PrimExpr};
 
+use super::statistical::reduce_index;
 use super::te::{add, konst, min_value, mul, Operand, Reduce, Te};
 use super::unary::one_input;
 use super::{norm_axes, norm_axis, LegalizeCtx, Lowered, OrSkip, Skip};
@@ -31,23 +32,6 @@ fn reduced(shape: &[PrimExpr], axes: &[usize]) -> (Vec<PrimExpr>, Vec<(String, P
     let kept = (0..shape.len()).filter(|d| !axes.contains(d)).map(|d| shape[d].clone());
     let red_axes = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
     (kept.collect(), red_axes)
-}
-
-/// The full index of a reduction over the sorted `axes` of a rank-`nd`
-/// tensor: reduction indices `r` at `axes`, spatial indices `s` elsewhere.
-fn merge_index(nd: usize, axes: &[usize], s: &[PrimExpr], r: &[PrimExpr]) -> Vec<PrimExpr> {
-    let (mut si, mut ri) = (0, 0);
-    (0..nd)
-        .map(|d| {
-            if axes.contains(&d) {
-                ri += 1;
-                r[ri - 1].clone()
-            } else {
-                si += 1;
-                s[si - 1].clone()
-            }
-        })
-        .collect()
 }
 
 fn relu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
@@ -491,7 +475,7 @@ fn layer_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let acc = if dt.bits < 32 { DataType::FLOAT32 } else { dt };
     let up = |v: PrimExpr| if acc == dt { v } else { v.cast(acc) };
     let (red_shape, red_axes) = reduced(&shape, &axes);
-    let full = |s: &[PrimExpr], r: &[PrimExpr]| merge_index(nd, &axes, s, r);
+    let full = |s: &[PrimExpr], r: &[PrimExpr]| reduce_index(nd, &axes, false, s, r);
     let outer =
         |i: &[PrimExpr]| -> Vec<PrimExpr> { (0..nd).filter(|d| !axes.contains(d)).map(|d| i[d].clone()).collect() };
     let inner = |i: &[PrimExpr]| -> Vec<PrimExpr> { axes.iter().map(|&d| i[d].clone()).collect() };
@@ -555,7 +539,7 @@ fn rms_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let sum = t.reduce(
         Reduce::sum("T_multiply_red", red_shape.clone(), "ax", red_axes, acc),
         add,
-        |s, r| PrimExpr::load(&sqb, merge_index(nd, &axes, s, r)),
+        |s, r| PrimExpr::load(&sqb, reduce_index(nd, &axes, false, s, r)),
     );
     let count = float_count(&axes.iter().map(|&d| shape[d].clone()).collect::<Vec<_>>(), acc);
     let rs = t.compute("rsqrt", &red_shape, "ax", |i| {

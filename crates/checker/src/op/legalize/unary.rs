@@ -14,6 +14,21 @@ pub(crate) fn one_input(ctx: &LegalizeCtx) -> Result<(Te, Operand, Vec<PrimExpr>
     Ok((t, Operand::Tensor(b), shape))
 }
 
+/// The output shape, then [`one_input`].
+pub(crate) fn out_and_input(ctx: &LegalizeCtx) -> Result<(Vec<PrimExpr>, Te, Operand, Vec<PrimExpr>), Skip> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let (t, x, shape) = one_input(ctx)?;
+    Ok((out_shape, t, x, shape))
+}
+
+/// The output shape, a builder and input 0 as a placeholder of it.
+pub(crate) fn out_and_data(ctx: &LegalizeCtx) -> Result<(Vec<PrimExpr>, Te, relax_ir::Buffer), Skip> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let x = ctx.placeholder(&mut t, 0)?;
+    Ok((out_shape, t, x))
+}
+
 /// `compute[i...] = f(x[i...])`, function `name`.
 fn compute_unary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr) -> PrimExpr) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
@@ -26,15 +41,7 @@ fn intrin(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Result<Lowered, Skip> {
     compute_unary(ctx, fname, |x| PrimExpr::call(intr, dt, vec![x]))
 }
 
-macro_rules! float_unary {
-    ($($f:ident $fname:literal $intr:literal),* $(,)?) => {$(
-        fn $f(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-            intrin(ctx, $fname, $intr)
-        }
-    )*};
-}
-
-float_unary!(
+super::by_intrinsic!(intrin:
     acos "tir_acos" "acos", acosh "tir_acosh" "acosh", asin "tir_asin" "asin", asinh "tir_asinh" "asinh",
     atan "tir_atan" "atan", atanh "tir_atanh" "atanh", cos "tir_cos" "cos", cosh "tir_cosh" "cosh",
     exp "tir_exp" "exp", log "tir_log" "log", rsqrt "tir_rsqrt" "rsqrt", sigmoid "tir_sigmoid" "sigmoid",
@@ -69,15 +76,7 @@ fn rounding(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Result<Lowered, Skip>
     }
 }
 
-macro_rules! rounding_ops {
-    ($($f:ident $fname:literal $intr:literal),* $(,)?) => {$(
-        fn $f(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-            rounding(ctx, $fname, $intr)
-        }
-    )*};
-}
-
-rounding_ops!(
+super::by_intrinsic!(rounding:
     ceil "tir_ceil" "ceil", floor "tir_floor" "floor", round "tir_round" "nearbyint", trunc "tir_trunc" "trunc",
 );
 

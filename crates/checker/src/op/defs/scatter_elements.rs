@@ -6,7 +6,7 @@
 use relax_ir::tir::{BinOp, ForKind};
 use relax_ir::{Call, PrimExpr, StructInfo};
 
-use crate::op::attrs::{AttrReader, OpAttrs};
+use crate::op::attrs::{op_attrs, OpAttrs};
 use crate::op::common::*;
 use crate::op::legalize::extern_kernel::*;
 use crate::op::legalize::manipulate::finish;
@@ -15,22 +15,14 @@ use crate::op::legalize::{norm_axis, Emitter, LegalizeCtx, Legalized, OrSkip, Sk
 use crate::op::manipulate::gather::tensor_role;
 use crate::op::{InferCtx, OpDef};
 
-/// The attributes (TVM's `ScatterElementsAttrs`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScatterElementsAttrs {
-    /// The axis the indices run along.
-    pub axis: i64,
-    /// `update`, `add`, `mul`, `mean`, `min` or `max`.
-    pub reduction: String,
-}
-
-impl OpAttrs for ScatterElementsAttrs {
-    fn from_call(call: &Call) -> Result<Self, String> {
-        let r = AttrReader::new(call);
-        Ok(ScatterElementsAttrs {
-            axis: r.int("axis")?,
-            reduction: r.str("reduction")?,
-        })
+op_attrs! {
+    /// The attributes (TVM's `ScatterElementsAttrs`).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ScatterElementsAttrs {
+        /// The axis the indices run along.
+        pub axis: i64 = int,
+        /// `update`, `add`, `mul`, `mean`, `min` or `max`.
+        pub reduction: String = str,
     }
 }
 

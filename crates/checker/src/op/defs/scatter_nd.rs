@@ -6,7 +6,7 @@
 use relax_ir::tir::ForKind;
 use relax_ir::{Call, PrimExpr, StructInfo};
 
-use crate::op::attrs::{AttrReader, OpAttrs};
+use crate::op::attrs::{op_attrs, OpAttrs};
 use crate::op::common::*;
 use crate::op::legalize::extern_kernel::*;
 use crate::op::legalize::index::last_axis_first;
@@ -16,18 +16,12 @@ use crate::op::legalize::{Emitter, LegalizeCtx, Legalized, OrSkip, Skip};
 use crate::op::manipulate::gather::tensor_role;
 use crate::op::{InferCtx, OpDef};
 
-/// The attributes (TVM's `ScatterNDAttrs`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScatterNdAttrs {
-    /// `update`, `add`, `mul`, `min` or `max`.
-    pub reduction: String,
-}
-
-impl OpAttrs for ScatterNdAttrs {
-    fn from_call(call: &Call) -> Result<Self, String> {
-        Ok(ScatterNdAttrs {
-            reduction: AttrReader::new(call).str("reduction")?,
-        })
+op_attrs! {
+    /// The attributes (TVM's `ScatterNDAttrs`).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ScatterNdAttrs {
+        /// `update`, `add`, `mul`, `min` or `max`.
+        pub reduction: String = str,
     }
 }
 

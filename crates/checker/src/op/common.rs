@@ -41,6 +41,23 @@ pub(crate) fn check_nargs(call: &Call, args: &[StructInfo], n: usize) -> Result<
     Ok(())
 }
 
+/// An arity check whose error is TVM's `"{expects}, but got {n} arguments"`.
+pub(crate) fn nargs_is(args: &[StructInfo], n: usize, expects: &str) -> Result<(), String> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(format!("{expects}, but got {} arguments", args.len()))
+    }
+}
+
+/// `s` as a tensor, else the error `msg` writes from the kind it has instead.
+pub(crate) fn tensor_or(s: &StructInfo, msg: impl FnOnce(&str) -> String) -> Result<&TensorStructInfo, String> {
+    match s {
+        StructInfo::Tensor(t) => Ok(t),
+        o => Err(msg(kind_name(o))),
+    }
+}
+
 /// Argument `i` as a tensor (the arity must have been checked).
 pub(crate) fn tensor_arg<'a>(call: &Call, args: &'a [StructInfo], i: usize) -> Result<&'a TensorStructInfo, String> {
     match args.get(i) {

@@ -684,15 +684,7 @@ fn collapse_sum_to(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     if args.len() != 2 {
         return Err("CollapseSumTo should have 2 arguments".into());
     }
-    let data = match &args[0] {
-        StructInfo::Tensor(t) => t,
-        o => {
-            return Err(format!(
-                "CollapseSumTo requires the input data to be a Tensor. However, the given one is {}",
-                kind_name(o)
-            ))
-        }
-    };
+    let data = tensor_role(&args[0], "CollapseSumTo", "data")?;
     let shape = match &args[1] {
         StructInfo::Shape(s) => s,
         o => {

@@ -86,10 +86,6 @@ fn type_analysis_corpus_agreement() {
         }
     }
     let total = cases.len();
-    eprintln!("type_analysis: {agree}/{total} agree");
-    for d in &disagree {
-        eprintln!("  disagree: {d}");
-    }
     assert!(total > 200, "corpus has {total} cases");
-    assert!(agree * 100 >= total * 95, "agreement {agree}/{total} below 95%");
+    common::assert_agreement("type_analysis", agree, total, &disagree, 95);
 }

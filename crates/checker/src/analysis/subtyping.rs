@@ -147,19 +147,8 @@ impl<'a> BaseChecker<'a> {
     pub(super) fn prim_match(&mut self, l: &PrimExpr, r: &PrimExpr) -> BaseCheckResult {
         if self.derive_mode && self.populate {
             if let Some(v) = l.as_var() {
-                return match self.shape_map.get(v) {
-                    None => {
-                        self.shape_map.insert(v.clone(), r.clone());
-                        BaseCheckResult::Pass
-                    }
-                    Some(m) => {
-                        if prove_prim_equal(self.ana, m, r) {
-                            BaseCheckResult::Pass
-                        } else {
-                            BaseCheckResult::FailL2
-                        }
-                    }
-                };
+                let ana = self.ana;
+                return bind_or_prove(&mut self.shape_map, v, r, |m, r| prove_prim_equal(ana, m, r));
             }
         }
         if let (Some(a), Some(b)) = (l.as_int(), r.as_int()) {
@@ -187,19 +176,8 @@ impl<'a> BaseChecker<'a> {
         if self.derive_mode && self.populate {
             if let ExprKind::Var(v) = l.kind() {
                 if !v.is_dataflow() {
-                    return match self.var_map.get(v) {
-                        None => {
-                            self.var_map.insert(v.clone(), r.clone());
-                            BaseCheckResult::Pass
-                        }
-                        Some(m) => {
-                            if can_prove_shape_equal(self.ana, m, r) {
-                                BaseCheckResult::Pass
-                            } else {
-                                BaseCheckResult::FailL2
-                            }
-                        }
-                    };
+                    let ana = self.ana;
+                    return bind_or_prove(&mut self.var_map, v, r, |m, r| can_prove_shape_equal(ana, m, r));
                 }
             }
         }
@@ -207,6 +185,24 @@ impl<'a> BaseChecker<'a> {
             (ExprKind::ShapeExpr(a), ExprKind::ShapeExpr(b)) => self.values_match(a, b),
             _ => BaseCheckResult::FailL2,
         }
+    }
+}
+
+/// Derive mode's binding of `key` to `value`: a first occurrence binds it
+/// (pass); a later one passes when `equal` proves the bound value equal.
+fn bind_or_prove<K: std::hash::Hash + Eq + Clone, V: Clone>(
+    map: &mut HashMap<K, V>,
+    key: &K,
+    value: &V,
+    equal: impl FnOnce(&V, &V) -> bool,
+) -> BaseCheckResult {
+    match map.get(key) {
+        None => {
+            map.insert(key.clone(), value.clone());
+            BaseCheckResult::Pass
+        }
+        Some(m) if equal(m, value) => BaseCheckResult::Pass,
+        Some(_) => BaseCheckResult::FailL2,
     }
 }
 

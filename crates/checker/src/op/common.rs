@@ -377,11 +377,20 @@ fn fits(v: i64, d: DataType) -> bool {
     (lo..=hi).contains(&v)
 }
 
+/// `a op b` of two integer constants as a constant of dtype `d`, when `op`
+/// does not overflow and the result fits `d`.
+fn fold_ints(a: &PrimExpr, b: &PrimExpr, d: DataType, op: fn(i64, i64) -> Option<i64>) -> Option<PrimExpr> {
+    let v = op(a.as_int()?, b.as_int()?).filter(|&v| fits(v, d))?;
+    Some(PrimExpr::int_of(v, d))
+}
+
 /// `a + b`, folded.
 pub(crate) fn add(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     let d = common_dtype(a, b);
+    if let Some(c) = fold_ints(a, b, d, i64::checked_add) {
+        return c;
+    }
     match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) if x.checked_add(y).is_some_and(|v| fits(v, d)) => PrimExpr::int_of(x.wrapping_add(y), d),
         (Some(0), _) => retype(b, d),
         (_, Some(0)) => retype(a, d),
         _ => bin(BinOp::Add, a, b),
@@ -391,18 +400,20 @@ pub(crate) fn add(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
 /// `a - b`, folded.
 pub(crate) fn sub(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     let d = common_dtype(a, b);
-    match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) if x.checked_sub(y).is_some_and(|v| fits(v, d)) => PrimExpr::int_of(x.wrapping_sub(y), d),
-        (_, Some(0)) => retype(a, d),
-        _ => bin(BinOp::Sub, a, b),
+    match fold_ints(a, b, d, i64::checked_sub) {
+        Some(c) => c,
+        None if b.as_int() == Some(0) => retype(a, d),
+        None => bin(BinOp::Sub, a, b),
     }
 }
 
 /// `a * b`, folded.
 pub(crate) fn mul(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     let d = common_dtype(a, b);
+    if let Some(c) = fold_ints(a, b, d, i64::checked_mul) {
+        return c;
+    }
     match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) if x.checked_mul(y).is_some_and(|v| fits(v, d)) => PrimExpr::int_of(x.wrapping_mul(y), d),
         (Some(1), _) => retype(b, d),
         (_, Some(1)) => retype(a, d),
         (Some(0), _) | (_, Some(0)) => PrimExpr::int_of(0, d),

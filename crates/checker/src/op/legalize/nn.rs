@@ -9,14 +9,18 @@ use super::unary::one_input;
 use super::{norm_axes, norm_axis, LegalizeCtx, Lowered, OrSkip, Skip};
 use crate::op::common::{attr, attr_int, attr_ints};
 
+/// A builder with its inputs, and the first input's float dtype and shape.
+type FloatInputs = (Te, Vec<relax_ir::Buffer>, DataType, Vec<PrimExpr>);
+
 /// Arguments `0..n` as inputs of a new builder; the first must be a float tensor.
-fn float_inputs(ctx: &LegalizeCtx, n: usize) -> Result<(Te, Vec<relax_ir::Buffer>), Skip> {
+fn float_inputs(ctx: &LegalizeCtx, n: usize) -> Result<FloatInputs, Skip> {
     let mut t = Te::new();
     let bufs = (0..n)
         .map(|i| ctx.placeholder(&mut t, i))
         .collect::<Result<Vec<_>, _>>()?;
-    ctx.arg_dtype_if(0, DataType::is_float)?;
-    Ok((t, bufs))
+    let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
+    let shape = bufs[0].shape().to_vec();
+    Ok((t, bufs, dt, shape))
 }
 
 /// [`one_input`] of a float tensor, with its dtype.
@@ -186,10 +190,8 @@ fn prelu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 /// `cross_entropy_with_logits`: `-sum(x * y)`, divided by the batch size
 /// when the inputs have a batch axis.
 fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (mut t, ins) = float_inputs(ctx, 2)?;
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 2)?;
     let (x, y) = (&ins[0], &ins[1]);
-    let dt = x.dtype();
-    let shape = x.shape().to_vec();
     if y.shape().len() != shape.len() {
         return Err(Skip::new("the predictions and labels differ in rank"));
     }
@@ -226,19 +228,17 @@ fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 /// target is not `ignore_index`; summed (`sum`), or divided by the sum of the
 /// used weights (`mean`), or per element (`none`).
 fn nll_loss(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (mut t, ins) = float_inputs(ctx, 2)?;
+    let (mut t, ins, dt, pshape) = float_inputs(ctx, 2)?;
     let (p, tg) = (ins[0].clone(), ins[1].clone());
     let w = match ctx.args.get(2) {
         Some(si) if si.as_tensor().is_some() => Some(ctx.placeholder(&mut t, 2)?),
         _ => None,
     };
-    let dt = p.dtype();
     let reduction = attr(ctx.call, "reduction")
         .and_then(AttrValue::as_str)
         .unwrap_or("mean")
         .to_string();
     let ignore = attr_int(ctx.call, "ignore_index", -100)?;
-    let pshape = p.shape().to_vec();
     let tshape = tg.shape().to_vec();
     // predictions (C,) with a 0-d target, or (N, C, d...) with targets (N, d...)
     if tshape.len() + 1 != pshape.len() {
@@ -465,10 +465,8 @@ fn float_count(dims: &[PrimExpr], dt: DataType) -> PrimExpr {
 /// `layer_norm` as `topi`: sum, mean, sum of squared deviations, then
 /// `(x - mean) * rsqrt(var + eps) * gamma + beta` (float16 computes in float32).
 fn layer_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (mut t, ins) = float_inputs(ctx, 3)?;
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 3)?;
     let (x, gamma, beta) = (&ins[0], &ins[1], &ins[2]);
-    let dt = x.dtype();
-    let shape = x.shape().to_vec();
     let nd = shape.len();
     let axes = norm_axes(&attr_ints(ctx.call, "axes", &[-1])?, nd)?;
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
@@ -522,10 +520,8 @@ fn layer_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 /// `rms_norm` as `topi`: cast to float32 (a copy for float32), squares, their
 /// sum, `rsqrt(mean + eps)`, times the weight, cast back.
 fn rms_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (mut t, ins) = float_inputs(ctx, 2)?;
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 2)?;
     let (x, weight) = (&ins[0], &ins[1]);
-    let dt = x.dtype();
-    let shape = x.shape().to_vec();
     let nd = shape.len();
     let axes = norm_axes(&attr_ints(ctx.call, "axes", &[-1])?, nd)?;
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
@@ -574,13 +570,11 @@ fn instance_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 /// The shared body of `group_norm` (`groups` given) and `instance_norm`
 /// (one group per channel).
 fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Result<Lowered, Skip> {
-    let (mut t, ins) = float_inputs(ctx, 3)?;
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 3)?;
     let (x, gamma, beta) = (&ins[0], &ins[1], &ins[2]);
-    let dt = x.dtype();
     if gamma.shape().len() != 1 || beta.shape().len() != 1 {
         return Err(Skip::new("gamma or beta is not 1-d"));
     }
-    let shape = x.shape().to_vec();
     let nd = shape.len();
     let ch = norm_axis(attr_int(ctx.call, "channel_axis", 1)?, nd)?;
     let groups = match groups {
@@ -739,13 +733,11 @@ fn reshape_1d(t: &mut Te, src: &relax_ir::Buffer, shape: &[PrimExpr]) -> relax_i
 /// and returns the updated moving mean/variance; inference normalizes with the
 /// moving statistics and returns them unchanged.
 fn batch_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    let (mut t, ins) = float_inputs(ctx, 5)?;
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 5)?;
     let (x, gamma, beta, mmean, mvar) = (&ins[0], &ins[1], &ins[2], &ins[3], &ins[4]);
-    let dt = x.dtype();
     if [gamma, beta, mmean, mvar].iter().any(|b| b.shape().len() != 1) {
         return Err(Skip::new("gamma, beta or a moving statistic is not 1-d"));
     }
-    let shape = x.shape().to_vec();
     let nd = shape.len();
     let axis = norm_axis(attr_int(ctx.call, "axis", 1)?, nd)?;
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);

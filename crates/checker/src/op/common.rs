@@ -234,6 +234,15 @@ pub(crate) fn tensor(shape: Vec<PrimExpr>, dtype: DataType, vdevice: Option<VDev
     })
 }
 
+/// A tensor of `t`'s shape (or rank, when the shape is unknown) with `dtype`
+/// and `vdevice`.
+pub(crate) fn tensor_as(t: &TensorStructInfo, dtype: DataType, vdevice: Option<VDevice>) -> StructInfo {
+    match shape_of(t) {
+        Some(s) => tensor(s, dtype, vdevice),
+        None => tensor_ndim(dtype, t.ndim, vdevice),
+    }
+}
+
 /// A tensor of known rank (or `-1`) but unknown shape.
 pub(crate) fn tensor_ndim(dtype: DataType, ndim: i32, vdevice: Option<VDevice>) -> StructInfo {
     StructInfo::Tensor(TensorStructInfo {

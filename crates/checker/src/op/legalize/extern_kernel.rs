@@ -12,6 +12,7 @@ use relax_ir::{Attrs, Buffer, DataType, Expr, PrimExpr, PrimExprKind, Span, Stmt
 
 pub(crate) use super::te::loop_over;
 use super::te::Te;
+use super::{LegalizeCtx, OrSkip, Skip};
 use crate::op::common::{floordiv, floormod, max, min, mul};
 
 /// A flat index into a buffer of `shape`, as multi-dimensional indices
@@ -188,6 +189,19 @@ pub(crate) fn drop_trivial_root(f: &mut PrimFunc) {
             f.body = block.body.as_ref().clone();
         }
     }
+}
+
+/// The start of a scatter legalization: the `reduction` attribute (`mean`
+/// allowed when `with_mean`), a builder, and `data` (argument 0) as its input.
+pub(crate) fn scatter_start(
+    ctx: &LegalizeCtx,
+    reduction: &str,
+    with_mean: bool,
+) -> Result<(Reduction, Te, Buffer), Skip> {
+    let reduction = Reduction::parse(reduction, with_mean).or_skip("unknown reduction")?;
+    let mut t = Te::new();
+    let data = tensor_input(&mut t, ctx, 0)?;
+    Ok((reduction, t, data))
 }
 
 /// The reason given when an argument's shape or dtype is not known.

@@ -38,6 +38,17 @@ fn reduced(shape: &[PrimExpr], axes: &[usize]) -> (Vec<PrimExpr>, Vec<(String, P
     (kept.collect(), red_axes)
 }
 
+/// The sum of every element of `src` into the 0-d stage `name` (reduction
+/// axes `k<d>`).
+fn sum_all(t: &mut Te, name: &str, src: &relax_ir::Buffer, dt: DataType) -> relax_ir::Buffer {
+    let shape = src.shape().to_vec();
+    let (_, red_axes) = reduced(&shape, &(0..shape.len()).collect::<Vec<_>>());
+    let sb = src.clone();
+    t.reduce(Reduce::sum(name, vec![], "ax", red_axes, dt), add, |_, r| {
+        PrimExpr::load(&sb, r.to_vec())
+    })
+}
+
 fn relu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     let dt = x.dtype();
@@ -198,17 +209,7 @@ fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let prod = t.compute("T_multiply", &shape, "ax", |i| {
         mul(PrimExpr::load(x, i.to_vec()), PrimExpr::load(y, i.to_vec()))
     });
-    let red_axes: Vec<(String, PrimExpr)> = shape
-        .iter()
-        .enumerate()
-        .map(|(d, e)| (format!("k{d}"), e.clone()))
-        .collect();
-    let pb = prod.clone();
-    let sum = t.reduce(
-        Reduce::sum("T_multiply_red", vec![], "ax", red_axes, dt),
-        add,
-        |_, r| PrimExpr::load(&pb, r.to_vec()),
-    );
+    let sum = sum_all(&mut t, "T_multiply_red", &prod, dt);
     let neg = t.compute("T_multiply", &[], "ax", |_| {
         mul(PrimExpr::load(&sum, vec![]), konst(-1.0, dt))
     });
@@ -280,15 +281,7 @@ fn nll_loss(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
         if tshape.is_empty() {
             return src.clone();
         }
-        let red_axes: Vec<(String, PrimExpr)> = tshape
-            .iter()
-            .enumerate()
-            .map(|(d, e)| (format!("k{d}"), e.clone()))
-            .collect();
-        let sb = src.clone();
-        t.reduce(Reduce::sum("nll_loss_red", vec![], "ax", red_axes, dt), add, |_, r| {
-            PrimExpr::load(&sb, r.to_vec())
-        })
+        sum_all(t, "nll_loss_red", src, dt)
     };
     let lsum = total(&mut t, &loss);
     match reduction.as_str() {

@@ -393,17 +393,23 @@ fn fold_ints(a: &PrimExpr, b: &PrimExpr, d: DataType, op: fn(i64, i64) -> Option
     Some(PrimExpr::int_of(v, d))
 }
 
-/// `a + b`, folded.
-pub(crate) fn add(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
+/// `a op b` for a commutative `op` with `identity`, folded: two constants
+/// combine, the identity on either side drops. `None` when neither applies.
+fn fold_commutative(a: &PrimExpr, b: &PrimExpr, op: fn(i64, i64) -> Option<i64>, identity: i64) -> Option<PrimExpr> {
     let d = common_dtype(a, b);
-    if let Some(c) = fold_ints(a, b, d, i64::checked_add) {
-        return c;
+    if let Some(c) = fold_ints(a, b, d, op) {
+        return Some(c);
     }
     match (a.as_int(), b.as_int()) {
-        (Some(0), _) => retype(b, d),
-        (_, Some(0)) => retype(a, d),
-        _ => bin(BinOp::Add, a, b),
+        (Some(v), _) if v == identity => Some(retype(b, d)),
+        (_, Some(v)) if v == identity => Some(retype(a, d)),
+        _ => None,
     }
+}
+
+/// `a + b`, folded.
+pub(crate) fn add(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
+    fold_commutative(a, b, i64::checked_add, 0).unwrap_or_else(|| bin(BinOp::Add, a, b))
 }
 
 /// `a - b`, folded.
@@ -416,18 +422,15 @@ pub(crate) fn sub(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     }
 }
 
-/// `a * b`, folded.
+/// `a * b`, folded (a constant 0 on either side absorbs).
 pub(crate) fn mul(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
-    let d = common_dtype(a, b);
-    if let Some(c) = fold_ints(a, b, d, i64::checked_mul) {
-        return c;
+    if let Some(e) = fold_commutative(a, b, i64::checked_mul, 1) {
+        return e;
     }
-    match (a.as_int(), b.as_int()) {
-        (Some(1), _) => retype(b, d),
-        (_, Some(1)) => retype(a, d),
-        (Some(0), _) | (_, Some(0)) => PrimExpr::int_of(0, d),
-        _ => bin(BinOp::Mul, a, b),
+    if a.as_int() == Some(0) || b.as_int() == Some(0) {
+        return PrimExpr::int_of(0, common_dtype(a, b));
     }
+    bin(BinOp::Mul, a, b)
 }
 
 /// `a // b` (floor division), folded.
@@ -451,7 +454,6 @@ pub(crate) fn floormod(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     }
 }
 
-/// Floor division of integers.
 /// Floor division of integers (`y != 0`; wraps on overflow instead of panicking).
 pub(crate) fn floor_div_i64(x: i64, y: i64) -> i64 {
     if y == 0 {
@@ -467,23 +469,23 @@ pub(crate) fn floor_div_i64(x: i64, y: i64) -> i64 {
 
 /// `min(a, b)`, folded.
 pub(crate) fn min(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
-    if expr_equal(a, b) {
-        return a.clone();
-    }
-    match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) => PrimExpr::int_of(x.min(y), common_dtype(a, b)),
-        _ => bin(BinOp::Min, a, b),
-    }
+    fold_select(a, b, BinOp::Min, i64::min)
 }
 
 /// `max(a, b)`, folded.
 pub(crate) fn max(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
+    fold_select(a, b, BinOp::Max, i64::max)
+}
+
+/// `op(a, b)` for `min`/`max` (`pick` on constants), folded: equal operands
+/// are the operand itself, two constants combine.
+fn fold_select(a: &PrimExpr, b: &PrimExpr, op: BinOp, pick: fn(i64, i64) -> i64) -> PrimExpr {
     if expr_equal(a, b) {
         return a.clone();
     }
     match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) => PrimExpr::int_of(x.max(y), common_dtype(a, b)),
-        _ => bin(BinOp::Max, a, b),
+        (Some(x), Some(y)) => PrimExpr::int_of(pick(x, y), common_dtype(a, b)),
+        _ => bin(op, a, b),
     }
 }
 

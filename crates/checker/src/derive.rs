@@ -367,52 +367,55 @@ impl<'m> DeriveCtx<'m> {
                 return;
             }
         }
-        match check_compatibility(derived, ann, &self.ana) {
+        let (a, d) = (|| display_struct_info(ann), || display_struct_info(derived));
+        self.report_compatibility(
+            check_compatibility(derived, ann, &self.ana),
+            || format!("the annotation of `{var_name}` ({}) is more specific than what can be derived ({}); consider R.match_cast", a(), d()),
+            || format!("`{var_name}` is annotated as {}, but its value has StructInfo {}", a(), d()),
+            span,
+            rules::ANNOTATION,
+        );
+    }
+
+    /// A warning (`possibly`) or an error (`incompatible`) for a compatibility
+    /// check's outcome under `rule`; nothing when compatible.
+    fn report_compatibility(
+        &mut self,
+        c: Compatibility,
+        possibly: impl FnOnce() -> String,
+        incompatible: impl FnOnce() -> String,
+        span: Span,
+        rule: &str,
+    ) {
+        match c {
             Compatibility::Compatible => {}
-            Compatibility::PossiblyCompatible => self.warning(
-                format!(
-                    "the annotation of `{var_name}` ({}) is more specific than what can be derived ({}); consider R.match_cast",
-                    display_struct_info(ann),
-                    display_struct_info(derived)
-                ),
-                span,
-                rules::ANNOTATION,
-            ),
-            Compatibility::Incompatible => self.error(
-                format!(
-                    "`{var_name}` is annotated as {}, but its value has StructInfo {}",
-                    display_struct_info(ann),
-                    display_struct_info(derived)
-                ),
-                span,
-                rules::ANNOTATION,
-            ),
+            Compatibility::PossiblyCompatible => self.warning(possibly(), span, rule),
+            Compatibility::Incompatible => self.error(incompatible(), span, rule),
         }
     }
 
     /// Rule 15.5: the body of a function against its return annotation.
     pub fn check_return(&mut self, fname: &str, ret: &StructInfo, body: &StructInfo, span: Span) {
-        match check_compatibility(body, ret, &self.ana) {
-            Compatibility::Compatible => {}
-            Compatibility::PossiblyCompatible => self.warning(
+        let (b, r) = (|| display_struct_info(body), || display_struct_info(ret));
+        self.report_compatibility(
+            check_compatibility(body, ret, &self.ana),
+            || {
                 format!(
                     "the return value of {fname} ({}) may not match the return annotation {}",
-                    display_struct_info(body),
-                    display_struct_info(ret)
-                ),
-                span,
-                rules::RETURN,
-            ),
-            Compatibility::Incompatible => self.error(
+                    b(),
+                    r()
+                )
+            },
+            || {
                 format!(
                     "{fname} returns {}, which does not match its return annotation {}",
-                    display_struct_info(body),
-                    display_struct_info(ret)
-                ),
-                span,
-                rules::RETURN,
-            ),
-        }
+                    b(),
+                    r()
+                )
+            },
+            span,
+            rules::RETURN,
+        );
     }
 
     /// Rule 11.3: a `MatchCast` of a value with StructInfo `value` to `target`, with

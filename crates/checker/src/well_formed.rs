@@ -272,6 +272,17 @@ impl<'m> Checker<'m> {
         self.diags.push(d);
     }
 
+    /// Rule `n`: a shape dimension must have an integer dtype.
+    fn check_integer_dim(&mut self, v: &PrimExpr, n: usize) {
+        if !v.dtype().is_integer() {
+            let msg = format!(
+                "shape dimensions must be integers, but a dimension has type {}",
+                v.dtype()
+            );
+            self.err(n, msg);
+        }
+    }
+
     fn nf_err(&mut self, n: usize, msg: impl Into<String>) {
         if self.opts.normal_form {
             let d = Diagnostic::error(msg, self.span).with_rule(normal_form_rule(n));
@@ -564,15 +575,7 @@ impl<'m> Checker<'m> {
             ExprKind::DataTypeImm(dt) => self.check_dtype(*dt, "DataTypeImm"),
             ExprKind::ShapeExpr(vals) => {
                 for v in vals {
-                    if !v.dtype().is_integer() {
-                        self.err(
-                            15,
-                            format!(
-                                "shape dimensions must be integers, but a dimension has type {}",
-                                v.dtype()
-                            ),
-                        );
-                    }
+                    self.check_integer_dim(v, 15);
                     self.check_prim_vars(v, 5);
                 }
             }
@@ -968,15 +971,7 @@ impl<'m> Checker<'m> {
                                 );
                             }
                             for v in vals {
-                                if !v.dtype().is_integer() {
-                                    self.err(
-                                        14,
-                                        format!(
-                                            "shape dimensions must be integers, but a dimension has type {}",
-                                            v.dtype()
-                                        ),
-                                    );
-                                }
+                                self.check_integer_dim(v, 14);
                                 self.check_dim(v, site, 14);
                             }
                         }

@@ -76,20 +76,16 @@ fn type_analysis_corpus_agreement() {
     let Some(cases) = common::corpus_lines("type_analysis.jsonl") else {
         return;
     };
-    let mut agree = 0;
-    let mut disagree = Vec::new();
-    for case in &cases {
-        match run_case(case) {
-            Ok(true) => agree += 1,
-            Ok(false) => disagree.push(format!("{} {} {}", case["id"], case["kind"], case["input"])),
-            Err(e) => disagree.push(format!("{} unreadable: {e}", case["id"])),
-        }
-    }
+    let disagree: Vec<String> = cases
+        .iter()
+        .filter_map(|case| match run_case(case) {
+            Ok(true) => None,
+            Ok(false) => Some(format!("{} {} {}", case["id"], case["kind"], case["input"])),
+            Err(e) => Some(format!("{} unreadable: {e}", case["id"])),
+        })
+        .collect();
     let total = cases.len();
-    eprintln!("type_analysis: {agree}/{total} agree");
-    for d in &disagree {
-        eprintln!("  disagree: {d}");
-    }
+    let agree = total - disagree.len();
     assert!(total > 200, "corpus has {total} cases");
-    assert!(agree * 100 >= total * 95, "agreement {agree}/{total} below 95%");
+    common::assert_agreement("type_analysis", agree, total, &disagree, 95);
 }

@@ -71,13 +71,9 @@ fn op_struct_info_through_check_module() {
             )),
         }
     }
-    eprintln!("op_struct_info via check_module: {agree}/{total} agree");
-    for r in report.iter().take(30) {
-        eprintln!("  {r}");
-    }
     assert!(internal.is_empty(), "internal failures: {internal:?}");
     assert!(total > 2000, "expected the faithful cases, found {total}");
-    assert!(agree * 100 >= total * 90, "agreement {agree}/{total} below 90%");
+    common::assert_agreement("op_struct_info via check_module", agree, total, &report, 90);
 }
 
 #[test]

@@ -71,11 +71,7 @@ fn wf01_dataflow_var_outside_dataflow_block() {
 fn wf02_variable_bound_twice() {
     let x = var("x", Some(tf(&[2])));
     let y = var("y", None);
-    let bad = main_of(
-        vec![x.clone()],
-        vec![block(vec![bind(&y, e(&x), 3), bind(&y, e(&x), 4)])],
-        e(&y),
-    );
+    let bad = main_block(vec![x.clone()], vec![bind(&y, e(&x), 3), bind(&y, e(&x), 4)], e(&y));
     let r = assert_rule(&bad, 2);
     assert!(rule_errors(&r, 2)[0].contains("4:9"), "{:?}", rule_errors(&r, 2));
     // The same parameter in two functions.
@@ -89,30 +85,22 @@ fn wf03_variable_used_before_bound() {
     let x = var("x", Some(tf(&[2])));
     let y = var("y", None);
     let z = var("z", None);
-    let bad = main_of(
-        vec![x.clone()],
-        vec![block(vec![bind(&y, e(&z), 3), bind(&z, e(&x), 4)])],
-        e(&y),
-    );
+    let bad = main_block(vec![x.clone()], vec![bind(&y, e(&z), 3), bind(&z, e(&x), 4)], e(&y));
     let r = assert_rule(&bad, 3);
     assert!(rule_errors(&r, 3)[0].contains('z'));
     // An undefined global.
     let g = var("g", None);
-    let bad_global = main_of(
+    let bad_global = main_block(
         vec![x.clone()],
-        vec![block(vec![bind(
+        vec![bind(
             &g,
             Expr::new(ExprKind::GlobalVar(relax_ir::GlobalVar::new("nope"))),
             3,
-        )])],
+        )],
         e(&x),
     );
     assert_rule(&bad_global, 3);
-    let good = main_of(
-        vec![x.clone()],
-        vec![block(vec![bind(&z, e(&x), 3), bind(&y, e(&z), 4)])],
-        e(&y),
-    );
+    let good = main_block(vec![x.clone()], vec![bind(&z, e(&x), 3), bind(&y, e(&z), 4)], e(&y));
     assert_clean(&good);
 }
 
@@ -133,21 +121,21 @@ fn wf05_shape_var_used_before_bound() {
     let x = var("x", Some(StructInfo::tensor_ndim(F32, 1)));
     let s = var("s", None);
     let y = var("y", None);
-    let bad = main_of(
+    let bad = main_block(
         vec![x.clone()],
-        vec![block(vec![
+        vec![
             bind(&s, Expr::shape(vec![m.to_expr() * PrimExpr::int(2)]), 3),
             cast(&y, e(&x), t(&[m.to_expr()], F32), 4),
-        ])],
+        ],
         e(&y),
     );
     assert_rule(&bad, 5);
-    let good = main_of(
+    let good = main_block(
         vec![x.clone()],
-        vec![block(vec![
+        vec![
             cast(&y, e(&x), t(&[m.to_expr()], F32), 3),
             bind(&s, Expr::shape(vec![m.to_expr() * PrimExpr::int(2)]), 4),
-        ])],
+        ],
         e(&y),
     );
     assert_clean(&good);
@@ -225,13 +213,9 @@ fn wf08_recursive_function_needs_return_annotation() {
 fn wf09_op_only_as_callee() {
     let x = var("x", Some(tf(&[2])));
     let y = var("y", None);
-    let bad = main_of(
+    let bad = main_block(
         vec![x.clone()],
-        vec![block(vec![bind(
-            &y,
-            Expr::tuple(vec![e(&x), Expr::op("relax.add")]),
-            3,
-        )])],
+        vec![bind(&y, Expr::tuple(vec![e(&x), Expr::op("relax.add")]), 3)],
         e(&x),
     );
     assert_rule(&bad, 9);
@@ -250,11 +234,7 @@ fn wf10_annotation_ndim_matches_shape() {
     let bad = main_of(vec![x.clone()], vec![block(vec![bind(&y, e(&x), 3)])], e(&y));
     assert_rule(&bad, 10);
     let y2 = var("y", Some(tf(&[2])));
-    assert_clean(&main_of(
-        vec![x.clone()],
-        vec![block(vec![bind(&y2, e(&x), 3)])],
-        e(&y2),
-    ));
+    assert_clean(&main_block(vec![x.clone()], vec![bind(&y2, e(&x), 3)], e(&y2)));
 }
 
 #[test]
@@ -316,11 +296,7 @@ fn wf14_tensor_shape_in_scope() {
     let bad = main_of(vec![x.clone()], vec![block(vec![bind(&y, e(&x), 3)])], e(&x));
     assert_rule(&bad, 14);
     let y2 = var("y", Some(ann));
-    let good = main_of(
-        vec![x.clone(), s.clone()],
-        vec![block(vec![bind(&y2, e(&x), 3)])],
-        e(&x),
-    );
+    let good = main_block(vec![x.clone(), s.clone()], vec![bind(&y2, e(&x), 3)], e(&x));
     let r = check_module(&good);
     assert!(rule_errors(&r, 14).is_empty(), "{:?}", r.diagnostics);
 }
@@ -331,9 +307,9 @@ fn wf15_shape_values() {
     let x = var("x", Some(tf(&[2])));
     // A shape variable out of scope (criterion 5 covers shape annotations).
     let s = var("s", Some(StructInfo::shape(vec![k.to_expr() + PrimExpr::int(1)])));
-    let bad = main_of(
+    let bad = main_block(
         vec![x.clone()],
-        vec![block(vec![bind(&s, Expr::shape(vec![PrimExpr::int(2)]), 3)])],
+        vec![bind(&s, Expr::shape(vec![PrimExpr::int(2)]), 3)],
         e(&x),
     );
     assert_rule(&bad, 5);
@@ -348,11 +324,7 @@ fn wf15_shape_values() {
     );
     let c = var("c", None);
     assert_rule(
-        &main_of(
-            vec![x.clone(), sh.clone()],
-            vec![block(vec![cast(&c, e(&sh), bad_si, 3)])],
-            e(&x),
-        ),
+        &main_block(vec![x.clone(), sh.clone()], vec![cast(&c, e(&sh), bad_si, 3)], e(&x)),
         15,
     );
 }
@@ -362,13 +334,9 @@ fn wf16_prim_value_vars_in_scope() {
     let k = sv("k");
     let x = var("x", Some(tf(&[2])));
     let p = var("p", Some(StructInfo::prim_value(k.to_expr() + PrimExpr::int(1))));
-    let bad = main_of(
+    let bad = main_block(
         vec![x.clone()],
-        vec![block(vec![bind(
-            &p,
-            Expr::new(ExprKind::PrimValue(PrimExpr::int(3))),
-            3,
-        )])],
+        vec![bind(&p, Expr::new(ExprKind::PrimValue(PrimExpr::int(3))), 3)],
         e(&x),
     );
     assert_rule(&bad, 16);
@@ -546,4 +514,9 @@ fn normal_form_blocks_consolidated() {
 /// then `body`.
 fn main_of(params: Vec<relax_ir::Var>, blocks: Vec<BindingBlock>, body: Expr) -> relax_ir::IRModule {
     main_module(func(params, seq(blocks, body), None))
+}
+
+/// [`main_of`] with one (non-dataflow) block of `bindings`.
+fn main_block(params: Vec<relax_ir::Var>, bindings: Vec<relax_ir::Binding>, body: Expr) -> relax_ir::IRModule {
+    main_of(params, vec![block(bindings)], body)
 }

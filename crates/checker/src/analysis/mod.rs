@@ -141,41 +141,10 @@ pub fn substitute_prim_expr(e: &PrimExpr, f: &mut dyn FnMut(&TirVar) -> Option<P
     }
 }
 
-/// Structural equality of two `PrimExpr`s (variables by identity).
+/// Structural equality of two `PrimExpr`s (variables by identity), as
+/// [`relax_ir::tir::expr_equal`] decides it.
 pub fn prim_expr_equal(a: &PrimExpr, b: &PrimExpr) -> bool {
-    if a.same_as(b) {
-        return true;
-    }
-    use PrimExprKind as K;
-    match (a.kind(), b.kind()) {
-        (K::IntImm { value: x, dtype: dx }, K::IntImm { value: y, dtype: dy }) => x == y && dx == dy,
-        (K::FloatImm { value: x, dtype: dx }, K::FloatImm { value: y, dtype: dy }) => {
-            (x == y || x.to_bits() == y.to_bits()) && dx == dy
-        }
-        (K::StringImm(x), K::StringImm(y)) => x == y,
-        (K::Var(x), K::Var(y)) => x == y,
-        (K::Cast { dtype: dx, value: x }, K::Cast { dtype: dy, value: y }) => dx == dy && prim_expr_equal(x, y),
-        (K::Binary { op: ox, a: ax, b: bx }, K::Binary { op: oy, a: ay, b: by }) => {
-            ox == oy && prim_expr_equal(ax, ay) && prim_expr_equal(bx, by)
-        }
-        (K::Not(x), K::Not(y)) => prim_expr_equal(x, y),
-        (K::Select { cond: c1, t: t1, f: f1 }, K::Select { cond: c2, t: t2, f: f2 }) => {
-            prim_expr_equal(c1, c2) && prim_expr_equal(t1, t2) && prim_expr_equal(f1, f2)
-        }
-        (
-            K::Call {
-                op: o1,
-                dtype: d1,
-                args: a1,
-            },
-            K::Call {
-                op: o2,
-                dtype: d2,
-                args: a2,
-            },
-        ) => o1 == o2 && d1 == d2 && a1.len() == a2.len() && a1.iter().zip(a2).all(|(x, y)| prim_expr_equal(x, y)),
-        _ => false,
-    }
+    relax_ir::tir::expr_equal(a, b)
 }
 
 /// Whether `a == b` can be proven (structural equality or the analyzer).

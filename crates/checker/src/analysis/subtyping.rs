@@ -43,11 +43,7 @@ impl<'a> BaseChecker<'a> {
                 if l.dtype != r.dtype {
                     return FailL0;
                 }
-                match (&l.value, &r.value) {
-                    (None, _) => Pass,
-                    (Some(_), None) => FailL2,
-                    (Some(a), Some(b)) => self.prim_match(a, b),
-                }
+                self.known_match(&l.value, &r.value, Self::prim_match)
             }
             StructInfo::Shape(l) => {
                 let StructInfo::Shape(r) = rhs else {
@@ -57,11 +53,9 @@ impl<'a> BaseChecker<'a> {
                     return Pass;
                 }
                 if l.ndim != r.ndim {
-                    return if r.ndim == -1 { FailL1 } else { FailL0 };
+                    return ndim_mismatch(r.ndim);
                 }
-                let Some(lv) = &l.values else { return Pass };
-                let Some(rv) = &r.values else { return FailL2 };
-                self.values_match(lv, rv)
+                self.known_match(&l.values, &r.values, |c, a, b| c.values_match(a, b))
             }
             StructInfo::Tensor(l) => {
                 let StructInfo::Tensor(r) = rhs else {
@@ -74,16 +68,14 @@ impl<'a> BaseChecker<'a> {
                     return FailL1;
                 }
                 if l.ndim != -1 && l.ndim != r.ndim {
-                    return if r.ndim == -1 { FailL1 } else { FailL0 };
+                    return ndim_mismatch(r.ndim);
                 }
                 match (&l.vdevice, &r.vdevice) {
                     (Some(_), None) => return FailL1,
                     (Some(a), Some(b)) if a != b => return FailL0,
                     _ => {}
                 }
-                let Some(ls) = &l.shape else { return Pass };
-                let Some(rs) = &r.shape else { return FailL2 };
-                self.shape_match(ls, rs)
+                self.known_match(&l.shape, &r.shape, Self::shape_match)
             }
             StructInfo::Tuple(l) => {
                 let StructInfo::Tuple(r) = rhs else {
@@ -147,19 +139,8 @@ impl<'a> BaseChecker<'a> {
     pub(super) fn prim_match(&mut self, l: &PrimExpr, r: &PrimExpr) -> BaseCheckResult {
         if self.derive_mode && self.populate {
             if let Some(v) = l.as_var() {
-                return match self.shape_map.get(v) {
-                    None => {
-                        self.shape_map.insert(v.clone(), r.clone());
-                        BaseCheckResult::Pass
-                    }
-                    Some(m) => {
-                        if prove_prim_equal(self.ana, m, r) {
-                            BaseCheckResult::Pass
-                        } else {
-                            BaseCheckResult::FailL2
-                        }
-                    }
-                };
+                let ana = self.ana;
+                return bind_or_prove(&mut self.shape_map, v, r, |m, r| prove_prim_equal(ana, m, r));
             }
         }
         if let (Some(a), Some(b)) = (l.as_int(), r.as_int()) {
@@ -176,6 +157,21 @@ impl<'a> BaseChecker<'a> {
         }
     }
 
+    /// A part of the base that may be unknown: unknown in the base passes, known
+    /// against unknown fails at L2, else `check` decides.
+    fn known_match<T>(
+        &mut self,
+        l: &Option<T>,
+        r: &Option<T>,
+        check: impl FnOnce(&mut Self, &T, &T) -> BaseCheckResult,
+    ) -> BaseCheckResult {
+        match (l, r) {
+            (None, _) => BaseCheckResult::Pass,
+            (Some(_), None) => BaseCheckResult::FailL2,
+            (Some(a), Some(b)) => check(self, a, b),
+        }
+    }
+
     pub(super) fn values_match(&mut self, l: &[PrimExpr], r: &[PrimExpr]) -> BaseCheckResult {
         self.pairwise(l, r, Self::prim_match)
     }
@@ -187,19 +183,8 @@ impl<'a> BaseChecker<'a> {
         if self.derive_mode && self.populate {
             if let ExprKind::Var(v) = l.kind() {
                 if !v.is_dataflow() {
-                    return match self.var_map.get(v) {
-                        None => {
-                            self.var_map.insert(v.clone(), r.clone());
-                            BaseCheckResult::Pass
-                        }
-                        Some(m) => {
-                            if can_prove_shape_equal(self.ana, m, r) {
-                                BaseCheckResult::Pass
-                            } else {
-                                BaseCheckResult::FailL2
-                            }
-                        }
-                    };
+                    let ana = self.ana;
+                    return bind_or_prove(&mut self.var_map, v, r, |m, r| can_prove_shape_equal(ana, m, r));
                 }
             }
         }
@@ -207,6 +192,33 @@ impl<'a> BaseChecker<'a> {
             (ExprKind::ShapeExpr(a), ExprKind::ShapeExpr(b)) => self.values_match(a, b),
             _ => BaseCheckResult::FailL2,
         }
+    }
+}
+
+/// The result of ranks that differ: L1 when the derived rank is unknown, else L0.
+fn ndim_mismatch(derived_ndim: i32) -> BaseCheckResult {
+    if derived_ndim == -1 {
+        BaseCheckResult::FailL1
+    } else {
+        BaseCheckResult::FailL0
+    }
+}
+
+/// Derive mode's binding of `key` to `value`: a first occurrence binds it
+/// (pass); a later one passes when `equal` proves the bound value equal.
+fn bind_or_prove<K: std::hash::Hash + Eq + Clone, V: Clone>(
+    map: &mut HashMap<K, V>,
+    key: &K,
+    value: &V,
+    equal: impl FnOnce(&V, &V) -> bool,
+) -> BaseCheckResult {
+    match map.get(key) {
+        None => {
+            map.insert(key.clone(), value.clone());
+            BaseCheckResult::Pass
+        }
+        Some(m) if equal(m, value) => BaseCheckResult::Pass,
+        Some(_) => BaseCheckResult::FailL2,
     }
 }
 

@@ -43,21 +43,23 @@ impl<'a> AttrReader<'a> {
         format!("{}: attribute `{key}` must be {what}, got {v:?}", self.op())
     }
 
+    /// The value of `key` as `pick` reads it, else an error saying it must be `what`.
+    fn read<T>(&self, key: &str, what: &str, pick: impl FnOnce(&AttrValue) -> Option<T>) -> Result<T, String> {
+        let v = self.value(key)?;
+        pick(&v).ok_or_else(|| self.bad(key, what, &v))
+    }
+
     /// An integer.
     pub fn int(&self, key: &str) -> Result<i64, String> {
-        match self.value(key)? {
-            AttrValue::Int(i) => Ok(i),
-            v => Err(self.bad(key, "an integer", &v)),
-        }
+        self.read(key, "an integer", int_value)
     }
 
     /// An integer or unset.
     pub fn opt_int(&self, key: &str) -> Result<Option<i64>, String> {
-        match self.value(key)? {
-            AttrValue::None => Ok(None),
-            AttrValue::Int(i) => Ok(Some(i)),
-            v => Err(self.bad(key, "an integer or None", &v)),
-        }
+        self.read(key, "an integer or None", |v| match v {
+            AttrValue::None => Some(None),
+            v => int_value(v).map(Some),
+        })
     }
 
     /// A list of integers (a single integer is a one-item list).
@@ -86,19 +88,16 @@ impl<'a> AttrReader<'a> {
 
     /// A boolean.
     pub fn bool(&self, key: &str) -> Result<bool, String> {
-        match self.value(key)? {
-            AttrValue::Bool(b) => Ok(b),
-            AttrValue::Int(i) => Ok(i != 0),
-            v => Err(self.bad(key, "a boolean", &v)),
-        }
+        self.read(key, "a boolean", |v| match v {
+            AttrValue::Bool(b) => Some(*b),
+            AttrValue::Int(i) => Some(*i != 0),
+            _ => None,
+        })
     }
 
     /// A string.
     pub fn str(&self, key: &str) -> Result<String, String> {
-        match self.value(key)? {
-            AttrValue::Str(s) => Ok(s),
-            v => Err(self.bad(key, "a string", &v)),
-        }
+        self.read(key, "a string", |v| v.as_str().map(str::to_string))
     }
 
     /// A data type or unset (`void` counts as unset).
@@ -117,91 +116,91 @@ impl<'a> AttrReader<'a> {
     }
 }
 
+/// An `AttrValue::Int`'s value.
+fn int_value(v: &AttrValue) -> Option<i64> {
+    match v {
+        AttrValue::Int(i) => Some(*i),
+        _ => None,
+    }
+}
+
 /// A typed attribute struct.
 pub trait OpAttrs: Sized {
     /// Read from a call (schema defaults for what it does not carry).
     fn from_call(call: &Call) -> Result<Self, String>;
 }
 
-/// No attributes (the element-wise operators).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NoAttrs;
+/// A typed attribute struct and its [`OpAttrs`] reader: each field is the
+/// attribute of the same name, read by the [`AttrReader`] method after `=`.
+macro_rules! op_attrs {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$fmeta:meta])* pub $field:ident: $ty:ty = $read:ident,)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
 
-impl OpAttrs for NoAttrs {
-    fn from_call(_call: &Call) -> Result<NoAttrs, String> {
-        Ok(NoAttrs)
+        impl $crate::op::attrs::OpAttrs for $name {
+            fn from_call(call: &relax_ir::Call) -> Result<$name, String> {
+                let _r = $crate::op::attrs::AttrReader::new(call);
+                Ok($name { $($field: _r.$read(stringify!($field))?,)* })
+            }
+        }
+    };
+}
+pub(crate) use op_attrs;
+
+op_attrs! {
+    /// No attributes (the element-wise operators).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct NoAttrs {}
+}
+
+op_attrs! {
+    /// `nn.conv1d`/`conv2d`/`conv3d` (TVM's `Conv{1,2,3}DAttrs`).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ConvAttrs {
+        /// One stride per spatial axis.
+        pub strides: Vec<i64> = ints,
+        /// Padding: the begins of the spatial axes, then their ends (as written
+        /// by the parser; a shorter list is completed by inference).
+        pub padding: Vec<i64> = ints,
+        /// One dilation per spatial axis.
+        pub dilation: Vec<i64> = ints,
+        /// Number of groups.
+        pub groups: i64 = int,
+        /// Data layout (`"NCHW"`).
+        pub data_layout: String = str,
+        /// Kernel layout (`"OIHW"`).
+        pub kernel_layout: String = str,
+        /// Output layout (defaults to the data layout).
+        pub out_layout: String = str,
+        /// Output dtype (unset: the input's).
+        pub out_dtype: Option<DataType> = opt_dtype,
     }
 }
 
-/// `nn.conv1d`/`conv2d`/`conv3d` (TVM's `Conv{1,2,3}DAttrs`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConvAttrs {
-    /// One stride per spatial axis.
-    pub strides: Vec<i64>,
-    /// Padding: the begins of the spatial axes, then their ends (as written
-    /// by the parser; a shorter list is completed by inference).
-    pub padding: Vec<i64>,
-    /// One dilation per spatial axis.
-    pub dilation: Vec<i64>,
-    /// Number of groups.
-    pub groups: i64,
-    /// Data layout (`"NCHW"`).
-    pub data_layout: String,
-    /// Kernel layout (`"OIHW"`).
-    pub kernel_layout: String,
-    /// Output layout (defaults to the data layout).
-    pub out_layout: String,
-    /// Output dtype (unset: the input's).
-    pub out_dtype: Option<DataType>,
-}
-
-impl OpAttrs for ConvAttrs {
-    fn from_call(call: &Call) -> Result<ConvAttrs, String> {
-        let r = AttrReader::new(call);
-        Ok(ConvAttrs {
-            strides: r.ints("strides")?,
-            padding: r.ints("padding")?,
-            dilation: r.ints("dilation")?,
-            groups: r.int("groups")?,
-            data_layout: r.str("data_layout")?,
-            kernel_layout: r.str("kernel_layout")?,
-            out_layout: r.str("out_layout")?,
-            out_dtype: r.opt_dtype("out_dtype")?,
-        })
+op_attrs! {
+    /// `matmul` (TVM's `MatmulAttrs`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct MatmulAttrs {
+        /// Output dtype (unset: the operands' common dtype).
+        pub out_dtype: Option<DataType> = opt_dtype,
     }
 }
 
-/// `matmul` (TVM's `MatmulAttrs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MatmulAttrs {
-    /// Output dtype (unset: the operands' common dtype).
-    pub out_dtype: Option<DataType>,
-}
-
-impl OpAttrs for MatmulAttrs {
-    fn from_call(call: &Call) -> Result<MatmulAttrs, String> {
-        Ok(MatmulAttrs {
-            out_dtype: AttrReader::new(call).opt_dtype("out_dtype")?,
-        })
-    }
-}
-
-/// The reductions `sum`, `mean`, `max`, ... and `argmax`/`argmin` (TVM's
-/// `StatisticalAttrs`, `ArgReduceAttrs`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StatisticalAttrs {
-    /// The reduced axes (unset: all).
-    pub axis: Option<Vec<i64>>,
-    /// Whether reduced axes stay, with extent 1.
-    pub keepdims: bool,
-}
-
-impl OpAttrs for StatisticalAttrs {
-    fn from_call(call: &Call) -> Result<StatisticalAttrs, String> {
-        let r = AttrReader::new(call);
-        Ok(StatisticalAttrs {
-            axis: r.opt_ints("axis")?,
-            keepdims: r.bool("keepdims")?,
-        })
+op_attrs! {
+    /// The reductions `sum`, `mean`, `max`, ... and `argmax`/`argmin` (TVM's
+    /// `StatisticalAttrs`, `ArgReduceAttrs`).
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct StatisticalAttrs {
+        /// The reduced axes (unset: all).
+        pub axis: Option<Vec<i64>> = opt_ints,
+        /// Whether reduced axes stay, with extent 1.
+        pub keepdims: bool = bool,
     }
 }

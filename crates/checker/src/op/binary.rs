@@ -3,7 +3,7 @@
 use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
-use super::{ew, pure_op, InferCtx, OpDef};
+use super::{ew_ops, InferCtx, OpDef};
 
 /// TVM's `InferTypeBroadcast`.
 fn broadcast(call: &Call, args: &[StructInfo], ctx: &InferCtx, cmp: bool) -> Res {
@@ -70,31 +70,9 @@ pub(crate) fn broadcast_cmp(call: &Call, args: &[StructInfo], ctx: &InferCtx) ->
 }
 
 /// The binary operators.
-pub static OPS: &[OpDef] = &[
-    ew!(binary, add, broadcast_arith),
-    ew!(binary, divide, broadcast_arith),
-    ew!(binary, floor_divide, broadcast_arith),
-    ew!(binary, log_add_exp, broadcast_arith),
-    ew!(binary, multiply, broadcast_arith),
-    ew!(binary, power, broadcast_arith),
-    ew!(binary, atan2, broadcast_arith),
-    ew!(binary, subtract, broadcast_arith),
-    pure_op!("relax.mod", broadcast_arith, super::legalize::binary::typed::modulo),
-    ew!(binary, floor_mod, broadcast_arith),
-    ew!(binary, equal, broadcast_cmp),
-    ew!(binary, greater, broadcast_cmp),
-    ew!(binary, greater_equal, broadcast_cmp),
-    ew!(binary, less, broadcast_cmp),
-    ew!(binary, less_equal, broadcast_cmp),
-    ew!(binary, not_equal, broadcast_cmp),
-    ew!(binary, minimum, broadcast_arith),
-    ew!(binary, maximum, broadcast_arith),
-    ew!(binary, logical_and, broadcast_arith),
-    ew!(binary, logical_or, broadcast_arith),
-    ew!(binary, logical_xor, broadcast_arith),
-    ew!(binary, bitwise_and, broadcast_arith),
-    ew!(binary, bitwise_or, broadcast_arith),
-    ew!(binary, bitwise_xor, broadcast_arith),
-    ew!(binary, left_shift, broadcast_arith),
-    ew!(binary, right_shift, broadcast_arith),
+pub static OPS: &[OpDef] = &ew_ops![binary;
+    broadcast_arith: add, divide, floor_divide, log_add_exp, multiply, power, atan2, subtract,
+        modulo = "relax.mod", floor_mod, minimum, maximum, logical_and, logical_or, logical_xor,
+        bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift;
+    broadcast_cmp: equal, greater, greater_equal, less, less_equal, not_equal;
 ];

@@ -3,7 +3,7 @@
 //! merging and constant-folding `PrimExpr` arithmetic.
 
 use relax_ir::arith::Analyzer;
-use relax_ir::tir::BinOp;
+use relax_ir::tir::{expr_equal, BinOp};
 use relax_ir::{
     AttrValue, Call, DataType, Expr, ExprKind, PrimExpr, PrimExprKind, StructInfo, TensorStructInfo, VDevice,
 };
@@ -39,6 +39,23 @@ pub(crate) fn check_nargs(call: &Call, args: &[StructInfo], n: usize) -> Result<
         ));
     }
     Ok(())
+}
+
+/// An arity check whose error is TVM's `"{expects}, but got {n} arguments"`.
+pub(crate) fn nargs_is(args: &[StructInfo], n: usize, expects: &str) -> Result<(), String> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(format!("{expects}, but got {} arguments", args.len()))
+    }
+}
+
+/// `s` as a tensor, else the error `msg` writes from the kind it has instead.
+pub(crate) fn tensor_or(s: &StructInfo, msg: impl FnOnce(&str) -> String) -> Result<&TensorStructInfo, String> {
+    match s {
+        StructInfo::Tensor(t) => Ok(t),
+        o => Err(msg(kind_name(o))),
+    }
 }
 
 /// Argument `i` as a tensor (the arity must have been checked).
@@ -217,6 +234,15 @@ pub(crate) fn tensor(shape: Vec<PrimExpr>, dtype: DataType, vdevice: Option<VDev
     })
 }
 
+/// A tensor of `t`'s shape (or rank, when the shape is unknown) with `dtype`
+/// and `vdevice`.
+pub(crate) fn tensor_as(t: &TensorStructInfo, dtype: DataType, vdevice: Option<VDevice>) -> StructInfo {
+    match shape_of(t) {
+        Some(s) => tensor(s, dtype, vdevice),
+        None => tensor_ndim(dtype, t.ndim, vdevice),
+    }
+}
+
 /// A tensor of known rank (or `-1`) but unknown shape.
 pub(crate) fn tensor_ndim(dtype: DataType, ndim: i32, vdevice: Option<VDevice>) -> StructInfo {
     StructInfo::Tensor(TensorStructInfo {
@@ -360,37 +386,51 @@ fn fits(v: i64, d: DataType) -> bool {
     (lo..=hi).contains(&v)
 }
 
+/// `a op b` of two integer constants as a constant of dtype `d`, when `op`
+/// does not overflow and the result fits `d`.
+fn fold_ints(a: &PrimExpr, b: &PrimExpr, d: DataType, op: fn(i64, i64) -> Option<i64>) -> Option<PrimExpr> {
+    let v = op(a.as_int()?, b.as_int()?).filter(|&v| fits(v, d))?;
+    Some(PrimExpr::int_of(v, d))
+}
+
+/// `a op b` for a commutative `op` with `identity`, folded: two constants
+/// combine, the identity on either side drops. `None` when neither applies.
+fn fold_commutative(a: &PrimExpr, b: &PrimExpr, op: fn(i64, i64) -> Option<i64>, identity: i64) -> Option<PrimExpr> {
+    let d = common_dtype(a, b);
+    if let Some(c) = fold_ints(a, b, d, op) {
+        return Some(c);
+    }
+    match (a.as_int(), b.as_int()) {
+        (Some(v), _) if v == identity => Some(retype(b, d)),
+        (_, Some(v)) if v == identity => Some(retype(a, d)),
+        _ => None,
+    }
+}
+
 /// `a + b`, folded.
 pub(crate) fn add(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
-    let d = common_dtype(a, b);
-    match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) if x.checked_add(y).is_some_and(|v| fits(v, d)) => PrimExpr::int_of(x.wrapping_add(y), d),
-        (Some(0), _) => retype(b, d),
-        (_, Some(0)) => retype(a, d),
-        _ => bin(BinOp::Add, a, b),
-    }
+    fold_commutative(a, b, i64::checked_add, 0).unwrap_or_else(|| bin(BinOp::Add, a, b))
 }
 
 /// `a - b`, folded.
 pub(crate) fn sub(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     let d = common_dtype(a, b);
-    match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) if x.checked_sub(y).is_some_and(|v| fits(v, d)) => PrimExpr::int_of(x.wrapping_sub(y), d),
-        (_, Some(0)) => retype(a, d),
-        _ => bin(BinOp::Sub, a, b),
+    match fold_ints(a, b, d, i64::checked_sub) {
+        Some(c) => c,
+        None if b.as_int() == Some(0) => retype(a, d),
+        None => bin(BinOp::Sub, a, b),
     }
 }
 
-/// `a * b`, folded.
+/// `a * b`, folded (a constant 0 on either side absorbs).
 pub(crate) fn mul(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
-    let d = common_dtype(a, b);
-    match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) if x.checked_mul(y).is_some_and(|v| fits(v, d)) => PrimExpr::int_of(x.wrapping_mul(y), d),
-        (Some(1), _) => retype(b, d),
-        (_, Some(1)) => retype(a, d),
-        (Some(0), _) | (_, Some(0)) => PrimExpr::int_of(0, d),
-        _ => bin(BinOp::Mul, a, b),
+    if let Some(e) = fold_commutative(a, b, i64::checked_mul, 1) {
+        return e;
     }
+    if a.as_int() == Some(0) || b.as_int() == Some(0) {
+        return PrimExpr::int_of(0, common_dtype(a, b));
+    }
+    bin(BinOp::Mul, a, b)
 }
 
 /// `a // b` (floor division), folded.
@@ -414,7 +454,6 @@ pub(crate) fn floormod(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
     }
 }
 
-/// Floor division of integers.
 /// Floor division of integers (`y != 0`; wraps on overflow instead of panicking).
 pub(crate) fn floor_div_i64(x: i64, y: i64) -> i64 {
     if y == 0 {
@@ -430,23 +469,23 @@ pub(crate) fn floor_div_i64(x: i64, y: i64) -> i64 {
 
 /// `min(a, b)`, folded.
 pub(crate) fn min(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
-    if prim_struct_eq(a, b) {
-        return a.clone();
-    }
-    match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) => PrimExpr::int_of(x.min(y), common_dtype(a, b)),
-        _ => bin(BinOp::Min, a, b),
-    }
+    fold_select(a, b, BinOp::Min, i64::min)
 }
 
 /// `max(a, b)`, folded.
 pub(crate) fn max(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
-    if prim_struct_eq(a, b) {
+    fold_select(a, b, BinOp::Max, i64::max)
+}
+
+/// `op(a, b)` for `min`/`max` (`pick` on constants), folded: equal operands
+/// are the operand itself, two constants combine.
+fn fold_select(a: &PrimExpr, b: &PrimExpr, op: BinOp, pick: fn(i64, i64) -> i64) -> PrimExpr {
+    if expr_equal(a, b) {
         return a.clone();
     }
     match (a.as_int(), b.as_int()) {
-        (Some(x), Some(y)) => PrimExpr::int_of(x.max(y), common_dtype(a, b)),
-        _ => bin(BinOp::Max, a, b),
+        (Some(x), Some(y)) => PrimExpr::int_of(pick(x, y), common_dtype(a, b)),
+        _ => bin(op, a, b),
     }
 }
 
@@ -724,43 +763,4 @@ pub(crate) fn expr_shape_values(e: &Expr) -> Option<Vec<PrimExpr>> {
 /// Whether a dtype is a known signed or unsigned integer (bool excluded).
 pub(crate) fn is_int_or_uint(d: DataType) -> bool {
     d.is_int() || (d.is_uint() && !d.is_bool())
-}
-
-/// Structural equality of two `PrimExpr`s (variables by identity).
-pub(crate) fn prim_struct_eq(a: &PrimExpr, b: &PrimExpr) -> bool {
-    if a.same_as(b) {
-        return true;
-    }
-    match (a.kind(), b.kind()) {
-        (PrimExprKind::IntImm { value: x, dtype: dx }, PrimExprKind::IntImm { value: y, dtype: dy }) => {
-            x == y && dx == dy
-        }
-        (PrimExprKind::FloatImm { value: x, dtype: dx }, PrimExprKind::FloatImm { value: y, dtype: dy }) => {
-            x.to_bits() == y.to_bits() && dx == dy
-        }
-        (PrimExprKind::Var(x), PrimExprKind::Var(y)) => x == y,
-        (PrimExprKind::Cast { dtype: dx, value: x }, PrimExprKind::Cast { dtype: dy, value: y }) => {
-            dx == dy && prim_struct_eq(x, y)
-        }
-        (PrimExprKind::Binary { op: o1, a: a1, b: b1 }, PrimExprKind::Binary { op: o2, a: a2, b: b2 }) => {
-            o1 == o2 && prim_struct_eq(a1, a2) && prim_struct_eq(b1, b2)
-        }
-        (PrimExprKind::Not(x), PrimExprKind::Not(y)) => prim_struct_eq(x, y),
-        (PrimExprKind::Select { cond: c1, t: t1, f: f1 }, PrimExprKind::Select { cond: c2, t: t2, f: f2 }) => {
-            prim_struct_eq(c1, c2) && prim_struct_eq(t1, t2) && prim_struct_eq(f1, f2)
-        }
-        (
-            PrimExprKind::Call {
-                op: o1,
-                dtype: d1,
-                args: a1,
-            },
-            PrimExprKind::Call {
-                op: o2,
-                dtype: d2,
-                args: a2,
-            },
-        ) => o1 == o2 && d1 == d2 && a1.len() == a2.len() && a1.iter().zip(a2).all(|(x, y)| prim_struct_eq(x, y)),
-        _ => false,
-    }
 }

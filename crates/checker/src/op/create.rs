@@ -103,12 +103,7 @@ fn prim_arg(call: &Call, args: &[StructInfo], i: usize, what: &str, key: &str) -
 
 /// `eye(n, m, k, dtype)`.
 fn eye(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
-    if args.len() != 3 {
-        return Err(format!(
-            "Eye op should have 3 arguments: n, m, and k, but got {} arguments",
-            args.len()
-        ));
-    }
+    nargs_is(args, 3, "Eye op should have 3 arguments: n, m, and k")?;
     let n = prim_arg(call, args, 0, "Eye", "n")?;
     let m = prim_arg(call, args, 1, "Eye", "m")?;
     let dtype = attr_opt_dtype(call, "dtype")?.unwrap_or(DataType::FLOAT32);
@@ -117,21 +112,10 @@ fn eye(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// `eye_like(x, k, dtype)`.
 fn eye_like(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
-    if args.len() != 2 {
-        return Err(format!(
-            "Eye_like op should have 2 arguments: x and k, but got {} arguments",
-            args.len()
-        ));
-    }
-    let x = match &args[0] {
-        StructInfo::Tensor(t) => t,
-        o => {
-            return Err(format!(
-                "Eye_like expects the input `x` to be a Tensor, but got {}",
-                kind_name(o)
-            ))
-        }
-    };
+    nargs_is(args, 2, "Eye_like op should have 2 arguments: x and k")?;
+    let x = tensor_or(&args[0], |k| {
+        format!("Eye_like expects the input `x` to be a Tensor, but got {k}")
+    })?;
     if x.ndim != 2 && x.ndim != -1 {
         return Err(format!(
             "Eye_like expects the input tensor to be 2-dimensional, but got {} dimensions",
@@ -147,12 +131,11 @@ fn eye_like(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 
 /// `arange(start, end, step, dtype)`.
 fn arange(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
-    if args.len() != 3 {
-        return Err(format!(
-            "Arange should have 3 arguments, which are `start`, `end` and `step`, but got {} arguments",
-            args.len()
-        ));
-    }
+    nargs_is(
+        args,
+        3,
+        "Arange should have 3 arguments, which are `start`, `end` and `step`",
+    )?;
     let start = prim_arg(call, args, 0, "Arange", "start")?;
     let end = prim_arg(call, args, 1, "Arange", "end")?;
     let step = prim_arg(call, args, 2, "Arange", "step")?;

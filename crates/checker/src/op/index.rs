@@ -212,12 +212,8 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             return Ok(None);
         };
         if v.len() != axes.len() {
-            return Err(format!(
-                "For operator {}, the number of axes provided must match the number of '{what}' indices.  However, there are {} axes specified and {} '{what}' indices specified",
-                op_name(call),
-                axes.len(),
-                v.len()
-            ));
+            let what = format!("'{what}' indices");
+            return Err(axes_count_error(call, "", &what, "", axes.len(), v.len()));
         }
         Ok(Some(v))
     };
@@ -239,11 +235,14 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         return Err(format!("{}: a stride is zero", op_name(call)));
     }
     if strides.len() != axes.len() {
-        return Err(format!(
-            "For operator {}, when the optional 'strides' argument is provided, the number of axes provided must match the number of strides provided.  However, there are {} axes specified and {} strides specified",
-            op_name(call),
+        let when = "when the optional 'strides' argument is provided, ";
+        return Err(axes_count_error(
+            call,
+            when,
+            "strides",
+            " provided",
             axes.len(),
-            strides.len()
+            strides.len(),
         ));
     }
     let Some(mut out) = deep_shape_values(data) else {
@@ -266,3 +265,12 @@ pub static OPS: &[OpDef] = &[
     pure_op!("relax.take", take, lg::index::lowered::take),
     pure_op!("relax.strided_slice", strided_slice, lg::index::lowered::strided_slice),
 ];
+
+/// TVM's error for `n` values of `what` given for `n_axes` axes (`when`
+/// prefixes the condition, `provided` follows `what` in the first clause).
+fn axes_count_error(call: &Call, when: &str, what: &str, provided: &str, n_axes: usize, n: usize) -> String {
+    format!(
+        "For operator {}, {when}the number of axes provided must match the number of {what}{provided}.  However, there are {n_axes} axes specified and {n} {what} specified",
+        op_name(call)
+    )
+}

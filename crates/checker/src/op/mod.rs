@@ -180,3 +180,19 @@ macro_rules! ew {
     };
 }
 pub(crate) use ew;
+
+/// The [`ew`] definitions of a family's element-wise operators as an array,
+/// grouped by their inference function: `family; infer: name, name; ...`
+/// (`name = "relax.op"` when the operator's name is not the builder's).
+macro_rules! ew_ops {
+    ($family:ident; $($infer:ident: $($name:ident $(= $op:literal)?),+;)+) => {
+        [$($($crate::op::ew_ops!(@one $family, $name, $infer $(, $op)?)),+),+]
+    };
+    (@one $family:ident, $name:ident, $infer:ident) => {
+        $crate::op::ew!($family, $name, $infer)
+    };
+    (@one $family:ident, $name:ident, $infer:ident, $op:literal) => {
+        $crate::op::pure_op!($op, $infer, $crate::op::legalize::$family::typed::$name)
+    };
+}
+pub(crate) use ew_ops;

@@ -98,10 +98,7 @@ fn bucketize(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     } else {
         DataType::INT64
     };
-    match shape_of(ts[0]) {
-        Some(s) => Ok(tensor(s, dtype, ts[0].vdevice.clone())),
-        None => Ok(tensor_ndim(dtype, ts[0].ndim, ts[0].vdevice.clone())),
-    }
+    Ok(tensor_as(ts[0], dtype, ts[0].vdevice.clone()))
 }
 
 /// The search operators.

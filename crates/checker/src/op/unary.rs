@@ -4,7 +4,7 @@
 use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
-use super::{ew, InferCtx, OpDef};
+use super::{ew_ops, InferCtx, OpDef};
 
 /// TVM's `InferTypeUnary`: the input's StructInfo with the result dtype.
 fn unary(call: &Call, args: &[StructInfo], require_float: bool, out: Option<DataType>) -> Res {
@@ -41,37 +41,10 @@ fn clip(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 }
 
 /// The unary operators.
-pub static OPS: &[OpDef] = &[
-    ew!(unary, abs, unary_any),
-    ew!(unary, acos, unary_float),
-    ew!(unary, acosh, unary_float),
-    ew!(unary, asin, unary_float),
-    ew!(unary, asinh, unary_float),
-    ew!(unary, atan, unary_float),
-    ew!(unary, atanh, unary_float),
-    ew!(unary, bitwise_not, unary_any),
-    ew!(unary, ceil, unary_any),
-    ew!(unary, cos, unary_float),
-    ew!(unary, cosh, unary_float),
-    ew!(unary, exp, unary_float),
-    ew!(unary, floor, unary_any),
-    ew!(unary, log, unary_float),
-    ew!(unary, logical_not, unary_any),
-    ew!(unary, negative, unary_any),
-    ew!(unary, round, unary_any),
-    ew!(unary, rsqrt, unary_float),
-    ew!(unary, sigmoid, unary_float),
-    ew!(unary, sign, unary_any),
-    ew!(unary, sin, unary_float),
-    ew!(unary, sinh, unary_float),
-    ew!(unary, square, unary_any),
-    ew!(unary, sqrt, unary_float),
-    ew!(unary, tan, unary_float),
-    ew!(unary, tanh, unary_float),
-    ew!(unary, trunc, unary_any),
-    ew!(unary, erf, unary_float),
-    ew!(unary, clip, clip),
-    ew!(unary, isfinite, unary_check),
-    ew!(unary, isinf, unary_check),
-    ew!(unary, isnan, unary_check),
+pub static OPS: &[OpDef] = &ew_ops![unary;
+    unary_any: abs, bitwise_not, ceil, floor, logical_not, negative, round, sign, square, trunc;
+    unary_float: acos, acosh, asin, asinh, atan, atanh, cos, cosh, exp, log, rsqrt, sigmoid, sin,
+        sinh, sqrt, tan, tanh, erf;
+    clip: clip;
+    unary_check: isfinite, isinf, isnan;
 ];

@@ -41,6 +41,19 @@ pub fn corpus_lines(name: &str) -> Option<Vec<serde_json::Value>> {
             .collect(),
     )
 }
+/// Prints `{label}: {agree}/{total} agree` with the first 30 disagreements,
+/// then asserts that at least `min_percent` percent of the cases agree.
+pub fn assert_agreement(label: &str, agree: usize, total: usize, disagreements: &[String], min_percent: usize) {
+    eprintln!("{label}: {agree}/{total} agree");
+    for d in disagreements.iter().take(30) {
+        eprintln!("  disagree: {d}");
+    }
+    assert!(
+        agree * 100 >= total * min_percent,
+        "{label}: agreement {agree}/{total} below {min_percent}%"
+    );
+}
+
 pub mod build;
 #[path = "../../../ir/tests/common/relax_build.rs"]
 pub mod relax_build;

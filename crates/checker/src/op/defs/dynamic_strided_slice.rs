@@ -77,12 +77,12 @@ fn clamp(index: &PrimExpr, extent: &PrimExpr, lo: i64, hi: &PrimExpr) -> PrimExp
 /// The shape function: `out[i]` is the length of the slice along axis `i`,
 /// `ceildiv(end - begin, stride)` with both bounds canonicalized for the
 /// stride's sign.
-fn shape_func(ctx: &LegalizeCtx, ndim: usize) -> Option<Lowered> {
+fn shape_func(ctx: &LegalizeCtx, ndim: usize) -> Result<Lowered, Skip> {
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;
     let mut bes = Vec::new();
     for k in 1..4 {
-        bes.push(t.placeholder(ctx.call.args.get(k)?, ctx.args.get(k)?.as_tensor()?)?);
+        bes.push(ctx.placeholder(&mut t, k)?);
     }
     let shape = x.shape().to_vec();
     let names = ["i".to_string()];
@@ -109,14 +109,13 @@ fn shape_func(ctx: &LegalizeCtx, ndim: usize) -> Option<Lowered> {
         select(lt0(&stride), negative, positive)
     });
     let out = StructInfo::tensor(vec![int(ndim as i64)], DataType::INT64);
-    Some(Lowered::from_te("shape_func", t, 1, out))
+    Ok(Lowered::from_te("shape_func", t, 1, out))
 }
 
 /// The slice itself into a tensor of the (symbolic) shape `out_shape`.
-fn slice(ctx: &LegalizeCtx, out_shape: Vec<PrimExpr>) -> Option<Lowered> {
+fn slice(ctx: &LegalizeCtx, out_shape: Vec<PrimExpr>) -> Result<Lowered, Skip> {
     let mut t = Te::new();
-    let xt = ctx.args.first()?.as_tensor()?;
-    let x = t.placeholder(ctx.call.args.first()?, xt)?;
+    let x = ctx.placeholder(&mut t, 0)?;
     let begin = ctx.placeholder(&mut t, 1)?;
     ctx.placeholder(&mut t, 2)?;
     let strides = ctx.placeholder(&mut t, 3)?;
@@ -142,7 +141,7 @@ fn slice(ctx: &LegalizeCtx, out_shape: Vec<PrimExpr>) -> Option<Lowered> {
         name: "dynamic_strided_slice".into(),
         func: t.build(1),
         args,
-        out: StructInfo::tensor(out_shape, xt.dtype),
+        out: StructInfo::tensor(out_shape, x.dtype()),
         tir_vars: Vec::new(),
     };
     crate::op::legalize::index::data_read_first(&mut lowered.func, &x);
@@ -155,7 +154,7 @@ fn slice(ctx: &LegalizeCtx, out_shape: Vec<PrimExpr>) -> Option<Lowered> {
                 .collect();
         }
     });
-    Some(lowered)
+    Ok(lowered)
 }
 
 /// Legalization: shape function, `tensor_to_shape`, `match_cast` to fresh
@@ -179,7 +178,7 @@ fn legalize(ctx: &LegalizeCtx, em: &mut dyn Emitter) -> Result<Legalized, Skip> 
             ));
         }
     }
-    let sf = shape_func(ctx, ndim).or_skip(UNKNOWN)?;
+    let sf = shape_func(ctx, ndim)?;
     let sinfo = sf.out.clone();
     let lengths = em.call_tir(sf);
     let lengths = em.emit("gv", lengths, sinfo);
@@ -196,7 +195,7 @@ fn legalize(ctx: &LegalizeCtx, em: &mut dyn Emitter) -> Result<Legalized, Skip> 
     let as_shape = em.emit("gv1", as_shape, shape_sinfo);
     let vars: Vec<PrimExpr> = (0..ndim).map(|_| TirVar::new("s", DataType::INT64).to_expr()).collect();
     em.match_cast("gv2", as_shape, StructInfo::shape(vars.clone()));
-    let lowered = slice(ctx, vars).or_skip(UNKNOWN)?;
+    let lowered = slice(ctx, vars)?;
     Ok(Legalized::Expr(em.call_tir(lowered)))
 }
 

@@ -6,40 +6,29 @@
 use relax_ir::tir::{BinOp, ForKind};
 use relax_ir::{Call, PrimExpr, StructInfo};
 
-use crate::op::attrs::{AttrReader, OpAttrs};
+use crate::op::attrs::{op_attrs, OpAttrs};
 use crate::op::common::*;
 use crate::op::legalize::extern_kernel::*;
 use crate::op::legalize::manipulate::finish;
-use crate::op::legalize::te::Te;
-use crate::op::legalize::{Emitter, LegalizeCtx, Legalized, OrSkip, Skip};
-use crate::op::manipulate::gather::tensor_role;
+use crate::op::legalize::{norm_axis, Emitter, LegalizeCtx, Legalized, Skip};
+use crate::op::manipulate::gather::{check_scatter_dtypes, scatter_operands};
 use crate::op::{InferCtx, OpDef};
 
-/// The attributes (TVM's `ScatterElementsAttrs`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScatterElementsAttrs {
-    /// The axis the indices run along.
-    pub axis: i64,
-    /// `update`, `add`, `mul`, `mean`, `min` or `max`.
-    pub reduction: String,
-}
-
-impl OpAttrs for ScatterElementsAttrs {
-    fn from_call(call: &Call) -> Result<Self, String> {
-        let r = AttrReader::new(call);
-        Ok(ScatterElementsAttrs {
-            axis: r.int("axis")?,
-            reduction: r.str("reduction")?,
-        })
+op_attrs! {
+    /// The attributes (TVM's `ScatterElementsAttrs`).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ScatterElementsAttrs {
+        /// The axis the indices run along.
+        pub axis: i64 = int,
+        /// `update`, `add`, `mul`, `mean`, `min` or `max`.
+        pub reduction: String = str,
     }
 }
 
 /// StructInfo: `data`'s (TVM's `InferStructInfoScatterElements`).
 fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
-    check_nargs(call, args, 3)?;
-    let data = tensor_role(&args[0], "ScatterElements", "data")?;
-    let idx = tensor_role(&args[1], "ScatterElements", "indices")?;
-    let upd = tensor_role(&args[2], "ScatterElements", "updates")?;
+    let operands = scatter_operands(call, args, "ScatterElements")?;
+    let [data, idx, upd] = operands;
     let vd = data.vdevice.clone();
     if data.ndim == -1 {
         return Ok(tensor_ndim(data.dtype, -1, vd));
@@ -58,18 +47,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             ));
         }
     }
-    if !data.dtype.is_void() && !upd.dtype.is_void() && data.dtype != upd.dtype {
-        return Err(format!(
-            "ScatterElements op requires the input data to have same type with updates. However, the given types are data: {}, updates: {}",
-            data.dtype, upd.dtype
-        ));
-    }
-    if !idx.dtype.is_void() && !is_int_or_uint(idx.dtype) {
-        return Err(format!(
-            "ScatterElements op requires the input indices to have integer dtype. However, the given indices dtype is {}",
-            idx.dtype
-        ));
-    }
+    check_scatter_dtypes("ScatterElements op", operands)?;
     if let (Some(is), Some(us)) = (shape_of(idx), shape_of(upd)) {
         for (a, b) in is.iter().zip(&us) {
             if prove_ne(ctx.analyzer, a, b) {
@@ -81,10 +59,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             }
         }
     }
-    match shape_of(data) {
-        Some(s) => Ok(tensor(s, data.dtype, vd)),
-        None => Ok(tensor_ndim(data.dtype, data.ndim, vd)),
-    }
+    Ok(tensor_as(data, data.dtype, vd))
 }
 
 /// Legalization, as topi's generic kernel: copy `data`, then for every
@@ -92,17 +67,16 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 /// order) write the combined update.
 fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
     let attrs = ScatterElementsAttrs::from_call(ctx.call).map_err(Skip::new)?;
-    let reduction = Reduction::parse(&attrs.reduction, true).or_skip("unknown reduction")?;
-    let mut t = Te::new();
-    let [data, indices, updates] = [0, 1, 2].map(|i| tensor_input(&mut t, ctx, i));
-    let (data, indices, updates) = (data?, indices?, updates?);
+    let (reduction, mut t, data) = scatter_start(ctx, &attrs.reduction, true)?;
+    let indices = tensor_input(&mut t, ctx, 1)?;
+    let updates = tensor_input(&mut t, ctx, 2)?;
     let shape = data.shape().to_vec();
     let ishape = indices.shape().to_vec();
     let nd = shape.len();
     if ishape.len() != nd || updates.shape().len() != nd || updates.dtype() != data.dtype() {
         return Err(Skip::new("data, indices and updates differ in rank or dtype"));
     }
-    let axis = norm_axis(attrs.axis, nd).or_skip("axis out of range")?;
+    let axis = norm_axis(attrs.axis, nd)?;
     let idt = indices.dtype();
     let axis_range = shape[axis].clone();
     let after = fused(&shape[axis + 1..]);

@@ -6,55 +6,35 @@
 use relax_ir::tir::ForKind;
 use relax_ir::{Call, PrimExpr, StructInfo};
 
-use crate::op::attrs::{AttrReader, OpAttrs};
+use crate::op::attrs::{op_attrs, OpAttrs};
 use crate::op::common::*;
 use crate::op::legalize::extern_kernel::*;
 use crate::op::legalize::index::last_axis_first;
 use crate::op::legalize::manipulate::finish;
-use crate::op::legalize::te::Te;
 use crate::op::legalize::{Emitter, LegalizeCtx, Legalized, OrSkip, Skip};
-use crate::op::manipulate::gather::tensor_role;
+use crate::op::manipulate::gather::{check_scatter_dtypes, scatter_operands};
 use crate::op::{InferCtx, OpDef};
 
-/// The attributes (TVM's `ScatterNDAttrs`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScatterNdAttrs {
-    /// `update`, `add`, `mul`, `min` or `max`.
-    pub reduction: String,
-}
-
-impl OpAttrs for ScatterNdAttrs {
-    fn from_call(call: &Call) -> Result<Self, String> {
-        Ok(ScatterNdAttrs {
-            reduction: AttrReader::new(call).str("reduction")?,
-        })
+op_attrs! {
+    /// The attributes (TVM's `ScatterNDAttrs`).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ScatterNdAttrs {
+        /// `update`, `add`, `mul`, `min` or `max`.
+        pub reduction: String = str,
     }
 }
 
 /// StructInfo: `data`'s (TVM's `InferStructInfoScatterND`).
 fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
-    check_nargs(call, args, 3)?;
-    let data = tensor_role(&args[0], "ScatterND op", "data")?;
-    let idx = tensor_role(&args[1], "ScatterND op", "indices")?;
-    let upd = tensor_role(&args[2], "ScatterND op", "updates")?;
+    let operands = scatter_operands(call, args, "ScatterND op")?;
+    let [data, idx, upd] = operands;
     if data.dtype.is_void() || upd.dtype.is_void() {
         return Err(format!(
             "ScatterND op requires the input data and updates to have known dtype. However, the given types are data: {}, updates: {}",
             data.dtype, upd.dtype
         ));
     }
-    if data.dtype != upd.dtype {
-        return Err(format!(
-            "ScatterND op requires the input data to have same type with updates. However, the given types are data: {}, updates: {}",
-            data.dtype, upd.dtype
-        ));
-    }
-    if !idx.dtype.is_void() && !is_int_or_uint(idx.dtype) {
-        return Err(format!(
-            "ScatterND op requires the input indices to have integer dtype. However, the given indices dtype is {}",
-            idx.dtype
-        ));
-    }
+    check_scatter_dtypes("ScatterND op", operands)?;
     let vd = data.vdevice.clone();
     if let (Some(ds), Some(is), Some(us)) = (shape_of(data), shape_of(idx), shape_of(upd)) {
         let Some(k) = is.last().and_then(|d| d.as_int()) else {
@@ -90,10 +70,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             ));
         }
     }
-    match shape_of(data) {
-        Some(s) => Ok(tensor(s, data.dtype, vd)),
-        None => Ok(tensor_ndim(data.dtype, data.ndim, vd)),
-    }
+    Ok(tensor_as(data, data.dtype, vd))
 }
 
 /// Legalization: TVM moves the last axis of `indices` to the front
@@ -101,11 +78,8 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 /// order, the updated slice in parallel).
 fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
     let attrs = ScatterNdAttrs::from_call(ctx.call).map_err(Skip::new)?;
-    let reduction = Reduction::parse(&attrs.reduction, false).or_skip("unknown reduction")?;
-    let mut t = Te::new();
-    let data = tensor_input(&mut t, ctx, 0)?;
-    let (ie, it) = (ctx.call.args.get(1), ctx.args.get(1).and_then(StructInfo::as_tensor));
-    let ind = ie.zip(it).and_then(|(e, s)| t.placeholder(e, s)).or_skip(UNKNOWN)?;
+    let (reduction, mut t, data) = scatter_start(ctx, &attrs.reduction, false)?;
+    let ind = ctx.placeholder(&mut t, 1)?;
     let updates = tensor_input(&mut t, ctx, 2)?;
     if !is_int_or_uint(ind.dtype()) || updates.dtype() != data.dtype() {
         return Err(Skip::new(

@@ -6,28 +6,29 @@ use relax_ir::{DataType, Expr, ExprKind, PrimExpr, StructInfo, TirVar};
 
 use super::manipulate::ScalarParams;
 use super::te::{Operand, Te};
-use super::{LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered, OrSkip, Skip};
 
 /// Bind the first `n` arguments (tensors or inlined scalar constants).
-pub(crate) fn operands(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand>)> {
+pub(crate) fn operands(ctx: &LegalizeCtx, n: usize) -> Result<(Te, Vec<Operand>), Skip> {
     let mut t = Te::new();
     let mut ops = Vec::new();
     for i in 0..n {
-        ops.push(t.input(ctx.call.args.get(i)?, ctx.args.get(i)?)?);
+        let si = ctx.args.get(i).or_skip("an argument is missing")?;
+        ops.push(t.input(ctx.arg(i)?, si)?);
     }
-    Some((t, ops))
+    Ok((t, ops))
 }
 
 /// [`operands`], where an argument may also be a scalar: a `PrimValue` is
 /// inlined, a variable of `R.Prim` type becomes a scalar parameter of the
 /// PrimFunc (returned with the argument that carries it).
-fn operands_with_scalars(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand>, ScalarParams)> {
+fn operands_with_scalars(ctx: &LegalizeCtx, n: usize) -> Result<(Te, Vec<Operand>, ScalarParams), Skip> {
     let mut t = Te::new();
     let mut ops = Vec::new();
     let mut prims = Vec::new();
     for i in 0..n {
-        let e = ctx.call.args.get(i)?;
-        let si = ctx.args.get(i)?;
+        let e = ctx.arg(i)?;
+        let si = ctx.args.get(i).or_skip("an argument is missing")?;
         match (e.kind(), si) {
             (ExprKind::PrimValue(p), _) => {
                 for v in relax_ir::visit::free_tir_vars(p) {
@@ -47,10 +48,14 @@ fn operands_with_scalars(ctx: &LegalizeCtx, n: usize) -> Option<(Te, Vec<Operand
             _ => ops.push(t.input(e, si)?),
         }
     }
-    Some((t, ops, prims))
+    Ok((t, ops, prims))
 }
 
-fn binary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr, PrimExpr, DataType) -> PrimExpr) -> Option<Lowered> {
+fn binary(
+    ctx: &LegalizeCtx,
+    name: &str,
+    f: impl FnOnce(PrimExpr, PrimExpr, DataType) -> PrimExpr,
+) -> Result<Lowered, Skip> {
     let (out_shape, _) = ctx.out_tensor()?;
     let (mut t, ops, prims) = operands_with_scalars(ctx, 2)?;
     let dt = ops[0].dtype();
@@ -58,15 +63,15 @@ fn binary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr, PrimExpr, Data
         f(ops[0].bcast(i, &out_shape), ops[1].bcast(i, &out_shape), dt)
     });
     if prims.is_empty() {
-        Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+        Ok(Lowered::from_te(name, t, 1, ctx.out.clone()))
     } else {
-        Some(super::manipulate::finish(name, t, 1, prims, ctx.out.clone()))
+        Ok(super::manipulate::finish(name, t, 1, prims, ctx.out.clone()))
     }
 }
 
 macro_rules! simple {
     ($($f:ident $name:literal $op:ident $swap:literal),* $(,)?) => {$(
-        fn $f(ctx: &LegalizeCtx) -> Option<Lowered> {
+        fn $f(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
             binary(ctx, $name, |a, b, _| if $swap { PrimExpr::binary(BinOp::$op, b, a) } else { PrimExpr::binary(BinOp::$op, a, b) })
         }
     )*};
@@ -80,11 +85,11 @@ simple!(
     logical_and "logical_and" And false, logical_or "logical_or" Or false,
 );
 
-fn divide(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn divide(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "divide", |a, b, _| PrimExpr::binary(BinOp::Div, a, b))
 }
 
-fn floor_divide(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn floor_divide(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "floor_divide", |a, b, dt| {
         if dt.is_float() {
             PrimExpr::call("floor", dt, vec![PrimExpr::binary(BinOp::Div, a, b)])
@@ -94,7 +99,7 @@ fn floor_divide(ctx: &LegalizeCtx) -> Option<Lowered> {
     })
 }
 
-fn modulo(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn modulo(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "mod", |a, b, dt| {
         if dt.is_float() {
             PrimExpr::call("fmod", dt, vec![a, b])
@@ -104,7 +109,7 @@ fn modulo(ctx: &LegalizeCtx) -> Option<Lowered> {
     })
 }
 
-fn floor_mod(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn floor_mod(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "floor_mod", |a, b, dt| {
         if dt.is_float() {
             // a - floor(a / b) * b
@@ -116,45 +121,32 @@ fn floor_mod(ctx: &LegalizeCtx) -> Option<Lowered> {
     })
 }
 
-fn power(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn power(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "power", |a, b, dt| PrimExpr::call("pow", dt, vec![a, b]))
 }
 
-fn atan2(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn atan2(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "atan2", |a, b, dt| PrimExpr::call("atan2", dt, vec![a, b]))
 }
 
 /// A bitwise operator (`bitwise_and`, `shift_left`, ...) on integers (and
 /// `bitwise_xor` on booleans for `logical_xor`).
-fn bitwise(ctx: &LegalizeCtx, name: &str, intr: &str) -> Option<Lowered> {
+fn bitwise(ctx: &LegalizeCtx, name: &str, intr: &str) -> Result<Lowered, Skip> {
     let dt = ctx.out_tensor()?.1;
     if !dt.is_integer() && !dt.is_bool() {
-        return None;
+        return Err(ctx.unsupported_dtype(dt));
     }
     binary(ctx, name, |a, b, _| PrimExpr::call(intr, dt, vec![a, b]))
 }
 
-fn bitwise_and(ctx: &LegalizeCtx) -> Option<Lowered> {
-    bitwise(ctx, "bitwise_and", "bitwise_and")
-}
-fn bitwise_or(ctx: &LegalizeCtx) -> Option<Lowered> {
-    bitwise(ctx, "bitwise_or", "bitwise_or")
-}
-fn bitwise_xor(ctx: &LegalizeCtx) -> Option<Lowered> {
-    bitwise(ctx, "bitwise_xor", "bitwise_xor")
-}
-fn logical_xor(ctx: &LegalizeCtx) -> Option<Lowered> {
-    bitwise(ctx, "logical_xor", "bitwise_xor")
-}
-fn left_shift(ctx: &LegalizeCtx) -> Option<Lowered> {
-    bitwise(ctx, "left_shift", "shift_left")
-}
-fn right_shift(ctx: &LegalizeCtx) -> Option<Lowered> {
-    bitwise(ctx, "right_shift", "shift_right")
-}
+super::by_intrinsic!(bitwise:
+    bitwise_and "bitwise_and" "bitwise_and", bitwise_or "bitwise_or" "bitwise_or",
+    bitwise_xor "bitwise_xor" "bitwise_xor", logical_xor "logical_xor" "bitwise_xor",
+    left_shift "left_shift" "shift_left", right_shift "right_shift" "shift_right",
+);
 
 /// `log_add_exp(a, b)`: `log(exp(a) + exp(b))`, as topi writes it.
-fn log_add_exp(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn log_add_exp(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "log_add_exp", |a, b, dt| {
         let e = |x| PrimExpr::call("exp", dt, vec![x]);
         PrimExpr::call("log", dt, vec![PrimExpr::binary(BinOp::Add, e(a), e(b))])
@@ -162,7 +154,7 @@ fn log_add_exp(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// `where(cond, x, y)`: `T.Select(0 < int64(cond), x, y)` with broadcasting.
-fn where_(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn where_(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (out_shape, _) = ctx.out_tensor()?;
     let (mut t, ops) = operands(ctx, 3)?;
     t.compute("T_where", &out_shape, "ax", |i| {
@@ -174,11 +166,11 @@ fn where_(ctx: &LegalizeCtx) -> Option<Lowered> {
         };
         PrimExpr::select(c, ops[1].bcast(i, &out_shape), ops[2].bcast(i, &out_shape))
     });
-    Some(Lowered::from_te("where", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("where", t, 1, ctx.out.clone()))
 }
 
 /// `ewise_fma(a, b, c)`: `a * b + c`.
-fn ewise_fma(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn ewise_fma(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (out_shape, _) = ctx.out_tensor()?;
     let (mut t, ops) = operands(ctx, 3)?;
     t.compute("T_ewise_fma", &out_shape, "ax", |i| {
@@ -188,7 +180,7 @@ fn ewise_fma(ctx: &LegalizeCtx) -> Option<Lowered> {
             ops[2].bcast(i, &out_shape),
         )
     });
-    Some(Lowered::from_te("ewise_fma", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("ewise_fma", t, 1, ctx.out.clone()))
 }
 
 /// The legalizations of this family's other operators (PrimFunc builders; see

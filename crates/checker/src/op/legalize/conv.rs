@@ -5,11 +5,11 @@
 use relax_ir::tir::BinOp;
 use relax_ir::{Attrs, PrimExpr};
 
-use super::pool::pad_stage;
+use super::pool::{fit_n, n_ints, pad_stage, paddings, split_padding};
 use super::te::{add, konst, mul, scale, Reduce, Te};
 use super::{Emitter, LegalizeCtx, Legalized, Lowered, OrSkip, Skip};
 use crate::op::attrs::{ConvAttrs, OpAttrs};
-use crate::op::common::{attr_int, attr_ints, attr_str};
+use crate::op::common::{attr_int, attr_str};
 
 /// `e // g` folded when `e` is static.
 fn div_const(e: &PrimExpr, g: i64) -> PrimExpr {
@@ -19,22 +19,12 @@ fn div_const(e: &PrimExpr, g: i64) -> PrimExpr {
     }
 }
 
-/// An `n`-item integer attribute (a single value repeats).
-fn n_ints(ctx: &LegalizeCtx, key: &str, n: usize, default: i64) -> Option<Vec<i64>> {
-    let v = attr_ints(ctx.call, key, &vec![default; n]).ok()?;
-    match v.len() {
-        1 => Some(vec![v[0]; n]),
-        l if l == n => Some(v),
-        _ => None,
-    }
-}
-
 /// `conv1d` (`n == 1`), `conv2d` and `conv3d` in channel-first or
 /// channel-last data layouts, `OI<spatial>` or `<spatial>IO` kernels, read
 /// through their typed attributes.
 fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
     let a = ConvAttrs::from_call(ctx.call).map_err(Skip::new)?;
-    let (out_shape, odt) = ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
+    let (out_shape, odt) = ctx.out_tensor()?;
     let sp_letters: &[char] = match n {
         1 => &['W'],
         2 => &['H', 'W'],
@@ -62,28 +52,15 @@ fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
     if groups < 1 || (groups > 1 && channel_last) {
         return Err(Skip::new("groups with a channel-last layout"));
     }
-    let fit = |v: &[i64]| match v.len() {
-        1 => Some(vec![v[0]; n]),
-        l if l == n => Some(v.to_vec()),
-        _ => None,
-    };
-    let stride = fit(&a.strides).or_skip("strides of the wrong length")?;
-    let dil = fit(&a.dilation).or_skip("dilation of the wrong length")?;
-    let p = &a.padding;
-    let (pb, pa): (Vec<i64>, Vec<i64>) = match p.len() {
-        1 => (vec![p[0]; n], vec![p[0]; n]),
-        l if l == n => (p.clone(), p.clone()),
-        l if l == 2 * n => (p[..n].to_vec(), p[n..].to_vec()),
-        _ => return Err(Skip::new("padding of the wrong length")),
-    };
-    if stride.iter().chain(&dil).any(|&v| v < 1) || pb.iter().chain(&pa).any(|&v| v < 0) {
-        return Err(Skip::new("non-positive strides or dilation, or negative padding"));
+    let stride = fit_n(&a.strides, n).or_skip("strides of the wrong length")?;
+    let dil = fit_n(&a.dilation, n).or_skip("dilation of the wrong length")?;
+    let (pb, pa) = split_padding(a.padding.clone(), n)?;
+    if stride.iter().chain(&dil).any(|&v| v < 1) {
+        return Err(Skip::new("a stride or dilation below 1"));
     }
     let mut t = Te::new();
-    let mut input = |i: usize| t.placeholder(ctx.call.args.get(i)?, ctx.args.get(i)?.as_tensor()?);
-    let (x, w) = input(0)
-        .zip(input(1))
-        .or_skip("an argument's shape or dtype is not known")?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let w = ctx.placeholder(&mut t, 1)?;
     if x.shape().len() != rank || w.shape().len() != rank || out_shape.len() != rank {
         return Err(Skip::new("the data, weight and output ranks differ from the layout's"));
     }
@@ -258,42 +235,45 @@ fn dilate_stage(t: &mut Te, name: &str, src: &relax_ir::Buffer, factors: &[i64])
 /// as `topi.nn.group_conv{1,2}d_transpose_nc[h]w`: dilate the input by the
 /// strides, pad it by `kernel - 1 - padding` (plus `output_padding` after),
 /// flip and transpose the (dilated) kernel, then a direct convolution.
-fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
+fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Result<Lowered, Skip> {
     let (out_shape, odt) = ctx.out_tensor()?;
     let (dl, kl) = match n {
         1 => ("NCW", "IOW"),
         2 => ("NCHW", "IOHW"),
         _ => ("NCDHW", "IODHW"),
     };
-    if attr_str(ctx.call, "data_layout", dl) != dl
-        || attr_str(ctx.call, "kernel_layout", kl) != kl
-        || attr_str(ctx.call, "out_layout", dl) != dl
-    {
-        return None;
+    let (data_layout, kernel_layout) = (
+        attr_str(ctx.call, "data_layout", dl),
+        attr_str(ctx.call, "kernel_layout", kl),
+    );
+    if data_layout != dl || kernel_layout != kl {
+        return Err(Skip::new(format!(
+            "layouts {data_layout}/{kernel_layout} are not supported (only {dl}/{kl})"
+        )));
     }
-    let groups = attr_int(ctx.call, "groups", 1).ok()?;
+    if attr_str(ctx.call, "out_layout", dl) != dl {
+        return Err(Skip::new("an output layout other than the data layout"));
+    }
+    let groups = attr_int(ctx.call, "groups", 1)?;
     let stride = n_ints(ctx, "strides", n, 1)?;
     let dil = n_ints(ctx, "dilation", n, 1)?;
     let out_pad = n_ints(ctx, "output_padding", n, 0)?;
-    let p = attr_ints(ctx.call, "padding", &vec![0; 2 * n]).ok()?;
-    let (pb, pa): (Vec<i64>, Vec<i64>) = match p.len() {
-        1 => (vec![p[0]; n], vec![p[0]; n]),
-        l if l == n => (p.clone(), p.clone()),
-        l if l == 2 * n => (p[..n].to_vec(), p[n..].to_vec()),
-        _ => return None,
-    };
-    if groups < 1 || stride.iter().chain(&dil).any(|&v| v < 1) || pb.iter().chain(&pa).chain(&out_pad).any(|&v| v < 0) {
-        return None;
+    let (pb, pa) = paddings(ctx, n)?;
+    if groups < 1 || stride.iter().chain(&dil).any(|&v| v < 1) || out_pad.iter().any(|&v| v < 0) {
+        return Err(Skip::new(
+            "groups, strides or dilation below 1, or a negative output padding",
+        ));
     }
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;
     let w = ctx.placeholder(&mut t, 1)?;
     let rank = n + 2;
     if x.shape().len() != rank || w.shape().len() != rank || out_shape.len() != rank {
-        return None;
+        return Err(Skip::new("the data, weight and output ranks differ from the layout's"));
     }
     // the effective (dilated) kernel extents must be static to size the padding
-    let kext: Vec<i64> = (0..n).map(|k| w.shape()[2 + k].as_int()).collect::<Option<_>>()?;
+    let kext: Option<Vec<i64>> = (0..n).map(|k| w.shape()[2 + k].as_int()).collect();
+    let kext = kext.or_skip("a kernel extent is symbolic")?;
     let keff: Vec<i64> = (0..n).map(|k| (kext[k] - 1) * dil[k] + 1).collect();
     let dilated = dilate_stage(&mut t, "data_dilate", &x, &stride);
     let mut before = vec![0i64; rank];
@@ -302,11 +282,12 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
         before[2 + k] = keff[k] - 1 - pb[k];
         after[2 + k] = keff[k] - 1 - pa[k] + out_pad[k];
         if before[2 + k] < 0 || after[2 + k] < 0 {
-            return None;
+            return Err(Skip::new("a padding wider than the dilated kernel"));
         }
     }
     let zero = konst(0.0, dilated.dtype());
-    let padded = pad_stage(&mut t, &dilated, &before, &after, zero, ("data_pad", "i"), true)?;
+    let padded = pad_stage(&mut t, &dilated, &before, &after, zero, ("data_pad", "i"), true)
+        .or_skip("the padding is not supported")?;
     let kern = if dil.iter().any(|&d| d > 1) {
         dilate_stage(&mut t, "kernel_dilate", &w, &dil)
     } else {
@@ -369,7 +350,7 @@ fn conv_transpose_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
             (pidx, kidx)
         },
     );
-    Some(Lowered::from_te(&format!("conv{n}d_transpose"), t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te(&format!("conv{n}d_transpose"), t, 1, ctx.out.clone()))
 }
 
 /// `nn.conv1d`.

@@ -7,21 +7,14 @@ use relax_ir::{DataType, ExprKind, PrimExpr, PrimExprKind};
 use super::manipulate::finish;
 use super::te::{konst, scalar_constant, Operand, Te};
 use super::unary::one_input;
-use super::{LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered, OrSkip, Skip};
 use crate::op::common::{add, mul, sub};
 
-fn filled(ctx: &LegalizeCtx, name: &str, v: f64) -> Option<Lowered> {
+fn filled(ctx: &LegalizeCtx, name: &str, v: f64) -> Result<Lowered, Skip> {
     let (shape, dt) = ctx.out_tensor()?;
     let mut t = Te::new();
     t.compute("T_full", &shape, "ax", |_| konst(v, dt));
-    Some(finish(name, t, 1, Vec::new(), ctx.out.clone()))
-}
-
-fn zeros(ctx: &LegalizeCtx) -> Option<Lowered> {
-    filled(ctx, "zeros", 0.0)
-}
-fn ones(ctx: &LegalizeCtx) -> Option<Lowered> {
-    filled(ctx, "ones", 1.0)
+    Ok(finish(name, t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// A scalar constant converted to `dt` at compile time (`T.Cast` of an
@@ -36,16 +29,16 @@ fn fold_cast(c: &PrimExpr, dt: DataType) -> PrimExpr {
 
 /// `full(shape, value)` and `full_like(x, value)`: a scalar constant is
 /// inlined (converted to the output type), a 0-d tensor is read.
-fn full(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn full(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (shape, dt) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let ve = ctx.call.args.get(1)?;
+    let ve = ctx.arg(1)?;
     let v = match scalar_constant(ve) {
         Some(c) => Operand::Scalar(fold_cast(&c, dt)),
-        None => Operand::Tensor(t.placeholder(ve, ctx.args.get(1)?.as_tensor()?)?),
+        None => Operand::Tensor(ctx.placeholder(&mut t, 1)?),
     };
     if v.ndim() != 0 {
-        return None;
+        return Err(Skip::new("the fill value is not a scalar"));
     }
     t.compute("T_full", &shape, "ax", |_| {
         let x = v.at(&[]);
@@ -55,24 +48,24 @@ fn full(ctx: &LegalizeCtx) -> Option<Lowered> {
             x.cast(dt)
         }
     });
-    Some(finish("full", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("full", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// The value of a `PrimValue` argument.
-fn prim_arg(ctx: &LegalizeCtx, i: usize) -> Option<PrimExpr> {
-    match ctx.call.args.get(i)?.kind() {
-        ExprKind::PrimValue(p) => Some(p.clone()),
-        _ => None,
+fn prim_arg(ctx: &LegalizeCtx, i: usize) -> Result<PrimExpr, Skip> {
+    match ctx.arg(i)?.kind() {
+        ExprKind::PrimValue(p) => Ok(p.clone()),
+        _ => Err(Skip::new(format!("argument {i} is not an R.prim_value"))),
     }
 }
 
 /// `arange(start, end, step)`: `T_arange[i] = start + i * step` in the
 /// output type.
-fn arange(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn arange(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (shape, dt) = ctx.out_tensor()?;
     let (start, _end, step) = (prim_arg(ctx, 0)?, prim_arg(ctx, 1)?, prim_arg(ctx, 2)?);
     if shape.len() != 1 {
-        return None;
+        return Err(Skip::new("the output is not 1-d"));
     }
     let mut t = Te::new();
     t.compute("T_arange", &shape, "ax", |i| {
@@ -89,7 +82,7 @@ fn arange(ctx: &LegalizeCtx) -> Option<Lowered> {
             }
         }
     });
-    Some(finish("arange", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("arange", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// The most elements a constant-folded `arange` may have.
@@ -98,7 +91,7 @@ const MAX_FOLDED_ARANGE: usize = 1 << 16;
 /// `arange` with constant bounds folds into a constant, as TVM's legalization
 /// does (`numpy.arange`: `start + i * step` in double precision, then cast).
 pub(crate) fn fold_arange(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
-    let (shape, dt) = ctx.out_tensor()?;
+    let (shape, dt) = ctx.out_tensor().ok()?;
     let n = match shape.as_slice() {
         [d] => usize::try_from(d.as_int()?).ok()?,
         _ => return None,
@@ -112,8 +105,9 @@ pub(crate) fn fold_arange(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
         PrimExprKind::FloatImm { value, .. } => Some(*value),
         _ => None,
     };
-    let (start, step) = (num(&prim_arg(ctx, 0)?)?, num(&prim_arg(ctx, 2)?)?);
-    num(&prim_arg(ctx, 1)?)?;
+    let bound = |i: usize| num(&prim_arg(ctx, i).ok()?);
+    let (start, step) = (bound(0)?, bound(2)?);
+    bound(1)?;
     let values: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
     super::constant::constant(&values, vec![n as i64], dt)
 }
@@ -128,12 +122,12 @@ fn fold_cast_float(e: &PrimExpr, dt: DataType) -> PrimExpr {
 }
 
 /// `eye[i, j] = if_then_else(i == j - k, 1, 0)`.
-fn eye_of(ctx: &LegalizeCtx, name: &str, k: PrimExpr) -> Option<Lowered> {
+fn eye_of(ctx: &LegalizeCtx, name: &str, k: PrimExpr) -> Result<Lowered, Skip> {
     let (shape, dt) = ctx.out_tensor()?;
     if shape.len() != 2 {
-        return None;
+        return Err(Skip::new("the output is not 2-d"));
     }
-    let k = k.as_int()?;
+    let k = k.as_int().or_skip("the diagonal offset k is symbolic")?;
     let mut t = Te::new();
     let names = ["i".to_string(), "j".to_string()];
     t.compute_named("eye", &shape, &names, |i| {
@@ -152,32 +146,20 @@ fn eye_of(ctx: &LegalizeCtx, name: &str, k: PrimExpr) -> Option<Lowered> {
             ],
         )
     });
-    Some(finish(name, t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish(name, t, 1, Vec::new(), ctx.out.clone()))
 }
 
-fn eye(ctx: &LegalizeCtx) -> Option<Lowered> {
-    eye_of(ctx, "eye", prim_arg(ctx, 2)?)
-}
-fn eye_like(ctx: &LegalizeCtx) -> Option<Lowered> {
-    eye_of(ctx, "eye_like", prim_arg(ctx, 1)?)
-}
-
-fn zeros_like(ctx: &LegalizeCtx) -> Option<Lowered> {
-    filled(ctx, "zeros", 0.0)
-}
-fn ones_like(ctx: &LegalizeCtx) -> Option<Lowered> {
-    filled(ctx, "ones", 1.0)
-}
-
-fn trilu(ctx: &LegalizeCtx, upper: bool) -> Option<Lowered> {
+fn trilu(ctx: &LegalizeCtx, upper: bool) -> Result<Lowered, Skip> {
     let k = match ctx.call.args.get(1) {
-        Some(e) => super::unary::scalar_arg(e, DataType::INT64)?.as_int()?,
+        Some(e) => super::unary::scalar_arg(e, DataType::INT64)
+            .and_then(|k| k.as_int())
+            .or_skip("the diagonal offset k is not a constant")?,
         None => 0,
     };
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
     if nd < 2 {
-        return None;
+        return Err(Skip::new("the input has fewer than 2 dimensions"));
     }
     let dt = x.dtype();
     t.compute("trilu", &shape, "i", |i| {
@@ -205,7 +187,7 @@ fn trilu(ctx: &LegalizeCtx, upper: bool) -> Option<Lowered> {
         };
         PrimExpr::select(cond, x.at(i), konst(0.0, dt))
     });
-    Some(Lowered::from_te(
+    Ok(Lowered::from_te(
         if upper { "triu" } else { "tril" },
         t,
         1,
@@ -213,15 +195,19 @@ fn trilu(ctx: &LegalizeCtx, upper: bool) -> Option<Lowered> {
     ))
 }
 
-fn tril(ctx: &LegalizeCtx) -> Option<Lowered> {
-    trilu(ctx, false)
-}
-fn triu(ctx: &LegalizeCtx) -> Option<Lowered> {
-    trilu(ctx, true)
-}
-
 /// The legalizations of this family's other operators (PrimFunc builders; see
 /// [`super::lower_or_skip`]).
 pub mod lowered {
-    super::super::lowered_legalizations!(zeros, ones, full, arange, eye, eye_like, zeros_like, ones_like, tril, triu,);
+    super::super::lowered_legalizations!(
+        zeros => |ctx| super::filled(ctx, "zeros", 0.0),
+        ones => |ctx| super::filled(ctx, "ones", 1.0),
+        zeros_like => |ctx| super::filled(ctx, "zeros", 0.0),
+        ones_like => |ctx| super::filled(ctx, "ones", 1.0),
+        full,
+        arange,
+        eye => |ctx| super::eye_of(ctx, "eye", super::prim_arg(ctx, 2)?),
+        eye_like => |ctx| super::eye_of(ctx, "eye_like", super::prim_arg(ctx, 1)?),
+        tril => |ctx| super::trilu(ctx, false),
+        triu => |ctx| super::trilu(ctx, true),
+    );
 }

@@ -12,6 +12,7 @@ use relax_ir::{Attrs, Buffer, DataType, Expr, PrimExpr, PrimExprKind, Span, Stmt
 
 pub(crate) use super::te::loop_over;
 use super::te::Te;
+use super::{LegalizeCtx, OrSkip, Skip};
 use crate::op::common::{floordiv, floormod, max, min, mul};
 
 /// A flat index into a buffer of `shape`, as multi-dimensional indices
@@ -190,6 +191,19 @@ pub(crate) fn drop_trivial_root(f: &mut PrimFunc) {
     }
 }
 
+/// The start of a scatter legalization: the `reduction` attribute (`mean`
+/// allowed when `with_mean`), a builder, and `data` (argument 0) as its input.
+pub(crate) fn scatter_start(
+    ctx: &LegalizeCtx,
+    reduction: &str,
+    with_mean: bool,
+) -> Result<(Reduction, Te, Buffer), Skip> {
+    let reduction = Reduction::parse(reduction, with_mean).or_skip("unknown reduction")?;
+    let mut t = Te::new();
+    let data = tensor_input(&mut t, ctx, 0)?;
+    Ok((reduction, t, data))
+}
+
 /// The reason given when an argument's shape or dtype is not known.
 pub(crate) const UNKNOWN: &str = "an argument's shape or dtype is not known";
 
@@ -203,10 +217,4 @@ pub(crate) fn tensor_input(t: &mut Te, ctx: &super::LegalizeCtx, i: usize) -> Re
         .and_then(|s| s.as_tensor())
         .or_skip("an argument is not a tensor")?;
     extern_input(t, e, ts).or_skip(UNKNOWN)
-}
-
-/// `axis` (negative counts from the end) as an index below `nd`.
-pub(crate) fn norm_axis(a: i64, nd: usize) -> Option<usize> {
-    let a = if a < 0 { a + nd as i64 } else { a };
-    (0..nd as i64).contains(&a).then_some(a as usize)
 }

@@ -6,13 +6,9 @@ use relax_ir::{Expr, ExprKind, PrimExpr, Stmt, StructInfo, TirVar};
 
 use super::manipulate::finish;
 use super::te::Te;
-use super::{LegalizeCtx, Lowered};
+use super::unary::out_and_data;
+use super::{norm_axis, LegalizeCtx, Lowered, OrSkip, Skip};
 use crate::op::common::{add, attr_bool, attr_opt_int, attr_str, int, max, min, mul, sub};
-
-fn norm_axis(a: i64, nd: usize) -> Option<usize> {
-    let a = if a < 0 { a + nd as i64 } else { a };
-    (0..nd as i64).contains(&a).then_some(a as usize)
-}
 
 /// The scalar variables of `e` with the Relax argument carrying each (a
 /// `PrimValue` of the variable).
@@ -27,26 +23,24 @@ fn prim_params(e: &PrimExpr) -> Vec<(TirVar, Expr)> {
 }
 
 /// `take(x, indices, axis, mode)`.
-fn take(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
+fn take(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x) = out_and_data(ctx)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
-    let axis = match attr_opt_int(ctx.call, "axis").ok()? {
+    let axis = match attr_opt_int(ctx.call, "axis")? {
         Some(a) => norm_axis(a, nd)?,
         None if nd == 1 => 0,
-        None => return None,
+        None => return Err(Skip::new("take without an axis needs 1-d data")),
     };
     let mode = attr_str(ctx.call, "mode", "fast").to_string();
-    let ie = ctx.call.args.get(1)?;
+    let ie = ctx.arg(1)?;
     // the indices: a tensor, an inlined scalar expression, or a scalar parameter
     enum Idx {
         Tensor(relax_ir::Buffer),
         Scalar(PrimExpr),
     }
     let mut prims = Vec::new();
-    let idx = match (ie.kind(), ctx.args.get(1)?) {
+    let idx = match (ie.kind(), ctx.args.get(1).or_skip("an argument is missing")?) {
         (ExprKind::PrimValue(p), _) => {
             prims.extend(prim_params(p));
             Idx::Scalar(p.clone())
@@ -61,14 +55,14 @@ fn take(ctx: &LegalizeCtx) -> Option<Lowered> {
             Idx::Scalar(tv.to_expr())
         }
         (_, StructInfo::Tensor(ts)) => Idx::Tensor(t.placeholder(ie, ts)?),
-        _ => return None,
+        _ => return Err(Skip::new("the indices are neither a tensor nor a scalar")),
     };
     let ni = match &idx {
         Idx::Tensor(b) => b.shape().len(),
         Idx::Scalar(_) => 0,
     };
     if out_shape.len() + 1 != nd + ni {
-        return None;
+        return Err(Skip::new("the output rank does not match the data and indices"));
     }
     let dim = shape[axis].clone();
     t.compute("T_take", &out_shape, "ax", |i| {
@@ -92,7 +86,7 @@ fn take(ctx: &LegalizeCtx) -> Option<Lowered> {
     });
     let mut lowered = finish("take", t, 1, prims, ctx.out.clone());
     data_read_first(&mut lowered.func, &x);
-    Some(lowered)
+    Ok(lowered)
 }
 
 /// Visit every block of a statement.
@@ -109,8 +103,9 @@ pub(crate) fn for_each_block(s: &mut Stmt, f: &mut dyn FnMut(&mut Block)) {
 }
 
 /// The `PrimExpr`s of a tuple-of-`PrimValue` argument.
-fn prims_of(e: &Expr, s: &StructInfo) -> Option<Vec<PrimExpr>> {
-    crate::op::index::unpack_prims(e, s)
+fn prims_of(ctx: &LegalizeCtx, i: usize) -> Result<Vec<PrimExpr>, Skip> {
+    let s = ctx.args.get(i).or_skip("an argument is missing")?;
+    crate::op::index::unpack_prims(ctx.arg(i)?, s).or_skip("axes, begin, end or strides are not a tuple of integers")
 }
 
 /// topi's canonical begin of a slice along an axis of extent `dim`.
@@ -133,33 +128,31 @@ fn canonical_begin(b: &PrimExpr, dim: &PrimExpr, stride: i64) -> PrimExpr {
 }
 
 /// `strided_slice(x, axes, begin, end, strides, assume_inbound)`.
-fn strided_slice(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
+fn strided_slice(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x) = out_and_data(ctx)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
-    let axes = prims_of(ctx.call.args.get(1)?, ctx.args.get(1)?)?;
-    let begin = prims_of(ctx.call.args.get(2)?, ctx.args.get(2)?)?;
-    let strides = match (ctx.call.args.get(4), ctx.args.get(4)) {
-        (Some(e), Some(s)) => prims_of(e, s)?,
-        _ => vec![int(1); axes.len()],
+    let axes = prims_of(ctx, 1)?;
+    let begin = prims_of(ctx, 2)?;
+    let strides = match ctx.call.args.len() > 4 {
+        true => prims_of(ctx, 4)?,
+        false => vec![int(1); axes.len()],
     };
     if begin.len() != axes.len() || strides.len() != axes.len() {
-        return None;
+        return Err(Skip::new("axes, begin and strides differ in length"));
     }
     if out_shape.len() != nd {
-        return None;
+        return Err(Skip::new("the output rank differs from the data's"));
     }
     let inbound = attr_bool(ctx.call, "assume_inbound", false);
     // per input axis: (begin, stride)
     let mut per_axis: Vec<Option<(PrimExpr, i64)>> = vec![None; nd];
     let mut prims = Vec::new();
     for k in 0..axes.len() {
-        let a = norm_axis(axes[k].as_int()?, nd)?;
-        let s = strides[k].as_int()?;
+        let a = norm_axis(axes[k].as_int().or_skip("an axis is symbolic")?, nd)?;
+        let s = strides[k].as_int().or_skip("a stride is symbolic")?;
         if s == 0 {
-            return None;
+            return Err(Skip::new("a stride is 0"));
         }
         let b = if inbound {
             begin[k].clone()
@@ -197,7 +190,7 @@ fn strided_slice(ctx: &LegalizeCtx) -> Option<Lowered> {
             .collect();
         PrimExpr::load(&x, idx)
     });
-    Some(finish("strided_slice", t, 1, prims, ctx.out.clone()))
+    Ok(finish("strided_slice", t, 1, prims, ctx.out.clone()))
 }
 
 /// Move the reads of `first` to the front of every block's read list (topi
@@ -212,15 +205,13 @@ pub(crate) fn data_read_first(f: &mut relax_ir::PrimFunc, first: &relax_ir::Buff
 }
 
 /// `gather_elements(x, indices, axis)`: `out[i] = x[i with i[axis] = indices[i]]`.
-fn gather_elements(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
+fn gather_elements(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x) = out_and_data(ctx)?;
     let ind = ctx.placeholder(&mut t, 1)?;
     let nd = x.shape().len();
-    let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
+    let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0)?, nd)?;
     if out_shape.len() != nd || ind.shape().len() != nd {
-        return None;
+        return Err(Skip::new("the data, indices and output ranks differ"));
     }
     t.compute("T_gather", &out_shape, "ax", |i| {
         let mut idx = i.to_vec();
@@ -233,16 +224,16 @@ fn gather_elements(ctx: &LegalizeCtx) -> Option<Lowered> {
     });
     let mut lowered = finish("gather", t, 1, Vec::new(), ctx.out.clone());
     data_read_first(&mut lowered.func, &x);
-    Some(lowered)
+    Ok(lowered)
 }
 
 /// `gather_nd(x, indices)` (`batch_dims = 0`): the last axis of `indices`
 /// holds `m` coordinates into the leading axes of `x`; TVM first moves that
 /// axis to the front (`T_transpose`).
-fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn gather_nd(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (out_shape, _) = ctx.out_tensor()?;
-    if crate::op::common::attr_int(ctx.call, "batch_dims", 0).ok()? != 0 {
-        return None;
+    if crate::op::common::attr_int(ctx.call, "batch_dims", 0)? != 0 {
+        return Err(Skip::new("batch_dims other than 0 is not supported"));
     }
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;
@@ -250,11 +241,12 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
     let is = ind.shape().to_vec();
     let k = is.len();
     if k == 0 {
-        return None;
+        return Err(Skip::new("0-d indices"));
     }
-    let m = usize::try_from(is[k - 1].as_int()?).ok()?;
+    let m = is[k - 1].as_int().and_then(|m| usize::try_from(m).ok());
+    let m = m.or_skip("the last dimension of the indices is symbolic")?;
     if m > x.shape().len() || out_shape.len() != k - 1 + x.shape().len() - m {
-        return None;
+        return Err(Skip::new("the indices' last dimension does not fit the data's rank"));
     }
     let tr = last_axis_first(&mut t, &ind);
     let outer = k - 1;
@@ -274,7 +266,7 @@ fn gather_nd(ctx: &LegalizeCtx) -> Option<Lowered> {
     });
     let mut lowered = finish("te_gather_nd", t, 1, Vec::new(), ctx.out.clone());
     data_read_first(&mut lowered.func, &x);
-    Some(lowered)
+    Ok(lowered)
 }
 
 /// `T_transpose` of `ind` with axes `(k-1, 0, 1, ..., k-2)`: the coordinates

@@ -5,19 +5,17 @@ use relax_ir::tir::BinOp;
 use relax_ir::PrimExpr;
 
 use super::te::{Reduce, Te};
-use super::{Emitter, LegalizeCtx, Legalized, Lowered, OrSkip, Skip};
+use super::{Emitter, LegalizeCtx, Legalized, Lowered, Skip};
 use crate::op::attrs::{MatmulAttrs, OpAttrs};
 
 /// `matmul`: the accumulation runs in the output dtype (`out_dtype`, else the
 /// operands' common dtype, as inference decided).
 pub(crate) fn matmul(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
     MatmulAttrs::from_call(ctx.call).map_err(Skip::new)?;
-    let (out_shape, odt) = ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
+    let (out_shape, odt) = ctx.out_tensor()?;
     let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0);
-    let (x, y) = x
-        .zip(ctx.placeholder(&mut t, 1))
-        .or_skip("an operand's shape or dtype is not known")?;
+    let x = ctx.placeholder(&mut t, 0)?;
+    let y = ctx.placeholder(&mut t, 1)?;
     let (a, b) = (x.shape().len(), y.shape().len());
     if a == 0 || b == 0 {
         return Err(Skip::new("a 0-d operand"));

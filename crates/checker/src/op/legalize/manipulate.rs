@@ -11,25 +11,35 @@ use relax_ir::visit::free_tir_vars;
 use relax_ir::{Expr, ExprKind, PrimExpr, PrimExprKind, StructInfo, TirVar};
 
 use super::te::{konst, Reduce, Te};
-use super::unary::one_input;
-use super::{LegalizeCtx, Lowered};
-use crate::op::common::{add, attr_opt_ints, floordiv, floormod, int, mul, sub};
+use super::unary::{one_input, out_and_data, out_and_input};
+use super::{norm_axis, LegalizeCtx, Lowered, OrSkip, Skip};
+use crate::op::common::{add, attr_int, attr_opt_int, attr_opt_ints, attr_str, floordiv, floormod, int, mul, sub};
 
-fn norm_axis(a: i64, nd: usize) -> Option<usize> {
-    let a = if a < 0 { a + nd as i64 } else { a };
-    (0..nd as i64).contains(&a).then_some(a as usize)
+/// The axes in attribute `key` normalized against rank `nd`, `None` when absent.
+fn opt_axes(ctx: &LegalizeCtx, key: &str, nd: usize) -> Result<Option<Vec<usize>>, Skip> {
+    match attr_opt_ints(ctx.call, key)? {
+        None => Ok(None),
+        Some(v) => Ok(Some(v.iter().map(|&a| norm_axis(a, nd)).collect::<Result<_, _>>()?)),
+    }
 }
 
-fn permute_dims(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, shape) = one_input(ctx)?;
-    let nd = shape.len();
-    let axes: Vec<usize> = match attr_opt_ints(ctx.call, "axes").ok()? {
-        None => (0..nd).rev().collect(),
-        Some(v) => v.iter().map(|&a| norm_axis(a, nd)).collect::<Option<Vec<_>>>()?,
+/// The shapes of a tuple result.
+fn out_tuple_shapes(ctx: &LegalizeCtx) -> Result<Vec<Vec<PrimExpr>>, Skip> {
+    let StructInfo::Tuple(outs) = &ctx.out else {
+        return Err(Skip::new("the result is not a tuple"));
     };
+    outs.iter()
+        .map(|o| o.as_tensor().and_then(|t| t.shape_values()).map(|s| s.to_vec()))
+        .collect::<Option<_>>()
+        .or_skip("an output shape is not known")
+}
+
+fn permute_dims(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x, shape) = out_and_input(ctx)?;
+    let nd = shape.len();
+    let axes = opt_axes(ctx, "axes", nd)?.unwrap_or_else(|| (0..nd).rev().collect());
     if axes.len() != nd {
-        return None;
+        return Err(Skip::new("axes do not name every dimension"));
     }
     t.compute("T_transpose", &out_shape, "ax", |i| {
         let mut idx = vec![PrimExpr::int(0); nd];
@@ -38,38 +48,30 @@ fn permute_dims(ctx: &LegalizeCtx) -> Option<Lowered> {
         }
         x.at(&idx)
     });
-    Some(Lowered::from_te("transpose", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("transpose", t, 1, ctx.out.clone()))
 }
 
-fn expand_dims(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, _) = one_input(ctx)?;
+fn expand_dims(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x, _) = out_and_input(ctx)?;
     let on = out_shape.len();
-    let axes: Vec<usize> = attr_opt_ints(ctx.call, "axis")
-        .ok()??
-        .iter()
-        .map(|&a| norm_axis(a, on))
-        .collect::<Option<Vec<_>>>()?;
+    let axes = opt_axes(ctx, "axis", on)?.or_skip("expand_dims has no axis")?;
     t.compute("expand_dims", &out_shape, "i", |i| {
         let idx: Vec<PrimExpr> = (0..on).filter(|d| !axes.contains(d)).map(|d| i[d].clone()).collect();
         x.at(&idx)
     });
-    Some(Lowered::from_te("expand_dims", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("expand_dims", t, 1, ctx.out.clone()))
 }
 
-fn squeeze(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, shape) = one_input(ctx)?;
+fn squeeze(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x, shape) = out_and_input(ctx)?;
     let nd = shape.len();
-    let axes: Vec<usize> = match attr_opt_ints(ctx.call, "axis").ok()? {
-        None => (0..nd).filter(|&d| shape[d].as_int() == Some(1)).collect(),
-        Some(v) => v.iter().map(|&a| norm_axis(a, nd)).collect::<Option<Vec<_>>>()?,
-    };
+    let axes = opt_axes(ctx, "axis", nd)?;
+    let axes = axes.unwrap_or_else(|| (0..nd).filter(|&d| shape[d].as_int() == Some(1)).collect());
     // The result's StructInfo may come from an annotation that disagrees with the
     // squeezed rank (a symbolic dimension that is not known to be 1): not legalized.
     let kept = (0..nd).filter(|d| !axes.contains(d)).count();
     if kept != out_shape.len() {
-        return None;
+        return Err(Skip::new("the annotated output rank differs from the squeezed rank"));
     }
     t.compute("T_squeeze", &out_shape, "ax", |i| {
         let mut k = 0;
@@ -85,13 +87,13 @@ fn squeeze(ctx: &LegalizeCtx) -> Option<Lowered> {
             .collect();
         x.at(&idx)
     });
-    Some(Lowered::from_te("squeeze", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("squeeze", t, 1, ctx.out.clone()))
 }
 
-fn flip(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn flip(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
-    let axis = norm_axis(crate::op::common::attr_opt_int(ctx.call, "axis").ok()??, nd)?;
+    let axis = norm_axis(attr_opt_int(ctx.call, "axis")?.or_skip("flip has no axis")?, nd)?;
     let ext = shape[axis].clone();
     t.compute("T_reverse_sequence", &shape, "ax", |i| {
         let mut idx = i.to_vec();
@@ -106,19 +108,19 @@ fn flip(ctx: &LegalizeCtx) -> Option<Lowered> {
         };
         x.at(&idx)
     });
-    Some(Lowered::from_te("flip", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("flip", t, 1, ctx.out.clone()))
 }
 
 /// `reverse_sequence(x, seq_lengths, seq_axis, batch_axis)`: along `seq_axis`,
 /// the first `seq_lengths[b]` elements of batch `b` are reversed.
-fn reverse_sequence(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn reverse_sequence(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;
     let lens = ctx.placeholder(&mut t, 1)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
-    let seq_axis = norm_axis(crate::op::common::attr_int(ctx.call, "seq_axis", 1).ok()?, nd)?;
-    let batch_axis = norm_axis(crate::op::common::attr_int(ctx.call, "batch_axis", 0).ok()?, nd)?;
+    let seq_axis = norm_axis(attr_int(ctx.call, "seq_axis", 1)?, nd)?;
+    let batch_axis = norm_axis(attr_int(ctx.call, "batch_axis", 0)?, nd)?;
     let dim = shape[seq_axis].clone();
     t.compute("T_reverse_sequence", &shape, "ax", |i| {
         let mut len = PrimExpr::load(&lens, vec![i[batch_axis].clone()]);
@@ -145,31 +147,32 @@ fn reverse_sequence(ctx: &LegalizeCtx) -> Option<Lowered> {
         idx[seq_axis] = PrimExpr::call("if_then_else", j.dtype(), vec![keep, j, inner]);
         PrimExpr::load(&x, idx)
     });
-    Some(finish("reverse_sequence", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("reverse_sequence", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// The tensors of a non-empty tuple argument (the first) as inputs of a new builder.
-fn tuple_inputs(ctx: &LegalizeCtx) -> Option<(Te, Vec<relax_ir::Buffer>)> {
-    let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
+fn tuple_inputs(ctx: &LegalizeCtx) -> Result<(Te, Vec<relax_ir::Buffer>), Skip> {
+    let si = ctx.args.first().or_skip("an argument is missing")?;
+    let fields = tuple_fields(ctx.arg(0)?, si).or_skip("the first argument is not a tuple")?;
     if fields.is_empty() {
-        return None;
+        return Err(Skip::new("the tuple of tensors is empty"));
     }
     let mut t = Te::new();
     let mut bufs = Vec::new();
     for (e, s) in &fields {
-        bufs.push(t.placeholder(e, s.as_tensor()?)?);
+        bufs.push(t.placeholder(e, s.as_tensor().or_skip("a tuple field is not a tensor")?)?);
     }
-    Some((t, bufs))
+    Ok((t, bufs))
 }
 
 /// `stack(tensors, axis)`: `T_stack[..., k, ...] = tensors[k][...]`.
-fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn stack(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (out_shape, _) = ctx.out_tensor()?;
     let (mut t, bufs) = tuple_inputs(ctx)?;
     if bufs.iter().any(|b| b.shape().len() + 1 != out_shape.len()) {
-        return None;
+        return Err(Skip::new("an input rank is not one less than the output's"));
     }
-    let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, out_shape.len())?;
+    let axis = norm_axis(attr_int(ctx.call, "axis", 0)?, out_shape.len())?;
     t.compute("T_stack", &out_shape, "ax", |i| {
         let mut idx = i.to_vec();
         idx.remove(axis);
@@ -181,24 +184,21 @@ fn stack(ctx: &LegalizeCtx) -> Option<Lowered> {
         }
         e
     });
-    Some(finish("stack", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("stack", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// `meshgrid(tensors, indexing)`: output `k` repeats input `k` along its
 /// axis (`"xy"` swaps the first two axes).
-fn meshgrid(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let StructInfo::Tuple(outs) = &ctx.out else { return None };
-    let shape = outs.first()?.as_tensor()?.shape_values()?.to_vec();
-    let fields = tuple_fields(ctx.call.args.first()?, ctx.args.first()?)?;
-    let xy = crate::op::common::attr_str(ctx.call, "indexing", "ij") == "xy";
-    let mut t = Te::new();
-    let mut bufs = Vec::new();
-    for (e, s) in &fields {
-        bufs.push(t.placeholder(e, s.as_tensor()?)?);
-    }
+fn meshgrid(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let shapes = out_tuple_shapes(ctx)?;
+    let shape = shapes.first().or_skip("the result tuple is empty")?.clone();
+    let xy = attr_str(ctx.call, "indexing", "ij") == "xy";
+    let (mut t, bufs) = tuple_inputs(ctx)?;
     let n = bufs.len();
     if shape.len() != n || bufs.iter().any(|b| b.shape().len() != 1) {
-        return None;
+        return Err(Skip::new(
+            "the inputs are not 1-d or the output rank is not their count",
+        ));
     }
     for (k, b) in bufs.iter().enumerate() {
         let name = if k == 0 {
@@ -209,25 +209,21 @@ fn meshgrid(ctx: &LegalizeCtx) -> Option<Lowered> {
         let axis = if xy && n >= 2 && k < 2 { 1 - k } else { k };
         t.compute(&name, &shape, "ax", |i| PrimExpr::load(b, vec![i[axis].clone()]));
     }
-    Some(finish("meshgrid", t, n, Vec::new(), ctx.out.clone()))
+    Ok(finish("meshgrid", t, n, Vec::new(), ctx.out.clone()))
 }
 
 /// `one_hot(indices, on_value, off_value, depth, axis)`.
-fn one_hot(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn one_hot(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (out_shape, dt) = ctx.out_tensor()?;
     let prim = |i: usize| match ctx.call.args.get(i).map(|e| e.kind()) {
-        Some(ExprKind::PrimValue(p)) => Some(p.clone()),
-        _ => None,
+        Some(ExprKind::PrimValue(p)) => Ok(p.clone()),
+        _ => Err(Skip::new("the on/off values are not R.prim_value")),
     };
     let (on, off) = (prim(1)?, prim(2)?);
     let (mut t, x, shape) = one_input(ctx)?;
-    let mut axis = crate::op::common::attr_int(ctx.call, "axis", -1).ok()?;
-    if axis < 0 {
-        axis += shape.len() as i64 + 1;
-    }
-    let axis = usize::try_from(axis).ok().filter(|&a| a <= shape.len())?;
+    let axis = norm_axis(attr_int(ctx.call, "axis", -1)?, shape.len() + 1)?;
     if out_shape.len() != shape.len() + 1 {
-        return None;
+        return Err(Skip::new("the output rank is not one more than the indices'"));
     }
     t.compute("T_one_hot", &out_shape, "ax", |i| {
         let mut idx = i.to_vec();
@@ -241,7 +237,7 @@ fn one_hot(ctx: &LegalizeCtx) -> Option<Lowered> {
         let conv = |e: &PrimExpr| if e.dtype() == dt { e.clone() } else { e.clone().cast(dt) };
         PrimExpr::select(PrimExpr::binary(BinOp::Eq, v, pos), conv(&on), conv(&off))
     });
-    Some(finish("one_hot", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("one_hot", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// How an input axis of `layout_transform` is recovered from the output
@@ -255,10 +251,10 @@ enum Source {
 /// `layout_transform(x, index_map, pad_value)` for index maps made of the
 /// input variables and their `// c`, `% c` splits: every output element reads
 /// the input at the inverse map, or `pad_value` past the input's end.
-fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn layout_transform(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (out_shape, dt) = ctx.out_tensor()?;
-    let relax_ir::AttrValue::Map(map) = crate::op::common::attr(ctx.call, "index_map")? else {
-        return None;
+    let Some(relax_ir::AttrValue::Map(map)) = crate::op::common::attr(ctx.call, "index_map") else {
+        return Err(Skip::new("index_map is not a map"));
     };
     let exprs = |key: &str| -> Option<Vec<PrimExpr>> {
         map.get(key)?
@@ -271,15 +267,14 @@ fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
             })
             .collect()
     };
-    let params: Vec<TirVar> = exprs("params")?
-        .iter()
-        .map(|e| e.as_var().cloned())
-        .collect::<Option<_>>()?;
-    let results = exprs("results")?;
+    let params: Option<Vec<TirVar>> = exprs("params").and_then(|ps| ps.iter().map(|e| e.as_var().cloned()).collect());
+    let params = params.or_skip("the index map's parameters are not variables")?;
+    let results = exprs("results").or_skip("the index map has no results")?;
     let (mut t, x, shape) = one_input(ctx)?;
     if params.len() != shape.len() || results.len() != out_shape.len() {
-        return None;
+        return Err(Skip::new("the index map's arity does not match the ranks"));
     }
+    let unsupported = || Skip::new("an index map other than axes and their // c, % c splits");
     // every result must be `p`, `p // c` or `p % c`
     let split_of = |r: &PrimExpr, want: BinOp| -> Option<(TirVar, i64)> {
         match r.kind() {
@@ -291,7 +286,7 @@ fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
     };
     for r in &results {
         if r.as_var().is_none() && split_of(r, BinOp::FloorDiv).is_none() && split_of(r, BinOp::FloorMod).is_none() {
-            return None;
+            return Err(unsupported());
         }
     }
     let mut sources = Vec::with_capacity(params.len());
@@ -300,15 +295,16 @@ fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
             sources.push(Source::Axis(k));
             continue;
         }
-        let div = results
-            .iter()
-            .position(|r| matches!(split_of(r, BinOp::FloorDiv), Some((v, _)) if &v == p))?;
-        let rem = results
-            .iter()
-            .position(|r| matches!(split_of(r, BinOp::FloorMod), Some((v, _)) if &v == p))?;
-        let (_, c) = split_of(&results[div], BinOp::FloorDiv)?;
-        if split_of(&results[rem], BinOp::FloorMod)?.1 != c {
-            return None;
+        let find = |op: BinOp| {
+            let k = results
+                .iter()
+                .position(|r| matches!(split_of(r, op), Some((v, _)) if &v == p));
+            k.and_then(|k| Some((k, split_of(&results[k], op)?.1)))
+                .ok_or_else(unsupported)
+        };
+        let ((div, c), (rem, c2)) = (find(BinOp::FloorDiv)?, find(BinOp::FloorMod)?);
+        if c2 != c {
+            return Err(unsupported());
         }
         sources.push(Source::Split(div, rem, c));
     }
@@ -319,7 +315,7 @@ fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
             match d.as_int() {
                 Some(e) if e % c == 0 => {}
                 Some(_) => padded = true,
-                None => return None,
+                None => return Err(Skip::new("a split axis has a symbolic extent")),
             }
         }
     }
@@ -356,24 +352,25 @@ fn layout_transform(ctx: &LegalizeCtx) -> Option<Lowered> {
             None => v,
         }
     });
-    Some(finish(name, t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish(name, t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// `nn.pad` in `"reflect"` mode: per padded axis with `before = b` and extent
 /// `n`, `t = |i - b|` and the source index is `(n-1) - |(n-1) - t|`.
-fn reflect_pad(ctx: &LegalizeCtx, out_shape: &[PrimExpr], widths: &[i64]) -> Option<Lowered> {
+fn reflect_pad(ctx: &LegalizeCtx, out_shape: &[PrimExpr], widths: &[i64]) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
     if widths.len() != 2 * nd || out_shape.len() != nd {
-        return None;
+        return Err(Skip::new("pad_width does not have two entries per dimension"));
     }
-    let last: Vec<i64> = shape.iter().map(|d| d.as_int().map(|e| e - 1)).collect::<Option<_>>()?;
+    let last: Option<Vec<i64>> = shape.iter().map(|d| d.as_int().map(|e| e - 1)).collect();
+    let last = last.or_skip("reflect padding of a symbolic dimension")?;
     if widths
         .iter()
         .zip(last.iter().flat_map(|l| [l, l]))
         .any(|(w, l)| *w > *l)
     {
-        return None;
+        return Err(Skip::new("a reflect padding as wide as its dimension"));
     }
     t.compute("ReflectPadInput", out_shape, "i", |i| {
         let idx: Vec<PrimExpr> = (0..nd)
@@ -398,7 +395,7 @@ fn reflect_pad(ctx: &LegalizeCtx, out_shape: &[PrimExpr], widths: &[i64]) -> Opt
             .collect();
         x.at(&idx)
     });
-    Some(finish("reflect_pad", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("reflect_pad", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// The legalizations of this family's other operators (PrimFunc builders; see
@@ -545,14 +542,13 @@ fn unravel(idx: &PrimExpr, shape: &[PrimExpr]) -> Vec<PrimExpr> {
 }
 
 /// `reshape` / `flatten`: `T_reshape[i...] = x[unravel(ravel(i))]`.
-fn reshape(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, in_shape) = one_input(ctx)?;
+fn reshape(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x, in_shape) = out_and_input(ctx)?;
     t.compute("T_reshape", &out_shape, "ax", |i| {
         let flat = ravel(i, &out_shape);
         x.at(&unravel(&flat, &in_shape))
     });
-    Some(finish("reshape", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("reshape", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// The tensors of a tuple argument: the fields of a tuple literal, or
@@ -578,14 +574,14 @@ fn tuple_fields(e: &Expr, s: &StructInfo) -> Option<Vec<(Expr, StructInfo)>> {
     }
 }
 
-fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn concat(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (out_shape, _) = ctx.out_tensor()?;
     let (mut t, bufs) = tuple_inputs(ctx)?;
     let nd = out_shape.len();
     if bufs.iter().any(|b| b.shape().len() != nd) {
-        return None;
+        return Err(Skip::new("an input rank differs from the output's"));
     }
-    let axis = match crate::op::common::attr_opt_int(ctx.call, "axis").ok()? {
+    let axis = match attr_opt_int(ctx.call, "axis")? {
         Some(a) => norm_axis(a, nd)?,
         None => 0,
     };
@@ -595,13 +591,15 @@ fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
             .any(|b| b.shape().get(axis).and_then(|d| d.as_int()).is_none())
     {
         // Symbolic offsets of many inputs would be sums as deep as the input count.
-        return None;
+        return Err(Skip::new(format!(
+            "concat of more than {LINEAR_CONCAT} inputs with symbolic extents"
+        )));
     }
     // offsets[k]: the start of input k along the axis
     let mut offsets = vec![int(0)];
     for b in &bufs[..bufs.len() - 1] {
         let last = offsets.last().cloned().unwrap_or_else(|| int(0));
-        offsets.push(add(&last, b.shape().get(axis)?));
+        offsets.push(add(&last, &b.shape()[axis]));
     }
     t.compute("T_concat", &out_shape, "ax", |i| {
         let load = |k: usize| {
@@ -626,7 +624,7 @@ fn concat(ctx: &LegalizeCtx) -> Option<Lowered> {
         }
         e
     });
-    Some(finish("concatenate", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("concatenate", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// The most inputs `concat` legalizes to TVM's chain of `if_then_else`.
@@ -655,17 +653,13 @@ fn sub_chain(x: &PrimExpr, off: &PrimExpr) -> PrimExpr {
     sub(x, off)
 }
 
-fn split(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let StructInfo::Tuple(outs) = &ctx.out else { return None };
-    let shapes: Vec<Vec<PrimExpr>> = outs
-        .iter()
-        .map(|o| o.as_tensor().and_then(|t| t.shape_values()).map(|s| s.to_vec()))
-        .collect::<Option<_>>()?;
+fn split(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let shapes = out_tuple_shapes(ctx)?;
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
-    let axis = norm_axis(crate::op::common::attr_int(ctx.call, "axis", 0).ok()?, nd)?;
+    let axis = norm_axis(attr_int(ctx.call, "axis", 0)?, nd)?;
     if shapes.iter().any(|s| s.len() != nd) {
-        return None;
+        return Err(Skip::new("an output rank differs from the input's"));
     }
     let sections = matches!(
         crate::op::common::attr(ctx.call, "indices_or_sections"),
@@ -685,40 +679,37 @@ fn split(ctx: &LegalizeCtx) -> Option<Lowered> {
             idx[axis] = add(&i[axis], &off);
             x.at(&idx)
         });
-        start = add(&start, s.get(axis)?);
+        start = add(&start, &s[axis]);
     }
-    Some(finish("split", t, shapes.len(), Vec::new(), ctx.out.clone()))
+    Ok(finish("split", t, shapes.len(), Vec::new(), ctx.out.clone()))
 }
 
-fn broadcast_to(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, _) = one_input(ctx)?;
+fn broadcast_to(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x, _) = out_and_input(ctx)?;
     t.compute("T_broadcast_to", &out_shape, "ax", |i| x.bcast(i, &out_shape));
-    Some(finish("broadcast_to", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("broadcast_to", t, 1, Vec::new(), ctx.out.clone()))
 }
 
-fn tile(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, shape) = one_input(ctx)?;
+fn tile(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x, shape) = out_and_input(ctx)?;
     let (on, nd) = (out_shape.len(), shape.len());
     if on < nd {
-        return None;
+        return Err(Skip::new("the output rank is below the input's"));
     }
     t.compute("T_tile", &out_shape, "ax", |i| {
         let idx: Vec<PrimExpr> = (0..nd).map(|d| floormod(&i[on - nd + d], &shape[d])).collect();
         x.at(&idx)
     });
-    Some(finish("tile", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("tile", t, 1, Vec::new(), ctx.out.clone()))
 }
 
-fn repeat(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (out_shape, _) = ctx.out_tensor()?;
-    let (mut t, x, shape) = one_input(ctx)?;
-    let reps = crate::op::common::attr_opt_int(ctx.call, "repeats").ok()??;
+fn repeat(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (out_shape, mut t, x, shape) = out_and_input(ctx)?;
+    let reps = attr_opt_int(ctx.call, "repeats")?.or_skip("repeats is not a constant")?;
     let r = int(reps);
-    let axis_attr = crate::op::common::attr_opt_int(ctx.call, "axis").ok()?;
+    let axis_attr = attr_opt_int(ctx.call, "axis")?;
     if out_shape.len() != if axis_attr.is_some() { shape.len() } else { 1 } {
-        return None;
+        return Err(Skip::new("the output rank does not match the axis"));
     }
     match axis_attr {
         Some(a) => {
@@ -742,19 +733,19 @@ fn repeat(ctx: &LegalizeCtx) -> Option<Lowered> {
             });
         }
     }
-    Some(finish("repeat", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("repeat", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// `collapse_sum_to` / `collapse_sum_like`: sum over the leading axes the
 /// target lacks and over the axes where the target has extent 1.
-fn collapse_sum(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (target, dt) = ctx.out_tensor()?;
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
+fn collapse_sum(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (target, mut t, x) = out_and_data(ctx)?;
+    // the sum accumulates in the output's dtype
+    let dt = ctx.out_tensor()?.1;
     let shape = x.shape().to_vec();
     let (nd, tn) = (shape.len(), target.len());
     if tn > nd {
-        return None;
+        return Err(Skip::new("the target rank exceeds the input's"));
     }
     let lead = nd - tn;
     let mut red: Vec<usize> = (0..lead).collect();
@@ -779,28 +770,28 @@ fn collapse_sum(ctx: &LegalizeCtx) -> Option<Lowered> {
             PrimExpr::load(&x, idx)
         },
     );
-    Some(finish("collapse_sum", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("collapse_sum", t, 1, Vec::new(), ctx.out.clone()))
 }
 
 /// `nn.pad` in constant mode: `PadInput[i...] = if_then_else(inside, x[i - before], pad_value)`.
-fn pad(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn pad(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (out_shape, dt) = ctx.out_tensor()?;
-    let widths = crate::op::common::attr_opt_ints(ctx.call, "pad_width").ok()??;
+    let widths = attr_opt_ints(ctx.call, "pad_width")?.or_skip("pad_width is missing")?;
     // TVM lowers "reflect" with topi's reflect_pad and every other mode as
     // constant padding
-    if crate::op::common::attr_str(ctx.call, "pad_mode", "constant") == "reflect" {
+    if attr_str(ctx.call, "pad_mode", "constant") == "reflect" {
         return reflect_pad(ctx, &out_shape, &widths);
     }
     let value = match crate::op::common::attr(ctx.call, "pad_value") {
         Some(relax_ir::AttrValue::Float(f)) => *f,
         Some(relax_ir::AttrValue::Int(i)) => *i as f64,
         None => 0.0,
-        _ => return None,
+        _ => return Err(Skip::new("pad_value is not a number")),
     };
     let (mut t, x, shape) = one_input(ctx)?;
     let nd = shape.len();
     if widths.len() != 2 * nd || out_shape.len() != nd {
-        return None;
+        return Err(Skip::new("pad_width does not have two entries per dimension"));
     }
     t.compute("PadInput", &out_shape, "i", |i| {
         let mut conds: Vec<PrimExpr> = Vec::new();
@@ -820,5 +811,5 @@ fn pad(ctx: &LegalizeCtx) -> Option<Lowered> {
             None => v,
         }
     });
-    Some(finish("pad", t, 1, Vec::new(), ctx.out.clone()))
+    Ok(finish("pad", t, 1, Vec::new(), ctx.out.clone()))
 }

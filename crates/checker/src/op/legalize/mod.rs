@@ -41,17 +41,53 @@ pub struct LegalizeCtx<'a> {
 
 impl LegalizeCtx<'_> {
     /// Argument `i` (a tensor of known shape and dtype) as an input of `t`.
-    pub fn placeholder(&self, t: &mut te::Te, i: usize) -> Option<relax_ir::Buffer> {
-        t.placeholder(self.call.args.get(i)?, self.args.get(i)?.as_tensor()?)
+    pub fn placeholder(&self, t: &mut te::Te, i: usize) -> Result<relax_ir::Buffer, Skip> {
+        let e = self.call.args.get(i).or_skip("an argument is missing")?;
+        let si = self.args.get(i).or_skip("an argument is missing")?;
+        t.placeholder(e, si.as_tensor().or_skip("an argument is not a tensor")?)
+    }
+
+    /// The operator's name without the `relax.` prefix (`"nn.conv2d"`).
+    pub fn op_name(&self) -> &str {
+        let name = self.call.op.as_op().unwrap_or("operator");
+        name.strip_prefix("relax.").unwrap_or(name)
+    }
+
+    /// Argument `i` of the call.
+    pub fn arg(&self, i: usize) -> Result<&Expr, Skip> {
+        self.call.args.get(i).or_skip("an argument is missing")
+    }
+
+    /// The dtype of tensor argument `i`.
+    pub fn arg_dtype(&self, i: usize) -> Result<DataType, Skip> {
+        let si = self.args.get(i).or_skip("an argument is missing")?;
+        Ok(si.as_tensor().or_skip("an argument is not a tensor")?.dtype)
+    }
+
+    /// The dtype of tensor argument `i` when `supported` accepts it, else a skip
+    /// naming the dtype and the operator.
+    pub fn arg_dtype_if(&self, i: usize, supported: fn(&DataType) -> bool) -> Result<DataType, Skip> {
+        let dt = self.arg_dtype(i)?;
+        if supported(&dt) {
+            Ok(dt)
+        } else {
+            Err(self.unsupported_dtype(dt))
+        }
+    }
+
+    /// The skip of a call whose dtype `dt` the lowering does not handle.
+    pub fn unsupported_dtype(&self, dt: DataType) -> Skip {
+        Skip::new(format!("dtype {dt} is not supported by {}", self.op_name()))
     }
 
     /// The result as a tensor with a known shape: `(shape, dtype)`.
-    pub fn out_tensor(&self) -> Option<(Vec<PrimExpr>, DataType)> {
-        let t = self.out.as_tensor()?;
+    pub fn out_tensor(&self) -> Result<(Vec<PrimExpr>, DataType), Skip> {
+        let t = self.out.as_tensor().or_skip("the result is not a tensor")?;
         if t.dtype.is_void() {
-            return None;
+            return Err(Skip::new("the output dtype is not known"));
         }
-        Some((t.shape_values()?.to_vec(), t.dtype))
+        let shape = t.shape_values().or_skip("the output shape is not known")?;
+        Ok((shape.to_vec(), t.dtype))
     }
 }
 
@@ -102,10 +138,10 @@ impl Lowered {
     }
 }
 
-/// A PrimFunc builder: lower one call, or `None` when it does not handle the call's
-/// shapes, dtypes or attributes. Wrapped into a [`LegalizeFn`] by [`lower_or_skip`]
-/// or [`with_known_shapes`].
-pub type BuildFn = fn(&LegalizeCtx) -> Option<Lowered>;
+/// A PrimFunc builder: lower one call, or say which of the call's shapes, dtypes
+/// or attributes it does not handle. Wrapped into a [`LegalizeFn`] by
+/// [`lower_or_skip`] or [`with_known_shapes`].
+pub type BuildFn = fn(&LegalizeCtx) -> Result<Lowered, Skip>;
 
 /// Why a call was left as it is (shown to the user as a `legalize/skipped` warning).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,6 +155,32 @@ impl Skip {
     pub fn new(reason: impl Into<String>) -> Skip {
         Skip { reason: reason.into() }
     }
+}
+
+/// An attribute error (`"axis must be an integer"`) is the reason of a skip.
+impl From<String> for Skip {
+    fn from(reason: String) -> Skip {
+        Skip { reason }
+    }
+}
+
+/// `axis` (negative counts from the end) as an index below `nd`, or a skip
+/// saying it is out of range.
+pub fn norm_axis(axis: i64, nd: usize) -> Result<usize, Skip> {
+    let a = if axis < 0 { axis + nd as i64 } else { axis };
+    if (0..nd as i64).contains(&a) {
+        Ok(a as usize)
+    } else {
+        Err(Skip::new(format!("axis {axis} is out of range for rank {nd}")))
+    }
+}
+
+/// [`norm_axis`] of each of `axes`, sorted, without repeats.
+pub fn norm_axes(axes: &[i64], nd: usize) -> Result<Vec<usize>, Skip> {
+    let mut out = axes.iter().map(|&a| norm_axis(a, nd)).collect::<Result<Vec<_>, _>>()?;
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// `Option` to `Result<_, Skip>`.
@@ -157,26 +219,25 @@ pub type Legalizer = LegalizeFn;
 /// A legalization by a PrimFunc builder: its PrimFunc, or a skip when the builder
 /// declines.
 pub fn lower_or_skip(ctx: &LegalizeCtx, f: BuildFn) -> Result<Legalized, Skip> {
-    f(ctx)
-        .map(Legalized::call)
-        .or_skip("the shapes, dtypes or attributes of this call are not supported")
+    f(ctx).map(Legalized::call)
 }
 
 /// A legalization whose preconditions are known shapes: the output and every
 /// tensor argument must have a known shape and dtype; `f` builds the PrimFunc
-/// (reading the call's typed attributes), `None` meaning an unsupported dtype.
+/// (reading the call's typed attributes) or says which dtype it does not support.
 pub fn with_known_shapes(ctx: &LegalizeCtx, f: BuildFn) -> Result<Legalized, Skip> {
-    ctx.out_tensor().or_skip("the output shape or dtype is not known")?;
+    ctx.out_tensor()?;
     for a in &ctx.args {
         if let StructInfo::Tensor(t) = a {
-            if t.dtype.is_void() || t.shape_values().is_none() {
-                return Err(Skip::new("an operand's shape or dtype is not known"));
+            if t.dtype.is_void() {
+                return Err(Skip::new("an operand's dtype is not known"));
+            }
+            if t.shape_values().is_none() {
+                return Err(Skip::new("an operand's shape is not known"));
             }
         }
     }
-    f(ctx)
-        .map(Legalized::call)
-        .or_skip("the operand dtypes are not supported")
+    f(ctx).map(Legalized::call)
 }
 
 /// Typed legalizations `name(ctx, em)` for operators whose PrimFunc builder
@@ -193,6 +254,17 @@ macro_rules! typed_legalizations {
     };
 }
 pub(crate) use typed_legalizations;
+
+/// PrimFunc builders `$f(ctx)` that call `$helper(ctx, $fname, $intr)`: one
+/// family helper parameterized by the PrimFunc's name and a TIR intrinsic.
+macro_rules! by_intrinsic {
+    ($helper:ident: $($f:ident $fname:literal $intr:literal),* $(,)?) => {$(
+        fn $f(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+            $helper(ctx, $fname, $intr)
+        }
+    )*};
+}
+pub(crate) use by_intrinsic;
 
 /// Legalizations `name(ctx, em)` by the PrimFunc builders `super::name` (or the
 /// builder expression given after `=>`), through [`lower_or_skip`].
@@ -256,3 +328,5 @@ pub(crate) use relax_transform::legalize::{legalize_module, legalize_module_repo
 pub(crate) mod tests;
 #[cfg(test)]
 mod tests_nn;
+#[cfg(test)]
+mod tests_skip;

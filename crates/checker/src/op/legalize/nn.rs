@@ -3,21 +3,62 @@
 use relax_ir::tir::BinOp;
 use relax_ir::{AttrValue, Attrs, DataType, PrimExpr};
 
+use super::statistical::reduce_index;
 use super::te::{add, konst, min_value, mul, Operand, Reduce, Te};
 use super::unary::one_input;
-use super::{LegalizeCtx, Lowered};
+use super::{norm_axes, norm_axis, LegalizeCtx, Lowered, OrSkip, Skip};
 use crate::op::common::{attr, attr_int, attr_ints};
 
-fn relu(ctx: &LegalizeCtx) -> Option<Lowered> {
+/// A builder with its inputs, and the first input's float dtype and shape.
+type FloatInputs = (Te, Vec<relax_ir::Buffer>, DataType, Vec<PrimExpr>);
+
+/// Arguments `0..n` as inputs of a new builder; the first must be a float tensor.
+fn float_inputs(ctx: &LegalizeCtx, n: usize) -> Result<FloatInputs, Skip> {
+    let mut t = Te::new();
+    let bufs = (0..n)
+        .map(|i| ctx.placeholder(&mut t, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
+    let shape = bufs[0].shape().to_vec();
+    Ok((t, bufs, dt, shape))
+}
+
+/// [`one_input`] of a float tensor, with its dtype.
+fn one_float_input(ctx: &LegalizeCtx) -> Result<(Te, Operand, Vec<PrimExpr>, DataType), Skip> {
+    let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
+    let (t, x, shape) = one_input(ctx)?;
+    Ok((t, x, shape, dt))
+}
+
+/// The shape left after reducing `shape` over the sorted `axes`, and the
+/// reduction axes `k<d>` with their extents.
+fn reduced(shape: &[PrimExpr], axes: &[usize]) -> (Vec<PrimExpr>, Vec<(String, PrimExpr)>) {
+    let kept = (0..shape.len()).filter(|d| !axes.contains(d)).map(|d| shape[d].clone());
+    let red_axes = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
+    (kept.collect(), red_axes)
+}
+
+/// The sum of every element of `src` into the 0-d stage `name` (reduction
+/// axes `k<d>`).
+fn sum_all(t: &mut Te, name: &str, src: &relax_ir::Buffer, dt: DataType) -> relax_ir::Buffer {
+    let shape = src.shape().to_vec();
+    let (_, red_axes) = reduced(&shape, &(0..shape.len()).collect::<Vec<_>>());
+    let sb = src.clone();
+    t.reduce(Reduce::sum(name, vec![], "ax", red_axes, dt), add, |_, r| {
+        PrimExpr::load(&sb, r.to_vec())
+    })
+}
+
+fn relu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     let dt = x.dtype();
     t.compute("compute", &shape, "i", |i| {
         PrimExpr::binary(BinOp::Max, x.at(i), konst(0.0, dt))
     });
-    Some(Lowered::from_te("relu", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("relu", t, 1, ctx.out.clone()))
 }
 
-fn leakyrelu(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn leakyrelu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let alpha = attr(ctx.call, "alpha").and_then(AttrValue::as_float).unwrap_or(0.01);
     let (mut t, x, shape) = one_input(ctx)?;
     let dt = x.dtype();
@@ -29,17 +70,17 @@ fn leakyrelu(ctx: &LegalizeCtx) -> Option<Lowered> {
             PrimExpr::binary(BinOp::Mul, v, konst(alpha, dt)),
         )
     });
-    Some(Lowered::from_te("leaky_relu", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("leaky_relu", t, 1, ctx.out.clone()))
 }
 
-fn silu(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn silu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     let dt = x.dtype();
     let s = t.compute("compute", &shape, "i", |i| PrimExpr::call("sigmoid", dt, vec![x.at(i)]));
     t.compute("T_multiply", &shape, "ax", |i| {
         PrimExpr::binary(BinOp::Mul, x.at(i), PrimExpr::load(&s, i.to_vec()))
     });
-    Some(Lowered::from_te("silu", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("silu", t, 1, ctx.out.clone()))
 }
 
 /// `i` with `k` inserted at position `ax`.
@@ -64,14 +105,9 @@ fn softmax_maxelem(
     t: &mut Te,
     x: &Operand,
     shape: &[PrimExpr],
-) -> Option<(i64, Vec<PrimExpr>, relax_ir::Buffer)> {
-    let nd = shape.len() as i64;
-    let axis = attr(ctx.call, "axis").and_then(AttrValue::as_int).unwrap_or(-1);
-    let axis = if axis < 0 { axis + nd } else { axis };
-    if !(0..nd).contains(&axis) {
-        return None;
-    }
-    let ax = axis as usize;
+) -> Result<(i64, Vec<PrimExpr>, relax_ir::Buffer), Skip> {
+    let ax = norm_axis(attr_int(ctx.call, "axis", -1)?, shape.len())?;
+    let axis = ax as i64;
     let mut red_shape = shape.to_vec();
     red_shape.remove(ax);
     let maxelem = t.reduce(
@@ -85,11 +121,11 @@ fn softmax_maxelem(
         |a, b| PrimExpr::binary(BinOp::Max, a, b),
         |s, r| x.at(&insert_at(s, ax, &r[0])),
     );
-    Some((axis, red_shape, maxelem))
+    Ok((axis, red_shape, maxelem))
 }
 
 /// `softmax` over `axis`: max, exp, sum, normalize.
-fn softmax_impl(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn softmax_impl(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     let dt = x.dtype();
     let (axis, red_shape, maxelem) = softmax_maxelem(ctx, &mut t, &x, &shape)?;
@@ -128,19 +164,19 @@ fn softmax_impl(ctx: &LegalizeCtx) -> Option<Lowered> {
             PrimExpr::load(&expsum, drop_ax(i)),
         )
     });
-    Some(Lowered::from_te("softmax", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("softmax", t, 1, ctx.out.clone()))
 }
 
 /// `prelu`: `x` where positive, else `x * alpha[channel]`.
-fn prelu(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn prelu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;
     let alpha = ctx.placeholder(&mut t, 1)?;
     let dt = x.dtype();
     let shape = x.shape().to_vec();
-    let axis = *norm_axes(&[attr_int(ctx.call, "axis", 1).ok()?], shape.len())?.first()?;
+    let axis = norm_axis(attr_int(ctx.call, "axis", 1)?, shape.len())?;
     if alpha.shape().len() != 1 {
-        return None;
+        return Err(Skip::new("alpha is not 1-d"));
     }
     // a single slope is first broadcast over the channels
     let slope = if alpha.shape()[0].as_int() == Some(1) && shape[axis].as_int() != Some(1) {
@@ -159,34 +195,21 @@ fn prelu(ctx: &LegalizeCtx) -> Option<Lowered> {
             mul(v, PrimExpr::load(&slope, vec![i[axis].clone()])),
         )
     });
-    Some(Lowered::from_te("prelu", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("prelu", t, 1, ctx.out.clone()))
 }
 
 /// `cross_entropy_with_logits`: `-sum(x * y)`, divided by the batch size
 /// when the inputs have a batch axis.
-fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
-    let y = ctx.placeholder(&mut t, 1)?;
-    let dt = x.dtype();
-    let shape = x.shape().to_vec();
-    if !dt.is_float() || y.shape().len() != shape.len() {
-        return None;
+fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 2)?;
+    let (x, y) = (&ins[0], &ins[1]);
+    if y.shape().len() != shape.len() {
+        return Err(Skip::new("the predictions and labels differ in rank"));
     }
     let prod = t.compute("T_multiply", &shape, "ax", |i| {
-        mul(PrimExpr::load(&x, i.to_vec()), PrimExpr::load(&y, i.to_vec()))
+        mul(PrimExpr::load(x, i.to_vec()), PrimExpr::load(y, i.to_vec()))
     });
-    let red_axes: Vec<(String, PrimExpr)> = shape
-        .iter()
-        .enumerate()
-        .map(|(d, e)| (format!("k{d}"), e.clone()))
-        .collect();
-    let pb = prod.clone();
-    let sum = t.reduce(
-        Reduce::sum("T_multiply_red", vec![], "ax", red_axes, dt),
-        add,
-        |_, r| PrimExpr::load(&pb, r.to_vec()),
-    );
+    let sum = sum_all(&mut t, "T_multiply_red", &prod, dt);
     let neg = t.compute("T_multiply", &[], "ax", |_| {
         mul(PrimExpr::load(&sum, vec![]), konst(-1.0, dt))
     });
@@ -199,31 +222,28 @@ fn cross_entropy_with_logits(ctx: &LegalizeCtx) -> Option<Lowered> {
             PrimExpr::binary(BinOp::Div, PrimExpr::load(&neg, vec![]), batch)
         });
     }
-    Some(Lowered::from_te("cross_entropy_with_logits", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("cross_entropy_with_logits", t, 1, ctx.out.clone()))
 }
 
 /// `nll_loss`: `-predictions[n, target, ...] * weights[target]` where the
 /// target is not `ignore_index`; summed (`sum`), or divided by the sum of the
 /// used weights (`mean`), or per element (`none`).
-fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let mut t = Te::new();
-    let p = ctx.placeholder(&mut t, 0)?;
-    let tg = ctx.placeholder(&mut t, 1)?;
-    let w = match (ctx.call.args.get(2), ctx.args.get(2)) {
-        (Some(e), Some(si)) if si.as_tensor().is_some() => Some(t.placeholder(e, si.as_tensor()?)?),
+fn nll_loss(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (mut t, ins, dt, pshape) = float_inputs(ctx, 2)?;
+    let (p, tg) = (ins[0].clone(), ins[1].clone());
+    let w = match ctx.args.get(2) {
+        Some(si) if si.as_tensor().is_some() => Some(ctx.placeholder(&mut t, 2)?),
         _ => None,
     };
-    let dt = p.dtype();
     let reduction = attr(ctx.call, "reduction")
         .and_then(AttrValue::as_str)
         .unwrap_or("mean")
         .to_string();
-    let ignore = attr_int(ctx.call, "ignore_index", -100).ok()?;
-    let pshape = p.shape().to_vec();
+    let ignore = attr_int(ctx.call, "ignore_index", -100)?;
     let tshape = tg.shape().to_vec();
     // predictions (C,) with a 0-d target, or (N, C, d...) with targets (N, d...)
-    if !dt.is_float() || tshape.len() + 1 != pshape.len() {
-        return None;
+    if tshape.len() + 1 != pshape.len() {
+        return Err(Skip::new("the targets' rank is not one less than the predictions'"));
     }
     let tdt = tg.dtype();
     let target = |i: &[PrimExpr]| PrimExpr::load(&tg, i.to_vec());
@@ -254,22 +274,14 @@ fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
         PrimExpr::select(used(i), v, konst(0.0, dt))
     });
     if reduction == "none" {
-        return Some(Lowered::from_te(fname, t, 1, ctx.out.clone()));
+        return Ok(Lowered::from_te(fname, t, 1, ctx.out.clone()));
     }
     // a sum over no axes (0-d targets) is the value itself
     let total = |t: &mut Te, src: &relax_ir::Buffer| -> relax_ir::Buffer {
         if tshape.is_empty() {
             return src.clone();
         }
-        let red_axes: Vec<(String, PrimExpr)> = tshape
-            .iter()
-            .enumerate()
-            .map(|(d, e)| (format!("k{d}"), e.clone()))
-            .collect();
-        let sb = src.clone();
-        t.reduce(Reduce::sum("nll_loss_red", vec![], "ax", red_axes, dt), add, |_, r| {
-            PrimExpr::load(&sb, r.to_vec())
-        })
+        sum_all(t, "nll_loss_red", src, dt)
     };
     let lsum = total(&mut t, &loss);
     match reduction.as_str() {
@@ -283,19 +295,15 @@ fn nll_loss(ctx: &LegalizeCtx) -> Option<Lowered> {
                 PrimExpr::binary(BinOp::Div, PrimExpr::load(&lsum, vec![]), PrimExpr::load(&wsum, vec![]))
             });
         }
-        _ => return None,
+        other => return Err(Skip::new(format!("reduction {other:?} is not supported"))),
     }
-    Some(Lowered::from_te(fname, t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te(fname, t, 1, ctx.out.clone()))
 }
 
 /// `log_softmax` over `axis`: max, sum of `exp(x - max)`, then
 /// `x - max - log(sum)`.
-fn log_softmax(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (mut t, x, shape) = one_input(ctx)?;
-    let dt = x.dtype();
-    if !dt.is_float() {
-        return None;
-    }
+fn log_softmax(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (mut t, x, shape, dt) = one_float_input(ctx)?;
     let (axis, red_shape, maxelem) = softmax_maxelem(ctx, &mut t, &x, &shape)?;
     let ax = axis as usize;
     let with_k = |s: &[PrimExpr], k: &PrimExpr| insert_at(s, ax, k);
@@ -323,16 +331,12 @@ fn log_softmax(ctx: &LegalizeCtx) -> Option<Lowered> {
             PrimExpr::call("log", dt, vec![PrimExpr::load(&expsum, drop_ax(i))]),
         )
     });
-    Some(Lowered::from_te("log_softmax", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("log_softmax", t, 1, ctx.out.clone()))
 }
 
 /// `gelu`: `x * (0.5 + erf(x / sqrt(2)) * 0.5)` in `topi`'s stage order.
-fn gelu(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (mut t, x, shape) = one_input(ctx)?;
-    let dt = x.dtype();
-    if !dt.is_float() {
-        return None;
-    }
+fn gelu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (mut t, x, shape, dt) = one_float_input(ctx)?;
     let scaled = t.compute("T_multiply", &shape, "ax", |i| {
         mul(x.at(i), konst(std::f64::consts::FRAC_1_SQRT_2, dt))
     });
@@ -348,16 +352,12 @@ fn gelu(ctx: &LegalizeCtx) -> Option<Lowered> {
     t.compute("T_multiply", &shape, "ax", |i| {
         mul(x.at(i), PrimExpr::load(&sum, i.to_vec()))
     });
-    Some(Lowered::from_te("gelu", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("gelu", t, 1, ctx.out.clone()))
 }
 
 /// `selu`: `scale * (max(x, 0) + min(0, alpha * (exp(x) - 1)))`, in topi's stages.
-fn selu(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (mut t, x, shape) = one_input(ctx)?;
-    let dt = x.dtype();
-    if !dt.is_float() {
-        return None;
-    }
+fn selu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (mut t, x, shape, dt) = one_float_input(ctx)?;
     let ld = |b: &relax_ir::Buffer, i: &[PrimExpr]| PrimExpr::load(b, i.to_vec());
     let bin = |op, a, b| PrimExpr::binary(op, a, b);
     let pos = t.compute("T_maximum", &shape, "ax", |i| bin(BinOp::Max, x.at(i), konst(0.0, dt)));
@@ -375,16 +375,12 @@ fn selu(ctx: &LegalizeCtx) -> Option<Lowered> {
     t.compute("T_multiply", &shape, "ax", |i| {
         mul(konst(1.050_700_987_355_480_5, dt), ld(&sum, i))
     });
-    Some(Lowered::from_te("selu", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("selu", t, 1, ctx.out.clone()))
 }
 
 /// `gelu_tanh`: `0.5 * x * (1 + tanh(sqrt(2 / pi) * x * (1 + 0.044715 * x * x)))`.
-fn gelu_tanh(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let (mut t, x, shape) = one_input(ctx)?;
-    let dt = x.dtype();
-    if !dt.is_float() {
-        return None;
-    }
+fn gelu_tanh(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (mut t, x, shape, dt) = one_float_input(ctx)?;
     let ld = |b: &relax_ir::Buffer, i: &[PrimExpr]| PrimExpr::load(b, i.to_vec());
     let half_x = t.compute("T_multiply", &shape, "ax", |i| mul(konst(0.5, dt), x.at(i)));
     let sqrt_2_pi = (2.0 / std::f64::consts::PI).sqrt();
@@ -398,21 +394,17 @@ fn gelu_tanh(ctx: &LegalizeCtx) -> Option<Lowered> {
     });
     let one_t = t.compute("T_add", &shape, "ax", |i| add(konst(1.0, dt), ld(&th, i)));
     t.compute("T_multiply", &shape, "ax", |i| mul(ld(&half_x, i), ld(&one_t, i)));
-    Some(Lowered::from_te("gelu_tanh", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("gelu_tanh", t, 1, ctx.out.clone()))
 }
 
 /// `softplus`: `x` above the threshold, else `log(1 + exp(beta * x)) / beta`
 /// (`1 / beta` folded in the element type, as TVM does).
-fn softplus(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn softplus(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let beta = attr(ctx.call, "beta").and_then(AttrValue::as_float).unwrap_or(1.0);
     let threshold = attr(ctx.call, "threshold")
         .and_then(AttrValue::as_float)
         .unwrap_or(20.0);
-    let (mut t, x, shape) = one_input(ctx)?;
-    let dt = x.dtype();
-    if !dt.is_float() {
-        return None;
-    }
+    let (mut t, x, shape, dt) = one_float_input(ctx)?;
     let inv = if dt.bits == 32 {
         (1.0f32 / beta as f32) as f64
     } else {
@@ -430,16 +422,16 @@ fn softplus(ctx: &LegalizeCtx) -> Option<Lowered> {
         );
         PrimExpr::select(PrimExpr::binary(BinOp::Lt, konst(threshold, dt), bx), x.at(i), soft)
     });
-    Some(Lowered::from_te("softplus", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("softplus", t, 1, ctx.out.clone()))
 }
 
 /// `dropout` at inference: the input unchanged and a mask of ones.
-fn dropout(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn dropout(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     let dt = x.dtype();
     t.compute("compute", &shape, "i", |i| x.at(i));
     t.compute("T_full_like", &shape, "ax", |_| konst(1.0, dt));
-    Some(Lowered::from_te("dropout", t, 2, ctx.out.clone()))
+    Ok(Lowered::from_te("dropout", t, 2, ctx.out.clone()))
 }
 
 /// A product of extents as a float of type `dt`: folded when static, else
@@ -463,56 +455,18 @@ fn float_count(dims: &[PrimExpr], dt: DataType) -> PrimExpr {
     acc.unwrap_or_else(|| konst(1.0, dt))
 }
 
-fn norm_axes(v: &[i64], nd: usize) -> Option<Vec<usize>> {
-    let mut out = Vec::new();
-    for &a in v {
-        let a = if a < 0 { a + nd as i64 } else { a };
-        if !(0..nd as i64).contains(&a) {
-            return None;
-        }
-        out.push(a as usize);
-    }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
-}
-
 /// `layer_norm` as `topi`: sum, mean, sum of squared deviations, then
 /// `(x - mean) * rsqrt(var + eps) * gamma + beta` (float16 computes in float32).
-fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
-    let gamma = ctx.placeholder(&mut t, 1)?;
-    let beta = ctx.placeholder(&mut t, 2)?;
-    let dt = x.dtype();
-    if !dt.is_float() {
-        return None;
-    }
-    let shape = x.shape().to_vec();
+fn layer_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 3)?;
+    let (x, gamma, beta) = (&ins[0], &ins[1], &ins[2]);
     let nd = shape.len();
-    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[-1]).ok()?, nd)?;
+    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[-1])?, nd)?;
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
     let acc = if dt.bits < 32 { DataType::FLOAT32 } else { dt };
     let up = |v: PrimExpr| if acc == dt { v } else { v.cast(acc) };
-    let red_shape: Vec<PrimExpr> = (0..nd)
-        .filter(|d| !axes.contains(d))
-        .map(|d| shape[d].clone())
-        .collect();
-    let red_axes: Vec<(String, PrimExpr)> = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
-    let full = |s: &[PrimExpr], r: &[PrimExpr]| -> Vec<PrimExpr> {
-        let (mut si, mut ri) = (0, 0);
-        (0..nd)
-            .map(|d| {
-                if axes.contains(&d) {
-                    ri += 1;
-                    r[ri - 1].clone()
-                } else {
-                    si += 1;
-                    s[si - 1].clone()
-                }
-            })
-            .collect()
-    };
+    let (red_shape, red_axes) = reduced(&shape, &axes);
+    let full = |s: &[PrimExpr], r: &[PrimExpr]| reduce_index(nd, &axes, false, s, r);
     let outer =
         |i: &[PrimExpr]| -> Vec<PrimExpr> { (0..nd).filter(|d| !axes.contains(d)).map(|d| i[d].clone()).collect() };
     let inner = |i: &[PrimExpr]| -> Vec<PrimExpr> { axes.iter().map(|&d| i[d].clone()).collect() };
@@ -520,7 +474,7 @@ fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     let sum = t.reduce(
         Reduce::sum(&format!("{xname}_sum"), red_shape.clone(), "ax", red_axes.clone(), acc),
         add,
-        |s, r| up(PrimExpr::load(&x, full(s, r))),
+        |s, r| up(PrimExpr::load(x, full(s, r))),
     );
     let count = float_count(&axes.iter().map(|&d| shape[d].clone()).collect::<Vec<_>>(), acc);
     let mean = t.compute(&format!("{xname}_mean"), &red_shape, "ax", |i| {
@@ -532,7 +486,7 @@ fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
         |s, r| {
             let d = PrimExpr::binary(
                 BinOp::Sub,
-                up(PrimExpr::load(&x, full(s, r))),
+                up(PrimExpr::load(x, full(s, r))),
                 PrimExpr::load(&mean, s.to_vec()),
             );
             mul(d.clone(), d)
@@ -541,7 +495,7 @@ fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
     t.compute("T_layer_norm", &shape, "ax", |i| {
         let d = PrimExpr::binary(
             BinOp::Sub,
-            up(PrimExpr::load(&x, i.to_vec())),
+            up(PrimExpr::load(x, i.to_vec())),
             PrimExpr::load(&mean, outer(i)),
         );
         let var = PrimExpr::binary(BinOp::Div, PrimExpr::load(&var_sum, outer(i)), count.clone());
@@ -549,56 +503,32 @@ fn layer_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
         let normed = mul(d, r);
         let normed = if acc == dt { normed } else { normed.cast(dt) };
         add(
-            mul(normed, PrimExpr::load(&gamma, inner(i))),
-            PrimExpr::load(&beta, inner(i)),
+            mul(normed, PrimExpr::load(gamma, inner(i))),
+            PrimExpr::load(beta, inner(i)),
         )
     });
-    Some(Lowered::from_te("layer_norm", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("layer_norm", t, 1, ctx.out.clone()))
 }
 
 /// `rms_norm` as `topi`: cast to float32 (a copy for float32), squares, their
 /// sum, `rsqrt(mean + eps)`, times the weight, cast back.
-fn rms_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
-    let weight = ctx.placeholder(&mut t, 1)?;
-    let dt = x.dtype();
-    if !dt.is_float() {
-        return None;
-    }
-    let shape = x.shape().to_vec();
+fn rms_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 2)?;
+    let (x, weight) = (&ins[0], &ins[1]);
     let nd = shape.len();
-    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[-1]).ok()?, nd)?;
+    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[-1])?, nd)?;
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
     let acc = DataType::FLOAT32;
     let to = |v: PrimExpr, d: DataType| if v.dtype() == d { v } else { v.cast(d) };
     let ld = |b: &relax_ir::Buffer, i: &[PrimExpr]| PrimExpr::load(b, i.to_vec());
-    let xc = t.compute("T_cast", &shape, "ax", |i| to(ld(&x, i), acc));
+    let xc = t.compute("T_cast", &shape, "ax", |i| to(ld(x, i), acc));
     let sq = t.compute("T_multiply", &shape, "ax", |i| mul(ld(&xc, i), ld(&xc, i)));
-    let red_shape: Vec<PrimExpr> = (0..nd)
-        .filter(|d| !axes.contains(d))
-        .map(|d| shape[d].clone())
-        .collect();
-    let red_axes: Vec<(String, PrimExpr)> = axes.iter().map(|&d| (format!("k{d}"), shape[d].clone())).collect();
+    let (red_shape, red_axes) = reduced(&shape, &axes);
     let sqb = sq.clone();
     let sum = t.reduce(
         Reduce::sum("T_multiply_red", red_shape.clone(), "ax", red_axes, acc),
         add,
-        |s, r| {
-            let (mut si, mut ri) = (0, 0);
-            let idx: Vec<PrimExpr> = (0..nd)
-                .map(|d| {
-                    if axes.contains(&d) {
-                        ri += 1;
-                        r[ri - 1].clone()
-                    } else {
-                        si += 1;
-                        s[si - 1].clone()
-                    }
-                })
-                .collect();
-            PrimExpr::load(&sqb, idx)
-        },
+        |s, r| PrimExpr::load(&sqb, reduce_index(nd, &axes, false, s, r)),
     );
     let count = float_count(&axes.iter().map(|&d| shape[d].clone()).collect::<Vec<_>>(), acc);
     let rs = t.compute("rsqrt", &red_shape, "ax", |i| {
@@ -606,51 +536,50 @@ fn rms_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
         PrimExpr::call("rsqrt", acc, vec![add(mean, konst(eps, acc))])
     });
     let wshape = weight.shape().to_vec();
-    let wc = t.compute("T_cast", &wshape, "ax", |i| to(ld(&weight, i), acc));
+    let wc = t.compute("T_cast", &wshape, "ax", |i| to(ld(weight, i), acc));
     let normed = t.compute("T_rms_norm", &shape, "ax", |i| {
         let outer: Vec<PrimExpr> = (0..nd).filter(|d| !axes.contains(d)).map(|d| i[d].clone()).collect();
         let inner: Vec<PrimExpr> = axes.iter().map(|&d| i[d].clone()).collect();
         mul(mul(ld(&rs, &outer), ld(&xc, i)), ld(&wc, &inner))
     });
     t.compute("T_cast", &shape, "ax", |i| to(ld(&normed, i), dt));
-    Some(Lowered::from_te("rms_norm", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("rms_norm", t, 1, ctx.out.clone()))
 }
 
 /// `group_norm`: the channels split into `num_groups` groups; each group's
 /// sum and sum of squares over its channels and `axes`, then
 /// `(x - mean) * rsqrt(E[x^2] - mean^2 + eps) * gamma + beta` (TVM's
 /// one-pass formula; float16 accumulates in float32).
-fn group_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let groups = attr_int(ctx.call, "num_groups", 1).ok()?;
+fn group_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let groups = attr_int(ctx.call, "num_groups", 1)?;
     grouped_norm(ctx, Some(groups), "group_norm")
 }
 
 /// `instance_norm`: `group_norm` with one group per channel.
-fn instance_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn instance_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     grouped_norm(ctx, None, "instance_norm")
 }
 
 /// The shared body of `group_norm` (`groups` given) and `instance_norm`
 /// (one group per channel).
-fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lowered> {
-    let mut t = Te::new();
-    let x = ctx.placeholder(&mut t, 0)?;
-    let gamma = ctx.placeholder(&mut t, 1)?;
-    let beta = ctx.placeholder(&mut t, 2)?;
-    let dt = x.dtype();
-    if !dt.is_float() || gamma.shape().len() != 1 || beta.shape().len() != 1 {
-        return None;
+fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Result<Lowered, Skip> {
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 3)?;
+    let (x, gamma, beta) = (&ins[0], &ins[1], &ins[2]);
+    if gamma.shape().len() != 1 || beta.shape().len() != 1 {
+        return Err(Skip::new("gamma or beta is not 1-d"));
     }
-    let shape = x.shape().to_vec();
     let nd = shape.len();
-    let ch = *norm_axes(&[attr_int(ctx.call, "channel_axis", 1).ok()?], nd)?.first()?;
+    let ch = norm_axis(attr_int(ctx.call, "channel_axis", 1)?, nd)?;
     let groups = match groups {
         Some(g) => g,
-        None => shape[ch].as_int()?,
+        None => shape[ch].as_int().or_skip("the channel count is symbolic")?,
     };
-    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[]).ok()?, nd)?;
-    if groups < 1 || axes.contains(&ch) {
-        return None;
+    let axes = norm_axes(&attr_ints(ctx.call, "axes", &[])?, nd)?;
+    if groups < 1 {
+        return Err(Skip::new("num_groups is below 1"));
+    }
+    if axes.contains(&ch) {
+        return Err(Skip::new("the channel axis is among the reduced axes"));
     }
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
     let acc = if dt.bits < 32 { DataType::FLOAT32 } else { dt };
@@ -658,7 +587,7 @@ fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lo
     let c = shape[ch].clone();
     let cpg = match c.as_int() {
         Some(v) if v % groups == 0 => PrimExpr::int(v / groups),
-        Some(_) => return None,
+        Some(_) => return Err(Skip::new("the channel count is not a multiple of num_groups")),
         None => PrimExpr::binary(BinOp::FloorDiv, c.clone(), PrimExpr::int(groups)),
     };
     // reduced shape: the channel axis becomes the group axis, `axes` go away
@@ -710,7 +639,7 @@ fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lo
             },
             add,
             |s, r| {
-                let v = up(PrimExpr::load(&x, xidx(s, r)));
+                let v = up(PrimExpr::load(x, xidx(s, r)));
                 if square {
                     mul(v.clone(), v)
                 } else {
@@ -737,18 +666,18 @@ fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Option<Lo
         let sq = PrimExpr::binary(BinOp::Div, PrimExpr::load(&sums[1], ridx.clone()), count.clone());
         let var = PrimExpr::binary(BinOp::Sub, sq, mul(mean(), mean()));
         let r = PrimExpr::call("rsqrt", acc, vec![add(var, konst(eps, acc))]);
-        let d = PrimExpr::binary(BinOp::Sub, up(PrimExpr::load(&x, i.to_vec())), mean());
+        let d = PrimExpr::binary(BinOp::Sub, up(PrimExpr::load(x, i.to_vec())), mean());
         let mut v = mul(d, r);
         if v.dtype() != dt {
             v = v.cast(dt);
         }
         // TVM applies gamma and beta whatever `center` and `scale` say
         add(
-            mul(v, PrimExpr::load(&gamma, vec![i[ch].clone()])),
-            PrimExpr::load(&beta, vec![i[ch].clone()]),
+            mul(v, PrimExpr::load(gamma, vec![i[ch].clone()])),
+            PrimExpr::load(beta, vec![i[ch].clone()]),
         )
     });
-    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 
 /// `topi.reshape` of a 1-d buffer `src` of length `len` into `shape`: the
@@ -796,21 +725,14 @@ fn reshape_1d(t: &mut Te, src: &relax_ir::Buffer, shape: &[PrimExpr]) -> relax_i
 /// `batch_norm` as `topi`: training mode normalizes with the batch statistics
 /// and returns the updated moving mean/variance; inference normalizes with the
 /// moving statistics and returns them unchanged.
-fn batch_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let mut t = Te::new();
-    let mut ins = Vec::new();
-    for i in 0..5 {
-        ins.push(t.placeholder(ctx.call.args.get(i)?, ctx.args.get(i)?.as_tensor()?)?);
-    }
+fn batch_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let (mut t, ins, dt, shape) = float_inputs(ctx, 5)?;
     let (x, gamma, beta, mmean, mvar) = (&ins[0], &ins[1], &ins[2], &ins[3], &ins[4]);
-    let dt = x.dtype();
-    if !dt.is_float() || [gamma, beta, mmean, mvar].iter().any(|b| b.shape().len() != 1) {
-        return None;
+    if [gamma, beta, mmean, mvar].iter().any(|b| b.shape().len() != 1) {
+        return Err(Skip::new("gamma, beta or a moving statistic is not 1-d"));
     }
-    let shape = x.shape().to_vec();
     let nd = shape.len();
-    let axis = attr_int(ctx.call, "axis", 1).ok()?;
-    let axis = *norm_axes(&[axis], nd)?.first()?;
+    let axis = norm_axis(attr_int(ctx.call, "axis", 1)?, nd)?;
     let eps = attr(ctx.call, "epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
     let center = attr(ctx.call, "center").and_then(AttrValue::as_bool).unwrap_or(true);
     let scale = attr(ctx.call, "scale").and_then(AttrValue::as_bool).unwrap_or(true);
@@ -909,7 +831,7 @@ fn batch_norm(ctx: &LegalizeCtx) -> Option<Lowered> {
         }
     };
     t.mark_outputs(&[out, o_mean, o_var]);
-    Some(Lowered::from_te("batch_norm", t, 3, ctx.out.clone()))
+    Ok(Lowered::from_te("batch_norm", t, 3, ctx.out.clone()))
 }
 
 /// The legalizations of this family's other operators (PrimFunc builders; see

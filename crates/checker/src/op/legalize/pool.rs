@@ -3,10 +3,10 @@
 //! `pool_sum`) and, for averages, the division by the window size (`pool_avg`).
 
 use relax_ir::tir::BinOp;
-use relax_ir::{AttrValue, Attrs, Buffer, PrimExpr};
+use relax_ir::{AttrValue, Attrs, Buffer, DataType, PrimExpr};
 
 use super::te::{add, konst, min_value, scale, sub, Reduce, Te};
-use super::{LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered, OrSkip, Skip};
 use crate::op::common::{attr_bool, attr_ints, attr_str};
 
 /// `a + b` with a constant `b` folded (`v + 0` is `v`).
@@ -109,38 +109,65 @@ fn default_layout(n: usize) -> &'static str {
     }
 }
 
-fn params(ctx: &LegalizeCtx, n: usize) -> Option<PoolNd> {
+/// The positions of the spatial letters of an `n`-d operator in the `layout`
+/// attribute (default channel-first), which `out_layout` must repeat.
+fn spatial_axes(ctx: &LegalizeCtx, n: usize) -> Result<Vec<usize>, Skip> {
     let layout = attr_str(ctx.call, "layout", default_layout(n));
-    let out_layout = attr_str(ctx.call, "out_layout", layout);
-    if layout != out_layout {
-        return None;
+    if attr_str(ctx.call, "out_layout", layout) != layout {
+        return Err(Skip::new("an output layout other than the data layout"));
     }
-    let sp: Vec<usize> = spatial_letters(n)
-        .iter()
-        .map(|&c| layout.find(c))
-        .collect::<Option<_>>()?;
-    let list = |key: &str, d: i64| -> Option<Vec<i64>> {
-        let v = attr_ints(ctx.call, key, &vec![d; n]).ok()?;
-        match v.len() {
-            1 => Some(vec![v[0]; n]),
-            l if l == n => Some(v),
-            _ => None,
-        }
-    };
-    let kernel = list("pool_size", 1)?;
-    let stride = list("strides", 1)?;
-    let dilation = list("dilation", 1)?;
-    let p = attr_ints(ctx.call, "padding", &vec![0; 2 * n]).ok()?;
-    let pad: Vec<[i64; 2]> = match p.len() {
-        1 => vec![[p[0], p[0]]; n],
-        l if l == n => p.iter().map(|&v| [v, v]).collect(),
-        l if l == 2 * n => (0..n).map(|k| [p[k], p[n + k]]).collect(),
-        _ => return None,
-    };
-    if kernel.iter().chain(&stride).chain(&dilation).any(|&v| v < 1) || pad.iter().flatten().any(|&v| v < 0) {
-        return None;
+    let sp: Option<Vec<usize>> = spatial_letters(n).iter().map(|&c| layout.find(c)).collect();
+    sp.ok_or_else(|| Skip::new(format!("layout {layout} is not supported")))
+}
+
+/// The `n`-item integer attribute `key` (a single value repeats; `default`
+/// for each item when absent).
+pub(crate) fn n_ints(ctx: &LegalizeCtx, key: &str, n: usize, default: i64) -> Result<Vec<i64>, Skip> {
+    let v = attr_ints(ctx.call, key, &vec![default; n])?;
+    fit_n(&v, n).ok_or_else(|| Skip::new(format!("{key} of the wrong length")))
+}
+
+/// `v` as `n` items: one value repeats.
+pub(crate) fn fit_n(v: &[i64], n: usize) -> Option<Vec<i64>> {
+    match v.len() {
+        1 => Some(vec![v[0]; n]),
+        l if l == n => Some(v.to_vec()),
+        _ => None,
     }
-    Some(PoolNd {
+}
+
+/// The `padding` attribute of an `n`-d window operator as the padding before
+/// and after each spatial dimension (one value, one per dimension, or all
+/// befores then all afters).
+pub(crate) fn paddings(ctx: &LegalizeCtx, n: usize) -> Result<(Vec<i64>, Vec<i64>), Skip> {
+    split_padding(attr_ints(ctx.call, "padding", &vec![0; 2 * n])?, n)
+}
+
+/// [`paddings`] of the attribute's value `p`.
+pub(crate) fn split_padding(p: Vec<i64>, n: usize) -> Result<(Vec<i64>, Vec<i64>), Skip> {
+    let (before, after) = match p.len() {
+        1 => (vec![p[0]; n], vec![p[0]; n]),
+        l if l == n => (p.clone(), p),
+        l if l == 2 * n => (p[..n].to_vec(), p[n..].to_vec()),
+        _ => return Err(Skip::new("padding of the wrong length")),
+    };
+    if before.iter().chain(&after).any(|&v| v < 0) {
+        return Err(Skip::new("negative padding"));
+    }
+    Ok((before, after))
+}
+
+fn params(ctx: &LegalizeCtx, n: usize) -> Result<PoolNd, Skip> {
+    let sp = spatial_axes(ctx, n)?;
+    let kernel = n_ints(ctx, "pool_size", n, 1)?;
+    let stride = n_ints(ctx, "strides", n, 1)?;
+    let dilation = n_ints(ctx, "dilation", n, 1)?;
+    let (before, after) = paddings(ctx, n)?;
+    let pad: Vec<[i64; 2]> = before.into_iter().zip(after).map(|(b, a)| [b, a]).collect();
+    if kernel.iter().chain(&stride).chain(&dilation).any(|&v| v < 1) {
+        return Err(Skip::new("a pool size, stride or dilation below 1"));
+    }
+    Ok(PoolNd {
         sp,
         kernel,
         stride,
@@ -152,7 +179,7 @@ fn params(ctx: &LegalizeCtx, n: usize) -> Option<PoolNd> {
     })
 }
 
-fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
+fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Result<Lowered, Skip> {
     let (out_shape, _) = ctx.out_tensor()?;
     let p = params(ctx, n)?;
     let mut t = Te::new();
@@ -160,7 +187,7 @@ fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
     let dt = x.dtype();
     let nd = x.shape().len();
     if out_shape.len() != nd || p.sp.iter().any(|&d| d >= nd) {
-        return None;
+        return Err(Skip::new("the data rank differs from the layout's"));
     }
     let mut before = vec![0i64; nd];
     let mut after = vec![0i64; nd];
@@ -195,7 +222,7 @@ fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
             |a, b| PrimExpr::binary(BinOp::Max, a, b),
             |s, r| PrimExpr::load(&src, window(s, r)),
         );
-        return Some(Lowered::from_te(&name, t, 1, ctx.out.clone()));
+        return Ok(Lowered::from_te(&name, t, 1, ctx.out.clone()));
     }
     let sum = t.reduce(
         Reduce::sum("pool_sum", out_shape.clone(), "ax", red_axes, dt),
@@ -260,37 +287,33 @@ fn pool_nd(ctx: &LegalizeCtx, n: usize, is_max: bool) -> Option<Lowered> {
         };
         PrimExpr::binary(BinOp::Div, PrimExpr::load(&sum, i.to_vec()), count.cast(dt))
     });
-    Some(Lowered::from_te(&name, t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te(&name, t, 1, ctx.out.clone()))
 }
 
 /// `adaptive_avg_pool{1,2,3}d`: output position `o` of an extent-`n` axis pooling
 /// `n_in` inputs averages `[floor(o * n_in / n), ceil((o + 1) * n_in / n))`.
 /// Evenly dividing windows are fixed-size reductions (TVM's form); others
 /// reduce over the largest window with the positions past its end masked.
-fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
+fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Result<Lowered, Skip> {
     let (out_shape, _) = ctx.out_tensor()?;
-    let layout = attr_str(ctx.call, "layout", default_layout(n));
-    if attr_str(ctx.call, "out_layout", layout) != layout {
-        return None;
-    }
-    let hw: Vec<usize> = spatial_letters(n)
-        .iter()
-        .map(|&c| layout.find(c))
-        .collect::<Option<_>>()?;
+    let hw = spatial_axes(ctx, n)?;
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;
-    let dt = x.dtype();
+    let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
     let in_shape = x.shape().to_vec();
     let nd = in_shape.len();
-    if out_shape.len() != nd || hw.iter().any(|&d| d >= nd) || !dt.is_float() {
-        return None;
+    if out_shape.len() != nd || hw.iter().any(|&d| d >= nd) {
+        return Err(Skip::new("the data rank differs from the layout's"));
     }
     // per spatial dimension: (input extent, output extent), both static
     let mut dims = Vec::new();
     for &d in &hw {
-        let (i, o) = (in_shape[d].as_int()?, out_shape[d].as_int()?);
+        let (i, o) = in_shape[d]
+            .as_int()
+            .zip(out_shape[d].as_int())
+            .or_skip("a spatial extent is symbolic")?;
         if i < 1 || o < 1 {
-            return None;
+            return Err(Skip::new("an empty spatial dimension"));
         }
         dims.push((i, o));
     }
@@ -388,7 +411,7 @@ fn adaptive_avg_pool_nd(ctx: &LegalizeCtx, n: usize) -> Option<Lowered> {
             PrimExpr::binary(BinOp::Div, v, count.unwrap_or_else(|| PrimExpr::int(1)).cast(dt))
         }
     });
-    Some(Lowered::from_te(
+    Ok(Lowered::from_te(
         &format!("adaptive_avg_pool{n}d"),
         t,
         1,

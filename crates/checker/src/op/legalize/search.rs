@@ -6,7 +6,7 @@ use relax_ir::tir::{BinOp, Block, IterKind};
 use relax_ir::{Attrs, Buffer, PrimExpr, Span, Stmt, TirVar};
 
 use super::te::{collect_reads, make_iters, max_value, min_value, nest, point_region, regions, Te};
-use super::{LegalizeCtx, Lowered};
+use super::{norm_axis, LegalizeCtx, Lowered, Skip};
 use crate::op::common::{attr_bool, attr_opt_int};
 
 /// The flat index of the reduction position: the reduced axis' variable for
@@ -44,26 +44,20 @@ fn flat_index(r: &[PrimExpr], extents: &[PrimExpr]) -> PrimExpr {
     }
 }
 
-fn arg_reduce(ctx: &LegalizeCtx, name: &str, is_max: bool) -> Option<Lowered> {
+fn arg_reduce(ctx: &LegalizeCtx, name: &str, is_max: bool) -> Result<Lowered, Skip> {
     let (out_shape, idt) = ctx.out_tensor()?;
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let nd = shape.len();
     let keep = attr_bool(ctx.call, "keepdims", false);
-    let axes: Vec<usize> = match attr_opt_int(ctx.call, "axis").ok()? {
+    let axes: Vec<usize> = match attr_opt_int(ctx.call, "axis")? {
         None => (0..nd).collect(),
-        Some(a) => {
-            let a = if a < 0 { a + nd as i64 } else { a };
-            if !(0..nd as i64).contains(&a) {
-                return None;
-            }
-            vec![a as usize]
-        }
+        Some(a) => vec![norm_axis(a, nd)?],
     };
     let expected_rank = if keep { nd } else { nd - axes.len() };
     if out_shape.len() != expected_rank {
-        return None;
+        return Err(Skip::new("the output rank does not match axis and keepdims"));
     }
     let dt = x.dtype();
     let temp = t.unique_name(&format!("{}_red_temp", x.name()));
@@ -146,19 +140,14 @@ fn arg_reduce(ctx: &LegalizeCtx, name: &str, is_max: bool) -> Option<Lowered> {
     t.compute(&format!("{}_red", x.name()), &out_shape, "ax", |i| {
         PrimExpr::load(&idx_buf, i.to_vec())
     });
-    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
-}
-
-fn argmax(ctx: &LegalizeCtx) -> Option<Lowered> {
-    arg_reduce(ctx, "argmax", true)
-}
-
-fn argmin(ctx: &LegalizeCtx) -> Option<Lowered> {
-    arg_reduce(ctx, "argmin", false)
+    Ok(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 
 /// The legalizations of this family's other operators (PrimFunc builders; see
 /// [`super::lower_or_skip`]).
 pub mod lowered {
-    super::super::lowered_legalizations!(argmax, argmin,);
+    super::super::lowered_legalizations!(
+        argmax => |ctx| super::arg_reduce(ctx, "argmax", true),
+        argmin => |ctx| super::arg_reduce(ctx, "argmin", false),
+    );
 }

@@ -5,29 +5,18 @@ use relax_ir::tir::BinOp;
 use relax_ir::PrimExpr;
 
 use super::te::{konst, max_value, min_value, Operand, Reduce, Te};
-use super::{LegalizeCtx, Lowered};
+use super::{norm_axes, norm_axis, LegalizeCtx, Lowered, Skip};
 use crate::op::attrs::{OpAttrs, StatisticalAttrs};
 use crate::op::common::{attr_bool, attr_opt_int};
 
 /// The reduced axes (normalized, sorted) and `keepdims`.
-pub(crate) fn reduce_axes(ctx: &LegalizeCtx, ndim: usize) -> Option<(Vec<usize>, bool)> {
-    let StatisticalAttrs { axis, keepdims: keep } = StatisticalAttrs::from_call(ctx.call).ok()?;
+fn reduce_axes(ctx: &LegalizeCtx, ndim: usize) -> Result<(Vec<usize>, bool), Skip> {
+    let StatisticalAttrs { axis, keepdims: keep } = StatisticalAttrs::from_call(ctx.call)?;
     let axes = match axis {
         None => (0..ndim).collect(),
-        Some(v) => {
-            let mut a: Vec<usize> = v
-                .iter()
-                .map(|&x| {
-                    let x = if x < 0 { x + ndim as i64 } else { x };
-                    (0..ndim as i64).contains(&x).then_some(x as usize)
-                })
-                .collect::<Option<Vec<_>>>()?;
-            a.sort_unstable();
-            a.dedup();
-            a
-        }
+        Some(v) => norm_axes(&v, ndim)?,
     };
-    Some((axes, keep))
+    Ok((axes, keep))
 }
 
 /// The output shape of reducing `shape` over `axes`.
@@ -122,13 +111,12 @@ fn reduction(
     t: &mut Te,
     init: impl FnOnce(relax_ir::DataType) -> PrimExpr,
     combine: impl FnOnce(PrimExpr, PrimExpr) -> PrimExpr,
-) -> Option<(relax_ir::Buffer, PrimExpr)> {
-    let xe = ctx.call.args.first()?;
-    let x = t.placeholder(xe, ctx.args.first()?.as_tensor()?)?;
+) -> Result<(relax_ir::Buffer, PrimExpr), Skip> {
+    let x = ctx.placeholder(t, 0)?;
     let shape = x.shape().to_vec();
     let (axes, keep) = reduce_axes(ctx, shape.len())?;
     let out = reduce_buffer(t, &x, &axes, keep, init(x.dtype()), combine);
-    Some((out, reduced_count(&shape, &axes)))
+    Ok((out, reduced_count(&shape, &axes)))
 }
 
 /// The reduction `name` of input 0 alone, from `init` with `op`.
@@ -137,30 +125,30 @@ fn reduce_op(
     name: &str,
     init: impl FnOnce(relax_ir::DataType) -> PrimExpr,
     op: BinOp,
-) -> Option<Lowered> {
+) -> Result<Lowered, Skip> {
     let mut t = Te::new();
     reduction(ctx, &mut t, init, |a, b| PrimExpr::binary(op, a, b))?;
-    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 
-fn sum(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn sum(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     reduce_op(ctx, "sum", |dt| konst(0.0, dt), BinOp::Add)
 }
 
-fn prod(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn prod(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     reduce_op(ctx, "prod", |dt| konst(1.0, dt), BinOp::Mul)
 }
 
-fn max(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn max(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     reduce_op(ctx, "max", min_value, BinOp::Max)
 }
 
-fn min(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn min(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     reduce_op(ctx, "min", max_value, BinOp::Min)
 }
 
 /// `mean`: the sum divided by the element count (`T_divide`).
-fn mean(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn mean(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let mut t = Te::new();
     let (red, count) = reduction(
         ctx,
@@ -173,18 +161,14 @@ fn mean(ctx: &LegalizeCtx) -> Option<Lowered> {
     t.compute("T_divide", &shape, "ax", |i| {
         PrimExpr::binary(BinOp::Div, PrimExpr::load(&red, i.to_vec()), divisor)
     });
-    Some(Lowered::from_te("mean", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("mean", t, 1, ctx.out.clone()))
 }
 
 /// `variance` as `topi`: mean with kept dimensions, squared deviation, mean of
 /// that; `std` adds the square root.
-fn variance_impl(ctx: &LegalizeCtx, t: &mut Te) -> Option<relax_ir::Buffer> {
-    let xe = ctx.call.args.first()?;
-    let x = t.placeholder(xe, ctx.args.first()?.as_tensor()?)?;
-    let dt = x.dtype();
-    if !dt.is_float() {
-        return None;
-    }
+fn variance_impl(ctx: &LegalizeCtx, t: &mut Te) -> Result<relax_ir::Buffer, Skip> {
+    let x = ctx.placeholder(t, 0)?;
+    let dt = ctx.arg_dtype_if(0, relax_ir::DataType::is_float)?;
     let shape = x.shape().to_vec();
     let (axes, keep) = reduce_axes(ctx, shape.len())?;
     let count = count_as(&reduced_count(&shape, &axes), dt);
@@ -207,18 +191,18 @@ fn variance_impl(ctx: &LegalizeCtx, t: &mut Te) -> Option<relax_ir::Buffer> {
     });
     let sqsum = reduce_buffer(t, &sq, &axes, keep, konst(0.0, dt), add);
     let oshape = sqsum.shape().to_vec();
-    Some(t.compute("T_divide", &oshape, "ax", |i| {
+    Ok(t.compute("T_divide", &oshape, "ax", |i| {
         PrimExpr::binary(BinOp::Div, PrimExpr::load(&sqsum, i.to_vec()), count.clone())
     }))
 }
 
-fn variance(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn variance(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let mut t = Te::new();
     variance_impl(ctx, &mut t)?;
-    Some(Lowered::from_te("variance", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("variance", t, 1, ctx.out.clone()))
 }
 
-fn std(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn std(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let mut t = Te::new();
     let var = variance_impl(ctx, &mut t)?;
     let shape = var.shape().to_vec();
@@ -226,7 +210,7 @@ fn std(ctx: &LegalizeCtx) -> Option<Lowered> {
     t.compute("compute", &shape, "i", |i| {
         PrimExpr::call("sqrt", dt, vec![PrimExpr::load(&var, i.to_vec())])
     });
-    Some(Lowered::from_te("std", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("std", t, 1, ctx.out.clone()))
 }
 
 /// `cumsum` / `cumprod` (TVM lowers them with a target-specific scan, not in
@@ -234,28 +218,20 @@ fn std(ctx: &LegalizeCtx) -> Option<Lowered> {
 /// positions `k <= i` (`k < i` when `exclusive`), in increasing `k`, which is
 /// the sequential scan's order of operations. With no axis the input is
 /// flattened first.
-fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Option<Lowered> {
+fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Result<Lowered, Skip> {
     let (out_shape, odt) = ctx.out_tensor()?;
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;
     let shape = x.shape().to_vec();
     let exclusive = attr_bool(ctx.call, "exclusive", false);
-    let axis = attr_opt_int(ctx.call, "axis").ok()?;
-    let (axis, flat) = match axis {
+    let (axis, flat) = match attr_opt_int(ctx.call, "axis")? {
         None => (0usize, true),
-        Some(a) => {
-            let nd = shape.len() as i64;
-            let a = if a < 0 { a + nd } else { a };
-            if !(0..nd).contains(&a) {
-                return None;
-            }
-            (a as usize, false)
-        }
+        Some(a) => (norm_axis(a, shape.len())?, false),
     };
     if (flat && out_shape.len() != 1) || (!flat && out_shape.len() != shape.len()) {
-        return None;
+        return Err(Skip::new("the output rank does not match the axis"));
     }
-    let ext = out_shape.get(axis)?.clone();
+    let ext = out_shape[axis].clone();
     let identity = konst(if is_sum { 0.0 } else { 1.0 }, odt);
     let xb = x.clone();
     let read = move |idx: Vec<PrimExpr>| -> PrimExpr {
@@ -302,21 +278,16 @@ fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Option<Lowered> {
             )
         },
     );
-    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
-}
-
-fn cumsum(ctx: &LegalizeCtx) -> Option<Lowered> {
-    scan(ctx, "cumsum", true)
-}
-
-fn cumprod(ctx: &LegalizeCtx) -> Option<Lowered> {
-    scan(ctx, "cumprod", false)
+    Ok(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 
 /// The legalizations of this family's other operators (PrimFunc builders; see
 /// [`super::lower_or_skip`]).
 pub mod lowered {
-    super::super::lowered_legalizations!(cumsum, cumprod,);
+    super::super::lowered_legalizations!(
+        cumsum => |ctx| super::scan(ctx, "cumsum", true),
+        cumprod => |ctx| super::scan(ctx, "cumprod", false),
+    );
 }
 
 /// The typed legalizations of the reductions (attributes: [`StatisticalAttrs`]).

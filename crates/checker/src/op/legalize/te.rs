@@ -7,6 +7,7 @@ use relax_ir::{
     AttrValue, Attrs, Buffer, DataType, Expr, ExprKind, PrimExpr, PrimFunc, Span, Stmt, StructInfo, TirVar,
 };
 
+use super::{OrSkip, Skip};
 use relax_ir::relax::TensorStructInfo;
 
 /// A value usable inside a compute body: a tensor input or an inlined scalar.
@@ -253,26 +254,27 @@ impl Te {
     }
 
     /// Bind a Relax argument: a scalar constant is inlined, a tensor of known
-    /// shape becomes a placeholder. `None` when the shape is unknown.
-    pub fn input(&mut self, e: &Expr, sinfo: &StructInfo) -> Option<Operand> {
+    /// shape becomes a placeholder. A skip when it is neither.
+    pub fn input(&mut self, e: &Expr, sinfo: &StructInfo) -> Result<Operand, Skip> {
         if let Some(c) = scalar_constant(e) {
-            return Some(Operand::Scalar(c));
+            return Ok(Operand::Scalar(c));
         }
-        let t = sinfo.as_tensor()?;
+        let t = sinfo.as_tensor().or_skip("an operand is not a tensor")?;
         let b = self.placeholder(e, t)?;
-        Some(Operand::Tensor(b))
+        Ok(Operand::Tensor(b))
     }
 
-    /// A placeholder for a tensor argument (reused if the same variable repeats).
-    pub fn placeholder(&mut self, e: &Expr, t: &TensorStructInfo) -> Option<Buffer> {
-        let shape = t.shape_values()?.to_vec();
+    /// A placeholder for a tensor argument (reused if the same variable
+    /// repeats); a skip when its shape or dtype is not known.
+    pub fn placeholder(&mut self, e: &Expr, t: &TensorStructInfo) -> Result<Buffer, Skip> {
+        let shape = t.shape_values().or_skip("an operand's shape is not known")?.to_vec();
         if t.dtype.is_void() {
-            return None;
+            return Err(Skip::new("an operand's dtype is not known"));
         }
         if let Some(v) = e.as_var() {
             for (i, a) in self.args.iter().enumerate() {
                 if a.as_var() == Some(v) {
-                    return Some(self.inputs[i].clone());
+                    return Ok(self.inputs[i].clone());
                 }
             }
         }
@@ -283,7 +285,7 @@ impl Te {
         let b = Buffer::new(name, t.dtype, shape);
         self.inputs.push(b.clone());
         self.args.push(e.clone());
-        Some(b)
+        Ok(b)
     }
 
     /// An element-wise stage: `name[i...] = f(i...)` over `shape`; loop

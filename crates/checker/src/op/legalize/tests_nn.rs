@@ -33,6 +33,11 @@ fn has(t: &str, fragment: &str) {
     assert!(t.contains(fragment), "missing {fragment:?} in\n{t}");
 }
 
+/// The block names of PrimFunc `name` of `m`, in stage order.
+fn stages(m: &IRModule, name: &str) -> Vec<String> {
+    blocks(prim(m, name))
+}
+
 /// Block names in stage order.
 fn blocks(f: &PrimFunc) -> Vec<String> {
     fn walk(s: &Stmt, out: &mut Vec<String>) {
@@ -68,8 +73,7 @@ const VARIANCE_STAGES: [&str; 6] = [
 #[test]
 fn variance_stages_and_unique_names() {
     let m = legalize("R.variance(x, axis=[0, 3], keepdims=True)", X4);
-    let f = prim(&m, "variance");
-    assert_eq!(blocks(f), VARIANCE_STAGES);
+    assert_eq!(stages(&m, "variance"), VARIANCE_STAGES);
     let t = text(&m);
     has(&t, "T.float32(10.0)");
     // the kept-dims mean broadcasts with constant indices
@@ -79,9 +83,8 @@ fn variance_stages_and_unique_names() {
 #[test]
 fn std_of_everything_is_0d_with_vi() {
     let m = legalize("R.std(x)", X4);
-    let f = prim(&m, "std");
     // the stages of variance, then the square root
-    assert_eq!(blocks(f), [&VARIANCE_STAGES[..], &["compute"]].concat());
+    assert_eq!(stages(&m, "std"), [&VARIANCE_STAGES[..], &["compute"]].concat());
     let t = text(&m);
     has(&t, "vi = T.axis.spatial(T.int64(1), T.int64(0))");
     has(&t, "T.sqrt(");
@@ -110,8 +113,7 @@ fn argmin_over_all_axes_flattens_the_index() {
 #[test]
 fn cumsum_is_a_masked_reduction() {
     let m = legalize("R.cumsum(x, axis=1, exclusive=True)", X4);
-    let f = prim(&m, "cumsum");
-    assert_eq!(blocks(f), ["cumsum"]);
+    assert_eq!(stages(&m, "cumsum"), ["cumsum"]);
     let t = text(&m);
     has(&t, "T.Select(v_k < v_ax1, x[v_ax0, v_k, v_ax2, v_ax3], T.float32(0.0))");
 }
@@ -165,8 +167,7 @@ fn group_conv2d_with_stride_dilation_padding() {
         "R.nn.conv2d(x, w, strides=[2, 2], padding=[1, 1, 1, 1], dilation=[2, 2], groups=8)",
         params,
     );
-    let f = prim(&m, "conv2d");
-    assert_eq!(blocks(f), ["pad_temp", "group_conv2d_nchw"]);
+    assert_eq!(stages(&m, "conv2d"), ["pad_temp", "group_conv2d_nchw"]);
     let t = text(&m);
     has(&t, "pad_temp[v_nn, v_ff // T.int64(8) * T.int64(16) + v_rc, v_yy * T.int64(2) + v_ry * T.int64(2), v_xx * T.int64(2) + v_rx * T.int64(2)]");
     has(
@@ -227,8 +228,10 @@ fn conv2d_transpose_dilates_pads_and_flips() {
         "R.nn.conv2d_transpose(x, w, strides=[2, 3], padding=[1, 1, 1, 1], output_padding=[1, 2], groups=8)",
         params,
     );
-    let f = prim(&m, "conv2d_transpose");
-    assert_eq!(blocks(f), ["data_dilate", "data_pad", "kernel_transform", "compute"]);
+    assert_eq!(
+        stages(&m, "conv2d_transpose"),
+        ["data_dilate", "data_pad", "kernel_transform", "compute"]
+    );
     let t = text(&m);
     has(
         &t,

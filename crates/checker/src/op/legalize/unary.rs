@@ -4,42 +4,44 @@ use relax_ir::tir::BinOp;
 use relax_ir::{DataType, ExprKind, PrimExpr};
 
 use super::te::{konst, Operand, Te};
-use super::{LegalizeCtx, Lowered};
+use super::{LegalizeCtx, Lowered, OrSkip, Skip};
 
 /// One input tensor (no inlined scalar): the builder and the operand.
-pub(crate) fn one_input(ctx: &LegalizeCtx) -> Option<(Te, Operand, Vec<PrimExpr>)> {
+pub(crate) fn one_input(ctx: &LegalizeCtx) -> Result<(Te, Operand, Vec<PrimExpr>), Skip> {
     let mut t = Te::new();
-    let x = ctx.call.args.first()?;
-    let xs = ctx.args.first()?;
-    let b = t.placeholder(x, xs.as_tensor()?)?;
+    let b = ctx.placeholder(&mut t, 0)?;
     let shape = b.shape().to_vec();
-    Some((t, Operand::Tensor(b), shape))
+    Ok((t, Operand::Tensor(b), shape))
+}
+
+/// The output shape, then [`one_input`].
+pub(crate) fn out_and_input(ctx: &LegalizeCtx) -> Result<(Vec<PrimExpr>, Te, Operand, Vec<PrimExpr>), Skip> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let (t, x, shape) = one_input(ctx)?;
+    Ok((out_shape, t, x, shape))
+}
+
+/// The output shape, a builder and input 0 as a placeholder of it.
+pub(crate) fn out_and_data(ctx: &LegalizeCtx) -> Result<(Vec<PrimExpr>, Te, relax_ir::Buffer), Skip> {
+    let (out_shape, _) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let x = ctx.placeholder(&mut t, 0)?;
+    Ok((out_shape, t, x))
 }
 
 /// `compute[i...] = f(x[i...])`, function `name`.
-fn compute_unary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr) -> PrimExpr) -> Option<Lowered> {
+fn compute_unary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr) -> PrimExpr) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     t.compute("compute", &shape, "i", |i| f(x.at(i)));
-    Some(Lowered::from_te(name, t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 
-fn intrin(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
-    if !dt.is_float() {
-        return None;
-    }
+fn intrin(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Result<Lowered, Skip> {
+    let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
     compute_unary(ctx, fname, |x| PrimExpr::call(intr, dt, vec![x]))
 }
 
-macro_rules! float_unary {
-    ($($f:ident $fname:literal $intr:literal),* $(,)?) => {$(
-        fn $f(ctx: &LegalizeCtx) -> Option<Lowered> {
-            intrin(ctx, $fname, $intr)
-        }
-    )*};
-}
-
-float_unary!(
+super::by_intrinsic!(intrin:
     acos "tir_acos" "acos", acosh "tir_acosh" "acosh", asin "tir_asin" "asin", asinh "tir_asinh" "asinh",
     atan "tir_atan" "atan", atanh "tir_atanh" "atanh", cos "tir_cos" "cos", cosh "tir_cosh" "cosh",
     exp "tir_exp" "exp", log "tir_log" "log", rsqrt "tir_rsqrt" "rsqrt", sigmoid "tir_sigmoid" "sigmoid",
@@ -47,8 +49,8 @@ float_unary!(
     erf "tir_erf" "erf",
 );
 
-fn abs(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
+fn abs(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let dt = ctx.arg_dtype(0)?;
     if dt.is_float() {
         intrin(ctx, "tir_abs", "fabs")
     } else if dt.is_uint() || dt.is_bool() {
@@ -65,8 +67,8 @@ fn abs(ctx: &LegalizeCtx) -> Option<Lowered> {
 }
 
 /// `ceil`/`floor`/`round`/`trunc`: a copy on integers (topi's identity compute).
-fn rounding(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
+fn rounding(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Result<Lowered, Skip> {
+    let dt = ctx.arg_dtype(0)?;
     if dt.is_float() {
         intrin(ctx, fname, intr)
     } else {
@@ -74,33 +76,27 @@ fn rounding(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Option<Lowered> {
     }
 }
 
-fn ceil(ctx: &LegalizeCtx) -> Option<Lowered> {
-    rounding(ctx, "tir_ceil", "ceil")
-}
-fn floor(ctx: &LegalizeCtx) -> Option<Lowered> {
-    rounding(ctx, "tir_floor", "floor")
-}
-fn round(ctx: &LegalizeCtx) -> Option<Lowered> {
-    rounding(ctx, "tir_round", "nearbyint")
-}
+super::by_intrinsic!(rounding:
+    ceil "tir_ceil" "ceil", floor "tir_floor" "floor", round "tir_round" "nearbyint", trunc "tir_trunc" "trunc",
+);
 
-fn negative(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
+fn negative(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let dt = ctx.arg_dtype(0)?;
     compute_unary(ctx, "tir_negative", |x| {
         PrimExpr::binary(BinOp::Mul, x, konst(-1.0, dt))
     })
 }
 
-fn square(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn square(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     t.compute("T_multiply", &shape, "ax", |i| {
         PrimExpr::binary(BinOp::Mul, x.at(i), x.at(i))
     });
-    Some(Lowered::from_te("tir_square", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("tir_square", t, 1, ctx.out.clone()))
 }
 
-fn sign(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
+fn sign(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let dt = ctx.arg_dtype(0)?;
     let (mut t, x, shape) = one_input(ctx)?;
     t.compute("T_sign", &shape, "ax", |i| {
         let mut v = x.at(i);
@@ -120,14 +116,11 @@ fn sign(ctx: &LegalizeCtx) -> Option<Lowered> {
             ),
         )
     });
-    Some(Lowered::from_te("tir_sign", t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te("tir_sign", t, 1, ctx.out.clone()))
 }
 
-fn isnan(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
-    if !dt.is_float() {
-        return None;
-    }
+fn isnan(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    ctx.arg_dtype_if(0, DataType::is_float)?;
     compute_unary(ctx, "tir_isnan", |x| PrimExpr::call("isnan", DataType::BOOL, vec![x]))
 }
 
@@ -135,11 +128,8 @@ fn inf(dt: DataType) -> PrimExpr {
     PrimExpr::float_of(f64::INFINITY, dt)
 }
 
-fn isinf(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
-    if !dt.is_float() {
-        return None;
-    }
+fn isinf(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
     compute_unary(ctx, "tir_isinf", |x| {
         let fabs = PrimExpr::call("fabs", dt, vec![x.clone()]);
         PrimExpr::binary(
@@ -154,11 +144,8 @@ fn isinf(ctx: &LegalizeCtx) -> Option<Lowered> {
     })
 }
 
-fn isfinite(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
-    if !dt.is_float() {
-        return None;
-    }
+fn isfinite(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
     compute_unary(ctx, "tir_isfinite", |x| {
         let fabs = PrimExpr::call("fabs", dt, vec![x.clone()]);
         let nan = PrimExpr::call("isnan", DataType::BOOL, vec![x]);
@@ -183,39 +170,32 @@ pub(crate) fn scalar_arg(e: &relax_ir::Expr, dt: DataType) -> Option<PrimExpr> {
     })
 }
 
-fn clip(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
-    let lo = scalar_arg(ctx.call.args.get(1)?, dt)?;
-    let hi = scalar_arg(ctx.call.args.get(2)?, dt)?;
+fn clip(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let dt = ctx.arg_dtype(0)?;
+    let bound = |i: usize| scalar_arg(ctx.arg(i)?, dt).or_skip("a clip bound is not a scalar constant");
+    let (lo, hi) = (bound(1)?, bound(2)?);
     compute_unary(ctx, "tir_clip", |x| {
         PrimExpr::binary(BinOp::Max, PrimExpr::binary(BinOp::Min, x, hi), lo)
     })
 }
 
 /// `T_{name}[i...] = f(x[i...])` over `ax` loops, function `tir_{name}`.
-fn topi_unary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr) -> PrimExpr) -> Option<Lowered> {
+fn topi_unary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr) -> PrimExpr) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     t.compute(&format!("T_{name}"), &shape, "ax", |i| f(x.at(i)));
-    Some(Lowered::from_te(&format!("tir_{name}"), t, 1, ctx.out.clone()))
+    Ok(Lowered::from_te(&format!("tir_{name}"), t, 1, ctx.out.clone()))
 }
 
-fn logical_not(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn logical_not(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     topi_unary(ctx, "logical_not", |x| {
         let x = if x.dtype().is_bool() { x } else { x.cast(DataType::BOOL) };
         PrimExpr::new(relax_ir::PrimExprKind::Not(x))
     })
 }
 
-fn bitwise_not(ctx: &LegalizeCtx) -> Option<Lowered> {
-    let dt = ctx.args.first()?.as_tensor()?.dtype;
-    if !dt.is_integer() && !dt.is_bool() {
-        return None;
-    }
+fn bitwise_not(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
+    let dt = ctx.arg_dtype_if(0, |dt: &DataType| dt.is_integer() || dt.is_bool())?;
     topi_unary(ctx, "bitwise_not", |x| PrimExpr::call("bitwise_not", dt, vec![x]))
-}
-
-fn trunc(ctx: &LegalizeCtx) -> Option<Lowered> {
-    rounding(ctx, "tir_trunc", "trunc")
 }
 
 /// `astype` of a constant folds into a constant.
@@ -223,12 +203,12 @@ pub(crate) fn fold_astype(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
     let ExprKind::Constant { data } = ctx.call.args.first()?.kind() else {
         return None;
     };
-    let (_, odt) = ctx.out_tensor()?;
+    let (_, odt) = ctx.out_tensor().ok()?;
     let values = super::constant::decode(data)?;
     super::constant::constant(&values, data.shape.clone(), odt)
 }
 
-fn astype(ctx: &LegalizeCtx) -> Option<Lowered> {
+fn astype(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (_, odt) = ctx.out_tensor()?;
     compute_unary(ctx, "cast", |x| x.cast(odt))
 }

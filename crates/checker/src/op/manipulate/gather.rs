@@ -13,6 +13,36 @@ pub(crate) fn tensor_role<'a>(s: &'a StructInfo, what: &str, role: &str) -> Resu
     }
 }
 
+/// The `data`, `indices` and `updates` tensors of a scatter operator `what`
+/// (`"ScatterND op"`).
+pub(crate) fn scatter_operands<'a>(
+    call: &Call,
+    args: &'a [StructInfo],
+    what: &str,
+) -> Result<[&'a TensorStructInfo; 3], String> {
+    check_nargs(call, args, 3)?;
+    let role = |i: usize, name: &str| tensor_role(&args[i], what, name);
+    Ok([role(0, "data")?, role(1, "indices")?, role(2, "updates")?])
+}
+
+/// A scatter operator's dtype rules: `updates` has `data`'s dtype and the
+/// indices are integers (unknown dtypes pass).
+pub(crate) fn check_scatter_dtypes(what: &str, [data, idx, upd]: [&TensorStructInfo; 3]) -> Result<(), String> {
+    if !data.dtype.is_void() && !upd.dtype.is_void() && data.dtype != upd.dtype {
+        return Err(format!(
+            "{what} requires the input data to have same type with updates. However, the given types are data: {}, updates: {}",
+            data.dtype, upd.dtype
+        ));
+    }
+    if !idx.dtype.is_void() && !is_int_or_uint(idx.dtype) {
+        return Err(format!(
+            "{what} requires the input indices to have integer dtype. However, the given indices dtype is {}",
+            idx.dtype
+        ));
+    }
+    Ok(())
+}
+
 /// `gather_elements(data, indices, axis)`.
 pub(super) fn gather_elements(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     check_nargs(call, args, 2)?;

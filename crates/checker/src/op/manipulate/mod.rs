@@ -1,6 +1,7 @@
 //! Tensor manipulation: reshape, permute, expand/squeeze, flatten, concat, split,
 //! broadcast_to, collapse_sum, repeat, tile, flip, gather/scatter, ...
 
+use relax_ir::tir::expr_equal;
 use relax_ir::{Call, DataType, ExprKind, PrimExpr, StructInfo, TensorStructInfo};
 
 use super::common::*;
@@ -140,7 +141,7 @@ fn concat(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     }
     // CheckConcatOutputShape
     let first = &shapes[0];
-    let all_same = shapes.iter().all(|s| prim_struct_eq(&s[axis], &first[axis]));
+    let all_same = shapes.iter().all(|s| expr_equal(&s[axis], &first[axis]));
     let sum = if all_same {
         mul(&first[axis], &int(shapes.len() as i64))
     } else {
@@ -683,15 +684,7 @@ fn collapse_sum_to(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     if args.len() != 2 {
         return Err("CollapseSumTo should have 2 arguments".into());
     }
-    let data = match &args[0] {
-        StructInfo::Tensor(t) => t,
-        o => {
-            return Err(format!(
-                "CollapseSumTo requires the input data to be a Tensor. However, the given one is {}",
-                kind_name(o)
-            ))
-        }
-    };
+    let data = tensor_role(&args[0], "CollapseSumTo", "data")?;
     let shape = match &args[1] {
         StructInfo::Shape(s) => s,
         o => {

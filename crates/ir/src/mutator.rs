@@ -378,23 +378,11 @@ pub fn walk_stmt<M: StmtExprMutator + ?Sized>(m: &mut M, s: &Stmt) -> Stmt {
             message: message.clone(),
             body: bx(m, body),
         },
-        Stmt::For {
-            var,
-            min,
-            extent,
-            kind,
-            thread_tag,
-            annotations,
-            body,
-        } => Stmt::For {
-            var: var.clone(),
-            min: m.visit_prim_expr(min),
-            extent: m.visit_prim_expr(extent),
-            kind: *kind,
-            thread_tag: thread_tag.clone(),
-            annotations: annotations.clone(),
-            body: bx(m, body),
-        },
+        Stmt::For(f) => Stmt::For(f.rebuild(
+            m.visit_prim_expr(&f.min),
+            m.visit_prim_expr(&f.extent),
+            m.visit_stmt(&f.body),
+        )),
         Stmt::While { cond, body } => Stmt::While {
             cond: m.visit_prim_expr(cond),
             body: bx(m, body),
@@ -554,7 +542,7 @@ mod tests {
     use super::*;
     use crate::attrs::Attrs;
     use crate::dtype::DataType;
-    use crate::tir::TirVar;
+    use crate::tir::{For, TirVar};
 
     struct RenameOp;
     impl ExprMutator for RenameOp {
@@ -625,7 +613,7 @@ mod tests {
             _ => None,
         };
         let out = map_stmt_exprs(&s, &mut |e| map_prim_expr(e, &mut |x| seven(x)));
-        let Stmt::For { extent, body, .. } = &out else {
+        let Stmt::For(For { extent, body, .. }) = &out else {
             panic!("not a loop")
         };
         assert_eq!(extent.as_int(), Some(7));

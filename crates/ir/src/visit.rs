@@ -9,7 +9,7 @@ use crate::relax::{
     Binding, BindingBlock, Call, Expr, ExprKind, FuncStructInfo, Function, PrimStructInfo, SeqExpr, ShapeStructInfo,
     StructInfo, TensorStructInfo, Var,
 };
-use crate::tir::{Block, Buffer, BufferRegion, PrimExpr, PrimExprKind, Stmt, TirVar};
+use crate::tir::{Block, Buffer, BufferRegion, For, PrimExpr, PrimExprKind, Stmt, TirVar};
 
 /// Call `f` on every direct child of `e`, in field order.
 pub fn for_each_prim_child<'a>(e: &'a PrimExpr, f: &mut dyn FnMut(&'a PrimExpr)) {
@@ -218,7 +218,7 @@ pub fn walk_stmt<'a, V: StmtExprVisitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             v.visit_prim_expr(e);
             v.visit_stmt(body);
         }
-        Stmt::For { min, extent, body, .. } => {
+        Stmt::For(For { min, extent, body, .. }) => {
             v.visit_prim_expr(min);
             v.visit_prim_expr(extent);
             v.visit_stmt(body);
@@ -789,22 +789,15 @@ pub(crate) mod tests {
     }
     /// `for i in range(n): A[i] = A[i] + n; T.evaluate(1)`.
     pub(crate) fn loop_over_store(a: &crate::tir::Buffer, i: &TirVar, n: &TirVar) -> crate::tir::Stmt {
-        use crate::tir::{ForKind, Stmt};
+        use crate::tir::{For, ForKind, Stmt};
         let store = Stmt::BufferStore {
             buffer: a.clone(),
             value: &PrimExpr::load(a, vec![i.to_expr()]) + &n.to_expr(),
             indices: vec![i.to_expr()],
             span: Span::NONE,
         };
-        Stmt::For {
-            var: i.clone(),
-            min: PrimExpr::int(0),
-            extent: n.to_expr(),
-            kind: ForKind::Serial,
-            thread_tag: None,
-            annotations: Attrs::new(),
-            body: Box::new(Stmt::Seq(vec![store, Stmt::Evaluate(PrimExpr::int(1))])),
-        }
+        let body = Stmt::Seq(vec![store, Stmt::Evaluate(PrimExpr::int(1))]);
+        Stmt::For(For::from_zero(i.clone(), n.to_expr(), ForKind::Serial, body))
     }
 
     #[test]
@@ -816,7 +809,7 @@ pub(crate) mod tests {
         let mut stmts = Vec::new();
         for_each_stmt(&s, &mut |x| {
             stmts.push(match x {
-                Stmt::For { .. } => "for",
+                Stmt::For(_) => "for",
                 Stmt::Seq(_) => "seq",
                 Stmt::BufferStore { .. } => "store",
                 Stmt::Evaluate(_) => "eval",

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use relax_ir::tir::{BinOp, Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, For, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::DataType;
 
 pub use relax_ir::mutator::map_prim_expr as map_expr;
@@ -57,7 +57,7 @@ pub fn loads_buffer(e: &PrimExpr, buf: &Buffer) -> bool {
 pub fn free_vars_stmt(s: &Stmt) -> Vec<TirVar> {
     let mut bound: HashSet<u64> = HashSet::new();
     visit_stmts(s, &mut |x| match x {
-        Stmt::Let { var, .. } | Stmt::For { var, .. } | Stmt::LaunchThread { var, .. } => {
+        Stmt::Let { var, .. } | Stmt::For(For { var, .. }) | Stmt::LaunchThread { var, .. } => {
             bound.insert(var.id());
         }
         Stmt::BlockRealize { block, .. } => {

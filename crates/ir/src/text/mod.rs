@@ -12,7 +12,7 @@ pub use printer::{print_program, print_struct_info};
 
 use crate::module::IRModule;
 use crate::relax::Function;
-use crate::tir::{PrimFunc, Stmt};
+use crate::tir::{For, PrimFunc, Stmt};
 
 /// What a TVMScript text defines.
 #[derive(Clone, Debug)]
@@ -72,7 +72,7 @@ fn contains_block_realize(s: &Stmt) -> bool {
         | Stmt::Attr { body, .. }
         | Stmt::LaunchThread { body, .. }
         | Stmt::Assert { body, .. }
-        | Stmt::For { body, .. }
+        | Stmt::For(For { body, .. })
         | Stmt::While { body, .. }
         | Stmt::Alloc { body, .. } => contains_block_realize(body),
         Stmt::If {

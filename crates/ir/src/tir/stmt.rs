@@ -73,6 +73,64 @@ pub struct Block {
     pub body: Box<Stmt>,
 }
 
+/// A `for` loop (TIR `For`).
+#[derive(Clone, Debug)]
+pub struct For {
+    /// The loop variable.
+    pub var: TirVar,
+    /// First value.
+    pub min: PrimExpr,
+    /// Trip count.
+    pub extent: PrimExpr,
+    /// Loop kind.
+    pub kind: ForKind,
+    /// The thread tag when `kind` is `ThreadBinding`.
+    pub thread_tag: Option<String>,
+    /// Loop annotations.
+    pub annotations: Attrs,
+    /// The body.
+    pub body: Box<Stmt>,
+}
+
+impl For {
+    /// A loop `for var in range(0, extent)` of `kind`, without thread tag or annotations.
+    pub fn from_zero(var: TirVar, extent: PrimExpr, kind: ForKind, body: Stmt) -> For {
+        For {
+            var,
+            min: PrimExpr::int_of(0, extent.dtype()),
+            extent,
+            kind,
+            thread_tag: None,
+            annotations: Attrs::new(),
+            body: Box::new(body),
+        }
+    }
+
+    /// This loop's header (variable, kind, thread tag, annotations) over new bounds and body.
+    pub fn rebuild(&self, min: PrimExpr, extent: PrimExpr, body: Stmt) -> For {
+        For {
+            var: self.var.clone(),
+            min,
+            extent,
+            kind: self.kind,
+            thread_tag: self.thread_tag.clone(),
+            annotations: self.annotations.clone(),
+            body: Box::new(body),
+        }
+    }
+
+    /// This loop with another body.
+    pub fn with_body(&self, body: Stmt) -> For {
+        self.rebuild(self.min.clone(), self.extent.clone(), body)
+    }
+}
+
+impl From<For> for Stmt {
+    fn from(f: For) -> Stmt {
+        Stmt::For(f)
+    }
+}
+
 /// A TIR statement.
 #[derive(Clone, Debug)]
 pub enum Stmt {
@@ -128,22 +186,7 @@ pub enum Stmt {
         body: Box<Stmt>,
     },
     /// A loop.
-    For {
-        /// The loop variable.
-        var: TirVar,
-        /// First value.
-        min: PrimExpr,
-        /// Trip count.
-        extent: PrimExpr,
-        /// Loop kind.
-        kind: ForKind,
-        /// The thread tag when `kind` is `ThreadBinding`.
-        thread_tag: Option<String>,
-        /// Loop annotations.
-        annotations: Attrs,
-        /// The body.
-        body: Box<Stmt>,
-    },
+    For(For),
     /// `while cond: body`.
     While {
         /// Condition.

@@ -2,7 +2,7 @@
 //! stages, assembled into an `s_tir` PrimFunc with `T.sblock`s the way TVM's
 //! `te.create_prim_func` lays them out.
 
-use relax_ir::tir::{BinOp, Block, BufferRegion, ForKind, IterKind, IterVar, PrimExprKind, Range};
+use relax_ir::tir::{BinOp, Block, BufferRegion, For, ForKind, IterKind, IterVar, PrimExprKind, Range};
 use relax_ir::{
     AttrValue, Attrs, Buffer, DataType, Expr, ExprKind, PrimExpr, PrimFunc, Span, Stmt, StructInfo, TirVar,
 };
@@ -544,15 +544,7 @@ pub fn nest(loops: Vec<(TirVar, PrimExpr)>, block: Block) -> Stmt {
         block: Box::new(block),
     };
     for (v, ext) in loops.into_iter().rev() {
-        s = Stmt::For {
-            var: v,
-            min: PrimExpr::int_of(0, ext.dtype()),
-            extent: ext,
-            kind: ForKind::Serial,
-            thread_tag: None,
-            annotations: Attrs::new(),
-            body: Box::new(s),
-        };
+        s = Stmt::For(For::from_zero(v, ext, ForKind::Serial, s));
     }
     s
 }
@@ -674,13 +666,5 @@ pub fn scale(v: PrimExpr, c: i64) -> PrimExpr {
 
 /// `for var in <kind>(extent): body`.
 pub fn loop_over(var: &TirVar, extent: &PrimExpr, kind: ForKind, body: Stmt) -> Stmt {
-    Stmt::For {
-        var: var.clone(),
-        min: PrimExpr::int_of(0, extent.dtype()),
-        extent: extent.clone(),
-        kind,
-        thread_tag: None,
-        annotations: Attrs::new(),
-        body: Box::new(body),
-    }
+    Stmt::For(For::from_zero(var.clone(), extent.clone(), kind, body))
 }

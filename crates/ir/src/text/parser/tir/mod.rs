@@ -36,7 +36,7 @@ use crate::diagnostic::Diagnostic;
 use crate::dtype::DataType;
 use crate::span::LineIndex;
 use crate::tir::{
-    BinOp, Block, Buffer, BufferNode, BufferRegion, ForKind, IterKind, IterVar, MatchBufferRegion, PrimExpr,
+    BinOp, Block, Buffer, BufferNode, BufferRegion, For, ForKind, IterKind, IterVar, MatchBufferRegion, PrimExpr,
     PrimExprKind, PrimFunc, Range, Stmt, TirVar,
 };
 

@@ -861,7 +861,7 @@ impl<'a> TirParser<'a> {
             } else {
                 Attrs::new()
             };
-            body = Stmt::For {
+            body = Stmt::For(For {
                 var: v,
                 min,
                 extent: ext,
@@ -869,7 +869,7 @@ impl<'a> TirParser<'a> {
                 thread_tag: tag,
                 annotations: ann,
                 body: Box::new(body),
-            };
+            });
         }
         Ok(body)
     }

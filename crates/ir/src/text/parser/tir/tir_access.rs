@@ -7,7 +7,7 @@
 use super::super::prim_expr::{arith, const_of};
 use crate::arith::Analyzer;
 use crate::attrs::AttrValue;
-use crate::tir::{BinOp, Block, Buffer, BufferRegion, PrimExpr, PrimExprKind, Range, Stmt, TirVar};
+use crate::tir::{BinOp, Block, Buffer, BufferRegion, For, PrimExpr, PrimExprKind, Range, Stmt, TirVar};
 use crate::visit::{walk_prim_expr, walk_stmt, StmtExprVisitor};
 
 /// The annotation the parser leaves on a block whose regions must be detected
@@ -47,7 +47,7 @@ fn visit(s: &mut Stmt, s_tir: bool, is_root: &mut bool) {
         | Stmt::Attr { body, .. }
         | Stmt::LaunchThread { body, .. }
         | Stmt::Assert { body, .. }
-        | Stmt::For { body, .. }
+        | Stmt::For(For { body, .. })
         | Stmt::While { body, .. }
         | Stmt::Alloc { body, .. } => visit(body, s_tir, is_root),
         Stmt::If {
@@ -229,9 +229,9 @@ impl<'a> StmtExprVisitor<'a> for Collector {
                 walk_stmt(self, s);
                 self.record(true, buffer, indices);
             }
-            Stmt::For {
+            Stmt::For(For {
                 var, min, extent, body, ..
-            } => {
+            }) => {
                 self.visit_prim_expr(min);
                 self.visit_prim_expr(extent);
                 let (lo, hi) = match (self.bounds(min), self.bounds(extent)) {

@@ -8,7 +8,7 @@ use crate::attrs::{AttrValue, Attrs};
 use crate::dtype::DataType;
 use crate::text::parser::prim_expr::arith;
 use crate::tir::{
-    BinOp, Block, Buffer, BufferRegion, ForKind, IterKind, PrimExpr, PrimExprKind, PrimFunc, Range, Stmt, TirVar,
+    BinOp, Block, Buffer, BufferRegion, For, ForKind, IterKind, PrimExpr, PrimExprKind, PrimFunc, Range, Stmt, TirVar,
 };
 
 mod stmt;
@@ -562,9 +562,9 @@ fn stmt_vars(s: &Stmt, binders: &mut HashSet<u64>, used: &mut Vec<TirVar>) {
             e(cond, used);
             stmt_vars(body, binders, used);
         }
-        Stmt::For {
+        Stmt::For(For {
             var, min, extent, body, ..
-        } => {
+        }) => {
             e(min, used);
             e(extent, used);
             binders.insert(var.id());

@@ -12,7 +12,7 @@
 //! `SeqExpr` flattened into the open block) and [`walk_scope_emit`] (a new scope,
 //! TVM's `VisitWithNewScope`).
 
-use crate::relax::{Binding, BindingBlock, Call, Expr, ExprKind, Function, SeqExpr, Var};
+use crate::relax::{Binding, BindingBlock, Call, Expr, ExprKind, Function, SeqExpr, StructInfo, Var};
 use crate::span::Span;
 use crate::tir::{Block, Buffer, BufferRegion, IterVar, MatchBufferRegion, PrimExpr, PrimExprKind, Range, Stmt};
 use crate::visit::map_prim_children;
@@ -236,24 +236,7 @@ pub fn walk_block<M: ExprMutator + ?Sized>(m: &mut M, b: &BindingBlock) -> Bindi
 
 /// Rebuild a binding with its rewritten value.
 pub fn walk_binding<M: ExprMutator + ?Sized>(m: &mut M, b: &Binding) -> Binding {
-    match b {
-        Binding::VarBinding { var, value, span } => Binding::VarBinding {
-            var: var.clone(),
-            value: m.visit_expr(value),
-            span: *span,
-        },
-        Binding::MatchCast {
-            var,
-            value,
-            struct_info,
-            span,
-        } => Binding::MatchCast {
-            var: var.clone(),
-            value: m.visit_expr(value),
-            struct_info: struct_info.clone(),
-            span: *span,
-        },
-    }
+    b.rebuild(b.var().clone(), m.visit_expr(b.value()), StructInfo::clone)
 }
 
 /// Rebuild a function with its rewritten body.

@@ -6,8 +6,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::relax::{
-    Binding, BindingBlock, Call, Expr, ExprKind, FuncStructInfo, Function, PrimStructInfo, SeqExpr, ShapeStructInfo,
-    StructInfo, TensorStructInfo, Var,
+    BindingBlock, Call, Expr, ExprKind, FuncStructInfo, Function, PrimStructInfo, SeqExpr, ShapeStructInfo, StructInfo,
+    TensorStructInfo, Var,
 };
 use crate::tir::{Block, Buffer, BufferRegion, For, PrimExpr, PrimExprKind, Stmt, TirVar};
 
@@ -245,12 +245,22 @@ pub fn walk_stmt<'a, V: StmtExprVisitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             predicate,
             block,
         } => {
-            iter_values.iter().for_each(|x| v.visit_prim_expr(x));
-            if let Some(p) = predicate {
-                v.visit_prim_expr(p);
-            }
+            walk_realize_values(v, iter_values, predicate.as_ref());
             walk_block(v, block);
         }
+    }
+}
+
+/// Visit the values bound to a realized block's iteration variables, then its
+/// predicate (the expressions of a `BlockRealize` outside the block).
+pub fn walk_realize_values<'a, V: StmtExprVisitor<'a> + ?Sized>(
+    v: &mut V,
+    iter_values: &'a [PrimExpr],
+    predicate: Option<&'a PrimExpr>,
+) {
+    iter_values.iter().for_each(|x| v.visit_prim_expr(x));
+    if let Some(p) = predicate {
+        v.visit_prim_expr(p);
     }
 }
 
@@ -573,29 +583,10 @@ impl ExprSubst<'_> {
                 bindings: block
                     .bindings
                     .iter()
-                    .map(|b| match b {
-                        Binding::VarBinding { var, value, span } => {
-                            let value = self.expr(value);
-                            Binding::VarBinding {
-                                var: self.def_var(var),
-                                value,
-                                span: *span,
-                            }
-                        }
-                        Binding::MatchCast {
-                            var,
-                            value,
-                            struct_info,
-                            span,
-                        } => {
-                            let value = self.expr(value);
-                            Binding::MatchCast {
-                                var: self.def_var(var),
-                                value,
-                                struct_info: self.si(struct_info),
-                                span: *span,
-                            }
-                        }
+                    .map(|b| {
+                        let value = self.expr(b.value());
+                        let var = self.def_var(b.var());
+                        b.rebuild(var, value, |si| self.si(si))
                     })
                     .collect(),
                 is_dataflow: block.is_dataflow,
@@ -636,6 +627,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::attrs::Attrs;
     use crate::dtype::DataType;
+    use crate::relax::Binding;
     use crate::span::Span;
 
     fn v(name: &str) -> TirVar {
@@ -798,6 +790,39 @@ pub(crate) mod tests {
         };
         let body = Stmt::Seq(vec![store, Stmt::Evaluate(PrimExpr::int(1))]);
         Stmt::For(For::from_zero(i.clone(), n.to_expr(), ForKind::Serial, body))
+    }
+
+    #[test]
+    fn statement_children_are_the_nested_statements_in_field_order() {
+        use crate::tir::{Buffer, Stmt};
+        let a = Buffer::new("A", DataType::INT64, vec![PrimExpr::int(4)]);
+        let (i, n) = (v("i"), v("n"));
+        let mut s = loop_over_store(&a, &i, &n);
+        let body: Vec<&Stmt> = s.children().collect();
+        assert!(matches!(body[..], [Stmt::Seq(_)]));
+        let items: Vec<&Stmt> = body[0].children().collect();
+        assert!(matches!(items[..], [Stmt::BufferStore { .. }, Stmt::Evaluate(_)]));
+        assert_eq!(items[0].children().count(), 0);
+        let cond = Stmt::If {
+            cond: PrimExpr::bool(true),
+            then_branch: Box::new(Stmt::Evaluate(PrimExpr::int(1))),
+            else_branch: Some(Box::new(Stmt::Evaluate(PrimExpr::int(2)))),
+        };
+        let branches: Vec<i64> = cond
+            .children()
+            .filter_map(|c| match c {
+                Stmt::Evaluate(e) => e.as_int(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(branches, [1, 2]);
+        // Rewriting through `children_mut` reaches the sequence's items.
+        for c in s.children_mut().flat_map(|seq| seq.children_mut()) {
+            *c = Stmt::Evaluate(PrimExpr::int(0));
+        }
+        let mut evals = 0;
+        for_each_stmt(&s, &mut |x| evals += matches!(x, Stmt::Evaluate(_)) as usize);
+        assert_eq!(evals, 2);
     }
 
     #[test]

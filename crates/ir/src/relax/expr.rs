@@ -1,5 +1,5 @@
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::sync::Arc;
 
 use super::StructInfo;
@@ -78,17 +78,6 @@ impl Var {
     }
 }
 
-impl PartialEq for Var {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.id == other.0.id
-    }
-}
-impl Eq for Var {}
-impl Hash for Var {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.id.hash(state)
-    }
-}
 impl fmt::Debug for Var {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -250,6 +239,25 @@ impl Binding {
     pub fn span(&self) -> Span {
         match self {
             Binding::VarBinding { span, .. } | Binding::MatchCast { span, .. } => *span,
+        }
+    }
+    /// A binding of the same kind and span binding `var` to `value`; a
+    /// `match_cast` checks what `struct_info` makes of its StructInfo.
+    pub fn rebuild(&self, var: Var, value: Expr, struct_info: impl FnOnce(&StructInfo) -> StructInfo) -> Binding {
+        match self {
+            Binding::VarBinding { span, .. } => Binding::VarBinding {
+                var,
+                value,
+                span: *span,
+            },
+            Binding::MatchCast {
+                struct_info: si, span, ..
+            } => Binding::MatchCast {
+                var,
+                value,
+                struct_info: struct_info(si),
+                span: *span,
+            },
         }
     }
 }

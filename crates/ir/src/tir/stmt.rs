@@ -227,6 +227,55 @@ pub enum Stmt {
 }
 
 impl Stmt {
+    /// The statements nested directly in this one, in field order: the body of a
+    /// scope, both branches of an `if`, a sequence's items, a realized block's
+    /// `init` and body.
+    pub fn children(&self) -> impl Iterator<Item = &Stmt> {
+        let (first, second, rest): (Option<&Stmt>, Option<&Stmt>, &[Stmt]) = match self {
+            Stmt::Let { body, .. }
+            | Stmt::Attr { body, .. }
+            | Stmt::LaunchThread { body, .. }
+            | Stmt::Assert { body, .. }
+            | Stmt::For(For { body, .. })
+            | Stmt::While { body, .. }
+            | Stmt::Alloc { body, .. } => (Some(body), None, &[]),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => (Some(then_branch), else_branch.as_deref(), &[]),
+            Stmt::Seq(v) => (None, None, v),
+            Stmt::BlockRealize { block, .. } => (block.init.as_deref(), Some(&block.body), &[]),
+            Stmt::BufferStore { .. } | Stmt::Evaluate(_) => (None, None, &[]),
+        };
+        first.into_iter().chain(second).chain(rest)
+    }
+
+    /// [`Stmt::children`], mutably.
+    pub fn children_mut(&mut self) -> impl Iterator<Item = &mut Stmt> {
+        let (first, second, rest): (Option<&mut Stmt>, Option<&mut Stmt>, &mut [Stmt]) = match self {
+            Stmt::Let { body, .. }
+            | Stmt::Attr { body, .. }
+            | Stmt::LaunchThread { body, .. }
+            | Stmt::Assert { body, .. }
+            | Stmt::For(For { body, .. })
+            | Stmt::While { body, .. }
+            | Stmt::Alloc { body, .. } => (Some(body), None, &mut []),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => (Some(then_branch), else_branch.as_deref_mut(), &mut []),
+            Stmt::Seq(v) => (None, None, v),
+            Stmt::BlockRealize { block, .. } => {
+                let block = &mut **block;
+                (block.init.as_deref_mut(), Some(&mut *block.body), &mut [])
+            }
+            Stmt::BufferStore { .. } | Stmt::Evaluate(_) => (None, None, &mut []),
+        };
+        first.into_iter().chain(second).chain(rest.iter_mut())
+    }
+
     /// A sequence, flattening a single statement.
     pub fn seq(mut stmts: Vec<Stmt>) -> Stmt {
         if stmts.len() == 1 {

@@ -462,41 +462,7 @@ fn si_vars(si: &StructInfo, seen: &mut HashSet<u64>, out: &mut Vec<TirVar>) {
 /// SeqExpr results, function bodies, branches, shapes of StructInfo are not visited).
 pub fn for_each_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     f(e);
-    match e.kind() {
-        ExprKind::Constant { .. }
-        | ExprKind::Var(_)
-        | ExprKind::GlobalVar(_)
-        | ExprKind::PrimValue(_)
-        | ExprKind::StringImm(_)
-        | ExprKind::DataTypeImm(_)
-        | ExprKind::ExternFunc { .. }
-        | ExprKind::ShapeExpr(_)
-        | ExprKind::Op(_) => {}
-        ExprKind::Tuple(fields) => fields.iter().for_each(|x| for_each_expr(x, f)),
-        ExprKind::Seq(seq) => {
-            for block in &seq.blocks {
-                for b in &block.bindings {
-                    for_each_expr(b.value(), f);
-                }
-            }
-            for_each_expr(&seq.body, f);
-        }
-        ExprKind::Function(func) => for_each_expr(&func.body, f),
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            for_each_expr(cond, f);
-            for_each_expr(then_branch, f);
-            for_each_expr(else_branch, f);
-        }
-        ExprKind::Call(call) => {
-            for_each_expr(&call.op, f);
-            call.args.iter().for_each(|x| for_each_expr(x, f));
-        }
-        ExprKind::TupleGetItem { tuple, .. } => for_each_expr(tuple, f),
-    }
+    e.for_each_child(|c| for_each_expr(c, f));
 }
 
 /// Replace TIR variables everywhere in a Relax expression: in shapes, prim values,

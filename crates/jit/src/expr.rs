@@ -123,59 +123,11 @@ pub fn wrap_int(v: i64, dtype: DataType) -> i64 {
 /// Integer division semantics shared by the host evaluator and the folding here.
 /// Division by zero yields the dividend (as in WGSL), `MIN / -1` wraps.
 pub fn int_binop(op: BinOp, a: i64, b: i64) -> Option<i64> {
-    Some(match op {
-        BinOp::Add => a.wrapping_add(b),
-        BinOp::Sub => a.wrapping_sub(b),
-        BinOp::Mul => a.wrapping_mul(b),
-        BinOp::Div => {
-            if b == 0 {
-                a
-            } else {
-                a.wrapping_div(b)
-            }
-        }
-        BinOp::Mod => {
-            if b == 0 {
-                0
-            } else {
-                a.wrapping_rem(b)
-            }
-        }
-        BinOp::FloorDiv => {
-            if b == 0 {
-                a
-            } else {
-                let q = a.wrapping_div(b);
-                let r = a.wrapping_rem(b);
-                if r != 0 && ((r < 0) != (b < 0)) {
-                    q - 1
-                } else {
-                    q
-                }
-            }
-        }
-        BinOp::FloorMod => {
-            if b == 0 {
-                0
-            } else {
-                let r = a.wrapping_rem(b);
-                if r != 0 && ((r < 0) != (b < 0)) {
-                    r + b
-                } else {
-                    r
-                }
-            }
-        }
-        BinOp::Min => a.min(b),
-        BinOp::Max => a.max(b),
-        BinOp::Eq => (a == b) as i64,
-        BinOp::Ne => (a != b) as i64,
-        BinOp::Lt => (a < b) as i64,
-        BinOp::Le => (a <= b) as i64,
-        BinOp::Gt => (a > b) as i64,
-        BinOp::Ge => (a >= b) as i64,
-        BinOp::And => ((a != 0) && (b != 0)) as i64,
-        BinOp::Or => ((a != 0) || (b != 0)) as i64,
+    Some(match (op, b) {
+        (BinOp::Div | BinOp::FloorDiv, 0) => a,
+        (BinOp::Mod | BinOp::FloorMod, 0) => 0,
+        // The exact result wrapped to 64 bits.
+        _ => relax_ir::arith::int_binop_exact(op, a, b)? as i64,
     })
 }
 

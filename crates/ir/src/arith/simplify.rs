@@ -6,7 +6,7 @@ use super::canonical::{gcd, Poly};
 use super::order::{cmp_expr, expr_identical};
 use super::{is_integer, Analyzer};
 use crate::dtype::{DataType, TypeCode};
-use crate::tir::{BinOp, PrimExpr, PrimExprKind, TirVar};
+use crate::tir::{BinOp, Intrinsic, PrimExpr, PrimExprKind, TirVar};
 use crate::visit::map_prim_children;
 
 fn is_arith(op: BinOp) -> bool {
@@ -152,7 +152,7 @@ impl Analyzer {
                 }
             }
             Select { t, f, .. } => self.expr_interval(t).union(self.expr_interval(f)),
-            Call { op, args, .. } if op == "if_then_else" && args.len() == 3 => {
+            Call { args, .. } if e.as_intrinsic() == Some(Intrinsic::IfThenElse) && args.len() == 3 => {
                 self.expr_interval(&args[1]).union(self.expr_interval(&args[2]))
             }
             Let { body, .. } => self.expr_interval(body),
@@ -738,7 +738,7 @@ impl Analyzer {
                 rebuild2(e, *op, sa, sb, a, b)
             }
             Select { cond, t, f } => self.simplify_select(e, cond, t, f),
-            Call { op, args, .. } if op == "if_then_else" && args.len() == 3 => {
+            Call { args, .. } if e.as_intrinsic() == Some(Intrinsic::IfThenElse) && args.len() == 3 => {
                 self.simplify_select(e, &args[0], &args[1], &args[2])
             }
             Cast { dtype, value } => {

@@ -316,6 +316,32 @@ pub enum ExprKind {
 }
 
 impl Expr {
+    /// Call `f` on the Relax expressions nested directly in this one, in order: a
+    /// call's operator and arguments, tuple fields, a SeqExpr's binding values and
+    /// body, a function's body, a condition and its branches, the tuple of a
+    /// `TupleGetItem`. The other nodes (variables, constants, PrimValues, shapes,
+    /// operators, ...) hold no Relax expression; StructInfo is not visited.
+    pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
+        match self.kind() {
+            ExprKind::Tuple(fields) => fields.iter().for_each(&mut f),
+            ExprKind::Seq(seq) => {
+                seq.blocks.iter().flat_map(|b| &b.bindings).for_each(|b| f(b.value()));
+                f(&seq.body);
+            }
+            ExprKind::Function(func) => f(&func.body),
+            ExprKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => [cond, then_branch, else_branch].into_iter().for_each(f),
+            ExprKind::Call(call) => {
+                f(&call.op);
+                call.args.iter().for_each(f);
+            }
+            ExprKind::TupleGetItem { tuple, .. } => f(tuple),
+            _ => {}
+        }
+    }
     /// Wrap a node with no location.
     pub fn new(kind: ExprKind) -> Expr {
         Expr(Arc::new(ExprNode { kind, span: Span::NONE }))

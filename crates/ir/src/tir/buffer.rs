@@ -11,7 +11,7 @@ use crate::id::fresh_id;
 pub struct Buffer(pub Arc<BufferNode>);
 
 /// The data of a [`Buffer`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct BufferNode {
     /// Unique identity.
     pub id: u64,
@@ -64,6 +64,11 @@ impl Buffer {
     pub fn from_node(mut node: BufferNode) -> Buffer {
         node.id = fresh_id();
         Buffer(Arc::new(node))
+    }
+    /// A copy of this buffer's data, to build a changed buffer from with
+    /// [`Buffer::from_node`] (which gives it an identity of its own).
+    pub fn copy_node(&self) -> BufferNode {
+        (*self.0).clone()
     }
     /// The name hint.
     pub fn name(&self) -> &str {

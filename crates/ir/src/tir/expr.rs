@@ -124,6 +124,19 @@ impl BinOp {
     pub fn is_logical(self) -> bool {
         matches!(self, BinOp::And | BinOp::Or)
     }
+    /// For a comparison, whether operands ordered as `ord` satisfy it; `None` for
+    /// the other operators.
+    pub fn compare(self, ord: std::cmp::Ordering) -> Option<bool> {
+        Some(match self {
+            BinOp::Eq => ord.is_eq(),
+            BinOp::Ne => ord.is_ne(),
+            BinOp::Lt => ord.is_lt(),
+            BinOp::Le => ord.is_le(),
+            BinOp::Gt => ord.is_gt(),
+            BinOp::Ge => ord.is_ge(),
+            _ => return None,
+        })
+    }
 }
 
 /// A TIR expression. Cheap to clone (reference counted).

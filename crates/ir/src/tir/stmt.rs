@@ -226,54 +226,67 @@ pub enum Stmt {
     },
 }
 
+/// The statements nested in `$s` as (first, second, the rest), borrowed shared or,
+/// with `mut`, mutably: one definition for [`Stmt::children`] and [`Stmt::children_mut`].
+macro_rules! split_children {
+    ($s:expr, $deref:ident $(, $mut:tt)?) => {
+        match $s {
+            Stmt::Let { body, .. }
+            | Stmt::Attr { body, .. }
+            | Stmt::LaunchThread { body, .. }
+            | Stmt::Assert { body, .. }
+            | Stmt::For(For { body, .. })
+            | Stmt::While { body, .. }
+            | Stmt::Alloc { body, .. } => (Some(&$($mut)? **body), None, &$($mut)? []),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => (Some(&$($mut)? **then_branch), else_branch.$deref(), &$($mut)? []),
+            Stmt::Seq(v) => (None, None, &$($mut)? v[..]),
+            Stmt::BlockRealize { block, .. } => {
+                let block = &$($mut)? **block;
+                (block.init.$deref(), Some(&$($mut)? *block.body), &$($mut)? [])
+            }
+            Stmt::BufferStore { .. } | Stmt::Evaluate(_) => (None, None, &$($mut)? []),
+        }
+    };
+}
+
 impl Stmt {
     /// The statements nested directly in this one, in field order: the body of a
     /// scope, both branches of an `if`, a sequence's items, a realized block's
     /// `init` and body.
     pub fn children(&self) -> impl Iterator<Item = &Stmt> {
-        let (first, second, rest): (Option<&Stmt>, Option<&Stmt>, &[Stmt]) = match self {
-            Stmt::Let { body, .. }
-            | Stmt::Attr { body, .. }
-            | Stmt::LaunchThread { body, .. }
-            | Stmt::Assert { body, .. }
-            | Stmt::For(For { body, .. })
-            | Stmt::While { body, .. }
-            | Stmt::Alloc { body, .. } => (Some(body), None, &[]),
-            Stmt::If {
-                then_branch,
-                else_branch,
-                ..
-            } => (Some(then_branch), else_branch.as_deref(), &[]),
-            Stmt::Seq(v) => (None, None, v),
-            Stmt::BlockRealize { block, .. } => (block.init.as_deref(), Some(&block.body), &[]),
-            Stmt::BufferStore { .. } | Stmt::Evaluate(_) => (None, None, &[]),
-        };
+        let (first, second, rest): (Option<&Stmt>, Option<&Stmt>, &[Stmt]) = split_children!(self, as_deref);
         first.into_iter().chain(second).chain(rest)
     }
 
     /// [`Stmt::children`], mutably.
     pub fn children_mut(&mut self) -> impl Iterator<Item = &mut Stmt> {
-        let (first, second, rest): (Option<&mut Stmt>, Option<&mut Stmt>, &mut [Stmt]) = match self {
-            Stmt::Let { body, .. }
-            | Stmt::Attr { body, .. }
-            | Stmt::LaunchThread { body, .. }
-            | Stmt::Assert { body, .. }
-            | Stmt::For(For { body, .. })
-            | Stmt::While { body, .. }
-            | Stmt::Alloc { body, .. } => (Some(body), None, &mut []),
-            Stmt::If {
-                then_branch,
-                else_branch,
-                ..
-            } => (Some(then_branch), else_branch.as_deref_mut(), &mut []),
-            Stmt::Seq(v) => (None, None, v),
-            Stmt::BlockRealize { block, .. } => {
-                let block = &mut **block;
-                (block.init.as_deref_mut(), Some(&mut *block.body), &mut [])
-            }
-            Stmt::BufferStore { .. } | Stmt::Evaluate(_) => (None, None, &mut []),
-        };
+        let (first, second, rest): (Option<&mut Stmt>, Option<&mut Stmt>, &mut [Stmt]) =
+            split_children!(self, as_deref_mut, mut);
         first.into_iter().chain(second).chain(rest.iter_mut())
+    }
+
+    /// The implicit root block of a function (`T.sblock("root")`), allocating
+    /// `alloc_buffers` around `body`.
+    pub fn root_block(alloc_buffers: Vec<Buffer>, body: Stmt) -> Stmt {
+        Stmt::BlockRealize {
+            iter_values: Vec::new(),
+            predicate: None,
+            block: Box::new(Block {
+                name: "root".into(),
+                iter_vars: Vec::new(),
+                reads: Vec::new(),
+                writes: Vec::new(),
+                init: None,
+                alloc_buffers,
+                match_buffers: Vec::new(),
+                annotations: Attrs::new(),
+                body: Box::new(body),
+            }),
+        }
     }
 
     /// A sequence, flattening a single statement.

@@ -308,6 +308,13 @@ impl PrimExpr {
             _ => None,
         }
     }
+    /// The value, if this is a float constant.
+    pub fn as_float(&self) -> Option<f64> {
+        match self.kind() {
+            PrimExprKind::FloatImm { value, .. } => Some(*value),
+            _ => None,
+        }
+    }
     /// The variable, if this is a bare variable.
     pub fn as_var(&self) -> Option<&TirVar> {
         match self.kind() {

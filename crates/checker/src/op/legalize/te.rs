@@ -489,21 +489,7 @@ pub fn root_prim_func(
     stages: Vec<Stmt>,
     attrs: Attrs,
 ) -> PrimFunc {
-    let body = Stmt::BlockRealize {
-        iter_values: Vec::new(),
-        predicate: None,
-        block: Box::new(Block {
-            name: "root".into(),
-            iter_vars: Vec::new(),
-            reads: Vec::new(),
-            writes: Vec::new(),
-            init: None,
-            alloc_buffers: allocs,
-            match_buffers: Vec::new(),
-            annotations: Attrs::new(),
-            body: Box::new(Stmt::seq(stages)),
-        }),
-    };
+    let body = Stmt::root_block(allocs, Stmt::seq(stages));
     PrimFunc {
         params,
         buffer_map,

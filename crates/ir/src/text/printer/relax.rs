@@ -362,16 +362,20 @@ impl<'m> Printer<'m> {
         }
     }
 
+    /// `: <StructInfo>` for an annotated variable, empty otherwise.
+    fn annotation(&self, var: &Var) -> String {
+        var.struct_info()
+            .map(|s| format!(": {}", self.sinfo(s)))
+            .unwrap_or_default()
+    }
+
     fn binding(&mut self, b: &Binding, ind: usize, out: &mut String) {
         let pad = " ".repeat(ind);
         let var = b.var();
         match b {
             Binding::MatchCast { value, struct_info, .. } => {
                 self.declare_undefined(value, ind, out);
-                let ann = var
-                    .struct_info()
-                    .map(|s| format!(": {}", self.sinfo(s)))
-                    .unwrap_or_default();
+                let ann = self.annotation(var);
                 let value = self.expr(value);
                 out.push_str(&format!(
                     "{pad}{}{ann} = R.match_cast({value}, {})\n",
@@ -458,10 +462,7 @@ impl<'m> Printer<'m> {
             }
         }
         self.declare_undefined(body, ind, out);
-        let ann = var
-            .struct_info()
-            .map(|s| format!(": {}", self.sinfo(s)))
-            .unwrap_or_default();
+        let ann = self.annotation(var);
         let value = self.expr(body);
         out.push_str(&format!("{}{}{ann} = {value}\n", " ".repeat(ind), self.define(var)));
     }

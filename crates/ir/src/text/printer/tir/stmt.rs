@@ -8,26 +8,24 @@ impl Printer {
     /// only a body that is a single statement may use the concise form of
     /// `T.attr` / `T.launch_thread` (no `with`).
     pub(super) fn body(&mut self, s: &Stmt, out: &mut Vec<Doc>) {
-        match s {
-            Stmt::Seq(items) => {
-                for it in items {
-                    self.stmt(it, out, false);
-                }
-            }
-            other => self.stmt(other, out, true),
-        }
+        self.items(s, out, true)
     }
 
     /// Print the statements following a flat declaration (`T.let`, scalars,
     /// `T.alloc_buffer`, `assert`): they are items of a sequence in TVM's IR.
     pub(super) fn cont(&mut self, s: &Stmt, out: &mut Vec<Doc>) {
+        self.items(s, out, false)
+    }
+
+    /// The items of a sequence, or `s` alone (in the concise form when `concise`).
+    fn items(&mut self, s: &Stmt, out: &mut Vec<Doc>, concise: bool) {
         match s {
             Stmt::Seq(items) => {
                 for it in items {
                     self.stmt(it, out, false);
                 }
             }
-            other => self.stmt(other, out, false),
+            other => self.stmt(other, out, concise),
         }
     }
 

@@ -321,14 +321,7 @@ impl Analyzer {
         if p.content() % c == 0 {
             return Some(p.div_exact(c));
         }
-        let b = self.poly_interval(p);
-        if b.lo >= 0 {
-            return self.floordiv_const(p, c, dt, strong);
-        }
-        if b.hi <= 0 {
-            return self.floordiv_const(&p.neg()?, c, dt, strong)?.neg();
-        }
-        Some(Self::atom_of(BinOp::Div, p, c, dt))
+        self.trunc_by_floor(BinOp::Div, p, c, dt, strong, Self::floordiv_const)
     }
 
     fn truncmod_const(&self, p: &Poly, c: i64, dt: DataType, strong: bool) -> Option<Poly> {
@@ -336,14 +329,29 @@ impl Analyzer {
         if c == 1 || p.content() % c == 0 {
             return Some(Poly::konst(0));
         }
+        self.trunc_by_floor(BinOp::Mod, p, c, dt, strong, Self::floormod_const)
+    }
+
+    /// The truncating `op` (`Div` or `Mod`) of `p` by `c > 0` through its floor
+    /// counterpart `floor`: the same when `p >= 0`, `-floor(-p)` when `p <= 0`, an
+    /// opaque atom when the sign of `p` is unknown.
+    fn trunc_by_floor(
+        &self,
+        op: BinOp,
+        p: &Poly,
+        c: i64,
+        dt: DataType,
+        strong: bool,
+        floor: fn(&Self, &Poly, i64, DataType, bool) -> Option<Poly>,
+    ) -> Option<Poly> {
         let b = self.poly_interval(p);
         if b.lo >= 0 {
-            return self.floormod_const(p, c, dt, strong);
+            return floor(self, p, c, dt, strong);
         }
         if b.hi <= 0 {
-            return self.floormod_const(&p.neg()?, c, dt, strong)?.neg();
+            return floor(self, &p.neg()?, c, dt, strong)?.neg();
         }
-        Some(Self::atom_of(BinOp::Mod, p, c, dt))
+        Some(Self::atom_of(op, p, c, dt))
     }
 
     fn minmax_poly(&self, op: BinOp, pa: &Poly, pb: &Poly, dt: DataType, strong: bool) -> Poly {

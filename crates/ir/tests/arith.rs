@@ -553,3 +553,13 @@ fn integer_binary_ops_follow_tvm_division_and_stay_exact() {
     assert_eq!(f(BinOp::Or, 0, -1), Some(1));
     assert_eq!(f(BinOp::Min, -1, 4), Some(-1));
 }
+
+#[test]
+fn float_comparisons_are_false_with_nan_but_not_equal() {
+    assert_eq!(BinOp::Lt.compare_floats(1.0, 2.0), Some(true));
+    assert_eq!(BinOp::Ge.compare_floats(-0.0, 0.0), Some(true));
+    assert_eq!(BinOp::Eq.compare_floats(f64::NAN, f64::NAN), Some(false));
+    assert_eq!(BinOp::Ne.compare_floats(f64::NAN, 1.0), Some(true));
+    assert_eq!(BinOp::Le.compare_floats(1.0, f64::NAN), Some(false));
+    assert_eq!(BinOp::Add.compare_floats(1.0, 2.0), None);
+}

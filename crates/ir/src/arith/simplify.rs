@@ -589,14 +589,9 @@ impl Analyzer {
         // (simplifying the comparison itself would come back here).
         let (sa, sb) = (self.simplify_expr(a), self.simplify_expr(b));
         match (sa.kind(), sb.kind()) {
-            (PrimExprKind::FloatImm { value: x, .. }, PrimExprKind::FloatImm { value: y, .. }) => Some(match op {
-                BinOp::Eq => x == y,
-                BinOp::Ne => x != y,
-                BinOp::Lt => x < y,
-                BinOp::Le => x <= y,
-                BinOp::Gt => x > y,
-                _ => x >= y,
-            }),
+            (PrimExprKind::FloatImm { value: x, .. }, PrimExprKind::FloatImm { value: y, .. }) => {
+                op.compare_floats(*x, *y)
+            }
             _ => None,
         }
     }
@@ -675,16 +670,10 @@ impl Analyzer {
                     return PrimExpr::int_of(v as i64, e.dtype());
                 }
                 let (sa, sb) = (self.simplify_expr(a), self.simplify_expr(b));
-                if let (FloatImm { value: x, .. }, FloatImm { value: y, .. }) = (sa.kind(), sb.kind()) {
-                    let v = match op {
-                        BinOp::Eq => x == y,
-                        BinOp::Ne => x != y,
-                        BinOp::Lt => x < y,
-                        BinOp::Le => x <= y,
-                        BinOp::Gt => x > y,
-                        _ => x >= y,
-                    };
-                    return PrimExpr::int_of(v as i64, e.dtype());
+                if let (Some(x), Some(y)) = (sa.as_float(), sb.as_float()) {
+                    if let Some(v) = op.compare_floats(x, y) {
+                        return PrimExpr::int_of(v as i64, e.dtype());
+                    }
                 }
                 rebuild2(e, *op, sa, sb, a, b)
             }

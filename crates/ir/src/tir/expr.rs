@@ -137,6 +137,14 @@ impl BinOp {
             _ => return None,
         })
     }
+    /// For a comparison, `x op y` on floats (IEEE: with a NaN only `!=` holds);
+    /// `None` for the other operators.
+    pub fn compare_floats(self, x: f64, y: f64) -> Option<bool> {
+        match x.partial_cmp(&y) {
+            Some(ord) => self.compare(ord),
+            None => self.is_comparison().then_some(self == BinOp::Ne),
+        }
+    }
 }
 
 /// A TIR expression. Cheap to clone (reference counted).

@@ -480,15 +480,7 @@ impl<'a> Evaluator<'a> {
         };
         let is_py = |v: &Value| matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_));
         if is_py(&l) && is_py(&r) {
-            let (a, b) = (num_f(&l), num_f(&r));
-            let res = match bop {
-                BinOp::Eq => a == b,
-                BinOp::Ne => a != b,
-                BinOp::Lt => a < b,
-                BinOp::Le => a <= b,
-                BinOp::Gt => a > b,
-                _ => a >= b,
-            };
+            let res = bop.compare_floats(num_f(&l), num_f(&r)).unwrap_or(false);
             return Ok(Value::Bool(res));
         }
         // A Python number takes the type of the other side.

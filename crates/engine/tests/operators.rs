@@ -319,7 +319,7 @@ fn call_tir_errors() {
 
 /// `C[i] = A[i] + B[i]` for `i < n`, with `n` bound by the buffers' shape.
 fn tir_add() -> PrimFunc {
-    use relax_ir::tir::{ForKind, Stmt};
+    use relax_ir::tir::{For, ForKind, Stmt};
     let n = tvar("n");
     let mut f = prim_func(
         vec![
@@ -332,7 +332,7 @@ fn tir_add() -> PrimFunc {
     let bufs: Vec<_> = f.buffer_map.iter().map(|(_, b)| b.clone()).collect();
     let i = relax_ir::TirVar::new("i", DataType::INT64);
     let value = PrimExpr::load(&bufs[0], vec![pe(&i)]) + PrimExpr::load(&bufs[1], vec![pe(&i)]);
-    f.body = Stmt::For {
+    f.body = Stmt::For(For {
         var: i.clone(),
         min: c(0),
         extent: pe(&n),
@@ -345,7 +345,7 @@ fn tir_add() -> PrimFunc {
             indices: vec![pe(&i)],
             span: relax_ir::Span::NONE,
         }),
-    };
+    });
     f
 }
 

@@ -12,7 +12,7 @@
 //! `SeqExpr` flattened into the open block) and [`walk_scope_emit`] (a new scope,
 //! TVM's `VisitWithNewScope`).
 
-use crate::relax::{Binding, BindingBlock, Call, Expr, ExprKind, Function, SeqExpr, Var};
+use crate::relax::{Binding, BindingBlock, Call, Expr, ExprKind, Function, SeqExpr, StructInfo, Var};
 use crate::span::Span;
 use crate::tir::{Block, Buffer, BufferRegion, IterVar, MatchBufferRegion, PrimExpr, PrimExprKind, Range, Stmt};
 use crate::visit::map_prim_children;
@@ -236,24 +236,7 @@ pub fn walk_block<M: ExprMutator + ?Sized>(m: &mut M, b: &BindingBlock) -> Bindi
 
 /// Rebuild a binding with its rewritten value.
 pub fn walk_binding<M: ExprMutator + ?Sized>(m: &mut M, b: &Binding) -> Binding {
-    match b {
-        Binding::VarBinding { var, value, span } => Binding::VarBinding {
-            var: var.clone(),
-            value: m.visit_expr(value),
-            span: *span,
-        },
-        Binding::MatchCast {
-            var,
-            value,
-            struct_info,
-            span,
-        } => Binding::MatchCast {
-            var: var.clone(),
-            value: m.visit_expr(value),
-            struct_info: struct_info.clone(),
-            span: *span,
-        },
-    }
+    b.rebuild(b.var().clone(), m.visit_expr(b.value()), StructInfo::clone)
 }
 
 /// Rebuild a function with its rewritten body.
@@ -378,23 +361,11 @@ pub fn walk_stmt<M: StmtExprMutator + ?Sized>(m: &mut M, s: &Stmt) -> Stmt {
             message: message.clone(),
             body: bx(m, body),
         },
-        Stmt::For {
-            var,
-            min,
-            extent,
-            kind,
-            thread_tag,
-            annotations,
-            body,
-        } => Stmt::For {
-            var: var.clone(),
-            min: m.visit_prim_expr(min),
-            extent: m.visit_prim_expr(extent),
-            kind: *kind,
-            thread_tag: thread_tag.clone(),
-            annotations: annotations.clone(),
-            body: bx(m, body),
-        },
+        Stmt::For(f) => Stmt::For(f.rebuild(
+            m.visit_prim_expr(&f.min),
+            m.visit_prim_expr(&f.extent),
+            m.visit_stmt(&f.body),
+        )),
         Stmt::While { cond, body } => Stmt::While {
             cond: m.visit_prim_expr(cond),
             body: bx(m, body),
@@ -554,7 +525,7 @@ mod tests {
     use super::*;
     use crate::attrs::Attrs;
     use crate::dtype::DataType;
-    use crate::tir::TirVar;
+    use crate::tir::{For, TirVar};
 
     struct RenameOp;
     impl ExprMutator for RenameOp {
@@ -625,7 +596,7 @@ mod tests {
             _ => None,
         };
         let out = map_stmt_exprs(&s, &mut |e| map_prim_expr(e, &mut |x| seven(x)));
-        let Stmt::For { extent, body, .. } = &out else {
+        let Stmt::For(For { extent, body, .. }) = &out else {
             panic!("not a loop")
         };
         assert_eq!(extent.as_int(), Some(7));

@@ -6,10 +6,10 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::relax::{
-    Binding, BindingBlock, Call, Expr, ExprKind, FuncStructInfo, Function, PrimStructInfo, SeqExpr, ShapeStructInfo,
-    StructInfo, TensorStructInfo, Var,
+    BindingBlock, Call, Expr, ExprKind, FuncStructInfo, Function, PrimStructInfo, SeqExpr, ShapeStructInfo, StructInfo,
+    TensorStructInfo, Var,
 };
-use crate::tir::{Block, Buffer, BufferRegion, PrimExpr, PrimExprKind, Stmt, TirVar};
+use crate::tir::{Block, Buffer, BufferRegion, For, PrimExpr, PrimExprKind, Stmt, TirVar};
 
 /// Call `f` on every direct child of `e`, in field order.
 pub fn for_each_prim_child<'a>(e: &'a PrimExpr, f: &mut dyn FnMut(&'a PrimExpr)) {
@@ -218,7 +218,7 @@ pub fn walk_stmt<'a, V: StmtExprVisitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             v.visit_prim_expr(e);
             v.visit_stmt(body);
         }
-        Stmt::For { min, extent, body, .. } => {
+        Stmt::For(For { min, extent, body, .. }) => {
             v.visit_prim_expr(min);
             v.visit_prim_expr(extent);
             v.visit_stmt(body);
@@ -245,12 +245,22 @@ pub fn walk_stmt<'a, V: StmtExprVisitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             predicate,
             block,
         } => {
-            iter_values.iter().for_each(|x| v.visit_prim_expr(x));
-            if let Some(p) = predicate {
-                v.visit_prim_expr(p);
-            }
+            walk_realize_values(v, iter_values, predicate.as_ref());
             walk_block(v, block);
         }
+    }
+}
+
+/// Visit the values bound to a realized block's iteration variables, then its
+/// predicate (the expressions of a `BlockRealize` outside the block).
+pub fn walk_realize_values<'a, V: StmtExprVisitor<'a> + ?Sized>(
+    v: &mut V,
+    iter_values: &'a [PrimExpr],
+    predicate: Option<&'a PrimExpr>,
+) {
+    iter_values.iter().for_each(|x| v.visit_prim_expr(x));
+    if let Some(p) = predicate {
+        v.visit_prim_expr(p);
     }
 }
 
@@ -452,41 +462,7 @@ fn si_vars(si: &StructInfo, seen: &mut HashSet<u64>, out: &mut Vec<TirVar>) {
 /// SeqExpr results, function bodies, branches, shapes of StructInfo are not visited).
 pub fn for_each_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     f(e);
-    match e.kind() {
-        ExprKind::Constant { .. }
-        | ExprKind::Var(_)
-        | ExprKind::GlobalVar(_)
-        | ExprKind::PrimValue(_)
-        | ExprKind::StringImm(_)
-        | ExprKind::DataTypeImm(_)
-        | ExprKind::ExternFunc { .. }
-        | ExprKind::ShapeExpr(_)
-        | ExprKind::Op(_) => {}
-        ExprKind::Tuple(fields) => fields.iter().for_each(|x| for_each_expr(x, f)),
-        ExprKind::Seq(seq) => {
-            for block in &seq.blocks {
-                for b in &block.bindings {
-                    for_each_expr(b.value(), f);
-                }
-            }
-            for_each_expr(&seq.body, f);
-        }
-        ExprKind::Function(func) => for_each_expr(&func.body, f),
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            for_each_expr(cond, f);
-            for_each_expr(then_branch, f);
-            for_each_expr(else_branch, f);
-        }
-        ExprKind::Call(call) => {
-            for_each_expr(&call.op, f);
-            call.args.iter().for_each(|x| for_each_expr(x, f));
-        }
-        ExprKind::TupleGetItem { tuple, .. } => for_each_expr(tuple, f),
-    }
+    e.for_each_child(|c| for_each_expr(c, f));
 }
 
 /// Replace TIR variables everywhere in a Relax expression: in shapes, prim values,
@@ -573,29 +549,10 @@ impl ExprSubst<'_> {
                 bindings: block
                     .bindings
                     .iter()
-                    .map(|b| match b {
-                        Binding::VarBinding { var, value, span } => {
-                            let value = self.expr(value);
-                            Binding::VarBinding {
-                                var: self.def_var(var),
-                                value,
-                                span: *span,
-                            }
-                        }
-                        Binding::MatchCast {
-                            var,
-                            value,
-                            struct_info,
-                            span,
-                        } => {
-                            let value = self.expr(value);
-                            Binding::MatchCast {
-                                var: self.def_var(var),
-                                value,
-                                struct_info: self.si(struct_info),
-                                span: *span,
-                            }
-                        }
+                    .map(|b| {
+                        let value = self.expr(b.value());
+                        let var = self.def_var(b.var());
+                        b.rebuild(var, value, |si| self.si(si))
                     })
                     .collect(),
                 is_dataflow: block.is_dataflow,
@@ -636,6 +593,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::attrs::Attrs;
     use crate::dtype::DataType;
+    use crate::relax::Binding;
     use crate::span::Span;
 
     fn v(name: &str) -> TirVar {
@@ -789,22 +747,48 @@ pub(crate) mod tests {
     }
     /// `for i in range(n): A[i] = A[i] + n; T.evaluate(1)`.
     pub(crate) fn loop_over_store(a: &crate::tir::Buffer, i: &TirVar, n: &TirVar) -> crate::tir::Stmt {
-        use crate::tir::{ForKind, Stmt};
+        use crate::tir::{For, ForKind, Stmt};
         let store = Stmt::BufferStore {
             buffer: a.clone(),
             value: &PrimExpr::load(a, vec![i.to_expr()]) + &n.to_expr(),
             indices: vec![i.to_expr()],
             span: Span::NONE,
         };
-        Stmt::For {
-            var: i.clone(),
-            min: PrimExpr::int(0),
-            extent: n.to_expr(),
-            kind: ForKind::Serial,
-            thread_tag: None,
-            annotations: Attrs::new(),
-            body: Box::new(Stmt::Seq(vec![store, Stmt::Evaluate(PrimExpr::int(1))])),
+        let body = Stmt::Seq(vec![store, Stmt::Evaluate(PrimExpr::int(1))]);
+        Stmt::For(For::from_zero(i.clone(), n.to_expr(), ForKind::Serial, body))
+    }
+
+    #[test]
+    fn statement_children_are_the_nested_statements_in_field_order() {
+        use crate::tir::{Buffer, Stmt};
+        let a = Buffer::new("A", DataType::INT64, vec![PrimExpr::int(4)]);
+        let (i, n) = (v("i"), v("n"));
+        let mut s = loop_over_store(&a, &i, &n);
+        let body: Vec<&Stmt> = s.children().collect();
+        assert!(matches!(body[..], [Stmt::Seq(_)]));
+        let items: Vec<&Stmt> = body[0].children().collect();
+        assert!(matches!(items[..], [Stmt::BufferStore { .. }, Stmt::Evaluate(_)]));
+        assert_eq!(items[0].children().count(), 0);
+        let cond = Stmt::If {
+            cond: PrimExpr::bool(true),
+            then_branch: Box::new(Stmt::Evaluate(PrimExpr::int(1))),
+            else_branch: Some(Box::new(Stmt::Evaluate(PrimExpr::int(2)))),
+        };
+        let branches: Vec<i64> = cond
+            .children()
+            .filter_map(|c| match c {
+                Stmt::Evaluate(e) => e.as_int(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(branches, [1, 2]);
+        // Rewriting through `children_mut` reaches the sequence's items.
+        for c in s.children_mut().flat_map(|seq| seq.children_mut()) {
+            *c = Stmt::Evaluate(PrimExpr::int(0));
         }
+        let mut evals = 0;
+        for_each_stmt(&s, &mut |x| evals += matches!(x, Stmt::Evaluate(_)) as usize);
+        assert_eq!(evals, 2);
     }
 
     #[test]
@@ -816,7 +800,7 @@ pub(crate) mod tests {
         let mut stmts = Vec::new();
         for_each_stmt(&s, &mut |x| {
             stmts.push(match x {
-                Stmt::For { .. } => "for",
+                Stmt::For(_) => "for",
                 Stmt::Seq(_) => "seq",
                 Stmt::BufferStore { .. } => "store",
                 Stmt::Evaluate(_) => "eval",

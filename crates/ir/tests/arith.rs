@@ -547,3 +547,33 @@ fn loop_index_arithmetic_with_ranges() {
     // Without the ranges nothing is known about j.
     assert_eq!(show(&Analyzer::new().simplify(&fdiv(&flat, &c(8)))), "j//8 + i");
 }
+
+#[test]
+fn integer_binary_ops_follow_tvm_division_and_stay_exact() {
+    use relax_ir::arith::int_binop_exact as f;
+    assert_eq!(f(BinOp::FloorDiv, -7, 2), Some(-4));
+    assert_eq!(f(BinOp::FloorMod, -7, 2), Some(1));
+    assert_eq!(f(BinOp::FloorMod, 7, -2), Some(-1));
+    assert_eq!(f(BinOp::Div, -7, 2), Some(-3));
+    assert_eq!(f(BinOp::Mod, -7, 2), Some(-1));
+    for op in [BinOp::Div, BinOp::Mod, BinOp::FloorDiv, BinOp::FloorMod] {
+        assert_eq!(f(op, 5, 0), None, "{op:?}");
+    }
+    assert_eq!(f(BinOp::Mul, i64::MAX, 2), Some(2 * i64::MAX as i128));
+    assert_eq!(f(BinOp::Div, i64::MIN, -1), Some(-(i64::MIN as i128)));
+    assert_eq!(f(BinOp::Le, 3, 3), Some(1));
+    assert_eq!(f(BinOp::Gt, 3, 3), Some(0));
+    assert_eq!(f(BinOp::And, 2, 0), Some(0));
+    assert_eq!(f(BinOp::Or, 0, -1), Some(1));
+    assert_eq!(f(BinOp::Min, -1, 4), Some(-1));
+}
+
+#[test]
+fn float_comparisons_are_false_with_nan_but_not_equal() {
+    assert_eq!(BinOp::Lt.compare_floats(1.0, 2.0), Some(true));
+    assert_eq!(BinOp::Ge.compare_floats(-0.0, 0.0), Some(true));
+    assert_eq!(BinOp::Eq.compare_floats(f64::NAN, f64::NAN), Some(false));
+    assert_eq!(BinOp::Ne.compare_floats(f64::NAN, 1.0), Some(true));
+    assert_eq!(BinOp::Le.compare_floats(1.0, f64::NAN), Some(false));
+    assert_eq!(BinOp::Add.compare_floats(1.0, 2.0), None);
+}

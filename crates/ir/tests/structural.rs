@@ -6,7 +6,7 @@ mod relax_build;
 use relax_build::func;
 use relax_ir::relax::{Binding, BindingBlock, Expr, ExprKind, Function, NDArray, SeqExpr, StructInfo, Var};
 use relax_ir::structural::*;
-use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, PrimFunc, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, For, ForKind, PrimExpr, PrimFunc, Stmt, TirVar};
 use relax_ir::{AttrValue, Attrs, BaseFunc, DataType, IRModule, Span};
 
 fn call(op: &str, args: Vec<Expr>) -> Expr {
@@ -66,20 +66,13 @@ fn add_one(names: &str, extent: Option<i64>) -> PrimFunc {
     let pb = TirVar::new_handle(format!("b{names}"), None, None);
     let i = TirVar::new(format!("i{names}"), DataType::INT64);
     let value = PrimExpr::load(&a, vec![i.to_expr()]) + PrimExpr::float_of(1.0, DataType::FLOAT32);
-    let body = Stmt::For {
-        var: i.clone(),
-        min: PrimExpr::int(0),
-        extent: len,
-        kind: ForKind::Serial,
-        thread_tag: None,
-        annotations: Attrs::new(),
-        body: Box::new(Stmt::BufferStore {
-            buffer: b.clone(),
-            value,
-            indices: vec![i.to_expr()],
-            span: Span::NONE,
-        }),
+    let store = Stmt::BufferStore {
+        buffer: b.clone(),
+        value,
+        indices: vec![i.to_expr()],
+        span: Span::NONE,
     };
+    let body = Stmt::For(For::from_zero(i.clone(), len, ForKind::Serial, store));
     let mut attrs = Attrs::new();
     attrs.set("global_symbol", AttrValue::Str("add_one".into()));
     attrs.set("tir.noalias", AttrValue::Bool(true));
@@ -386,15 +379,8 @@ fn rich_kernel(mutation: u32) -> PrimFunc {
         },
         block: Box::new(block),
     };
-    let inner = Stmt::For {
-        var: k.clone(),
-        min: PrimExpr::int(0),
-        extent: PrimExpr::int(8),
-        kind: if mu(9) { ForKind::Unrolled } else { ForKind::Serial },
-        thread_tag: None,
-        annotations: Attrs::new(),
-        body: Box::new(realize),
-    };
+    let kind = if mu(9) { ForKind::Unrolled } else { ForKind::Serial };
+    let inner = Stmt::For(For::from_zero(k.clone(), PrimExpr::int(8), kind, realize));
     let guarded = Stmt::If {
         cond: PrimExpr::binary(BinOp::Lt, i.to_expr(), n.to_expr()),
         then_branch: Box::new(inner),
@@ -404,15 +390,7 @@ fn rich_kernel(mutation: u32) -> PrimFunc {
             None
         },
     };
-    let outer = Stmt::For {
-        var: i.clone(),
-        min: PrimExpr::int(0),
-        extent: n.to_expr(),
-        kind: ForKind::Serial,
-        thread_tag: None,
-        annotations: Attrs::new(),
-        body: Box::new(guarded),
-    };
+    let outer = Stmt::For(For::from_zero(i.clone(), n.to_expr(), ForKind::Serial, guarded));
     let launched = Stmt::LaunchThread {
         var: tx.clone(),
         tag: if mu(11) {

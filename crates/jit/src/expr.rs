@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use relax_ir::tir::{BinOp, Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, For, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::DataType;
 
 pub use relax_ir::mutator::map_prim_expr as map_expr;
@@ -57,7 +57,7 @@ pub fn loads_buffer(e: &PrimExpr, buf: &Buffer) -> bool {
 pub fn free_vars_stmt(s: &Stmt) -> Vec<TirVar> {
     let mut bound: HashSet<u64> = HashSet::new();
     visit_stmts(s, &mut |x| match x {
-        Stmt::Let { var, .. } | Stmt::For { var, .. } | Stmt::LaunchThread { var, .. } => {
+        Stmt::Let { var, .. } | Stmt::For(For { var, .. }) | Stmt::LaunchThread { var, .. } => {
             bound.insert(var.id());
         }
         Stmt::BlockRealize { block, .. } => {
@@ -123,59 +123,11 @@ pub fn wrap_int(v: i64, dtype: DataType) -> i64 {
 /// Integer division semantics shared by the host evaluator and the folding here.
 /// Division by zero yields the dividend (as in WGSL), `MIN / -1` wraps.
 pub fn int_binop(op: BinOp, a: i64, b: i64) -> Option<i64> {
-    Some(match op {
-        BinOp::Add => a.wrapping_add(b),
-        BinOp::Sub => a.wrapping_sub(b),
-        BinOp::Mul => a.wrapping_mul(b),
-        BinOp::Div => {
-            if b == 0 {
-                a
-            } else {
-                a.wrapping_div(b)
-            }
-        }
-        BinOp::Mod => {
-            if b == 0 {
-                0
-            } else {
-                a.wrapping_rem(b)
-            }
-        }
-        BinOp::FloorDiv => {
-            if b == 0 {
-                a
-            } else {
-                let q = a.wrapping_div(b);
-                let r = a.wrapping_rem(b);
-                if r != 0 && ((r < 0) != (b < 0)) {
-                    q - 1
-                } else {
-                    q
-                }
-            }
-        }
-        BinOp::FloorMod => {
-            if b == 0 {
-                0
-            } else {
-                let r = a.wrapping_rem(b);
-                if r != 0 && ((r < 0) != (b < 0)) {
-                    r + b
-                } else {
-                    r
-                }
-            }
-        }
-        BinOp::Min => a.min(b),
-        BinOp::Max => a.max(b),
-        BinOp::Eq => (a == b) as i64,
-        BinOp::Ne => (a != b) as i64,
-        BinOp::Lt => (a < b) as i64,
-        BinOp::Le => (a <= b) as i64,
-        BinOp::Gt => (a > b) as i64,
-        BinOp::Ge => (a >= b) as i64,
-        BinOp::And => ((a != 0) && (b != 0)) as i64,
-        BinOp::Or => ((a != 0) || (b != 0)) as i64,
+    Some(match (op, b) {
+        (BinOp::Div | BinOp::FloorDiv, 0) => a,
+        (BinOp::Mod | BinOp::FloorMod, 0) => 0,
+        // The exact result wrapped to 64 bits.
+        _ => relax_ir::arith::int_binop_exact(op, a, b)? as i64,
     })
 }
 

@@ -12,7 +12,7 @@
 //! as a [`Reduction`] (into `acc`) plus an [`Epilogue`], so the GEMM schedule can
 //! give it register tiles and apply the epilogue to each tile element.
 
-use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, For, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
 
 use crate::expr;
 use crate::lower::Reduction;
@@ -40,14 +40,14 @@ fn is_acc0(e: &PrimExpr, acc: &Buffer) -> bool {
 pub fn detect(body: &Stmt) -> Option<(Reduction, Epilogue)> {
     let mut spatial = Vec::new();
     let mut cur = body;
-    while let Stmt::For {
+    while let Stmt::For(For {
         var,
         extent,
         kind: ForKind::Parallel,
         body,
         min,
         ..
-    } = cur
+    }) = cur
     {
         if min.as_int() != Some(0) {
             return None;
@@ -83,14 +83,14 @@ pub fn detect(body: &Stmt) -> Option<(Reduction, Epilogue)> {
     }
     let mut reduce = Vec::new();
     let mut cur = red_nest;
-    while let Stmt::For {
+    while let Stmt::For(For {
         var,
         extent,
         kind: ForKind::Serial | ForKind::Unrolled,
         body,
         min,
         ..
-    } = cur
+    }) = cur
     {
         if min.as_int() != Some(0) {
             return None;

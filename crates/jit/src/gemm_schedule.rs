@@ -7,7 +7,7 @@
 //! well as 56x56 ones; the column coordinates of a thread's tile are computed once,
 //! before the reduction loop, into registers.
 
-use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, ForKind, Intrinsic, PrimExpr, Stmt, TirVar};
 use relax_ir::DataType;
 
 use crate::expr::{self, add, bin, mul};
@@ -801,8 +801,8 @@ fn hoist_condition(operand: &PrimExpr, reduce: &[(TirVar, PrimExpr)], jj: &TirVa
     use relax_ir::tir::PrimExprKind as K;
     let mut conds = Vec::new();
     expr::visit_expr(operand, &mut |e| {
-        if let K::Call { op, args, .. } = e.kind() {
-            if op == "if_then_else" && args.len() == 3 {
+        if let K::Call { args, .. } = e.kind() {
+            if e.as_intrinsic() == Some(Intrinsic::IfThenElse) && args.len() == 3 {
                 conds.push(args[0].clone());
             }
         }
@@ -817,11 +817,13 @@ fn hoist_condition(operand: &PrimExpr, reduce: &[(TirVar, PrimExpr)], jj: &TirVa
     let mask = Buffer::with_scope("ym", DataType::INT32, vec![PrimExpr::int(tn)], "local");
     let test = bin(BinOp::Ne, PrimExpr::load(&mask, vec![jj.to_expr()]), i32c(0));
     let rewritten = expr::map_expr(operand, &mut |e| match e.kind() {
-        K::Call { op, args, dtype } if op == "if_then_else" && args.len() == 3 => Some(PrimExpr::call(
-            "if_then_else",
-            *dtype,
-            vec![test.clone(), args[1].clone(), args[2].clone()],
-        )),
+        K::Call { args, dtype, .. } if e.as_intrinsic() == Some(Intrinsic::IfThenElse) && args.len() == 3 => {
+            Some(PrimExpr::intrinsic_call(
+                Intrinsic::IfThenElse,
+                *dtype,
+                vec![test.clone(), args[1].clone(), args[2].clone()],
+            ))
+        }
         _ => None,
     });
     Some(Hoisted {

@@ -11,10 +11,9 @@
 
 use std::collections::HashMap;
 
-use relax_ir::attrs::Attrs;
 use relax_ir::mutator::{walk_stmt as rebuild, StmtExprMutator};
 use relax_ir::tir::{
-    BinOp, Block, Buffer, BufferNode, ForKind, Intrinsic, IterKind, PrimExpr, PrimExprKind, Stmt, TirVar,
+    BinOp, Block, Buffer, BufferNode, For, ForKind, Intrinsic, IterKind, PrimExpr, PrimExprKind, Stmt, TirVar,
 };
 use relax_ir::visit::{walk_stmt, StmtExprVisitor};
 use relax_ir::{DataType, PrimFunc, Span};
@@ -278,10 +277,10 @@ pub fn lower_named(f: &PrimFunc, name: &str) -> Result<LoweredFunc> {
     }
     let mut has_tb = false;
     expr::visit_stmts(&root, &mut |s| match s {
-        Stmt::For {
+        Stmt::For(For {
             kind: ForKind::ThreadBinding,
             ..
-        }
+        })
         | Stmt::LaunchThread { .. } => has_tb = true,
         Stmt::Attr { key, .. } if key == "thread_extent" => has_tb = true,
         _ => {}
@@ -551,10 +550,10 @@ impl<'a> StmtExprVisitor<'a> for ParallelCheck<'_> {
                 self.in_block = outer;
             }
             Stmt::BufferStore { .. } | Stmt::Evaluate(_) if !self.in_block => self.ok = false,
-            Stmt::For {
+            Stmt::For(For {
                 kind: ForKind::ThreadBinding,
                 ..
-            }
+            })
             | Stmt::LaunchThread { .. }
             | Stmt::While { .. } => self.ok = false,
             _ => walk_stmt(self, s),
@@ -588,24 +587,16 @@ impl Ctx {
 
     /// A loop: bounds lowered, kind decided, variable shifted to start at 0.
     fn lower_for(&mut self, s: &Stmt) -> Stmt {
-        let Stmt::For {
-            var,
-            min,
-            extent,
-            kind,
-            thread_tag,
-            annotations,
-            body,
-        } = s
-        else {
+        let Stmt::For(f) = s else {
             return rebuild(self, s);
         };
-        let min = self.visit_prim_expr(min);
-        let extent = self.visit_prim_expr(extent);
-        let mut kind = *kind;
+        let min = self.visit_prim_expr(&f.min);
+        let extent = self.visit_prim_expr(&f.extent);
+        let (var, body) = (&f.var, &f.body);
+        let mut kind = f.kind;
         if kind == ForKind::ThreadBinding {
             self.has_threads = true;
-            if thread_tag.as_deref() == Some("vthread") || thread_tag.is_none() {
+            if f.thread_tag.as_deref() == Some("vthread") || f.thread_tag.is_none() {
                 kind = ForKind::Serial;
             }
         } else if kind == ForKind::Serial || kind == ForKind::Parallel || kind == ForKind::Vectorized {
@@ -622,16 +613,12 @@ impl Ctx {
             self.vmap.insert(var.id(), expr::add(nv.to_expr(), min));
             nv
         };
-        let body = Box::new(self.visit_stmt(body));
-        Stmt::For {
+        let body = self.visit_stmt(body);
+        Stmt::For(For {
             var: nv,
-            min: expr::int_like(&extent, 0),
-            extent,
             kind,
-            thread_tag: thread_tag.clone(),
-            annotations: annotations.clone(),
-            body,
-        }
+            ..f.rebuild(expr::int_like(&extent, 0), extent, body)
+        })
     }
 }
 
@@ -681,7 +668,7 @@ impl StmtExprMutator for Ctx {
                 self.has_threads = true;
                 rebuild(self, s)
             }
-            Stmt::For { .. } => self.lower_for(s),
+            Stmt::For(_) => self.lower_for(s),
             Stmt::If { .. } => match rebuild(self, s) {
                 Stmt::If {
                     cond,
@@ -802,14 +789,14 @@ fn detect_reduction(ctx: &mut Ctx, s: &Stmt) -> Result<Option<Reduction>> {
     let mut cur = s;
     loop {
         match cur {
-            Stmt::For {
+            Stmt::For(For {
                 var,
                 min,
                 extent,
                 kind: ForKind::Serial | ForKind::Parallel,
                 body,
                 ..
-            } => {
+            }) => {
                 loops.push((var.clone(), min.clone(), extent.clone()));
                 cur = body;
             }
@@ -1043,13 +1030,5 @@ pub fn reduction_body(r: &Reduction) -> Stmt {
 
 /// A loop `for v in range(extent)`.
 pub fn for_loop(v: &TirVar, extent: PrimExpr, kind: ForKind, body: Stmt) -> Stmt {
-    Stmt::For {
-        var: v.clone(),
-        min: expr::int_like(&extent, 0),
-        extent,
-        kind,
-        thread_tag: None,
-        annotations: Attrs::new(),
-        body: Box::new(body),
-    }
+    Stmt::For(For::from_zero(v.clone(), extent, kind, body))
 }

@@ -10,7 +10,7 @@ use std::thread::ThreadId;
 
 use dashmap::DashMap;
 use relax_gpu_runtime::{DeviceBuffer, GpuRuntime};
-use relax_ir::tir::{BinOp, Buffer, PrimExpr, PrimExprKind, Stmt};
+use relax_ir::tir::{BinOp, Buffer, For, PrimExpr, PrimExprKind, Stmt};
 
 use crate::error::{JitError, Result};
 use crate::jit::Jit;
@@ -107,9 +107,9 @@ pub(crate) fn static_check(lf: &crate::lower::LoweredFunc) -> Result<()> {
 /// `loops`: loop variable id -> (first, last) value, for loops with constant bounds.
 fn walk(s: &Stmt, loops: &mut HashMap<u64, (i64, i64)>, func: &str) -> Result<()> {
     match s {
-        Stmt::For {
+        Stmt::For(For {
             var, min, extent, body, ..
-        } => match (min.as_int(), extent.as_int()) {
+        }) => match (min.as_int(), extent.as_int()) {
             (_, Some(n)) if n <= 0 => Ok(()),
             (Some(lo), Some(n)) => {
                 loops.insert(var.id(), (lo, lo.saturating_add(n - 1)));

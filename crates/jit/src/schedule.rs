@@ -13,7 +13,7 @@
 //! * Matmul-like reductions: register blocking, each thread computing a
 //!   `TM x TN` tile of outputs with the operands of one `k` step held in registers.
 
-use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, For, ForKind, PrimExpr, Stmt, TirVar};
 use relax_ir::{DataType, Span};
 
 use crate::error::{JitError, Result};
@@ -329,13 +329,13 @@ fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) -> GpuKerne
         }
     }
     let mut loops = Vec::new();
-    while let Stmt::For {
+    while let Stmt::For(For {
         var,
         extent,
         kind: ForKind::Parallel,
         body,
         ..
-    } = cur
+    }) = cur
     {
         loops.push((var, extent));
         cur = *body;
@@ -409,7 +409,7 @@ fn elements_per_thread(body: &Stmt, loops: &[(TirVar, PrimExpr)], threads: u32, 
     }
     let mut has_loops = false;
     expr::visit_stmts(body, &mut |s| {
-        has_loops |= matches!(s, Stmt::For { .. } | Stmt::While { .. })
+        has_loops |= matches!(s, Stmt::For(_) | Stmt::While { .. })
     });
     if has_loops {
         return 1;
@@ -739,12 +739,12 @@ fn bound_kernel(lf: &LoweredFunc, body: &Stmt, n: usize) -> Result<GpuKernel> {
     let mut bad = None;
     expr::visit_stmts(body, &mut |s| {
         let (tag, ext) = match s {
-            Stmt::For {
+            Stmt::For(For {
                 kind: ForKind::ThreadBinding,
                 thread_tag: Some(t),
                 extent,
                 ..
-            } => (t.clone(), extent.clone()),
+            }) => (t.clone(), extent.clone()),
             Stmt::LaunchThread { tag, extent, .. } => (tag.clone(), extent.clone()),
             _ => return,
         };
@@ -840,36 +840,23 @@ fn rewrite_bindings(s: &Stmt, tags: &[(String, TirVar, PrimExpr)]) -> Stmt {
         let_(var, expr::cast(tv.to_expr(), var.dtype()), guarded)
     };
     match s {
-        Stmt::For {
+        Stmt::For(For {
             var,
             extent,
             kind: ForKind::ThreadBinding,
             thread_tag: Some(tag),
             body,
             ..
-        } => bind(var, tag, extent, rewrite_bindings(body, tags)),
+        }) => bind(var, tag, extent, rewrite_bindings(body, tags)),
         Stmt::LaunchThread { var, tag, extent, body } => bind(var, tag, extent, rewrite_bindings(body, tags)),
-        Stmt::For {
-            var,
-            min,
-            extent,
-            kind,
-            thread_tag,
-            annotations,
-            body,
-        } => Stmt::For {
-            var: var.clone(),
-            min: min.clone(),
-            extent: extent.clone(),
-            kind: if *kind == ForKind::Parallel {
+        Stmt::For(f) => Stmt::For(For {
+            kind: if f.kind == ForKind::Parallel {
                 ForKind::Serial
             } else {
-                *kind
+                f.kind
             },
-            thread_tag: thread_tag.clone(),
-            annotations: annotations.clone(),
-            body: Box::new(rewrite_bindings(body, tags)),
-        },
+            ..f.with_body(rewrite_bindings(&f.body, tags))
+        }),
         Stmt::Let { var, value, body } => let_(var, value.clone(), rewrite_bindings(body, tags)),
         Stmt::Attr { body, .. } => rewrite_bindings(body, tags),
         Stmt::Assert { cond, message, body } => Stmt::Assert {

@@ -14,7 +14,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
-use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, For, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::{DataType, TypeCode};
 
 use crate::error::{JitError, Result};
@@ -919,14 +919,14 @@ impl Em<'_> {
             Stmt::Attr { body, .. } => self.stmt(body)?,
             Stmt::Assert { body, .. } => self.stmt(body)?,
             Stmt::LaunchThread { .. } => return Err(JitError::InvalidIr("launch_thread left after scheduling".into())),
-            Stmt::For {
+            Stmt::For(For {
                 var,
                 min,
                 extent,
                 kind,
                 body,
                 ..
-            } => {
+            }) => {
                 if *kind == ForKind::Unrolled {
                     if let (Some(0), Some(n)) = (min.as_int(), extent.as_int()) {
                         if n <= 64 {

@@ -8,7 +8,7 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use relax_ir::tir::TirVar;
+use relax_ir::tir::{For, TirVar};
 use relax_ir::{BaseFunc, DataType, PrimFunc, Stmt};
 use relax_jit::internals::eval_int;
 use relax_jit::internals::{lower, ParamSlot};
@@ -75,7 +75,7 @@ fn make_args(f: &PrimFunc, seed: u64) -> Result<Vec<Option<HostTensor>>, String>
 fn work(f: &PrimFunc) -> i64 {
     fn w(s: &Stmt, vars: &HashMap<u64, i64>) -> i64 {
         match s {
-            Stmt::For { extent, body, .. } => eval_int(extent, vars).unwrap_or(8).saturating_mul(w(body, vars)),
+            Stmt::For(For { extent, body, .. }) => eval_int(extent, vars).unwrap_or(8).saturating_mul(w(body, vars)),
             Stmt::Seq(v) => v.iter().map(|x| w(x, vars)).fold(0i64, |a, b| a.saturating_add(b)),
             Stmt::Let { body, .. } | Stmt::Alloc { body, .. } | Stmt::Assert { body, .. } | Stmt::Attr { body, .. } => {
                 w(body, vars)

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use relax_ir::attrs::Attrs;
-use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, For, ForKind, PrimExpr, Stmt, TirVar};
 use relax_ir::{DataType, PrimFunc};
 use relax_jit::{HostTensor, Jit};
 
@@ -194,14 +194,16 @@ fn hand_bound_threads() {
     let tx = TirVar::new("tx", DataType::INT64);
     let tx2 = TirVar::new("tx2", DataType::INT64);
     let idx = bx.to_expr() * i64c(32) + tx.to_expr();
-    let tb = |v: &TirVar, ext: i64, tag: &str, body: Stmt| Stmt::For {
-        var: v.clone(),
-        min: i64c(0),
-        extent: i64c(ext),
-        kind: ForKind::ThreadBinding,
-        thread_tag: Some(tag.into()),
-        annotations: Attrs::new(),
-        body: Box::new(body),
+    let tb = |v: &TirVar, ext: i64, tag: &str, body: Stmt| {
+        Stmt::For(For {
+            var: v.clone(),
+            min: i64c(0),
+            extent: i64c(ext),
+            kind: ForKind::ThreadBinding,
+            thread_tag: Some(tag.into()),
+            annotations: Attrs::new(),
+            body: Box::new(body),
+        })
     };
     let idx2 = bx.to_expr() * i64c(32) + tx2.to_expr();
     let body = tb(

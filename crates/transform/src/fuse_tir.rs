@@ -11,7 +11,7 @@ use relax_checker::op::legalize::te::{loop_over, root_prim_func};
 use relax_ir::attrs::AttrValue;
 use relax_ir::mutator::{walk_prim_expr, walk_stmt, StmtExprMutator};
 use relax_ir::tir::{
-    Block, Buffer, BufferNode, BufferRegion, ForKind, IterKind, PrimExpr, PrimExprKind, Range, Stmt, TirVar,
+    Block, Buffer, BufferNode, BufferRegion, For, ForKind, IterKind, PrimExpr, PrimExprKind, Range, Stmt, TirVar,
 };
 use relax_ir::visit::substitute_prim_expr;
 use relax_ir::{
@@ -335,11 +335,11 @@ impl StmtExprMutator for BufferSubst {
     /// inlined twice must not define the same variable twice.
     fn visit_stmt(&mut self, s: &Stmt) -> Stmt {
         match s {
-            Stmt::For { var, .. } => {
+            Stmt::For(For { var, .. }) => {
                 let nv = TirVar::new(var.name(), var.dtype());
                 self.vars.insert(var.id(), nv.to_expr());
                 let mut r = walk_stmt(self, s);
-                if let Stmt::For { var, .. } = &mut r {
+                if let Stmt::For(For { var, .. }) = &mut r {
                     *var = nv;
                 }
                 r
@@ -378,7 +378,7 @@ impl StmtExprMutator for BufferSubst {
 /// Loops (possibly none) around blocks, nothing else at the top.
 fn is_loop_nest_of_blocks(s: &Stmt) -> bool {
     match s {
-        Stmt::For { kind, body, .. } => *kind != ForKind::ThreadBinding && is_loop_nest_of_blocks(body),
+        Stmt::For(For { kind, body, .. }) => *kind != ForKind::ThreadBinding && is_loop_nest_of_blocks(body),
         Stmt::BlockRealize { .. } => true,
         Stmt::Seq(v) => v.iter().all(is_loop_nest_of_blocks),
         _ => false,
@@ -608,14 +608,14 @@ type LoopNest<'a> = (Vec<(TirVar, PrimExpr)>, &'a [PrimExpr], &'a Block);
 fn loop_nest(s: &Stmt) -> Option<LoopNest<'_>> {
     let mut loops = Vec::new();
     let mut cur = s;
-    while let Stmt::For {
+    while let Stmt::For(For {
         var,
         min,
         extent,
         kind,
         body,
         ..
-    } = cur
+    }) = cur
     {
         if min.as_int() != Some(0) || *kind == ForKind::ThreadBinding {
             return None;

@@ -1,7 +1,7 @@
 //! Operator patterns of PrimFuncs, found by analysing their TIR as TVM's
 //! `AnnotateTIROpPattern` does (so user PrimFuncs get one too).
 
-use relax_ir::tir::{Block, Buffer, ForKind, IterKind, PrimExpr, PrimExprKind, Stmt};
+use relax_ir::tir::{Block, Buffer, For, ForKind, IterKind, PrimExpr, PrimExprKind, Stmt};
 use relax_ir::visit::for_each_prim_child;
 use relax_ir::PrimFunc;
 
@@ -77,7 +77,7 @@ impl Analyzer {
                     self.block(block);
                 }
             }
-            Stmt::For { kind, body, .. } => {
+            Stmt::For(For { kind, body, .. }) => {
                 if *kind == ForKind::ThreadBinding {
                     self.join(OpPattern::Opaque);
                 }
@@ -187,7 +187,7 @@ fn is_injective(idx: &[PrimExpr], store: &[PrimExpr]) -> bool {
 fn contains_block(s: &Stmt) -> bool {
     match s {
         Stmt::BlockRealize { .. } => true,
-        Stmt::For { body, .. }
+        Stmt::For(For { body, .. })
         | Stmt::Alloc { body, .. }
         | Stmt::Let { body, .. }
         | Stmt::Attr { body, .. }

@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 
-use relax_ir::tir::{Block, Buffer, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{Block, Buffer, For, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::visit::free_tir_vars;
 use relax_ir::{BaseFunc, Diagnostic, IRModule, PrimFunc, Span};
 
@@ -147,14 +147,14 @@ impl Verifier<'_> {
                 self.expr(cond);
                 self.stmt(body);
             }
-            Stmt::For {
+            Stmt::For(For {
                 var,
                 min,
                 extent,
                 kind,
                 body,
                 ..
-            } => {
+            }) => {
                 self.expr(min);
                 self.expr(extent);
                 if *kind != ForKind::ThreadBinding && !self.loops.insert(var.id()) {

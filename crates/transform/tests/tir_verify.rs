@@ -81,10 +81,10 @@ fn broken_prim_funcs_are_rejected() {
     let relax_ir::BaseFunc::Prim(f) = m.functions.values().next().expect("func").clone() else {
         panic!("not a PrimFunc")
     };
-    let relax_ir::tir::Stmt::For { body: outer_body, .. } = &f.body else {
+    let relax_ir::tir::Stmt::For(relax_ir::tir::For { body: outer_body, .. }) = &f.body else {
         panic!("{:?}", f.body)
     };
-    let relax_ir::tir::Stmt::For { body: inner, .. } = &**outer_body else {
+    let relax_ir::tir::Stmt::For(relax_ir::tir::For { body: inner, .. }) = &**outer_body else {
         panic!("inner")
     };
     let mut g = f.clone();
@@ -111,27 +111,10 @@ fn broken_prim_funcs_are_rejected() {
     let e = relax_transform::tir_verify::verify_prim_func("f", &h);
     assert!(e.iter().any(|d| d.rule.as_deref() == Some("tir/index-arity")), "{e:?}");
     // The same loop variable defined twice.
-    let relax_ir::tir::Stmt::For {
-        var,
-        min,
-        extent,
-        kind,
-        thread_tag,
-        annotations,
-        ..
-    } = &f.body
-    else {
+    let relax_ir::tir::Stmt::For(outer) = &f.body else {
         panic!("outer")
     };
-    let twice = relax_ir::tir::Stmt::For {
-        var: var.clone(),
-        min: min.clone(),
-        extent: extent.clone(),
-        kind: *kind,
-        thread_tag: thread_tag.clone(),
-        annotations: annotations.clone(),
-        body: Box::new(f.body.clone()),
-    };
+    let twice = relax_ir::tir::Stmt::For(outer.with_body(f.body.clone()));
     let mut t = f.clone();
     t.body = twice;
     let e = relax_transform::tir_verify::verify_prim_func("f", &t);

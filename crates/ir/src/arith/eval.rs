@@ -1,7 +1,7 @@
 //! Evaluation of integer `PrimExpr`s for given variable values.
 
 use super::simplify::floor_div_i128;
-use crate::tir::{BinOp, PrimExpr, PrimExprKind, TirVar};
+use crate::tir::{BinOp, Intrinsic, PrimExpr, PrimExprKind, TirVar};
 
 /// Evaluate an integer (or boolean) expression with TVM's semantics (`//` and `%`
 /// floor, `T.Div`/`T.truncmod` truncate), looking variables up with `env`.
@@ -32,42 +32,15 @@ pub fn eval_int(e: &PrimExpr, env: &dyn Fn(&TirVar) -> Option<i64>) -> Option<i6
             if !a.dtype().is_integer() {
                 return None;
             }
-            let x = eval_int(a, env)? as i128;
+            let x = eval_int(a, env)?;
             if *op == BinOp::And && x == 0 {
                 return Some(0);
             }
             if *op == BinOp::Or && x != 0 {
                 return Some(1);
             }
-            let y = eval_int(b, env)? as i128;
-            match op {
-                BinOp::Add => x + y,
-                BinOp::Sub => x - y,
-                BinOp::Mul => x.checked_mul(y)?,
-                BinOp::Div => x.checked_div(y)?,
-                BinOp::Mod => x.checked_rem(y)?,
-                BinOp::FloorDiv => {
-                    if y == 0 {
-                        return None;
-                    }
-                    floor_div_i128(x, y)
-                }
-                BinOp::FloorMod => {
-                    if y == 0 {
-                        return None;
-                    }
-                    x - y * floor_div_i128(x, y)
-                }
-                BinOp::Min => x.min(y),
-                BinOp::Max => x.max(y),
-                BinOp::Eq => (x == y) as i128,
-                BinOp::Ne => (x != y) as i128,
-                BinOp::Lt => (x < y) as i128,
-                BinOp::Le => (x <= y) as i128,
-                BinOp::Gt => (x > y) as i128,
-                BinOp::Ge => (x >= y) as i128,
-                BinOp::And | BinOp::Or => (y != 0) as i128,
-            }
+            let y = eval_int(b, env)?;
+            int_binop_exact(*op, x, y)?
         }
         Not(a) => (eval_int(a, env)? == 0) as i128,
         Select { cond, t, f } => {
@@ -75,7 +48,7 @@ pub fn eval_int(e: &PrimExpr, env: &dyn Fn(&TirVar) -> Option<i64>) -> Option<i6
             let (tv, fv) = (eval_int(t, env), eval_int(f, env));
             (if c != 0 { tv? } else { fv? }) as i128
         }
-        Call { op, args, .. } if op == "if_then_else" && args.len() == 3 => {
+        Call { args, .. } if e.as_intrinsic() == Some(Intrinsic::IfThenElse) && args.len() == 3 => {
             let c = eval_int(&args[0], env)?;
             eval_int(if c != 0 { &args[1] } else { &args[2] }, env)? as i128
         }
@@ -88,4 +61,30 @@ pub fn eval_int(e: &PrimExpr, env: &dyn Fn(&TirVar) -> Option<i64>) -> Option<i6
         _ => return None,
     };
     i64::try_from(v).ok()
+}
+
+/// `op` on two integers with TVM's semantics, computed exactly (in `i128`, so a
+/// result outside `i64` is kept for the caller to reject or wrap): `Div`/`Mod`
+/// truncate, `FloorDiv`/`FloorMod` floor, comparisons and `and`/`or` give 0 or 1.
+/// `None` on division by zero.
+pub fn int_binop_exact(op: BinOp, x: i64, y: i64) -> Option<i128> {
+    let (x, y) = (x as i128, y as i128);
+    let division = matches!(op, BinOp::Div | BinOp::Mod | BinOp::FloorDiv | BinOp::FloorMod);
+    if division && y == 0 {
+        return None;
+    }
+    Some(match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::Mod => x % y,
+        BinOp::FloorDiv => floor_div_i128(x, y),
+        BinOp::FloorMod => x - y * floor_div_i128(x, y),
+        BinOp::Min => x.min(y),
+        BinOp::Max => x.max(y),
+        BinOp::And => (x != 0 && y != 0) as i128,
+        BinOp::Or => (x != 0 || y != 0) as i128,
+        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => op.compare(x.cmp(&y))? as i128,
+    })
 }

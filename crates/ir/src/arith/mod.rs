@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use bound::Interval;
 
-pub use eval::eval_int;
+pub use eval::{eval_int, int_binop_exact};
 pub use order::{cmp_expr, expr_identical};
 
 use crate::tir::{BinOp, PrimExpr, PrimExprKind, Range, TirVar};

@@ -6,7 +6,7 @@ use super::canonical::{gcd, Poly};
 use super::order::{cmp_expr, expr_identical};
 use super::{is_integer, Analyzer};
 use crate::dtype::{DataType, TypeCode};
-use crate::tir::{BinOp, PrimExpr, PrimExprKind, TirVar};
+use crate::tir::{BinOp, Intrinsic, PrimExpr, PrimExprKind, TirVar};
 use crate::visit::map_prim_children;
 
 fn is_arith(op: BinOp) -> bool {
@@ -152,7 +152,7 @@ impl Analyzer {
                 }
             }
             Select { t, f, .. } => self.expr_interval(t).union(self.expr_interval(f)),
-            Call { op, args, .. } if op == "if_then_else" && args.len() == 3 => {
+            Call { args, .. } if e.as_intrinsic() == Some(Intrinsic::IfThenElse) && args.len() == 3 => {
                 self.expr_interval(&args[1]).union(self.expr_interval(&args[2]))
             }
             Let { body, .. } => self.expr_interval(body),
@@ -321,14 +321,7 @@ impl Analyzer {
         if p.content() % c == 0 {
             return Some(p.div_exact(c));
         }
-        let b = self.poly_interval(p);
-        if b.lo >= 0 {
-            return self.floordiv_const(p, c, dt, strong);
-        }
-        if b.hi <= 0 {
-            return self.floordiv_const(&p.neg()?, c, dt, strong)?.neg();
-        }
-        Some(Self::atom_of(BinOp::Div, p, c, dt))
+        self.trunc_by_floor(BinOp::Div, p, c, dt, strong, Self::floordiv_const)
     }
 
     fn truncmod_const(&self, p: &Poly, c: i64, dt: DataType, strong: bool) -> Option<Poly> {
@@ -336,14 +329,29 @@ impl Analyzer {
         if c == 1 || p.content() % c == 0 {
             return Some(Poly::konst(0));
         }
+        self.trunc_by_floor(BinOp::Mod, p, c, dt, strong, Self::floormod_const)
+    }
+
+    /// The truncating `op` (`Div` or `Mod`) of `p` by `c > 0` through its floor
+    /// counterpart `floor`: the same when `p >= 0`, `-floor(-p)` when `p <= 0`, an
+    /// opaque atom when the sign of `p` is unknown.
+    fn trunc_by_floor(
+        &self,
+        op: BinOp,
+        p: &Poly,
+        c: i64,
+        dt: DataType,
+        strong: bool,
+        floor: fn(&Self, &Poly, i64, DataType, bool) -> Option<Poly>,
+    ) -> Option<Poly> {
         let b = self.poly_interval(p);
         if b.lo >= 0 {
-            return self.floormod_const(p, c, dt, strong);
+            return floor(self, p, c, dt, strong);
         }
         if b.hi <= 0 {
-            return self.floormod_const(&p.neg()?, c, dt, strong)?.neg();
+            return floor(self, &p.neg()?, c, dt, strong)?.neg();
         }
-        Some(Self::atom_of(BinOp::Mod, p, c, dt))
+        Some(Self::atom_of(op, p, c, dt))
     }
 
     fn minmax_poly(&self, op: BinOp, pa: &Poly, pb: &Poly, dt: DataType, strong: bool) -> Poly {
@@ -581,14 +589,9 @@ impl Analyzer {
         // (simplifying the comparison itself would come back here).
         let (sa, sb) = (self.simplify_expr(a), self.simplify_expr(b));
         match (sa.kind(), sb.kind()) {
-            (PrimExprKind::FloatImm { value: x, .. }, PrimExprKind::FloatImm { value: y, .. }) => Some(match op {
-                BinOp::Eq => x == y,
-                BinOp::Ne => x != y,
-                BinOp::Lt => x < y,
-                BinOp::Le => x <= y,
-                BinOp::Gt => x > y,
-                _ => x >= y,
-            }),
+            (PrimExprKind::FloatImm { value: x, .. }, PrimExprKind::FloatImm { value: y, .. }) => {
+                op.compare_floats(*x, *y)
+            }
             _ => None,
         }
     }
@@ -667,16 +670,10 @@ impl Analyzer {
                     return PrimExpr::int_of(v as i64, e.dtype());
                 }
                 let (sa, sb) = (self.simplify_expr(a), self.simplify_expr(b));
-                if let (FloatImm { value: x, .. }, FloatImm { value: y, .. }) = (sa.kind(), sb.kind()) {
-                    let v = match op {
-                        BinOp::Eq => x == y,
-                        BinOp::Ne => x != y,
-                        BinOp::Lt => x < y,
-                        BinOp::Le => x <= y,
-                        BinOp::Gt => x > y,
-                        _ => x >= y,
-                    };
-                    return PrimExpr::int_of(v as i64, e.dtype());
+                if let (Some(x), Some(y)) = (sa.as_float(), sb.as_float()) {
+                    if let Some(v) = op.compare_floats(x, y) {
+                        return PrimExpr::int_of(v as i64, e.dtype());
+                    }
                 }
                 rebuild2(e, *op, sa, sb, a, b)
             }
@@ -738,7 +735,7 @@ impl Analyzer {
                 rebuild2(e, *op, sa, sb, a, b)
             }
             Select { cond, t, f } => self.simplify_select(e, cond, t, f),
-            Call { op, args, .. } if op == "if_then_else" && args.len() == 3 => {
+            Call { args, .. } if e.as_intrinsic() == Some(Intrinsic::IfThenElse) && args.len() == 3 => {
                 self.simplify_select(e, &args[0], &args[1], &args[2])
             }
             Cast { dtype, value } => {

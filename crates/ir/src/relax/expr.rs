@@ -1,5 +1,5 @@
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::sync::Arc;
 
 use super::StructInfo;
@@ -78,17 +78,6 @@ impl Var {
     }
 }
 
-impl PartialEq for Var {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.id == other.0.id
-    }
-}
-impl Eq for Var {}
-impl Hash for Var {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.id.hash(state)
-    }
-}
 impl fmt::Debug for Var {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -252,6 +241,25 @@ impl Binding {
             Binding::VarBinding { span, .. } | Binding::MatchCast { span, .. } => *span,
         }
     }
+    /// A binding of the same kind and span binding `var` to `value`; a
+    /// `match_cast` checks what `struct_info` makes of its StructInfo.
+    pub fn rebuild(&self, var: Var, value: Expr, struct_info: impl FnOnce(&StructInfo) -> StructInfo) -> Binding {
+        match self {
+            Binding::VarBinding { span, .. } => Binding::VarBinding {
+                var,
+                value,
+                span: *span,
+            },
+            Binding::MatchCast {
+                struct_info: si, span, ..
+            } => Binding::MatchCast {
+                var,
+                value,
+                struct_info: struct_info(si),
+                span: *span,
+            },
+        }
+    }
 }
 
 /// The node kinds of [`Expr`].
@@ -308,6 +316,32 @@ pub enum ExprKind {
 }
 
 impl Expr {
+    /// Call `f` on the Relax expressions nested directly in this one, in order: a
+    /// call's operator and arguments, tuple fields, a SeqExpr's binding values and
+    /// body, a function's body, a condition and its branches, the tuple of a
+    /// `TupleGetItem`. The other nodes (variables, constants, PrimValues, shapes,
+    /// operators, ...) hold no Relax expression; StructInfo is not visited.
+    pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
+        match self.kind() {
+            ExprKind::Tuple(fields) => fields.iter().for_each(&mut f),
+            ExprKind::Seq(seq) => {
+                seq.blocks.iter().flat_map(|b| &b.bindings).for_each(|b| f(b.value()));
+                f(&seq.body);
+            }
+            ExprKind::Function(func) => f(&func.body),
+            ExprKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => [cond, then_branch, else_branch].into_iter().for_each(f),
+            ExprKind::Call(call) => {
+                f(&call.op);
+                call.args.iter().for_each(f);
+            }
+            ExprKind::TupleGetItem { tuple, .. } => f(tuple),
+            _ => {}
+        }
+    }
     /// Wrap a node with no location.
     pub fn new(kind: ExprKind) -> Expr {
         Expr(Arc::new(ExprNode { kind, span: Span::NONE }))

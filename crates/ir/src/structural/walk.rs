@@ -539,23 +539,15 @@ impl<'a, S: Reducer<'a>> Walk<S> {
                 self.atom("message", Atom::Str(message))?;
                 self.field("body", |w| w.stmt(body))
             }
-            Stmt::For {
-                var,
-                min,
-                extent,
-                kind,
-                thread_tag,
-                annotations,
-                body,
-            } => {
+            Stmt::For(f) => {
                 self.kind(W, "For")?;
-                self.field("min", |w| w.prim(min))?;
-                self.field("extent", |w| w.prim(extent))?;
-                self.code("loop kind", *kind as u64, kind)?;
-                self.atom("thread tag", Atom::OptStr(thread_tag.as_deref()))?;
-                self.field("annotations", |w| w.attrs(annotations))?;
-                self.field("var", |w| w.tvar_def(var))?;
-                self.field("body", |w| w.stmt(body))
+                self.field("min", |w| w.prim(&f.min))?;
+                self.field("extent", |w| w.prim(&f.extent))?;
+                self.code("loop kind", f.kind as u64, &f.kind)?;
+                self.atom("thread tag", Atom::OptStr(f.thread_tag.as_deref()))?;
+                self.field("annotations", |w| w.attrs(&f.annotations))?;
+                self.field("var", |w| w.tvar_def(&f.var))?;
+                self.field("body", |w| w.stmt(&f.body))
             }
             Stmt::While { cond, body } => {
                 self.kind(W, "While")?;

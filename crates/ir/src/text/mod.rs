@@ -67,19 +67,6 @@ pub(crate) fn needs_root_block(body: &Stmt) -> bool {
 fn contains_block_realize(s: &Stmt) -> bool {
     match s {
         Stmt::BlockRealize { .. } => true,
-        Stmt::Seq(v) => v.iter().any(contains_block_realize),
-        Stmt::Let { body, .. }
-        | Stmt::Attr { body, .. }
-        | Stmt::LaunchThread { body, .. }
-        | Stmt::Assert { body, .. }
-        | Stmt::For { body, .. }
-        | Stmt::While { body, .. }
-        | Stmt::Alloc { body, .. } => contains_block_realize(body),
-        Stmt::If {
-            then_branch,
-            else_branch,
-            ..
-        } => contains_block_realize(then_branch) || else_branch.as_deref().is_some_and(contains_block_realize),
-        Stmt::BufferStore { .. } | Stmt::Evaluate(_) => false,
+        _ => s.children().any(contains_block_realize),
     }
 }

@@ -1,5 +1,5 @@
 use std::fmt;
-use std::hash::{Hash, Hasher};
+
 use std::sync::Arc;
 
 use super::{PrimExpr, TirVar};
@@ -11,7 +11,7 @@ use crate::id::fresh_id;
 pub struct Buffer(pub Arc<BufferNode>);
 
 /// The data of a [`Buffer`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct BufferNode {
     /// Unique identity.
     pub id: u64,
@@ -65,6 +65,11 @@ impl Buffer {
         node.id = fresh_id();
         Buffer(Arc::new(node))
     }
+    /// A copy of this buffer's data, to build a changed buffer from with
+    /// [`Buffer::from_node`] (which gives it an identity of its own).
+    pub fn copy_node(&self) -> BufferNode {
+        (*self.0).clone()
+    }
     /// The name hint.
     pub fn name(&self) -> &str {
         &self.0.name
@@ -87,17 +92,6 @@ impl Buffer {
     }
 }
 
-impl PartialEq for Buffer {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.id == other.0.id
-    }
-}
-impl Eq for Buffer {}
-impl Hash for Buffer {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.id.hash(state)
-    }
-}
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -1,5 +1,5 @@
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::sync::Arc;
 
 use super::Buffer;
@@ -67,17 +67,6 @@ impl TirVar {
     }
 }
 
-impl PartialEq for TirVar {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.id == other.0.id
-    }
-}
-impl Eq for TirVar {}
-impl Hash for TirVar {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.id.hash(state)
-    }
-}
 impl fmt::Debug for TirVar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}#{}", self.0.name, self.0.id)
@@ -134,6 +123,27 @@ impl BinOp {
     /// Whether this is `and`/`or`.
     pub fn is_logical(self) -> bool {
         matches!(self, BinOp::And | BinOp::Or)
+    }
+    /// For a comparison, whether operands ordered as `ord` satisfy it; `None` for
+    /// the other operators.
+    pub fn compare(self, ord: std::cmp::Ordering) -> Option<bool> {
+        Some(match self {
+            BinOp::Eq => ord.is_eq(),
+            BinOp::Ne => ord.is_ne(),
+            BinOp::Lt => ord.is_lt(),
+            BinOp::Le => ord.is_le(),
+            BinOp::Gt => ord.is_gt(),
+            BinOp::Ge => ord.is_ge(),
+            _ => return None,
+        })
+    }
+    /// For a comparison, `x op y` on floats (IEEE: with a NaN only `!=` holds);
+    /// `None` for the other operators.
+    pub fn compare_floats(self, x: f64, y: f64) -> Option<bool> {
+        match x.partial_cmp(&y) {
+            Some(ord) => self.compare(ord),
+            None => self.is_comparison().then_some(self == BinOp::Ne),
+        }
     }
 }
 
@@ -303,6 +313,13 @@ impl PrimExpr {
     pub fn as_int(&self) -> Option<i64> {
         match self.kind() {
             PrimExprKind::IntImm { value, .. } => Some(*value),
+            _ => None,
+        }
+    }
+    /// The value, if this is a float constant.
+    pub fn as_float(&self) -> Option<f64> {
+        match self.kind() {
+            PrimExprKind::FloatImm { value, .. } => Some(*value),
             _ => None,
         }
     }

@@ -73,6 +73,64 @@ pub struct Block {
     pub body: Box<Stmt>,
 }
 
+/// A `for` loop (TIR `For`).
+#[derive(Clone, Debug)]
+pub struct For {
+    /// The loop variable.
+    pub var: TirVar,
+    /// First value.
+    pub min: PrimExpr,
+    /// Trip count.
+    pub extent: PrimExpr,
+    /// Loop kind.
+    pub kind: ForKind,
+    /// The thread tag when `kind` is `ThreadBinding`.
+    pub thread_tag: Option<String>,
+    /// Loop annotations.
+    pub annotations: Attrs,
+    /// The body.
+    pub body: Box<Stmt>,
+}
+
+impl For {
+    /// A loop `for var in range(0, extent)` of `kind`, without thread tag or annotations.
+    pub fn from_zero(var: TirVar, extent: PrimExpr, kind: ForKind, body: Stmt) -> For {
+        For {
+            var,
+            min: PrimExpr::int_of(0, extent.dtype()),
+            extent,
+            kind,
+            thread_tag: None,
+            annotations: Attrs::new(),
+            body: Box::new(body),
+        }
+    }
+
+    /// This loop's header (variable, kind, thread tag, annotations) over new bounds and body.
+    pub fn rebuild(&self, min: PrimExpr, extent: PrimExpr, body: Stmt) -> For {
+        For {
+            var: self.var.clone(),
+            min,
+            extent,
+            kind: self.kind,
+            thread_tag: self.thread_tag.clone(),
+            annotations: self.annotations.clone(),
+            body: Box::new(body),
+        }
+    }
+
+    /// This loop with another body.
+    pub fn with_body(&self, body: Stmt) -> For {
+        self.rebuild(self.min.clone(), self.extent.clone(), body)
+    }
+}
+
+impl From<For> for Stmt {
+    fn from(f: For) -> Stmt {
+        Stmt::For(f)
+    }
+}
+
 /// A TIR statement.
 #[derive(Clone, Debug)]
 pub enum Stmt {
@@ -128,22 +186,7 @@ pub enum Stmt {
         body: Box<Stmt>,
     },
     /// A loop.
-    For {
-        /// The loop variable.
-        var: TirVar,
-        /// First value.
-        min: PrimExpr,
-        /// Trip count.
-        extent: PrimExpr,
-        /// Loop kind.
-        kind: ForKind,
-        /// The thread tag when `kind` is `ThreadBinding`.
-        thread_tag: Option<String>,
-        /// Loop annotations.
-        annotations: Attrs,
-        /// The body.
-        body: Box<Stmt>,
-    },
+    For(For),
     /// `while cond: body`.
     While {
         /// Condition.
@@ -183,7 +226,69 @@ pub enum Stmt {
     },
 }
 
+/// The statements nested in `$s` as (first, second, the rest), borrowed shared or,
+/// with `mut`, mutably: one definition for [`Stmt::children`] and [`Stmt::children_mut`].
+macro_rules! split_children {
+    ($s:expr, $deref:ident $(, $mut:tt)?) => {
+        match $s {
+            Stmt::Let { body, .. }
+            | Stmt::Attr { body, .. }
+            | Stmt::LaunchThread { body, .. }
+            | Stmt::Assert { body, .. }
+            | Stmt::For(For { body, .. })
+            | Stmt::While { body, .. }
+            | Stmt::Alloc { body, .. } => (Some(&$($mut)? **body), None, &$($mut)? []),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => (Some(&$($mut)? **then_branch), else_branch.$deref(), &$($mut)? []),
+            Stmt::Seq(v) => (None, None, &$($mut)? v[..]),
+            Stmt::BlockRealize { block, .. } => {
+                let block = &$($mut)? **block;
+                (block.init.$deref(), Some(&$($mut)? *block.body), &$($mut)? [])
+            }
+            Stmt::BufferStore { .. } | Stmt::Evaluate(_) => (None, None, &$($mut)? []),
+        }
+    };
+}
+
 impl Stmt {
+    /// The statements nested directly in this one, in field order: the body of a
+    /// scope, both branches of an `if`, a sequence's items, a realized block's
+    /// `init` and body.
+    pub fn children(&self) -> impl Iterator<Item = &Stmt> {
+        let (first, second, rest): (Option<&Stmt>, Option<&Stmt>, &[Stmt]) = split_children!(self, as_deref);
+        first.into_iter().chain(second).chain(rest)
+    }
+
+    /// [`Stmt::children`], mutably.
+    pub fn children_mut(&mut self) -> impl Iterator<Item = &mut Stmt> {
+        let (first, second, rest): (Option<&mut Stmt>, Option<&mut Stmt>, &mut [Stmt]) =
+            split_children!(self, as_deref_mut, mut);
+        first.into_iter().chain(second).chain(rest.iter_mut())
+    }
+
+    /// The implicit root block of a function (`T.sblock("root")`), allocating
+    /// `alloc_buffers` around `body`.
+    pub fn root_block(alloc_buffers: Vec<Buffer>, body: Stmt) -> Stmt {
+        Stmt::BlockRealize {
+            iter_values: Vec::new(),
+            predicate: None,
+            block: Box::new(Block {
+                name: "root".into(),
+                iter_vars: Vec::new(),
+                reads: Vec::new(),
+                writes: Vec::new(),
+                init: None,
+                alloc_buffers,
+                match_buffers: Vec::new(),
+                annotations: Attrs::new(),
+                body: Box::new(body),
+            }),
+        }
+    }
+
     /// A sequence, flattening a single statement.
     pub fn seq(mut stmts: Vec<Stmt>) -> Stmt {
         if stmts.len() == 1 {

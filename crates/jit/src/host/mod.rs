@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
-use relax_ir::tir::{BinOp, Buffer, ForKind, Intrinsic as I, PrimExpr, PrimExprKind, Stmt};
+use relax_ir::tir::{BinOp, Buffer, For, ForKind, Intrinsic as I, PrimExpr, PrimExprKind, Stmt};
 use relax_ir::{DataType, TypeCode};
 
 use crate::error::{JitError, Result};
@@ -210,13 +210,13 @@ fn compile_stmt(env: &mut Env, s: &Stmt) -> Result<SFn> {
                 body(fr)
             })
         }
-        Stmt::For {
+        Stmt::For(For {
             var,
             extent,
             kind,
             body,
             ..
-        } => compile_loop(env, var, extent, *kind, body)?,
+        }) => compile_loop(env, var, extent, *kind, body)?,
         Stmt::While { cond, body } => {
             let c = compile_i(env, cond)?;
             let body = compile_stmt(env, body)?;

@@ -276,17 +276,14 @@ pub(super) fn compile(env: &mut Env, e: &PrimExpr) -> Result<CE> {
 }
 
 pub(super) fn u64_binop(op: BinOp, x: u64, y: u64) -> u64 {
+    if let Some(c) = op.compare(x.cmp(&y)) {
+        return c as u64;
+    }
     match op {
         BinOp::Div | BinOp::FloorDiv => x.checked_div(y).unwrap_or(x),
         BinOp::Mod | BinOp::FloorMod => x.checked_rem(y).unwrap_or(0),
         BinOp::Min => x.min(y),
         BinOp::Max => x.max(y),
-        BinOp::Eq => (x == y) as u64,
-        BinOp::Ne => (x != y) as u64,
-        BinOp::Lt => (x < y) as u64,
-        BinOp::Le => (x <= y) as u64,
-        BinOp::Gt => (x > y) as u64,
-        BinOp::Ge => (x >= y) as u64,
         _ => int_binop(op, x as i64, y as i64).unwrap_or(0) as u64,
     }
 }

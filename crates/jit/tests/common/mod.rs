@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use relax_ir::attrs::Attrs;
-use relax_ir::tir::{BinOp, Block, Buffer, ForKind, IterKind, IterVar, PrimExpr, Range, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Block, Buffer, For, ForKind, IterKind, IterVar, PrimExpr, Range, Stmt, TirVar};
 use relax_ir::{DataType, PrimFunc, Span};
 use relax_jit::{Jit, KernelArg};
 
@@ -64,7 +64,7 @@ pub fn grid_block(
         block: Box::new(block),
     };
     for (l, e) in loops.iter().zip(extents).rev() {
-        s = Stmt::For {
+        s = Stmt::For(For {
             var: l.clone(),
             min: i64c(0),
             extent: e.clone(),
@@ -72,7 +72,7 @@ pub fn grid_block(
             thread_tag: None,
             annotations: Attrs::new(),
             body: Box::new(s),
-        };
+        });
     }
     s
 }

@@ -1,6 +1,6 @@
 //! Indexing operators: `take`, `strided_slice`, `gather_elements`, `gather_nd`.
 
-use relax_ir::tir::{BinOp, Block};
+use relax_ir::tir::{BinOp, Block, For};
 use relax_ir::visit::free_tir_vars;
 use relax_ir::{Expr, ExprKind, PrimExpr, Stmt, StructInfo, TirVar};
 
@@ -92,7 +92,7 @@ fn take(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 /// Visit every block of a statement.
 pub(crate) fn for_each_block(s: &mut Stmt, f: &mut dyn FnMut(&mut Block)) {
     match s {
-        Stmt::For { body, .. } => for_each_block(body, f),
+        Stmt::For(For { body, .. }) => for_each_block(body, f),
         Stmt::Seq(v) => v.iter_mut().for_each(|x| for_each_block(x, f)),
         Stmt::BlockRealize { block, .. } => {
             f(block);

@@ -2,7 +2,7 @@
 //! stages, assembled into an `s_tir` PrimFunc with `T.sblock`s the way TVM's
 //! `te.create_prim_func` lays them out.
 
-use relax_ir::tir::{BinOp, Block, BufferRegion, ForKind, IterKind, IterVar, PrimExprKind, Range};
+use relax_ir::tir::{BinOp, Block, BufferRegion, For, ForKind, IterKind, IterVar, PrimExprKind, Range};
 use relax_ir::{
     AttrValue, Attrs, Buffer, DataType, Expr, ExprKind, PrimExpr, PrimFunc, Span, Stmt, StructInfo, TirVar,
 };
@@ -491,21 +491,7 @@ pub fn root_prim_func(
     stages: Vec<Stmt>,
     attrs: Attrs,
 ) -> PrimFunc {
-    let body = Stmt::BlockRealize {
-        iter_values: Vec::new(),
-        predicate: None,
-        block: Box::new(Block {
-            name: "root".into(),
-            iter_vars: Vec::new(),
-            reads: Vec::new(),
-            writes: Vec::new(),
-            init: None,
-            alloc_buffers: allocs,
-            match_buffers: Vec::new(),
-            annotations: Attrs::new(),
-            body: Box::new(Stmt::seq(stages)),
-        }),
-    };
+    let body = Stmt::root_block(allocs, Stmt::seq(stages));
     PrimFunc {
         params,
         buffer_map,
@@ -546,15 +532,7 @@ pub fn nest(loops: Vec<(TirVar, PrimExpr)>, block: Block) -> Stmt {
         block: Box::new(block),
     };
     for (v, ext) in loops.into_iter().rev() {
-        s = Stmt::For {
-            var: v,
-            min: PrimExpr::int_of(0, ext.dtype()),
-            extent: ext,
-            kind: ForKind::Serial,
-            thread_tag: None,
-            annotations: Attrs::new(),
-            body: Box::new(s),
-        };
+        s = Stmt::For(For::from_zero(v, ext, ForKind::Serial, s));
     }
     s
 }
@@ -676,13 +654,5 @@ pub fn scale(v: PrimExpr, c: i64) -> PrimExpr {
 
 /// `for var in <kind>(extent): body`.
 pub fn loop_over(var: &TirVar, extent: &PrimExpr, kind: ForKind, body: Stmt) -> Stmt {
-    Stmt::For {
-        var: var.clone(),
-        min: PrimExpr::int_of(0, extent.dtype()),
-        extent: extent.clone(),
-        kind,
-        thread_tag: None,
-        annotations: Attrs::new(),
-        body: Box::new(body),
-    }
+    Stmt::For(For::from_zero(var.clone(), extent.clone(), kind, body))
 }

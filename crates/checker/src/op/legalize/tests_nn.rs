@@ -3,7 +3,7 @@
 //! outputs by the workspace's e2e programs).
 
 use relax_ir::text::{parse, print_program, Program};
-use relax_ir::tir::{IterKind, Stmt};
+use relax_ir::tir::{For, IterKind, Stmt};
 use relax_ir::{BaseFunc, IRModule, PrimFunc};
 
 use super::legalize_module;
@@ -48,7 +48,7 @@ fn blocks(f: &PrimFunc) -> Vec<String> {
                 }
                 walk(&block.body, out);
             }
-            Stmt::For { body, .. } | Stmt::Let { body, .. } => walk(body, out),
+            Stmt::For(For { body, .. }) | Stmt::Let { body, .. } => walk(body, out),
             Stmt::Seq(v) => v.iter().for_each(|s| walk(s, out)),
             _ => {}
         }
@@ -209,7 +209,7 @@ fn reductions_are_marked_reduce() {
                 }
                 kinds(&block.body, out);
             }
-            Stmt::For { body, .. } => kinds(body, out),
+            Stmt::For(For { body, .. }) => kinds(body, out),
             Stmt::Seq(v) => v.iter().for_each(|s| kinds(s, out)),
             _ => {}
         }

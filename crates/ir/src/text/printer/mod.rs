@@ -8,8 +8,10 @@ pub mod tir;
 pub use consts::format_float;
 
 use super::Program;
+use crate::attrs::{AttrValue, Attrs};
 use crate::module::{IRModule, VDevice};
 use crate::relax::StructInfo;
+use crate::tir::PrimExpr;
 
 /// Print a program as TVM 0.27 prints it.
 pub fn print_program(program: &Program) -> String {
@@ -47,4 +49,25 @@ pub fn vdevice_spec(vd: &VDevice, module: Option<&IRModule>) -> String {
         .map(|i| i as i64)
         .unwrap_or(-1);
     format!("{kind}:{idx}:{}", vd.memory_scope)
+}
+
+/// The TVMScript spelling of an attribute value, for the Relax and TIR printers:
+/// `prim` prints a PrimExpr in the printer's context, `map` a nested dictionary.
+fn attr_value(v: &AttrValue, prim: &dyn Fn(&PrimExpr) -> String, map: &dyn Fn(&Attrs) -> String) -> String {
+    match v {
+        AttrValue::None => "None".to_string(),
+        AttrValue::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        AttrValue::Int(i) => i.to_string(),
+        // `inf` would not re-parse; `1e999` is read back as infinity.
+        AttrValue::Float(f) if f.is_infinite() => if *f > 0.0 { "1e999" } else { "-1e999" }.to_string(),
+        AttrValue::Float(f) => format_float(*f),
+        AttrValue::Str(s) => prim_expr::quote(s),
+        AttrValue::DataType(d) => prim_expr::quote(&d.to_string()),
+        AttrValue::PrimExpr(p) => prim(p),
+        AttrValue::List(l) => {
+            let items: Vec<String> = l.iter().map(|x| attr_value(x, prim, map)).collect();
+            format!("[{}]", items.join(", "))
+        }
+        AttrValue::Map(m) => map(m),
+    }
 }

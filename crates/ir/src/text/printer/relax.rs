@@ -12,6 +12,7 @@ use crate::module::{BaseFunc, GlobalInfo, IRModule};
 use crate::relax::{Binding, Call, Expr, ExprKind, Function, NDArray, StructInfo, Var};
 use crate::text::ops;
 use crate::tir::{PrimExpr, PrimExprKind, TirVar};
+use crate::visit::for_each_expr;
 
 /// Print a `PrimExpr` in the Relax context.
 fn prim(e: &PrimExpr) -> String {
@@ -361,16 +362,20 @@ impl<'m> Printer<'m> {
         }
     }
 
+    /// `: <StructInfo>` for an annotated variable, empty otherwise.
+    fn annotation(&self, var: &Var) -> String {
+        var.struct_info()
+            .map(|s| format!(": {}", self.sinfo(s)))
+            .unwrap_or_default()
+    }
+
     fn binding(&mut self, b: &Binding, ind: usize, out: &mut String) {
         let pad = " ".repeat(ind);
         let var = b.var();
         match b {
             Binding::MatchCast { value, struct_info, .. } => {
                 self.declare_undefined(value, ind, out);
-                let ann = var
-                    .struct_info()
-                    .map(|s| format!(": {}", self.sinfo(s)))
-                    .unwrap_or_default();
+                let ann = self.annotation(var);
                 let value = self.expr(value);
                 out.push_str(&format!(
                     "{pad}{}{ann} = R.match_cast({value}, {})\n",
@@ -457,10 +462,7 @@ impl<'m> Printer<'m> {
             }
         }
         self.declare_undefined(body, ind, out);
-        let ann = var
-            .struct_info()
-            .map(|s| format!(": {}", self.sinfo(s)))
-            .unwrap_or_default();
+        let ann = self.annotation(var);
         let value = self.expr(body);
         out.push_str(&format!("{}{}{ann} = {value}\n", " ".repeat(ind), self.define(var)));
     }
@@ -681,19 +683,7 @@ impl<'m> Printer<'m> {
     }
 
     fn attr(&self, v: &AttrValue) -> String {
-        match v {
-            AttrValue::None => "None".to_string(),
-            AttrValue::Bool(b) => if *b { "True" } else { "False" }.to_string(),
-            AttrValue::Int(i) => i.to_string(),
-            // `inf` would not re-parse; `1e999` is read back as infinity.
-            AttrValue::Float(f) if f.is_infinite() => if *f > 0.0 { "1e999" } else { "-1e999" }.to_string(),
-            AttrValue::Float(f) => format_float(*f),
-            AttrValue::Str(s) => quote(s),
-            AttrValue::DataType(d) => quote(&d.to_string()),
-            AttrValue::PrimExpr(p) => prim(p),
-            AttrValue::List(l) => format!("[{}]", l.iter().map(|x| self.attr(x)).collect::<Vec<_>>().join(", ")),
-            AttrValue::Map(m) => self.dict(m, false),
-        }
+        super::attr_value(v, &prim, &|m| self.dict(m, false))
     }
 
     /// `{"key": value, ...}`; keys sorted when `sorted`.
@@ -951,7 +941,7 @@ fn function_params(f: &Function, out: &mut TirVars) {
 }
 
 fn walk_functions(e: &Expr, cb: &mut dyn FnMut(&Function)) {
-    visit_exprs(e, &mut |x| {
+    for_each_expr(e, &mut |x| {
         if let ExprKind::Function(g) = x.kind() {
             cb(g);
         }
@@ -1024,41 +1014,9 @@ fn visit_bindings_and_exprs(e: &Expr, out: &mut TirVars) {
     }
 }
 
-/// Visit every expression node (pre-order), including binding values.
-fn visit_exprs(e: &Expr, cb: &mut dyn FnMut(&Expr)) {
-    cb(e);
-    match e.kind() {
-        ExprKind::Seq(s) => {
-            for b in &s.blocks {
-                for bind in &b.bindings {
-                    visit_exprs(bind.value(), cb);
-                }
-            }
-            visit_exprs(&s.body, cb);
-        }
-        ExprKind::Function(f) => visit_exprs(&f.body, cb),
-        ExprKind::Call(c) => {
-            visit_exprs(&c.op, cb);
-            c.args.iter().for_each(|a| visit_exprs(a, cb));
-        }
-        ExprKind::Tuple(f) => f.iter().for_each(|a| visit_exprs(a, cb)),
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            visit_exprs(cond, cb);
-            visit_exprs(then_branch, cb);
-            visit_exprs(else_branch, cb);
-        }
-        ExprKind::TupleGetItem { tuple, .. } => visit_exprs(tuple, cb),
-        _ => {}
-    }
-}
-
 fn uses_global(f: &Function) -> bool {
     let mut found = false;
-    visit_exprs(&f.body, &mut |e| {
+    for_each_expr(&f.body, &mut |e| {
         if matches!(e.kind(), ExprKind::GlobalVar(_)) {
             found = true;
         }
@@ -1086,13 +1044,13 @@ fn collect_uses(f: &Function, out: &mut HashSet<u64>) {
         }
         go(s, out)
     };
-    visit_exprs(&f.body, &mut |e| {
+    for_each_expr(&f.body, &mut |e| {
         if let ExprKind::Var(v) = e.kind() {
             out.insert(v.id());
         }
     });
     let mut sinfos: Vec<StructInfo> = Vec::new();
-    visit_exprs(&f.body, &mut |e| {
+    for_each_expr(&f.body, &mut |e| {
         if let ExprKind::Seq(s) = e.kind() {
             for b in &s.blocks {
                 for bind in &b.bindings {

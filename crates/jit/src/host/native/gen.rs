@@ -12,7 +12,7 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, SigRef, Type, Value};
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, Variable};
-use relax_ir::tir::{Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{Buffer, For, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::{DataType, TypeCode};
 
 use super::{Site, Ty};
@@ -134,7 +134,7 @@ impl<'a, 'b> Gen<'a, 'b> {
                 self.scoped(var, v, value.dtype(), |g| g.stmt(body))
             }
             Stmt::Attr { body, .. } => self.stmt(body),
-            Stmt::LaunchThread { var, extent, body, .. } | Stmt::For { var, extent, body, .. } => {
+            Stmt::LaunchThread { var, extent, body, .. } | Stmt::For(For { var, extent, body, .. }) => {
                 let n = self.int(extent)?;
                 let zero = self.iconst(0);
                 match peel_first(var, body) {

@@ -64,7 +64,7 @@ fn pure_int(e: &PrimExpr) -> bool {
 
 fn has_loop(s: &Stmt) -> bool {
     match s {
-        Stmt::For { .. } | Stmt::While { .. } | Stmt::LaunchThread { .. } | Stmt::Alloc { .. } => true,
+        Stmt::For(_) | Stmt::While { .. } | Stmt::LaunchThread { .. } | Stmt::Alloc { .. } => true,
         Stmt::Let { body, .. } | Stmt::Attr { body, .. } | Stmt::Assert { body, .. } => has_loop(body),
         Stmt::If {
             then_branch,

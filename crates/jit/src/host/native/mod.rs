@@ -18,7 +18,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use rayon::prelude::*;
-use relax_ir::tir::{ForKind, PrimExpr, Stmt, TirVar};
+use relax_ir::tir::{For, ForKind, PrimExpr, Stmt, TirVar};
 
 use super::{compile_i, Env, Frame, IFn};
 use crate::error::{JitError, Result};
@@ -142,13 +142,13 @@ fn parallel_nest(body: &Stmt) -> (Vec<(&TirVar, &PrimExpr)>, &Stmt) {
     loop {
         match s {
             Stmt::Attr { body, .. } if !nest.is_empty() => s = body,
-            Stmt::For {
+            Stmt::For(For {
                 var,
                 extent,
                 kind: ForKind::Parallel,
                 body,
                 ..
-            } if nest.iter().all(|(v, _)| !crate::expr::uses_var(extent, v)) => {
+            }) if nest.iter().all(|(v, _)| !crate::expr::uses_var(extent, v)) => {
                 nest.push((var, extent));
                 s = body;
             }
@@ -160,7 +160,7 @@ fn parallel_nest(body: &Stmt) -> (Vec<(&TirVar, &PrimExpr)>, &Stmt) {
 /// A rough count of the innermost iterations per iteration of the parallel nest.
 fn work(s: &Stmt) -> i64 {
     match s {
-        Stmt::For { extent, body, .. } | Stmt::LaunchThread { extent, body, .. } => extent
+        Stmt::For(For { extent, body, .. }) | Stmt::LaunchThread { extent, body, .. } => extent
             .as_int()
             .unwrap_or(64)
             .clamp(1, 1 << 20)

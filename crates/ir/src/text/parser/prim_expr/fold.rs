@@ -269,23 +269,8 @@ pub(super) fn fold_float(dt: DataType, f: impl Fn(f64, f64) -> f64, x: f64, y: f
 /// Constant folding of `a op b` (TVM's `TryConstFold`); `None` when nothing folds.
 /// Operands must already have matching types.
 pub(crate) fn try_fold(op: BinOp, a: &PrimExpr, b: &PrimExpr) -> Option<PrimExpr> {
-    use PrimExprKind::{FloatImm, IntImm};
-    let pa = match a.kind() {
-        IntImm { value, .. } => Some(*value),
-        _ => None,
-    };
-    let pb = match b.kind() {
-        IntImm { value, .. } => Some(*value),
-        _ => None,
-    };
-    let fa = match a.kind() {
-        FloatImm { value, .. } => Some(*value),
-        _ => None,
-    };
-    let fb = match b.kind() {
-        FloatImm { value, .. } => Some(*value),
-        _ => None,
-    };
+    let (pa, pb) = (a.as_int(), b.as_int());
+    let (fa, fb) = (a.as_float(), b.as_float());
     let rt = a.dtype();
     let int = |v: i64| Some(PrimExpr::int_of(wrap_int(v, rt), rt));
     let boolv = |v: bool| Some(PrimExpr::bool(v));

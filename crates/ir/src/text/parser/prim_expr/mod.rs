@@ -480,15 +480,7 @@ impl<'a> Evaluator<'a> {
         };
         let is_py = |v: &Value| matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_));
         if is_py(&l) && is_py(&r) {
-            let (a, b) = (num_f(&l), num_f(&r));
-            let res = match bop {
-                BinOp::Eq => a == b,
-                BinOp::Ne => a != b,
-                BinOp::Lt => a < b,
-                BinOp::Le => a <= b,
-                BinOp::Gt => a > b,
-                _ => a >= b,
-            };
+            let res = bop.compare_floats(num_f(&l), num_f(&r)).unwrap_or(false);
             return Ok(Value::Bool(res));
         }
         // A Python number takes the type of the other side.
@@ -591,6 +583,10 @@ impl<'a> Evaluator<'a> {
             let v = self.eval(args[i])?;
             self.to_prim(v, args[i])
         };
+        let eval_lanes = |i: usize| -> Result<u16, Diagnostic> {
+            let lanes = self.to_int(&self.eval(args[i])?, args[i])?;
+            u16::try_from(lanes).map_err(|_| self.err(args[i], "invalid lane count"))
+        };
         match name {
             "Cast" => {
                 argn(2)?;
@@ -660,21 +656,17 @@ impl<'a> Evaluator<'a> {
             }
             "Ramp" => {
                 argn(3)?;
-                let lanes = self.to_int(&self.eval(args[2])?, args[2])?;
-                let lanes = u16::try_from(lanes).map_err(|_| self.err(args[2], "invalid lane count"))?;
                 Ok(Value::Expr(PrimExpr::new(PrimExprKind::Ramp {
                     base: eval_prim(0)?,
                     stride: eval_prim(1)?,
-                    lanes,
+                    lanes: eval_lanes(2)?,
                 })))
             }
             "Broadcast" => {
                 argn(2)?;
-                let lanes = self.to_int(&self.eval(args[1])?, args[1])?;
-                let lanes = u16::try_from(lanes).map_err(|_| self.err(args[1], "invalid lane count"))?;
                 Ok(Value::Expr(PrimExpr::new(PrimExprKind::Broadcast {
                     value: eval_prim(0)?,
-                    lanes,
+                    lanes: eval_lanes(1)?,
                 })))
             }
             "max_value" | "min_value" => {

@@ -771,16 +771,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                         }
                         Ok(())
                     };
-                    for (i, a) in c.args.iter().enumerate() {
-                        let key = ["values", "ndim"]
-                            .get(i)
-                            .copied()
-                            .ok_or_else(|| self.err(a, "R.Shape takes at most 2 arguments"))?;
-                        set(self, key, a)?;
-                    }
-                    for k in &c.keywords {
-                        set(self, &kw_name(k), &k.value)?;
-                    }
+                    self.each_arg(c, "R.Shape", &["values", "ndim"], &mut set)?;
                     if let Some(v) = &values {
                         if ndim != -1 && ndim != v.len() as i32 {
                             return Err(self.err(e, "R.Shape: ndim does not match the number of values"));
@@ -872,16 +863,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                         }
                         Ok(())
                     };
-                    for (i, a) in c.args.iter().enumerate() {
-                        let key = ["params", "ret", "purity", "derive_func"]
-                            .get(i)
-                            .copied()
-                            .ok_or_else(|| self.err(a, "R.Callable takes at most 4 arguments"))?;
-                        set(self, key, a)?;
-                    }
-                    for k in &c.keywords {
-                        set(self, &kw_name(k), &k.value)?;
-                    }
+                    self.each_arg(c, "R.Callable", &["params", "ret", "purity", "derive_func"], &mut set)?;
                     let purity = purity.unwrap_or(params.is_some());
                     Ok(StructInfo::Func(FuncStructInfo {
                         params,
@@ -906,6 +888,27 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 format!("expected a StructInfo annotation like R.Tensor(...), found `{other}`"),
             )),
         }
+    }
+
+    /// Feed the arguments of `c` to `set` by name: the positional ones named after
+    /// `names`, then the keywords.
+    fn each_arg(
+        &mut self,
+        c: &ast::ExprCall,
+        callee: &str,
+        names: &[&str],
+        set: &mut dyn FnMut(&mut Self, &str, &ast::Expr) -> PResult<()>,
+    ) -> PResult<()> {
+        for (i, a) in c.args.iter().enumerate() {
+            let Some(key) = names.get(i) else {
+                return Err(self.err(a, format!("{callee} takes at most {} arguments", names.len())));
+            };
+            set(self, key, a)?;
+        }
+        for k in &c.keywords {
+            set(self, &kw_name(k), &k.value)?;
+        }
+        Ok(())
     }
 
     fn tensor_sinfo(&mut self, c: &ast::ExprCall, define: bool) -> PResult<StructInfo> {

@@ -36,7 +36,7 @@ use crate::diagnostic::Diagnostic;
 use crate::dtype::DataType;
 use crate::span::LineIndex;
 use crate::tir::{
-    BinOp, Block, Buffer, BufferNode, BufferRegion, ForKind, IterKind, IterVar, MatchBufferRegion, PrimExpr,
+    BinOp, Block, Buffer, BufferNode, BufferRegion, For, ForKind, IterKind, IterVar, MatchBufferRegion, PrimExpr,
     PrimExprKind, PrimFunc, Range, Stmt, TirVar,
 };
 
@@ -301,21 +301,7 @@ impl<'a> TirParser<'a> {
         let body = self.body(&def.body)?;
         let root = self.blocks.pop().unwrap_or_default();
         let mut body = if !root.alloc_buffers.is_empty() || (s_tir && crate::text::needs_root_block(&body)) {
-            Stmt::BlockRealize {
-                iter_values: Vec::new(),
-                predicate: None,
-                block: Box::new(Block {
-                    name: "root".into(),
-                    iter_vars: Vec::new(),
-                    reads: Vec::new(),
-                    writes: Vec::new(),
-                    init: None,
-                    alloc_buffers: root.alloc_buffers,
-                    match_buffers: Vec::new(),
-                    annotations: Attrs::new(),
-                    body: Box::new(body),
-                }),
-            }
+            Stmt::root_block(root.alloc_buffers, body)
         } else {
             body
         };
@@ -514,22 +500,5 @@ impl<'a> TirParser<'a> {
             other => vec![other],
         };
         items.into_iter().map(|x| self.ev().to_prim(x, e)).collect()
-    }
-}
-
-fn clone_node(b: &Buffer) -> BufferNode {
-    let n = &b.0;
-    BufferNode {
-        id: 0,
-        name: n.name.clone(),
-        data: n.data.clone(),
-        dtype: n.dtype,
-        shape: n.shape.clone(),
-        strides: n.strides.clone(),
-        elem_offset: n.elem_offset.clone(),
-        scope: n.scope.clone(),
-        align: n.align,
-        offset_factor: n.offset_factor,
-        axis_separators: n.axis_separators.clone(),
     }
 }

@@ -348,7 +348,7 @@ impl<'a> TirParser<'a> {
                         let mut buf = self.buffer_from_call(n.id.as_str(), c, shape, 1)?;
                         if name == "alloc_local" || name == "alloc_shared" {
                             let scope = if name == "alloc_local" { "local" } else { "shared" };
-                            let mut node = clone_node(&buf);
+                            let mut node = buf.copy_node();
                             node.scope = scope.to_string();
                             node.data = TirVar::new_handle(node.name.clone(), Some(node.dtype), Some(scope.into()));
                             buf = Buffer::from_node(node);
@@ -861,7 +861,7 @@ impl<'a> TirParser<'a> {
             } else {
                 Attrs::new()
             };
-            body = Stmt::For {
+            body = Stmt::For(For {
                 var: v,
                 min,
                 extent: ext,
@@ -869,7 +869,7 @@ impl<'a> TirParser<'a> {
                 thread_tag: tag,
                 annotations: ann,
                 body: Box::new(body),
-            };
+            });
         }
         Ok(body)
     }

@@ -7,8 +7,8 @@
 use super::super::prim_expr::{arith, const_of};
 use crate::arith::Analyzer;
 use crate::attrs::AttrValue;
-use crate::tir::{BinOp, Block, Buffer, BufferRegion, PrimExpr, PrimExprKind, Range, Stmt, TirVar};
-use crate::visit::{walk_prim_expr, walk_stmt, StmtExprVisitor};
+use crate::tir::{BinOp, Block, Buffer, BufferRegion, For, PrimExpr, PrimExprKind, Range, Stmt, TirVar};
+use crate::visit::{walk_prim_expr, walk_realize_values, walk_stmt, StmtExprVisitor};
 
 /// The annotation the parser leaves on a block whose regions must be detected
 /// (bit 1: reads, bit 2: writes); removed by [`complete`].
@@ -42,25 +42,7 @@ fn visit(s: &mut Stmt, s_tir: bool, is_root: &mut bool) {
                 }
             }
         }
-        Stmt::Seq(v) => v.iter_mut().for_each(|x| visit(x, s_tir, is_root)),
-        Stmt::Let { body, .. }
-        | Stmt::Attr { body, .. }
-        | Stmt::LaunchThread { body, .. }
-        | Stmt::Assert { body, .. }
-        | Stmt::For { body, .. }
-        | Stmt::While { body, .. }
-        | Stmt::Alloc { body, .. } => visit(body, s_tir, is_root),
-        Stmt::If {
-            then_branch,
-            else_branch,
-            ..
-        } => {
-            visit(then_branch, s_tir, is_root);
-            if let Some(e) = else_branch {
-                visit(e, s_tir, is_root);
-            }
-        }
-        Stmt::BufferStore { .. } | Stmt::Evaluate(_) => {}
+        _ => s.children_mut().for_each(|x| visit(x, s_tir, is_root)),
     }
 }
 
@@ -229,9 +211,9 @@ impl<'a> StmtExprVisitor<'a> for Collector {
                 walk_stmt(self, s);
                 self.record(true, buffer, indices);
             }
-            Stmt::For {
+            Stmt::For(For {
                 var, min, extent, body, ..
-            } => {
+            }) => {
                 self.visit_prim_expr(min);
                 self.visit_prim_expr(extent);
                 let (lo, hi) = match (self.bounds(min), self.bounds(extent)) {
@@ -255,10 +237,7 @@ impl<'a> StmtExprVisitor<'a> for Collector {
                 predicate,
                 block,
             } => {
-                iter_values.iter().for_each(|v| self.visit_prim_expr(v));
-                if let Some(p) = predicate {
-                    self.visit_prim_expr(p);
-                }
+                walk_realize_values(self, iter_values, predicate.as_ref());
                 let n = block.iter_vars.len();
                 for iv in &block.iter_vars {
                     let one = const_of(1, iv.dom.extent.dtype());

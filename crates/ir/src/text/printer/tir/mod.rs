@@ -3,12 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::prim_expr::{format_float, is_scalar_buffer, quote, ExprPrinter, Names, PrimContext};
+use super::prim_expr::{is_scalar_buffer, quote, ExprPrinter, Names, PrimContext};
 use crate::attrs::{AttrValue, Attrs};
 use crate::dtype::DataType;
 use crate::text::parser::prim_expr::arith;
 use crate::tir::{
-    BinOp, Block, Buffer, BufferRegion, ForKind, IterKind, PrimExpr, PrimExprKind, PrimFunc, Range, Stmt, TirVar,
+    BinOp, Block, Buffer, BufferRegion, For, ForKind, IterKind, PrimExpr, PrimExprKind, PrimFunc, Range, Stmt, TirVar,
 };
 
 mod stmt;
@@ -437,29 +437,11 @@ impl Printer {
     }
 
     fn attr_value(&self, v: &AttrValue) -> String {
-        match v {
-            AttrValue::None => "None".into(),
-            AttrValue::Bool(b) => if *b { "True" } else { "False" }.into(),
-            AttrValue::Int(i) => i.to_string(),
-            // `inf` would not re-parse; `1e999` is read back as infinity (as in Relax).
-            AttrValue::Float(f) if f.is_infinite() => if *f > 0.0 { "1e999" } else { "-1e999" }.to_string(),
-            AttrValue::Float(f) => format_float(*f),
-            AttrValue::Str(s) => quote(s),
-            AttrValue::DataType(d) => quote(&d.to_string()),
-            AttrValue::PrimExpr(e) => {
-                if let Some(v) = e.as_var() {
-                    if let Some(n) = self.names.data.get(&v.id()) {
-                        return n.clone();
-                    }
-                }
-                self.e(e)
-            }
-            AttrValue::List(l) => format!(
-                "[{}]",
-                l.iter().map(|x| self.attr_value(x)).collect::<Vec<_>>().join(", ")
-            ),
-            AttrValue::Map(m) => self.attrs_dict(m, false),
-        }
+        let prim = |e: &PrimExpr| match e.as_var().and_then(|v| self.names.data.get(&v.id())) {
+            Some(n) => n.clone(),
+            None => self.e(e),
+        };
+        super::attr_value(v, &prim, &|m| self.attrs_dict(m, false))
     }
 
     fn attrs_dict(&self, a: &Attrs, top: bool) -> String {
@@ -562,9 +544,9 @@ fn stmt_vars(s: &Stmt, binders: &mut HashSet<u64>, used: &mut Vec<TirVar>) {
             e(cond, used);
             stmt_vars(body, binders, used);
         }
-        Stmt::For {
+        Stmt::For(For {
             var, min, extent, body, ..
-        } => {
+        }) => {
             e(min, used);
             e(extent, used);
             binders.insert(var.id());

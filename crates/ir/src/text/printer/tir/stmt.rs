@@ -8,26 +8,24 @@ impl Printer {
     /// only a body that is a single statement may use the concise form of
     /// `T.attr` / `T.launch_thread` (no `with`).
     pub(super) fn body(&mut self, s: &Stmt, out: &mut Vec<Doc>) {
-        match s {
-            Stmt::Seq(items) => {
-                for it in items {
-                    self.stmt(it, out, false);
-                }
-            }
-            other => self.stmt(other, out, true),
-        }
+        self.items(s, out, true)
     }
 
     /// Print the statements following a flat declaration (`T.let`, scalars,
     /// `T.alloc_buffer`, `assert`): they are items of a sequence in TVM's IR.
     pub(super) fn cont(&mut self, s: &Stmt, out: &mut Vec<Doc>) {
+        self.items(s, out, false)
+    }
+
+    /// The items of a sequence, or `s` alone (in the concise form when `concise`).
+    fn items(&mut self, s: &Stmt, out: &mut Vec<Doc>, concise: bool) {
         match s {
             Stmt::Seq(items) => {
                 for it in items {
                     self.stmt(it, out, false);
                 }
             }
-            other => self.stmt(other, out, false),
+            other => self.stmt(other, out, concise),
         }
     }
 
@@ -127,7 +125,7 @@ impl Printer {
                 )));
                 self.cont(body, out);
             }
-            Stmt::For { .. } => self.for_loop(s, out),
+            Stmt::For(f) => self.for_loop(f, out),
             Stmt::While { cond, body } => {
                 let c = self.e(cond);
                 let b = self.scoped(body);
@@ -213,62 +211,50 @@ impl Printer {
         }
     }
 
-    pub(super) fn for_loop(&mut self, s: &Stmt, out: &mut Vec<Doc>) {
+    pub(super) fn for_loop(&mut self, s: &For, out: &mut Vec<Doc>) {
         // `T.grid` for perfectly nested serial loops from 0.
-        let mut grid: Vec<&Stmt> = Vec::new();
+        let mut grid: Vec<&For> = Vec::new();
         let mut grid_vars: HashSet<u64> = HashSet::new();
         let mut cur = s;
-        while let Stmt::For {
-            var,
-            min,
-            extent,
-            kind,
-            annotations,
-            body,
-            ..
-        } = cur
-        {
+        loop {
             let mut dep = false;
-            collect_vars(extent, &mut |v| dep |= grid_vars.contains(&v.id()));
-            if *kind != ForKind::Serial || !is_zero(min) || !annotations.is_empty() || dep {
+            collect_vars(&cur.extent, &mut |v| dep |= grid_vars.contains(&v.id()));
+            if cur.kind != ForKind::Serial || !is_zero(&cur.min) || !cur.annotations.is_empty() || dep {
                 break;
             }
             grid.push(cur);
-            grid_vars.insert(var.id());
-            cur = body;
+            grid_vars.insert(cur.var.id());
+            match &*cur.body {
+                Stmt::For(f) => cur = f,
+                _ => break,
+            }
         }
         self.push_frame();
         let doc = if grid.len() > 1 {
             let mut vars = Vec::new();
             let mut exts = Vec::new();
-            let mut inner: &Stmt = s;
             for g in &grid {
-                if let Stmt::For {
-                    var, min, extent, body, ..
-                } = g
-                {
-                    exts.push(self.e(extent));
-                    vars.push(self.define_var(var));
-                    self.loops.push((var.clone(), min.clone(), extent.clone()));
-                    inner = body;
-                }
+                exts.push(self.e(&g.extent));
+                vars.push(self.define_var(&g.var));
+                self.loops.push((g.var.clone(), g.min.clone(), g.extent.clone()));
             }
+            let inner = grid.last().map_or(&*s.body, |g| &*g.body);
             let mut b = Vec::new();
             self.body(inner, &mut b);
             for _ in &grid {
                 self.loops.pop();
             }
             Doc::Scope(format!("for {} in T.grid({}):", vars.join(", "), exts.join(", ")), b)
-        } else if let Stmt::For {
-            var,
-            min,
-            extent,
-            kind,
-            thread_tag,
-            annotations,
-            body,
-        } = s
-        {
+        } else {
+            let For {
+                var,
+                min,
+                extent,
+                kind,
+                thread_tag,
+                annotations,
+                body,
+            } = s;
             let n = self.define_var(var);
             let mut args = Vec::new();
             if is_zero(min) {
@@ -296,8 +282,6 @@ impl Printer {
             self.body(body, &mut b);
             self.loops.pop();
             Doc::Scope(format!("for {n} in {prefix}({}):", args.join(", ")), b)
-        } else {
-            Doc::Line(String::new())
         };
         self.pop_frame();
         out.push(doc);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::text::{engines, parse};
+use common::text::{engines, loaded_everywhere, parse};
 use ndarray::{ArrayD, IxDyn};
 use relax_engine::Value;
 
@@ -259,9 +259,7 @@ class Module:
 "#;
     let x = f32s(&[4], vec![1.0, 2.0, 3.0, 4.0]);
     let v = f32s(&[3], vec![7.0, 8.0, 9.0]);
-    let module = parse(src);
-    for (dev, engine) in engines() {
-        let loaded = engine.load(&module).expect(dev);
+    for (dev, loaded) in loaded_everywhere(src) {
         // An index past the end and a negative one: an error naming the buffer.
         for bad in [vec![1, 7, 0], vec![2, -1, 3]] {
             let e = loaded

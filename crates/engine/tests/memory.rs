@@ -3,8 +3,11 @@
 //! GPU buffer pool (the runtime's allocated-bytes statistic). One test per binary so
 //! that nothing else allocates tensors meanwhile.
 
+mod common;
+
+use common::text::{engine, parse};
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{host_live_bytes, DeviceChoice, Engine, EngineConfig, Value};
+use relax_engine::{host_live_bytes, DeviceChoice, Value};
 
 const PROGRAM: &str = r#"
 @I.ir_module
@@ -20,12 +23,7 @@ class Module:
 "#;
 
 fn run_many(device: DeviceChoice, runs: usize) {
-    let module = relax_ir::text::parse(PROGRAM).unwrap().into_module();
-    let engine = Engine::new(EngineConfig {
-        device,
-        ..EngineConfig::default()
-    });
-    let loaded = engine.load(&module).unwrap();
+    let loaded = engine(device).load(&parse(PROGRAM)).unwrap();
     let x: Value = ArrayD::from_shape_fn(IxDyn(&[2, 4]), |i| (i[0] * 4 + i[1]) as f32 * 0.5).into();
     let y: Value = ArrayD::from_shape_fn(IxDyn(&[4, 2]), |i| 1.0 - i[1] as f32).into();
     let check = |v: &Value| {

@@ -126,10 +126,10 @@ impl CompiledKernel for MockKernel {
 /// `main(x)` binding `r` to the operator call `name(args)` with StructInfo
 /// arguments `sinfo`, and returning `r`.
 fn single_op_main(x: &Var, r: &Var, name: &str, args: Vec<Expr>, sinfo: Vec<StructInfo>) -> relax_ir::relax::Function {
-    func(
+    seq_fn(
         vec![x.clone()],
-        seq1(vec![bind(r, op(name, args, Attrs::new(), sinfo))], v(r)),
-        None,
+        vec![bind(r, op(name, args, Attrs::new(), sinfo))],
+        v(r),
     )
 }
 
@@ -383,36 +383,32 @@ fn call_tir_runs_on_the_jit_host_executor() {
 #[test]
 fn call_tir_inplace_and_multiple_outputs() {
     let x = var("x", f32_tensor(vec![c(2)]));
-    let a = untyped("a");
-    let b = untyped("b");
+    let [a, b] = untyped_vars(["a", "b"]);
     let mut attrs = Attrs::new();
     attrs.set("inplace_indices", AttrValue::List(vec![AttrValue::Int(0)]));
-    let main = func(
+    let main = seq_fn(
         vec![x.clone()],
-        seq1(
-            vec![
-                bind(
-                    &a,
-                    op(
-                        "relax.call_tir_inplace",
-                        vec![gv("bump"), tuple(vec![v(&x)])],
-                        attrs,
-                        vec![f32_tensor(vec![c(2)])],
-                    ),
+        vec![
+            bind(
+                &a,
+                op(
+                    "relax.call_tir_inplace",
+                    vec![gv("bump"), tuple(vec![v(&x)])],
+                    attrs,
+                    vec![f32_tensor(vec![c(2)])],
                 ),
-                bind(
-                    &b,
-                    op(
-                        "relax.call_tir",
-                        vec![gv("two_outputs"), tuple(vec![v(&a)])],
-                        Attrs::new(),
-                        vec![StructInfo::Tuple(vec![f32_tensor(vec![c(2)]), f32_tensor(vec![c(2)])])],
-                    ),
+            ),
+            bind(
+                &b,
+                op(
+                    "relax.call_tir",
+                    vec![gv("two_outputs"), tuple(vec![v(&a)])],
+                    Attrs::new(),
+                    vec![StructInfo::Tuple(vec![f32_tensor(vec![c(2)]), f32_tensor(vec![c(2)])])],
                 ),
-            ],
-            tuple(vec![v(&a), v(&b)]),
-        ),
-        None,
+            ),
+        ],
+        tuple(vec![v(&a), v(&b)]),
     );
     let mut m = module(vec![("main", main)]);
     m.add(
@@ -457,21 +453,18 @@ fn constants_are_fresh_tensors() {
     let a = untyped("a");
     let mut attrs = Attrs::new();
     attrs.set("inplace_indices", AttrValue::List(vec![AttrValue::Int(0)]));
-    let main = func(
+    let main = seq_fn(
         vec![],
-        seq1(
-            vec![bind(
-                &a,
-                op(
-                    "relax.call_tir_inplace",
-                    vec![gv("bump"), tuple(vec![const_f32(vec![2], &[5.0, 6.0])])],
-                    attrs,
-                    vec![f32_tensor(vec![c(2)])],
-                ),
-            )],
-            v(&a),
-        ),
-        None,
+        vec![bind(
+            &a,
+            op(
+                "relax.call_tir_inplace",
+                vec![gv("bump"), tuple(vec![const_f32(vec![2], &[5.0, 6.0])])],
+                attrs,
+                vec![f32_tensor(vec![c(2)])],
+            ),
+        )],
+        v(&a),
     );
     let mut m = module(vec![("main", main)]);
     m.add(
@@ -541,43 +534,31 @@ fn make_closure_and_invoke_closure() {
     let k = var("k", s.clone());
     let x = var("x", s.clone());
     let r = var("r", s.clone());
-    let add_k = func(
+    let add_k = seq_fn(
         vec![k.clone(), x.clone()],
-        seq1(
-            vec![bind(&r, call_pure_packed("test.add", vec![v(&x), v(&k)], s.clone()))],
-            v(&r),
-        ),
-        None,
+        vec![bind(&r, call_pure_packed("test.add", vec![v(&x), v(&k)], s.clone()))],
+        v(&r),
     );
     let x2 = var("x", s.clone());
-    let clo = untyped("clo");
-    let out = untyped("out");
-    let main = impure(func(
+    let [clo, out] = untyped_vars(["clo", "out"]);
+    let main = impure(seq_fn(
         vec![x2.clone()],
-        seq1(
-            vec![
-                bind(
-                    &clo,
-                    op(
-                        "relax.make_closure",
-                        vec![gv("add_k"), tuple(vec![const_i64(100)])],
-                        Attrs::new(),
-                        vec![],
-                    ),
+        vec![
+            bind(
+                &clo,
+                plain_op("relax.make_closure", vec![gv("add_k"), tuple(vec![const_i64(100)])]),
+            ),
+            bind(
+                &out,
+                op(
+                    "relax.invoke_closure",
+                    vec![v(&clo), tuple(vec![v(&x2)])],
+                    Attrs::new(),
+                    vec![s.clone()],
                 ),
-                bind(
-                    &out,
-                    op(
-                        "relax.invoke_closure",
-                        vec![v(&clo), tuple(vec![v(&x2)])],
-                        Attrs::new(),
-                        vec![s.clone()],
-                    ),
-                ),
-            ],
-            v(&out),
-        ),
-        None,
+            ),
+        ],
+        v(&out),
     ));
     let got = engine
         .run(
@@ -649,8 +630,7 @@ fn to_vdevice_copies_between_devices() {
     let gpu = global_vdevice("webgpu");
     let cpu = global_vdevice("llvm");
     let x = var("x", f32_tensor(vec![c(3)]));
-    let g = untyped("g");
-    let h = untyped("h");
+    let [g, h] = untyped_vars(["g", "h"]);
     let gpu_si = StructInfo::Tensor(TensorStructInfo {
         shape: Some(shape(vec![c(3)])),
         dtype: DataType::FLOAT32,
@@ -658,19 +638,16 @@ fn to_vdevice_copies_between_devices() {
         ndim: 1,
     });
     let g2 = var("g2", gpu_si.clone());
-    let main = func(
+    let main = seq_fn(
         vec![x.clone()],
-        seq1(
-            vec![
-                // The index counts VDevices of the same kind: webgpu:0 is the
-                // module's second VDevice.
-                bind(&g, to_vdevice(&x, "webgpu:0:global")),
-                match_cast(&g2, v(&g), gpu_si),
-                bind(&h, to_vdevice(&g2, "llvm:0:global")),
-            ],
-            tuple(vec![v(&g), v(&h)]),
-        ),
-        None,
+        vec![
+            // The index counts VDevices of the same kind: webgpu:0 is the
+            // module's second VDevice.
+            bind(&g, to_vdevice(&x, "webgpu:0:global")),
+            match_cast(&g2, v(&g), gpu_si),
+            bind(&h, to_vdevice(&g2, "llvm:0:global")),
+        ],
+        tuple(vec![v(&g), v(&h)]),
     );
     let mut m = module(vec![("main", main)]);
     m.global_infos.insert(
@@ -709,16 +686,13 @@ fn to_vdevice_copies_between_devices() {
         }),
     );
     let z = untyped("z");
-    let main = func(
+    let main = seq_fn(
         vec![x.clone()],
-        seq1(
-            vec![
-                bind(&z, to_vdevice(&x, "llvm:0")),
-                match_cast(&y, v(&z), y.struct_info().unwrap().clone()),
-            ],
-            v(&y),
-        ),
-        None,
+        vec![
+            bind(&z, to_vdevice(&x, "llvm:0")),
+            match_cast(&y, v(&z), y.struct_info().unwrap().clone()),
+        ],
+        v(&y),
     );
     let infos = m.global_infos.clone();
     let mut m = module(vec![("main", main)]);
@@ -734,45 +708,34 @@ fn to_vdevice_copies_between_devices() {
 
 #[test]
 fn memory_operators_create_views() {
-    let st = untyped("st");
-    let a = untyped("a");
-    let b = untyped("b");
+    let [st, a, b] = untyped_vars(["st", "a", "b"]);
     let dt = |d: DataType| relax_ir::Expr::new(relax_ir::ExprKind::DataTypeImm(d));
-    let main = func(
+    let main = seq_fn(
         vec![],
-        seq1(
-            vec![
-                bind(
-                    &st,
-                    op(
-                        "relax.memory.alloc_storage",
-                        vec![shape(vec![c(16)]), prim(c(0)), string("global"), dt(DataType::UINT8)],
-                        Attrs::new(),
-                        vec![],
-                    ),
+        vec![
+            bind(
+                &st,
+                plain_op(
+                    "relax.memory.alloc_storage",
+                    vec![shape(vec![c(16)]), prim(c(0)), string("global"), dt(DataType::UINT8)],
                 ),
-                bind(
-                    &a,
-                    op(
-                        "relax.memory.alloc_tensor",
-                        vec![v(&st), prim(c(0)), shape(vec![c(2)]), dt(DataType::FLOAT32)],
-                        Attrs::new(),
-                        vec![],
-                    ),
+            ),
+            bind(
+                &a,
+                plain_op(
+                    "relax.memory.alloc_tensor",
+                    vec![v(&st), prim(c(0)), shape(vec![c(2)]), dt(DataType::FLOAT32)],
                 ),
-                bind(
-                    &b,
-                    op(
-                        "relax.memory.alloc_tensor",
-                        vec![v(&st), prim(c(8)), shape(vec![c(2)]), dt(DataType::FLOAT32)],
-                        Attrs::new(),
-                        vec![],
-                    ),
+            ),
+            bind(
+                &b,
+                plain_op(
+                    "relax.memory.alloc_tensor",
+                    vec![v(&st), prim(c(8)), shape(vec![c(2)]), dt(DataType::FLOAT32)],
                 ),
-            ],
-            tuple(vec![v(&a), v(&b)]),
-        ),
-        None,
+            ),
+        ],
+        tuple(vec![v(&a), v(&b)]),
     );
     let out = Engine::default()
         .run(&module(vec![("main", main)]), "main", &[])
@@ -789,13 +752,10 @@ fn memory_operators_create_views() {
 fn unknown_operator_is_reported() {
     let x = var("x", f32_tensor(vec![c(2)]));
     let y = untyped("y");
-    let main = func(
+    let main = seq_fn(
         vec![x.clone()],
-        seq1(
-            vec![bind(&y, op("relax.add", vec![v(&x), v(&x)], Attrs::new(), vec![]))],
-            v(&y),
-        ),
-        None,
+        vec![bind(&y, plain_op("relax.add", vec![v(&x), v(&x)]))],
+        v(&y),
     );
     // With LegalizeOps off, a high-level operator reaches the interpreter unlowered.
     let err = Engine::new(EngineConfig {
@@ -872,26 +832,22 @@ fn to_vdevice_on_the_gpu_runtime() {
     };
     let gpu = global_vdevice("webgpu");
     let x = var("x", f32_tensor(vec![c(5)]));
-    let g = untyped("g");
-    let r = untyped("r");
-    let main = func(
+    let [g, r] = untyped_vars(["g", "r"]);
+    let main = seq_fn(
         vec![x.clone()],
-        seq1(
-            vec![
-                bind(&g, to_vdevice(&x, "webgpu:0:global")),
-                bind(
-                    &r,
-                    op(
-                        "relax.call_tir",
-                        vec![gv("add"), tuple(vec![v(&g), v(&x)])],
-                        Attrs::new(),
-                        vec![f32_tensor(vec![c(5)])],
-                    ),
+        vec![
+            bind(&g, to_vdevice(&x, "webgpu:0:global")),
+            bind(
+                &r,
+                op(
+                    "relax.call_tir",
+                    vec![gv("add"), tuple(vec![v(&g), v(&x)])],
+                    Attrs::new(),
+                    vec![f32_tensor(vec![c(5)])],
                 ),
-            ],
-            tuple(vec![v(&g), v(&r)]),
-        ),
-        None,
+            ),
+        ],
+        tuple(vec![v(&g), v(&r)]),
     );
     let mut m = module(vec![("main", main)]);
     m.add("add", BaseFunc::Prim(tir_add()));

@@ -2,6 +2,9 @@
 //! the caller of `Loaded::run` as a panic, with its message, and the loaded module
 //! keeps working afterwards.
 
+mod common;
+
+use common::text::{f32_tensor, parse};
 use relax_engine::{Engine, Purity, Value};
 
 const SRC: &str = r#"
@@ -23,14 +26,9 @@ fn a_panic_in_a_packed_function_reaches_the_caller() {
         }
         Ok(Value::unit())
     });
-    let module = relax_ir::text::parse(SRC).expect("parses").into_module();
-    let loaded = engine.load(&module).expect("loads");
-    let bad = Value::Tensor(relax_engine::Tensor::from_array(
-        &ndarray::arr1(&[1.0f32, -1.0]).into_dyn(),
-    ));
-    let good = Value::Tensor(relax_engine::Tensor::from_array(
-        &ndarray::arr1(&[1.0f32, 2.0]).into_dyn(),
-    ));
+    let loaded = engine.load(&parse(SRC)).expect("loads");
+    let bad = f32_tensor(&[2], |i| [1.0, -1.0][i]);
+    let good = f32_tensor(&[2], |i| [1.0, 2.0][i]);
     // On a thread of its own: the panic ends it and comes back from `join`.
     let caught = std::thread::scope(|s| s.spawn(|| loaded.run("main", &[bad])).join());
     let payload = caught.expect_err("the panic propagates instead of becoming an error");

@@ -6,8 +6,7 @@
 
 mod common;
 
-use common::text::{engines, parse};
-use ndarray::{ArrayD, IxDyn};
+use common::text::{engines, f32_tensor, f32_values, parse};
 use relax_engine::{Engine, EngineError, Value};
 
 const HUGE_ZEROS: &str = r#"
@@ -46,10 +45,9 @@ class Module:
         return y
 "#;
 
+/// The float32 input `[1, 2, 3, 4]`.
 fn x4() -> Value {
-    ArrayD::from_shape_vec(IxDyn(&[4]), vec![1.0f32, 2.0, 3.0, 4.0])
-        .expect("shape")
-        .into()
+    f32_tensor(&[4], |i| (i + 1) as f32)
 }
 
 /// The small program still runs on `engine` and gives the right values.
@@ -57,8 +55,7 @@ fn still_usable(engine: &Engine) {
     let out = engine
         .run(&parse(SMALL), "main", &[x4()])
         .expect("the engine stays usable");
-    let t = out.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
-    assert_eq!(t.iter().copied().collect::<Vec<_>>(), vec![2.0, 4.0, 6.0, 8.0]);
+    assert_eq!(f32_values(&out), vec![2.0, 4.0, 6.0, 8.0]);
 }
 
 #[test]

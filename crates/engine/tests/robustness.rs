@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::text::{engines, f32_tensor, f32_values, parse};
+use common::text::{engines, f32_tensor, f32_values, loaded_everywhere, parse};
 use relax_engine::{DeviceChoice, Engine, EngineConfig, EngineError};
 use relax_ir::BaseFunc;
 
@@ -35,9 +35,7 @@ class Module:
 
 #[test]
 fn failed_match_cast_names_the_variable_and_both_shapes() {
-    let module = parse(MATCH_CAST);
-    for (dev, e) in engines() {
-        let loaded = e.load(&module).unwrap();
+    for (dev, loaded) in loaded_everywhere(MATCH_CAST) {
         let ok = loaded.run("main", &[f32_tensor(&[4], |i| i as f32)]).unwrap();
         assert_eq!(f32_values(&ok), vec![0.0, 2.0, 4.0, 6.0]);
         let err = loaded.run("main", &[f32_tensor(&[5], |i| i as f32)]).unwrap_err();
@@ -61,9 +59,7 @@ class Module:
 
 #[test]
 fn wrong_input_shape_names_the_argument() {
-    let module = parse(ADD);
-    for (dev, e) in engines() {
-        let loaded = e.load(&module).unwrap();
+    for (dev, loaded) in loaded_everywhere(ADD) {
         let err = loaded
             .run("main", &[f32_tensor(&[3, 2], |_| 1.0), f32_tensor(&[2, 3], |_| 1.0)])
             .unwrap_err();
@@ -183,9 +179,8 @@ fn reference(x: &[f32], y: &[f32]) -> Vec<f32> {
 
 #[test]
 fn eight_threads_share_one_loaded_module() {
-    let module = parse(THREE_OPS);
-    for (dev, e) in engines() {
-        let loaded = Arc::new(e.load(&module).unwrap());
+    for (dev, loaded) in loaded_everywhere(THREE_OPS) {
+        let loaded = Arc::new(loaded);
         let prim_funcs = loaded
             .module()
             .functions

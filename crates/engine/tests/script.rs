@@ -1,17 +1,11 @@
 //! End to end from TVMScript text: parse, check, load and run.
 
-use std::sync::{Arc, Mutex};
+mod common;
+
+use common::text::{parse, printing_engine};
 
 use ndarray::{arr1, arr2, ArrayD, IxDyn};
 use relax_engine::{Engine, EngineError, Purity, Tensor, Value};
-use relax_ir::IRModule;
-
-fn parse(src: &str) -> IRModule {
-    match relax_ir::text::parse(src) {
-        Ok(p) => p.into_module(),
-        Err(d) => panic!("parse error: {}", d.render("test.py", src, false)),
-    }
-}
 
 fn f32s(v: &Value) -> ArrayD<f32> {
     v.as_tensor().expect("tensor").to_array::<f32>().unwrap()
@@ -121,9 +115,8 @@ class Module:
         return out
 "#;
 
-#[test]
-fn call_tir_from_text_runs_on_the_jit() {
-    let engine = Engine::default();
+/// Registers `test.concat`: the two float32 tensors' elements, one after the other.
+fn register_concat(engine: &Engine) {
     engine.register_packed("test.concat", Purity::Pure, |a| {
         let x = a[0].expect_tensor("a")?.to_array::<f32>()?;
         let y = a[1].expect_tensor("b")?.to_array::<f32>()?;
@@ -133,6 +126,12 @@ fn call_tir_from_text_runs_on_the_jit() {
         )
         .into())
     });
+}
+
+#[test]
+fn call_tir_from_text_runs_on_the_jit() {
+    let engine = Engine::default();
+    register_concat(&engine);
     let loaded = engine.load(&parse(CALL_TIR)).unwrap();
     let out = loaded
         .run(
@@ -176,9 +175,7 @@ class Module:
 
 #[test]
 fn print_assert_and_shapes_from_text() {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = lines.clone();
-    let engine = Engine::default().with_print_sink(move |s| sink.lock().unwrap().push(s.to_string()));
+    let (engine, lines) = printing_engine();
     let loaded = engine.load(&parse(EFFECTS)).unwrap();
     let x: Value = arr2(&[[1.0f32, 2.5], [3.0, 4.0], [5.0, 6.0]]).into_dyn().into();
     let out = loaded.run("main", &[x.clone(), Tensor::scalar(true).into()]).unwrap();
@@ -239,15 +236,7 @@ fn call_tir_from_text_runs_on_the_gpu() {
             return;
         }
     };
-    engine.register_packed("test.concat", Purity::Pure, |a| {
-        let x = a[0].expect_tensor("a")?.to_array::<f32>()?;
-        let y = a[1].expect_tensor("b")?.to_array::<f32>()?;
-        let v: Vec<f32> = x.iter().chain(y.iter()).copied().collect();
-        Ok(Tensor::from_array(
-            &ArrayD::from_shape_vec(IxDyn(&[v.len()]), v).map_err(|e| EngineError::msg(e.to_string()))?,
-        )
-        .into())
-    });
+    register_concat(&engine);
     let loaded = engine.load(&parse(CALL_TIR)).unwrap();
     for n in [3usize, 1000] {
         let x = ArrayD::from_shape_fn(IxDyn(&[n]), |i| i[0] as f32);

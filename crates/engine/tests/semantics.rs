@@ -4,13 +4,14 @@
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use common::text::printing_engine;
 use common::*;
 use ndarray::{arr0, arr1, arr2, ArrayD, IxDyn};
-use relax_engine::{Engine, EngineConfig, EngineError, Purity, Tensor, Value};
+use relax_engine::{Engine, EngineConfig, EngineError, Loaded, Purity, Tensor, Value};
 use relax_ir::tir::{BinOp, PrimExpr};
-use relax_ir::{Attrs, DataType, Function, StructInfo};
+use relax_ir::{DataType, Function, StructInfo};
 
 /// The element of the 0-d tensor `v`.
 fn scalar_of<T: relax_engine::Element>(v: &Value) -> T {
@@ -177,27 +178,20 @@ fn closures_capture_relax_and_shape_vars() {
     let y = var("y", scalar_i64());
     let z = var("z", scalar_i64());
     let w = var("w", scalar_i64());
-    let inner = func(
+    let inner = seq_fn(
         vec![z.clone()],
-        seq1(
-            vec![bind(&w, pure_call("test.add", vec![v(&z), v(&y)], scalar_i64()))],
-            tuple(vec![v(&w), shape(vec![pe(&n) * c(2)])]),
-        ),
-        None,
+        vec![bind(&w, pure_call("test.add", vec![v(&z), v(&y)], scalar_i64()))],
+        tuple(vec![v(&w), shape(vec![pe(&n) * c(2)])]),
     );
-    let f = untyped("f");
-    let r = untyped("r");
-    let main = func(
+    let [f, r] = untyped_vars(["f", "r"]);
+    let main = seq_fn(
         vec![x.clone(), s.clone()],
-        seq1(
-            vec![
-                bind(&y, pure_call("test.add", vec![v(&s), v(&s)], scalar_i64())),
-                bind(&f, func_expr(inner)),
-                bind(&r, call(v(&f), vec![v(&s)])),
-            ],
-            tuple(vec![v(&r), v(&f)]),
-        ),
-        None,
+        vec![
+            bind(&y, pure_call("test.add", vec![v(&s), v(&s)], scalar_i64())),
+            bind(&f, func_expr(inner)),
+            bind(&r, call(v(&f), vec![v(&s)])),
+        ],
+        tuple(vec![v(&r), v(&f)]),
     );
     let loaded = math_engine().load(&module(vec![("main", main)])).unwrap();
     let x_val: Value = Tensor::from_array(&arr1(&[1i64, 2, 3]).into_dyn()).into();
@@ -217,20 +211,15 @@ fn closures_capture_relax_and_shape_vars() {
 fn tuples_and_tuple_get_item_alias() {
     let x = var("x", tensor_ndim(DataType::FLOAT32, -1));
     let y = var("y", tensor_ndim(DataType::FLOAT32, -1));
-    let t = untyped("t");
-    let a = untyped("a");
-    let b = untyped("b");
-    let main = func(
+    let [t, a, b] = untyped_vars(["t", "a", "b"]);
+    let main = seq_fn(
         vec![x.clone(), y.clone()],
-        seq1(
-            vec![
-                bind(&t, tuple(vec![v(&x), tuple(vec![v(&y), v(&x)])])),
-                bind(&a, get(v(&t), 1)),
-                bind(&b, get(v(&a), 0)),
-            ],
-            tuple(vec![v(&b), get(v(&t), 0), get(v(&a), 1)]),
-        ),
-        None,
+        vec![
+            bind(&t, tuple(vec![v(&x), tuple(vec![v(&y), v(&x)])])),
+            bind(&a, get(v(&t), 1)),
+            bind(&b, get(v(&a), 0)),
+        ],
+        tuple(vec![v(&b), get(v(&t), 0), get(v(&a), 1)]),
     );
     let loaded = Engine::default().load(&module(vec![("main", main)])).unwrap();
     let xt = Tensor::from_array(&arr1(&[1.0f32, 2.0]).into_dyn());
@@ -245,7 +234,7 @@ fn tuples_and_tuple_get_item_alias() {
         arr1(&[1.0f32, 2.0]).into_dyn()
     );
     // Out-of-range TupleGetItem is an error, not a panic.
-    let bad = func(vec![], seq1(vec![], get(tuple(vec![]), 0)), None);
+    let bad = seq_fn(vec![], vec![], get(tuple(vec![]), 0));
     let err = Engine::default()
         .run(&module(vec![("main", bad)]), "main", &[])
         .unwrap_err();
@@ -256,13 +245,10 @@ fn match_cast_module(si: StructInfo, out_dims: Vec<PrimExpr>) -> relax_ir::IRMod
     let x = var("x", tensor_ndim(DataType::FLOAT32, -1));
     let y = var("y", si.clone());
     let s = untyped("s");
-    let main = func(
+    let main = seq_fn(
         vec![x.clone()],
-        seq1(
-            vec![match_cast(&y, v(&x), si), bind(&s, shape(out_dims))],
-            tuple(vec![v(&y), v(&s)]),
-        ),
-        None,
+        vec![match_cast(&y, v(&x), si), bind(&s, shape(out_dims))],
+        tuple(vec![v(&y), v(&s)]),
     );
     module(vec![("main", main)])
 }
@@ -285,14 +271,12 @@ fn match_cast_binds_symbolic_dims() {
         ),
     ];
     let loaded = Engine::default().load(&match_cast_module(si, dims)).unwrap();
-    let x: Value = ArrayD::<f32>::zeros(IxDyn(&[2, 5])).into();
+    let x: Value = zeros::<f32>(&[2, 5]);
     let out = loaded.run("main", std::slice::from_ref(&x)).unwrap();
     let f = out.as_tuple().unwrap();
     assert!(f[0].as_tensor().unwrap().shares_memory_with(x.as_tensor().unwrap()));
     assert_eq!(f[1].as_shape().unwrap(), &[10, 1, 1, 2, 5, -3]);
-    let out = loaded
-        .run("main", &[ArrayD::<f32>::zeros(IxDyn(&[7, 4])).into()])
-        .unwrap();
+    let out = loaded.run("main", &[zeros::<f32>(&[7, 4])]).unwrap();
     assert_eq!(out.as_tuple().unwrap()[1].as_shape().unwrap(), &[28, 4, 0, 4, 7, -3]);
 }
 
@@ -303,13 +287,9 @@ fn match_cast_failures_name_the_binding() {
     let loaded = Engine::default()
         .load(&match_cast_module(square, vec![pe(&n)]))
         .unwrap();
-    let ok = loaded
-        .run("main", &[ArrayD::<f32>::zeros(IxDyn(&[3, 3])).into()])
-        .unwrap();
+    let ok = loaded.run("main", &[zeros::<f32>(&[3, 3])]).unwrap();
     assert_eq!(ok.as_tuple().unwrap()[1].as_shape().unwrap(), &[3]);
-    let err = loaded
-        .run("main", &[ArrayD::<f32>::zeros(IxDyn(&[2, 3])).into()])
-        .unwrap_err();
+    let err = loaded.run("main", &[zeros::<f32>(&[2, 3])]).unwrap_err();
     match &err {
         EngineError::StructMismatch {
             place,
@@ -322,22 +302,13 @@ fn match_cast_failures_name_the_binding() {
         }
         other => panic!("unexpected error {other}"),
     }
-    let err = loaded
-        .run("main", &[ArrayD::<f32>::zeros(IxDyn(&[2])).into()])
-        .unwrap_err();
-    assert!(err.to_string().contains("expected rank 2, got rank 1"), "{err}");
-    let err = loaded
-        .run("main", &[ArrayD::<i32>::zeros(IxDyn(&[2, 2])).into()])
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("expected dtype float32, got dtype int32"),
-        "{err}"
-    );
-    let err = loaded.run("main", &[Value::shape(&[2, 2])]).unwrap_err();
-    assert!(
-        err.to_string().contains("expected a tensor, got Shape((2, 2))"),
-        "{err}"
-    );
+    for (arg, want) in [
+        (zeros::<f32>(&[2]), "expected rank 2, got rank 1"),
+        (zeros::<i32>(&[2, 2]), "expected dtype float32, got dtype int32"),
+        (Value::shape(&[2, 2]), "expected a tensor, got Shape((2, 2))"),
+    ] {
+        assert_run_fails(&loaded, "main", &[arg], want);
+    }
 
     // Tuple and shape StructInfo.
     let a = tvar("a");
@@ -347,10 +318,10 @@ fn match_cast_failures_name_the_binding() {
     ]);
     let x = untyped("x");
     let y = var("y", tup.clone());
-    let main = func(
+    let main = seq_fn(
         vec![x.clone()],
-        seq1(vec![match_cast(&y, v(&x), tup)], shape(vec![pe(&a) + c(1)])),
-        None,
+        vec![match_cast(&y, v(&x), tup)],
+        shape(vec![pe(&a) + c(1)]),
     );
     let loaded = Engine::default().load(&module(vec![("main", main)])).unwrap();
     let good = Value::tuple(vec![Value::shape(&[9, 4]), Value::int(1)]);
@@ -397,11 +368,12 @@ fn entry_module() -> relax_ir::IRModule {
 #[test]
 fn entry_checks_bind_in_binding_positions_first() {
     let loaded = Engine::default().load(&entry_module()).unwrap();
-    let zeros = |d: &[usize]| -> Value { ArrayD::<f32>::zeros(IxDyn(d)).into() };
     // m and n are bound from y although x comes first.
-    let out = loaded.run("f", &[zeros(&[6]), zeros(&[2, 3])]).unwrap();
+    let out = loaded.run("f", &[zeros::<f32>(&[6]), zeros::<f32>(&[2, 3])]).unwrap();
     assert_eq!(out.as_tensor().unwrap().shape(), &[6]);
-    let err = loaded.run("f", &[zeros(&[5]), zeros(&[2, 3])]).unwrap_err();
+    let err = loaded
+        .run("f", &[zeros::<f32>(&[5]), zeros::<f32>(&[2, 3])])
+        .unwrap_err();
     let msg = err.to_string();
     assert!(
         msg.starts_with("dimension 0 of argument `x` of function `f`: expected "),
@@ -410,25 +382,37 @@ fn entry_checks_bind_in_binding_positions_first() {
     assert!(msg.ends_with(" = 6, got 5"), "{msg}");
 }
 
+/// A zero tensor of element type `T` and `shape`.
+fn zeros<T: Clone + Default>(shape: &[usize]) -> Value
+where
+    ArrayD<T>: Into<Value>,
+{
+    ArrayD::from_elem(IxDyn(shape), T::default()).into()
+}
+
+/// Runs `name` on `args` and checks that it fails with a message containing `want`.
+fn assert_run_fails(loaded: &Loaded, name: &str, args: &[Value], want: &str) {
+    let err = loaded.run(name, args).unwrap_err();
+    assert!(err.to_string().contains(want), "{err}");
+}
+
 #[test]
 fn entry_checks_report_wrong_inputs() {
     let engine = Engine::default();
     engine.register_packed("test.identity", Purity::Pure, |a| Ok(a[0].clone()));
     let loaded = engine.load(&entry_module()).unwrap();
-    let zeros = |d: &[usize]| -> Value { ArrayD::<f32>::zeros(IxDyn(d)).into() };
-    let err = loaded.run("g", &[zeros(&[2, 4, 1])]).unwrap_err();
+    let err = loaded.run("g", &[zeros::<f32>(&[2, 4, 1])]).unwrap_err();
     assert_eq!(
         err.to_string(),
         "argument `x` of function `g`: expected rank 2, got rank 3 (Tensor((2, 4, 1), float32))"
     );
-    let err = loaded
-        .run("g", &[ArrayD::<f64>::zeros(IxDyn(&[2, 4])).into()])
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("expected dtype float32, got dtype float64"),
-        "{err}"
+    assert_run_fails(
+        &loaded,
+        "g",
+        &[zeros::<f64>(&[2, 4])],
+        "expected dtype float32, got dtype float64",
     );
-    let err = loaded.run("g", &[zeros(&[2, 5])]).unwrap_err();
+    let err = loaded.run("g", &[zeros::<f32>(&[2, 5])]).unwrap_err();
     assert_eq!(
         err.to_string(),
         "dimension 1 of argument `x` of function `g`: expected 4, got 5"
@@ -436,7 +420,7 @@ fn entry_checks_report_wrong_inputs() {
     let err = loaded.run("g", &[]).unwrap_err();
     assert_arity(&err, 1, 0);
     // The return value is checked against the return StructInfo.
-    let err = loaded.run("g", &[zeros(&[2, 4])]).unwrap_err();
+    let err = loaded.run("g", &[zeros::<f32>(&[2, 4])]).unwrap_err();
     assert_eq!(
         err.to_string(),
         "return value of function `g`: expected rank 1, got rank 2 (Tensor((2, 4), float32))"
@@ -447,7 +431,7 @@ fn entry_checks_report_wrong_inputs() {
 
 #[test]
 fn private_functions_are_not_entry_points() {
-    let mut f = func(vec![], seq1(vec![], tuple(vec![])), None);
+    let mut f = seq_fn(vec![], vec![], tuple(vec![]));
     f.private = true;
     let err = Engine::default()
         .run(&module(vec![("hidden", f)]), "hidden", &[])
@@ -472,8 +456,7 @@ fn packed_functions_pure_and_impure() {
     let x = var("x", tensor(vec![c(2)], DataType::FLOAT32));
     let y = dvar("y", tensor(vec![c(2)], DataType::FLOAT32));
     let z = var("z", tensor(vec![c(2)], DataType::FLOAT32));
-    let u = untyped("u");
-    let u2 = untyped("u2");
+    let [u, u2] = untyped_vars(["u", "u2"]);
     let main = impure(func(
         vec![x.clone()],
         seq(
@@ -565,36 +548,29 @@ fn shape_of_and_symbolic_shape_arithmetic() {
     let s = untyped("s");
     let s2 = var("s2", StructInfo::shape(vec![pe(&a), pe(&b)]));
     let r = untyped("r");
-    let main = func(
+    let main = seq_fn(
         vec![x.clone()],
-        seq1(
-            vec![
-                bind(&s, op("relax.shape_of", vec![v(&x)], Attrs::new(), vec![])),
-                match_cast(&s2, v(&s), StructInfo::shape(vec![pe(&a), pe(&b)])),
-                bind(
-                    &r,
-                    shape(vec![
-                        pe(&a) * pe(&b) - c(1),
-                        PrimExpr::binary(BinOp::FloorDiv, pe(&a) - c(10), c(3)),
-                        PrimExpr::binary(BinOp::FloorMod, pe(&a) - c(10), c(3)),
-                    ]),
-                ),
-            ],
-            tuple(vec![v(&s), v(&r), prim(pe(&a) + pe(&b))]),
-        ),
-        None,
+        vec![
+            bind(&s, plain_op("relax.shape_of", vec![v(&x)])),
+            match_cast(&s2, v(&s), StructInfo::shape(vec![pe(&a), pe(&b)])),
+            bind(
+                &r,
+                shape(vec![
+                    pe(&a) * pe(&b) - c(1),
+                    PrimExpr::binary(BinOp::FloorDiv, pe(&a) - c(10), c(3)),
+                    PrimExpr::binary(BinOp::FloorMod, pe(&a) - c(10), c(3)),
+                ]),
+            ),
+        ],
+        tuple(vec![v(&s), v(&r), prim(pe(&a) + pe(&b))]),
     );
     let loaded = Engine::default().load(&module(vec![("main", main)])).unwrap();
-    let out = loaded
-        .run("main", &[ArrayD::<f32>::zeros(IxDyn(&[4, 6])).into()])
-        .unwrap();
+    let out = loaded.run("main", &[zeros::<f32>(&[4, 6])]).unwrap();
     let f = out.as_tuple().unwrap();
     assert_eq!(f[0].as_shape().unwrap(), &[4, 6]);
     assert_eq!(f[1].as_shape().unwrap(), &[23, -2, 0]);
     assert_eq!(f[2].as_int(), Some(10));
-    let err = loaded
-        .run("main", &[ArrayD::<f32>::zeros(IxDyn(&[4])).into()])
-        .unwrap_err();
+    let err = loaded.run("main", &[zeros::<f32>(&[4])]).unwrap_err();
     assert!(
         err.to_string()
             .contains("argument `x` of function `main`: expected rank 2"),
@@ -605,13 +581,10 @@ fn shape_of_and_symbolic_shape_arithmetic() {
 #[test]
 fn null_value_and_prim_values() {
     let n = untyped("n");
-    let main = func(
+    let main = seq_fn(
         vec![],
-        seq1(
-            vec![bind(&n, op("relax.null_value", vec![], Attrs::new(), vec![]))],
-            tuple(vec![v(&n), string("hi"), prim(c(7))]),
-        ),
-        None,
+        vec![bind(&n, plain_op("relax.null_value", vec![]))],
+        tuple(vec![v(&n), string("hi"), prim(c(7))]),
     );
     let out = Engine::default()
         .run(&module(vec![("main", main)]), "main", &[])
@@ -626,21 +599,13 @@ fn assert_module(format: &str) -> relax_ir::IRModule {
     let cond = var("cond", scalar_bool());
     let x = var("x", tensor(vec![c(2)], DataType::FLOAT32));
     let u = untyped("u");
-    let main = impure(func(
+    let main = impure(seq_fn(
         vec![cond.clone(), x.clone()],
-        seq1(
-            vec![bind(
-                &u,
-                op(
-                    "relax.assert_op",
-                    vec![v(&cond), string(format), v(&x), prim(c(3))],
-                    Attrs::new(),
-                    vec![],
-                ),
-            )],
-            v(&x),
-        ),
-        None,
+        vec![bind(
+            &u,
+            plain_op("relax.assert_op", vec![v(&cond), string(format), v(&x), prim(c(3))]),
+        )],
+        v(&x),
     ));
     module(vec![("main", main)])
 }
@@ -669,38 +634,28 @@ fn assert_op_passes_and_fails_with_message() {
 
 #[test]
 fn print_formats_values() {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = lines.clone();
-    let engine = Engine::default().with_print_sink(move |s| sink.lock().unwrap().push(s.to_string()));
+    let (engine, lines) = printing_engine();
     let x = var("x", tensor(vec![c(2), c(2)], DataType::INT32));
-    let u = untyped("u");
-    let u2 = untyped("u2");
-    let main = impure(func(
+    let [u, u2] = untyped_vars(["u", "u2"]);
+    let main = impure(seq_fn(
         vec![x.clone()],
-        seq1(
-            vec![
-                bind(
-                    &u,
-                    op(
-                        "relax.print",
-                        vec![string("a={} b={} c={}"), v(&x), shape(vec![c(1), c(2)]), prim(c(3))],
-                        Attrs::new(),
-                        vec![],
-                    ),
+        vec![
+            bind(
+                &u,
+                plain_op(
+                    "relax.print",
+                    vec![string("a={} b={} c={}"), v(&x), shape(vec![c(1), c(2)]), prim(c(3))],
                 ),
-                bind(
-                    &u2,
-                    op(
-                        "relax.print",
-                        vec![string(""), string("hello"), tuple(vec![prim(c(1)), shape(vec![c(5)])])],
-                        Attrs::new(),
-                        vec![],
-                    ),
+            ),
+            bind(
+                &u2,
+                plain_op(
+                    "relax.print",
+                    vec![string(""), string("hello"), tuple(vec![prim(c(1)), shape(vec![c(5)])])],
                 ),
-            ],
-            tuple(vec![]),
-        ),
-        None,
+            ),
+        ],
+        tuple(vec![]),
     ));
     engine
         .run(
@@ -722,10 +677,10 @@ fn print_formats_values() {
 fn if_condition_must_be_a_bool_scalar() {
     let x = var("x", tensor_ndim(DataType::FLOAT32, -1));
     let x = untyped(x.name());
-    let main = func(
+    let main = seq_fn(
         vec![x.clone()],
-        seq1(vec![], if_(v(&x), seq1(vec![], prim(c(1))), seq1(vec![], prim(c(2))))),
-        None,
+        vec![],
+        if_(v(&x), seq1(vec![], prim(c(1))), seq1(vec![], prim(c(2)))),
     );
     let loaded = Engine::default().load(&module(vec![("main", main)])).unwrap();
     assert_eq!(
@@ -808,9 +763,9 @@ fn assert_arity(err: &EngineError, expected: usize, actual: usize) {
 /// An impure function `r = R.call_packed(symbol); return r` without parameters.
 fn returns_packed_call(symbol: &str) -> Function {
     let r = untyped("r");
-    impure(func(
+    impure(seq_fn(
         vec![],
-        seq1(vec![bind(&r, call_packed(symbol, vec![], StructInfo::Object))], v(&r)),
-        None,
+        vec![bind(&r, call_packed(symbol, vec![], StructInfo::Object))],
+        v(&r),
     ))
 }

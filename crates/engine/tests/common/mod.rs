@@ -41,6 +41,10 @@ pub fn dvar(name: &str, si: StructInfo) -> Var {
 pub fn untyped(name: &str) -> Var {
     Var::new(name, None)
 }
+/// Untyped (struct-info-free) variables named `names`, in order.
+pub fn untyped_vars<const N: usize>(names: [&str; N]) -> [Var; N] {
+    names.map(untyped)
+}
 pub fn bind(var: &Var, value: Expr) -> Binding {
     Binding::VarBinding {
         var: var.clone(),
@@ -59,6 +63,11 @@ pub fn match_cast(var: &Var, value: Expr, si: StructInfo) -> Binding {
 pub fn seq1(bindings: Vec<Binding>, body: Expr) -> Expr {
     seq(vec![block(bindings)], body)
 }
+/// A function of `params` whose body is one binding block `bindings` returning `body`,
+/// with its return struct info left to deduction.
+pub fn seq_fn(params: Vec<Var>, bindings: Vec<Binding>, body: Expr) -> Function {
+    func(params, seq1(bindings, body), None)
+}
 pub fn v(var: &Var) -> Expr {
     var.to_expr()
 }
@@ -74,6 +83,10 @@ pub fn gv(name: &str) -> Expr {
 }
 pub fn call(callee: Expr, args: Vec<Expr>) -> Expr {
     Expr::call(callee, args, Attrs::new(), Vec::new())
+}
+/// A call of operator `name` on `args` with no attributes and no StructInfo arguments.
+pub fn plain_op(name: &str, args: Vec<Expr>) -> Expr {
+    op(name, args, Attrs::new(), Vec::new())
 }
 pub fn op(name: &str, args: Vec<Expr>, attrs: Attrs, sinfo: Vec<StructInfo>) -> Expr {
     Expr::call(Expr::op(name), args, attrs, sinfo)

@@ -1,7 +1,9 @@
 //! Helpers for tests written as TVMScript text: parsing, engines per device, values.
 
+use std::sync::{Arc, Mutex};
+
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
+use relax_engine::{DeviceChoice, Engine, EngineConfig, Loaded, Value};
 use relax_ir::IRModule;
 
 /// The module `src` holds; panics with the rendered diagnostic when it does not parse.
@@ -36,6 +38,26 @@ pub fn engines() -> Vec<(&'static str, Engine)> {
     let mut v = vec![("cpu", engine(DeviceChoice::Cpu))];
     v.extend(gpu_engine("GPU half not checked").map(|e| ("gpu", e)));
     v
+}
+
+/// A default engine whose `R.print` lines are collected in the returned list.
+pub fn printing_engine() -> (Engine, Arc<Mutex<Vec<String>>>) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let engine = Engine::default().with_print_sink(move |s| sink.lock().unwrap().push(s.to_string()));
+    (engine, lines)
+}
+
+/// The module `src` holds, loaded on each of [`engines`], with the device's name.
+pub fn loaded_everywhere(src: &str) -> Vec<(&'static str, Loaded)> {
+    let module = parse(src);
+    engines()
+        .into_iter()
+        .map(|(dev, e)| match e.load(&module) {
+            Ok(loaded) => (dev, loaded),
+            Err(err) => panic!("{dev}: the module does not load: {err}"),
+        })
+        .collect()
 }
 
 /// A float32 tensor of `shape` whose element `i` (row-major) is `f(i)`.

@@ -3,6 +3,7 @@
 //! expression node running a tight loop over the chunk, so elementwise kernels run
 //! close to memory speed instead of paying closure calls per element.
 
+use relax_ir::tir::Intrinsic;
 use relax_ir::tir::{BinOp, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::{DataType, TypeCode};
 
@@ -101,7 +102,7 @@ fn vcompile(env: &mut Env, e: &PrimExpr, v: &TirVar, slot: usize) -> Option<VFn>
             }
         }
         K::Call { op, args, dtype } if args.len() == 1 => {
-            let f = relax_ir::tir::Intrinsic::from_name(op).and_then(crate::math::unary_f64)?;
+            let f = Intrinsic::from_name(op).and_then(crate::math::unary_f64)?;
             let a = vcompile(env, &args[0], v, slot)?;
             let d = *dtype;
             Box::new(move |fr, s, len, out| {

@@ -13,6 +13,7 @@
 //! * Matmul-like reductions: register blocking, each thread computing a
 //!   `TM x TN` tile of outputs with the operands of one `k` step held in registers.
 
+use relax_ir::tir::Intrinsic;
 use relax_ir::tir::{BinOp, Buffer, For, ForKind, PrimExpr, Stmt, TirVar};
 use relax_ir::{DataType, Span};
 
@@ -524,7 +525,7 @@ fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> G
         store(&ok, tx.to_expr(), ld(&okl, z.clone())),
     ];
     let sync = Stmt::Evaluate(PrimExpr::intrinsic_call(
-        relax_ir::tir::Intrinsic::TvmStorageSync,
+        Intrinsic::TvmStorageSync,
         DataType::INT32,
         vec![],
     ));
@@ -646,7 +647,7 @@ fn subgroup_kernel(
     let fold = |v: PrimExpr| store(&acc, z.clone(), PrimExpr::binary(r.op, ld(&acc, z.clone()), v));
     let strided = strided_over_threads(r, &tx, nt, fold(r.rhs.clone()));
     let sync = Stmt::Evaluate(PrimExpr::intrinsic_call(
-        relax_ir::tir::Intrinsic::TvmStorageSync,
+        Intrinsic::TvmStorageSync,
         DataType::INT32,
         vec![],
     ));

@@ -11,6 +11,7 @@
 //!   `uint8` / `uint16` to one `u32` word; `float16` needs `SHADER_F16`,
 //!   `float64` / `int64` need `SHADER_F64` / `SHADER_INT64`.
 
+use relax_ir::tir::Intrinsic;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
@@ -717,7 +718,7 @@ impl Em<'_> {
                 self.uses_subgroups = true;
                 (format!("{wgsl_fn}({vs})"), vw)
             }
-            K::Call { op, dtype, args } => match relax_ir::tir::Intrinsic::from_name(op) {
+            K::Call { op, dtype, args } => match Intrinsic::from_name(op) {
                 Some(op) => self.call(op, *dtype, args)?,
                 None => return Err(self.unsupported(format!("intrinsic T.{op}"))),
             },
@@ -1045,7 +1046,7 @@ impl Em<'_> {
                 self.line("}");
             }
             Stmt::Evaluate(e) => match e.kind() {
-                PrimExprKind::Call { .. } if e.as_intrinsic() == Some(relax_ir::tir::Intrinsic::TvmStorageSync) => {
+                PrimExprKind::Call { .. } if e.as_intrinsic() == Some(Intrinsic::TvmStorageSync) => {
                     self.line("workgroupBarrier();");
                 }
                 PrimExprKind::IntImm { .. } => {}

@@ -1,6 +1,7 @@
 //! Tensor creation: `full`, `ones`, `zeros`, `*_like`, `arange`, `eye`,
 //! `eye_like`, `tril`, `triu`, `hamming_window`.
 
+use relax_ir::tir::Intrinsic;
 use relax_ir::{Call, DataType, ExprKind, PrimExpr, StructInfo};
 
 use super::common::*;
@@ -163,7 +164,7 @@ fn arange(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             _ => {
                 let diff = fsub(&end, &start).cast(DataType::FLOAT32);
                 let q = fdiv(&diff, &step);
-                PrimExpr::call("ceil", q.dtype(), vec![q]).cast(DataType::INT64)
+                PrimExpr::intrinsic_call(Intrinsic::Ceil, q.dtype(), vec![q]).cast(DataType::INT64)
             }
         }
     };

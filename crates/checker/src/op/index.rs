@@ -1,6 +1,7 @@
 //! Indexing: `take`, `strided_slice`.
 
 use relax_ir::tir::BinOp;
+use relax_ir::tir::Intrinsic;
 use relax_ir::{Call, DataType, Expr, ExprKind, PrimExpr, StructInfo};
 
 use super::common::*;
@@ -97,7 +98,7 @@ pub(crate) fn if_then_else(c: PrimExpr, a: PrimExpr, b: PrimExpr) -> PrimExpr {
         Some(_) => a,
         None => {
             let dtype = a.dtype();
-            PrimExpr::call("if_then_else", dtype, vec![c, a, b])
+            PrimExpr::intrinsic_call(Intrinsic::IfThenElse, dtype, vec![c, a, b])
         }
     }
 }

@@ -2,6 +2,7 @@
 //! and `ewise_fma`.
 
 use relax_ir::tir::BinOp;
+use relax_ir::tir::Intrinsic;
 use relax_ir::{DataType, Expr, ExprKind, PrimExpr, StructInfo, TirVar};
 
 use super::manipulate::ScalarParams;
@@ -92,7 +93,7 @@ fn divide(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 fn floor_divide(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "floor_divide", |a, b, dt| {
         if dt.is_float() {
-            PrimExpr::call("floor", dt, vec![PrimExpr::binary(BinOp::Div, a, b)])
+            PrimExpr::intrinsic_call(Intrinsic::Floor, dt, vec![PrimExpr::binary(BinOp::Div, a, b)])
         } else {
             PrimExpr::binary(BinOp::FloorDiv, a, b)
         }
@@ -102,7 +103,7 @@ fn floor_divide(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 fn modulo(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "mod", |a, b, dt| {
         if dt.is_float() {
-            PrimExpr::call("fmod", dt, vec![a, b])
+            PrimExpr::intrinsic_call(Intrinsic::Fmod, dt, vec![a, b])
         } else {
             PrimExpr::binary(BinOp::Mod, a, b)
         }
@@ -113,7 +114,11 @@ fn floor_mod(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "floor_mod", |a, b, dt| {
         if dt.is_float() {
             // a - floor(a / b) * b
-            let q = PrimExpr::call("floor", dt, vec![PrimExpr::binary(BinOp::Div, a.clone(), b.clone())]);
+            let q = PrimExpr::intrinsic_call(
+                Intrinsic::Floor,
+                dt,
+                vec![PrimExpr::binary(BinOp::Div, a.clone(), b.clone())],
+            );
             PrimExpr::binary(BinOp::Sub, a, PrimExpr::binary(BinOp::Mul, q, b))
         } else {
             PrimExpr::binary(BinOp::FloorMod, a, b)
@@ -122,11 +127,15 @@ fn floor_mod(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 }
 
 fn power(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    binary(ctx, "power", |a, b, dt| PrimExpr::call("pow", dt, vec![a, b]))
+    binary(ctx, "power", |a, b, dt| {
+        PrimExpr::intrinsic_call(Intrinsic::Pow, dt, vec![a, b])
+    })
 }
 
 fn atan2(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-    binary(ctx, "atan2", |a, b, dt| PrimExpr::call("atan2", dt, vec![a, b]))
+    binary(ctx, "atan2", |a, b, dt| {
+        PrimExpr::intrinsic_call(Intrinsic::Atan2, dt, vec![a, b])
+    })
 }
 
 /// A bitwise operator (`bitwise_and`, `shift_left`, ...) on integers (and
@@ -148,8 +157,8 @@ super::by_intrinsic!(bitwise:
 /// `log_add_exp(a, b)`: `log(exp(a) + exp(b))`, as topi writes it.
 fn log_add_exp(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     binary(ctx, "log_add_exp", |a, b, dt| {
-        let e = |x| PrimExpr::call("exp", dt, vec![x]);
-        PrimExpr::call("log", dt, vec![PrimExpr::binary(BinOp::Add, e(a), e(b))])
+        let e = |x| PrimExpr::intrinsic_call(Intrinsic::Exp, dt, vec![x]);
+        PrimExpr::intrinsic_call(Intrinsic::Log, dt, vec![PrimExpr::binary(BinOp::Add, e(a), e(b))])
     })
 }
 

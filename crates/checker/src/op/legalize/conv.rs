@@ -3,6 +3,7 @@
 //! reduction block over input channels and the kernel window.
 
 use relax_ir::tir::BinOp;
+use relax_ir::tir::Intrinsic;
 use relax_ir::{Attrs, PrimExpr};
 
 use super::pool::{fit_n, n_ints, pad_stage, paddings, split_padding};
@@ -225,7 +226,7 @@ fn dilate_stage(t: &mut Te, name: &str, src: &relax_ir::Buffer, factors: &[i64])
             None => load,
             Some(c) => {
                 let zero = konst(0.0, load.dtype());
-                PrimExpr::call("if_then_else", load.dtype(), vec![c, load, zero])
+                PrimExpr::intrinsic_call(Intrinsic::IfThenElse, load.dtype(), vec![c, load, zero])
             }
         }
     })

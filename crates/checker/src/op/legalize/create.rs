@@ -2,6 +2,7 @@
 //! `arange`, `eye`, `eye_like`, `tril`, `triu`.
 
 use relax_ir::tir::BinOp;
+use relax_ir::tir::Intrinsic;
 use relax_ir::{DataType, ExprKind, PrimExpr, PrimExprKind};
 
 use super::manipulate::finish;
@@ -136,8 +137,8 @@ fn eye_of(ctx: &LegalizeCtx, name: &str, k: PrimExpr) -> Result<Lowered, Skip> {
         } else {
             add(&i[1], &PrimExpr::int(-k))
         };
-        PrimExpr::call(
-            "if_then_else",
+        PrimExpr::intrinsic_call(
+            Intrinsic::IfThenElse,
             dt,
             vec![
                 PrimExpr::binary(BinOp::Eq, i[0].clone(), rhs),

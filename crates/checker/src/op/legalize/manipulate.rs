@@ -4,6 +4,7 @@
 //! `collapse_sum_to`/`collapse_sum_like`, `nn.pad`, `reverse_sequence`,
 //! `meshgrid`, `one_hot` and `layout_transform`.
 
+use relax_ir::tir::Intrinsic;
 use std::collections::HashSet;
 
 use relax_ir::tir::BinOp;
@@ -138,13 +139,13 @@ fn reverse_sequence(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
             None => PrimExpr::binary(BinOp::Sub, PrimExpr::binary(BinOp::Sub, dim.clone(), j.clone()), int(1)),
         };
         let within = PrimExpr::binary(BinOp::Sub, PrimExpr::binary(BinOp::Sub, len.clone(), j.clone()), int(1));
-        let inner = PrimExpr::call(
-            "if_then_else",
+        let inner = PrimExpr::intrinsic_call(
+            Intrinsic::IfThenElse,
             j.dtype(),
             vec![PrimExpr::binary(BinOp::Lt, dim.clone(), len), last, within],
         );
         let mut idx = i.to_vec();
-        idx[seq_axis] = PrimExpr::call("if_then_else", j.dtype(), vec![keep, j, inner]);
+        idx[seq_axis] = PrimExpr::intrinsic_call(Intrinsic::IfThenElse, j.dtype(), vec![keep, j, inner]);
         PrimExpr::load(&x, idx)
     });
     Ok(finish("reverse_sequence", t, 1, Vec::new(), ctx.out.clone()))
@@ -180,7 +181,7 @@ fn stack(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
         for (k, b) in bufs.iter().enumerate().skip(1) {
             let v = PrimExpr::load(b, idx.clone());
             let cond = PrimExpr::binary(BinOp::Eq, i[axis].clone(), PrimExpr::int_of(k as i64, i[axis].dtype()));
-            e = PrimExpr::call("if_then_else", v.dtype(), vec![cond, v, e]);
+            e = PrimExpr::intrinsic_call(Intrinsic::IfThenElse, v.dtype(), vec![cond, v, e]);
         }
         e
     });
@@ -348,7 +349,7 @@ fn layout_transform(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
             .collect();
         let v = x.at(&idx);
         match conds.into_iter().reduce(|a, b| PrimExpr::binary(BinOp::Or, a, b)) {
-            Some(c) => PrimExpr::call("if_then_else", dt, vec![c, pad_value.clone(), v]),
+            Some(c) => PrimExpr::intrinsic_call(Intrinsic::IfThenElse, dt, vec![c, pad_value.clone(), v]),
             None => v,
         }
     });
@@ -620,7 +621,7 @@ fn concat(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
             };
             let v = load(k);
             let dt = v.dtype();
-            e = PrimExpr::call("if_then_else", dt, vec![cond, v, e]);
+            e = PrimExpr::intrinsic_call(Intrinsic::IfThenElse, dt, vec![cond, v, e]);
         }
         e
     });
@@ -642,7 +643,7 @@ fn balanced(load: &dyn Fn(usize) -> PrimExpr, offsets: &[PrimExpr], at: &PrimExp
         balanced(load, offsets, at, lo, mid),
     );
     let dt = upper.dtype();
-    PrimExpr::call("if_then_else", dt, vec![cond, upper, lower])
+    PrimExpr::intrinsic_call(Intrinsic::IfThenElse, dt, vec![cond, upper, lower])
 }
 
 /// `x - (a + b + c)` written as `x - a - b - c` (TVM's form of a symbolic offset).
@@ -807,7 +808,7 @@ fn pad(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
         }
         let v = x.at(&idx);
         match conds.into_iter().reduce(|a, b| PrimExpr::binary(BinOp::And, a, b)) {
-            Some(c) => PrimExpr::call("if_then_else", dt, vec![c, v, konst(value, dt)]),
+            Some(c) => PrimExpr::intrinsic_call(Intrinsic::IfThenElse, dt, vec![c, v, konst(value, dt)]),
             None => v,
         }
     });

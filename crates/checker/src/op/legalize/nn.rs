@@ -1,6 +1,7 @@
 //! Neural-network operators: activations and the numerically stable softmax.
 
 use relax_ir::tir::BinOp;
+use relax_ir::tir::Intrinsic;
 use relax_ir::{AttrValue, Attrs, DataType, PrimExpr};
 
 use super::statistical::reduce_index;
@@ -76,7 +77,9 @@ fn leakyrelu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 fn silu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (mut t, x, shape) = one_input(ctx)?;
     let dt = x.dtype();
-    let s = t.compute("compute", &shape, "i", |i| PrimExpr::call("sigmoid", dt, vec![x.at(i)]));
+    let s = t.compute("compute", &shape, "i", |i| {
+        PrimExpr::intrinsic_call(Intrinsic::Sigmoid, dt, vec![x.at(i)])
+    });
     t.compute("T_multiply", &shape, "ax", |i| {
         PrimExpr::binary(BinOp::Mul, x.at(i), PrimExpr::load(&s, i.to_vec()))
     });
@@ -133,8 +136,8 @@ fn softmax_impl(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let with_k = |s: &[PrimExpr], k: &PrimExpr| insert_at(s, ax, k);
     let drop_ax = |i: &[PrimExpr]| remove_at(i, ax);
     let exp = t.compute("T_softmax_exp", &shape, "i", |i| {
-        PrimExpr::call(
-            "exp",
+        PrimExpr::intrinsic_call(
+            Intrinsic::Exp,
             dt,
             vec![PrimExpr::binary(
                 BinOp::Sub,
@@ -317,7 +320,7 @@ fn log_softmax(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
                 x.at(&with_k(s, &r[0])),
                 PrimExpr::load(&maxelem, s.to_vec()),
             );
-            PrimExpr::call("exp", dt, vec![d])
+            PrimExpr::intrinsic_call(Intrinsic::Exp, dt, vec![d])
         },
     );
     let mut ann = Attrs::new();
@@ -328,7 +331,7 @@ fn log_softmax(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
         PrimExpr::binary(
             BinOp::Sub,
             d,
-            PrimExpr::call("log", dt, vec![PrimExpr::load(&expsum, drop_ax(i))]),
+            PrimExpr::intrinsic_call(Intrinsic::Log, dt, vec![PrimExpr::load(&expsum, drop_ax(i))]),
         )
     });
     Ok(Lowered::from_te("log_softmax", t, 1, ctx.out.clone()))
@@ -341,7 +344,7 @@ fn gelu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
         mul(x.at(i), konst(std::f64::consts::FRAC_1_SQRT_2, dt))
     });
     let erf = t.compute("compute", &shape, "i", |i| {
-        PrimExpr::call("erf", dt, vec![PrimExpr::load(&scaled, i.to_vec())])
+        PrimExpr::intrinsic_call(Intrinsic::Erf, dt, vec![PrimExpr::load(&scaled, i.to_vec())])
     });
     let half = t.compute("T_multiply", &shape, "ax", |i| {
         mul(PrimExpr::load(&erf, i.to_vec()), konst(0.5, dt))
@@ -361,7 +364,9 @@ fn selu(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let ld = |b: &relax_ir::Buffer, i: &[PrimExpr]| PrimExpr::load(b, i.to_vec());
     let bin = |op, a, b| PrimExpr::binary(op, a, b);
     let pos = t.compute("T_maximum", &shape, "ax", |i| bin(BinOp::Max, x.at(i), konst(0.0, dt)));
-    let exp = t.compute("compute", &shape, "i", |i| PrimExpr::call("exp", dt, vec![x.at(i)]));
+    let exp = t.compute("compute", &shape, "i", |i| {
+        PrimExpr::intrinsic_call(Intrinsic::Exp, dt, vec![x.at(i)])
+    });
     let em1 = t.compute("T_subtract", &shape, "ax", |i| {
         bin(BinOp::Sub, ld(&exp, i), konst(1.0, dt))
     });
@@ -390,7 +395,7 @@ fn gelu_tanh(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let one_p = t.compute("T_add", &shape, "ax", |i| add(konst(1.0, dt), ld(&bx, i)));
     let inner = t.compute("T_multiply", &shape, "ax", |i| mul(ld(&a, i), ld(&one_p, i)));
     let th = t.compute("compute", &shape, "i", |i| {
-        PrimExpr::call("tanh", dt, vec![ld(&inner, i)])
+        PrimExpr::intrinsic_call(Intrinsic::Tanh, dt, vec![ld(&inner, i)])
     });
     let one_t = t.compute("T_add", &shape, "ax", |i| add(konst(1.0, dt), ld(&th, i)));
     t.compute("T_multiply", &shape, "ax", |i| mul(ld(&half_x, i), ld(&one_t, i)));
@@ -414,10 +419,13 @@ fn softplus(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
         let bx = mul(konst(beta, dt), x.at(i));
         let soft = mul(
             konst(inv, dt),
-            PrimExpr::call(
-                "log",
+            PrimExpr::intrinsic_call(
+                Intrinsic::Log,
                 dt,
-                vec![add(konst(1.0, dt), PrimExpr::call("exp", dt, vec![bx.clone()]))],
+                vec![add(
+                    konst(1.0, dt),
+                    PrimExpr::intrinsic_call(Intrinsic::Exp, dt, vec![bx.clone()]),
+                )],
             ),
         );
         PrimExpr::select(PrimExpr::binary(BinOp::Lt, konst(threshold, dt), bx), x.at(i), soft)
@@ -499,7 +507,7 @@ fn layer_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
             PrimExpr::load(&mean, outer(i)),
         );
         let var = PrimExpr::binary(BinOp::Div, PrimExpr::load(&var_sum, outer(i)), count.clone());
-        let r = PrimExpr::call("rsqrt", acc, vec![add(var, konst(eps, acc))]);
+        let r = PrimExpr::intrinsic_call(Intrinsic::Rsqrt, acc, vec![add(var, konst(eps, acc))]);
         let normed = mul(d, r);
         let normed = if acc == dt { normed } else { normed.cast(dt) };
         add(
@@ -533,7 +541,7 @@ fn rms_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let count = float_count(&axes.iter().map(|&d| shape[d].clone()).collect::<Vec<_>>(), acc);
     let rs = t.compute("rsqrt", &red_shape, "ax", |i| {
         let mean = PrimExpr::binary(BinOp::Div, ld(&sum, i), count.clone());
-        PrimExpr::call("rsqrt", acc, vec![add(mean, konst(eps, acc))])
+        PrimExpr::intrinsic_call(Intrinsic::Rsqrt, acc, vec![add(mean, konst(eps, acc))])
     });
     let wshape = weight.shape().to_vec();
     let wc = t.compute("T_cast", &wshape, "ax", |i| to(ld(weight, i), acc));
@@ -665,7 +673,7 @@ fn grouped_norm(ctx: &LegalizeCtx, groups: Option<i64>, name: &str) -> Result<Lo
         let mean = || PrimExpr::binary(BinOp::Div, PrimExpr::load(&sums[0], ridx.clone()), count.clone());
         let sq = PrimExpr::binary(BinOp::Div, PrimExpr::load(&sums[1], ridx.clone()), count.clone());
         let var = PrimExpr::binary(BinOp::Sub, sq, mul(mean(), mean()));
-        let r = PrimExpr::call("rsqrt", acc, vec![add(var, konst(eps, acc))]);
+        let r = PrimExpr::intrinsic_call(Intrinsic::Rsqrt, acc, vec![add(var, konst(eps, acc))]);
         let d = PrimExpr::binary(BinOp::Sub, up(PrimExpr::load(x, i.to_vec())), mean());
         let mut v = mul(d, r);
         if v.dtype() != dt {
@@ -793,7 +801,7 @@ fn batch_norm(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     };
     let veps = t.compute("T_add", &rs_shape, "ax", |i| add(ld(&var_rs, i), konst(eps, dt)));
     let sd = t.compute("compute", &rs_shape, "i", |i| {
-        PrimExpr::call("sqrt", dt, vec![ld(&veps, i)])
+        PrimExpr::intrinsic_call(Intrinsic::Sqrt, dt, vec![ld(&veps, i)])
     });
     let mut out = t.compute("T_divide", &shape, "ax", |i| div(ld(&centered, i), bc(&sd, i)));
     if scale {

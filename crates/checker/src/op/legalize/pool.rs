@@ -3,6 +3,7 @@
 //! `pool_sum`) and, for averages, the division by the window size (`pool_avg`).
 
 use relax_ir::tir::BinOp;
+use relax_ir::tir::Intrinsic;
 use relax_ir::{AttrValue, Attrs, Buffer, DataType, PrimExpr};
 
 use super::te::{add, konst, min_value, scale, sub, Reduce, Te};
@@ -73,7 +74,7 @@ pub(crate) fn pad_stage(
         }
         match cond {
             None => load,
-            Some(c) => PrimExpr::call("if_then_else", load.dtype(), vec![c, load, pad_value]),
+            Some(c) => PrimExpr::intrinsic_call(Intrinsic::IfThenElse, load.dtype(), vec![c, load, pad_value]),
         }
     }))
 }

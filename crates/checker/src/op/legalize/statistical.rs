@@ -2,6 +2,7 @@
 //! spatial loops first, then one reduction loop `k{axis}` per reduced axis.
 
 use relax_ir::tir::BinOp;
+use relax_ir::tir::Intrinsic;
 use relax_ir::PrimExpr;
 
 use super::te::{konst, max_value, min_value, Operand, Reduce, Te};
@@ -208,7 +209,7 @@ fn std(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let shape = var.shape().to_vec();
     let dt = var.dtype();
     t.compute("compute", &shape, "i", |i| {
-        PrimExpr::call("sqrt", dt, vec![PrimExpr::load(&var, i.to_vec())])
+        PrimExpr::intrinsic_call(Intrinsic::Sqrt, dt, vec![PrimExpr::load(&var, i.to_vec())])
     });
     Ok(Lowered::from_te("std", t, 1, ctx.out.clone()))
 }

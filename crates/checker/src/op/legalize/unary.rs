@@ -1,6 +1,7 @@
 //! Unary element-wise operators (`topi` math functions, `clip`, `astype`).
 
 use relax_ir::tir::BinOp;
+use relax_ir::tir::Intrinsic;
 use relax_ir::{DataType, ExprKind, PrimExpr};
 
 use super::te::{konst, Operand, Te};
@@ -121,7 +122,9 @@ fn sign(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 
 fn isnan(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     ctx.arg_dtype_if(0, DataType::is_float)?;
-    compute_unary(ctx, "tir_isnan", |x| PrimExpr::call("isnan", DataType::BOOL, vec![x]))
+    compute_unary(ctx, "tir_isnan", |x| {
+        PrimExpr::intrinsic_call(Intrinsic::Isnan, DataType::BOOL, vec![x])
+    })
 }
 
 fn inf(dt: DataType) -> PrimExpr {
@@ -131,12 +134,12 @@ fn inf(dt: DataType) -> PrimExpr {
 fn isinf(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
     compute_unary(ctx, "tir_isinf", |x| {
-        let fabs = PrimExpr::call("fabs", dt, vec![x.clone()]);
+        let fabs = PrimExpr::intrinsic_call(Intrinsic::Fabs, dt, vec![x.clone()]);
         PrimExpr::binary(
             BinOp::And,
             PrimExpr::binary(BinOp::Eq, fabs, inf(dt)),
-            PrimExpr::new(relax_ir::PrimExprKind::Not(PrimExpr::call(
-                "isnan",
+            PrimExpr::new(relax_ir::PrimExprKind::Not(PrimExpr::intrinsic_call(
+                Intrinsic::Isnan,
                 DataType::BOOL,
                 vec![x],
             ))),
@@ -147,8 +150,8 @@ fn isinf(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 fn isfinite(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
     compute_unary(ctx, "tir_isfinite", |x| {
-        let fabs = PrimExpr::call("fabs", dt, vec![x.clone()]);
-        let nan = PrimExpr::call("isnan", DataType::BOOL, vec![x]);
+        let fabs = PrimExpr::intrinsic_call(Intrinsic::Fabs, dt, vec![x.clone()]);
+        let nan = PrimExpr::intrinsic_call(Intrinsic::Isnan, DataType::BOOL, vec![x]);
         PrimExpr::binary(
             BinOp::And,
             PrimExpr::binary(BinOp::Or, PrimExpr::binary(BinOp::Ne, fabs, inf(dt)), nan.clone()),
@@ -195,7 +198,9 @@ fn logical_not(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 
 fn bitwise_not(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let dt = ctx.arg_dtype_if(0, |dt: &DataType| dt.is_integer() || dt.is_bool())?;
-    topi_unary(ctx, "bitwise_not", |x| PrimExpr::call("bitwise_not", dt, vec![x]))
+    topi_unary(ctx, "bitwise_not", |x| {
+        PrimExpr::intrinsic_call(Intrinsic::BitwiseNot, dt, vec![x])
+    })
 }
 
 /// `astype` of a constant folds into a constant.

@@ -6,6 +6,7 @@
 //! assertion, or allocation) leaves the function through one exit block that
 //! stores the offending index and size and returns the failure's site number.
 
+use relax_ir::tir::Intrinsic;
 use std::collections::{HashMap, HashSet};
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -195,7 +196,7 @@ impl<'a, 'b> Gen<'a, 'b> {
             }
             Stmt::Seq(v) => v.iter().try_for_each(|x| self.stmt(x)),
             Stmt::Evaluate(e) => {
-                if e.as_intrinsic() == Some(relax_ir::tir::Intrinsic::TvmStorageSync) {
+                if e.as_intrinsic() == Some(Intrinsic::TvmStorageSync) {
                     return Err(self.unsupported("thread barriers (T.tvm_storage_sync) on the host"));
                 }
                 if !matches!(e.kind(), PrimExprKind::IntImm { .. }) {

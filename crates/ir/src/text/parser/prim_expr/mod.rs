@@ -248,7 +248,11 @@ impl<'a> Evaluator<'a> {
                         Value::Int(i) => Ok(Value::Int(!i)),
                         Value::Expr(x) => {
                             let dtype = x.dtype();
-                            Ok(Value::Expr(PrimExpr::call("bitwise_not", dtype, vec![x])))
+                            Ok(Value::Expr(PrimExpr::intrinsic_call(
+                                Intrinsic::BitwiseNot,
+                                dtype,
+                                vec![x],
+                            )))
                         }
                         other => Err(self.err(e, format!("cannot apply `~` to {}", other.kind_name()))),
                     },

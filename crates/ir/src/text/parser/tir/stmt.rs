@@ -94,7 +94,11 @@ impl<'a> TirParser<'a> {
                     return Err(self.err(s, "`return` needs a value in TIR"));
                 };
                 let x = self.prim(v)?;
-                Ok(Item::Stmt(Stmt::Evaluate(PrimExpr::call("ret", x.dtype(), vec![x]))))
+                Ok(Item::Stmt(Stmt::Evaluate(PrimExpr::intrinsic_call(
+                    crate::tir::Intrinsic::Ret,
+                    x.dtype(),
+                    vec![x],
+                ))))
             }
             ast::Stmt::Assert(a) => {
                 let cond = self.prim(&a.test)?;

@@ -2,11 +2,12 @@
 //! pooling legalizations (the numbers are checked end to end against TVM's
 //! outputs by the workspace's e2e programs).
 
-use relax_ir::text::{parse, print_program, Program};
+use relax_ir::text::parse;
 use relax_ir::tir::{IterKind, Stmt};
 use relax_ir::{BaseFunc, IRModule, PrimFunc};
 
 use super::legalize_module;
+use super::tests::{has, text};
 use crate::normalize::normalize_module;
 
 fn legalize(body: &str, params: &str) -> IRModule {
@@ -17,20 +18,11 @@ fn legalize(body: &str, params: &str) -> IRModule {
     legalize_module(&m).expect("legalize")
 }
 
-fn text(m: &IRModule) -> String {
-    print_program(&Program::Module(m.clone()))
-}
-
 fn prim<'a>(m: &'a IRModule, name: &str) -> &'a PrimFunc {
     match m.functions.iter().find(|(g, _)| g.name() == name) {
         Some((_, BaseFunc::Prim(f))) => f,
         _ => panic!("no PrimFunc {name} in\n{}", text(m)),
     }
-}
-
-/// Panic unless the printed module `t` contains `fragment`.
-fn has(t: &str, fragment: &str) {
-    assert!(t.contains(fragment), "missing {fragment:?} in\n{t}");
 }
 
 /// The block names of PrimFunc `name` of `m`, in stage order.

@@ -449,22 +449,12 @@ fn wf24_vdevice_declared() {
 fn normal_form_nested_calls_are_fine_after_normalization() {
     let x = var("x", Some(tf(&[2])));
     let body = call("relax.add", vec![call("relax.add", vec![e(&x), e(&x)]), e(&x)]);
-    let r = assert_clean(&main_module(func(vec![x.clone()], body, None)));
+    let r = assert_clean(&main_module(func(vec![x.clone()], body.clone(), None)));
     let names: Vec<String> = r.bindings.iter().map(|b| b.var.clone()).collect();
     assert_eq!(names, vec!["gv", "gv1"]);
     // The raw module violates the normal form.
-    let raw = main_module(func(
-        vec![x.clone()],
-        call("relax.add", vec![call("relax.add", vec![e(&x), e(&x)]), e(&x)]),
-        None,
-    ));
-    let diags = relax_checker::well_formed::check_module(&raw, Default::default());
-    assert!(
-        diags
-            .iter()
-            .any(|d| d.rule.as_deref().unwrap_or("").starts_with("normal-form/")),
-        "{diags:?}"
-    );
+    let raw = main_module(func(vec![x.clone()], body, None));
+    assert_normal_form_violation(&raw, "normal-form/");
 }
 
 #[test]
@@ -481,13 +471,7 @@ fn normal_form_blocks_consolidated() {
         ],
         e(&b),
     );
-    let diags = relax_checker::well_formed::check_module(&raw, Default::default());
-    assert!(
-        diags
-            .iter()
-            .any(|d| d.rule.as_deref().unwrap_or("").starts_with("normal-form/4")),
-        "{diags:?}"
-    );
+    assert_normal_form_violation(&raw, "normal-form/4");
     // The normalizer merges them.
     let r = assert_clean(&raw);
     let relax_ir::BaseFunc::Relax(f) = r.module.get("main").unwrap() else {
@@ -496,6 +480,15 @@ fn normal_form_blocks_consolidated() {
     let ExprKind::Seq(s) = f.body.kind() else { panic!() };
     assert_eq!(s.blocks.len(), 1);
     assert_eq!(s.blocks[0].bindings.len(), 2);
+}
+
+/// Panic unless the well-formedness check of `raw` reports a rule starting with `rule`.
+fn assert_normal_form_violation(raw: &relax_ir::IRModule, rule: &str) {
+    let diags = relax_checker::well_formed::check_module(raw, Default::default());
+    assert!(
+        diags.iter().any(|d| d.rule.as_deref().unwrap_or("").starts_with(rule)),
+        "{diags:?}"
+    );
 }
 
 /// The module of one public pure function `main(params)` whose body is `blocks`

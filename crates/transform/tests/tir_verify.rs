@@ -95,45 +95,20 @@ fn broken_prim_funcs_are_rejected() {
             .any(|d| d.rule.as_deref() == Some("tir/undefined-var") && d.message.contains("`i`")),
         "{e:?}"
     );
-    let relax_ir::tir::Stmt::BufferStore {
-        buffer, value, span, ..
-    } = &**inner
-    else {
+    let mut h = f.clone();
+    h.body = (**inner).clone();
+    let relax_ir::tir::Stmt::BufferStore { indices, .. } = &mut h.body else {
         panic!("store")
     };
-    let mut h = f.clone();
-    h.body = relax_ir::tir::Stmt::BufferStore {
-        buffer: buffer.clone(),
-        value: value.clone(),
-        indices: vec![relax_ir::PrimExpr::int(0)],
-        span: *span,
-    };
+    *indices = vec![relax_ir::PrimExpr::int(0)];
     let e = relax_transform::tir_verify::verify_prim_func("f", &h);
     assert!(e.iter().any(|d| d.rule.as_deref() == Some("tir/index-arity")), "{e:?}");
     // The same loop variable defined twice.
-    let relax_ir::tir::Stmt::For {
-        var,
-        min,
-        extent,
-        kind,
-        thread_tag,
-        annotations,
-        ..
-    } = &f.body
-    else {
+    let mut t = f.clone();
+    let relax_ir::tir::Stmt::For { body, .. } = &mut t.body else {
         panic!("outer")
     };
-    let twice = relax_ir::tir::Stmt::For {
-        var: var.clone(),
-        min: min.clone(),
-        extent: extent.clone(),
-        kind: *kind,
-        thread_tag: thread_tag.clone(),
-        annotations: annotations.clone(),
-        body: Box::new(f.body.clone()),
-    };
-    let mut t = f.clone();
-    t.body = twice;
+    **body = f.body.clone();
     let e = relax_transform::tir_verify::verify_prim_func("f", &t);
     assert!(
         e.iter().any(|d| d.rule.as_deref() == Some("tir/loop-var-redefined")),

@@ -213,11 +213,7 @@ fn wf08_recursive_function_needs_return_annotation() {
 fn wf09_op_only_as_callee() {
     let x = var("x", Some(tf(&[2])));
     let y = var("y", None);
-    let bad = main_block(
-        vec![x.clone()],
-        vec![bind(&y, Expr::tuple(vec![e(&x), Expr::op("relax.add")]), 3)],
-        e(&x),
-    );
+    let bad = main_binding(&x, &y, Expr::tuple(vec![e(&x), Expr::op("relax.add")]));
     assert_rule(&bad, 9);
 }
 
@@ -307,11 +303,7 @@ fn wf15_shape_values() {
     let x = var("x", Some(tf(&[2])));
     // A shape variable out of scope (criterion 5 covers shape annotations).
     let s = var("s", Some(StructInfo::shape(vec![k.to_expr() + PrimExpr::int(1)])));
-    let bad = main_block(
-        vec![x.clone()],
-        vec![bind(&s, Expr::shape(vec![PrimExpr::int(2)]), 3)],
-        e(&x),
-    );
+    let bad = main_binding(&x, &s, Expr::shape(vec![PrimExpr::int(2)]));
     assert_rule(&bad, 5);
     // ndim must match the number of values.
     let bad_si = StructInfo::Shape(ShapeStructInfo {
@@ -334,11 +326,7 @@ fn wf16_prim_value_vars_in_scope() {
     let k = sv("k");
     let x = var("x", Some(tf(&[2])));
     let p = var("p", Some(StructInfo::prim_value(k.to_expr() + PrimExpr::int(1))));
-    let bad = main_block(
-        vec![x.clone()],
-        vec![bind(&p, Expr::new(ExprKind::PrimValue(PrimExpr::int(3))), 3)],
-        e(&x),
-    );
+    let bad = main_binding(&x, &p, Expr::new(ExprKind::PrimValue(PrimExpr::int(3))));
     assert_rule(&bad, 16);
 }
 
@@ -461,22 +449,12 @@ fn wf24_vdevice_declared() {
 fn normal_form_nested_calls_are_fine_after_normalization() {
     let x = var("x", Some(tf(&[2])));
     let body = call("relax.add", vec![call("relax.add", vec![e(&x), e(&x)]), e(&x)]);
-    let r = assert_clean(&main_module(func(vec![x.clone()], body, None)));
+    let r = assert_clean(&main_module(func(vec![x.clone()], body.clone(), None)));
     let names: Vec<String> = r.bindings.iter().map(|b| b.var.clone()).collect();
     assert_eq!(names, vec!["gv", "gv1"]);
     // The raw module violates the normal form.
-    let raw = main_module(func(
-        vec![x.clone()],
-        call("relax.add", vec![call("relax.add", vec![e(&x), e(&x)]), e(&x)]),
-        None,
-    ));
-    let diags = relax_checker::well_formed::check_module(&raw, Default::default());
-    assert!(
-        diags
-            .iter()
-            .any(|d| d.rule.as_deref().unwrap_or("").starts_with("normal-form/")),
-        "{diags:?}"
-    );
+    let raw = main_module(func(vec![x.clone()], body, None));
+    assert_normal_form_violation(&raw, "normal-form/");
 }
 
 #[test]
@@ -493,13 +471,7 @@ fn normal_form_blocks_consolidated() {
         ],
         e(&b),
     );
-    let diags = relax_checker::well_formed::check_module(&raw, Default::default());
-    assert!(
-        diags
-            .iter()
-            .any(|d| d.rule.as_deref().unwrap_or("").starts_with("normal-form/4")),
-        "{diags:?}"
-    );
+    assert_normal_form_violation(&raw, "normal-form/4");
     // The normalizer merges them.
     let r = assert_clean(&raw);
     let relax_ir::BaseFunc::Relax(f) = r.module.get("main").unwrap() else {
@@ -510,10 +482,24 @@ fn normal_form_blocks_consolidated() {
     assert_eq!(s.blocks[0].bindings.len(), 2);
 }
 
+/// Panic unless the well-formedness check of `raw` reports a rule starting with `rule`.
+fn assert_normal_form_violation(raw: &relax_ir::IRModule, rule: &str) {
+    let diags = relax_checker::well_formed::check_module(raw, Default::default());
+    assert!(
+        diags.iter().any(|d| d.rule.as_deref().unwrap_or("").starts_with(rule)),
+        "{diags:?}"
+    );
+}
+
 /// The module of one public pure function `main(params)` whose body is `blocks`
 /// then `body`.
 fn main_of(params: Vec<relax_ir::Var>, blocks: Vec<BindingBlock>, body: Expr) -> relax_ir::IRModule {
     main_module(func(params, seq(blocks, body), None))
+}
+
+/// `main(x)` that binds `v = value` (at line 3) and returns `x`.
+fn main_binding(x: &relax_ir::Var, v: &relax_ir::Var, value: Expr) -> relax_ir::IRModule {
+    main_block(vec![x.clone()], vec![bind(v, value, 3)], e(x))
 }
 
 /// [`main_of`] with one (non-dataflow) block of `bindings`.

@@ -95,19 +95,12 @@ fn broken_prim_funcs_are_rejected() {
             .any(|d| d.rule.as_deref() == Some("tir/undefined-var") && d.message.contains("`i`")),
         "{e:?}"
     );
-    let relax_ir::tir::Stmt::BufferStore {
-        buffer, value, span, ..
-    } = &**inner
-    else {
+    let mut h = f.clone();
+    h.body = (**inner).clone();
+    let relax_ir::tir::Stmt::BufferStore { indices, .. } = &mut h.body else {
         panic!("store")
     };
-    let mut h = f.clone();
-    h.body = relax_ir::tir::Stmt::BufferStore {
-        buffer: buffer.clone(),
-        value: value.clone(),
-        indices: vec![relax_ir::PrimExpr::int(0)],
-        span: *span,
-    };
+    *indices = vec![relax_ir::PrimExpr::int(0)];
     let e = relax_transform::tir_verify::verify_prim_func("f", &h);
     assert!(e.iter().any(|d| d.rule.as_deref() == Some("tir/index-arity")), "{e:?}");
     // The same loop variable defined twice.

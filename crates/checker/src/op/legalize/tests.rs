@@ -17,6 +17,29 @@ fn legalize_text(text: &str) -> IRModule {
     legalize_module(&m).expect("legalize")
 }
 
+/// The module printed as TVMScript.
+pub(crate) fn text(m: &IRModule) -> String {
+    relax_ir::text::print_program(&relax_ir::text::Program::Module(m.clone()))
+}
+
+/// Panic unless the printed module `t` contains `fragment`.
+pub(crate) fn has(t: &str, fragment: &str) {
+    assert!(t.contains(fragment), "missing {fragment:?} in\n{t}");
+}
+
+/// The parameter names and the buffer-map size of the PrimFunc `name` of `m`.
+fn params_of<'a>(m: &'a IRModule, name: &str) -> (Vec<&'a str>, usize) {
+    let f = m.prim_func(name).unwrap_or_else(|| panic!("{name} legalized"));
+    (f.params.iter().map(|p| p.name()).collect(), f.buffer_map.len())
+}
+
+/// Panic with our printed module unless `ours` equals `theirs` up to free variables.
+fn assert_same_as_tvm(ours: &IRModule, theirs: &IRModule) {
+    if let Err(m) = StructuralEqual::new().map_free_vars(true).module(ours, theirs) {
+        panic!("differs from TVM: {m:?}\n{}", text(ours));
+    }
+}
+
 const ADD: &str = r#"
 @I.ir_module
 class Module:
@@ -39,12 +62,9 @@ fn dedup_and_naming() {
         .collect();
     // both adds share one PrimFunc
     assert_eq!(prims, vec!["add", "tir_exp"]);
-    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(m));
-    assert!(text.contains("R.call_tir(cls.add, (gv, y)"), "{text}");
-    assert!(
-        text.contains("T_add[v_ax0, v_ax1] = x[v_ax0, v_ax1] + y[v_ax0, v_ax1]"),
-        "{text}"
-    );
+    let t = text(&m);
+    has(&t, "R.call_tir(cls.add, (gv, y)");
+    has(&t, "T_add[v_ax0, v_ax1] = x[v_ax0, v_ax1] + y[v_ax0, v_ax1]");
 }
 
 #[test]
@@ -73,10 +93,7 @@ pub(crate) fn assert_matches_tvm(input: &str, tvm: &str) {
         Ok(p) => normalize_module(&p.into_module()).module,
         Err(e) => panic!("TVM's output does not parse: {e:?}"),
     };
-    if let Err(m) = StructuralEqual::new().map_free_vars(true).module(&ours, &theirs) {
-        let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(ours));
-        panic!("differs from TVM: {m:?}\n{text}");
-    }
+    assert_same_as_tvm(&ours, &theirs);
 }
 
 const BITWISE_IN: &str = r#"
@@ -360,16 +377,10 @@ class Module:
         return gv
 "#;
     let m = legalize_text(src);
-    let f = m.prim_func("arange").expect("arange legalized");
-    let names: Vec<&str> = f.params.iter().map(|p| p.name()).collect();
-    assert_eq!(names, vec!["n", "T_arange"]);
-    assert_eq!(f.buffer_map.len(), 1);
-    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(m));
-    assert!(
-        text.contains("T_arange[v_ax0] = v_ax0 * T.int64(2) + T.int64(1)"),
-        "{text}"
-    );
-    assert!(text.contains("R.call_tir(cls.arange, (n,)"), "{text}");
+    assert_eq!(params_of(&m, "arange"), (vec!["n", "T_arange"], 1));
+    let t = text(&m);
+    has(&t, "T_arange[v_ax0] = v_ax0 * T.int64(2) + T.int64(1)");
+    has(&t, "R.call_tir(cls.arange, (n,)");
 }
 
 /// A variable of `R.Prim` type used as an operand becomes a scalar parameter
@@ -387,21 +398,13 @@ class Module:
         return (a, c)
 "#;
     let m = legalize_text(src);
-    let f = m.prim_func("multiply").expect("multiply legalized");
-    let names: Vec<&str> = f.params.iter().map(|p| p.name()).collect();
-    assert_eq!(names, vec!["x", "s", "T_multiply"]);
-    assert_eq!(f.buffer_map.len(), 2);
-    let f = m.prim_func("take").expect("take legalized");
-    let names: Vec<&str> = f.params.iter().map(|p| p.name()).collect();
-    assert_eq!(names, vec!["x", "k", "T_take"]);
-    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(m));
-    assert!(
-        text.contains("T_multiply[v_ax0, v_ax1] = x[v_ax0, v_ax1] * s"),
-        "{text}"
-    );
-    assert!(text.contains("T_take[v_ax0] = x[v_ax0, k]"), "{text}");
-    assert!(text.contains("R.call_tir(cls.multiply, (x, s)"), "{text}");
-    assert!(text.contains("R.call_tir(cls.take, (x, k)"), "{text}");
+    assert_eq!(params_of(&m, "multiply"), (vec!["x", "s", "T_multiply"], 2));
+    assert_eq!(params_of(&m, "take").0, vec!["x", "k", "T_take"]);
+    let t = text(&m);
+    has(&t, "T_multiply[v_ax0, v_ax1] = x[v_ax0, v_ax1] * s");
+    has(&t, "T_take[v_ax0] = x[v_ax0, k]");
+    has(&t, "R.call_tir(cls.multiply, (x, s)");
+    has(&t, "R.call_tir(cls.take, (x, k)");
 }
 
 const STACK_TVM: &str = r#"
@@ -460,10 +463,7 @@ class Module:
     assert!(n.diagnostics.is_empty(), "{:?}", n.diagnostics);
     let ours = normalize_module(&legalize_module(&n.module).expect("legalize")).module;
     let theirs = load(STACK_TVM).expect("TVM's output parses");
-    if let Err(e) = StructuralEqual::new().map_free_vars(true).module(&ours, &theirs) {
-        let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(ours));
-        panic!("differs from TVM: {e:?}\n{text}");
-    }
+    assert_same_as_tvm(&ours, &theirs);
 }
 
 const PAD_EDGE_IN: &str = r#"
@@ -552,14 +552,13 @@ class Module:
     assert_eq!(bound_constant(&m, "d"), Some((b, vec![], vec![1.0])));
 }
 
-fn out_shape_of(text: &str) -> Result<String, Vec<String>> {
-    let n = normalize_module(&parse(text).expect("parses").into_module());
+fn out_shape_of(src: &str) -> Result<String, Vec<String>> {
+    let n = normalize_module(&parse(src).expect("parses").into_module());
     if !n.diagnostics.is_empty() {
         return Err(n.diagnostics.iter().map(|d| d.message.clone()).collect());
     }
     let legal = legalize_module(&n.module).expect("legalize");
-    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(legal));
-    let line = text
+    let line = text(&legal)
         .lines()
         .find(|l| l.contains("T_reshape: T.Buffer"))
         .unwrap_or_default()
@@ -584,18 +583,25 @@ class Module:
 /// dimension, as `R.reshape` converts them; invalid special values are errors.
 #[test]
 fn reshape_special_values() {
-    let line = out_shape_of(&reshape_src("3, -1")).expect("valid");
-    assert!(line.contains("T.Buffer((T.int64(3), T.int64(8))"), "{line}");
-    let line = out_shape_of(&reshape_src("0, -1")).expect("valid");
-    assert!(line.contains("T.Buffer((T.int64(2), T.int64(12))"), "{line}");
-    let line = out_shape_of(&reshape_src("-1")).expect("valid");
-    assert!(line.contains("T.Buffer((T.int64(24),)"), "{line}");
-    let e = out_shape_of(&reshape_src("-1, -1")).expect_err("two -1");
-    assert!(e.iter().any(|m| m.contains("at most one \"-1\"")), "{e:?}");
-    let e = out_shape_of(&reshape_src("-2, 12")).expect_err("-2");
-    assert!(e.iter().any(|m| m.contains("positive except a single")), "{e:?}");
-    let e = out_shape_of(&reshape_src("5, -1")).expect_err("24 is not a multiple of 5");
-    assert!(e.iter().any(|m| m.contains("convertible from the old shape")), "{e:?}");
+    let valid = [
+        ("3, -1", "T.Buffer((T.int64(3), T.int64(8))"),
+        ("0, -1", "T.Buffer((T.int64(2), T.int64(12))"),
+        ("-1", "T.Buffer((T.int64(24),)"),
+    ];
+    for (shape, buffer) in valid {
+        let line = out_shape_of(&reshape_src(shape)).expect("valid");
+        has(&line, buffer);
+    }
+    // two -1; -2; 24 is not a multiple of 5
+    let invalid = [
+        ("-1, -1", "at most one \"-1\""),
+        ("-2, 12", "positive except a single"),
+        ("5, -1", "convertible from the old shape"),
+    ];
+    for (shape, reason) in invalid {
+        let e = out_shape_of(&reshape_src(shape)).expect_err(shape);
+        assert!(e.iter().any(|m| m.contains(reason)), "{shape}: {e:?}");
+    }
 }
 
 const SELU_IN: &str = r#"

@@ -2,11 +2,12 @@
 //! pooling legalizations (the numbers are checked end to end against TVM's
 //! outputs by the workspace's e2e programs).
 
-use relax_ir::text::{parse, print_program, Program};
-use relax_ir::tir::{For, IterKind, Stmt};
+use relax_ir::text::parse;
+use relax_ir::tir::{Block, For, IterKind, Stmt};
 use relax_ir::{BaseFunc, IRModule, PrimFunc};
 
 use super::legalize_module;
+use super::tests::{has, text};
 use crate::normalize::normalize_module;
 
 fn legalize(body: &str, params: &str) -> IRModule {
@@ -17,10 +18,6 @@ fn legalize(body: &str, params: &str) -> IRModule {
     legalize_module(&m).expect("legalize")
 }
 
-fn text(m: &IRModule) -> String {
-    print_program(&Program::Module(m.clone()))
-}
-
 fn prim<'a>(m: &'a IRModule, name: &str) -> &'a PrimFunc {
     match m.functions.iter().find(|(g, _)| g.name() == name) {
         Some((_, BaseFunc::Prim(f))) => f,
@@ -28,33 +25,33 @@ fn prim<'a>(m: &'a IRModule, name: &str) -> &'a PrimFunc {
     }
 }
 
-/// Panic unless the printed module `t` contains `fragment`.
-fn has(t: &str, fragment: &str) {
-    assert!(t.contains(fragment), "missing {fragment:?} in\n{t}");
-}
-
 /// The block names of PrimFunc `name` of `m`, in stage order.
 fn stages(m: &IRModule, name: &str) -> Vec<String> {
     blocks(prim(m, name))
 }
 
-/// Block names in stage order.
-fn blocks(f: &PrimFunc) -> Vec<String> {
-    fn walk(s: &Stmt, out: &mut Vec<String>) {
+/// Visit the blocks of `f` other than `root`, in stage order.
+fn each_block(f: &PrimFunc, visit: &mut dyn FnMut(&Block)) {
+    fn walk(s: &Stmt, visit: &mut dyn FnMut(&Block)) {
         match s {
             Stmt::BlockRealize { block, .. } => {
                 if block.name != "root" {
-                    out.push(block.name.clone());
+                    visit(block);
                 }
-                walk(&block.body, out);
+                walk(&block.body, visit);
             }
-            Stmt::For(For { body, .. }) | Stmt::Let { body, .. } => walk(body, out),
-            Stmt::Seq(v) => v.iter().for_each(|s| walk(s, out)),
+            Stmt::For(For { body, .. }) | Stmt::Let { body, .. } => walk(body, visit),
+            Stmt::Seq(v) => v.iter().for_each(|s| walk(s, visit)),
             _ => {}
         }
     }
+    walk(&f.body, visit);
+}
+
+/// Block names in stage order.
+fn blocks(f: &PrimFunc) -> Vec<String> {
     let mut out = Vec::new();
-    walk(&f.body, &mut out);
+    each_block(f, &mut |b| out.push(b.name.clone()));
     out
 }
 
@@ -70,52 +67,70 @@ const VARIANCE_STAGES: [&str; 6] = [
     "T_divide_1",
 ];
 
-#[test]
-fn variance_stages_and_unique_names() {
-    let m = legalize("R.variance(x, axis=[0, 3], keepdims=True)", X4);
-    assert_eq!(stages(&m, "variance"), VARIANCE_STAGES);
-    let t = text(&m);
-    has(&t, "T.float32(10.0)");
-    // the kept-dims mean broadcasts with constant indices
-    has(&t, "[T.int64(0), v_ax1, v_ax2, T.int64(0)]");
+/// A reduction over `x` (2, 3, 4, 5): the call, its PrimFunc, the PrimFunc's
+/// stages where checked, and fragments of the printed module.
+struct X4Case {
+    call: &'static str,
+    func: &'static str,
+    stages: Option<Vec<&'static str>>,
+    fragments: &'static [&'static str],
 }
 
 #[test]
-fn std_of_everything_is_0d_with_vi() {
-    let m = legalize("R.std(x)", X4);
-    // the stages of variance, then the square root
-    assert_eq!(stages(&m, "std"), [&VARIANCE_STAGES[..], &["compute"]].concat());
-    let t = text(&m);
-    has(&t, "vi = T.axis.spatial(T.int64(1), T.int64(0))");
-    has(&t, "T.sqrt(");
-}
-
-#[test]
-fn argmax_two_accumulators() {
-    let m = legalize("R.argmax(x, axis=1)", X4);
-    let t = text(&m);
-    has(
-        &t,
-        r#"x_red_temp_v0 = T.sblock_alloc_buffer((T.int64(2), T.int64(4), T.int64(5)), "int64")"#,
-    );
-    has(&t, "T.Select(x_red_temp_v1[v_ax0, v_ax1, v_ax2] > x[v_ax0, v_k1, v_ax1, v_ax2] or x_red_temp_v1[v_ax0, v_ax1, v_ax2] == x[v_ax0, v_k1, v_ax1, v_ax2] and x_red_temp_v0[v_ax0, v_ax1, v_ax2] < v_k1");
-    assert_eq!(blocks(prim(&m, "argmax")), ["x_red_temp", "x_red"]);
-}
-
-#[test]
-fn argmin_over_all_axes_flattens_the_index() {
-    let m = legalize("R.argmin(x)", X4);
-    let t = text(&m);
-    has(&t, "v_k0 * T.int64(60) + v_k1 * T.int64(20) + v_k2 * T.int64(5) + v_k3");
-    has(&t, "x_red_temp_v0[()] = T.int64(-1)");
-}
-
-#[test]
-fn cumsum_is_a_masked_reduction() {
-    let m = legalize("R.cumsum(x, axis=1, exclusive=True)", X4);
-    assert_eq!(stages(&m, "cumsum"), ["cumsum"]);
-    let t = text(&m);
-    has(&t, "T.Select(v_k < v_ax1, x[v_ax0, v_k, v_ax2, v_ax3], T.float32(0.0))");
+fn reductions_of_x4_stages_and_fragments() {
+    let cases = [
+        // variance: stages and unique names; the kept-dims mean broadcasts
+        // with constant indices
+        X4Case {
+            call: "R.variance(x, axis=[0, 3], keepdims=True)",
+            func: "variance",
+            stages: Some(VARIANCE_STAGES.to_vec()),
+            fragments: &["T.float32(10.0)", "[T.int64(0), v_ax1, v_ax2, T.int64(0)]"],
+        },
+        // std of everything is 0-d with `vi`: the stages of variance, then
+        // the square root
+        X4Case {
+            call: "R.std(x)",
+            func: "std",
+            stages: Some([&VARIANCE_STAGES[..], &["compute"]].concat()),
+            fragments: &["vi = T.axis.spatial(T.int64(1), T.int64(0))", "T.sqrt("],
+        },
+        // argmax: two accumulators
+        X4Case {
+            call: "R.argmax(x, axis=1)",
+            func: "argmax",
+            stages: Some(vec!["x_red_temp", "x_red"]),
+            fragments: &[
+                r#"x_red_temp_v0 = T.sblock_alloc_buffer((T.int64(2), T.int64(4), T.int64(5)), "int64")"#,
+                "T.Select(x_red_temp_v1[v_ax0, v_ax1, v_ax2] > x[v_ax0, v_k1, v_ax1, v_ax2] or x_red_temp_v1[v_ax0, v_ax1, v_ax2] == x[v_ax0, v_k1, v_ax1, v_ax2] and x_red_temp_v0[v_ax0, v_ax1, v_ax2] < v_k1",
+            ],
+        },
+        // argmin over all axes flattens the index
+        X4Case {
+            call: "R.argmin(x)",
+            func: "argmin",
+            stages: None,
+            fragments: &[
+                "v_k0 * T.int64(60) + v_k1 * T.int64(20) + v_k2 * T.int64(5) + v_k3",
+                "x_red_temp_v0[()] = T.int64(-1)",
+            ],
+        },
+        // cumsum is a masked reduction
+        X4Case {
+            call: "R.cumsum(x, axis=1, exclusive=True)",
+            func: "cumsum",
+            stages: Some(vec!["cumsum"]),
+            fragments: &["T.Select(v_k < v_ax1, x[v_ax0, v_k, v_ax2, v_ax3], T.float32(0.0))"],
+        },
+    ];
+    for case in cases {
+        let m = legalize(case.call, X4);
+        if let Some(want) = &case.stages {
+            assert_eq!(&stages(&m, case.func), want, "{}", case.call);
+        }
+        let t = text(&m);
+        case.fragments.iter().for_each(|f| has(&t, f));
+    }
 }
 
 #[test]
@@ -201,21 +216,8 @@ fn reductions_are_marked_reduce() {
     let m = legalize("R.nn.log_softmax(x, axis=1)", X4);
     let f = prim(&m, "log_softmax");
     assert_eq!(blocks(f), ["T_softmax_maxelem", "compute", "compute_1"]);
-    fn kinds(s: &Stmt, out: &mut Vec<Vec<IterKind>>) {
-        match s {
-            Stmt::BlockRealize { block, .. } => {
-                if block.name != "root" {
-                    out.push(block.iter_vars.iter().map(|iv| iv.kind).collect());
-                }
-                kinds(&block.body, out);
-            }
-            Stmt::For(For { body, .. }) => kinds(body, out),
-            Stmt::Seq(v) => v.iter().for_each(|s| kinds(s, out)),
-            _ => {}
-        }
-    }
-    let mut k = Vec::new();
-    kinds(&f.body, &mut k);
+    let mut k: Vec<Vec<IterKind>> = Vec::new();
+    each_block(f, &mut |b| k.push(b.iter_vars.iter().map(|iv| iv.kind).collect()));
     assert_eq!(k[0].last(), Some(&IterKind::CommReduce));
     assert_eq!(k[1].last(), Some(&IterKind::CommReduce));
     assert!(k[2].iter().all(|x| *x == IterKind::DataPar));

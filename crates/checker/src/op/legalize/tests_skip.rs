@@ -54,7 +54,7 @@ fn check_case(params: &str, call: &str, reason: &str) -> Option<String> {
     };
     let (out, skipped) = legalize_module_report(&module);
     let msgs: Vec<&str> = skipped.iter().map(|d| d.message.as_str()).collect();
-    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(out));
+    let text = super::tests::text(&out);
     let ok = msgs.len() == 1
         && msgs[0].contains(reason)
         && skipped[0].rule.as_deref() == Some("legalize/skipped")

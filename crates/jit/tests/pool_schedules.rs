@@ -106,15 +106,6 @@ fn padded(listed: &[bool], len: usize) -> Vec<bool> {
         .collect()
 }
 
-/// The constant extents of `f`'s last buffer parameter (its output).
-fn output_shape(f: &PrimFunc) -> Vec<i64> {
-    let (_, out) = f.buffer_map.last().expect("an output buffer");
-    out.shape()
-        .iter()
-        .map(|d| d.as_int().expect("a constant extent"))
-        .collect()
-}
-
 #[test]
 fn legalized_poolings_take_pool_schedules_and_match_the_host() {
     let gpus: Vec<(bool, Jit)> = [true, false]
@@ -132,7 +123,7 @@ fn legalized_poolings_take_pool_schedules_and_match_the_host() {
         let (a, b) = (pooled_stages(f, &options(true)), pooled_stages(f, &options(false)));
         assert_eq!(a, padded(with_sg, a.len()), "{op}: pooled stages with subgroups");
         assert_eq!(b, padded(without_sg, b.len()), "{op}: pooled stages without subgroups");
-        let out = output_shape(f);
+        let (_, out) = buffer_params(f).pop().expect("an output buffer");
         for (sg, g) in &gpus {
             compare(f, &[ins.to_vec()], &out, g, &format!("{op} (subgroups {sg})"));
         }

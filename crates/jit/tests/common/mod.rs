@@ -184,6 +184,21 @@ pub fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
         .collect()
 }
 
+/// The dtype and constant shape of each buffer parameter of `f`, in order.
+pub fn buffer_params(f: &PrimFunc) -> Vec<(DataType, Vec<i64>)> {
+    f.buffer_map
+        .iter()
+        .map(|(_, b)| {
+            let dims = b
+                .shape()
+                .iter()
+                .map(|d| d.as_int().expect("a constant extent"))
+                .collect();
+            (b.dtype(), dims)
+        })
+        .collect()
+}
+
 /// The capabilities of the runtime `rt` as the JIT reads them.
 pub fn device_caps(rt: &relax_gpu_runtime::GpuRuntime) -> relax_jit::DeviceCaps {
     relax_jit::DeviceCaps {

@@ -17,6 +17,11 @@ pub fn shape(dims: &[i64]) -> Vec<PrimExpr> {
     dims.iter().map(|&d| i64c(d)).collect()
 }
 
+/// Buffers named `names`, all of dtype `dt` and shape `dims`.
+pub fn buffers<const N: usize>(names: [&str; N], dt: DataType, dims: &[i64]) -> [Buffer; N] {
+    names.map(|name| Buffer::new(name, dt, shape(dims)))
+}
+
 pub fn bin(op: BinOp, a: PrimExpr, b: PrimExpr) -> PrimExpr {
     PrimExpr::binary(op, a, b)
 }

@@ -21,20 +21,8 @@ type Case = (i64, i64, i64, i64, i64, i64, i64);
 
 fn check(&(n, ci, hw, co, k, s, groups): &Case, gpu: &Jit) {
     let f = conv_func(n, ci, hw, co, k, s, groups);
-    let o = out_hw(hw, k, s);
-    let inputs = random_f32_inputs(
-        &[[n, ci, hw, hw], [co, ci / groups, k, k]],
-        |i| 21 + i as u64,
-        -1.0,
-        1.0,
-    );
-    assert_gpu_matches_host(
-        gpu,
-        &f,
-        &inputs,
-        &[n, co, o, o],
-        &format!("conv n={n} ci={ci} hw={hw} co={co} k={k} s={s} groups={groups}"),
-    );
+    let what = format!("conv n={n} ci={ci} hw={hw} co={co} k={k} s={s} groups={groups}");
+    assert_gpu_matches_host_on_random(gpu, &f, 21, &what);
 }
 
 /// Small spatial extents, batches, grouped and depthwise convolutions match the host.
@@ -218,8 +206,7 @@ fn short_row_matmuls_match_host() {
     let Some(gpu) = gpu_jit() else { return };
     for &(m, k, n) in &[(1i64, 300i64, 100i64), (3, 64, 129), (5, 17, 1000)] {
         let f = matmul_func_named("mm", m, k, n);
-        let inputs = random_f32_inputs(&[[m, k], [k, n]], |i| 41 + i as u64, -1.0, 1.0);
-        assert_gpu_matches_host(&gpu, &f, &inputs, &[m, n], &format!("matmul {m}x{k}x{n}"));
+        assert_gpu_matches_host_on_random(&gpu, &f, 41, &format!("matmul {m}x{k}x{n}"));
     }
 }
 
@@ -277,10 +264,9 @@ fn vec4_operand_loads_match_host() {
         (20, 7, 9, 0, 0),
     ] {
         let f = matmul_func_named("mm", m, k, n);
-        let inputs = random_f32_inputs(&[[m, k], [k, n]], |i| 51 + i as u64, -1.0, 1.0);
         for (gpu, want) in [(&plain, want), (&unrolled, want_red)] {
             assert_eq!(vec4_bindings(gpu, &f), want, "vec4 bindings of matmul {m}x{k}x{n}");
-            assert_gpu_matches_host(gpu, &f, &inputs, &[m, n], &format!("matmul {m}x{k}x{n}"));
+            assert_gpu_matches_host_on_random(gpu, &f, 51, &format!("matmul {m}x{k}x{n}"));
         }
     }
 }

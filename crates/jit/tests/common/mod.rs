@@ -310,6 +310,17 @@ pub fn assert_gpu_matches_host(
     assert_close(&on_gpu, &host, 1e-4, 1e-4, what);
 }
 
+/// [`assert_gpu_matches_host`] on float32 inputs in `[-1, 1)` of the shapes of
+/// `f`'s buffer parameters but the last (its output), the `i`-th seeded with
+/// `seed + i`.
+pub fn assert_gpu_matches_host_on_random(gpu: &Jit, f: &PrimFunc, seed: u64, what: &str) {
+    let mut params = buffer_params(f);
+    let (_, out_shape) = params.pop().expect("an output buffer");
+    let shapes: Vec<Vec<i64>> = params.into_iter().map(|(_, s)| s).collect();
+    let inputs = random_f32_inputs(&shapes, |i| seed + i as u64, -1.0, 1.0);
+    assert_gpu_matches_host(gpu, f, &inputs, &out_shape, what);
+}
+
 /// Deterministic pseudo-random values in [lo, hi).
 pub fn rand_vec(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

@@ -51,11 +51,12 @@ fn small_spatial_batched_grouped_and_depthwise_convolutions_match_host() {
 }
 
 /// Print the median time of `f` (after `reps` runs) on device-resident float32
-/// tensors of `shapes` (its inputs, the first filled with 0.5 and the others with
-/// 0.25, then its output) and the GFLOP/s for `flop` operations, labelled `what`;
-/// its WGSL too when `CONV_WGSL` is set.
-fn report_timing(gpu: &Jit, f: &PrimFunc, shapes: &[&[i64]], reps: usize, flop: f64, what: &str) {
+/// tensors of its buffer parameters' shapes (its inputs, the first filled with 0.5
+/// and the others with 0.25, then its output) and the GFLOP/s for `flop`
+/// operations, labelled `what`; its WGSL too when `CONV_WGSL` is set.
+fn report_timing(gpu: &Jit, f: &PrimFunc, reps: usize, flop: f64, what: &str) {
     let rt = Arc::clone(gpu.gpu().unwrap());
+    let shapes: Vec<Vec<i64>> = buffer_params(f).into_iter().map(|(_, s)| s).collect();
     let (out_shape, in_shapes) = shapes.split_last().unwrap();
     let numel = |s: &[i64]| s.iter().product::<i64>() as usize;
     let mut bufs: Vec<_> = in_shapes
@@ -67,7 +68,7 @@ fn report_timing(gpu: &Jit, f: &PrimFunc, shapes: &[&[i64]], reps: usize, flop: 
         })
         .collect();
     bufs.push(rt.alloc((numel(out_shape) * 4) as u64).unwrap());
-    let tensors: Vec<_> = bufs.iter().zip(shapes).map(|(b, s)| (b, *s)).collect();
+    let tensors: Vec<_> = bufs.iter().zip(&shapes).map(|(b, s)| (b, &s[..])).collect();
     let t = time_resident(gpu, f, &tensors, reps);
     println!("{what}: {:.3} ms, {:.2} GFLOP/s", t * 1e3, flop / t / 1e9);
     if std::env::var_os("CONV_WGSL").is_some() {
@@ -90,14 +91,9 @@ fn conv_timing() {
         (1, 512, 7, 2048, 1, 1),
     ] {
         let o = out_hw(hw, k, s);
-        report_timing(
-            &gpu,
-            &conv_func(n, ci, hw, co, k, s, 1),
-            &[&[n, ci, hw, hw], &[co, ci, k, k], &[n, co, o, o]],
-            5,
-            2.0 * (n * co * o * o * ci * k * k) as f64,
-            &format!("conv n={n} ci={ci} hw={hw} co={co} k={k} s={s}"),
-        );
+        let flop = 2.0 * (n * co * o * o * ci * k * k) as f64;
+        let what = format!("conv n={n} ci={ci} hw={hw} co={co} k={k} s={s}");
+        report_timing(&gpu, &conv_func(n, ci, hw, co, k, s, 1), 5, flop, &what);
     }
 }
 
@@ -156,14 +152,9 @@ fn fused_conv_timing() {
         (1, 1024, 14, 256, 1, 1, 0),
     ] {
         let o = (h + 2 * p - k) / s + 1;
-        report_timing(
-            &gpu,
-            &fused_conv_func(n, c, h, co, k, s, p),
-            &[&[n, c, h, h], &[co, c, k, k], &[co], &[n, co, o, o]],
-            3,
-            2.0 * (n * co * o * o * c * k * k) as f64,
-            &format!("fused conv c={c} h={h} co={co} k={k}"),
-        );
+        let flop = 2.0 * (n * co * o * o * c * k * k) as f64;
+        let what = format!("fused conv c={c} h={h} co={co} k={k}");
+        report_timing(&gpu, &fused_conv_func(n, c, h, co, k, s, p), 3, flop, &what);
     }
 }
 

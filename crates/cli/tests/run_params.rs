@@ -61,18 +61,30 @@ fn run_with_weights(dir: &Path, extra: &[&str]) -> Output {
     relax(dir, &[&base[..], extra].concat())
 }
 
+/// The weight `w = [10, 20, 30]` as an `.npz` entry.
+fn w_entry() -> Entry<'static> {
+    ("w", &[3], vec![10.0, 20.0, 30.0])
+}
+
+/// The bias `b = [0.5, 0.5, 0.5]` as an `.npz` entry.
+fn b_entry() -> Entry<'static> {
+    ("b", &[3], vec![0.5; 3])
+}
+
+/// The JSON that [`run_with_weights`] with `extra` and `--json` prints, asserting
+/// that the run succeeds.
+fn run_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
+    let o = run_with_weights(dir, &[extra, &["--json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).expect("json")
+}
+
 #[test]
 fn params_bind_by_name_and_inputs_fill_the_rest() {
     let dir = setup("ok");
     // Entries in a different order than the parameters: binding is by name.
-    npz(
-        &dir,
-        "w.npz",
-        &[("b", &[3], vec![0.5, 0.5, 0.5]), ("w", &[3], vec![10.0, 20.0, 30.0])],
-    );
-    let o = run_with_weights(&dir, &["--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    npz(&dir, "w.npz", &[b_entry(), w_entry()]);
+    let j = run_json(&dir, &[]);
     assert_eq!(
         j["outputs"][0]["data"],
         serde_json::json!([[10.5, 40.5, 90.5], [40.5, 100.5, 180.5]])
@@ -164,11 +176,7 @@ fn params_errors_name_the_parameter() {
 #[test]
 fn output_prints_a_summary_and_json_everything() {
     let dir = setup("output");
-    npz(
-        &dir,
-        "w.npz",
-        &[("w", &[3], vec![10.0, 20.0, 30.0]), ("b", &[3], vec![0.5, 0.5, 0.5])],
-    );
+    npz(&dir, "w.npz", &[w_entry(), b_entry()]);
     let o = run_with_weights(&dir, &["--output", "out.npy"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let s = stdout(&o);
@@ -182,9 +190,7 @@ fn output_prints_a_summary_and_json_everything() {
         vec![10.5, 40.5, 90.5, 40.5, 100.5, 180.5]
     );
     // --json still prints every value.
-    let o = run_with_weights(&dir, &["--output", "out2.npy", "--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let j = run_json(&dir, &["--output", "out2.npy"]);
     assert_eq!(j["outputs"][0]["data"][1][2], serde_json::json!(180.5));
 }
 

@@ -64,38 +64,50 @@ fn conv_ref(s: &Conv2dShape, x: &[f32], w: &[f32], ep: &Epilogue) -> Vec<f32> {
     out
 }
 
+/// The convolution of `[n, c_in, h, w, c_out, kh, kw]` with `stride`, `pad`,
+/// `dilation` and `groups`.
+fn conv_shape(
+    dims: [usize; 7],
+    stride: [usize; 2],
+    pad: [usize; 4],
+    dilation: [usize; 2],
+    groups: usize,
+) -> Conv2dShape {
+    let [n, c_in, h, w, c_out, kh, kw] = dims;
+    Conv2dShape {
+        n,
+        c_in,
+        h,
+        w,
+        c_out,
+        kh,
+        kw,
+        stride,
+        pad,
+        dilation,
+        groups,
+    }
+}
+
 #[test]
-#[allow(clippy::type_complexity)] // one row of the case table
 fn conv2d_matches_reference() {
-    // (n, c_in, h, w, c_out, kh, kw, stride, pad, dilation, groups)
-    let cases: &[(
-        usize,
-        usize,
-        usize,
-        usize,
-        usize,
-        usize,
-        usize,
-        [usize; 2],
-        [usize; 4],
-        [usize; 2],
-        usize,
-    )] = &[
-        (1, 3, 17, 19, 8, 3, 3, [2, 2], [0, 0, 0, 0], [1, 1], 1),
-        (2, 8, 9, 9, 16, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1], 1),
-        (1, 8, 10, 10, 12, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1], 4),
-        (1, 6, 11, 13, 6, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1], 6),
-        (2, 6, 11, 13, 6, 3, 3, [2, 2], [1, 1, 1, 1], [1, 1], 6),
-        (1, 4, 10, 9, 4, 3, 3, [1, 2], [2, 1, 0, 3], [2, 1], 4),
-        (2, 3, 7, 7, 3, 5, 3, [3, 1], [2, 0, 2, 1], [1, 2], 3),
-        (1, 4, 12, 12, 8, 3, 3, [1, 2], [2, 1, 0, 3], [2, 1], 2),
-        (1, 3, 20, 20, 5, 7, 7, [2, 2], [3, 3, 3, 3], [1, 1], 1),
-        (1, 4, 8, 8, 8, 1, 1, [2, 2], [0, 0, 0, 0], [1, 1], 1),
-        (1, 2, 5, 5, 3, 5, 5, [1, 1], [0, 0, 0, 0], [1, 1], 1),
-        (1, 64, 9, 9, 96, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1], 1),
+    // ([n, c_in, h, w, c_out, kh, kw], stride, pad, dilation, groups)
+    let cases = [
+        conv_shape([1, 3, 17, 19, 8, 3, 3], [2, 2], [0, 0, 0, 0], [1, 1], 1),
+        conv_shape([2, 8, 9, 9, 16, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 1),
+        conv_shape([1, 8, 10, 10, 12, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 4),
+        conv_shape([1, 6, 11, 13, 6, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 6),
+        conv_shape([2, 6, 11, 13, 6, 3, 3], [2, 2], [1, 1, 1, 1], [1, 1], 6),
+        conv_shape([1, 4, 10, 9, 4, 3, 3], [1, 2], [2, 1, 0, 3], [2, 1], 4),
+        conv_shape([2, 3, 7, 7, 3, 5, 3], [3, 1], [2, 0, 2, 1], [1, 2], 3),
+        conv_shape([1, 4, 12, 12, 8, 3, 3], [1, 2], [2, 1, 0, 3], [2, 1], 2),
+        conv_shape([1, 3, 20, 20, 5, 7, 7], [2, 2], [3, 3, 3, 3], [1, 1], 1),
+        conv_shape([1, 4, 8, 8, 8, 1, 1], [2, 2], [0, 0, 0, 0], [1, 1], 1),
+        conv_shape([1, 2, 5, 5, 3, 5, 5], [1, 1], [0, 0, 0, 0], [1, 1], 1),
+        conv_shape([1, 64, 9, 9, 96, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1),
     ];
-    for (ci, &(n, c_in, h, w, c_out, kh, kw, stride, pad, dilation, groups)) in cases.iter().enumerate() {
-        let s = Conv2dShape {
+    for (ci, s) in cases.iter().enumerate() {
+        let Conv2dShape {
             n,
             c_in,
             h,
@@ -103,11 +115,9 @@ fn conv2d_matches_reference() {
             c_out,
             kh,
             kw,
-            stride,
-            pad,
-            dilation,
             groups,
-        };
+            ..
+        } = *s;
         let (oh, ow) = s.out_hw().unwrap();
         let x = random(n * c_in * h * w, ci as u64);
         let wt = random(c_out * c_in / groups * kh * kw, 100 + ci as u64);
@@ -130,10 +140,10 @@ fn conv2d_matches_reference() {
         ];
         for (ei, ep) in eps.iter().enumerate() {
             let mut out = vec![f32::NAN; n * c_out * oh * ow];
-            conv2d(&s, &x, &wt, ep, &mut out).unwrap();
+            conv2d(s, &x, &wt, ep, &mut out).unwrap();
             assert_close(
                 &out,
-                &conv_ref(&s, &x, &wt, ep),
+                &conv_ref(s, &x, &wt, ep),
                 &format!("conv case {ci}, epilogue {ei}"),
             );
         }

@@ -8,10 +8,8 @@ use std::sync::Arc;
 
 use common::*;
 
-use relax_ir::{DataType, PrimFunc};
-use relax_jit::{HostTensor, Jit};
-
-const F32: DataType = DataType::FLOAT32;
+use relax_ir::PrimFunc;
+use relax_jit::Jit;
 
 fn out_hw(hw: i64, k: i64, s: i64) -> i64 {
     (hw - k) / s + 1
@@ -23,48 +21,58 @@ type Case = (i64, i64, i64, i64, i64, i64, i64);
 
 fn check(&(n, ci, hw, co, k, s, groups): &Case, gpu: &Jit) {
     let f = conv_func(n, ci, hw, co, k, s, groups);
-    let o = out_hw(hw, k, s);
-    let xv = rand_vec((n * ci * hw * hw) as usize, 21, -1.0, 1.0);
-    let wv = rand_vec((co * (ci / groups) * k * k) as usize, 22, -1.0, 1.0);
-    let x = HostTensor::from_f64s(F32, &[n, ci, hw, hw], &xv).unwrap();
-    let w = HostTensor::from_f64s(F32, &[co, ci / groups, k, k], &wv).unwrap();
-    assert_gpu_matches_host(
-        gpu,
-        &f,
-        &[x, w],
-        &[n, co, o, o],
-        &format!("conv n={n} ci={ci} hw={hw} co={co} k={k} s={s} groups={groups}"),
-    );
+    let what = format!("conv n={n} ci={ci} hw={hw} co={co} k={k} s={s} groups={groups}");
+    assert_gpu_matches_host_on_random(gpu, &f, 21, &what);
 }
 
+/// Small spatial extents, batches, grouped and depthwise convolutions match the host.
 #[test]
-fn small_spatial_and_batched_convolutions_match_host() {
+fn small_spatial_batched_grouped_and_depthwise_convolutions_match_host() {
     let Some(gpu) = gpu_jit() else { return };
-    // (n, ci, hw, co, k, s, groups): 7x7 and 14x14 outputs, 1x1 with stride, odd
-    // channel counts (edge tiles on both axes), batches, a 3x3 over padded input.
-    for &(n, ci, hw, co, k, s, g) in &[
-        (1i64, 32i64, 7i64, 64i64, 1i64, 1i64, 1i64),
+    let cases: [Case; 11] = [
+        // 7x7 and 14x14 outputs, 1x1 with stride, odd channel counts (edge tiles on
+        // both axes), batches, a 3x3 over padded input.
+        (1, 32, 7, 64, 1, 1, 1),
         (1, 24, 9, 40, 3, 1, 1),
         (1, 16, 16, 48, 3, 1, 1),
         (2, 8, 15, 20, 1, 2, 1),
         (3, 5, 8, 17, 3, 2, 1),
         (1, 64, 14, 100, 1, 1, 1),
         (1, 3, 5, 1, 1, 1, 1),
-    ] {
-        check(&(n, ci, hw, co, k, s, g), &gpu);
-    }
-}
-
-#[test]
-fn grouped_and_depthwise_convolutions_match_host() {
-    let Some(gpu) = gpu_jit() else { return };
-    for &(n, ci, hw, co, k, s, g) in &[
-        (1i64, 16i64, 9i64, 16i64, 3i64, 1i64, 16i64),
+        // Grouped and depthwise.
+        (1, 16, 9, 16, 3, 1, 16),
         (2, 24, 16, 24, 3, 2, 24),
         (1, 12, 10, 24, 3, 1, 3),
         (1, 8, 7, 8, 1, 1, 2),
-    ] {
-        check(&(n, ci, hw, co, k, s, g), &gpu);
+    ];
+    for case in &cases {
+        check(case, &gpu);
+    }
+}
+
+/// Print the median time of `f` (after `reps` runs) on device-resident float32
+/// tensors of its buffer parameters' shapes (its inputs, the first filled with 0.5
+/// and the others with 0.25, then its output) and the GFLOP/s for `flop`
+/// operations, labelled `what`; its WGSL too when `CONV_WGSL` is set.
+fn report_timing(gpu: &Jit, f: &PrimFunc, reps: usize, flop: f64, what: &str) {
+    let rt = Arc::clone(gpu.gpu().unwrap());
+    let shapes: Vec<Vec<i64>> = buffer_params(f).into_iter().map(|(_, s)| s).collect();
+    let (out_shape, in_shapes) = shapes.split_last().unwrap();
+    let numel = |s: &[i64]| s.iter().product::<i64>() as usize;
+    let mut bufs: Vec<_> = in_shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            rt.upload_pod(&vec![if i == 0 { 0.5f32 } else { 0.25 }; numel(s)])
+                .unwrap()
+        })
+        .collect();
+    bufs.push(rt.alloc((numel(out_shape) * 4) as u64).unwrap());
+    let tensors: Vec<_> = bufs.iter().zip(&shapes).map(|(b, s)| (b, &s[..])).collect();
+    let t = time_resident(gpu, f, &tensors, reps);
+    println!("{what}: {:.3} ms, {:.2} GFLOP/s", t * 1e3, flop / t / 1e9);
+    if std::env::var_os("CONV_WGSL").is_some() {
+        println!("{}", gpu.wgsl(f).unwrap());
     }
 }
 
@@ -74,7 +82,6 @@ fn grouped_and_depthwise_convolutions_match_host() {
 #[ignore]
 fn conv_timing() {
     let Some(gpu) = gpu_jit() else { return };
-    let rt = Arc::clone(gpu.gpu().unwrap());
     for &(n, ci, hw, co, k, s) in &[
         (1i64, 64i64, 56i64, 256i64, 1i64, 1i64),
         (1, 64, 58, 64, 3, 1),
@@ -83,24 +90,10 @@ fn conv_timing() {
         (1, 512, 9, 512, 3, 1),
         (1, 512, 7, 2048, 1, 1),
     ] {
-        let f = conv_func(n, ci, hw, co, k, s, 1);
         let o = out_hw(hw, k, s);
-        let xs = [n, ci, hw, hw];
-        let ws = [co, ci, k, k];
-        let os = [n, co, o, o];
-        let xb = rt.upload_pod(&vec![0.5f32; (n * ci * hw * hw) as usize]).unwrap();
-        let wb = rt.upload_pod(&vec![0.25f32; (co * ci * k * k) as usize]).unwrap();
-        let ob = rt.alloc((n * co * o * o * 4) as u64).unwrap();
-        let t = time_resident(&gpu, &f, &[(&xb, &xs[..]), (&wb, &ws[..]), (&ob, &os[..])], 5);
         let flop = 2.0 * (n * co * o * o * ci * k * k) as f64;
-        println!(
-            "conv n={n} ci={ci} hw={hw} co={co} k={k} s={s}: {:.3} ms, {:.2} GFLOP/s",
-            t * 1e3,
-            flop / t / 1e9
-        );
-        if std::env::var_os("CONV_WGSL").is_some() {
-            println!("{}", gpu.wgsl(&f).unwrap());
-        }
+        let what = format!("conv n={n} ci={ci} hw={hw} co={co} k={k} s={s}");
+        report_timing(&gpu, &conv_func(n, ci, hw, co, k, s, 1), 5, flop, &what);
     }
 }
 
@@ -153,30 +146,15 @@ class Module:
 #[ignore]
 fn fused_conv_timing() {
     let Some(gpu) = gpu_jit() else { return };
-    let rt = Arc::clone(gpu.gpu().unwrap());
     for &(n, c, h, co, k, s, p) in &[
         (1i64, 64i64, 56i64, 64i64, 3i64, 1i64, 1i64),
         (1, 128, 55, 16, 1, 1, 0),
         (1, 1024, 14, 256, 1, 1, 0),
     ] {
-        let f = fused_conv_func(n, c, h, co, k, s, p);
         let o = (h + 2 * p - k) / s + 1;
-        let (xs, ws, bs, os) = ([n, c, h, h], [co, c, k, k], [co], [n, co, o, o]);
-        let xb = rt.upload_pod(&vec![0.5f32; (n * c * h * h) as usize]).unwrap();
-        let wb = rt.upload_pod(&vec![0.25f32; (co * c * k * k) as usize]).unwrap();
-        let bb = rt.upload_pod(&vec![0.25f32; co as usize]).unwrap();
-        let ob = rt.alloc((n * co * o * o * 4) as u64).unwrap();
-        let tensors = [(&xb, &xs[..]), (&wb, &ws[..]), (&bb, &bs[..]), (&ob, &os[..])];
-        let t = time_resident(&gpu, &f, &tensors, 3);
         let flop = 2.0 * (n * co * o * o * c * k * k) as f64;
-        println!(
-            "fused conv c={c} h={h} co={co} k={k}: {:.3} ms, {:.2} GFLOP/s",
-            t * 1e3,
-            flop / t / 1e9
-        );
-        if std::env::var_os("CONV_WGSL").is_some() {
-            println!("{}", gpu.wgsl(&f).unwrap());
-        }
+        let what = format!("fused conv c={c} h={h} co={co} k={k}");
+        report_timing(&gpu, &fused_conv_func(n, c, h, co, k, s, p), 3, flop, &what);
     }
 }
 
@@ -200,11 +178,8 @@ fn fused_convolutions_with_epilogue_match_host() {
             "fused convolution not register-tiled:\n{src}"
         );
         let o = (h + 2 * p - k) / s + 1;
-        let inputs = [
-            HostTensor::from_f64s(F32, &[n, c, h, h], &rand_vec((n * c * h * h) as usize, 31, -1.0, 1.0)).unwrap(),
-            HostTensor::from_f64s(F32, &[co, c, k, k], &rand_vec((co * c * k * k) as usize, 32, -1.0, 1.0)).unwrap(),
-            HostTensor::from_f64s(F32, &[co], &rand_vec(co as usize, 33, -0.5, 0.5)).unwrap(),
-        ];
+        let mut inputs = random_f32_inputs(&[[n, c, h, h], [co, c, k, k]], |i| 31 + i as u64, -1.0, 1.0);
+        inputs.extend(random_f32_inputs(&[[co]], |_| 33, -0.5, 0.5));
         assert_gpu_matches_host(
             &gpu,
             &f,
@@ -222,11 +197,7 @@ fn short_row_matmuls_match_host() {
     let Some(gpu) = gpu_jit() else { return };
     for &(m, k, n) in &[(1i64, 300i64, 100i64), (3, 64, 129), (5, 17, 1000)] {
         let f = matmul_func_named("mm", m, k, n);
-        let inputs = [
-            HostTensor::from_f64s(F32, &[m, k], &rand_vec((m * k) as usize, 41, -1.0, 1.0)).unwrap(),
-            HostTensor::from_f64s(F32, &[k, n], &rand_vec((k * n) as usize, 42, -1.0, 1.0)).unwrap(),
-        ];
-        assert_gpu_matches_host(&gpu, &f, &inputs, &[m, n], &format!("matmul {m}x{k}x{n}"));
+        assert_gpu_matches_host_on_random(&gpu, &f, 41, &format!("matmul {m}x{k}x{n}"));
     }
 }
 
@@ -284,13 +255,9 @@ fn vec4_operand_loads_match_host() {
         (20, 7, 9, 0, 0),
     ] {
         let f = matmul_func_named("mm", m, k, n);
-        let inputs = [
-            HostTensor::from_f64s(F32, &[m, k], &rand_vec((m * k) as usize, 51, -1.0, 1.0)).unwrap(),
-            HostTensor::from_f64s(F32, &[k, n], &rand_vec((k * n) as usize, 52, -1.0, 1.0)).unwrap(),
-        ];
         for (gpu, want) in [(&plain, want), (&unrolled, want_red)] {
             assert_eq!(vec4_bindings(gpu, &f), want, "vec4 bindings of matmul {m}x{k}x{n}");
-            assert_gpu_matches_host(gpu, &f, &inputs, &[m, n], &format!("matmul {m}x{k}x{n}"));
+            assert_gpu_matches_host_on_random(gpu, &f, 51, &format!("matmul {m}x{k}x{n}"));
         }
     }
 }

@@ -188,8 +188,7 @@ fn grid_split_beyond_65535_workgroups() {
 fn hand_bound_threads() {
     let n = 96i64;
     let f32t = DataType::FLOAT32;
-    let a = Buffer::new("A", f32t, shape(&[n]));
-    let c = Buffer::new("C", f32t, shape(&[n]));
+    let [a, c] = buffers(["A", "C"], f32t, &[n]);
     let bx = TirVar::new("bx", DataType::INT64);
     let tx = TirVar::new("tx", DataType::INT64);
     let tx2 = TirVar::new("tx2", DataType::INT64);

@@ -229,11 +229,7 @@ fn softmax_like_multi_stage() {
 fn int_floordiv_floormod_on_negatives_and_zero() {
     let n = 12i64;
     let i32t = DataType::INT32;
-    let a = Buffer::new("A", i32t, shape(&[n]));
-    let b = Buffer::new("B", i32t, shape(&[n]));
-    let q = Buffer::new("Q", i32t, shape(&[n]));
-    let r = Buffer::new("R", i32t, shape(&[n]));
-    let t = Buffer::new("T", i32t, shape(&[n]));
+    let [a, b, q, r, t] = buffers(["A", "B", "Q", "R", "T"], i32t, &[n]);
     let body = relax_ir::Stmt::Seq(vec![
         grid_block("q", &shape(&[n]), "S", |v| {
             (None, store(&q, v, bin(BinOp::FloorDiv, load(&a, v), load(&b, v))))

@@ -54,58 +54,56 @@ fn compare(f: &PrimFunc, ins: &[Vec<i64>], out: &[i64], gpu: &Jit, what: &str) {
     assert_close(&run(Some(gpu)), &run(None), 1e-5, 1e-5, what);
 }
 
-/// (Relax parameters, body, input shape, output shape, the stages a pooling
-/// schedule takes with subgroups, and without).
-type Case = (&'static str, &'static str, Vec<i64>, Vec<i64>, Vec<bool>, Vec<bool>);
+/// (input shape, the operator applied to `x`, the stages a pooling schedule takes
+/// with subgroups, and without; stages past those listed take none).
+type Case = ([i64; 4], &'static str, &'static [bool], &'static [bool]);
 
-fn cases() -> Vec<Case> {
-    vec![
-        // 3x3 stride 2 without padding; 18 output columns (a tail of 2 past 16).
-        (
-            r#"x: R.Tensor((1, 24, 37, 37), "float32")"#,
-            "y = R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[0, 0, 0, 0])",
-            vec![1, 24, 37, 37],
-            vec![1, 24, 18, 18],
-            vec![true],
-            vec![true],
-        ),
-        // With padding (the window reads a padded copy or guards).
-        (
-            r#"x: R.Tensor((2, 16, 29, 29), "float32")"#,
-            "y = R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])",
-            vec![2, 16, 29, 29],
-            vec![2, 16, 15, 15],
-            vec![false, true],
-            vec![false, true],
-        ),
-        // Average pooling without the padding in the count: a sum, then a division.
-        (
-            r#"x: R.Tensor((1, 16, 30, 30), "float32")"#,
-            "y = R.nn.avg_pool2d(x, pool_size=[3, 3], strides=[1, 1], padding=[1, 1, 1, 1], count_include_pad=False)",
-            vec![1, 16, 30, 30],
-            vec![1, 16, 30, 30],
-            vec![false, true, false],
-            vec![false, true, false],
-        ),
-        // Global average pooling over 7 x 7 and a mean over 13 x 13 (the output
-        // count not a multiple of a workgroup's 32 outputs).
-        (
-            r#"x: R.Tensor((1, 1400, 7, 7), "float32")"#,
-            "y = R.nn.adaptive_avg_pool2d(x, output_size=[1, 1])",
-            vec![1, 1400, 7, 7],
-            vec![1, 1400, 1, 1],
-            vec![true, false],
-            vec![false, false],
-        ),
-        (
-            r#"x: R.Tensor((2, 401, 13, 13), "float32")"#,
-            "y = R.mean(x, axis=[2, 3], keepdims=True)",
-            vec![2, 401, 13, 13],
-            vec![2, 401, 1, 1],
-            vec![true, false],
-            vec![false, false],
-        ),
-    ]
+const CASES: [Case; 5] = [
+    // 3x3 stride 2 without padding; 18 output columns (a tail of 2 past 16).
+    (
+        [1, 24, 37, 37],
+        "R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[0, 0, 0, 0])",
+        &[true],
+        &[true],
+    ),
+    // With padding (the window reads a padded copy or guards).
+    (
+        [2, 16, 29, 29],
+        "R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])",
+        &[false, true],
+        &[false, true],
+    ),
+    // Average pooling without the padding in the count: a sum, then a division.
+    (
+        [1, 16, 30, 30],
+        "R.nn.avg_pool2d(x, pool_size=[3, 3], strides=[1, 1], padding=[1, 1, 1, 1], count_include_pad=False)",
+        &[false, true, false],
+        &[false, true, false],
+    ),
+    // Global average pooling over 7 x 7 and a mean over 13 x 13 (the output
+    // count not a multiple of a workgroup's 32 outputs).
+    (
+        [1, 1400, 7, 7],
+        "R.nn.adaptive_avg_pool2d(x, output_size=[1, 1])",
+        &[true, false],
+        &[false, false],
+    ),
+    (
+        [2, 401, 13, 13],
+        "R.mean(x, axis=[2, 3], keepdims=True)",
+        &[true, false],
+        &[false, false],
+    ),
+];
+
+/// `listed` padded with `false` (or cut) to `len` stages.
+fn padded(listed: &[bool], len: usize) -> Vec<bool> {
+    listed
+        .iter()
+        .copied()
+        .chain(std::iter::repeat(false))
+        .take(len)
+        .collect()
 }
 
 #[test]
@@ -114,33 +112,20 @@ fn legalized_poolings_take_pool_schedules_and_match_the_host() {
         .into_iter()
         .filter_map(|sg| jit(sg).map(|j| (sg, j)))
         .collect();
-    for (params, body, ins, out, with_sg, without_sg) in cases() {
-        let fs = legalized(params, body);
-        assert_eq!(fs.len(), 1, "{body}");
+    for (ins, op, with_sg, without_sg) in CASES {
+        let params = format!(
+            "x: R.Tensor(({}, {}, {}, {}), \"float32\")",
+            ins[0], ins[1], ins[2], ins[3]
+        );
+        let fs = legalized(&params, &format!("y = {op}"));
+        assert_eq!(fs.len(), 1, "{op}");
         let f = &fs[0];
         let (a, b) = (pooled_stages(f, &options(true)), pooled_stages(f, &options(false)));
-        let expect_a: Vec<bool> = with_sg
-            .iter()
-            .copied()
-            .chain(std::iter::repeat(false))
-            .take(a.len())
-            .collect();
-        let expect_b: Vec<bool> = without_sg
-            .iter()
-            .copied()
-            .chain(std::iter::repeat(false))
-            .take(b.len())
-            .collect();
-        assert_eq!(a, expect_a, "{body}: pooled stages with subgroups");
-        assert_eq!(b, expect_b, "{body}: pooled stages without subgroups");
+        assert_eq!(a, padded(with_sg, a.len()), "{op}: pooled stages with subgroups");
+        assert_eq!(b, padded(without_sg, b.len()), "{op}: pooled stages without subgroups");
+        let (_, out) = buffer_params(f).pop().expect("an output buffer");
         for (sg, g) in &gpus {
-            compare(
-                f,
-                std::slice::from_ref(&ins),
-                &out,
-                g,
-                &format!("{body} (subgroups {sg})"),
-            );
+            compare(f, &[ins.to_vec()], &out, g, &format!("{op} (subgroups {sg})"));
         }
     }
 }

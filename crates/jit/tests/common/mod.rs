@@ -17,6 +17,11 @@ pub fn shape(dims: &[i64]) -> Vec<PrimExpr> {
     dims.iter().map(|&d| i64c(d)).collect()
 }
 
+/// Buffers named `names`, all of dtype `dt` and shape `dims`.
+pub fn buffers<const N: usize>(names: [&str; N], dt: DataType, dims: &[i64]) -> [Buffer; N] {
+    names.map(|name| Buffer::new(name, dt, shape(dims)))
+}
+
 pub fn bin(op: BinOp, a: PrimExpr, b: PrimExpr) -> PrimExpr {
     PrimExpr::binary(op, a, b)
 }
@@ -184,6 +189,21 @@ pub fn legalized(params: &str, body: &str) -> Vec<PrimFunc> {
         .collect()
 }
 
+/// The dtype and constant shape of each buffer parameter of `f`, in order.
+pub fn buffer_params(f: &PrimFunc) -> Vec<(DataType, Vec<i64>)> {
+    f.buffer_map
+        .iter()
+        .map(|(_, b)| {
+            let dims = b
+                .shape()
+                .iter()
+                .map(|d| d.as_int().expect("a constant extent"))
+                .collect();
+            (b.dtype(), dims)
+        })
+        .collect()
+}
+
 /// The capabilities of the runtime `rt` as the JIT reads them.
 pub fn device_caps(rt: &relax_gpu_runtime::GpuRuntime) -> relax_jit::DeviceCaps {
     relax_jit::DeviceCaps {
@@ -288,6 +308,17 @@ pub fn assert_gpu_matches_host(
 ) {
     let [host, on_gpu] = host_and_gpu(gpu, f, inputs, out_shape);
     assert_close(&on_gpu, &host, 1e-4, 1e-4, what);
+}
+
+/// [`assert_gpu_matches_host`] on float32 inputs in `[-1, 1)` of the shapes of
+/// `f`'s buffer parameters but the last (its output), the `i`-th seeded with
+/// `seed + i`.
+pub fn assert_gpu_matches_host_on_random(gpu: &Jit, f: &PrimFunc, seed: u64, what: &str) {
+    let mut params = buffer_params(f);
+    let (_, out_shape) = params.pop().expect("an output buffer");
+    let shapes: Vec<Vec<i64>> = params.into_iter().map(|(_, s)| s).collect();
+    let inputs = random_f32_inputs(&shapes, |i| seed + i as u64, -1.0, 1.0);
+    assert_gpu_matches_host(gpu, f, &inputs, &out_shape, what);
 }
 
 /// Deterministic pseudo-random values in [lo, hi).

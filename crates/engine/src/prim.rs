@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use relax_ir::tir::{BinOp, PrimExpr, PrimExprKind, TirVar};
+use relax_ir::tir::{BinOp, Intrinsic, PrimExpr, PrimExprKind, TirVar};
 use relax_ir::DataType;
 
 use crate::error::{EngineError, Result};
@@ -147,13 +147,25 @@ impl Evaluator<'_> {
                 Err(arith(format!("`{op}` takes {n} argument(s), got {}", args.len())))
             }
         };
-        match op {
-            "if_then_else" => {
+        // `min`/`max` written as calls are the binary operators.
+        let bop = match op {
+            "min" => Some(BinOp::Min),
+            "max" => Some(BinOp::Max),
+            _ => None,
+        };
+        if let Some(bop) = bop {
+            arity(2)?;
+            let x = self.eval(&args[0])?;
+            let y = self.eval(&args[1])?;
+            return binary(bop, x, y, dtype);
+        }
+        match Intrinsic::from_name(op) {
+            Some(Intrinsic::IfThenElse) => {
                 arity(3)?;
                 let c = self.eval(&args[0])?;
                 self.eval(&args[if c.as_f64() != 0.0 { 1 } else { 2 }])
             }
-            "abs" => {
+            Some(Intrinsic::Abs) => {
                 arity(1)?;
                 let v = self.eval(&args[0])?;
                 Ok(match v.value {
@@ -161,23 +173,30 @@ impl Evaluator<'_> {
                     Scalar::Float(f) => PrimValue::float(f.abs(), v.dtype),
                 })
             }
-            "truncdiv" | "truncmod" | "floordiv" | "floormod" | "shift_left" | "shift_right" | "bitwise_and"
-            | "bitwise_or" | "bitwise_xor" | "min" | "max" => {
+            Some(
+                i @ (Intrinsic::Truncdiv
+                | Intrinsic::Truncmod
+                | Intrinsic::Floordiv
+                | Intrinsic::Floormod
+                | Intrinsic::ShiftLeft
+                | Intrinsic::ShiftRight
+                | Intrinsic::BitwiseAnd
+                | Intrinsic::BitwiseOr
+                | Intrinsic::BitwiseXor),
+            ) => {
                 arity(2)?;
                 let x = self.eval(&args[0])?;
                 let y = self.eval(&args[1])?;
-                let bop = match op {
-                    "truncdiv" => BinOp::Div,
-                    "truncmod" => BinOp::Mod,
-                    "floordiv" => BinOp::FloorDiv,
-                    "floormod" => BinOp::FloorMod,
-                    "min" => BinOp::Min,
-                    "max" => BinOp::Max,
-                    _ => return bitwise(op, x, y, dtype),
+                let bop = match i {
+                    Intrinsic::Truncdiv => BinOp::Div,
+                    Intrinsic::Truncmod => BinOp::Mod,
+                    Intrinsic::Floordiv => BinOp::FloorDiv,
+                    Intrinsic::Floormod => BinOp::FloorMod,
+                    _ => return bitwise(i, x, y, dtype),
                 };
                 binary(bop, x, y, dtype)
             }
-            "bitwise_not" => {
+            Some(Intrinsic::BitwiseNot) => {
                 arity(1)?;
                 let x = self.eval(&args[0])?;
                 match x.value {
@@ -185,7 +204,8 @@ impl Evaluator<'_> {
                     Scalar::Float(_) => Err(arith("bitwise_not of a float")),
                 }
             }
-            "max_value" | "min_value" => limit(op, dtype),
+            Some(Intrinsic::MaxValue) => limit(true, dtype),
+            Some(Intrinsic::MinValue) => limit(false, dtype),
             _ => Err(arith(format!(
                 "intrinsic `T.{op}` is not supported in shape expressions"
             ))),
@@ -193,8 +213,8 @@ impl Evaluator<'_> {
     }
 }
 
-fn limit(op: &str, dtype: DataType) -> Result<PrimValue> {
-    let max = op == "max_value";
+/// `T.max_value(dtype)` (`max`) or `T.min_value(dtype)`.
+fn limit(max: bool, dtype: DataType) -> Result<PrimValue> {
     if dtype.is_float() {
         let v = match dtype.bits {
             16 => 65504.0,
@@ -217,16 +237,16 @@ fn limit(op: &str, dtype: DataType) -> Result<PrimValue> {
     Ok(PrimValue::int(v, dtype))
 }
 
-fn bitwise(op: &str, x: PrimValue, y: PrimValue, dtype: DataType) -> Result<PrimValue> {
+fn bitwise(op: Intrinsic, x: PrimValue, y: PrimValue, dtype: DataType) -> Result<PrimValue> {
     let (Scalar::Int(a), Scalar::Int(b)) = (x.value, y.value) else {
-        return Err(arith(format!("`{op}` of a float")));
+        return Err(arith(format!("`{}` of a float", op.name())));
     };
     let r = match op {
-        "shift_left" => a.wrapping_shl(b as u32),
-        "shift_right" if dtype.is_uint() => ((a as u64).wrapping_shr(b as u32)) as i64,
-        "shift_right" => a.wrapping_shr(b as u32),
-        "bitwise_and" => a & b,
-        "bitwise_or" => a | b,
+        Intrinsic::ShiftLeft => a.wrapping_shl(b as u32),
+        Intrinsic::ShiftRight if dtype.is_uint() => ((a as u64).wrapping_shr(b as u32)) as i64,
+        Intrinsic::ShiftRight => a.wrapping_shr(b as u32),
+        Intrinsic::BitwiseAnd => a & b,
+        Intrinsic::BitwiseOr => a | b,
         _ => a ^ b,
     };
     Ok(int_of(dtype, r))
@@ -286,15 +306,8 @@ fn binary(op: BinOp, x: PrimValue, y: PrimValue, result: DataType) -> Result<Pri
         _ => {
             let (a, b) = (x.as_f64(), y.as_f64());
             let dt = if x.dtype.is_float() { x.dtype } else { y.dtype };
-            if op.is_comparison() {
-                return Ok(PrimValue::bool(match op {
-                    BinOp::Eq => a == b,
-                    BinOp::Ne => a != b,
-                    BinOp::Lt => a < b,
-                    BinOp::Le => a <= b,
-                    BinOp::Gt => a > b,
-                    _ => a >= b,
-                }));
+            if let Some(r) = op.compare_floats(a, b) {
+                return Ok(PrimValue::bool(r));
             }
             let r = match op {
                 BinOp::Add => a + b,
@@ -357,5 +370,41 @@ mod tests {
         assert_eq!(eval_int(&wrapped, &env).unwrap(), -128);
         let c = PrimExpr::float_of(2.7, DataType::FLOAT32).cast(DataType::INT64);
         assert_eq!(eval_int(&c, &env).unwrap(), 2);
+    }
+
+    #[test]
+    fn intrinsic_calls() {
+        let env = ShapeEnv::new();
+        let call = |op: Intrinsic, args: Vec<PrimExpr>| {
+            let dt = args.first().map_or(DataType::INT64, PrimExpr::dtype);
+            eval_prim(&PrimExpr::intrinsic_call(op, dt, args), &env)
+        };
+        let int = |op, args| call(op, args).unwrap().as_f64() as i64;
+        assert_eq!(int(Intrinsic::IfThenElse, vec![i(0), i(5), i(7)]), 7);
+        assert_eq!(int(Intrinsic::IfThenElse, vec![i(1), i(5), i(7)]), 5);
+        assert_eq!(int(Intrinsic::Abs, vec![i(-4)]), 4);
+        assert_eq!(int(Intrinsic::Truncdiv, vec![i(-7), i(2)]), -3);
+        assert_eq!(int(Intrinsic::Floormod, vec![i(-7), i(2)]), 1);
+        assert_eq!(int(Intrinsic::ShiftLeft, vec![i(3), i(2)]), 12);
+        assert_eq!(int(Intrinsic::ShiftRight, vec![i(-8), i(1)]), -4);
+        assert_eq!(int(Intrinsic::BitwiseAnd, vec![i(6), i(3)]), 2);
+        assert_eq!(int(Intrinsic::BitwiseOr, vec![i(6), i(3)]), 7);
+        assert_eq!(int(Intrinsic::BitwiseXor, vec![i(6), i(3)]), 5);
+        assert_eq!(int(Intrinsic::BitwiseNot, vec![i(0)]), -1);
+        let lim = |op| eval_prim(&PrimExpr::intrinsic_call(op, DataType::INT8, vec![]), &env).unwrap();
+        assert_eq!(lim(Intrinsic::MaxValue).as_f64(), 127.0);
+        assert_eq!(lim(Intrinsic::MinValue).as_f64(), -128.0);
+        // `min`/`max` spelled as calls.
+        let mn = PrimExpr::call("min", DataType::INT64, vec![i(3), i(-2)]);
+        assert_eq!(eval_int(&mn, &env).unwrap(), -2);
+        // Arity and unsupported intrinsics are errors, not panics.
+        assert!(matches!(call(Intrinsic::Abs, vec![]), Err(EngineError::Arith(_))));
+        assert!(matches!(call(Intrinsic::Exp2, vec![i(1)]), Err(EngineError::Arith(_))));
+        // Float comparisons follow IEEE (NaN compares unequal).
+        let nan = PrimExpr::float_of(f64::NAN, DataType::FLOAT32);
+        let ne = PrimExpr::binary(BinOp::Ne, nan.clone(), nan.clone());
+        let eq = PrimExpr::binary(BinOp::Eq, nan.clone(), nan);
+        assert_eq!(eval_int(&ne, &env).unwrap(), 1);
+        assert_eq!(eval_int(&eq, &env).unwrap(), 0);
     }
 }

@@ -10,7 +10,7 @@ use crate::common::{read_source, report, EXIT_OK, EXIT_REJECTED};
 
 /// Run `relax check`: parse, normalize, check well-formedness and derive StructInfo.
 /// Exit 0 when valid (warnings allowed), 1 when rejected, 2 on I/O errors.
-pub fn run(path: &Path, as_json: bool) -> u8 {
+pub fn run(path: &Path, as_json: bool, lenient: bool) -> u8 {
     let source = match read_source(path) {
         Ok(s) => s,
         Err(code) => return code,
@@ -28,10 +28,18 @@ pub fn run(path: &Path, as_json: bool) -> u8 {
             return EXIT_REJECTED;
         }
     };
+    let (module, lenient_warnings) = if lenient {
+        crate::common::lenient(&module)
+    } else {
+        (module, Vec::new())
+    };
     let mut result = relax_transform::check_and_realize(&module);
+    result.diagnostics.splice(0..0, lenient_warnings);
     if result.is_valid() {
         // Calls whose legalization declines (a `legalize/skipped` warning each).
-        let (_, skipped) = relax_transform::legalize::legalize_module_report(&result.module);
+        // As the engine's pipeline: ranked tensors of unknown shape get symbolic dimensions first.
+        let bound = relax_transform::bind_shapes::bind_symbolic_shapes(&result.module);
+        let (_, skipped) = relax_transform::legalize::legalize_module_report(bound.as_ref().unwrap_or(&result.module));
         result.diagnostics.extend(skipped);
     }
     for d in &result.diagnostics {

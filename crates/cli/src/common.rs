@@ -62,3 +62,16 @@ pub fn print_pass_timings(timings: &[relax_transform::PassTiming]) {
     }
     eprintln!("pass {:<24} {:>10.3} ms", "(total)", total.as_secs_f64() * 1e3);
 }
+
+/// Lenient mode (`--lenient`): `R.call_packed` of a packed function the engine
+/// registers as pure, inside a dataflow block, rewritten to `R.call_pure_packed`;
+/// the module and one warning per rewritten call.
+pub fn lenient(module: &relax_ir::IRModule) -> (relax_ir::IRModule, Vec<Diagnostic>) {
+    use relax_engine::{DeviceChoice, Engine, EngineConfig, Purity};
+    let engine = Engine::new(EngineConfig {
+        device: DeviceChoice::Cpu,
+        ..EngineConfig::default()
+    });
+    let is_pure = |name: &str| engine.packed(name).is_ok_and(|f| f.purity() == Purity::Pure);
+    relax_transform::lenient::pure_packed_calls(module, &is_pure)
+}

@@ -43,6 +43,12 @@ enum Command {
         /// Print one JSON object on stdout: `well_formed`, `diagnostics` and every binding's StructInfo.
         #[arg(long)]
         json: bool,
+        /// Lenient mode: `R.call_packed` of a packed function the engine knows to be pure
+        /// (such as `vm.builtin.tensor_to_shape`), inside a dataflow block, is taken as
+        /// `R.call_pure_packed` with a warning instead of a purity error (TVM's importers
+        /// write such calls; `tvm.compile` runs them).
+        #[arg(long)]
+        lenient: bool,
     },
     /// Parse a TVMScript file and print it back in TVM 0.27's dialect.
     ///
@@ -106,7 +112,7 @@ fn main() -> ExitCode {
             passes,
             time_passes,
         } => print::run(&file, &passes, time_passes),
-        Command::Check { file, json } => check::run(&file, json),
+        Command::Check { file, json, lenient } => check::run(&file, json, lenient),
         Command::Wgsl { file, func } => wgsl::run(&file, func.as_deref()),
         Command::Run(options) => run::run(&options),
     };

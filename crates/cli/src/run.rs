@@ -80,6 +80,12 @@ pub struct RunOptions {
     /// it is produced and release it after its last use instead.
     #[arg(long = "no-static-memory-plan")]
     pub no_static_memory_plan: bool,
+    /// Lenient mode: `R.call_packed` of a packed function the engine knows to be pure
+    /// (such as `vm.builtin.tensor_to_shape`), inside a dataflow block, runs as
+    /// `R.call_pure_packed` with a warning instead of being rejected by the purity rule
+    /// (TVM's importers write such calls; `tvm.compile` runs them).
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// A failure with its exit status.
@@ -108,7 +114,14 @@ pub fn run(opts: &RunOptions) -> u8 {
 
 fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
     let source = read_source(&opts.file).map_err(|c| Fail(c, String::new()))?;
-    let module = parse_source(&source).map_err(|c| Fail(c, String::new()))?.into_module();
+    let mut module = parse_source(&source).map_err(|c| Fail(c, String::new()))?.into_module();
+    if opts.lenient {
+        let (m, warnings) = crate::common::lenient(&module);
+        for w in &warnings {
+            crate::common::report(&source, w);
+        }
+        module = m;
+    }
     if !opts.inputs.is_empty() && opts.inputs_json.is_some() {
         return Err(usage("give inputs either with --input or with --inputs-json, not both"));
     }
@@ -129,6 +142,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         optimize: !opts.no_optimize,
         profile: opts.profile,
         static_memory_plan: !opts.no_static_memory_plan,
+        lenient: opts.lenient,
         ..EngineConfig::default()
     };
     let engine = Engine::new(config);

@@ -62,6 +62,11 @@ pub struct EngineConfig {
     /// TVM's StaticPlanBlockMemory; on by default). Off, every intermediate tensor is
     /// allocated when it is produced and released after its last use.
     pub static_memory_plan: bool,
+    /// Lenient mode: `R.call_packed` of a packed function registered as pure, inside a
+    /// dataflow block, runs as `R.call_pure_packed` instead of being rejected by the
+    /// purity rule (as `tvm.compile` runs what TVM's importers write; see
+    /// `relax_transform::lenient`). Off by default.
+    pub lenient: bool,
 }
 
 impl Default for EngineConfig {
@@ -79,6 +84,7 @@ impl Default for EngineConfig {
             host_library: true,
             profile: false,
             static_memory_plan: true,
+            lenient: false,
         }
     }
 }
@@ -593,7 +599,7 @@ impl Engine {
             .copied()
             .filter(|&name| match name {
                 "check" => c.check,
-                "legalize" => c.legalize,
+                "legalize" | "bind-symbolic-shapes" => c.legalize,
                 _ => c.legalize && c.optimize,
             })
             .collect();
@@ -615,6 +621,14 @@ impl Engine {
                 relax_transform::host_dispatch::dispatch_host_library_with(m, options)
             });
             p.insert_before("decompose-ops-for-inference", pass);
+        }
+        if self.config.lenient {
+            let registry = self.registry.clone();
+            let pass = relax_transform::pass_fn("lenient-pure-packed", move |m: &IRModule| {
+                let is_pure = |name: &str| registry.get(name).is_some_and(|f| f.purity() == Purity::Pure);
+                Ok::<_, String>(relax_transform::lenient::pure_packed_calls(m, &is_pure).0)
+            });
+            p.insert_before("check", pass);
         }
         for (before, pass) in &self.inserted {
             p.insert_before(before, pass.clone());

@@ -7,6 +7,7 @@
 //! [`realize_vdevice`] is `RealizeVDevice`). [`check_and_realize`] is the front
 //! end's check: the checker's, with VDevices propagated.
 
+pub mod bind_shapes;
 pub mod call_tir_rewrite;
 pub mod check;
 pub mod dce;
@@ -16,6 +17,7 @@ pub mod fuse_ops;
 pub mod fuse_tir;
 pub mod host_dispatch;
 pub mod legalize;
+pub mod lenient;
 pub mod pass;
 pub mod pattern;
 pub mod realize_vdevice;

@@ -303,6 +303,10 @@ pub fn registered_passes() -> &'static [(&'static str, &'static str)] {
             "evaluate call_tir of constants at compile time (FoldConstant)",
         ),
         (
+            "bind-symbolic-shapes",
+            "match_cast ranked tensors of unknown shape to fresh symbolic dimensions before legalization",
+        ),
+        (
             "legalize",
             "lower operators to call_tir of generated PrimFuncs (LegalizeOps)",
         ),
@@ -360,6 +364,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
             errors_only(r.diagnostics).map(|()| r.module)
         }),
         "legalize" => pass_fn(name, crate::legalize::legalize_module),
+        "bind-symbolic-shapes" => pass_fn(name, crate::bind_shapes::bind_symbolic_shapes),
         "decompose-ops-for-inference" => pass_fn(name, crate::decompose::decompose_ops_for_inference),
         "simplify-stack-sum" => pass_fn(name, crate::simplify::simplify_stack_sum),
         "fold-constant" => pass_fn_after(name, &["check", "legalize"], crate::fold::fold_constant),
@@ -384,6 +389,7 @@ pub const DEFAULT_PASSES: &[&str] = &[
     "decompose-ops-for-inference",
     "simplify-stack-sum",
     "dead-code-elimination",
+    "bind-symbolic-shapes",
     "legalize",
     "fold-constant",
     "fuse-ops",

@@ -112,14 +112,15 @@ impl Lowered {
     pub fn from_te(name: &str, t: te::Te, n_out: usize, out: StructInfo) -> Lowered {
         let args = t.args.clone();
         let mut func = t.build(n_out);
-        // Output shape variables not defined by an input become scalar parameters.
+        // As TVM's `call_te`: a variable is bound when it is itself a dimension of an
+        // input or output buffer; every other variable a buffer shape uses (`n` in
+        // `n * 17`) is unbound and becomes a scalar parameter passed as `tir_vars`.
         let mut defined: HashSet<u64> = HashSet::new();
-        let n_in = args.len();
-        for (_, b) in func.buffer_map.iter().take(n_in) {
-            defined.extend(b.shape().iter().flat_map(free_tir_vars).map(|v| v.id()));
+        for (_, b) in func.buffer_map.iter() {
+            defined.extend(b.shape().iter().filter_map(|d| d.as_var()).map(|v| v.id()));
         }
         let mut extra: Vec<TirVar> = Vec::new();
-        for (_, b) in func.buffer_map.iter().skip(n_in) {
+        for (_, b) in func.buffer_map.iter() {
             for v in b.shape().iter().flat_map(free_tir_vars) {
                 if !defined.contains(&v.id()) && !extra.contains(&v) {
                     extra.push(v);
@@ -127,7 +128,7 @@ impl Lowered {
             }
         }
         // `call_tir` passes `tir_vars` after the inputs, before the outputs.
-        func.params.splice(n_in..n_in, extra.iter().cloned());
+        func.params.splice(args.len()..args.len(), extra.iter().cloned());
         Lowered {
             name: name.to_string(),
             func,

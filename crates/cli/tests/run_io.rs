@@ -244,6 +244,11 @@ fn bfloat16_results_are_written_and_printed() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("shape (3,), bfloat16, first [1.500000, -2.000000, 0.156250], min -2.000000, max 1.500000"),
+        "{}",
+        stdout(&o)
+    );
     let out = std::fs::read(d.join("out.npy")).expect("out.npy");
     let bits: Vec<u16> = x.iter().map(|&v| bf16::from_f32(v).to_bits()).collect();
     // As `np.save` writes an `ml_dtypes.bfloat16` array.
@@ -332,6 +337,16 @@ def main(a: R.Tensor((16,)), b: R.Tensor((16,)), c: R.Tensor((4,))):
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("int4, first [-8.000000, -7.000000,"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("uint4, first [0.000000, 1.000000,") && stdout(&o).contains("max 15.000000"),
+        "{}",
+        stdout(&o)
+    );
     let mut z = zip::ZipArchive::new(std::fs::File::open(d.join("out.npz")).expect("out.npz")).expect("zip");
     let mut entry = Vec::new();
     std::io::Read::read_to_end(&mut z.by_name("arr_0.npy").expect("arr_0"), &mut entry).expect("read");

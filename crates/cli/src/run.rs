@@ -4,9 +4,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ndarray::ArrayD;
-use ndarray_npy::{NpzWriter, WritableElement, WriteNpyExt};
 use relax_engine::params::{arg_mismatch, dims_text, ArgMismatch};
-use relax_engine::{ArrayValue, DeviceChoice, Engine, EngineConfig, Tensor, Value};
+use relax_engine::{DeviceChoice, Engine, EngineConfig, Tensor, Value};
 use relax_ir::{BaseFunc, DataType, GlobalVar, IRModule, StructInfo};
 use serde_json::{json, Value as Json};
 
@@ -43,9 +42,11 @@ pub struct RunOptions {
     /// All inputs as a JSON file (see above).
     #[arg(long = "inputs-json")]
     pub inputs_json: Option<PathBuf>,
-    /// An `.npz` file whose entries bind to the parameters of the same name (the weights of
-    /// a model); the parameters left take `--input`/`--inputs-json` in order. A missing,
-    /// extra or mis-shaped entry is an error naming the parameter.
+    /// An `.npz` or `.safetensors` file whose tensors bind to the parameters of the same
+    /// name (the weights of a model; `m.transformer.wpe.weight` binds the parameter TVM
+    /// prints as `m_transformer_wpe_weight`); the parameters left take
+    /// `--input`/`--inputs-json` in order. A missing, extra or mis-shaped entry is an
+    /// error naming the parameter.
     #[arg(long)]
     pub params: Option<PathBuf>,
     /// Print the result as JSON on stdout.
@@ -130,7 +131,9 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         args = read_json_inputs(path)?;
     }
     for path in &opts.inputs {
-        args.push(Value::Tensor(read_npy(path)?));
+        args.push(Value::Tensor(
+            crate::npy::read_npy(path).map_err(|(code, m)| Fail(code, m))?,
+        ));
     }
     match &opts.params {
         Some(path) => args = bind_params(&module, &opts.entry, path, args)?,
@@ -179,12 +182,10 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
     let mut leaves = Vec::new();
     let structure = flatten(&result, &mut leaves, true)?;
     if opts.json {
-        let outputs = leaves.iter().map(tensor_json).collect::<Result<Vec<_>, _>>()?;
-        let out = json!({"outputs": outputs, "structure": structure, "device": device});
-        println!("{out}");
+        write_json(&leaves, &structure, &device)?;
     }
     if let Some(path) = &opts.output {
-        write_output(path, &leaves)?;
+        crate::npy::write_output(path, &leaves).map_err(|(code, m)| Fail(code, m))?;
         if !opts.json {
             println!("wrote {}", path.display());
             for (i, t) in leaves.iter().enumerate() {
@@ -252,13 +253,14 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
     Ok(())
 }
 
-/// The arguments of `entry`: the entries of the `.npz` file at `path` bound by
-/// parameter name, then `positional` for the parameters left, in order.
+/// The arguments of `entry`: the tensors of the `.npz` or `.safetensors` file at `path`
+/// bound by parameter name (TVM's names with dots bind the parameters the printer
+/// names with `_`), then `positional` for the parameters left, in order.
 fn bind_params(module: &IRModule, entry: &str, path: &Path, positional: Vec<Value>) -> Result<Vec<Value>, Fail> {
     if !path.is_file() {
         return Err(usage(format!("cannot read {}: no such file", path.display())));
     }
-    let params = relax_engine::Params::read_npz(path).map_err(|e| rejected(e.to_string()))?;
+    let params = relax_engine::Params::read(path).map_err(|e| rejected(e.to_string()))?;
     relax_engine::bind_args(module, entry, &positional, &params)
         .map_err(|e| rejected(format!("{e} (--params {})", path.display())))
 }
@@ -461,16 +463,22 @@ fn encode(v: &Json, dtype: DataType, out: &mut Vec<u8>) -> Result<(), String> {
             Json::Bool(b) => *b as i128,
             _ => return Err(bad()),
         };
+        // Sub-byte integers (int4, uint4, int2, ...) are held one per byte, sign- or
+        // zero-extended.
         let bits = dtype.bits as u32;
+        let width = dtype.bytes();
+        if !(1..=64).contains(&bits) || dtype.lanes != 1 || !matches!(width, 1 | 2 | 4 | 8) {
+            return Err(format!("unsupported dtype {dtype}"));
+        }
         let (lo, hi) = if dtype.is_int() {
             (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
         } else {
             (0, (1i128 << bits) - 1)
         };
-        if x < lo || x > hi || !(bits == 8 || bits == 16 || bits == 32 || bits == 64) {
+        if x < lo || x > hi {
             return Err(bad());
         }
-        out.extend_from_slice(&x.to_le_bytes()[..(bits / 8) as usize]);
+        out.extend_from_slice(&x.to_le_bytes()[..width]);
     } else {
         return Err(format!("unsupported dtype {dtype}"));
     }
@@ -530,29 +538,139 @@ fn prim_tensor(p: &relax_engine::PrimValue) -> Result<Tensor, Fail> {
     Tensor::from_bytes(p.dtype, &[], bytes).map_err(|e| rejected(e.to_string()))
 }
 
-fn tensor_json(t: &Tensor) -> Result<Json, Fail> {
-    let a = t
-        .to_array_value()
-        .map_err(|e| rejected(format!("cannot read the result: {e}")))?;
-    fn nest<T>(a: &ArrayD<T>, f: impl Fn(&T) -> Json) -> Json {
-        let flat: Vec<Json> = a.iter().map(f).collect();
-        nest_flat(&flat, a.shape())
+/// The most JSON values (nested lists and elements, all outputs together) that `--json`
+/// prints: a bigger result is an error that suggests `--output`, found before anything
+/// is printed. It bounds the time and output of huge results, and of empty ones whose
+/// leading dimensions would still need billions of empty lists.
+pub const MAX_JSON_VALUES: u64 = 1 << 27;
+
+/// The number of JSON values (lists and elements) of a tensor of `shape` written as
+/// nested lists: `1 + d0 + d0*d1 + ...` lists and `d0*d1*...` elements (saturating).
+fn json_values(shape: &[i64]) -> u64 {
+    let mut total: u64 = 0;
+    let mut prefix: u64 = 1;
+    for &d in shape {
+        total = total.saturating_add(prefix);
+        prefix = prefix.saturating_mul(d.max(0) as u64);
     }
-    let data = match &a {
-        ArrayValue::Bool(a) => nest(a, |&x| json!(x)),
-        ArrayValue::I8(a) => nest(a, |&x| json!(x)),
-        ArrayValue::I16(a) => nest(a, |&x| json!(x)),
-        ArrayValue::I32(a) => nest(a, |&x| json!(x)),
-        ArrayValue::I64(a) => nest(a, |&x| json!(x)),
-        ArrayValue::U8(a) => nest(a, |&x| json!(x)),
-        ArrayValue::U16(a) => nest(a, |&x| json!(x)),
-        ArrayValue::U32(a) => nest(a, |&x| json!(x)),
-        ArrayValue::U64(a) => nest(a, |&x| json!(x)),
-        ArrayValue::F16(a) => nest(a, |&x| float_json(x.to_string(), x.to_f64())),
-        ArrayValue::F32(a) => nest(a, |&x| float_json(x.to_string(), x as f64)),
-        ArrayValue::F64(a) => nest(a, |&x| float_json(x.to_string(), x)),
+    total.saturating_add(prefix)
+}
+
+/// Print `{"outputs": [{"dtype", "shape", "data"}...], "structure", "device"}` on
+/// stdout, streaming each tensor's nested lists (nothing is built in memory beyond the
+/// tensor's bytes); more than [`MAX_JSON_VALUES`] values in all is an error.
+fn write_json(leaves: &[Tensor], structure: &Json, device: &str) -> Result<(), Fail> {
+    use std::io::Write;
+    let mut total: u64 = 0;
+    for (i, t) in leaves.iter().enumerate() {
+        total = total.saturating_add(json_values(t.shape()));
+        if total > MAX_JSON_VALUES {
+            return Err(rejected(format!(
+                "the result is too large for --json: with output {i} ({}) it needs more than {MAX_JSON_VALUES} \
+                 JSON values (nested lists and elements); write it with --output FILE.npy (or .npz)",
+                t.describe()
+            )));
+        }
+    }
+    let broken = |e: std::io::Error| usage(format!("cannot write the JSON result: {e}"));
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    w.write_all(b"{\"outputs\":[").map_err(broken)?;
+    for (i, t) in leaves.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",").map_err(broken)?;
+        }
+        write!(
+            w,
+            "{{\"dtype\":{},\"shape\":{},\"data\":",
+            json!(t.dtype().to_string()),
+            json!(t.shape())
+        )
+        .map_err(broken)?;
+        let bytes = t
+            .to_bytes()
+            .map_err(|e| rejected(format!("cannot read the result: {e}")))?;
+        let element = json_element(t.dtype()).map_err(rejected)?;
+        let size = t.dtype().bytes();
+        let dims: Vec<usize> = t.shape().iter().map(|&d| d.max(0) as usize).collect();
+        let mut at = 0usize;
+        write_nested(&mut w, &dims, &bytes, size, &mut at, element).map_err(broken)?;
+        w.write_all(b"}").map_err(broken)?;
+    }
+    write!(w, "],\"structure\":{structure},\"device\":{}}}", json!(device)).map_err(broken)?;
+    w.write_all(b"\n").and_then(|_| w.flush()).map_err(broken)
+}
+
+/// Write the elements of `bytes` from element `*at` on as nested lists of `dims`.
+fn write_nested(
+    w: &mut dyn std::io::Write,
+    dims: &[usize],
+    bytes: &[u8],
+    size: usize,
+    at: &mut usize,
+    element: fn(&[u8]) -> Json,
+) -> std::io::Result<()> {
+    match dims.split_first() {
+        None => {
+            let e = bytes.get(*at * size..(*at + 1) * size).unwrap_or(&[]);
+            *at += 1;
+            serde_json::to_writer(&mut *w, &element(e)).map_err(std::io::Error::other)
+        }
+        Some((&n, rest)) => {
+            w.write_all(b"[")?;
+            for i in 0..n {
+                if i > 0 {
+                    w.write_all(b",")?;
+                }
+                write_nested(w, rest, bytes, size, at, element)?;
+            }
+            w.write_all(b"]")
+        }
+    }
+}
+
+/// How one element's little-endian bytes of `dtype` become JSON: booleans, integers
+/// (sub-byte ones, held one per byte, included), floats as the shortest decimal that
+/// reads back to the same value of their own type (`"nan"`, `"inf"`, `"-inf"` for
+/// non-finite ones).
+fn json_element(dtype: DataType) -> Result<fn(&[u8]) -> Json, String> {
+    use relax_ir::TypeCode;
+    fn le<const N: usize>(b: &[u8]) -> [u8; N] {
+        let mut a = [0u8; N];
+        let n = b.len().min(N);
+        a[..n].copy_from_slice(&b[..n]);
+        a
+    }
+    let f: fn(&[u8]) -> Json = match (dtype.code, dtype.bits) {
+        _ if dtype.lanes != 1 => return Err(format!("a {dtype} result cannot be printed as JSON")),
+        _ if dtype.is_bool() => |b| json!(b.first().is_some_and(|&x| x != 0)),
+        (TypeCode::Int, 1..=8) => |b| json!(i8::from_le_bytes(le(b))),
+        (TypeCode::Int, 16) => |b| json!(i16::from_le_bytes(le(b))),
+        (TypeCode::Int, 32) => |b| json!(i32::from_le_bytes(le(b))),
+        (TypeCode::Int, 64) => |b| json!(i64::from_le_bytes(le(b))),
+        (TypeCode::UInt, 2..=8) => |b| json!(u8::from_le_bytes(le(b))),
+        (TypeCode::UInt, 16) => |b| json!(u16::from_le_bytes(le(b))),
+        (TypeCode::UInt, 32) => |b| json!(u32::from_le_bytes(le(b))),
+        (TypeCode::UInt, 64) => |b| json!(u64::from_le_bytes(le(b))),
+        (TypeCode::Float, 16) => |b| {
+            let x = half::f16::from_le_bytes(le(b));
+            float_json(x.to_string(), x.to_f64())
+        },
+        (TypeCode::BFloat, 16) => |b| {
+            let x = half::bf16::from_le_bytes(le(b));
+            float_json(x.to_string(), x.to_f64())
+        },
+        (TypeCode::Float, 32) => |b| {
+            let x = f32::from_le_bytes(le(b));
+            float_json(x.to_string(), x as f64)
+        },
+        (TypeCode::Float, 64) => |b| {
+            let x = f64::from_le_bytes(le(b));
+            float_json(x.to_string(), x)
+        },
+        _ => return Err(format!("a {dtype} result cannot be printed as JSON")),
     };
-    Ok(json!({"dtype": t.dtype().to_string(), "shape": t.shape(), "data": data}))
+    Ok(f)
 }
 
 /// A float as JSON: the shortest decimal that reads back to the same value of its
@@ -568,94 +686,5 @@ fn float_json(shortest: String, x: f64) -> Json {
             .ok()
             .and_then(serde_json::Number::from_f64)
             .map_or(Json::Null, Json::Number)
-    }
-}
-
-fn nest_flat(flat: &[Json], shape: &[usize]) -> Json {
-    match shape.split_first() {
-        None => flat.first().cloned().unwrap_or(Json::Null),
-        Some((&n, rest)) => {
-            let step: usize = rest.iter().product();
-            Json::Array(
-                (0..n)
-                    .map(|i| nest_flat(&flat[i * step..(i + 1) * step], rest))
-                    .collect(),
-            )
-        }
-    }
-}
-
-// ---------------------------------------------------------------- .npy / .npz
-
-fn read_npy(path: &Path) -> Result<Tensor, Fail> {
-    let bytes = std::fs::read(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-    crate::npy::validate_header(&bytes).map_err(|m| rejected(format!("{}: {m}", path.display())))?;
-    relax_engine::params::parse_npy(&bytes).ok_or_else(|| {
-        rejected(format!(
-            "{}: not a .npy file of a supported dtype (bool, int8..int64, uint8..uint64, \
-             float32, float64; C order)",
-            path.display()
-        ))
-    })
-}
-
-fn with_array<R>(t: &Tensor, f: &mut dyn FnMut(&dyn NpyWrite) -> Result<R, String>) -> Result<R, Fail> {
-    let a = t
-        .to_array_value()
-        .map_err(|e| rejected(format!("cannot read the result: {e}")))?;
-    let r = match &a {
-        ArrayValue::Bool(a) => f(a),
-        ArrayValue::I8(a) => f(a),
-        ArrayValue::I16(a) => f(a),
-        ArrayValue::I32(a) => f(a),
-        ArrayValue::I64(a) => f(a),
-        ArrayValue::U8(a) => f(a),
-        ArrayValue::U16(a) => f(a),
-        ArrayValue::U32(a) => f(a),
-        ArrayValue::U64(a) => f(a),
-        ArrayValue::F32(a) => f(a),
-        ArrayValue::F64(a) => f(a),
-        ArrayValue::F16(_) => Err("float16 results cannot be written as .npy".to_string()),
-    };
-    r.map_err(rejected)
-}
-
-/// An array that can be written as `.npy` or into an `.npz`.
-trait NpyWrite {
-    fn npy(&self, w: &mut dyn std::io::Write) -> Result<(), String>;
-    fn npz(&self, z: &mut NpzWriter<std::fs::File>, name: &str) -> Result<(), String>;
-}
-
-impl<T: WritableElement> NpyWrite for ArrayD<T> {
-    fn npy(&self, w: &mut dyn std::io::Write) -> Result<(), String> {
-        self.write_npy(w).map_err(|e| e.to_string())
-    }
-    fn npz(&self, z: &mut NpzWriter<std::fs::File>, name: &str) -> Result<(), String> {
-        z.add_array(name, self).map_err(|e| e.to_string())
-    }
-}
-
-fn write_output(path: &Path, leaves: &[Tensor]) -> Result<(), Fail> {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let file = std::fs::File::create(path).map_err(|e| usage(format!("cannot create {}: {e}", path.display())))?;
-    match ext {
-        "npy" => {
-            let [t] = leaves else {
-                return Err(rejected(format!(
-                    "the result has {} tensors; write them to a .npz file",
-                    leaves.len()
-                )));
-            };
-            let mut w = std::io::BufWriter::new(file);
-            with_array(t, &mut |a| a.npy(&mut w))
-        }
-        "npz" => {
-            let mut z = NpzWriter::new(file);
-            for (i, t) in leaves.iter().enumerate() {
-                with_array(t, &mut |a| a.npz(&mut z, &format!("arr_{i}")))?;
-            }
-            z.finish().map(|_| ()).map_err(|e| usage(e.to_string()))
-        }
-        _ => Err(usage(format!("{}: --output must end in .npy or .npz", path.display()))),
     }
 }

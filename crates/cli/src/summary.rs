@@ -1,7 +1,7 @@
 //! A one-line summary of a result tensor (shape, dtype, first values, min/max/mean),
 //! printed by `relax run --output` instead of every value.
 
-use relax_engine::{ArrayValue, Tensor};
+use relax_engine::Tensor;
 
 /// Values shown at the start of a summary.
 const SHOWN: usize = 6;
@@ -15,8 +15,8 @@ pub fn summarize(index: usize, t: &Tensor) -> String {
         format!("({})", dims.join(", "))
     };
     let head = format!("output {index}: shape {shape}, {}", t.dtype());
-    let values = match t.to_array_value() {
-        Ok(a) => as_f64(&a),
+    let values = match t.to_f64_values() {
+        Ok(v) => v,
         Err(e) => return format!("{head} (cannot read the values: {e})"),
     };
     if values.is_empty() {
@@ -37,22 +37,4 @@ pub fn summarize(index: usize, t: &Tensor) -> String {
         text += &format!(", {non_finite} non-finite (nan/inf) value(s)");
     }
     text
-}
-
-/// Every element as `f64` (bool as 0/1), in C order.
-fn as_f64(a: &ArrayValue) -> Vec<f64> {
-    match a {
-        ArrayValue::Bool(a) => a.iter().map(|&x| f64::from(u8::from(x))).collect(),
-        ArrayValue::I8(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        ArrayValue::I16(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        ArrayValue::I32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        ArrayValue::I64(a) => a.iter().map(|&x| x as f64).collect(),
-        ArrayValue::U8(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        ArrayValue::U16(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        ArrayValue::U32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        ArrayValue::U64(a) => a.iter().map(|&x| x as f64).collect(),
-        ArrayValue::F16(a) => a.iter().map(|x| x.to_f64()).collect(),
-        ArrayValue::F32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        ArrayValue::F64(a) => a.iter().copied().collect(),
-    }
 }

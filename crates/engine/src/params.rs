@@ -1,7 +1,8 @@
 //! Arguments bound by parameter name: the weights of a real network are hundreds of
 //! parameters of `main`, kept in one `.npz` file keyed by parameter name.
 //!
-//! [`Params`] holds named tensors (read with [`Params::read_npz`] or built by hand);
+//! [`Params`] holds named tensors (read with [`Params::read_npz`],
+//! [`Params::read_safetensors`] or [`Params::read`], or built by hand);
 //! [`bind_args`] turns named and positional arguments into the argument list of a
 //! function, checking each against its parameter's StructInfo; [`Loaded::run_named`]
 //! does both and runs.
@@ -25,15 +26,16 @@
 //! # Ok(()) }
 //! ```
 
+pub mod npy;
+mod safetensors_io;
+
 use std::path::Path;
 
-use ndarray::ArrayD;
-use ndarray_npy::{NpzReader, ReadNpyExt, ReadableElement};
 use relax_ir::{BaseFunc, Function, GlobalVar, IRModule, StructInfo, TensorStructInfo};
 
 use crate::engine::Loaded;
 use crate::error::{EngineError, Result};
-use crate::value::{Element, Tensor, Value};
+use crate::value::{Tensor, Value};
 
 /// Values keyed by name, in insertion order (for example a model's weights keyed by
 /// the names of `main`'s parameters).
@@ -79,25 +81,98 @@ impl Params {
 
     /// Every array of an `.npz` file (as written by `numpy.savez` or
     /// `numpy.savez_compressed`), keyed by its name without the `.npy` suffix.
+    ///
+    /// Each entry's `.npy` header is read and checked before its data: a shape whose
+    /// size overflows, data that the header claims but the entry does not hold, and
+    /// entries that together claim more than the host memory limit
+    /// ([`crate::host_memory_limit`]) are errors, found before anything is allocated or
+    /// inflated. See [`npy`] for the element types.
     pub fn read_npz(path: &Path) -> Result<Params> {
         let file = std::fs::File::open(path)
             .map_err(|e| EngineError::Invalid(format!("cannot read {}: {e}", path.display())))?;
-        let mut npz = NpzReader::new(file)
+        let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
             .map_err(|e| EngineError::Invalid(format!("{}: not an .npz file: {e}", path.display())))?;
-        let names = npz
-            .names()
-            .map_err(|e| EngineError::Invalid(format!("{}: {e}", path.display())))?;
+        let limit = relax_jit::memory::host_memory_limit();
+        let mut used: u64 = 0;
         let mut params = Params::new();
-        for (i, name) in names.into_iter().enumerate() {
-            let tensor = read_npz_entry(&mut npz, i).ok_or_else(|| {
-                EngineError::Invalid(format!(
-                    "{}: entry `{name}` is not an array of a supported dtype ({SUPPORTED})",
+        for i in 0..zip.len() {
+            let mut entry = zip
+                .by_index(i)
+                .map_err(|e| EngineError::Invalid(format!("{}: entry {i}: {e}", path.display())))?;
+            if entry.is_dir() {
+                continue;
+            }
+            let file_name = entry.name().to_string();
+            let name = file_name.strip_suffix(".npy").unwrap_or(&file_name).to_string();
+            let size = entry.size();
+            let tensor = npy::read_stream(&mut entry, Some(size), limit.saturating_sub(used), "entry")
+                .map_err(|e| in_context(e, &format!("{}: entry `{name}`", path.display())))?;
+            used = used.saturating_add(tensor.nbytes() as u64);
+            if params.get(&name).is_some() {
+                return Err(EngineError::Invalid(format!(
+                    "{}: entry `{name}` appears twice",
                     path.display()
-                ))
-            })?;
+                )));
+            }
             params.insert(name, Value::Tensor(tensor));
         }
         Ok(params)
+    }
+
+    /// Every tensor of a `.safetensors` file (the format Hugging Face ships weights
+    /// in), keyed by its name, in the file's order.
+    ///
+    /// The header is read and validated by the `safetensors` crate's own rules (at
+    /// most 100 MB of JSON; offsets contiguous and in bounds; each tensor's byte size,
+    /// computed without overflow, equal to its offsets' span) and against the file's
+    /// length before any tensor's memory is reserved; tensors that together exceed the
+    /// host memory limit are an error. Dtypes: `BOOL`, `U8`, `I8`, `I16`, `U16`, `I32`,
+    /// `U32`, `I64`, `U64`, `F16`, `BF16`, `F32`, `F64` (the float8/float4/float6 and
+    /// complex ones are refused, naming the tensor).
+    pub fn read_safetensors(path: &Path) -> Result<Params> {
+        safetensors_io::read(path)
+    }
+
+    /// The weights in the file at `path`: `.safetensors` ([`Params::read_safetensors`])
+    /// or `.npz` ([`Params::read_npz`]), told apart by the file's first bytes (a zip
+    /// archive is an `.npz`).
+    pub fn read(path: &Path) -> Result<Params> {
+        use std::io::Read;
+        let mut magic = [0u8; 4];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| f.read(&mut magic))
+            .map_err(|e| EngineError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+        if n == 4 && (magic == *b"PK\x03\x04" || magic == *b"PK\x05\x06") {
+            Params::read_npz(path)
+        } else if path.extension().is_some_and(|e| e == "npz") {
+            Err(EngineError::Invalid(format!(
+                "{}: not an .npz file (no zip signature)",
+                path.display()
+            )))
+        } else {
+            Params::read_safetensors(path)
+        }
+    }
+
+    /// Write the tensors as an `.npz` file (uncompressed, as `numpy.savez` does), each
+    /// entry `<name>.npy`; see [`npy::encode`] for the element types.
+    pub fn write_npz(&self, path: &Path) -> Result<()> {
+        let io = |e: &dyn std::fmt::Display| EngineError::Invalid(format!("cannot write {}: {e}", path.display()));
+        let file = std::fs::File::create(path).map_err(|e| io(&e))?;
+        let mut z = zip::ZipWriter::new(std::io::BufWriter::new(file));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored)
+            .large_file(true);
+        for (name, value) in self.iter() {
+            let t = value
+                .as_tensor()
+                .ok_or_else(|| EngineError::Type(format!("`{name}` is a {}, not a tensor", value.describe())))?;
+            let bytes = npy::encode(t).map_err(|e| in_context(e, &format!("`{name}`")))?;
+            z.start_file(format!("{name}.npy"), options).map_err(|e| io(&e))?;
+            std::io::Write::write_all(&mut z, &bytes).map_err(|e| io(&e))?;
+        }
+        let mut w = z.finish().map_err(|e| io(&e))?;
+        std::io::Write::flush(&mut w).map_err(|e| io(&e))
     }
 }
 
@@ -111,58 +186,31 @@ impl FromIterator<(String, Value)> for Params {
     }
 }
 
-/// The dtypes `.npy` files may hold.
-const SUPPORTED: &str = "bool, int8..int64, uint8..uint64, float32, float64; C order";
-
-fn try_npz<T: ReadableElement + Element>(npz: &mut NpzReader<std::fs::File>, i: usize) -> Option<Tensor> {
-    npz.by_index::<ndarray::OwnedRepr<T>, ndarray::IxDyn>(i)
-        .ok()
-        .map(|a| Tensor::from_array(&a))
+/// `e` with `context: ` before its message (errors without a message of their own are
+/// returned as they are).
+pub(crate) fn in_context(e: EngineError, context: &str) -> EngineError {
+    match e {
+        EngineError::Invalid(m) => EngineError::Invalid(format!("{context}: {m}")),
+        EngineError::HostMemory(m) => EngineError::HostMemory(format!("{context}: {m}")),
+        EngineError::Type(m) => EngineError::Type(format!("{context}: {m}")),
+        e => e,
+    }
 }
 
-fn read_npz_entry(npz: &mut NpzReader<std::fs::File>, i: usize) -> Option<Tensor> {
-    try_npz::<f32>(npz, i)
-        .or_else(|| try_npz::<f64>(npz, i))
-        .or_else(|| try_npz::<i64>(npz, i))
-        .or_else(|| try_npz::<i32>(npz, i))
-        .or_else(|| try_npz::<i16>(npz, i))
-        .or_else(|| try_npz::<i8>(npz, i))
-        .or_else(|| try_npz::<u8>(npz, i))
-        .or_else(|| try_npz::<u16>(npz, i))
-        .or_else(|| try_npz::<u32>(npz, i))
-        .or_else(|| try_npz::<u64>(npz, i))
-        .or_else(|| try_npz::<bool>(npz, i))
-}
-
-fn try_npy<T: ReadableElement + Element>(bytes: &[u8]) -> Option<Tensor> {
-    ArrayD::<T>::read_npy(bytes).ok().map(|a| Tensor::from_array(&a))
-}
-
-/// A tensor from the bytes of a `.npy` file.
-pub fn parse_npy(bytes: &[u8]) -> Option<Tensor> {
-    try_npy::<f32>(bytes)
-        .or_else(|| try_npy::<f64>(bytes))
-        .or_else(|| try_npy::<i32>(bytes))
-        .or_else(|| try_npy::<i64>(bytes))
-        .or_else(|| try_npy::<i8>(bytes))
-        .or_else(|| try_npy::<i16>(bytes))
-        .or_else(|| try_npy::<u8>(bytes))
-        .or_else(|| try_npy::<u16>(bytes))
-        .or_else(|| try_npy::<u32>(bytes))
-        .or_else(|| try_npy::<u64>(bytes))
-        .or_else(|| try_npy::<bool>(bytes))
+/// A tensor from the bytes of a `.npy` file (see [`npy`] for the element types);
+/// the header is checked before anything is allocated.
+pub fn parse_npy(bytes: &[u8]) -> Result<Tensor> {
+    npy::decode(bytes)
 }
 
 /// A tensor read from a `.npy` file.
 pub fn read_npy(path: &Path) -> Result<Tensor> {
-    let bytes =
-        std::fs::read(path).map_err(|e| EngineError::Invalid(format!("cannot read {}: {e}", path.display())))?;
-    parse_npy(&bytes).ok_or_else(|| {
-        EngineError::Invalid(format!(
-            "{}: not a .npy file of a supported dtype ({SUPPORTED})",
-            path.display()
-        ))
-    })
+    let file =
+        std::fs::File::open(path).map_err(|e| EngineError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+    let size = file.metadata().ok().map(|m| m.len());
+    let mut r = std::io::BufReader::new(file);
+    npy::read_stream(&mut r, size, relax_jit::memory::host_memory_limit(), "file")
+        .map_err(|e| in_context(e, &path.display().to_string()))
 }
 
 /// The `in*.npy` files of `dir` in name order, as tensors: the positional arguments
@@ -196,36 +244,41 @@ fn entry_function<'m>(module: &'m IRModule, func: &str) -> Result<&'m Function> 
 /// The argument list of `module`'s function `func`: each parameter takes the entry
 /// of `named` with its name, and the parameters left take `positional` in order.
 ///
-/// Errors name the parameter: an entry of `named` that is no parameter, a parameter
-/// neither named nor given positionally, positional arguments left over, and a tensor
-/// whose dtype, rank or static shape differs from its parameter's StructInfo (with
-/// the expected and the given dtype or shape).
+/// A name binds the parameter of that name, or else the parameter that TVM's printer
+/// names after it: the printer replaces every character other than an ASCII letter,
+/// digit or `_` with `_` (see [`printed_name`]), so a weight saved as
+/// `m.transformer.wpe.weight` binds the parameter `m_transformer_wpe_weight`.
+///
+/// Errors name the parameter: an entry of `named` that is no parameter (with the
+/// closest parameter name), two entries binding one parameter, a parameter neither
+/// named nor given positionally, positional arguments left over, and a tensor whose
+/// dtype, rank or static shape differs from its parameter's StructInfo (with the
+/// expected and the given dtype or shape).
 pub fn bind_args(module: &IRModule, func: &str, positional: &[Value], named: &Params) -> Result<Vec<Value>> {
     let f = entry_function(module, func)?;
     let names: Vec<&str> = f.params.iter().map(|p| p.name()).collect();
-    for (name, _) in named.iter() {
-        match names.iter().filter(|n| **n == name).count() {
-            0 => {
-                return Err(EngineError::Invalid(format!(
-                    "`{func}` has no parameter `{name}` (given by name)"
-                )))
-            }
-            1 => {}
-            _ => {
-                return Err(EngineError::Invalid(format!(
-                    "`{func}` has several parameters named `{name}`; give them positionally"
-                )))
-            }
+    let mut bound: Vec<Option<(&str, &Value)>> = vec![None; names.len()];
+    for (name, value) in named.iter() {
+        let i = resolve_name(func, &names, name)?;
+        if let Some((earlier, _)) = bound[i] {
+            return Err(EngineError::Invalid(format!(
+                "`{func}`: parameter `{}` is given twice by name (`{earlier}` and `{name}`)",
+                names[i]
+            )));
         }
+        bound[i] = Some((name, value));
     }
     let mut rest = positional.iter();
     let mut args = Vec::with_capacity(f.params.len());
     for (i, param) in f.params.iter().enumerate() {
         let name = param.name();
-        let value = match named.get(name) {
-            Some(v) => v.clone(),
+        let value = match bound[i] {
+            Some((_, v)) => v.clone(),
             None => rest.next().cloned().ok_or_else(|| {
-                let missing: Vec<&str> = names[i..].iter().copied().filter(|n| named.get(n).is_none()).collect();
+                let missing: Vec<&str> = (i..names.len())
+                    .filter(|&k| bound[k].is_none())
+                    .map(|k| names[k])
+                    .collect();
                 EngineError::Invalid(format!(
                     "`{func}`: parameter `{name}` (parameter {i}) has no argument: not given by name \
                      and only {} positional argument(s) given ({} parameter(s) unbound: {})",
@@ -247,6 +300,69 @@ pub fn bind_args(module: &IRModule, func: &str, positional: &[Value], named: &Pa
         )));
     }
     Ok(args)
+}
+
+/// The name TVM's TVMScript printer gives a variable named `name`: every byte that is
+/// not an ASCII letter, digit or `_` becomes `_` (`embed_tokens.weight` ->
+/// `embed_tokens_weight`; a non-ASCII character becomes one `_` per UTF-8 byte). The
+/// printer then appends `_1`, `_2`, ... to names already taken; those are not undone.
+pub fn printed_name(name: &str) -> String {
+    name.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'_' {
+                b as char
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The index of the parameter that the entry `name` binds: the parameter of that
+/// name, else the one named [`printed_name`]`(name)`.
+fn resolve_name(func: &str, params: &[&str], name: &str) -> Result<usize> {
+    let printed = printed_name(name);
+    for candidate in [name, printed.as_str()] {
+        let hits: Vec<usize> = (0..params.len()).filter(|&i| params[i] == candidate).collect();
+        match hits[..] {
+            [i] => return Ok(i),
+            [] => {}
+            _ => {
+                return Err(EngineError::Invalid(format!(
+                    "`{func}` has several parameters named `{candidate}`; give them positionally"
+                )))
+            }
+        }
+    }
+    let printed_note = if printed != name {
+        format!(" (printed `{printed}`)")
+    } else {
+        String::new()
+    };
+    let closest = params
+        .iter()
+        .min_by_key(|p| edit_distance(p.as_bytes(), printed.as_bytes()))
+        .map(|p| format!("; the closest parameter is `{p}`"))
+        .unwrap_or_else(|| format!("; `{func}` has no parameters"));
+    Err(EngineError::Invalid(format!(
+        "`{func}` has no parameter `{name}`{printed_note} (given by name){closest}"
+    )))
+}
+
+/// The Levenshtein distance between `a` and `b` (insertions, deletions and
+/// substitutions of bytes).
+fn edit_distance(a: &[u8], b: &[u8]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// At most eight names, then a count.

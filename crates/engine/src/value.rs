@@ -583,6 +583,16 @@ impl Tensor {
             _ => return Err(EngineError::Type(format!("no ndarray element type for dtype {d}"))),
         })
     }
+    /// Every element as `f64`, in row-major order, for any dtype (bfloat16 and sub-byte
+    /// integers included; bool as 0/1; 64-bit integers rounded to the nearest `f64`).
+    pub fn to_f64_values(&self) -> Result<Vec<f64>> {
+        let d = self.dtype();
+        let size = d.bytes();
+        if d.lanes != 1 || !(1..=8).contains(&size) || d.is_handle() || d.is_void() {
+            return Err(EngineError::Type(format!("cannot read {d} elements as numbers")));
+        }
+        self.with_bytes(|b| b.chunks_exact(size).map(|c| decode_scalar(d, c).as_f64()).collect())
+    }
     /// Overwrite the data with `array` (same dtype and shape), visible through aliases.
     pub fn assign<T: Element>(&self, array: &ArrayD<T>) -> Result<()> {
         let shape: Vec<i64> = array.shape().iter().map(|&d| d as i64).collect();

@@ -287,7 +287,7 @@ fn triangle_masks_with_extreme_diagonals() {
     .into();
     let all: Vec<String> = (1..=9).map(|v| v.to_string()).collect();
     let none = vec!["0".to_string(); 9];
-    for (dev, out) in run_all(TRIANGLES, &[x.clone()]) {
+    for (dev, out) in run_all(TRIANGLES, std::slice::from_ref(&x)) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
         // TVM: x, x, zeros, zeros
         assert_eq!(strings(&out, Some(0)), all, "{dev} tril");

@@ -81,9 +81,11 @@ impl Jit {
         }
         rt.write_pod(&buf, 0, &[0u32; FLAG_WORDS])?;
         let msg = match words.as_slice() {
-            [_, first, index, len, ..] if *first != 0 => self
-                .oob
-                .describe(*first, &format!(" at {} (size {})", *index as i32, *len as i32)),
+            [_, first, lo, len, hi, ..] if *first != 0 => {
+                let index = ((u64::from(*hi) << 32) | u64::from(*lo)) as i64;
+                self.oob
+                    .describe(*first, &format!(" at {index} (size {})", *len as i32))
+            }
             [max, ..] => self.oob.describe(*max, ""),
             [] => "out-of-bounds access on the GPU".to_string(),
         };
@@ -188,7 +190,17 @@ fn range(e: &PrimExpr, loops: &HashMap<u64, (i64, i64)>) -> Option<(i128, i128)>
             let (a, b) = loops.get(&v.id())?;
             (*a as i128, *b as i128)
         }
-        K::Cast { value, dtype } if dtype.is_int() && value.dtype().is_int() => range(value, loops)?,
+        K::Cast { value, dtype } if dtype.is_int() && value.dtype().is_int() => {
+            // A narrowing cast wraps: the range carries over only when it fits the
+            // target type (else the index is not affine and no claim is made).
+            let (lo, hi) = range(value, loops)?;
+            let bits = u32::from(dtype.bits).clamp(1, 64);
+            let (min, max) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
+            if lo < min || hi > max {
+                return None;
+            }
+            (lo, hi)
+        }
         K::Binary { op: BinOp::Add, a, b } => {
             // Exact only when the two sides share no variable.
             if shares_var(a, b) {

@@ -461,10 +461,52 @@ pub(crate) fn total_of(loops: &[(TirVar, PrimExpr)]) -> PrimExpr {
     }))
 }
 
+/// Loop trips a kernel keeps below: Mesa's llvmpipe (lavapipe) ends every loop of a
+/// shader invocation after 65,535 trips in all (`LP_MAX_TGSI_LOOP_ITERATIONS`,
+/// shared between its loops), silently dropping the rest of the work; longer loops
+/// run several unrolled steps a trip.
+pub(crate) const MAX_LOOP_TRIPS: i64 = 16384;
+
+/// Steps per trip (a power of two, at most `most`) that keep a loop of `trips`
+/// steps within [`MAX_LOOP_TRIPS`] trips; 1 when it already is.
+pub(crate) fn steps_per_trip(trips: i64, most: i64) -> i64 {
+    if trips <= MAX_LOOP_TRIPS {
+        return 1;
+    }
+    (((trips + MAX_LOOP_TRIPS - 1) / MAX_LOOP_TRIPS) as u64)
+        .next_power_of_two()
+        .min(most.max(1) as u64) as i64
+}
+
 /// Thread `tx` of `nt` visits reduction elements `tx, tx + nt, ...` of `r` (the
 /// reduction loops decomposed from the flat index) and runs `body` at each.
 fn strided_over_threads(r: &Reduction, tx: &TirVar, nt: i64, body: Stmt) -> Stmt {
     let [it, rl] = int_vars(["it", "rl"]);
+    let total = total_of(&r.reduce);
+    if let Some(n) = total.as_int() {
+        let per_thread = (n + nt.max(1) - 1) / nt.max(1);
+        let u = steps_per_trip(per_thread, 64);
+        if u > 1 {
+            // for it in 0..ceil(ceil(R / nt) / u): u unrolled steps
+            // rl = tx + (it*u + k)*nt, guarded by rl < R.
+            let k = TirVar::new("k", DataType::INT32);
+            let step = add(mul(it.to_expr(), i32c(u)), k.to_expr());
+            let at = add(tx.to_expr(), mul(step, i32c(nt)));
+            let inner = unrolled(
+                &k,
+                u,
+                let_(
+                    &rl,
+                    at,
+                    if_(
+                        bin(BinOp::Lt, rl.to_expr(), i32c(n)),
+                        decompose(rl.to_expr(), &r.reduce, body),
+                    ),
+                ),
+            );
+            return for_loop(&it, i32c((per_thread + u - 1) / u), ForKind::Serial, inner);
+        }
+    }
     // for it in 0..ceil((R - tx) / nt): rl = tx + it*nt
     let trips = bin(
         BinOp::Div,

@@ -100,6 +100,10 @@ struct Em<'a> {
     oob_sites: Vec<String>,
     /// Depth of `select` arms being emitted (accesses there are not checked).
     lazy: usize,
+    /// Variables whose value varies across threads or iterations (see `Em::varies`).
+    varying: HashSet<u64>,
+    /// Depth of int64 comparisons being emitted (their int64 operands use i64).
+    wide: usize,
 }
 
 /// Emit (and validate) the WGSL of one scheduled kernel.
@@ -124,6 +128,8 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         lf,
         oob_sites: Vec::new(),
         lazy: 0,
+        varying: HashSet::new(),
+        wide: 0,
     };
     // Storage bindings: every global buffer the kernel touches, in parameter order.
     let mut used: HashSet<u64> = HashSet::new();
@@ -172,6 +178,12 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
             Access::Read
         };
         let numel = b.shape().first().and_then(|e| e.as_int()).unwrap_or(0).max(0) as u64;
+        if numel > i32::MAX as u64 {
+            return Err(JitError::TooLarge(format!(
+                "buffer `{}` has {numel} elements (GPU kernels index with 32 bits)",
+                b.name()
+            )));
+        }
         let chunks = caps.chunk_elems(numel, st);
         if vec4_src.contains_key(&b.id())
             && !em.written.contains(&b.id())
@@ -269,6 +281,7 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         );
         let _ = writeln!(em.out, "    let {name}: i32 = {init};");
         em.declared.insert(name.clone());
+        em.varying.insert(v.id());
         em.vars.insert(v.id(), (name, W::I32));
     }
     // Uniform fields: free variables of the body.
@@ -306,7 +319,6 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
     }
     em.stmt(&k.body)?;
     if !em.oob_sites.is_empty() {
-        em.helpers.insert("relax_chk");
         bindings.push(BindingInfo {
             buf: BufRef::Bounds,
             name: bounds::FLAG.to_string(),
@@ -432,6 +444,50 @@ pub fn validate(src: &str, caps: &DeviceCaps) -> Result<()> {
     Ok(())
 }
 
+/// Whether `e` holds an integer constant of magnitude at least 2^24 (a mask such
+/// as `tril`'s `j <= i + k` with a huge `k`, whose sum may leave `i32`).
+fn has_huge_int(e: &PrimExpr) -> bool {
+    let mut found = false;
+    expr::visit_expr(e, &mut |x| {
+        if let PrimExprKind::IntImm { value, .. } = x.kind() {
+            found |= value.unsigned_abs() >= 1 << 24;
+        }
+    });
+    found
+}
+
+/// `y` when `a - b` is `x - floor(x / y) * y`.
+fn floor_mod_divisor<'e>(op: BinOp, a: &PrimExpr, b: &'e PrimExpr) -> Option<&'e PrimExpr> {
+    use relax_ir::tir::expr_equal;
+    if op != BinOp::Sub {
+        return None;
+    }
+    let PrimExprKind::Binary {
+        op: BinOp::Mul,
+        a: fl,
+        b: y,
+    } = b.kind()
+    else {
+        return None;
+    };
+    let PrimExprKind::Call { args, .. } = fl.kind() else {
+        return None;
+    };
+    if fl.as_intrinsic() != Some(Intrinsic::Floor) {
+        return None;
+    }
+    let [q] = args.as_slice() else { return None };
+    let PrimExprKind::Binary {
+        op: BinOp::Div,
+        a: x,
+        b: d,
+    } = q.kind()
+    else {
+        return None;
+    };
+    (expr_equal(x, a) && expr_equal(d, y)).then_some(y)
+}
+
 /// Whether `e` is a constant other than zero.
 fn is_nonzero_const(e: &PrimExpr) -> bool {
     match e.kind() {
@@ -483,6 +539,10 @@ pub const HELPERS: &[(&str, &str)] = helpers![
     sat_f32_i16,
     sat_f32_i32,
     fdiv_f32,
+    fmod_f32,
+    floormod_f32,
+    acosh_f32,
+    asinh_f32,
     sat_f32_i64,
     sat_f32_u64,
     sat_f32_u8,
@@ -502,6 +562,7 @@ pub const HELPERS: &[(&str, &str)] = helpers![
     isfinite_f32,
     copysign_f32,
     relax_chk,
+    relax_chk_i64,
 ];
 
 impl Em<'_> {
@@ -571,7 +632,13 @@ impl Em<'_> {
         }
         Ok(match (from, to) {
             (W::Bool, t) => format!("select({}, {}, {s})", t.zero(), one(t)),
+            // Truthiness of a float on its bits: NaN is true, where drivers with
+            // relaxed float semantics fold `NaN != 0.0` to false.
+            (W::F32, W::Bool) => format!("((bitcast<u32>({s}) & 0x7fffffffu) != 0u)"),
+            (W::F16, W::Bool) => format!("((bitcast<u32>(f32({s})) & 0x7fffffffu) != 0u)"),
             (f, W::Bool) => format!("({s} != {})", f.zero()),
+            // Sign-extend first: `u64(i32)` would zero-extend on some paths.
+            (W::I32, W::U64) => format!("bitcast<u64>(i64({s}))"),
             (_, t) => format!("{}({s})", t.name()),
         })
     }
@@ -653,7 +720,9 @@ impl Em<'_> {
                 let to = if dtype.is_integer() && dtype.bits == 64 {
                     if from.is_float() {
                         self.data64(*dtype)?
-                    } else if matches!(from, W::I64 | W::U64) {
+                    } else if matches!(from, W::I64 | W::U64) || (dtype.is_uint() && self.caps.i64) {
+                        // uint64 values keep all 64 bits (an int32 sign-extends, as on
+                        // the host); int64 ones from 32-bit values stay index arithmetic.
                         if dtype.is_uint() {
                             W::U64
                         } else {
@@ -739,7 +808,10 @@ impl Em<'_> {
                     return Err(self.unsupported(format!("buffer `{}` is not available in the kernel", buffer.name())));
                 };
                 let idx = if self.needs_check(&indices[0]) {
-                    self.checked_index(buffer, &idx, false)?
+                    match iw {
+                        W::I64 | W::U64 => self.checked_index(buffer, &is, iw, false)?,
+                        _ => self.checked_index(buffer, &idx, W::I32, false)?,
+                    }
                 } else {
                     idx
                 };
@@ -766,8 +838,23 @@ impl Em<'_> {
     }
 
     fn binary(&mut self, op: BinOp, a: &PrimExpr, b: &PrimExpr, dt: DataType) -> Result<(String, W)> {
-        let (sa, wa) = self.expr(a)?;
-        let (sb, wb) = self.expr(b)?;
+        if let Some(y) = floor_mod_divisor(op, a, b) {
+            // `x - floor(x / y) * y` (float `floor_mod` as legalized): drivers with
+            // relaxed float semantics fold `inf * 0.0` to 0 (giving `x` for `y == 0`),
+            // so it is computed by the helper that tests the divisor.
+            if a.dtype().is_float() && matches!(self.cty(a.dtype())?, W::F32 | W::F16) {
+                return self.binary(BinOp::FloorMod, a, y, dt);
+            }
+        }
+        // int64 index arithmetic runs in i32; a comparison of int64 values with a
+        // huge constant (a mask such as `j <= i + k` with `k` near 2^31) is computed
+        // in i64 where the device has it, so that its operands cannot overflow.
+        let is_i64 = |d: DataType| d.code == TypeCode::Int && d.bits == 64;
+        let widen = self.caps.i64 && op.is_comparison() && is_i64(a.dtype()) && (has_huge_int(a) || has_huge_int(b));
+        self.wide += usize::from(widen);
+        let operands = self.expr(a).and_then(|x| Ok((x, self.expr(b)?)));
+        self.wide -= usize::from(widen);
+        let ((sa, wa), (sb, wb)) = operands?;
         if op.is_logical() {
             let o = if op == BinOp::And { "&&" } else { "||" };
             return Ok((
@@ -782,10 +869,17 @@ impl Em<'_> {
         let adt = a.dtype();
         let w = if adt.is_float() {
             self.cty(adt)?.max(wa.max(wb))
+        } else if (widen || self.wide > 0) && is_i64(adt) && !op.is_logical() {
+            W::I64.max(wa.max(wb))
         } else {
             wa.max(wb)
         };
-        let w = if w == W::Bool && !op.is_comparison() { W::I32 } else { w };
+        // WGSL orders no bools and has no arithmetic on them: `false < true` as 0 < 1.
+        let w = if w == W::Bool && !matches!(op, BinOp::Eq | BinOp::Ne) {
+            W::I32
+        } else {
+            w
+        };
         let (x, y) = (self.conv(&sa, wa, w)?, self.conv(&sb, wb, w)?);
         let cmp = |o: &str| (format!("({x} {o} {y})"), W::Bool);
         if !w.is_float() && w != W::Bool && b.as_int() == Some(0) {
@@ -798,6 +892,14 @@ impl Em<'_> {
             }
         }
         Ok(match op {
+            // `x - x`: drivers fold it to 0 under relaxed float semantics, where IEEE
+            // gives NaN for an infinite or NaN `x`; decided on the bits instead.
+            BinOp::Sub if matches!(w, W::F32 | W::F16) && relax_ir::tir::expr_equal(a, b) => {
+                self.helpers.insert("isfinite_f32");
+                let xf = self.conv(&x, w, W::F32)?;
+                let r = format!("select(bitcast<f32>(0x7fc00000u), 0.0f, isfinite_f32({xf}))");
+                (self.conv(&r, W::F32, w)?, w)
+            }
             BinOp::Add | BinOp::Sub | BinOp::Mul => {
                 let o = match op {
                     BinOp::Add => "+",
@@ -807,10 +909,25 @@ impl Em<'_> {
                 (self.wrap_small(format!("({x} {o} {y})"), dt), w)
             }
             // A float divisor that may be zero: IEEE results (±inf, NaN) as on the host,
-            // where Vulkan leaves `x / 0.0` undefined.
-            BinOp::Div if w == W::F32 && !is_nonzero_const(b) => {
-                self.helpers.insert("fdiv_f32");
-                (format!("fdiv_f32({x}, {y})"), w)
+            // where Vulkan leaves `x / 0.0` undefined. `f16` goes through the `f32`
+            // helper (exact: an `f32` quotient rounds to the same `f16`).
+            BinOp::Div | BinOp::FloorDiv | BinOp::Mod | BinOp::FloorMod
+                if matches!(w, W::F32 | W::F16) && !is_nonzero_const(b) =>
+            {
+                let helper = match op {
+                    BinOp::Div | BinOp::FloorDiv => "fdiv_f32",
+                    BinOp::Mod => "fmod_f32",
+                    _ => "floormod_f32",
+                };
+                self.helpers.insert(helper);
+                let (x, y) = (self.conv(&x, w, W::F32)?, self.conv(&y, w, W::F32)?);
+                let r = format!("{helper}({x}, {y})");
+                let r = if op == BinOp::FloorDiv {
+                    format!("floor({r})")
+                } else {
+                    r
+                };
+                (self.conv(&r, W::F32, w)?, w)
             }
             BinOp::Div => (format!("({x} / {y})"), w),
             BinOp::Mod => (format!("({x} % {y})"), w),
@@ -899,7 +1016,10 @@ impl Em<'_> {
                 if self.needs_check(&indices[0]) {
                     // Robust buffer access may redirect an out-of-range store anywhere
                     // in the buffer: skip it instead.
-                    let ok = self.checked_index(buffer, &idx, true)?;
+                    let ok = match iw {
+                        W::I64 | W::U64 => self.checked_index(buffer, &is, iw, true)?,
+                        _ => self.checked_index(buffer, &idx, W::I32, true)?,
+                    };
                     self.line(&format!("if ({ok} >= 0i) {{ {store} }}"));
                 } else {
                     self.line(&store);
@@ -913,6 +1033,9 @@ impl Em<'_> {
                     vw
                 };
                 let v = self.conv(&vs, vw, w)?;
+                if self.varies(value) {
+                    self.varying.insert(var.id());
+                }
                 let name = self.bind_var(var, w);
                 self.line(&format!("let {name}: {} = {v};", w.name()));
                 self.stmt(body)?;
@@ -958,6 +1081,7 @@ impl Em<'_> {
                 let w = if mw == W::I64 || ew == W::I64 { W::I64 } else { W::I32 };
                 let (m, e) = (self.conv(&ms, mw, w)?, self.conv(&es, ew, w)?);
                 let name = self.bind_var(var, w);
+                self.varying.insert(var.id());
                 let one_ = one(w);
                 self.line(&format!(
                     "for (var {name}: {} = {m}; {name} < {m} + {e}; {name} = {name} + {one_}) {{",
@@ -1067,10 +1191,10 @@ impl Em<'_> {
                 }
                 let dt = buffer.dtype();
                 let w = if dt.is_bool() { W::Bool } else { self.cty(dt)? };
-                let w = if matches!((dt.code, dt.bits), (TypeCode::Int, 64)) && self.caps.i64 {
-                    W::I64
-                } else {
-                    w
+                let w = match (dt.code, dt.bits) {
+                    (TypeCode::Int, 64) if self.caps.i64 => W::I64,
+                    (TypeCode::UInt, 64) if self.caps.i64 => W::U64,
+                    _ => w,
                 };
                 let name = format!("l{}_{}", buffer.id(), sanitize(buffer.name()));
                 self.locals.insert(buffer.id(), (name.clone(), dt, w));

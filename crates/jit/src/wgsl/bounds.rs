@@ -6,8 +6,11 @@
 //! inside the buffer) and records itself in a small flag buffer that the run reads
 //! back at its end (see `Jit::check_gpu_bounds`), so the run fails as it does on the host.
 //!
-//! Accesses through indices built from loop and thread variables only are not
-//! checked: the schedules derive them from the buffers' own shapes.
+//! Accesses through indices affine in loop and thread variables are not checked:
+//! the schedules derive them from the buffers' own shapes (and `oob::static_check`
+//! refuses hand-written ones that certainly leave their buffer). An index that is
+//! not affine in them (`A[i * i]`, a division or remainder by a loop variable, a
+//! cast to fewer than 32 bits) is checked like one read from data.
 
 use relax_ir::tir::{Buffer, PrimExpr, PrimExprKind};
 
@@ -24,11 +27,13 @@ pub(super) const FLAG: &str = "relax_oob";
 pub const SITE_BASE_DECL: &str = "const relax_oob_base: u32 = 0u;";
 
 /// Words of the flag buffer: `[0]` the largest site violated (0: none), `[1]` the
-/// site of the first recorded violation, `[2]`, `[3]` its index and buffer length.
-pub const FLAG_WORDS: usize = 4;
+/// site of the first recorded violation, `[2]`, `[3]` its index (low 32 bits) and
+/// buffer length, `[4]` the index's high 32 bits.
+pub const FLAG_WORDS: usize = 5;
 
 // The check itself, `relax_chk(i, n, site)` (`i` when `0 <= i < n`, else `-1` after
-// recording the violation), is `shaders/helpers/relax_chk.wgsl`.
+// recording the violation), is `shaders/helpers/relax_chk.wgsl`; `relax_chk_i64`
+// checks a 64-bit index at its full width before narrowing it.
 
 impl Em<'_> {
     /// Whether an access through `index` is checked: the index reads a tensor (not a
@@ -41,16 +46,40 @@ impl Em<'_> {
         }
         let mut found = false;
         visit_expr(index, &mut |x| {
-            if let PrimExprKind::BufferLoad { buffer, .. } = x.kind() {
-                found |= self.bufs.contains_key(&buffer.id());
+            use relax_ir::tir::BinOp as B;
+            match x.kind() {
+                PrimExprKind::BufferLoad { buffer, .. } => found |= self.bufs.contains_key(&buffer.id()),
+                PrimExprKind::Binary { op: B::Mul, a, b } => found |= self.varies(a) && self.varies(b),
+                PrimExprKind::Binary {
+                    op: B::Div | B::Mod | B::FloorDiv | B::FloorMod,
+                    b,
+                    ..
+                } => found |= self.varies(b),
+                PrimExprKind::Cast { dtype, value } => {
+                    found |= dtype.is_integer() && dtype.bits < 32 && self.varies(value)
+                }
+                _ => {}
             }
         });
         found
     }
 
+    /// Whether `e` varies across threads or loop iterations: it uses a thread
+    /// builtin, a loop variable or a `let` bound to such a value (not only constants,
+    /// uniform parameters and shape variables).
+    pub(super) fn varies(&self, e: &PrimExpr) -> bool {
+        let mut v = false;
+        visit_expr(e, &mut |x| match x.kind() {
+            PrimExprKind::Var(var) => v |= self.varying.contains(&var.id()),
+            PrimExprKind::BufferLoad { .. } => v = true,
+            _ => {}
+        });
+        v
+    }
+
     /// The checked form of `idx` (WGSL `i32`) for an access of the global buffer
     /// `buffer`: `relax_chk(idx, len, site)`, registering the site.
-    pub(super) fn checked_index(&mut self, buffer: &Buffer, idx: &str, write: bool) -> Result<String> {
+    pub(super) fn checked_index(&mut self, buffer: &Buffer, idx: &str, iw: W, write: bool) -> Result<String> {
         let len = match buffer.shape().first() {
             Some(e) => {
                 let (s, w) = self.expr(e)?;
@@ -62,6 +91,18 @@ impl Em<'_> {
         self.oob_sites
             .push(format!("out-of-bounds {what} of `{}`", buffer.name()));
         let site = self.oob_sites.len();
+        if matches!(iw, W::I64 | W::U64) {
+            // A 64-bit index is checked before it is narrowed to `i32`.
+            let wide = self.conv(idx, iw, W::I64)?;
+            let wide = if iw == W::U64 {
+                format!("bitcast<i64>({idx})")
+            } else {
+                wide
+            };
+            self.helpers.insert("relax_chk_i64");
+            return Ok(format!("relax_chk_i64({wide}, {len}, {site}u)"));
+        }
+        self.helpers.insert("relax_chk");
         Ok(format!("relax_chk({idx}, {len}, {site}u)"))
     }
 }

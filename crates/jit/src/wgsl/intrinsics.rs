@@ -88,8 +88,6 @@ impl Em<'_> {
             I::Atan => Some("atan"),
             I::Sinh => Some("sinh"),
             I::Cosh => Some("cosh"),
-            I::Asinh => Some("asinh"),
-            I::Acosh => Some("acosh"),
             I::Atanh => Some("atanh"),
             I::Floor => Some("floor"),
             I::Ceil => Some("ceil"),
@@ -143,6 +141,16 @@ impl Em<'_> {
                 n(1)?;
                 self.fcall_with("exp", args, dtype, "1.0f", |s, c| format!("({s} - {c})"))?
             }
+            I::Asinh | I::Acosh => {
+                // The textbook formulas overflow for large arguments: helpers of that
+                // name switch to `log(2|x|)` there.
+                n(1)?;
+                if !dtype.is_float() {
+                    return Err(self.unsupported(format!("T.{op} on {dtype}")));
+                }
+                let helper = if op == I::Asinh { "asinh_f32" } else { "acosh_f32" };
+                self.fcall(helper, args, dtype, Some(helper))?
+            }
             I::Tanh | I::Sigmoid | I::Erf | I::Round => {
                 // Helper functions of the same name (see `HELPERS`).
                 n(1)?;
@@ -176,7 +184,10 @@ impl Em<'_> {
                 n(2)?;
                 let (s, w) = self.fcall("", &args[..1], dtype, None)?;
                 let (t, _) = self.fcall("", &args[1..], dtype, None)?;
-                (format!("({s} % {t})"), w)
+                // `fmod(x, 0)` is NaN (Vulkan leaves `x % 0.0` undefined).
+                self.helpers.insert("fmod_f32");
+                let (s, t) = (self.conv(&s, w, W::F32)?, self.conv(&t, w, W::F32)?);
+                (self.conv(&format!("fmod_f32({s}, {t})"), W::F32, w)?, w)
             }
             I::Isnan | I::Isinf | I::Isfinite => {
                 n(1)?;
@@ -247,8 +258,13 @@ impl Em<'_> {
                 n(2)?;
                 let (a, w) = self.expr(&args[0])?;
                 let (b, wb) = self.expr(&args[1])?;
+                // The shift count is taken modulo the type's width, as on the host
+                // (`int8` shifts by 9 shift by 1); a bool (width 1) keeps its value.
+                if w == W::Bool || dtype.is_bool() {
+                    return Ok((a, w));
+                }
                 let o = if op == I::ShiftLeft { "<<" } else { ">>" };
-                let sh = self.conv(&b, wb, W::U32)?;
+                let sh = format!("({} % {}u)", self.conv(&b, wb, W::U32)?, dtype.bits.max(1));
                 (self.wrap_small(format!("({a} {o} {sh})"), dtype), w)
             }
             I::Reinterpret => {

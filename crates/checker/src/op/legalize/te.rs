@@ -171,6 +171,8 @@ fn extreme_value(dtype: DataType, highest: bool) -> PrimExpr {
     } else if dtype.is_uint() {
         let v = match (highest, dtype.bits) {
             (false, _) => 0,
+            // 2^64 - 1, held as the bits of -1 (as `T.uint64(18446744073709551615)`).
+            (true, 64) => -1,
             (true, b) if b >= 63 => i64::MAX,
             (true, b) => (1i64 << b) - 1,
         };

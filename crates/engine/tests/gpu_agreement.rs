@@ -1,0 +1,420 @@
+//! Cases where the GPU (WGSL) kernels once gave a different answer from the host (or
+//! refused a valid program): each runs on the host and, when a wgpu adapter exists
+//! (Mesa's lavapipe counts), on the GPU, and both must give Apache TVM 0.27's values
+//! (quoted in each test) or the host's error.
+
+mod common;
+
+use common::text::{engines, parse};
+use half::f16;
+use ndarray::{ArrayD, IxDyn};
+use relax_engine::{ArrayValue, Value};
+
+fn tensor<T: relax_engine::Element>(v: Vec<T>) -> Value {
+    let n = v.len();
+    relax_engine::Tensor::from_array(&ArrayD::from_shape_vec(IxDyn(&[n]), v).expect("shape")).into()
+}
+
+/// Output `i` of a tuple result (or the result itself when `i` is `None`), each
+/// element written with `Display` (`NaN`, `inf`, `-inf`, numbers, `true`).
+fn strings(out: &Value, i: Option<usize>) -> Vec<String> {
+    let t = match i {
+        Some(i) => out.as_tuple().expect("tuple")[i].as_tensor().expect("tensor"),
+        None => out.as_tensor().expect("tensor"),
+    };
+    fn all<T: std::fmt::Display>(a: &ArrayD<T>) -> Vec<String> {
+        a.iter().map(|x| x.to_string()).collect()
+    }
+    match t.to_array_value().expect("array") {
+        ArrayValue::Bool(a) => all(&a),
+        ArrayValue::I8(a) => all(&a),
+        ArrayValue::I16(a) => all(&a),
+        ArrayValue::I32(a) => all(&a),
+        ArrayValue::I64(a) => all(&a),
+        ArrayValue::U8(a) => all(&a),
+        ArrayValue::U16(a) => all(&a),
+        ArrayValue::U32(a) => all(&a),
+        ArrayValue::U64(a) => all(&a),
+        ArrayValue::F16(a) => all(&a),
+        ArrayValue::F32(a) => all(&a),
+        ArrayValue::F64(a) => all(&a),
+    }
+}
+
+fn same(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Run `src`'s `main` on every device; the error of each run is returned as text.
+fn run_all(src: &str, args: &[Value]) -> Vec<(&'static str, Result<Value, String>)> {
+    let module = parse(src);
+    engines()
+        .into_iter()
+        .map(|(dev, e)| (dev, e.run(&module, "main", args).map_err(|e| e.to_string())))
+        .collect()
+}
+
+const BIG_REDUCTIONS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main():
+        x = R.ones(R.shape([8388481]), "float32")
+        s = R.sum(x)
+        a = R.arange(0, 8388481, 1, "float32")
+        m = R.max(a)
+        b = R.arange(0, 8388481, 1, "int32")
+        j = R.max(b)
+        k = R.min(b)
+        return (s, m, j, k)
+"#;
+
+/// Reductions over more than 65,535 x 128 elements (one workgroup per output, the
+/// elements strided over its threads) read every element: lavapipe ends a shader's
+/// loops after 65,535 trips, so each trip takes several elements.
+#[test]
+fn reductions_past_two_to_the_23_read_every_element() {
+    for (dev, out) in run_all(BIG_REDUCTIONS, &[]) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        // TVM: 8388481.0, 8388480.0, 8388480, 0
+        assert_eq!(strings(&out, Some(0)), ["8388481"], "{dev} sum");
+        assert_eq!(strings(&out, Some(1)), ["8388480"], "{dev} max");
+        assert_eq!(strings(&out, Some(2)), ["8388480"], "{dev} int32 max");
+        assert_eq!(strings(&out, Some(3)), ["0"], "{dev} int32 min");
+    }
+}
+
+const TAKE: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), i: R.Tensor((1,), "int64")):
+        y = R.take(x, i, axis=0)
+        return y
+"#;
+
+/// An int64 index is checked at its full width: 2^32 + 1 is out of bounds, not `x[1]`.
+#[test]
+fn int64_take_index_is_checked_before_narrowing() {
+    let x = tensor(vec![1.0f32, 2.0, 3.0, 4.0]);
+    for (dev, out) in run_all(TAKE, &[x.clone(), tensor(vec![4294967297i64])]) {
+        let e = out.expect_err(dev);
+        assert!(
+            e.contains("out-of-bounds read of `x` at 4294967297 (size 4)"),
+            "{dev}: {e}"
+        );
+    }
+    for (dev, out) in run_all(TAKE, &[x.clone(), tensor(vec![-4294967295i64])]) {
+        let e = out.expect_err(dev);
+        assert!(e.contains("at -4294967295 (size 4)"), "{dev}: {e}");
+    }
+    for (dev, out) in run_all(TAKE, &[x, tensor(vec![3i64])]) {
+        assert_eq!(strings(&out.expect(dev), None), ["4"], "{dev}");
+    }
+}
+
+const SQUARE_INDEX: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def sq(A: T.Buffer((10,), "float32"), B: T.Buffer((10,), "float32")):
+        for i in range(10):
+            with T.block("b"):
+                vi = T.axis.spatial(10, i)
+                B[vi] = A[vi * vi]
+    @R.function
+    def main(x: R.Tensor((10,), "float32")):
+        cls = Module
+        y = R.call_tir(cls.sq, (x,), out_sinfo=R.Tensor((10,), "float32"))
+        return y
+"#;
+
+const SQUARE_INDEX_OK: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def sq(A: T.Buffer((10,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("b"):
+                vi = T.axis.spatial(4, i)
+                B[vi] = A[vi * vi]
+    @R.function
+    def main(x: R.Tensor((10,), "float32")):
+        cls = Module
+        y = R.call_tir(cls.sq, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+"#;
+
+/// An index not affine in the loop variables (`A[i * i]`) is checked at run time on
+/// the GPU too: reading past the end fails the run instead of reading 0.
+#[test]
+fn non_affine_out_of_bounds_read_fails_the_run() {
+    let x = tensor((1..=10).map(|v| v as f32).collect());
+    for (dev, out) in run_all(SQUARE_INDEX, std::slice::from_ref(&x)) {
+        let e = out.expect_err(dev);
+        assert!(e.contains("out-of-bounds read of `A` at 16 (size 10)"), "{dev}: {e}");
+    }
+    for (dev, out) in run_all(SQUARE_INDEX_OK, &[x]) {
+        assert_eq!(strings(&out.expect(dev), None), ["1", "2", "5", "10"], "{dev}");
+    }
+}
+
+const NARROWING_INDEX: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def nc(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("b"):
+                vi = T.axis.spatial(4, i)
+                B[vi] = A[T.Cast("int8", vi * 256)]
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        cls = Module
+        y = R.call_tir(cls.nc, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+"#;
+
+/// The static bounds check follows a narrowing cast: `int8(i * 256)` is always 0.
+#[test]
+fn narrowing_cast_in_an_index_wraps() {
+    for (dev, out) in run_all(NARROWING_INDEX, &[tensor(vec![1.0f32, 2.0, 3.0, 4.0])]) {
+        assert_eq!(strings(&out.expect(dev), None), ["1", "1", "1", "1"], "{dev}");
+    }
+}
+
+const FLOAT_BY_ZERO: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4096,), "float32"), h: R.Tensor((4096,), "float16"), z: R.Tensor((4096,), "float32"), zh: R.Tensor((4096,), "float16")):
+        a = R.floor_mod(x, R.const(0.0, "float32"))
+        b = R.mod(x, R.const(0.0, "float32"))
+        c = R.divide(h, R.const(0.0, "float16"))
+        d = R.floor_divide(h, R.const(0.0, "float16"))
+        e = R.floor_mod(x, z)
+        f = R.mod(x, z)
+        g = R.divide(h, zh)
+        k = R.floor_divide(h, zh)
+        l = R.floor_mod(h, zh)
+        m = R.floor_divide(x, z)
+        return (a, b, c, d, e, f, g, k, l, m)
+"#;
+
+/// Float division and remainder by zero follow IEEE on both devices, in f16 as in f32.
+#[test]
+fn float_remainder_and_f16_division_by_zero() {
+    let pattern = [1.5f32, -2.0, 0.0, 3.0];
+    let x: Vec<f32> = (0..4096).map(|i| pattern[i % 4]).collect();
+    let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+    let args = [
+        tensor(x),
+        tensor(h),
+        tensor(vec![0.0f32; 4096]),
+        tensor(vec![f16::from_f32(0.0); 4096]),
+    ];
+    // TVM: NaN for every remainder by zero; ±inf (NaN for 0 / 0) for the quotients.
+    let nan = same(&["NaN", "NaN", "NaN", "NaN"]);
+    let quot = same(&["inf", "-inf", "NaN", "inf"]);
+    for (dev, out) in run_all(FLOAT_BY_ZERO, &args) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        for (i, want) in [&nan, &nan, &quot, &quot, &nan, &nan, &quot, &quot, &nan, &quot]
+            .into_iter()
+            .enumerate()
+        {
+            let got = strings(&out, Some(i));
+            assert_eq!(got.len(), 4096);
+            for (j, chunk) in got.chunks(4).enumerate() {
+                assert_eq!(chunk, want.as_slice(), "{dev} output {i} at {}", 4 * j);
+            }
+        }
+    }
+}
+
+const CASTS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), i: R.Tensor((3,), "int32")):
+        a = R.astype(x, "bool")
+        b = R.astype(i, "uint64")
+        c = R.cumprod(i, axis=0, dtype="uint64")
+        d = R.astype(i, "int64")
+        return (a, b, c, d)
+"#;
+
+/// NaN is truthy; int32 -> uint64 sign-extends (-1 is 2^64 - 1).
+#[test]
+fn nan_to_bool_and_int32_to_uint64() {
+    let x = tensor(vec![f32::NAN, 0.0, 2.0, -0.0]);
+    let i = tensor(vec![-1i32, 2, -3]);
+    for (dev, out) in run_all(CASTS, &[x.clone(), i.clone()]) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        // TVM: [True, False, True, False], [2^64-1, 2, 2^64-3], [2^64-1, 2^64-2, 6]
+        assert_eq!(strings(&out, Some(0)), ["true", "false", "true", "false"], "{dev}");
+        assert_eq!(
+            strings(&out, Some(1)),
+            ["18446744073709551615", "2", "18446744073709551613"],
+            "{dev}"
+        );
+        assert_eq!(
+            strings(&out, Some(2)),
+            ["18446744073709551615", "18446744073709551614", "6"],
+            "{dev}"
+        );
+        assert_eq!(strings(&out, Some(3)), ["-1", "2", "-3"], "{dev}");
+    }
+}
+
+const TRIANGLES: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3, 3), "float32")):
+        a = R.tril(x, 2147483647)
+        b = R.triu(x, -2147483647)
+        c = R.tril(x, -2147483647)
+        d = R.triu(x, 2147483647)
+        return (a, b, c, d)
+"#;
+
+/// `i + k` in a triangle mask does not overflow 32 bits.
+#[test]
+fn triangle_masks_with_extreme_diagonals() {
+    let x: Value = relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[3, 3]), (1..=9).map(|v| v as f32).collect()).expect("3x3"),
+    )
+    .into();
+    let all: Vec<String> = (1..=9).map(|v| v.to_string()).collect();
+    let none = vec!["0".to_string(); 9];
+    for (dev, out) in run_all(TRIANGLES, std::slice::from_ref(&x)) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        // TVM: x, x, zeros, zeros
+        assert_eq!(strings(&out, Some(0)), all, "{dev} tril");
+        assert_eq!(strings(&out, Some(1)), all, "{dev} triu");
+        assert_eq!(strings(&out, Some(2)), none, "{dev} tril");
+        assert_eq!(strings(&out, Some(3)), none, "{dev} triu");
+    }
+}
+
+const SPECIAL_FLOATS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(y: R.Tensor((4096,), "float32")):
+        a = R.subtract(y, y)
+        b = R.acosh(y)
+        c = R.power(y, R.const(0.0, "float32"))
+        d = R.asinh(y)
+        e = R.power(R.const(1.0, "float32"), y)
+        return (a, b, c, d, e)
+"#;
+
+/// `y - y` is NaN for infinite or NaN `y`, `acosh` and `asinh` of large values do
+/// not overflow, `pow(NaN, 0)` and `pow(1, NaN)` are 1.
+#[test]
+fn inf_and_nan_through_subtract_acosh_and_power() {
+    let pattern = [f32::INFINITY, f32::NAN, 1e38, 2.0];
+    let y: Vec<f32> = (0..4096).map(|i| pattern[i % 4]).collect();
+    for (dev, out) in run_all(SPECIAL_FLOATS, &[tensor(y)]) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        let get = |i| strings(&out, Some(i));
+        for (j, chunk) in get(0).chunks(4).enumerate() {
+            // TVM: [nan, nan, 0, 0]
+            assert_eq!(chunk, ["NaN", "NaN", "0", "0"], "{dev} subtract at {}", 4 * j);
+        }
+        let acosh: Vec<f32> = get(1)[..4].iter().map(|s| s.parse().expect("float")).collect();
+        // TVM: [inf, nan, 88.191376, 1.316958]
+        assert!(acosh[0].is_infinite() && acosh[1].is_nan(), "{dev} acosh {acosh:?}");
+        assert!((acosh[2] - 88.191376).abs() < 1e-4, "{dev} acosh {acosh:?}");
+        assert!((acosh[3] - 1.316958).abs() < 1e-5, "{dev} acosh {acosh:?}");
+        let asinh: Vec<f32> = get(3)[..4].iter().map(|s| s.parse().expect("float")).collect();
+        assert!(asinh[0].is_infinite() && asinh[1].is_nan(), "{dev} asinh {asinh:?}");
+        assert!((asinh[2] - 88.191376).abs() < 1e-4, "{dev} asinh {asinh:?}");
+        assert!((asinh[3] - 1.4436355).abs() < 1e-5, "{dev} asinh {asinh:?}");
+        // TVM: [1, 1, 1, 1] for both powers.
+        assert_eq!(get(2)[..4], same(&["1", "1", "1", "1"]), "{dev} power(y, 0)");
+        assert_eq!(get(4)[..4], same(&["1", "1", "1", "1"]), "{dev} power(1, y)");
+    }
+}
+
+const BOOL_ORDER: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((4,), "bool"), b: R.Tensor((4,), "bool")):
+        g = R.greater(a, b)
+        l = R.less_equal(a, b)
+        m = R.argmax(a)
+        n = R.argmin(a)
+        s = R.sign(a)
+        x = R.maximum(a, b)
+        y = R.minimum(a, b)
+        return (g, l, m, n, s, x, y)
+"#;
+
+const BOOL_SHIFTS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((4,), "bool"), b: R.Tensor((4,), "bool")):
+        l = R.left_shift(a, b)
+        r = R.right_shift(a, b)
+        return (l, r)
+"#;
+
+/// Bools order as `false < true` (WGSL orders no bools) and shift as 0 / 1.
+#[test]
+fn comparisons_and_shifts_of_bools() {
+    let a = tensor(vec![true, false, true, false]);
+    let b = tensor(vec![false, false, true, true]);
+    let results: Vec<_> = run_all(BOOL_ORDER, &[a.clone(), b.clone()]);
+    for (dev, out) in &results {
+        let out = out.as_ref().unwrap_or_else(|e| panic!("{dev}: {e}"));
+        assert_eq!(strings(out, Some(0)), ["true", "false", "false", "false"], "{dev}");
+        assert_eq!(strings(out, Some(1)), ["false", "true", "true", "true"], "{dev}");
+        assert_eq!(strings(out, Some(2)), ["0"], "{dev}");
+        assert_eq!(strings(out, Some(3)), ["1"], "{dev}");
+        assert_eq!(strings(out, Some(4)), ["true", "false", "true", "false"], "{dev}");
+        assert_eq!(strings(out, Some(5)), ["true", "false", "true", "true"], "{dev}");
+        assert_eq!(strings(out, Some(6)), ["false", "false", "true", "false"], "{dev}");
+    }
+    let results: Vec<_> = run_all(BOOL_SHIFTS, &[a, b]);
+    let host = strings(results[0].1.as_ref().expect("cpu"), Some(0));
+    for (dev, out) in &results {
+        let out = out.as_ref().unwrap_or_else(|e| panic!("{dev}: {e}"));
+        assert_eq!(strings(out, Some(0)), host, "{dev} left_shift");
+        assert_eq!(
+            strings(out, Some(1)),
+            strings(results[0].1.as_ref().expect("cpu"), Some(1)),
+            "{dev} right_shift"
+        );
+    }
+}
+
+const UINT64_EXTREMES: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((4,), "uint64")):
+        m = R.min(a)
+        n = R.max(a)
+        return (m, n)
+"#;
+
+/// `min` over uint64 starts from 2^64 - 1.
+#[test]
+fn uint64_min_and_max() {
+    let top = u64::MAX;
+    for (data, want) in [
+        (vec![5u64, 3, top, 9], ["3", "18446744073709551615"]),
+        (vec![top; 4], ["18446744073709551615", "18446744073709551615"]),
+    ] {
+        for (dev, out) in run_all(UINT64_EXTREMES, &[tensor(data.clone())]) {
+            let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+            // TVM: (3, 2^64-1) and (2^64-1, 2^64-1)
+            assert_eq!(strings(&out, Some(0)), [want[0]], "{dev} min of {data:?}");
+            assert_eq!(strings(&out, Some(1)), [want[1]], "{dev} max of {data:?}");
+        }
+    }
+}

@@ -1,0 +1,5 @@
+fn acosh_f32(x: f32) -> f32 {
+    // log(x + sqrt(x * x - 1)) overflows in x * x: for large x it is log(2x).
+    if (x >= 4096.0f) { return log(x) + 0.6931471805599453f; }
+    return acosh(x);
+}

@@ -396,9 +396,13 @@ pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimEx
                     I::BitwiseAnd => x & y,
                     I::BitwiseOr => x | y,
                     I::BitwiseXor => x ^ y,
-                    I::ShiftLeft => x.wrapping_shl((y as u32) % bits.max(1)),
-                    _ if unsigned => ((x as u64 & mask(bits)) >> ((y as u32) % bits.max(1))) as i64,
-                    _ => x.wrapping_shr((y as u32) % bits.max(1)),
+                    // A shift by the bit width or more (or negative) shifts every
+                    // bit out: 0, or the sign for a signed right shift.
+                    I::ShiftLeft if y as u64 >= bits as u64 => 0,
+                    I::ShiftLeft => x.wrapping_shl(y as u32),
+                    _ if unsigned && y as u64 >= bits as u64 => 0,
+                    _ if unsigned => ((x as u64 & mask(bits)) >> (y as u32)) as i64,
+                    _ => x >> (y as u64).min(63),
                 };
                 wrap_int(r, dtype)
             }))
@@ -406,7 +410,12 @@ pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimEx
         I::BitwiseNot => {
             arity(1)?;
             let a = compile_i(env, &args[0])?;
-            CE::I(Box::new(move |fr| wrap_int(!a(fr), dtype)))
+            if dtype.is_bool() {
+                // The logical not (TVM and the GPU), not `!x != 0`.
+                CE::I(Box::new(move |fr| (a(fr) == 0) as i64))
+            } else {
+                CE::I(Box::new(move |fr| wrap_int(!a(fr), dtype)))
+            }
         }
         I::Reinterpret => {
             arity(1)?;

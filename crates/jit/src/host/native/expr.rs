@@ -439,8 +439,14 @@ impl Gen<'_, '_> {
             I::BitwiseNot => {
                 arity(1)?;
                 let x = self.int(&args[0])?;
-                let n = self.b.ins().bnot(x);
-                (self.wrap(n, dtype), Ty::I)
+                if dtype.is_bool() {
+                    // The logical not (TVM and the GPU), not `!x != 0`.
+                    let z = self.zero();
+                    (icmp64(self.b, IntCC::Equal, x, z), Ty::I)
+                } else {
+                    let n = self.b.ins().bnot(x);
+                    (self.wrap(n, dtype), Ty::I)
+                }
             }
             I::Reinterpret => {
                 arity(1)?;
@@ -480,29 +486,29 @@ impl Gen<'_, '_> {
         Ok((r, ty))
     }
 
+    /// Bitwise operators; a shift by the bit width or more (or by a negative
+    /// amount) shifts every bit out: 0, or the sign for a signed right shift.
     fn bitwise(&mut self, op: I, dtype: DataType, x: Value, y: Value) -> Value {
-        let bits = (dtype.bits as i64).max(1);
-        let shift = |g: &mut Self| {
-            let lo = g.b.ins().band_imm_s(y, 0xffff_ffff);
-            let b = g.iconst(bits);
-            g.b.ins().urem(lo, b)
-        };
+        let bits = (dtype.bits as i64).clamp(1, 64);
+        let big = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, y, bits);
+        let zero = self.zero();
         let r = match op {
             I::BitwiseAnd => self.b.ins().band(x, y),
             I::BitwiseOr => self.b.ins().bor(x, y),
             I::BitwiseXor => self.b.ins().bxor(x, y),
             I::ShiftLeft => {
-                let s = shift(self);
-                self.b.ins().ishl(x, s)
+                let v = self.b.ins().ishl(x, y);
+                self.b.ins().select(big, zero, v)
             }
             _ if dtype.is_uint() => {
-                let s = shift(self);
                 let m = self.iconst(super::super::scalar::mask(bits as u32) as i64);
                 let xm = self.b.ins().band(x, m);
-                self.b.ins().ushr(xm, s)
+                let v = self.b.ins().ushr(xm, y);
+                self.b.ins().select(big, zero, v)
             }
             _ => {
-                let s = shift(self);
+                let top = self.iconst(63);
+                let s = self.b.ins().select(big, top, y);
                 self.b.ins().sshr(x, s)
             }
         };

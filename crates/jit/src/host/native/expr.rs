@@ -64,8 +64,8 @@ impl Gen<'_, '_> {
             }
             K::Select { cond, t, f } => {
                 let ty = if dt.is_float() { fty(dt) } else { Ty::I };
-                let x = self.typed(t, ty)?;
-                let y = self.typed(f, ty)?;
+                let x = self.typed_as(t, ty, dt)?;
+                let y = self.typed_as(f, ty, dt)?;
                 let c = self.int(cond)?;
                 let c = nonzero(self.b, c);
                 (self.b.ins().select(c, x, y), ty)
@@ -90,6 +90,15 @@ impl Gen<'_, '_> {
             _ => self.b.ins().f64const(v),
         };
         (v, if t == Ty::F32 { Ty::F32 } else { Ty::F64 })
+    }
+
+    /// [`Gen::typed`] for a value of dtype `dt`: a float becomes a `bool` as `!= 0`.
+    fn typed_as(&mut self, e: &PrimExpr, ty: Ty, dt: DataType) -> Result<Value> {
+        if ty == Ty::I && dt.is_bool() && e.dtype().is_float() {
+            let v = self.expr(e)?;
+            return Ok(self.conv_to(v, ty, e.dtype(), dt));
+        }
+        self.typed(e, ty)
     }
 
     /// `e` converted to `ty` (integers as `int`, floats as `float`).
@@ -479,7 +488,7 @@ impl Gen<'_, '_> {
         self.b.ins().brif(c, t, &[], f, &[]);
         for (blk, e) in [(t, &args[1]), (f, &args[2])] {
             self.b.switch_to_block(blk);
-            let v = self.typed(e, ty)?;
+            let v = self.typed_as(e, ty, dtype)?;
             self.b.ins().jump(join, &[BlockArg::Value(v)]);
         }
         self.b.switch_to_block(join);

@@ -51,8 +51,9 @@ pub(super) fn stride_of(e: &PrimExpr, v: &TirVar) -> Option<i64> {
         K::Binary { op: BinOp::Add, a, b } => stride_of(a, v)?.checked_add(stride_of(b, v)?),
         K::Binary { op: BinOp::Sub, a, b } => stride_of(a, v)?.checked_sub(stride_of(b, v)?),
         K::Binary { op: BinOp::Mul, a, b } => match (a.as_int(), b.as_int()) {
-            (Some(c), _) => stride_of(b, v)?.checked_mul(c),
-            (_, Some(c)) => stride_of(a, v)?.checked_mul(c),
+            // The constant as generated code uses it (wrapped to its dtype).
+            (Some(c), _) => stride_of(b, v)?.checked_mul(crate::expr::wrap_int(c, a.dtype())),
+            (_, Some(c)) => stride_of(a, v)?.checked_mul(crate::expr::wrap_int(c, b.dtype())),
             _ if !crate::expr::uses_var(e, v) && pure_int(e) => Some(0),
             _ => None,
         },
@@ -186,25 +187,28 @@ impl Gen<'_, '_> {
     /// index evaluates exactly within its dtype and the index within the buffer.
     pub(super) fn range_ok(&mut self, var: &TirVar, sites: &[Site], lo: Value, hi: Value) -> Result<Value> {
         let last = self.b.ins().iadd_imm_s(hi, -1);
-        let mut ok = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
+        let ok = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
         let prev = self.vars.get(&var.id()).copied();
-        let r = (|| {
-            for s in sites {
-                let len = self.bufs[&s.buf].1;
-                for at in [lo, last] {
-                    self.vars.insert(var.id(), (at, Ty::I));
-                    let (i, fits) = self.exact(&s.index, var, at)?;
-                    ok = self.b.ins().band(ok, fits);
-                    // In its dtype's range (checked), so it fits an i64.
-                    let i = self.b.ins().ireduce(types::I64, i);
-                    let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, i, len);
-                    ok = self.b.ins().band(ok, inb);
-                }
-            }
-            Ok(ok)
-        })();
+        let r = self.sites_ok(var, sites, [lo, last], ok);
         super::gen::restore(&mut self.vars, var.id(), prev);
         r
+    }
+
+    /// `ok` and, for `var` at each of `ends`, every site's exact index in range.
+    fn sites_ok(&mut self, var: &TirVar, sites: &[Site], ends: [Value; 2], mut ok: Value) -> Result<Value> {
+        for s in sites {
+            let len = self.bufs[&s.buf].1;
+            for at in ends {
+                self.vars.insert(var.id(), (at, Ty::I));
+                let (i, fits) = self.exact(&s.index, var, at)?;
+                ok = self.b.ins().band(ok, fits);
+                // In its dtype's range (checked), so it fits an i64.
+                let i = self.b.ins().ireduce(types::I64, i);
+                let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, i, len);
+                ok = self.b.ins().band(ok, inb);
+            }
+        }
+        Ok(ok)
     }
 
     /// The exact value (`i128`) of `e` (accepted by [`exact_ok`]) with `var` at

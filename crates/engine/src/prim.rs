@@ -487,7 +487,7 @@ mod tests {
         overflow(i(i64::MAX) + n.to_expr());
         overflow(i(i64::MAX / 2 + 1) * n.to_expr());
         overflow(PrimExpr::intrinsic_call(Intrinsic::Abs, DataType::INT64, vec![min()]));
-        let u = |v: i64| PrimExpr::int_of(v, DataType::UINT64);
+        let u = |v: i64| PrimExpr::int_of(v, DataType::new(relax_ir::TypeCode::UInt, 64, 1));
         overflow(u(1) - u(2));
         overflow(u(-1) + u(1));
         // floormod(-2**63, -1) is 0; narrow dtypes wrap.

@@ -280,8 +280,8 @@ fn random_affine_and_cast_indices_agree_and_never_crash() {
         let ext = *r.pick(&[1i64, 3, 17, 64, 257, 4097, 65537]);
         let (w, tw) = gen(&mut r, 3);
         let (x, tx) = gen(&mut r, 3);
-        let wi = cast(w, tw, *r.pick(&["int32", "int64"]));
-        let xi = cast(x, tx, *r.pick(&["int32", "int64"]));
+        let wi = cast(w, tw, r.pick::<&str>(&["int32", "int64"]));
+        let xi = cast(x, tx, r.pick::<&str>(&["int32", "int64"]));
         let src = format!(
             r#"
 @T.prim_func

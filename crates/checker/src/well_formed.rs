@@ -1,6 +1,8 @@
 //! Well-formedness: the 24 criteria of the spec, each reported with its own
-//! diagnostic (`rule` = `"well-formed/<N>: <short name>"`), plus the normal-form
-//! criteria (`"normal-form/<N>: ..."`) when asked for.
+//! diagnostic (`rule` = `"well-formed/<N>: <short name>"`), criterion 25 (TVM's
+//! TIR well-formedness: a PrimFunc uses no undefined variable, such as a loop
+//! extent that nothing binds), plus the normal-form criteria
+//! (`"normal-form/<N>: ..."`) when asked for.
 //!
 //! The checker collects every violation (it does not stop at the first one).
 
@@ -43,6 +45,7 @@ pub fn rule_name(n: usize) -> &'static str {
         22 => "well-formed/22: PrimStructInfo value of another dtype",
         23 => "well-formed/23: operator call not in its normalized form",
         24 => "well-formed/24: VDevice not declared in the module",
+        25 => "well-formed/25: PrimFunc uses an undefined variable",
         _ => "well-formed",
     }
 }
@@ -294,6 +297,13 @@ impl<'m> Checker<'m> {
         let mut any_public = false;
         let mut any_relax = false;
         for (gv, f) in &self.module.functions {
+            if let BaseFunc::Prim(pf) = f {
+                for d in relax_ir::tir::verify::verify_prim_func(gv.name(), pf) {
+                    if d.rule.as_deref() == Some("tir/undefined-var") {
+                        self.diags.push(d.with_rule(rule_name(25)));
+                    }
+                }
+            }
             let BaseFunc::Relax(func) = f else { continue };
             any_relax = true;
             self.cur_global = gv.name().to_string();

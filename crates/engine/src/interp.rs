@@ -29,6 +29,24 @@ pub(crate) struct Frame {
     pub allocated: HashSet<Var>,
 }
 
+/// Stack an evaluation keeps in reserve (for kernels, compilers and library code
+/// it calls): nesting deeper than the thread's stack allows less this fails cleanly.
+const STACK_RESERVE: usize = 512 << 10;
+
+/// An error when less than [`STACK_RESERVE`] of this thread's stack is left: the
+/// call-depth limit counts calls, not the stack each one uses (a recursion inside
+/// nested `if`s takes several frames per call).
+fn check_stack() -> Result<()> {
+    match stacker::remaining_stack() {
+        Some(left) if left < STACK_RESERVE => Err(EngineError::Invalid(format!(
+            "evaluation nested too deeply: less than {} KiB of the run thread's stack is left \
+             (deep recursion or nesting; EngineConfig::stack_size sets the stack)",
+            STACK_RESERVE >> 10
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// One evaluation (a call stack) over a loaded program.
 pub(crate) struct Interp {
     pub prog: Arc<Program>,
@@ -241,6 +259,12 @@ impl Interp {
 
     /// Evaluate `e` in `frame`.
     pub(crate) fn eval(&mut self, e: &Expr, frame: &mut Frame) -> Result<Value> {
+        if matches!(
+            e.kind(),
+            ExprKind::If { .. } | ExprKind::Seq(_) | ExprKind::Call(_) | ExprKind::Tuple(_)
+        ) {
+            check_stack()?;
+        }
         match e.kind() {
             ExprKind::Constant { data } => {
                 let t = Tensor::from_constant(data)?;

@@ -72,15 +72,18 @@ fn cast(v: PrimValue, dtype: DataType) -> PrimValue {
     }
 }
 
-fn floor_div(a: i64, b: i64) -> i64 {
-    let q = a.wrapping_div(b);
-    if (a % b != 0) && ((a < 0) != (b < 0)) {
-        q - 1
+/// Floor division of non-zero `b`; `None` when the quotient overflows
+/// (`i64::MIN / -1`).
+fn floor_div(a: i64, b: i64) -> Option<i64> {
+    let q = a.checked_div(b)?;
+    if (a.wrapping_rem(b) != 0) && ((a < 0) != (b < 0)) {
+        Some(q - 1)
     } else {
-        q
+        Some(q)
     }
 }
 
+/// Floor modulo of non-zero `b` (never overflows: `i64::MIN % -1` is 0).
 fn floor_mod(a: i64, b: i64) -> i64 {
     let r = a.wrapping_rem(b);
     if r != 0 && ((r < 0) != (b < 0)) {
@@ -88,6 +91,32 @@ fn floor_mod(a: i64, b: i64) -> i64 {
     } else {
         r
     }
+}
+
+/// `op(a, b)` on 64-bit integers (`unsigned`: the bits of `uint64`; narrower
+/// unsigned values are non-negative `i64`s), `None` on overflow. Narrower dtypes
+/// do not overflow an `i64` here and wrap to their dtype afterwards.
+fn int_op(op: BinOp, a: i64, b: i64, unsigned: bool) -> Option<i64> {
+    let (ua, ub) = (a as u64, b as u64);
+    Some(match op {
+        BinOp::Add if unsigned => ua.checked_add(ub)? as i64,
+        BinOp::Sub if unsigned => ua.checked_sub(ub)? as i64,
+        BinOp::Mul if unsigned => ua.checked_mul(ub)? as i64,
+        BinOp::Add => a.checked_add(b)?,
+        BinOp::Sub => a.checked_sub(b)?,
+        BinOp::Mul => a.checked_mul(b)?,
+        BinOp::Div | BinOp::FloorDiv if unsigned => (ua / ub) as i64,
+        BinOp::Mod | BinOp::FloorMod if unsigned => (ua % ub) as i64,
+        BinOp::Div => a.checked_div(b)?,
+        BinOp::Mod => a.checked_rem(b)?,
+        BinOp::FloorDiv => floor_div(a, b)?,
+        BinOp::FloorMod => floor_mod(a, b),
+        BinOp::Min if unsigned => ua.min(ub) as i64,
+        BinOp::Max if unsigned => ua.max(ub) as i64,
+        BinOp::Min => a.min(b),
+        BinOp::Max => a.max(b),
+        _ => return None,
+    })
 }
 
 impl Evaluator<'_> {
@@ -169,7 +198,12 @@ impl Evaluator<'_> {
                 arity(1)?;
                 let v = self.eval(&args[0])?;
                 Ok(match v.value {
-                    Scalar::Int(i) => int_of(v.dtype, i.wrapping_abs()),
+                    Scalar::Int(i) if v.dtype.is_uint() => int_of(v.dtype, i),
+                    Scalar::Int(i) => int_of(
+                        v.dtype,
+                        i.checked_abs()
+                            .ok_or_else(|| arith(format!("integer overflow in abs({i}) of {}", v.dtype)))?,
+                    ),
                     Scalar::Float(f) => PrimValue::float(f.abs(), v.dtype),
                 })
             }
@@ -227,6 +261,12 @@ fn limit(max: bool, dtype: DataType) -> Result<PrimValue> {
         return Ok(PrimValue::bool(max));
     }
     let bits = dtype.bits as u32;
+    if bits == 0 || bits > 64 {
+        return Err(arith(format!(
+            "`T.{}_value` of {dtype}",
+            if max { "max" } else { "min" }
+        )));
+    }
     let v = match (dtype.is_uint(), max) {
         (true, true) if bits >= 64 => -1i64,
         (true, true) => ((1u64 << bits) - 1) as i64,
@@ -241,10 +281,16 @@ fn bitwise(op: Intrinsic, x: PrimValue, y: PrimValue, dtype: DataType) -> Result
     let (Scalar::Int(a), Scalar::Int(b)) = (x.value, y.value) else {
         return Err(arith(format!("`{}` of a float", op.name())));
     };
+    // A shift by the bit width or more (or by a negative amount) shifts every bit
+    // out: 0, or the sign for a signed right shift (the host and GPU rule).
+    let bits = (dtype.bits as u64).clamp(1, 64);
+    let big = b as u64 >= bits;
     let r = match op {
+        Intrinsic::ShiftLeft if big => 0,
         Intrinsic::ShiftLeft => a.wrapping_shl(b as u32),
-        Intrinsic::ShiftRight if dtype.is_uint() => ((a as u64).wrapping_shr(b as u32)) as i64,
-        Intrinsic::ShiftRight => a.wrapping_shr(b as u32),
+        Intrinsic::ShiftRight if dtype.is_uint() && big => 0,
+        Intrinsic::ShiftRight if dtype.is_uint() => ((a as u64) >> (b as u32)) as i64,
+        Intrinsic::ShiftRight => a >> (b as u64).min(63),
         Intrinsic::BitwiseAnd => a & b,
         Intrinsic::BitwiseOr => a | b,
         _ => a ^ b,
@@ -283,24 +329,30 @@ fn binary(op: BinOp, x: PrimValue, y: PrimValue, result: DataType) -> Result<Pri
             if needs_nonzero && b == 0 {
                 return Err(arith(format!("division by zero in {op:?}({a}, {b})")));
             }
-            let r = match op {
-                BinOp::Add => a.wrapping_add(b),
-                BinOp::Sub => a.wrapping_sub(b),
-                BinOp::Mul => a.wrapping_mul(b),
-                BinOp::Div if unsigned => ((a as u64) / (b as u64)) as i64,
-                BinOp::Mod if unsigned => ((a as u64) % (b as u64)) as i64,
-                BinOp::FloorDiv if unsigned => ((a as u64) / (b as u64)) as i64,
-                BinOp::FloorMod if unsigned => ((a as u64) % (b as u64)) as i64,
-                BinOp::Div => a.wrapping_div(b),
-                BinOp::Mod => a.wrapping_rem(b),
-                BinOp::FloorDiv => floor_div(a, b),
-                BinOp::FloorMod => floor_mod(a, b),
-                BinOp::Min if unsigned => (a as u64).min(b as u64) as i64,
-                BinOp::Max if unsigned => (a as u64).max(b as u64) as i64,
-                BinOp::Min => a.min(b),
-                BinOp::Max => a.max(b),
-                _ => return Err(arith(format!("unsupported operator {op:?}"))),
-            };
+            if !matches!(
+                op,
+                BinOp::Add
+                    | BinOp::Sub
+                    | BinOp::Mul
+                    | BinOp::Div
+                    | BinOp::Mod
+                    | BinOp::FloorDiv
+                    | BinOp::FloorMod
+                    | BinOp::Min
+                    | BinOp::Max
+            ) {
+                return Err(arith(format!("unsupported operator {op:?}")));
+            }
+            // 64-bit results that do not fit are errors (a wrapped shape would be
+            // silently wrong); narrower dtypes wrap as TIR's arithmetic does.
+            let u64s = unsigned && dt.bits >= 64;
+            let r = int_op(op, a, b, u64s).ok_or_else(|| {
+                arith(format!(
+                    "integer overflow in {op:?}({}, {}) of {dt}",
+                    if u64s { (a as u64).to_string() } else { a.to_string() },
+                    if u64s { (b as u64).to_string() } else { b.to_string() }
+                ))
+            })?;
             Ok(int_of(dt, r))
         }
         _ => {
@@ -406,5 +458,68 @@ mod tests {
         let eq = PrimExpr::binary(BinOp::Eq, nan.clone(), nan);
         assert_eq!(eval_int(&ne, &env).unwrap(), 1);
         assert_eq!(eval_int(&eq, &env).unwrap(), 0);
+    }
+
+    #[test]
+    fn integer_overflow_is_an_error_not_a_panic() {
+        let n = TirVar::new("n", DataType::INT64);
+        let mut env = ShapeEnv::new();
+        env.insert(n.clone(), PrimValue::int64(2));
+        let min = || i(i64::MIN);
+        let minus_one = n.to_expr() - i(3);
+        let overflow = |e: PrimExpr| {
+            let r = eval_prim(&e, &env);
+            assert!(
+                matches!(&r, Err(EngineError::Arith(m)) if m.contains("overflow")),
+                "{e:?}: {r:?}"
+            );
+        };
+        // `T.floordiv(-2**63, n - 3)` with n = 2.
+        overflow(PrimExpr::binary(BinOp::FloorDiv, min(), minus_one.clone()));
+        overflow(PrimExpr::binary(BinOp::Div, min(), minus_one.clone()));
+        overflow(PrimExpr::binary(BinOp::Mod, min(), minus_one.clone()));
+        overflow(PrimExpr::intrinsic_call(
+            Intrinsic::Floordiv,
+            DataType::INT64,
+            vec![min(), minus_one.clone()],
+        ));
+        overflow(min() - i(1));
+        overflow(i(i64::MAX) + n.to_expr());
+        overflow(i(i64::MAX / 2 + 1) * n.to_expr());
+        overflow(PrimExpr::intrinsic_call(Intrinsic::Abs, DataType::INT64, vec![min()]));
+        let u = |v: i64| PrimExpr::int_of(v, DataType::new(relax_ir::TypeCode::UInt, 64, 1));
+        overflow(u(1) - u(2));
+        overflow(u(-1) + u(1));
+        // floormod(-2**63, -1) is 0; narrow dtypes wrap.
+        let fm = PrimExpr::binary(BinOp::FloorMod, min(), minus_one);
+        assert_eq!(eval_int(&fm, &env).unwrap(), 0);
+        let u32s = PrimExpr::int_of(3, DataType::UINT32) - PrimExpr::int_of(5, DataType::UINT32);
+        assert_eq!(eval_int(&u32s, &env).unwrap(), 4294967294);
+        assert_eq!(
+            eval_int(&(u(-1) - u(1)), &env).unwrap(),
+            -2,
+            "uint64 max - 1 (as i64 bits)"
+        );
+    }
+
+    #[test]
+    fn shifts_by_the_width_or_more_shift_every_bit_out() {
+        let env = ShapeEnv::new();
+        let sh = |op, v: i64, s: i64, dt: DataType| {
+            let e = PrimExpr::intrinsic_call(op, dt, vec![PrimExpr::int_of(v, dt), PrimExpr::int_of(s, dt)]);
+            eval_int(&e, &env).unwrap()
+        };
+        let (l, r) = (Intrinsic::ShiftLeft, Intrinsic::ShiftRight);
+        assert_eq!(sh(l, -8, 8, DataType::INT8), 0);
+        assert_eq!(sh(l, -8, 9, DataType::INT8), 0);
+        assert_eq!(sh(l, -8, 1, DataType::INT8), -16);
+        assert_eq!(sh(r, -8, 8, DataType::INT8), -1);
+        assert_eq!(sh(r, 8, 100, DataType::INT8), 0);
+        assert_eq!(sh(r, -8, 2, DataType::INT8), -2);
+        assert_eq!(sh(r, 200, 8, DataType::UINT8), 0);
+        assert_eq!(sh(r, 200, 3, DataType::UINT8), 25);
+        assert_eq!(sh(l, 1, 64, DataType::INT64), 0);
+        assert_eq!(sh(l, 1, -1, DataType::INT64), 0);
+        assert_eq!(sh(r, -5, 64, DataType::INT64), -1);
     }
 }

@@ -39,17 +39,23 @@ pub struct Conv2dShape {
 }
 
 impl Conv2dShape {
-    /// Output height and width.
+    /// Output height and width (0 where the window is larger than the padded input).
     pub fn out_hw(&self) -> Result<(usize, usize)> {
         let dim = |size: usize, p0: usize, p1: usize, k: usize, s: usize, d: usize| -> Result<usize> {
-            let span = d * (k.max(1) - 1) + 1;
-            let padded = size + p0 + p1;
-            if s == 0 || padded < span {
-                return Err(KernelError(format!(
-                    "conv2d: window {span} (stride {s}) does not fit in padded size {padded}"
-                )));
+            let span = (k.max(1) - 1)
+                .checked_mul(d)
+                .and_then(|x| x.checked_add(1))
+                .ok_or_else(|| KernelError("conv2d: window size overflows".into()))?;
+            let padded = size
+                .checked_add(p0)
+                .and_then(|x| x.checked_add(p1))
+                .ok_or_else(|| KernelError("conv2d: padded size overflows".into()))?;
+            if s == 0 {
+                return Err(KernelError("conv2d: zero stride".into()));
             }
-            Ok((padded - span) / s + 1)
+            // A window larger than the padded input leaves no output position (an
+            // empty output, as TVM's shape `(padded - span) // s + 1` clamped at 0).
+            Ok(if padded < span { 0 } else { (padded - span) / s + 1 })
         };
         Ok((
             dim(

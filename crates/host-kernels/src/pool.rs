@@ -29,7 +29,9 @@ pub struct Pool2dShape {
 /// The pooling reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PoolKind {
-    /// Maximum of the window's elements inside the input (padding is ignored).
+    /// Maximum of the window's elements, starting from (and padding with) the
+    /// lowest `float32`, -3.4028235e38, as TVM's legalization does: a window of
+    /// padding or of `-inf`s gives -3.4028235e38.
     Max,
     /// Mean of the window; `count_include_pad` divides by the window's size within
     /// the padded input, otherwise by the number of input elements it covers.
@@ -103,7 +105,7 @@ impl Plan<'_> {
         for (oy, dst_row) in dst.chunks_exact_mut(s.ow).enumerate() {
             let ry = self.rows[oy];
             match kind {
-                PoolKind::Max => acc.fill(f32::NEG_INFINITY),
+                PoolKind::Max => acc.fill(f32::MIN),
                 PoolKind::Avg { .. } => acc.fill(0.0),
             }
             for iy in (ry.lo..ry.hi).step_by(s.dilation[0]) {
@@ -167,7 +169,7 @@ impl Columns {
         let fold = |c: &Window| {
             let window = acc[c.lo..c.hi].iter().step_by(self.dilation);
             match kind {
-                PoolKind::Max => window.fold(f32::NEG_INFINITY, |m, &v| nan_skipping_max(m, v)),
+                PoolKind::Max => window.fold(f32::MIN, |m, &v| nan_skipping_max(m, v)),
                 PoolKind::Avg { .. } => window.sum(),
             }
         };
@@ -186,7 +188,7 @@ impl Columns {
         }
         let out = &mut dst[o0..o1];
         match kind {
-            PoolKind::Max => out.fill(f32::NEG_INFINITY),
+            PoolKind::Max => out.fill(f32::MIN),
             PoolKind::Avg { .. } => out.fill(0.0),
         }
         for k in 0..self.size {
@@ -196,7 +198,8 @@ impl Columns {
     }
 }
 
-/// `max(m, v)` skipping a NaN `v` (`m` is never NaN here: it starts at -inf), like
+/// `max(m, v)` skipping a NaN `v` (`m` is never NaN here: it starts at the
+/// lowest `float32`, as TVM's `max_pool2d` initializes and pads), like
 /// `f32::max`, written as a select so that it vectorizes to `maxps` (`f32::max` also
 /// handles a NaN `m`, which keeps LLVM on scalar code).
 #[inline(always)]

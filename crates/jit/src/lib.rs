@@ -47,7 +47,7 @@ mod wgsl;
 
 pub use error::{JitError, Result};
 pub use gpu::GpuProgram;
-pub use host::HostKernel;
+pub use host::{HostKernel, HostOptions};
 pub use jit::{emit_program, Jit, JitCounters, ProgramSource};
 pub use kernel::{CompiledKernel, GpuExecutor, HostExecutor, KernelArg, KernelDevice, KernelExecutor};
 pub use profile::KernelProfile;

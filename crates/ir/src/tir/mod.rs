@@ -6,6 +6,7 @@ mod expr;
 mod function;
 mod intrinsic;
 mod stmt;
+pub mod verify;
 
 pub use buffer::{Buffer, BufferNode, BufferRegion, Range};
 pub use expr::{expr_equal, BinOp, PrimExpr, PrimExprKind, TirVar, TirVarNode};

@@ -93,6 +93,29 @@ pub(crate) struct Env {
     /// `noalias`).
     params: HashSet<u64>,
     noalias: bool,
+    /// Whether native code may hoist bounds checks out of innermost loops.
+    hoist: bool,
+}
+
+/// How [`HostKernel::compile_with_options`] compiles a function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostOptions {
+    /// Compile stages to native code where the generator supports them (else the
+    /// closure interpreter runs every stage).
+    pub native: bool,
+    /// Let native code check the bounds of an innermost loop's affine accesses
+    /// once before the loop (when provably in range for the whole loop) instead of
+    /// at every access. Off, every access is checked where it happens.
+    pub hoist_bounds_checks: bool,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            native: native::enabled_by_default(),
+            hoist_bounds_checks: true,
+        }
+    }
 }
 
 impl Env {
@@ -165,6 +188,11 @@ fn compile_stmt(env: &mut Env, s: &Stmt) -> Result<SFn> {
                             })
                         }
                     }
+                }
+                _ if bdt.is_bool() && value.dtype().is_float() => {
+                    // A float stored as a bool is `!= 0`, as `T.Cast("bool", x)`.
+                    let val = compile_f(env, value)?;
+                    st!(u8, val, |v: f64| (v != 0.0) as u8)
                 }
                 _ => {
                     host_elem_bytes(bdt)?;
@@ -414,6 +442,18 @@ impl HostKernel {
 
     /// Compile a lowered function, with native stages when `native` is set.
     pub fn compile_with(lowered: Arc<LoweredFunc>, native: bool) -> Result<HostKernel> {
+        HostKernel::compile_with_options(
+            lowered,
+            HostOptions {
+                native,
+                hoist_bounds_checks: true,
+            },
+        )
+    }
+
+    /// Compile a lowered function as `opts` says.
+    pub fn compile_with_options(lowered: Arc<LoweredFunc>, opts: HostOptions) -> Result<HostKernel> {
+        let native = opts.native;
         let mut env = Env {
             ivars: HashMap::new(),
             fvars: HashMap::new(),
@@ -424,6 +464,7 @@ impl HostKernel {
             func: lowered.name.clone(),
             params: lowered.param_buffers().map(|(_, b)| b.id()).collect(),
             noalias: lowered.noalias,
+            hoist: opts.hoist_bounds_checks,
         };
         if lowered.has_barriers {
             return Err(unsupported(&env, "thread barriers (T.tvm_storage_sync) on the host"));

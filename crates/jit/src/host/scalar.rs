@@ -36,6 +36,16 @@ pub(super) fn compile_i(env: &mut Env, e: &PrimExpr) -> Result<IFn> {
     }
 }
 
+/// [`compile_i`] for a value of dtype `dt`: a float becomes a `bool` as `!= 0`
+/// (as `T.Cast("bool", x)`), not by truncation.
+fn compile_as(env: &mut Env, e: &PrimExpr, dt: DataType) -> Result<IFn> {
+    if dt.is_bool() && e.dtype().is_float() {
+        let f = compile_f(env, e)?;
+        return Ok(Box::new(move |fr| (f(fr) != 0.0) as i64));
+    }
+    compile_i(env, e)
+}
+
 pub(super) fn compile_f(env: &mut Env, e: &PrimExpr) -> Result<FFn> {
     match compile(env, e)? {
         CE::F(f) => Ok(f),
@@ -182,7 +192,7 @@ pub(super) fn compile(env: &mut Env, e: &PrimExpr) -> Result<CE> {
                     }
                 }))
             } else {
-                let (ft, ff) = (compile_i(env, t)?, compile_i(env, f)?);
+                let (ft, ff) = (compile_as(env, t, dt)?, compile_as(env, f, dt)?);
                 CE::I(Box::new(move |fr| {
                     let (x, y) = (ft(fr), ff(fr));
                     if c(fr) != 0 {
@@ -335,7 +345,7 @@ pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimEx
                 let (t, f) = (compile_f(env, &args[1])?, compile_f(env, &args[2])?);
                 CE::F(Box::new(move |fr| if c(fr) != 0 { t(fr) } else { f(fr) }))
             } else {
-                let (t, f) = (compile_i(env, &args[1])?, compile_i(env, &args[2])?);
+                let (t, f) = (compile_as(env, &args[1], dtype)?, compile_as(env, &args[2], dtype)?);
                 CE::I(Box::new(move |fr| if c(fr) != 0 { t(fr) } else { f(fr) }))
             }
         }
@@ -396,9 +406,13 @@ pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimEx
                     I::BitwiseAnd => x & y,
                     I::BitwiseOr => x | y,
                     I::BitwiseXor => x ^ y,
-                    I::ShiftLeft => x.wrapping_shl((y as u32) % bits.max(1)),
-                    _ if unsigned => ((x as u64 & mask(bits)) >> ((y as u32) % bits.max(1))) as i64,
-                    _ => x.wrapping_shr((y as u32) % bits.max(1)),
+                    // A shift by the bit width or more (or negative) shifts every
+                    // bit out: 0, or the sign for a signed right shift.
+                    I::ShiftLeft if y as u64 >= bits as u64 => 0,
+                    I::ShiftLeft => x.wrapping_shl(y as u32),
+                    _ if unsigned && y as u64 >= bits as u64 => 0,
+                    _ if unsigned => ((x as u64 & mask(bits)) >> (y as u32)) as i64,
+                    _ => x >> (y as u64).min(63),
                 };
                 wrap_int(r, dtype)
             }))
@@ -406,7 +420,12 @@ pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimEx
         I::BitwiseNot => {
             arity(1)?;
             let a = compile_i(env, &args[0])?;
-            CE::I(Box::new(move |fr| wrap_int(!a(fr), dtype)))
+            if dtype.is_bool() {
+                // The logical not (TVM and the GPU), not `!x != 0`.
+                CE::I(Box::new(move |fr| (a(fr) == 0) as i64))
+            } else {
+                CE::I(Box::new(move |fr| wrap_int(!a(fr), dtype)))
+            }
         }
         I::Reinterpret => {
             arity(1)?;

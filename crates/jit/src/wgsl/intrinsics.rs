@@ -258,14 +258,27 @@ impl Em<'_> {
                 n(2)?;
                 let (a, w) = self.expr(&args[0])?;
                 let (b, wb) = self.expr(&args[1])?;
-                // The shift count is taken modulo the type's width, as on the host
-                // (`int8` shifts by 9 shift by 1); a bool (width 1) keeps its value.
-                if w == W::Bool || dtype.is_bool() {
-                    return Ok((a, w));
+                // numpy's rule, as on the host: a shift by the bit width or more (or by a
+                // negative count, a huge `u32`) shifts every bit out: 0, and -1 for a
+                // signed right shift of a negative value. Narrow integers live
+                // sign- or zero-extended in 32 bits, so an arithmetic right shift by
+                // `min(c, 31)` already gives that.
+                let c = self.conv(&b, wb, W::U32)?;
+                let bits = dtype.bits.max(1);
+                if w == W::Bool {
+                    return Ok((format!("({a} && ({c} == 0u))"), W::Bool));
                 }
-                let o = if op == I::ShiftLeft { "<<" } else { ">>" };
-                let sh = format!("({} % {}u)", self.conv(&b, wb, W::U32)?, dtype.bits.max(1));
-                (self.wrap_small(format!("({a} {o} {sh})"), dtype), w)
+                if dtype.is_bool() {
+                    return Ok((format!("select({}, {a}, {c} == 0u)", w.zero()), w));
+                }
+                let wide = if matches!(w, W::I64 | W::U64) { 64 } else { 32 };
+                let out = if op == I::ShiftRight && matches!(w, W::I32 | W::I64) {
+                    format!("({a} >> min({c}, {}u))", wide - 1)
+                } else {
+                    let o = if op == I::ShiftLeft { "<<" } else { ">>" };
+                    format!("select(({a} {o} ({c} % {wide}u)), {}, {c} >= {bits}u)", w.zero())
+                };
+                (self.wrap_small(out, dtype), w)
             }
             I::Reinterpret => {
                 n(1)?;

@@ -61,16 +61,33 @@ fn prim_arg(ctx: &LegalizeCtx, i: usize) -> Result<PrimExpr, Skip> {
 }
 
 /// `arange(start, end, step)`: `T_arange[i] = start + i * step` in the
-/// output type.
+/// output type. An integer output with a float start or step follows
+/// `numpy.arange` (which TVM folds constant ranges with): the first two values
+/// are cast to the dtype and the rest continue their difference,
+/// `T_arange[i] = int(start) + i * (int(start + step) - int(start))`, so
+/// `arange(4, 8, 0.5, "int32")` is `[4, 4, 4, ...]`.
 fn arange(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (shape, dt) = ctx.out_tensor()?;
     let (start, _end, step) = (prim_arg(ctx, 0)?, prim_arg(ctx, 1)?, prim_arg(ctx, 2)?);
     if shape.len() != 1 {
         return Err(Skip::new("the output is not 1-d"));
     }
+    let float_bounds = start.dtype().is_float() || step.dtype().is_float();
+    let int_steps = if !dt.is_float() && float_bounds {
+        Some(numpy_int_steps(&start, &step, dt))
+    } else {
+        None
+    };
     let mut t = Te::new();
     t.compute("T_arange", &shape, "ax", |i| {
-        if dt.is_float() || start.dtype().is_float() || step.dtype().is_float() {
+        if let Some((first, delta)) = &int_steps {
+            let idx = i[0].clone().cast(dt);
+            PrimExpr::binary(
+                BinOp::Add,
+                first.clone(),
+                PrimExpr::binary(BinOp::Mul, idx, delta.clone()),
+            )
+        } else if dt.is_float() || float_bounds {
             let conv = |e: &PrimExpr| fold_cast_float(e, dt);
             let idx = i[0].clone().cast(dt);
             PrimExpr::binary(BinOp::Add, conv(&start), PrimExpr::binary(BinOp::Mul, idx, conv(&step)))
@@ -86,11 +103,45 @@ fn arange(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     Ok(finish("arange", t, 1, Vec::new(), ctx.out.clone()))
 }
 
+/// `numpy.arange`'s first value and step in the integer dtype `dt` for a float
+/// `start` or `step`: `(int(start), int(start + step) - int(start))`, folded when
+/// both are constants.
+fn numpy_int_steps(start: &PrimExpr, step: &PrimExpr, dt: DataType) -> (PrimExpr, PrimExpr) {
+    let num = |e: &PrimExpr| match e.kind() {
+        PrimExprKind::IntImm { value, .. } => Some(*value as f64),
+        PrimExprKind::FloatImm { value, .. } => Some(*value),
+        _ => None,
+    };
+    if let (Some(a), Some(b)) = (num(start), num(step)) {
+        let (first, delta) = numpy_first_delta(a, b);
+        return (PrimExpr::int_of(first, dt), PrimExpr::int_of(delta, dt));
+    }
+    let f64t = DataType::FLOAT64;
+    let as_f64 = |e: &PrimExpr| {
+        if e.dtype() == f64t {
+            e.clone()
+        } else {
+            e.clone().cast(f64t)
+        }
+    };
+    let first = as_f64(start).cast(dt);
+    let second = PrimExpr::binary(BinOp::Add, as_f64(start), as_f64(step)).cast(dt);
+    (first.clone(), PrimExpr::binary(BinOp::Sub, second, first))
+}
+
+/// `(int(start), int(start + step) - int(start))` in double precision, casts
+/// truncating toward zero (saturating).
+fn numpy_first_delta(start: f64, step: f64) -> (i64, i64) {
+    let first = start as i64;
+    (first, ((start + step) as i64).wrapping_sub(first))
+}
+
 /// The most elements a constant-folded `arange` may have.
 const MAX_FOLDED_ARANGE: usize = 1 << 16;
 
 /// `arange` with constant bounds folds into a constant, as TVM's legalization
-/// does (`numpy.arange`: `start + i * step` in double precision, then cast).
+/// does (`numpy.arange`: `start + i * step` in double precision for a float
+/// output; for an integer one the first two values cast, then their difference).
 pub(crate) fn fold_arange(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
     let (shape, dt) = ctx.out_tensor().ok()?;
     let n = match shape.as_slice() {
@@ -109,7 +160,14 @@ pub(crate) fn fold_arange(ctx: &LegalizeCtx) -> Option<relax_ir::Expr> {
     let bound = |i: usize| num(&prim_arg(ctx, i).ok()?);
     let (start, step) = (bound(0)?, bound(2)?);
     bound(1)?;
-    let values: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
+    let values: Vec<f64> = if dt.is_float() {
+        (0..n).map(|i| start + i as f64 * step).collect()
+    } else {
+        let (first, delta) = numpy_first_delta(start, step);
+        (0..n as i64)
+            .map(|i| first.wrapping_add(i.wrapping_mul(delta)) as f64)
+            .collect()
+    };
     super::constant::constant(&values, vec![n as i64], dt)
 }
 

@@ -16,6 +16,13 @@ pub const MAX_NDIM: i64 = 1 << 16;
 /// The deepest statement nesting (indentation levels) the parser accepts.
 pub const MAX_BLOCK_DEPTH: usize = 100;
 
+/// The deepest TIR statement tree the parser builds: nested bodies plus the
+/// statements that scope over the rest of their list (`x = v` let bindings,
+/// `assert`, `T.attr`, thread launches, allocations), so a chain of 10,000 `let`s
+/// is a diagnostic rather than a tree that every later pass (and `Clone`, `Drop`)
+/// recurses 10,000 deep over.
+pub const MAX_STMT_DEPTH: usize = 256;
+
 /// Check the nesting bounds; `Err((byte offset, message))` at the first token past a bound.
 /// Lexical errors are left to the parser, which reports them.
 pub(crate) fn check_nesting(source: &str) -> Result<(), (usize, String)> {

@@ -64,8 +64,8 @@ impl Gen<'_, '_> {
             }
             K::Select { cond, t, f } => {
                 let ty = if dt.is_float() { fty(dt) } else { Ty::I };
-                let x = self.typed(t, ty)?;
-                let y = self.typed(f, ty)?;
+                let x = self.typed_as(t, ty, dt)?;
+                let y = self.typed_as(f, ty, dt)?;
                 let c = self.int(cond)?;
                 let c = nonzero(self.b, c);
                 (self.b.ins().select(c, x, y), ty)
@@ -90,6 +90,15 @@ impl Gen<'_, '_> {
             _ => self.b.ins().f64const(v),
         };
         (v, if t == Ty::F32 { Ty::F32 } else { Ty::F64 })
+    }
+
+    /// [`Gen::typed`] for a value of dtype `dt`: a float becomes a `bool` as `!= 0`.
+    fn typed_as(&mut self, e: &PrimExpr, ty: Ty, dt: DataType) -> Result<Value> {
+        if ty == Ty::I && dt.is_bool() && e.dtype().is_float() {
+            let v = self.expr(e)?;
+            return Ok(self.conv_to(v, ty, e.dtype(), dt));
+        }
+        self.typed(e, ty)
     }
 
     /// `e` converted to `ty` (integers as `int`, floats as `float`).
@@ -439,8 +448,14 @@ impl Gen<'_, '_> {
             I::BitwiseNot => {
                 arity(1)?;
                 let x = self.int(&args[0])?;
-                let n = self.b.ins().bnot(x);
-                (self.wrap(n, dtype), Ty::I)
+                if dtype.is_bool() {
+                    // The logical not (TVM and the GPU), not `!x != 0`.
+                    let z = self.zero();
+                    (icmp64(self.b, IntCC::Equal, x, z), Ty::I)
+                } else {
+                    let n = self.b.ins().bnot(x);
+                    (self.wrap(n, dtype), Ty::I)
+                }
             }
             I::Reinterpret => {
                 arity(1)?;
@@ -473,36 +488,36 @@ impl Gen<'_, '_> {
         self.b.ins().brif(c, t, &[], f, &[]);
         for (blk, e) in [(t, &args[1]), (f, &args[2])] {
             self.b.switch_to_block(blk);
-            let v = self.typed(e, ty)?;
+            let v = self.typed_as(e, ty, dtype)?;
             self.b.ins().jump(join, &[BlockArg::Value(v)]);
         }
         self.b.switch_to_block(join);
         Ok((r, ty))
     }
 
+    /// Bitwise operators; a shift by the bit width or more (or by a negative
+    /// amount) shifts every bit out: 0, or the sign for a signed right shift.
     fn bitwise(&mut self, op: I, dtype: DataType, x: Value, y: Value) -> Value {
-        let bits = (dtype.bits as i64).max(1);
-        let shift = |g: &mut Self| {
-            let lo = g.b.ins().band_imm_s(y, 0xffff_ffff);
-            let b = g.iconst(bits);
-            g.b.ins().urem(lo, b)
-        };
+        let bits = (dtype.bits as i64).clamp(1, 64);
+        let big = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, y, bits);
+        let zero = self.zero();
         let r = match op {
             I::BitwiseAnd => self.b.ins().band(x, y),
             I::BitwiseOr => self.b.ins().bor(x, y),
             I::BitwiseXor => self.b.ins().bxor(x, y),
             I::ShiftLeft => {
-                let s = shift(self);
-                self.b.ins().ishl(x, s)
+                let v = self.b.ins().ishl(x, y);
+                self.b.ins().select(big, zero, v)
             }
             _ if dtype.is_uint() => {
-                let s = shift(self);
                 let m = self.iconst(super::super::scalar::mask(bits as u32) as i64);
                 let xm = self.b.ins().band(x, m);
-                self.b.ins().ushr(xm, s)
+                let v = self.b.ins().ushr(xm, y);
+                self.b.ins().select(big, zero, v)
             }
             _ => {
-                let s = shift(self);
+                let top = self.iconst(63);
+                let s = self.b.ins().select(big, top, y);
                 self.b.ins().sshr(x, s)
             }
         };

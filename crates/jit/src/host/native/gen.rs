@@ -213,7 +213,7 @@ impl<'a, 'b> Gen<'a, 'b> {
     /// bounds checks of an innermost loop hoisted when they can be.
     pub(super) fn counted_loop(&mut self, var: &TirVar, lo: Value, hi: Value, body: &Stmt) -> Result<()> {
         let sites = self.hoistable(var, body);
-        if sites.is_empty() || !self.unchecked.is_empty() {
+        if sites.is_empty() || !self.unchecked.is_empty() || !self.env.hoist {
             return self.plain_loop(var, lo, hi, body);
         }
         let ok = self.range_ok(var, &sites, lo, hi)?;
@@ -270,7 +270,7 @@ impl<'a, 'b> Gen<'a, 'b> {
         f: impl FnOnce(&mut Self) -> Result<T>,
     ) -> Result<T> {
         let ty = self.ty(var.dtype())?;
-        let v = self.conv(v, ty, src);
+        let v = self.conv_to(v, ty, src, var.dtype());
         let prev = self.vars.insert(var.id(), (v, ty));
         let r = f(self);
         restore(&mut self.vars, var.id(), prev);
@@ -331,7 +331,7 @@ impl<'a, 'b> Gen<'a, 'b> {
     ) -> Result<()> {
         let bdt = buffer.dtype();
         let ty = self.ty(bdt)?;
-        let v = self.conv(v, ty, src);
+        let v = self.conv_to(v, ty, src, bdt);
         if let Some((var, _)) = self.promoted.get(&buffer.id()).copied() {
             // What a store then a load would give: wrapped to the element type.
             let v = if ty == Ty::I { self.wrap(v, bdt) } else { v };
@@ -424,6 +424,19 @@ impl<'a, 'b> Gen<'a, 'b> {
             (Ty::F32, _) => ins.fpromote(types::F64, v),
             (Ty::F64, _) => ins.fdemote(types::F32, v),
         }
+    }
+
+    /// [`Gen::conv`] for a value stored as dtype `dst`: a float becomes a `bool`
+    /// as `!= 0` (as `T.Cast("bool", x)` does), not by truncation.
+    pub(super) fn conv_to(&mut self, (v, from): (Value, Ty), to: Ty, src: DataType, dst: DataType) -> Value {
+        if dst.is_bool() && from != Ty::I {
+            let z = match from {
+                Ty::F32 => self.b.ins().f32const(0.0),
+                _ => self.b.ins().f64const(0.0),
+            };
+            return fcmp64(self.b, FloatCC::NotEqual, v, z);
+        }
+        self.conv((v, from), to, src)
     }
 
     /// Wrap an `i64` to the range of the integer dtype `dt` (as `wrap_int`).

@@ -1,13 +1,24 @@
 //! Bounds checks hoisted out of innermost loops: when every index of a buffer
 //! access is affine in the loop variable (constant stride) and otherwise
-//! loop-invariant, both ends of the index range are checked once before the loop
-//! and, when they pass, an unchecked copy of the loop runs; otherwise the checked
-//! loop runs and reports the first failing access exactly as the interpreter does.
+//! loop-invariant, the index is checked once before the loop and, when that
+//! passes, an unchecked copy of the loop runs; otherwise the checked loop runs and
+//! reports the first failing access exactly as the interpreter does.
+//!
+//! Sound by construction: before the loop every node of each hoisted index (each
+//! `+`, `-`, `*` by a constant and integer cast) is evaluated exactly (in `i128`)
+//! at the loop's first and last iteration and must lie in its dtype's range at
+//! both. An affine function takes on an interval only values between its values
+//! at the ends, so no node can wrap at any iteration in between (by induction from
+//! the leaves), every iteration computes the exact affine index, and that index
+//! lies between the two checked ends. A narrowing cast or an `i * c + d` that
+//! overflows its dtype anywhere in the range fails the check at an end and the loop
+//! runs checked. Hoisting can be turned off (`HostOptions::hoist_bounds_checks`)
+//! to compare both paths.
 
 use std::collections::HashSet;
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, Value};
+use cranelift_codegen::ir::{types, InstBuilder, Value};
 use relax_ir::tir::{Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
 
 use super::gen::Gen;
@@ -16,12 +27,11 @@ use crate::error::Result;
 use crate::expr::{visit_expr, visit_stmt_exprs, visit_stmts};
 
 /// An access whose bounds check can be hoisted: its buffer id, index (and the
-/// index's identity in the tree), stride.
+/// index's identity in the tree).
 pub(super) struct Site {
     buf: u64,
     index: PrimExpr,
     key: usize,
-    stride: i64,
 }
 
 /// Identity of an index expression during one translation.
@@ -41,13 +51,48 @@ pub(super) fn stride_of(e: &PrimExpr, v: &TirVar) -> Option<i64> {
         K::Binary { op: BinOp::Add, a, b } => stride_of(a, v)?.checked_add(stride_of(b, v)?),
         K::Binary { op: BinOp::Sub, a, b } => stride_of(a, v)?.checked_sub(stride_of(b, v)?),
         K::Binary { op: BinOp::Mul, a, b } => match (a.as_int(), b.as_int()) {
-            (Some(c), _) => stride_of(b, v)?.checked_mul(c),
-            (_, Some(c)) => stride_of(a, v)?.checked_mul(c),
-            _ if !crate::expr::uses_var(e, v) => Some(0),
+            // The constant as generated code uses it (wrapped to its dtype).
+            (Some(c), _) => stride_of(b, v)?.checked_mul(crate::expr::wrap_int(c, a.dtype())),
+            (_, Some(c)) => stride_of(a, v)?.checked_mul(crate::expr::wrap_int(c, b.dtype())),
+            _ if !crate::expr::uses_var(e, v) && pure_int(e) => Some(0),
             _ => None,
         },
         _ if !crate::expr::uses_var(e, v) && pure_int(e) => Some(0),
         _ => None,
+    }
+}
+
+/// An integer dtype whose values the `i64` representation holds exactly (every
+/// integer dtype but `uint64`).
+fn exact_dtype(dt: relax_ir::DataType) -> bool {
+    dt.lanes == 1 && dt.is_integer() && !(dt.is_uint() && dt.bits >= 64) && dt.bits <= 64
+}
+
+/// Whether [`Gen::exact`] can evaluate `e`: `+`, `-`, `*` by a constant and
+/// integer casts over the loop variable and loop-invariant integer leaves, every
+/// node of a dtype [`exact_dtype`] accepts.
+fn exact_ok(e: &PrimExpr, v: &TirVar) -> bool {
+    use relax_ir::tir::BinOp;
+    use PrimExprKind as K;
+    if !exact_dtype(e.dtype()) {
+        return false;
+    }
+    if !crate::expr::uses_var(e, v) {
+        return pure_int(e);
+    }
+    let same = |a: &PrimExpr, b: &PrimExpr| a.dtype() == e.dtype() && b.dtype() == e.dtype() && !e.dtype().is_bool();
+    match e.kind() {
+        K::Var(_) => true,
+        K::Cast { value, dtype } => !dtype.is_bool() && exact_ok(value, v),
+        K::Binary {
+            op: BinOp::Add | BinOp::Sub,
+            a,
+            b,
+        } => same(a, b) && exact_ok(a, v) && exact_ok(b, v),
+        K::Binary { op: BinOp::Mul, a, b } => {
+            same(a, b) && (a.as_int().is_some() || b.as_int().is_some()) && exact_ok(a, v) && exact_ok(b, v)
+        }
+        _ => false,
     }
 }
 
@@ -99,11 +144,25 @@ impl Gen<'_, '_> {
         if has_loop(body) {
             return out;
         }
+        // Variables the body binds: an index using one is not loop-invariant.
+        let mut inner: HashSet<u64> = HashSet::new();
+        visit_stmts(body, &mut |x| {
+            if let Stmt::Let { var, .. } = x {
+                inner.insert(var.id());
+            }
+        });
+        visit_stmt_exprs(body, &mut |e| {
+            visit_expr(e, &mut |x| {
+                if let PrimExprKind::Let { var, .. } = x.kind() {
+                    inner.insert(var.id());
+                }
+            })
+        });
         let bound = |e: &PrimExpr| {
             let mut ok = true;
             visit_expr(e, &mut |x| {
                 if let PrimExprKind::Var(w) = x.kind() {
-                    ok &= w == var || self.vars.contains_key(&w.id());
+                    ok &= w == var || (self.vars.contains_key(&w.id()) && !inner.contains(&w.id()));
                 }
             });
             ok
@@ -111,12 +170,11 @@ impl Gen<'_, '_> {
         accesses(body, &mut |buf, idx, _| {
             let buf = buf.id();
             if let [i] = idx {
-                if let Some(stride) = stride_of(i, var).filter(|_| bound(i) && self.bufs.contains_key(&buf)) {
+                if stride_of(i, var).is_some() && exact_ok(i, var) && bound(i) && self.bufs.contains_key(&buf) {
                     out.push(Site {
                         buf,
                         index: i.clone(),
                         key: key(i),
-                        stride,
                     });
                 }
             }
@@ -124,32 +182,74 @@ impl Gen<'_, '_> {
         out
     }
 
-    /// Whether every site's index stays in its buffer for `var` in `lo..hi`.
+    /// Whether every site's index stays in its buffer for `var` in `lo..hi`: the
+    /// range is non-empty and, at its first and last iteration, every node of every
+    /// index evaluates exactly within its dtype and the index within the buffer.
     pub(super) fn range_ok(&mut self, var: &TirVar, sites: &[Site], lo: Value, hi: Value) -> Result<Value> {
         let last = self.b.ins().iadd_imm_s(hi, -1);
-        let mut ok = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
-        let max_stride = sites.iter().map(|s| s.stride.unsigned_abs()).max().unwrap_or(1).max(1);
-        // Short enough that the index arithmetic cannot wrap inside the range.
-        let n = self.b.ins().isub(hi, lo);
-        let short = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::SignedLessThanOrEqual, n, ((1u64 << 30) / max_stride) as i64);
-        ok = self.b.ins().band(ok, short);
+        let ok = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
         let prev = self.vars.get(&var.id()).copied();
+        let r = self.sites_ok(var, sites, [lo, last], ok);
+        super::gen::restore(&mut self.vars, var.id(), prev);
+        r
+    }
+
+    /// `ok` and, for `var` at each of `ends`, every site's exact index in range.
+    fn sites_ok(&mut self, var: &TirVar, sites: &[Site], ends: [Value; 2], mut ok: Value) -> Result<Value> {
         for s in sites {
             let len = self.bufs[&s.buf].1;
-            let small = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThanOrEqual, len, 1i64 << 31);
-            ok = self.b.ins().band(ok, small);
-            for at in [lo, last] {
+            for at in ends {
                 self.vars.insert(var.id(), (at, Ty::I));
-                let i = self.int(&s.index)?;
+                let (i, fits) = self.exact(&s.index, var, at)?;
+                ok = self.b.ins().band(ok, fits);
+                // In its dtype's range (checked), so it fits an i64.
+                let i = self.b.ins().ireduce(types::I64, i);
                 let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, i, len);
                 ok = self.b.ins().band(ok, inb);
             }
         }
-        super::gen::restore(&mut self.vars, var.id(), prev);
         Ok(ok)
+    }
+
+    /// The exact value (`i128`) of `e` (accepted by [`exact_ok`]) with `var` at
+    /// `at`, and whether every node of `e` lies within its dtype's range there.
+    fn exact(&mut self, e: &PrimExpr, var: &TirVar, at: Value) -> Result<(Value, Value)> {
+        use relax_ir::tir::BinOp;
+        use PrimExprKind as K;
+        let yes = self.b.ins().iconst(types::I8, 1);
+        let (v, ok) = match e.kind() {
+            K::Var(w) if w == var => (self.b.ins().sextend(types::I128, at), yes),
+            K::Cast { value, .. } if crate::expr::uses_var(e, var) => self.exact(value, var, at)?,
+            K::Binary { op, a, b } if crate::expr::uses_var(e, var) => {
+                let (x, ox) = self.exact(a, var, at)?;
+                let (y, oy) = self.exact(b, var, at)?;
+                let v = match op {
+                    BinOp::Add => self.b.ins().iadd(x, y),
+                    BinOp::Sub => self.b.ins().isub(x, y),
+                    _ => self.b.ins().imul(x, y),
+                };
+                (v, self.b.ins().band(ox, oy))
+            }
+            // A loop-invariant leaf, as every iteration computes it.
+            _ => {
+                let v = self.int(e)?;
+                return Ok((self.b.ins().sextend(types::I128, v), yes));
+            }
+        };
+        let dt = e.dtype();
+        let (min, max) = if dt.is_int() {
+            (-(1i128 << (dt.bits - 1)), (1i128 << (dt.bits - 1)) - 1)
+        } else {
+            (0, (1i128 << dt.bits) - 1)
+        };
+        let min = self.b.ins().iconst(types::I64, min as i64);
+        let min = self.b.ins().sextend(types::I128, min);
+        let max = self.b.ins().iconst(types::I64, max as i64);
+        let max = self.b.ins().sextend(types::I128, max);
+        let ge = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, v, min);
+        let le = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, v, max);
+        let inr = self.b.ins().band(ge, le);
+        Ok((v, self.b.ins().band(ok, inr)))
     }
 }
 

@@ -97,6 +97,8 @@ struct TirParser<'a> {
     buffer_map: Vec<(TirVar, Buffer)>,
     /// The module's `TypeVar` names (`int64` even inside quoted dimensions).
     typevars: HashSet<String>,
+    /// Depth of the statement tree being built (bounded by `MAX_STMT_DEPTH`).
+    depth: usize,
 }
 
 enum Item {
@@ -157,6 +159,7 @@ impl<'a> TirParser<'a> {
             params: Vec::new(),
             buffer_map: Vec::new(),
             typevars: HashSet::new(),
+            depth: 0,
         }
     }
 

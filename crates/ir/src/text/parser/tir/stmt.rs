@@ -39,6 +39,23 @@ impl<'a> TirParser<'a> {
     }
 
     pub(super) fn stmts(&mut self, stmts: &[ast::Stmt]) -> Result<Vec<Stmt>, Diagnostic> {
+        let max = crate::text::parser::limits::MAX_STMT_DEPTH;
+        if let Some(first) = stmts.first().filter(|_| self.depth >= max) {
+            return Err(self.err(
+                first,
+                format!(
+                    "statements nested deeper than {max} levels (counting each `let`, `assert`, `T.attr`, \
+                     thread launch or allocation that scopes over the statements after it)"
+                ),
+            ));
+        }
+        self.depth += 1;
+        let r = self.stmt_list(stmts);
+        self.depth -= 1;
+        r
+    }
+
+    fn stmt_list(&mut self, stmts: &[ast::Stmt]) -> Result<Vec<Stmt>, Diagnostic> {
         let mut out = Vec::new();
         for (i, s) in stmts.iter().enumerate() {
             match self.stmt(s)? {

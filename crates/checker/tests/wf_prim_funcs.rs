@@ -1,0 +1,78 @@
+//! Well-formedness of PrimFunc bodies (criterion 25): a variable that nothing
+//! defines, such as a loop extent `n = T.int64()` that no buffer shape binds, makes
+//! the module ill-formed with TVM's message; a symbolic extent bound by a buffer's
+//! shape does not. TIR statement trees deeper than the parser's bound are a parse
+//! error rather than a stack overflow later.
+
+use relax_checker::check::check_module;
+use relax_ir::text::parse;
+
+const UNBOUND_EXTENT: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(a: T.Buffer((4,), "float32")):
+        n = T.int64()
+        for i in range(n):
+            a[i] = T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        cls = Module
+        y = R.call_tir(cls.f, (x,), out_ty=R.Tensor((4,), "float32"))
+        return y
+"#;
+
+const BOUND_EXTENT: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(a: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float32")
+        for i in range(n):
+            A[i] = T.float32(1)
+"#;
+
+#[test]
+fn loop_over_an_unbound_variable_is_not_well_formed() {
+    let m = parse(UNBOUND_EXTENT).expect("parses").into_module();
+    let r = check_module(&m);
+    assert!(!r.well_formed, "{:?}", r.diagnostics);
+    let d = r
+        .errors()
+        .find(|d| d.rule.as_deref().is_some_and(|x| x.starts_with("well-formed/25")))
+        .unwrap_or_else(|| panic!("no well-formed/25 error: {:?}", r.diagnostics));
+    assert!(
+        d.message.contains("Invalid use of undefined variable `n`"),
+        "{}",
+        d.message
+    );
+    assert!(d.message.contains("PrimFunc `f`"), "{}", d.message);
+
+    let m = parse(BOUND_EXTENT).expect("parses").into_module();
+    let r = check_module(&m);
+    assert!(r.well_formed, "{:?}", r.diagnostics);
+}
+
+/// A PrimFunc whose body is `n` chained let bindings.
+fn chained_lets(n: usize) -> String {
+    let mut s = String::from("@T.prim_func\ndef f(a: T.Buffer((1,), \"int32\")):\n    x0 = a[0]\n");
+    for i in 1..n {
+        s.push_str(&format!("    x{i} = x{} + 1\n", i - 1));
+    }
+    s.push_str(&format!("    a[0] = x{}\n", n - 1));
+    s
+}
+
+#[test]
+fn ten_thousand_chained_lets_are_a_diagnostic_not_a_stack_overflow() {
+    // Parsed on this (small) test thread: the parser itself must stay shallow.
+    let Err(err) = parse(&chained_lets(10_000)) else {
+        panic!("10,000 chained lets parse")
+    };
+    assert!(err.message.contains("nested deeper than 256"), "{}", err.message);
+    let ok = parse(&chained_lets(200)).expect("200 lets parse").into_module();
+    let r = check_module(&ok);
+    assert!(r.well_formed, "{:?}", r.diagnostics);
+}

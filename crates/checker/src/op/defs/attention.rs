@@ -314,7 +314,7 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
     if !dt.is_float() || k.dtype() != dt || v.dtype() != dt || bias.as_ref().is_some_and(|b| b.dtype() != dt) {
         return Err(Skip::new("query, key, value (and bias) must share one float dtype"));
     }
-    if !(prove_eq_const(&qs[2], &ks[2]) && prove_eq_const(&qs[2], &vs[2])) {
+    if !prove_eq_const(&qs[2], &ks[2]) || !prove_eq_const(&qs[2], &vs[2]) {
         // TVM's reshape to `batch * heads` pairs query head `h` with key head
         // `h mod heads_kv`, not the grouped `h / (heads / heads_kv)`.
         return Err(Skip::new(

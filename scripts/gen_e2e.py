@@ -135,6 +135,21 @@ PROGRAMS = {
                        const([3, 0], "int64"), const([0, 5], "int64"), const([-1, 2], "int64")], DEFAULT,
                       "scatter_elements update/add/max/mean on axis 0, 1 and -1 with negative and repeated indices, "
                       "scatter_nd of rows and of elements (repeated indices, add and min), dynamic_strided_slice with a negative stride"),
+    "index_tensor": ([normal((5, 6, 7)), ints((2, 1), 0, 4, dtype="int64"), ints((3,), 0, 5), ints((3,), 0, 6, dtype="int64"), bools((1, 6)),
+                      const([[[[0], [0], [0], [0]]]], "int64"), const([[[[5, 0, 3, 1]]]], "int64"), ints((2, 8), -9, 9, dtype="int64")], DEFAULT,
+                     "advanced indexing: two broadcast indices (int64 and int32), a single index, three indices, "
+                     "4-d broadcast indices into bool and int64 data (the mask pattern of torch.export programs)"),
+    "attention_ops": ([normal((2, 4, 2, 8)), normal((2, 6, 2, 8)), normal((2, 6, 2, 5)), normal((2, 6, 2, 8)), normal((2, 4, 2, 8)),
+                       normal((2, 4, 2, 5)), normal((2, 2, 4, 6)), normal((1, 1, 1, 6))], TRANSCENDENTAL,
+                      "R.nn.attention legalized: no mask, causal TopLeft and BottomRight with fewer and with more keys than queries, "
+                      "an explicit scale, a full bias and a broadcast bias (attention_bias), square self-attention"),
+    "transformer_ops": ([bools((2, 8)), bools((2, 8)), ints((2, 8), -2, 2, dtype="float32"), ints((2, 8), 0, 9, dtype="int64"), normal((2, 8, 16)),
+                         normal((16,)), normal((16,)), const([[1, 3], [0, 0], [1, 7]], "int64"), const([[7, 0, 3, 3], [1, 2, 6, 5]], "int64"),
+                         normal((5, 8))], TRANSCENDENTAL,
+                        "operators of transformer front ends: cumsum of bool to int64 (TVM cannot compile a bool-typed cumsum), bitwise_and of "
+                        "bool and int64, logical_not/and, isnan of 0/0, comparisons, full_like, gather_nd, gather_elements, strided_slice "
+                        "with symbolic bounds (from a match_cast), broadcast_to, triu, repeat, split by indices, rms_norm, layer_norm, gelu, "
+                        "gelu_tanh, silu, rsqrt, shape_to_tensor"),
 }
 
 

@@ -135,6 +135,7 @@ pub static FAMILIES: &[(&str, &[OpDef])] = &[
     ("builtin", builtin::OPS),
     ("scatter", &[defs::scatter_elements::DEF, defs::scatter_nd::DEF]),
     ("index", &[defs::dynamic_strided_slice::DEF]),
+    ("manipulate", &[defs::index_tensor::DEF]),
     ("nn", &[defs::attention::DEF]),
 ];
 

@@ -208,6 +208,7 @@ const TABLE: &[&str] = &[
     "reverse_sequence: data, seq_lengths, seq_axis=1:@int, batch_axis=0:@int",
     "cumsum: data, axis=None:@optint, dtype=None:@optdtype, exclusive=False:@bool",
     "cumprod: data, axis=None:@optint, dtype=None:@optdtype, exclusive=False:@bool",
+    "index_tensor: data, indices:tuple",
     // index
     "take: x, indices, axis=None:@optint, mode='fast':@str",
     "strided_slice: x, axes:tuple, begin:tuple, end:tuple, strides=None:tuple, assume_inbound=False:@bool",

@@ -4,6 +4,7 @@
 
 pub mod attention;
 pub mod dynamic_strided_slice;
+pub mod index_tensor;
 pub mod scatter_elements;
 pub mod scatter_nd;
 

@@ -489,7 +489,7 @@ fn mul_assoc(a: &PrimExpr, b: &PrimExpr) -> PrimExpr {
 }
 
 /// The row-major flat index of `indices` in `shape` (topi's `RavelIndex`).
-fn ravel(indices: &[PrimExpr], shape: &[PrimExpr]) -> PrimExpr {
+pub(crate) fn ravel(indices: &[PrimExpr], shape: &[PrimExpr]) -> PrimExpr {
     let mut idx = match indices.first() {
         Some(i) => i.clone(),
         None => return int(0),
@@ -504,7 +504,7 @@ fn ravel(indices: &[PrimExpr], shape: &[PrimExpr]) -> PrimExpr {
 /// the rewrites TVM's simplifier applies to constant strides:
 /// `(i // c1) % c2` becomes `i % (c1 * c2) // c1` and chained constant
 /// divisions merge.
-fn unravel(idx: &PrimExpr, shape: &[PrimExpr]) -> Vec<PrimExpr> {
+pub(crate) fn unravel(idx: &PrimExpr, shape: &[PrimExpr]) -> Vec<PrimExpr> {
     let n = shape.len();
     let mut out = vec![int(0); n];
     // `divs`: the divisors applied so far (innermost first), constants merged.

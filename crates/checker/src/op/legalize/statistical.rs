@@ -258,7 +258,15 @@ fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Result<Lowered, Skip> {
             v.cast(odt)
         }
     };
-    let op = if is_sum { BinOp::Add } else { BinOp::Mul };
+    // A bool scan (TVM infers a bool result for a bool input without a dtype)
+    // is the running `or` (`cumsum`: "any so far", the nonzero test of the
+    // count) or `and` (`cumprod`), not a 1-bit sum that would wrap.
+    let op = match (is_sum, odt.is_bool()) {
+        (true, false) => BinOp::Add,
+        (false, false) => BinOp::Mul,
+        (true, true) => BinOp::Or,
+        (false, true) => BinOp::And,
+    };
     t.reduce(
         Reduce {
             name,

@@ -47,7 +47,7 @@ class Case:
         self.meta["progs"] = []
 
     def add(self, name, arr):
-        arr = np.ascontiguousarray(arr)
+        arr = np.require(np.asarray(arr), requirements="C")  # keeps 0-d arrays 0-d
         if name in self.arrays:
             raise ValueError(name)
         dt = {np.dtype("float32"): "float32", np.dtype("float16"): "float16",

@@ -113,9 +113,7 @@ impl Binder {
     fn rebind(&mut self, var: &Var, call: &Call, span: relax_ir::Span) -> Option<Vec<Binding>> {
         let name = call.op.as_op()?;
         let op = OpId::of(name)?.get();
-        if op.legalize.is_none() {
-            return None;
-        }
+        op.legalize?;
         let mut args = call.args.clone();
         let mut out = Vec::new();
         // 1. Ranked tensors of unknown shape get fresh dimensions.

@@ -5,18 +5,23 @@
 //! inline with integer and float instructions.
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, InstBuilder, Value};
+use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Value};
 
-use super::gen::{flags, Gen};
+use super::gen::Gen;
+
+/// The flags of a register `bitcast` (it takes only an endianness).
+fn bits() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
 use super::Ty;
 
 impl Gen<'_, '_> {
     fn f32_bits(&mut self, x: Value) -> Value {
-        self.b.ins().bitcast(types::I32, flags(), x)
+        self.b.ins().bitcast(types::I32, bits(), x)
     }
 
     fn bits_f32(&mut self, u: Value) -> Value {
-        self.b.ins().bitcast(types::F32, flags(), u)
+        self.b.ins().bitcast(types::F32, bits(), u)
     }
 
     /// Round the `f32` `x` to the precision of `t` (`F16` or `BF16`; other

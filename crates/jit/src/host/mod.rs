@@ -426,6 +426,9 @@ struct GemmPlan {
     k_slot: usize,
     k_ext: IFn,
     f64: bool,
+    /// `float16` operands: widened to `f32`, multiplied by `sgemm` (accumulating
+    /// in `f32`), and the result rounded to `float16` once.
+    f16: bool,
 }
 
 impl HostKernel {
@@ -744,7 +747,11 @@ fn compile_stage(env: &mut Env, st: &Stage, native: bool, index: usize) -> Resul
     let dt = r.out.dtype();
     let zero_init = matches!(r.init.kind(), PrimExprKind::FloatImm { value, .. } if *value == 0.0);
     let plain = |e: &PrimExpr| matches!(e.kind(), PrimExprKind::BufferLoad { buffer, .. } if buffer.dtype() == dt);
-    if !(dt == DataType::FLOAT32 || dt == DataType::FLOAT64) || !zero_init || !plain(&mm.x) || !plain(&mm.y) {
+    if !(dt == DataType::FLOAT32 || dt == DataType::FLOAT64 || dt == DataType::FLOAT16)
+        || !zero_init
+        || !plain(&mm.x)
+        || !plain(&mm.y)
+    {
         return generic_stage(env);
     }
     let load_parts = |e: &PrimExpr| match e.kind() {
@@ -771,6 +778,7 @@ fn compile_stage(env: &mut Env, st: &Stage, native: bool, index: usize) -> Resul
         k_slot: env.var_slot(&r.reduce[0].0).1,
         k_ext: compile_i(env, &r.reduce[0].1)?,
         f64: dt == DataType::FLOAT64,
+        f16: dt == DataType::FLOAT16,
         r: r.clone(),
     };
     Ok(HostStage::Gemm(Box::new(plan)))
@@ -860,7 +868,9 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
                 for i in 0..m {
                     for j in 0..n {
                         let o = (ob + i * oc[0] + j * oc[1]) as usize;
-                        if g.f64 {
+                        if g.f16 {
+                            *(out.ptr as *mut u16).add(o) = 0;
+                        } else if g.f64 {
                             *(out.ptr as *mut f64).add(o) = 0.0;
                         } else {
                             *(out.ptr as *mut f32).add(o) = 0.0;
@@ -890,13 +900,58 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
                     )
                 };
             }
-            if g.f64 {
+            if g.f16 {
+                let (xs, ys) = (
+                    widen_f16(x.ptr as *const u16, xb, &xc, m, kext),
+                    widen_f16(y.ptr as *const u16, yb, &yc, kext, n),
+                );
+                let mut o = vec![0f32; (m * n) as usize];
+                matrixmultiply::sgemm(
+                    m as usize,
+                    kext as usize,
+                    n as usize,
+                    1.0,
+                    xs.as_ptr(),
+                    kext as isize,
+                    1,
+                    ys.as_ptr(),
+                    n as isize,
+                    1,
+                    0.0,
+                    o.as_mut_ptr(),
+                    n as isize,
+                    1,
+                );
+                for i in 0..m {
+                    for j in 0..n {
+                        let at = (ob + i * oc[0] + j * oc[1]) as usize;
+                        *(out.ptr as *mut u16).add(at) = half::f16::from_f32(o[(i * n + j) as usize]).to_bits();
+                    }
+                }
+            } else if g.f64 {
                 gemm!(matrixmultiply::dgemm, f64);
             } else {
                 gemm!(matrixmultiply::sgemm, f32);
             }
         }
     }
+}
+
+/// The `rows x cols` `float16` matrix at `p[base + r * c[0] + q * c[1]]`, widened
+/// to a row-major `f32` matrix.
+///
+/// # Safety
+/// Every element addressed must lie in the buffer at `p` (bounds-checked by the caller).
+unsafe fn widen_f16(p: *const u16, base: i64, c: &[i64], rows: i64, cols: i64) -> Vec<f32> {
+    let mut v = Vec::with_capacity((rows * cols) as usize);
+    for r in 0..rows {
+        for q in 0..cols {
+            // SAFETY: in bounds by the caller's contract.
+            let bits = unsafe { *p.offset((base + r * c[0] + q * c[1]) as isize) };
+            v.push(half::f16::from_bits(bits).to_f32());
+        }
+    }
+    v
 }
 
 impl GemmPlan {

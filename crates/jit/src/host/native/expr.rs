@@ -85,11 +85,12 @@ impl Gen<'_, '_> {
     }
 
     fn fconst(&mut self, v: f64, t: Ty) -> (Value, Ty) {
-        let v = match t {
-            Ty::F32 => self.b.ins().f32const(v as f32),
-            _ => self.b.ins().f64const(v),
-        };
-        (v, if t == Ty::F32 { Ty::F32 } else { Ty::F64 })
+        match t {
+            Ty::F32 => (self.b.ins().f32const(v as f32), t),
+            Ty::F16 => (self.b.ins().f32const(half::f16::from_f64(v).to_f32()), t),
+            Ty::BF16 => (self.b.ins().f32const(half::bf16::from_f64(v).to_f32()), t),
+            _ => (self.b.ins().f64const(v), Ty::F64),
+        }
     }
 
     /// [`Gen::typed`] for a value of dtype `dt`: a float becomes a `bool` as `!= 0`.
@@ -201,6 +202,13 @@ impl Gen<'_, '_> {
                 return (self.b.ins().uextend(types::I64, c), Ty::I);
             }
         };
+        // `float16`/`bfloat16`: the `f32` result rounded once more is the
+        // correctly rounded result (the `f32` significand is over twice as wide).
+        let v = if matches!(op, BinOp::Min | BinOp::Max) {
+            v
+        } else {
+            self.round_half(v, t)
+        };
         (v, t)
     }
 
@@ -219,19 +227,27 @@ impl Gen<'_, '_> {
     }
 
     pub(super) fn widen(&mut self, v: Value, t: Ty) -> Value {
-        if t == Ty::F32 {
-            self.b.ins().fpromote(types::F64, v)
-        } else {
+        if t == Ty::F64 {
             v
+        } else {
+            self.b.ins().fpromote(types::F64, v)
         }
     }
 
+    /// The `f64` `v` rounded to the representation `t` (once, as the interpreter
+    /// rounds: `float16`/`bfloat16` through a shim, since rounding through `f32`
+    /// could round twice).
     pub(super) fn narrow(&mut self, v: Value, t: Ty) -> Value {
-        if t == Ty::F32 {
-            self.b.ins().fdemote(types::F32, v)
-        } else {
-            v
-        }
+        let f = match t {
+            Ty::F32 => return self.b.ins().fdemote(types::F32, v),
+            Ty::F16 => shims::f64_to_f16 as *const () as usize,
+            Ty::BF16 => shims::f64_to_bf16 as *const () as usize,
+            _ => return v,
+        };
+        let sig = self.sig("f64->f32", &[types::F64], types::F32);
+        let fv = self.iconst(f as i64);
+        let call = self.b.ins().call_indirect(sig, fv, &[v]);
+        self.b.inst_results(call)[0]
     }
 
     fn int_binop(&mut self, op: BinOp, x: Value, y: Value, b: &PrimExpr, adt: DataType) -> Value {
@@ -355,6 +371,32 @@ impl Gen<'_, '_> {
     }
 
     fn call_unary(&mut self, op: I, x: Value, t: Ty) -> Result<Value> {
+        if matches!(t, Ty::F16 | Ty::BF16) {
+            let ins = self.b.ins();
+            // Exact on values of the dtype, or (sqrt) correctly rounded after
+            // rounding the `f32` result again; the rest in `f64`, rounded once.
+            let v = match op {
+                I::Fabs | I::Abs => return Ok(ins.fabs(x)),
+                I::Floor => return Ok(ins.floor(x)),
+                I::Ceil => return Ok(ins.ceil(x)),
+                I::Trunc => return Ok(ins.trunc(x)),
+                I::Nearbyint => return Ok(ins.nearest(x)),
+                I::Sqrt => ins.sqrt(x),
+                _ => {
+                    let f = shims::unary_f64_addr(op).ok_or_else(|| self.unsupported(format!("intrinsic T.{op}")))?;
+                    let x = self.widen(x, t);
+                    let sig = self.sig("f64", &[types::I64, types::F64], types::F64);
+                    let (tramp, fv) = (
+                        self.iconst(shims::call_f64 as *const () as usize as i64),
+                        self.iconst(f as i64),
+                    );
+                    let call = self.b.ins().call_indirect(sig, tramp, &[fv, x]);
+                    let r = self.b.inst_results(call)[0];
+                    return Ok(self.narrow(r, t));
+                }
+            };
+            return Ok(self.round_half(v, t));
+        }
         if t == Ty::F32 {
             if let Some(f) = shims::unary_f32_addr(op) {
                 let sig = self.sig("f32", &[types::F32], types::F32);
@@ -479,11 +521,7 @@ impl Gen<'_, '_> {
         let ty = if dtype.is_float() { fty(dtype) } else { Ty::I };
         let c = self.int(&args[0])?;
         let (t, f, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
-        let clty = match ty {
-            Ty::I => types::I64,
-            Ty::F32 => types::F32,
-            Ty::F64 => types::F64,
-        };
+        let clty = super::gen::clif(ty);
         let r = self.b.append_block_param(join, clty);
         self.b.ins().brif(c, t, &[], f, &[]);
         for (blk, e) in [(t, &args[1]), (f, &args[2])] {

@@ -53,6 +53,8 @@ pub(super) fn ty_of(dt: DataType) -> Option<Ty> {
     match (dt.code, dt.bits) {
         (TypeCode::Float, 32) => Some(Ty::F32),
         (TypeCode::Float, 64) => Some(Ty::F64),
+        (TypeCode::Float, 16) => Some(Ty::F16),
+        (TypeCode::BFloat, 16) => Some(Ty::BF16),
         (TypeCode::Int | TypeCode::UInt, 1..=64) => Some(Ty::I),
         _ => None,
     }
@@ -61,7 +63,7 @@ pub(super) fn ty_of(dt: DataType) -> Option<Ty> {
 pub(super) fn clif(t: Ty) -> Type {
     match t {
         Ty::I => types::I64,
-        Ty::F32 => types::F32,
+        Ty::F32 | Ty::F16 | Ty::BF16 => types::F32,
         Ty::F64 => types::F64,
     }
 }
@@ -349,6 +351,10 @@ impl<'a, 'b> Gen<'a, 'b> {
             (Ty::I, 16) => self.b.ins().istore16(fl, v, a, 0),
             (Ty::I, 32) => self.b.ins().istore32(fl, v, a, 0),
             (Ty::I, 64) | (Ty::F32, _) | (Ty::F64, _) => self.b.ins().store(fl, v, a, 0),
+            (Ty::F16 | Ty::BF16, _) => {
+                let h = self.half_to_bits(v, ty);
+                self.b.ins().istore16(fl, h, a, 0)
+            }
             _ => return Err(self.unsupported(format!("stores of {bdt}"))),
         };
         Ok(())
@@ -381,6 +387,10 @@ impl<'a, 'b> Gen<'a, 'b> {
             (TypeCode::UInt, 16) => ins.uload16(i64t, fl, a, 0),
             (TypeCode::Int, 32) => ins.sload32(fl, a, 0),
             (TypeCode::UInt, 32) => ins.uload32(fl, a, 0),
+            (TypeCode::Float | TypeCode::BFloat, 16) => {
+                let h = ins.uload16(types::I32, fl, a, 0);
+                self.half_from_bits(h, ty)
+            }
             (TypeCode::Int | TypeCode::UInt, 64) | (TypeCode::Float, _) => ins.load(clif(ty), fl, a, 0),
             _ => return Err(self.unsupported(format!("loads of {bdt}"))),
         };
@@ -414,15 +424,14 @@ impl<'a, 'b> Gen<'a, 'b> {
                 } else {
                     ins.fcvt_from_sint(types::F64, v)
                 };
-                if to == Ty::F32 {
-                    self.b.ins().fdemote(types::F32, f)
-                } else {
-                    f
-                }
+                self.narrow(f, to)
             }
             (_, Ty::I) => ins.fcvt_to_sint_sat(types::I64, v),
-            (Ty::F32, _) => ins.fpromote(types::F64, v),
-            (Ty::F64, _) => ins.fdemote(types::F32, v),
+            (Ty::F64, _) => self.narrow(v, to),
+            (_, Ty::F64) => ins.fpromote(types::F64, v),
+            // Between `f32` representations: exact widening, or one rounding.
+            (_, Ty::F32) => v,
+            (_, t) => self.round_half(v, t),
         }
     }
 

@@ -25,6 +25,7 @@ use crate::error::{JitError, Result};
 
 mod expr;
 mod gen;
+mod half;
 mod hoist;
 mod promote;
 mod shims;
@@ -41,6 +42,10 @@ pub(super) enum Ty {
     F32,
     /// `float64`.
     F64,
+    /// `float16`, as an `f32` that always holds a `float16` value.
+    F16,
+    /// `bfloat16`, as an `f32` that always holds a `bfloat16` value.
+    BF16,
 }
 
 /// A place where generated code can fail.
@@ -359,9 +364,9 @@ impl Gen<'_, '_> {
             let x = match (is_f, ty) {
                 (false, Ty::I) => self.b.ins().load(types::I64, fl, ints, off),
                 (true, Ty::F64) => self.b.ins().load(types::F64, fl, floats, off),
-                (true, Ty::F32) => {
+                (true, Ty::F32 | Ty::F16 | Ty::BF16) => {
                     let x = self.b.ins().load(types::F64, fl, floats, off);
-                    self.b.ins().fdemote(types::F32, x)
+                    self.narrow(x, ty)
                 }
                 _ => return Err(self.unsupported(format!("variable `{}` of type {}", v.name(), v.dtype()))),
             };

@@ -111,3 +111,13 @@ pub(super) fn unary_f32_addr(op: I) -> Option<usize> {
         _ => return None,
     })
 }
+
+/// `v` rounded to `float16` (once, as the interpreter rounds), as an `f32`.
+pub(super) extern "C" fn f64_to_f16(v: f64) -> f32 {
+    half::f16::from_f64(v).to_f32()
+}
+
+/// `v` rounded to `bfloat16` (once, as the interpreter rounds), as an `f32`.
+pub(super) extern "C" fn f64_to_bf16(v: f64) -> f32 {
+    half::bf16::from_f64(v).to_f32()
+}

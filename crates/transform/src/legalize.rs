@@ -189,6 +189,30 @@ impl ExprMutator for Pass {
     }
 
     fn visit_binding(&mut self, b: &Binding) -> Vec<Binding> {
+        if let Binding::MatchCast {
+            var,
+            value,
+            struct_info,
+            span,
+        } = b
+        {
+            if let Some(call) = value.as_call() {
+                if let Some(mut out) = self.lower_nested_call(call, *span) {
+                    let Some(Binding::VarBinding { var: gv, .. }) = out.last() else {
+                        return out;
+                    };
+                    let value = gv.to_expr();
+                    out.push(Binding::MatchCast {
+                        var: var.clone(),
+                        value,
+                        struct_info: struct_info.clone(),
+                        span: *span,
+                    });
+                    return out;
+                }
+            }
+            return vec![walk_binding(self, b)];
+        }
         let Binding::VarBinding { var, value, span } = b else {
             return vec![walk_binding(self, b)];
         };
@@ -213,6 +237,37 @@ impl ExprMutator for Pass {
             span: *span,
         });
         out
+    }
+}
+
+impl Pass {
+    /// Lower a call nested in a binding that is not a plain variable binding
+    /// (`lv = R.match_cast(R.where(c, x, y), R.Tensor(...))`, as TVM's ONNX importer
+    /// writes): its legalization is bound to a fresh variable `gv` first, the last of
+    /// the returned bindings, as TVM's `LegalizeOps` emits it through its block
+    /// builder. `None` when the call is left as it is.
+    fn lower_nested_call(&mut self, call: &Call, span: relax_ir::Span) -> Option<Vec<Binding>> {
+        OpId::of(call.op.as_op()?)?;
+        // The call's own StructInfo (the binding's variable has the cast's).
+        let sinfo = relax_checker::derive::DeriveCtx::new(Some(&self.module)).derive_call(call, span);
+        if matches!(sinfo, StructInfo::Object) {
+            return None;
+        }
+        let gv = if self.dataflow {
+            relax_ir::Var::new_dataflow("gv", Some(sinfo))
+        } else {
+            relax_ir::Var::new("gv", Some(sinfo))
+        };
+        let (mut out, value) = self.lower_call(&gv, call, self.dataflow, span)?;
+        let gv = match value.as_call() {
+            Some(c) if c.op.as_op() == Some("relax.call_tir") => match c.sinfo_args.first() {
+                Some(si) => refine(&gv, si),
+                None => gv,
+            },
+            _ => gv,
+        };
+        out.push(Binding::VarBinding { var: gv, value, span });
+        Some(out)
     }
 }
 

@@ -32,27 +32,21 @@ use relax_ir::DataType;
 use serde::Deserialize;
 
 /// Programs expected to fail until a missing piece lands: (case, program, reason).
-const PENDING: &[(&str, &str, &str)] = &[
-    ("hf_bert_export", "prog_static.py", INDEX_TENSOR),
-    ("hf_bert_export", "prog_dyn.py", INDEX_TENSOR),
-    ("hf_gpt2_export", "prog_static.py", INDEX_TENSOR),
-    ("hf_gpt2_export", "prog_dyn.py", INDEX_TENSOR),
-    ("hf_llama_export", "prog_static.py", INDEX_TENSOR),
-    ("hf_llama_export", "prog_dyn.py", INDEX_TENSOR),
-];
-
-/// Why the torch.export programs are pending.
-const INDEX_TENSOR: &str = "`R.index_tensor` (advanced indexing from torch.export) is not supported yet";
+const PENDING: &[(&str, &str, &str)] = &[];
 
 /// Programs run on the host only unless `RELAX_TRANSFORMERS_ALL_GPU=1`: with a cold shader
 /// cache, lavapipe's first-run pipeline compilation costs about 15 s (ONNX cases) to 45 s
-/// (nn cases) per program on 2 busy cores, so CI runs two programs on the GPU (the float16 nn
-/// Llama and the lenient ONNX Llama, about 55 s cold, about 3 s warm): (case, program, why).
+/// (nn cases) per program on 2 busy cores, so CI runs five programs on the GPU (the float16 nn
+/// Llama, the lenient ONNX Llama and the three symbolic torch.export programs): (case, program,
+/// why).
 const HOST_ONLY: &[(&str, &str, &str)] = &[
     ("nn_llama_f32", "prog_dyn.py", GPU_TIME),
     ("nn_gpt2_f32", "prog_dyn.py", GPU_TIME),
     ("hf_gpt2_onnx", "prog_static.py", GPU_TIME),
     ("hf_bert_onnx", "prog_static.py", GPU_TIME),
+    ("hf_bert_export", "prog_static.py", GPU_TIME),
+    ("hf_gpt2_export", "prog_static.py", GPU_TIME),
+    ("hf_llama_export", "prog_static.py", GPU_TIME),
 ];
 
 /// Why a program is in `HOST_ONLY`.

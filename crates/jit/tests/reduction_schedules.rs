@@ -278,3 +278,108 @@ fn matrix_vector_products_on_subgroups_match_the_host() {
         }
     }
 }
+
+/// A linear layer over a batch of sequences with its bias and a residual, as
+/// `fuse-tir` makes of `R.matmul([B, M, K], [K, N])`, `R.add`, `R.add`: the
+/// residual reads the batch and row, which the GEMM has folded into one row index.
+const FUSED_BATCHED_LINEAR: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def fused_matmul_add_add(x: T.Buffer((T.int64(3), T.int64(20), T.int64(64)), "float32"), w: T.Buffer((T.int64(64), T.int64(48)), "float32"), b: T.Buffer((T.int64(48),), "float32"), res: T.Buffer((T.int64(3), T.int64(20), T.int64(48)), "float32"), gv: T.Buffer((T.int64(3), T.int64(20), T.int64(48)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        y = T.sblock_alloc_buffer((T.int64(3), T.int64(20), T.int64(48)))
+        for i0, i1, i2, k in T.grid(T.int64(3), T.int64(20), T.int64(48), T.int64(64)):
+            with T.sblock("matmul"):
+                v_i0, v_i1, v_i2, v_k = T.axis.remap("SSSR", [i0, i1, i2, k])
+                T.reads(x[v_i0, v_i1, v_k], w[v_k, v_i2])
+                T.writes(y[v_i0, v_i1, v_i2])
+                with T.init():
+                    y[v_i0, v_i1, v_i2] = T.float32(0.0)
+                y[v_i0, v_i1, v_i2] = y[v_i0, v_i1, v_i2] + x[v_i0, v_i1, v_k] * w[v_k, v_i2]
+        for ax0, ax1, ax2 in T.grid(T.int64(3), T.int64(20), T.int64(48)):
+            with T.sblock("T_add"):
+                v_ax0, v_ax1, v_ax2 = T.axis.remap("SSS", [ax0, ax1, ax2])
+                T.reads(y[v_ax0, v_ax1, v_ax2], b[v_ax2], res[v_ax0, v_ax1, v_ax2])
+                T.writes(gv[v_ax0, v_ax1, v_ax2])
+                gv[v_ax0, v_ax1, v_ax2] = y[v_ax0, v_ax1, v_ax2] + b[v_ax2] + res[v_ax0, v_ax1, v_ax2]
+"#;
+
+/// A `[B, M, K] x [K, N]` matmul (a linear layer over a batch of sequences) is one
+/// GEMM over `B*M` rows: the row operand is read four elements at a time as in the
+/// 2-D product, and the result, with 20-row batches straddling the row tiles,
+/// matches the host, fused with a residual that reads the batch and row, and plain.
+/// A product whose right operand has the batch too (`[B, M, K] x [B, K, N]`) keeps
+/// its batch loop.
+#[test]
+fn batched_linear_layers_fold_the_batch_into_the_rows() {
+    let fused = relax_ir::text::parse(FUSED_BATCHED_LINEAR)
+        .expect("parses")
+        .into_module();
+    let fused: Vec<PrimFunc> = fused
+        .functions
+        .values()
+        .filter_map(|f| match f {
+            relax_ir::BaseFunc::Prim(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    let plain = legalized(
+        r#"x: R.Tensor((3, 20, 64), "float32"), w: R.Tensor((64, 48), "float32")"#,
+        "y = R.matmul(x, w)",
+    );
+    let batched = legalized(
+        r#"x: R.Tensor((3, 20, 64), "float32"), w: R.Tensor((3, 64, 48), "float32")"#,
+        "y = R.matmul(x, w)",
+    );
+    let cases = [
+        (&plain[0], vec![vec![3, 20, 64], vec![64, 48]], true),
+        (
+            &fused[0],
+            vec![vec![3, 20, 64], vec![64, 48], vec![48], vec![3, 20, 48]],
+            true,
+        ),
+        (&batched[0], vec![vec![3, 20, 64], vec![3, 64, 48]], false),
+    ];
+    let opts = ScheduleOptions {
+        subgroups: false,
+        subgroup_matmul: false,
+        ..ScheduleOptions::default()
+    };
+    for (n, (f, _, folds)) in cases.iter().enumerate() {
+        let src = relax_jit::emit_program(f, &relax_jit::DeviceCaps::ALL, &opts).expect("emits");
+        let gemm = &src.kernels[0].wgsl;
+        assert_eq!(
+            gemm.contains("b0_x_v4"),
+            *folds,
+            "case {n}: row operand read as vec4:\n{gemm}"
+        );
+        for k in &src.kernels {
+            relax_jit::internals::validate(&k.wgsl, &relax_jit::DeviceCaps::ALL).expect("valid WGSL");
+        }
+    }
+    let Some(gpu) = jit(false, 256) else { return };
+    for (n, (f, shapes, _)) in cases.iter().enumerate() {
+        let inputs = random_f32_inputs(shapes, |i| 11 + (n * 5 + i) as u64, -1.0, 1.0);
+        let out = HostTensor::zeros(F32, &[3, 20, 48]).expect("out");
+        let (h, g) = host_and_gpu(f, &inputs, &out, &gpu);
+        assert_close(&g, &h, 1e-4, 1e-4, "batched linear layer");
+        // The host result is the product itself (not two equal wrong answers).
+        let x = inputs[0].to_f64_vec();
+        let w = inputs[1].to_f64_vec();
+        let (bb, i, j) = (2usize, 19usize, 47usize);
+        let mut want = 0.0;
+        for k in 0..64 {
+            let wk = if shapes[1].len() == 3 {
+                w[(bb * 64 + k) * 48 + j]
+            } else {
+                w[k * 48 + j]
+            };
+            want += x[(bb * 20 + i) * 64 + k] * wk;
+        }
+        if shapes.len() == 4 {
+            want += inputs[2].to_f64_vec()[j] + inputs[3].to_f64_vec()[(bb * 20 + i) * 48 + j];
+        }
+        assert_close(&g[(bb * 20 + i) * 48 + j..][..1], &[want], 1e-4, 1e-4, "last element");
+    }
+}

@@ -243,11 +243,17 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
             relax_engine::host_peak_bytes(),
             gpu_pool
         );
+        // The steady-state figure: the median of the runs after the first (which
+        // compiles the kernels), or the one run there is.
+        let mut steady: Vec<Duration> = times.iter().skip(usize::from(times.len() > 1)).copied().collect();
+        steady.sort();
+        let median = steady.get(steady.len() / 2).copied().unwrap_or_default();
         eprintln!(
-            "stats: time total {:.3} ms, per run mean {:.3} ms, min {:.3} ms",
+            "stats: time total {:.3} ms, per run mean {:.3} ms, min {:.3} ms, median after the first {:.3} ms",
             total.as_secs_f64() * 1e3,
             total.as_secs_f64() * 1e3 / times.len().max(1) as f64,
-            min.as_secs_f64() * 1e3
+            min.as_secs_f64() * 1e3,
+            median.as_secs_f64() * 1e3
         );
     }
     Ok(())

@@ -923,9 +923,20 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
                     1,
                 );
                 for i in 0..m {
-                    for j in 0..n {
-                        let at = (ob + i * oc[0] + j * oc[1]) as usize;
-                        *(out.ptr as *mut u16).add(at) = half::f16::from_f32(o[(i * n + j) as usize]).to_bits();
+                    let row = &o[(i * n) as usize..((i + 1) * n) as usize];
+                    if oc[1] == 1 {
+                        // SAFETY: the output row `ob + i * oc[0] ..+ n` is in bounds (checked
+                        // above with the GEMM's extents), and `half::f16` is a `u16`.
+                        let dst = std::slice::from_raw_parts_mut(
+                            (out.ptr as *mut half::f16).offset((ob + i * oc[0]) as isize),
+                            n as usize,
+                        );
+                        half::slice::HalfFloatSliceExt::convert_from_f32_slice(dst, row);
+                        continue;
+                    }
+                    for (j, v) in row.iter().enumerate() {
+                        let at = (ob + i * oc[0] + j as i64 * oc[1]) as usize;
+                        *(out.ptr as *mut u16).add(at) = half::f16::from_f32(*v).to_bits();
                     }
                 }
             } else if g.f64 {
@@ -944,6 +955,22 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
 /// Every element addressed must lie in the buffer at `p` (bounds-checked by the caller).
 unsafe fn widen_f16(p: *const u16, base: i64, c: &[i64], rows: i64, cols: i64) -> Vec<f32> {
     let mut v = Vec::with_capacity((rows * cols) as usize);
+    if c[1] == 1 {
+        // Contiguous rows: the vector conversion (F16C where the CPU has it).
+        v.resize((rows * cols) as usize, 0.0);
+        for (r, dst) in v.chunks_exact_mut(cols.max(1) as usize).enumerate() {
+            // SAFETY: row `r` (`cols` elements from `base + r * c[0]`) is in the buffer by
+            // the caller's contract; `half::f16` is a `u16`.
+            let src = unsafe {
+                std::slice::from_raw_parts(
+                    p.offset((base + r as i64 * c[0]) as isize) as *const half::f16,
+                    dst.len(),
+                )
+            };
+            half::slice::HalfFloatSliceExt::convert_to_f32_slice(src, dst);
+        }
+        return v;
+    }
     for r in 0..rows {
         for q in 0..cols {
             // SAFETY: in bounds by the caller's contract.

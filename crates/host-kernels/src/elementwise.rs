@@ -237,7 +237,7 @@ impl UnaryOp {
             UnaryOp::Sqrt => x.sqrt(),
             UnaryOp::Rsqrt => 1.0 / x.sqrt(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Tanh => crate::math::tanh_f32(x),
             UnaryOp::Negative => -x,
             UnaryOp::Abs => x.abs(),
             UnaryOp::Square => x * x,

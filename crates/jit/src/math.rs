@@ -24,9 +24,23 @@ pub fn fmax(a: f64, b: f64) -> f64 {
     a.max(b)
 }
 
-/// `pow` (C semantics).
+/// `pow` (C semantics). A square or a cube (the exponents of a variance and of
+/// GELU's tanh form) is multiplied out: one rounding, as the correctly rounded
+/// `pow` gives for a square, and a product the host's native code computes inline.
 pub fn pow(a: f64, b: f64) -> f64 {
-    a.powf(b)
+    if b == 2.0 {
+        a * a
+    } else if b == 3.0 {
+        a * a * a
+    } else {
+        a.powf(b)
+    }
+}
+
+/// `tanh` of a `float32` value, as the host kernel library computes it (within an
+/// ulp of the `f64` result; see [`relax_host_kernels::math::tanh_f32`]).
+pub fn tanh_f32(x: f32) -> f32 {
+    relax_host_kernels::math::tanh_f32(x)
 }
 
 /// The error function (Abramowitz & Stegun 7.1.26 refined: |error| < 1.5e-7;

@@ -63,6 +63,19 @@ class Module:
             o[i, j] = T.if_then_else(j == 0, T.cos(x[i]), T.if_then_else(j == 1, T.exp(x[i]), T.if_then_else(j == 2, T.tanh(x[i]), T.if_then_else(j == 3, T.sigmoid(x[i]), T.if_then_else(j == 4, T.erf(x[i]), T.if_then_else(j == 5, T.sqrt(T.fabs(x[i])), T.if_then_else(j == 6, T.pow(x[i], T.float32(2)), T.floor(x[i] * T.float32(3.5)))))))))
 
     @T.prim_func
+    def pows(x: T.Buffer((4096,), "float32"), sq: T.Buffer((4096,), "float32"), cu: T.Buffer((4096,), "float32"), h: T.Buffer((4096,), "float16"), g: T.Buffer((4096,), "float32")):
+        for i in range(4096):
+            sq[i] = T.pow(x[i], T.float32(2))
+            cu[i] = T.pow(x[i], T.float32(3))
+            h[i] = T.pow(T.Cast("float16", x[i]), T.float16(3))
+            g[i] = T.pow(T.fabs(x[i]), T.float32(1.5))
+
+    @T.prim_func
+    def tanh32(x: T.Buffer((20000,), "float32"), o: T.Buffer((20000,), "float32")):
+        for i in range(20000):
+            o[i] = T.tanh(x[i])
+
+    @T.prim_func
     def math64(x: T.Buffer((16,), "float64"), o: T.Buffer((16,), "float64")):
         for i in range(16):
             o[i] = T.exp(x[i]) + T.sqrt(T.fabs(x[i])) + T.floor(x[i]) + T.log1p(T.fabs(x[i])) + T.atan2(x[i], T.float64(0.5))
@@ -376,6 +389,70 @@ fn f32_math_within_ulps_and_f64_math_exact() {
     let out = both("math64", &[t(&x), z(DataType::FLOAT64, &[16])], 0.0);
     let want = x[3].exp() + x[3].abs().sqrt() + x[3].floor() + x[3].abs().ln_1p() + x[3].atan2(0.5);
     assert_eq!(out[1].to_f64_vec()[3], want);
+}
+
+/// Squares and cubes are multiplied out in `f64` by both paths (bit-equal, and the
+/// square equal to `f32` multiplication: it is rounded once); other exponents call `pow`.
+#[test]
+fn squares_and_cubes_match_the_interpreter_bit_for_bit() {
+    let x: Vec<f32> = (0..4096)
+        .map(|i| {
+            let u = (i as f32 * 0.618_034).fract();
+            (u - 0.5) * 10f32.powi(i % 9 - 4)
+        })
+        .collect();
+    let mut x = x;
+    x[..6].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e30, -1e-30]);
+    let out = both(
+        "pows",
+        &[
+            t(&x),
+            z(DataType::FLOAT32, &[4096]),
+            z(DataType::FLOAT32, &[4096]),
+            z(DataType::FLOAT16, &[4096]),
+            z(DataType::FLOAT32, &[4096]),
+        ],
+        0.0,
+    );
+    let (sq, cu) = (out[1].to_f64_vec(), out[2].to_f64_vec());
+    for (i, &v) in x.iter().enumerate() {
+        let want = v * v;
+        assert!(
+            sq[i] == want as f64 || (want.is_nan() && sq[i].is_nan()),
+            "square of {v}"
+        );
+        let c = (f64::from(v) * f64::from(v) * f64::from(v)) as f32;
+        assert!(cu[i] == c as f64 || (c.is_nan() && cu[i].is_nan()), "cube of {v}");
+    }
+}
+
+/// Native `float32` tanh (computed in `f64` from `exp`) is within one ulp of
+/// `tanh(x as f64)` rounded, over 20,000 values from 1e-30 to 40 of both signs, and
+/// keeps NaN, the infinities' limits and the sign of zero.
+#[test]
+fn tanh_f32_within_an_ulp() {
+    let mut x: Vec<f32> = (0..20000)
+        .map(|i| {
+            let m = 10f32.powf(-30.0 + 31.6 * (i / 2) as f32 / 10000.0);
+            if i % 2 == 0 {
+                m
+            } else {
+                -m
+            }
+        })
+        .collect();
+    x[..5].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0]);
+    let out = both("tanh32", &[t(&x), z(DataType::FLOAT32, &[20000])], 1.2e-7);
+    let o = out[1].to_f64_vec();
+    assert!(o[0].is_nan());
+    assert_eq!((o[1], o[2]), (1.0, -1.0));
+    assert!(o[3] == 0.0 && o[3].is_sign_negative() && o[4].is_sign_positive());
+    for (i, &v) in x.iter().enumerate().skip(5) {
+        let want = f64::from(v).tanh() as f32;
+        let got = o[i] as f32;
+        let ulps = (got.to_bits() as i64 - want.to_bits() as i64).abs();
+        assert!(ulps <= 1, "tanh({v}) = {got}, want {want} ({ulps} ulps)");
+    }
 }
 
 #[test]

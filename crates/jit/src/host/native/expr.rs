@@ -503,6 +503,18 @@ impl Gen<'_, '_> {
                 arity(1)?;
                 self.reinterpret(dtype, &args[0])?
             }
+            I::Pow | I::Powf if args.len() == 2 && matches!(float_const(&args[1]), Some(2.0 | 3.0)) => {
+                // A square or a cube, multiplied out in `f64` as `math::pow` does.
+                let t = fty(dtype);
+                let x = self.float(&args[0], Ty::F64)?;
+                let sq = self.b.ins().fmul(x, x);
+                let r = if float_const(&args[1]) == Some(3.0) {
+                    self.b.ins().fmul(sq, x)
+                } else {
+                    sq
+                };
+                (self.narrow(r, t), t)
+            }
             _ => {
                 let Some(f) = shims::binary_f64_addr(op) else {
                     return Err(self.unsupported(format!("intrinsic T.{op}")));
@@ -590,5 +602,15 @@ pub(super) fn float_cc(op: BinOp) -> FloatCC {
         BinOp::Le => FloatCC::LessThanOrEqual,
         BinOp::Gt => FloatCC::GreaterThan,
         _ => FloatCC::GreaterThanOrEqual,
+    }
+}
+
+/// The value of a float constant (through casts of constants), if `e` is one.
+fn float_const(e: &PrimExpr) -> Option<f64> {
+    match e.kind() {
+        PrimExprKind::FloatImm { value, .. } => Some(*value),
+        PrimExprKind::IntImm { value, .. } => Some(*value as f64),
+        PrimExprKind::Cast { dtype, value } if dtype.is_float() => float_const(value),
+        _ => None,
     }
 }

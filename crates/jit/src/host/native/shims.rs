@@ -72,6 +72,10 @@ extern "C" fn sigmoid_f32(x: f32) -> f32 {
     }
 }
 
+extern "C" fn tanh_f32(x: f32) -> f32 {
+    crate::math::tanh_f32(x)
+}
+
 extern "C" fn erf_f32(x: f32) -> f32 {
     crate::math::erf(x as f64) as f32
 }
@@ -102,9 +106,10 @@ pub(super) fn unary_f32_addr(op: I) -> Option<usize> {
         Exp => exp, Exp2 => exp2, Log => ln, Log2 => log2, Log10 => log10,
         Log1p => ln_1p, Expm1 => exp_m1, Sin => sin, Cos => cos, Tan => tan,
         Asin => asin, Acos => acos, Atan => atan, Sinh => sinh, Cosh => cosh,
-        Tanh => tanh, Round => round,
+        Round => round,
     );
     Some(match op {
+        I::Tanh => tanh_f32 as *const () as usize,
         I::Sigmoid => sigmoid_f32 as *const () as usize,
         I::Erf => erf_f32 as *const () as usize,
         I::Exp10 => exp10_f32 as *const () as usize,

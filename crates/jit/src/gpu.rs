@@ -89,6 +89,17 @@ impl Jit {
         let prog = self.gpu_program(f)?;
         let lf = &prog.source.lowered;
         let shapes = check_args(lf, args)?;
+        // A tensor of symbolic size past one storage binding: the kernels compiled for
+        // these sizes (cached per size), whose emitter binds it in chunks.
+        if !lf.shape_binds.is_empty() && oversized_unchunked(&rt, &prog, args, &shapes) {
+            let values = lf
+                .shape_binds
+                .iter()
+                .filter_map(|b| Some((b.var.id(), *shapes.get(b.param)?.get(b.dim)?)))
+                .collect();
+            let g = crate::specialize::specialize(f, &values);
+            return self.run_gpu_named(name, &g, args);
+        }
         let (read, written) = buffer_use(&prog, args.len());
         // Temporaries for the host tensors the kernels bind.
         let mut temps: HashMap<usize, (DeviceBuffer, StorageTy)> = HashMap::new();
@@ -271,6 +282,27 @@ impl Jit {
         }
         batch.submit().map_err(gpu_err)
     }
+}
+
+/// Whether a kernel of `prog` binds whole a tensor argument larger than one storage
+/// binding may hold (its size was not known when the kernel was compiled).
+fn oversized_unchunked(rt: &GpuRuntime, prog: &GpuProgram, args: &[KernelArg<'_>], shapes: &[Vec<i64>]) -> bool {
+    let max = rt.max_binding_bytes();
+    prog.source
+        .kernels
+        .iter()
+        .flat_map(|k| &k.bindings)
+        .any(|b| match (b.buf, b.chunk) {
+            (BufRef::Param(i), None) => {
+                let numel = shapes.get(i).map_or(0, |s| s.iter().product::<i64>()).max(0) as u64;
+                let elem = match args.get(i) {
+                    Some(KernelArg::Device { dtype, .. }) => u64::from(dtype.bits / 8).max(1),
+                    _ => b.storage.bytes() as u64,
+                };
+                numel.saturating_mul(elem) > max
+            }
+            _ => false,
+        })
 }
 
 /// The scalar value of one argument (tensors have none).

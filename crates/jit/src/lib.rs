@@ -42,6 +42,7 @@ mod pool_schedule;
 mod profile;
 mod resident;
 mod schedule;
+mod specialize;
 mod tensor;
 mod wgsl;
 

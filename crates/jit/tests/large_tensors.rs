@@ -136,3 +136,41 @@ fn matvec_weight_over_128_mib_matches_reference() {
     );
     assert_close(&g.to_f64_vec(), &want, 1e-4, 1e-4, "gpu matvec, 134 MB weight");
 }
+
+/// A matmul of symbolic size (`R.matmul` of `(m, 300)` and `(300, n)` legalized)
+/// whose weight turns out larger than one binding only at run time: the call is
+/// compiled for its sizes and binds the weight in chunks (the generic kernel cannot),
+/// matching the host at two sizes; a small call still runs the generic kernel.
+#[test]
+fn symbolic_matmul_weight_over_the_binding_cap_matches_host() {
+    let Some(jit) = capped_jit(1 << 20) else { return };
+    let f = legalized(
+        r#"x: R.Tensor(("m", 300), "float32"), w: R.Tensor((300, "n"), "float32")"#,
+        "y = R.matmul(x, w)",
+    )
+    .remove(0);
+    let generic = jit.wgsl(&f).unwrap();
+    assert!(
+        generic
+            .kernels
+            .iter()
+            .flat_map(|k| &k.bindings)
+            .all(|b| b.chunk.is_none()),
+        "sizes unknown when compiled: no chunks"
+    );
+    for (m, n) in [(5usize, 1000usize), (3, 1100), (4, 100)] {
+        let k = 300usize;
+        let x = f32_tensor(&[m as i64, k as i64], |i| (i % 13) as f32 * 0.1 - 0.6);
+        let w = f32_tensor(&[k as i64, n as i64], weight);
+        let want = matmul_ref(&x, &w, m, k, n);
+        let zeros = HostTensor::zeros(F32, &[m as i64, n as i64]).unwrap();
+        let g = run_gpu(&jit, &f, &[x.clone(), w.clone()], zeros.clone());
+        assert_close(&g.to_f64_vec(), &want, 1e-4, 1e-4, &format!("gpu matmul {m}x{k}x{n}"));
+        let mut host = zeros;
+        let (mut xh, mut wh) = (x, w);
+        Jit::new(None)
+            .run_host(&f, &mut [&mut xh, &mut wh, &mut host].map(KernelArg::from))
+            .unwrap();
+        assert_close(&g.to_f64_vec(), &host.to_f64_vec(), 1e-5, 1e-5, "gpu against host");
+    }
+}

@@ -73,7 +73,8 @@ pub struct RunOptions {
     /// Print the GPU time of each kernel on stderr, most first, with the PrimFunc
     /// (legalized operator or fused group) it runs and its GFLOP/s where the flop
     /// count is known (GPU timestamps when the adapter has them, else wall time
-    /// per submission; every kernel then waits for completion).
+    /// per submission; every kernel then waits for completion); then the host's
+    /// wall time per PrimFunc and per packed function (the host kernel library).
     #[arg(long)]
     pub profile: bool,
     /// Do not plan storage reuse at compile time (`static-plan-block-memory`, as TVM's
@@ -199,7 +200,8 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         println!("{text}");
     }
     if opts.profile {
-        print_profile(&loaded.gpu_profile());
+        print_profile("GPU", &loaded.gpu_profile());
+        print_profile("host", &loaded.host_profile());
     }
     if opts.stats {
         let s = loaded.stats();
@@ -272,18 +274,20 @@ fn bind_params(module: &IRModule, entry: &str, path: &Path, positional: Vec<Valu
 }
 
 /// The per-kernel GPU profile on stderr, most time first.
-fn print_profile(p: &[relax_jit::KernelProfile]) {
+fn print_profile(device: &str, p: &[relax_jit::KernelProfile]) {
     if p.is_empty() {
-        eprintln!("profile: no GPU kernels ran");
+        eprintln!("profile: no {device} kernels ran");
         return;
     }
     let total: f64 = p.iter().map(|k| k.time.as_secs_f64()).sum();
     let how = if p.iter().all(|k| k.timestamps) {
         "GPU timestamps"
-    } else {
+    } else if device == "GPU" {
         "wall time per submission"
+    } else {
+        "wall time per call: PrimFuncs and packed functions"
     };
-    eprintln!("profile: GPU time per kernel ({how}), total {:.3} ms", total * 1e3);
+    eprintln!("profile: {device} time per kernel ({how}), total {:.3} ms", total * 1e3);
     eprintln!(
         "profile: {:>10} {:>6} {:>6} {:>9}  kernel",
         "ms", "%", "calls", "GFLOP/s"

@@ -352,6 +352,8 @@ pub(crate) struct Program {
     /// `Auto` unless a custom kernel executor was given.
     pub default_gpu: bool,
     pub profile: bool,
+    /// Host time per kernel and packed function, while `profile` is on.
+    pub host_profile: relax_jit::Profiler,
     pub stats: Stats,
     pub print: PrintSink,
     pub max_depth: usize,
@@ -683,6 +685,7 @@ impl Engine {
                 device: self.config.device,
                 default_gpu: self.unplaced_on_gpu(),
                 profile: self.config.profile,
+                host_profile: relax_jit::Profiler::default(),
                 stats: Stats::default(),
                 print: self.print.clone(),
                 max_depth: self.config.max_call_depth,
@@ -848,6 +851,12 @@ impl Loaded {
             .and_then(|o| o.gpu)
             .map(|(_, jit)| jit.profile())
             .unwrap_or_default()
+    }
+
+    /// Host time per PrimFunc and per packed function (the host kernel library's
+    /// calls), most first, recorded while [`EngineConfig::profile`] is on (wall time).
+    pub fn host_profile(&self) -> Vec<relax_jit::KernelProfile> {
+        self.program.host_profile.snapshot()
     }
 
     /// Evaluate on a thread with the configured stack (deep recursion needs it): a

@@ -132,6 +132,9 @@ pub(crate) fn register(registry: &PackedRegistry) {
     });
     reg("permute_dims", |_, c| {
         let axes = c.shape_param(0)?;
+        if c.tensors.first().is_some_and(|t| t.dtype().bits == 16) {
+            return c.run_u16(|x, shape, out| elementwise::transpose(x, shape, &axes, out));
+        }
         c.run(|ins, out, _| elementwise::transpose(ins[0].0, &ins[0].1, &axes, out))
     });
     reg("concat", |_, c| {
@@ -285,6 +288,46 @@ impl Call {
                 Ok(())
             }
         })
+    }
+
+    /// Call `f` on the one input's and the output's 16-bit elements (bits, for data
+    /// movement), both of the same 16-bit dtype.
+    fn run_u16(&self, f: impl FnOnce(&[u16], &[usize], &mut [u16]) -> KResult) -> KResult {
+        let [x, o] = self.tensors.as_slice() else {
+            return Err(KernelError("expected one input and an output tensor".into()));
+        };
+        if x.dtype() != o.dtype() || x.dtype().bits != 16 {
+            return Err(KernelError(format!(
+                "expected 16-bit tensors of one dtype, got {} and {}",
+                x.dtype(),
+                o.dtype()
+            )));
+        }
+        let staged = [StagedArg::Tensor(x.clone(), false), StagedArg::Tensor(o.clone(), true)];
+        let mut stats = StagingStats::default();
+        let r = with_kernel_args(&staged, &mut stats, |kargs| {
+            let [a, out] = kargs else {
+                return Err(KernelError("expected two tensors".into()));
+            };
+            let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
+                return Err(KernelError("scalar among tensor arguments".into()));
+            };
+            let xs: Vec<u16> = bytes
+                .chunks_exact(2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                .collect();
+            let shape = dims(shape);
+            let KernelArg::Write { bytes: ob, .. } = out else {
+                return Err(KernelError("the output is not a writable tensor".into()));
+            };
+            let mut res = vec![0u16; ob.len() / 2];
+            f(&xs, &shape, &mut res)?;
+            for (d, v) in ob.chunks_exact_mut(2).zip(&res) {
+                d.copy_from_slice(&v.to_le_bytes());
+            }
+            Ok(())
+        });
+        r.map_err(|e| KernelError(e.to_string()))?
     }
 
     /// [`Call::run`] for an `int64` output (computed aside, then stored).

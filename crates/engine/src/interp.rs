@@ -128,7 +128,13 @@ impl Interp {
             .stats
             .packed_calls
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        p.call(args)
+        if !self.prog.profile {
+            return p.call(args);
+        }
+        let t0 = std::time::Instant::now();
+        let r = p.call(args);
+        self.prog.host_profile.record_wall(p.name(), t0.elapsed(), None);
+        r
     }
 
     fn call_closure(&mut self, c: &Arc<Closure>, args: Vec<Value>) -> Result<Value> {

@@ -340,6 +340,9 @@ impl Interp {
             r.map_err(|e| kernel_err(e.into()))?;
         }
         let ns = t0.elapsed().as_nanos() as u64;
+        if prog.profile && place == Place::Host {
+            prog.host_profile.record_wall(name, t0.elapsed(), None);
+        }
         st.record(&prog.stats);
         use std::sync::atomic::Ordering::Relaxed;
         prog.stats.kernels_run.fetch_add(1, Relaxed);

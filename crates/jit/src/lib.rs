@@ -51,7 +51,7 @@ pub use gpu::GpuProgram;
 pub use host::{HostKernel, HostOptions};
 pub use jit::{emit_program, Jit, JitCounters, ProgramSource};
 pub use kernel::{CompiledKernel, GpuExecutor, HostExecutor, KernelArg, KernelDevice, KernelExecutor};
-pub use profile::KernelProfile;
+pub use profile::{KernelProfile, Profiler};
 pub use schedule::{Grid, ScheduleOptions};
 pub use tensor::HostTensor;
 pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformField};

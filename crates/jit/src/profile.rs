@@ -38,14 +38,32 @@ impl KernelProfile {
     }
 }
 
-/// The profiler of a [`Jit`].
+/// Time per kernel name, summed over calls: the GPU profile of a [`Jit`], and the
+/// host profile an engine keeps with the same type.
 #[derive(Default)]
-pub(crate) struct Profiler {
-    pub enabled: AtomicBool,
+pub struct Profiler {
+    pub(crate) enabled: AtomicBool,
     records: Mutex<HashMap<String, KernelProfile>>,
 }
 
 impl Profiler {
+    /// The records so far, most time first.
+    pub fn snapshot(&self) -> Vec<KernelProfile> {
+        let mut v: Vec<KernelProfile> = self
+            .records
+            .lock()
+            .map(|r| r.values().cloned().collect())
+            .unwrap_or_default();
+        v.sort_by(|a, b| b.time.cmp(&a.time).then(a.name.cmp(&b.name)));
+        v
+    }
+
+    /// Add one call of `name` that took `time` (wall time), of `flops` operations
+    /// when known.
+    pub fn record_wall(&self, name: &str, time: Duration, flops: Option<f64>) {
+        self.record(name, time, flops, false)
+    }
+
     pub(crate) fn record(&self, name: &str, time: Duration, flops: Option<f64>, timestamps: bool) {
         if let Ok(mut r) = self.records.lock() {
             let e = r.entry(name.to_string()).or_insert_with(|| KernelProfile {
@@ -79,14 +97,7 @@ impl Jit {
 
     /// The profile so far, most time first.
     pub fn profile(&self) -> Vec<KernelProfile> {
-        let mut v: Vec<KernelProfile> = self
-            .profiler
-            .records
-            .lock()
-            .map(|r| r.values().cloned().collect())
-            .unwrap_or_default();
-        v.sort_by(|a, b| b.time.cmp(&a.time).then(a.name.cmp(&b.name)));
-        v
+        self.profiler.snapshot()
     }
 }
 

@@ -143,8 +143,18 @@ struct TensorInfo {
 }
 
 fn static_tensor(si: &StructInfo) -> Option<TensorInfo> {
+    static_tensor_if(si, |d| d == DataType::FLOAT32)
+}
+
+/// Data movement (`permute_dims`) takes 16-bit floats too: it moves bits.
+fn movable(d: DataType) -> bool {
+    d == DataType::FLOAT32 || (d.is_float() && d.bits == 16 && d.lanes == 1)
+}
+
+/// A static tensor whose dtype `ok` accepts.
+fn static_tensor_if(si: &StructInfo, ok: impl Fn(DataType) -> bool) -> Option<TensorInfo> {
     let t = si.as_tensor()?;
-    if t.dtype != DataType::FLOAT32 {
+    if !ok(t.dtype) {
         return None;
     }
     let shape = t
@@ -447,8 +457,8 @@ impl BlockRewrite<'_> {
                     // The matmul reads the untransposed matrix instead.
                     return None;
                 }
-                let t = self.arg_tensor(x)?;
-                self.var_tensor(&var)?;
+                let t = static_tensor_if(&arg_struct_info(x)?, movable).filter(|t| self.on_host(t))?;
+                static_tensor_if(var.struct_info()?, movable).filter(|t| self.on_host(t))?;
                 let nd = t.shape.len() as i64;
                 let axes = match call.attrs.get("axes") {
                     None | Some(AttrValue::None) => (0..nd).rev().collect(),

@@ -321,3 +321,61 @@ fn arg_scans_over_rows_match_legalized_tir() {
     assert_eq!(stats.packed_calls, 3, "three library calls");
     assert_eq!(fields::<i64>(&lib), fields::<i64>(&tir));
 }
+
+const PERMUTE_F16: &str = r#"
+@I.ir_module
+class Module:
+  @R.function
+  def main(x: R.Tensor((3, 5, 7), "float16"), w: R.Tensor((6, 9), "bfloat16")):
+    with R.dataflow():
+        a = R.permute_dims(x, axes=[2, 0, 1])
+        b = R.permute_dims(w, axes=None)
+        c = R.permute_dims(x, axes=[0, 2, 1])
+        R.output(a, b, c)
+    return (a, b, c)
+"#;
+
+/// `permute_dims` of 16-bit floats (float16 weights and activations) moves bits in
+/// the library, with exactly the values of legalized TIR.
+#[test]
+fn sixteen_bit_transposes_move_bits_like_legalized_tir() {
+    let m = relax_ir::text::parse(PERMUTE_F16).expect("parses").into_module();
+    let dispatched = dispatch_host_library_with(&checked(m), DispatchOptions::default()).expect("dispatch");
+    let c = calls(&dispatched);
+    assert_eq!(c.get(&format!("{PREFIX}permute_dims")), Some(&3), "{c:?}");
+    let x: Vec<half::f16> = (0..105).map(|i| half::f16::from_f32(i as f32 * 0.37 - 19.0)).collect();
+    let w: Vec<half::bf16> = (0..54).map(|i| half::bf16::from_f32(i as f32 * -1.3 + 2.0)).collect();
+    let x = relax_engine::Tensor::from_bytes(
+        relax_ir::DataType::FLOAT16,
+        &[3, 5, 7],
+        x.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    )
+    .expect("x");
+    let w = relax_engine::Tensor::from_bytes(
+        "bfloat16".parse().expect("bfloat16"),
+        &[6, 9],
+        w.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    )
+    .expect("w");
+    let args = [Value::Tensor(x), Value::Tensor(w)];
+    let (lib, tir, stats) = library_and_tir(PERMUTE_F16, &args);
+    assert_eq!(stats.packed_calls, 3, "three library calls");
+    let (Value::Tuple(l), Value::Tuple(t)) = (&lib, &tir) else {
+        panic!("tuples")
+    };
+    for (a, b) in l.iter().zip(t.iter()) {
+        let (a, b) = (a.as_tensor().expect("tensor"), b.as_tensor().expect("tensor"));
+        assert_eq!(a.shape(), b.shape());
+        assert_eq!(a.dtype(), b.dtype());
+        assert_eq!(
+            a.to_bytes().expect("bytes"),
+            b.to_bytes().expect("bytes"),
+            "the same bits"
+        );
+    }
+    // And the values themselves: a[k, i, j] = x[i, j, k].
+    let a = l[0].as_tensor().expect("a").to_bytes().expect("bytes");
+    let bits = |i: usize| u16::from_le_bytes([a[2 * i], a[2 * i + 1]]);
+    let want = half::f16::from_f32((1 * 35 + 2 * 7 + 4) as f32 * 0.37 - 19.0).to_bits();
+    assert_eq!(bits(4 * 15 + 1 * 5 + 2), want);
+}

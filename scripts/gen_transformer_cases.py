@@ -374,11 +374,29 @@ def hf_model(model):
         cfg = tf.BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=32, max_position_embeddings=16, initializer_range=0.2)
         m = tf.BertModel(cfg, add_pooling_layer=False)
-    else:
+    elif model == "llama":
         cfg = tf.LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
                              num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16,
                              initializer_range=0.2, bos_token_id=0, eos_token_id=0, pad_token_id=0)
         m = tf.LlamaForCausalLM(cfg)
+    else:
+        # Decoders not tried when the engine was written: Qwen2 (biased q/k/v, grouped-query
+        # attention), Mistral (sliding-window mask, narrower than the sequence), Phi (partial
+        # rotary embedding, parallel attention and MLP).
+        dec = dict(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                   num_attention_heads=4, max_position_embeddings=16, initializer_range=0.2,
+                   bos_token_id=0, eos_token_id=0)
+        if model == "qwen2":
+            cfg = tf.Qwen2Config(**dec, num_key_value_heads=2)
+            m = tf.Qwen2ForCausalLM(cfg)
+        elif model == "mistral":
+            cfg = tf.MistralConfig(**dec, num_key_value_heads=2, sliding_window=4)
+            m = tf.MistralForCausalLM(cfg)
+        elif model == "phi":
+            cfg = tf.PhiConfig(**dec, partial_rotary_factor=0.5)
+            m = tf.PhiForCausalLM(cfg)
+        else:
+            raise ValueError(model)
     m = m.eval()
     use_mask = model == "bert"
 
@@ -464,6 +482,7 @@ def main():
             for m, d, t in [("llama", "float32", "f32"), ("gpt2", "float32", "f32"), ("llama", "float16", "f16")]]
     jobs += [(f"hf_{m}_{r}", lambda m=m, r=r: hf_case(a.out_root, m, r, a.tmp))
              for m in ("gpt2", "bert", "llama") for r in ("export", "onnx")]
+    jobs += [(f"hf_{m}_export", lambda m=m: hf_case(a.out_root, m, "export", a.tmp)) for m in ("qwen2", "mistral", "phi")]
     for name, job in jobs:
         if not only or name in only:
             job()

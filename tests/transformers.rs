@@ -8,6 +8,9 @@
 //!   `from_exported_program`, static and symbolic sequence length; reference torch.
 //! - `onnx`: the same models through `torch.onnx.export` + `from_onnx`, static (the importer
 //!   cannot take a symbolic length for them); reference ONNX Runtime.
+//! - decoders added after the engine was written, through `torch.export` (a transformer not
+//!   tried before must work the first time): Qwen2 (biased q/k/v, grouped-query attention),
+//!   Mistral (a sliding-window mask narrower than the sequence), Phi (partial rotary embedding).
 //!
 //! The data in `tests/transformers/<case>/` (`prog_<kind>.py`, `data.bin`, `case.json`) is made
 //! by `scripts/gen_transformer_cases.py`. Symbolic programs run at two sequence lengths.
@@ -36,9 +39,9 @@ const PENDING: &[(&str, &str, &str)] = &[];
 
 /// Programs run on the host only unless `RELAX_TRANSFORMERS_ALL_GPU=1`: with a cold shader
 /// cache, lavapipe's first-run pipeline compilation costs about 15 s (ONNX cases) to 45 s
-/// (nn cases) per program on 2 busy cores, so CI runs five programs on the GPU (the float16 nn
-/// Llama, the lenient ONNX Llama and the three symbolic torch.export programs): (case, program,
-/// why).
+/// (nn cases) per program on 2 busy cores, so CI runs six programs on the GPU (the float16 nn
+/// Llama, the lenient ONNX Llama, the three symbolic torch.export programs of GPT-2, BERT and
+/// Llama, and the symbolic Mistral with its sliding window): (case, program, why).
 const HOST_ONLY: &[(&str, &str, &str)] = &[
     ("nn_llama_f32", "prog_dyn.py", GPU_TIME),
     ("nn_gpt2_f32", "prog_dyn.py", GPU_TIME),
@@ -47,6 +50,11 @@ const HOST_ONLY: &[(&str, &str, &str)] = &[
     ("hf_bert_export", "prog_static.py", GPU_TIME),
     ("hf_gpt2_export", "prog_static.py", GPU_TIME),
     ("hf_llama_export", "prog_static.py", GPU_TIME),
+    ("hf_qwen2_export", "prog_static.py", GPU_TIME),
+    ("hf_qwen2_export", "prog_dyn.py", GPU_TIME),
+    ("hf_mistral_export", "prog_static.py", GPU_TIME),
+    ("hf_phi_export", "prog_static.py", GPU_TIME),
+    ("hf_phi_export", "prog_dyn.py", GPU_TIME),
 ];
 
 /// Why a program is in `HOST_ONLY`.

@@ -61,6 +61,46 @@ pub fn tanh(x: f64) -> f64 {
     x.tanh()
 }
 
+/// The unary float intrinsics in single precision (libm's `f32` functions, and
+/// formulas within an ulp of the `f64` result): the host's `float32` native code and
+/// its `float16`/`bfloat16` math (which TVM's LLVM code also computes in `f32`, then
+/// rounds), in native code and in the interpreter alike.
+pub fn unary_f32(op: Intrinsic) -> Option<fn(f32) -> f32> {
+    Some(match op {
+        I::Exp => f32::exp,
+        I::Exp2 => f32::exp2,
+        I::Exp10 => |x| 10f32.powf(x),
+        I::Log => f32::ln,
+        I::Log2 => f32::log2,
+        I::Log10 => f32::log10,
+        I::Log1p => f32::ln_1p,
+        I::Expm1 => f32::exp_m1,
+        I::Sin => f32::sin,
+        I::Cos => f32::cos,
+        I::Tan => f32::tan,
+        I::Asin => f32::asin,
+        I::Acos => f32::acos,
+        I::Atan => f32::atan,
+        I::Sinh => f32::sinh,
+        I::Cosh => f32::cosh,
+        I::Tanh => tanh_f32,
+        I::Round => f32::round,
+        I::Sigmoid => sigmoid_f32,
+        I::Erf => |x| erf(f64::from(x)) as f32,
+        _ => return None,
+    })
+}
+
+/// Overflow-safe logistic sigmoid in `f32`.
+pub fn sigmoid_f32(x: f32) -> f32 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
 /// Overflow-safe logistic sigmoid.
 pub fn sigmoid(x: f64) -> f64 {
     if x >= 0.0 {

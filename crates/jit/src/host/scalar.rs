@@ -331,6 +331,15 @@ pub(super) fn float_to_int(v: f64, to: DataType) -> i64 {
 
 pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<CE> {
     let arity = |n: usize| crate::error::check_arity(op, args, n);
+    let half = dtype.bits == 16 && matches!(dtype.code, TypeCode::Float | TypeCode::BFloat);
+    if let (true, Some(g)) = (half, math::unary_f32(op)) {
+        // Half-precision math in `f32`, rounded once (as native code, and as TVM's LLVM
+        // code promotes it); the argument is a value of the dtype, exact in `f32`.
+        arity(1)?;
+        let a = compile_f(env, &args[0])?;
+        let d = dtype;
+        return Ok(CE::F(Box::new(move |fr| round_to(d, f64::from(g(a(fr) as f32))))));
+    }
     if let Some(f) = math::unary_f64(op) {
         arity(1)?;
         let a = compile_f(env, &args[0])?;

@@ -370,6 +370,18 @@ impl Gen<'_, '_> {
         self.b.inst_results(call)[0]
     }
 
+    /// `op` of the `f32` value `x` through its single-precision function.
+    fn call_f32(&mut self, op: I, x: Value) -> Result<Value> {
+        let f = shims::unary_f32_addr(op).ok_or_else(|| self.unsupported(format!("intrinsic T.{op}")))?;
+        let sig = self.sig("f32t", &[types::I64, types::F32], types::F32);
+        let (tramp, fv) = (
+            self.iconst(shims::call_f32 as *const () as usize as i64),
+            self.iconst(f as i64),
+        );
+        let call = self.b.ins().call_indirect(sig, tramp, &[fv, x]);
+        Ok(self.b.inst_results(call)[0])
+    }
+
     fn call_unary(&mut self, op: I, x: Value, t: Ty) -> Result<Value> {
         if matches!(t, Ty::F16 | Ty::BF16) {
             let ins = self.b.ins();
@@ -382,6 +394,12 @@ impl Gen<'_, '_> {
                 I::Trunc => return Ok(ins.trunc(x)),
                 I::Nearbyint => return Ok(ins.nearest(x)),
                 I::Sqrt => ins.sqrt(x),
+                _ if shims::unary_f32_addr(op).is_some() => {
+                    // In `f32`, as TVM's LLVM code computes half-precision math, then
+                    // rounded once (the interpreter does the same).
+                    let r = self.call_f32(op, x)?;
+                    return Ok(self.round_half(r, t));
+                }
                 _ => {
                     let f = shims::unary_f64_addr(op).ok_or_else(|| self.unsupported(format!("intrinsic T.{op}")))?;
                     let x = self.widen(x, t);
@@ -397,13 +415,8 @@ impl Gen<'_, '_> {
             };
             return Ok(self.round_half(v, t));
         }
-        if t == Ty::F32 {
-            if let Some(f) = shims::unary_f32_addr(op) {
-                let sig = self.sig("f32", &[types::F32], types::F32);
-                let fv = self.iconst(f as i64);
-                let call = self.b.ins().call_indirect(sig, fv, &[x]);
-                return Ok(self.b.inst_results(call)[0]);
-            }
+        if t == Ty::F32 && shims::unary_f32_addr(op).is_some() {
+            return self.call_f32(op, x);
         }
         let ins = self.b.ins();
         Ok(match op {

@@ -63,58 +63,17 @@ pub(super) fn binary_f64_addr(op: I) -> Option<usize> {
     super::super::scalar::binary_f64(op).map(|f| f as usize)
 }
 
-extern "C" fn sigmoid_f32(x: f32) -> f32 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
+/// Calls the Rust function `f` (a `fn(f32) -> f32` passed as an address).
+pub(super) extern "C" fn call_f32(f: usize, x: f32) -> f32 {
+    // SAFETY: `f` was produced from a `fn(f32) -> f32` by `unary_f32_addr`.
+    let f: fn(f32) -> f32 = unsafe { std::mem::transmute::<usize, fn(f32) -> f32>(f) };
+    f(x)
 }
 
-extern "C" fn tanh_f32(x: f32) -> f32 {
-    crate::math::tanh_f32(x)
-}
-
-extern "C" fn erf_f32(x: f32) -> f32 {
-    crate::math::erf(x as f64) as f32
-}
-
-extern "C" fn exp10_f32(x: f32) -> f32 {
-    10f32.powf(x)
-}
-
-macro_rules! f32_shims {
-    ($op:ident; $($name:ident => $method:ident),* $(,)?) => {
-        $(
-            if $op == I::$name {
-                extern "C" fn shim(x: f32) -> f32 {
-                    x.$method()
-                }
-                return Some(shim as *const () as usize);
-            }
-        )*
-    };
-}
-
-/// The address of an `extern "C" fn(f32) -> f32` computing the unary intrinsic
-/// `op` in single precision, when there is one (libm's, or within an ulp of the
-/// `f64` result; the inverse hyperbolic functions, which Rust computes in `f32`
-/// by formula, go through `f64` instead).
+/// The address of the `fn(f32) -> f32` computing the unary intrinsic `op` in single
+/// precision ([`crate::math::unary_f32`]), called through [`call_f32`].
 pub(super) fn unary_f32_addr(op: I) -> Option<usize> {
-    f32_shims!(op;
-        Exp => exp, Exp2 => exp2, Log => ln, Log2 => log2, Log10 => log10,
-        Log1p => ln_1p, Expm1 => exp_m1, Sin => sin, Cos => cos, Tan => tan,
-        Asin => asin, Acos => acos, Atan => atan, Sinh => sinh, Cosh => cosh,
-        Round => round,
-    );
-    Some(match op {
-        I::Tanh => tanh_f32 as *const () as usize,
-        I::Sigmoid => sigmoid_f32 as *const () as usize,
-        I::Erf => erf_f32 as *const () as usize,
-        I::Exp10 => exp10_f32 as *const () as usize,
-        _ => return None,
-    })
+    crate::math::unary_f32(op).map(|f| f as usize)
 }
 
 /// `v` rounded to `float16` (once, as the interpreter rounds), as an `f32`.

@@ -437,8 +437,11 @@ impl<'m> Planner<'m> {
                     let t = self.init_expr(value)?;
                     self.var_tokens.insert(var.clone(), t);
                 }
-                Binding::MatchCast { value, .. } => {
-                    self.init_expr(value)?;
+                // A match_cast is its value (the same memory): uses of the new
+                // variable keep the value's storage alive, as TVM forwards the tokens.
+                Binding::MatchCast { var, value, .. } => {
+                    let t = self.init_expr(value)?;
+                    self.var_tokens.insert(var.clone(), t);
                 }
             }
         }
@@ -565,9 +568,14 @@ impl<'m> Planner<'m> {
 
     fn plan_block(&mut self, b: &BindingBlock) {
         for binding in &b.bindings {
-            let Binding::VarBinding { var, value, .. } = binding else {
-                self.plan_expr(binding.value());
-                continue;
+            let (var, value) = match binding {
+                Binding::VarBinding { var, value, .. } => (var, value),
+                Binding::MatchCast { var, value, .. } => {
+                    self.plan_expr(value);
+                    let t = self.plan_tokens(value);
+                    self.plan_var_tokens.insert(var.clone(), t);
+                    continue;
+                }
             };
             let tokens = match value.as_call() {
                 Some(call) if is_alloc_tensor(&call.op) => match self.init_token.get(&key(value)) {

@@ -273,3 +273,57 @@ fn call_dps_packed_stays_a_pure_call_after_the_rewrite() {
     // call); the result keeps its own allocation.
     assert!(loaded.stats().allocations <= 3, "{:?}", loaded.stats());
 }
+
+/// A view (`R.reshape`, run by the host library as `vm.builtin.reshape`) matched by
+/// `R.match_cast`, then read: the storage under the view stays live until the
+/// match_cast's variable is last used (the planner once released it after the
+/// view, and the `add` wrote its result over its own second operand).
+const MATCH_CAST_VIEW: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 8), dtype="float32"), y: R.Tensor(("n", 8), dtype="float32"), w: R.Tensor((8, 8), dtype="float32")):
+        R.func_attr({"tir_var_upper_bound": {"n": 16}})
+        n = T.int64()
+        with R.dataflow():
+            a: R.Tensor((n, 8), dtype="float32") = R.exp(x)
+            b: R.Tensor((1, n, 8), dtype="float32") = R.reshape(a, R.shape([1, n, 8]))
+            c: R.Tensor((n, 8), dtype="float32") = R.negative(y)
+            d: R.Tensor((1, n, 8), dtype="float32") = R.reshape(c, R.shape([1, n, 8]))
+            e: R.Tensor((1, n, 8), dtype="float32") = R.match_cast(d, R.Tensor((1, n, 8), dtype="float32"))
+            f: R.Tensor((1, n, 8), dtype="float32") = R.add(b, e)
+            g: R.Tensor((1, n, 8), dtype="float32") = R.matmul(f, w)
+            R.output(g)
+        return g
+"#;
+
+#[test]
+fn a_match_cast_keeps_the_storage_under_its_value_live() {
+    let m = relax_ir::text::parse(MATCH_CAST_VIEW).expect("parses").into_module();
+    let (n, k) = (5usize, 8usize);
+    let x: Vec<f32> = (0..n * k).map(|i| (i % 7) as f32 * 0.1).collect();
+    let y: Vec<f32> = (0..n * k).map(|i| (i % 5) as f32 * 0.3).collect();
+    let w: Vec<f32> = (0..k * k).map(|i| (i % 9) as f32 * 0.1 - 0.4).collect();
+    let mut want = vec![0f32; n * k];
+    for i in 0..n {
+        for j in 0..k {
+            want[i * k + j] = (0..k).map(|r| (x[i * k + r].exp() - y[i * k + r]) * w[r * k + j]).sum();
+        }
+    }
+    for (plan, library) in [(true, true), (true, false), (false, true)] {
+        let engine = Engine::new(EngineConfig {
+            device: DeviceChoice::Cpu,
+            static_memory_plan: plan,
+            host_library: library,
+            ..EngineConfig::default()
+        });
+        let loaded = engine.load(&m).expect("loads");
+        let args = [
+            tensor(&[n, k], x.clone()),
+            tensor(&[n, k], y.clone()),
+            tensor(&[k, k], w.clone()),
+        ];
+        let out = loaded.run("main", &args).expect("runs");
+        assert_close(&f32s(&out), &want);
+    }
+}

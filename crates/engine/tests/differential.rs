@@ -612,6 +612,81 @@ fn generate_tir(rng: &mut Rng) -> Program {
     }
 }
 
+/// A program of windowed and scanning operators on a 4-d input (pooling with random
+/// windows, strides and padding, a convolution whose window may exceed the padded
+/// input, cumulative sums and products, softmax), with NaN/inf data at times: the
+/// host kernel library and the legalized TIR must agree, as must the GPU.
+fn generate_nn(rng: &mut Rng) -> Program {
+    let dt = *rng.pick(&["float32", "float32", "float16", "int32"]);
+    let special = rng.below(3) == 0;
+    let (c, h, w) = (1 + rng.below(3), 1 + rng.below(6), 1 + rng.below(6));
+    let x = tensor(dt, &[1, c, h, w], || element(rng, dt, special));
+    let mut inputs = vec![x];
+    let mut params = vec![format!("x: R.Tensor((1, {c}, {h}, {w}), \"{dt}\")")];
+    let mut lines = Vec::new();
+    let list = |rng: &mut Rng, n: usize, lo: usize, hi: usize| -> String {
+        let v: Vec<String> = (0..n).map(|_| (lo + rng.below(hi - lo + 1)).to_string()).collect();
+        v.join(", ")
+    };
+    for k in 0..1 + rng.below(3) {
+        let e = match rng.below(6) {
+            0 if is_float(dt) || dt == "int32" => format!(
+                "R.nn.max_pool2d(x, pool_size=[{}], strides=[{}], padding=[{}], ceil_mode={})",
+                list(rng, 2, 1, 3),
+                list(rng, 2, 1, 2),
+                list(rng, 4, 0, 1),
+                if rng.below(2) == 0 { "True" } else { "False" }
+            ),
+            1 if is_float(dt) => format!(
+                "R.nn.avg_pool2d(x, pool_size=[{}], strides=[{}], padding=[{}], count_include_pad={})",
+                list(rng, 2, 1, 3),
+                list(rng, 2, 1, 2),
+                list(rng, 4, 0, 1),
+                if rng.below(2) == 0 { "True" } else { "False" }
+            ),
+            2 if is_float(dt) => {
+                // The window may exceed the padded input: an empty output.
+                let (kh, kw) = (1 + rng.below(h + 2), 1 + rng.below(w + 2));
+                let (ph, pw) = (rng.below(2), rng.below(2));
+                if kh > h + 2 * ph || kw > w + 2 * pw {
+                    continue;
+                }
+                let o = 1 + rng.below(3);
+                let name = format!("w{k}");
+                params.push(format!("{name}: R.Tensor(({o}, {c}, {kh}, {kw}), \"{dt}\")"));
+                inputs.push(tensor(dt, &[o, c, kh, kw], || element(rng, dt, special)));
+                format!(
+                    "R.nn.conv2d(x, {name}, strides=[{}], padding=[{ph}, {pw}, {ph}, {pw}])",
+                    list(rng, 2, 1, 2)
+                )
+            }
+            3 => format!("R.cumsum(x, axis={})", rng.below(4)),
+            4 if dt != "float16" => format!("R.cumprod(x, axis={})", rng.below(4)),
+            5 if is_float(dt) => format!("R.nn.softmax(x, axis={})", rng.below(4)),
+            _ => "R.nn.relu(x)".to_string(),
+        };
+        lines.push(format!("    v{k} = {e}\n"));
+    }
+    if lines.is_empty() {
+        lines.push("    v = R.nn.relu(x)\n".into());
+    }
+    let outs: Vec<String> = lines
+        .iter()
+        .map(|l| l.trim_start().split(' ').next().unwrap_or("v").to_string())
+        .collect();
+    let text = format!(
+        "@R.function\ndef main({}):\n{}    return ({},)\n",
+        params.join(", "),
+        lines.concat(),
+        outs.join(", ")
+    );
+    Program {
+        text,
+        inputs,
+        gpu_may_refuse: false,
+    }
+}
+
 /// A program over a tensor of more than `2^23` elements (reductions whose partial
 /// sums leave `f32`'s exact integers, GPU grids past one dispatch). `argmax`/`argmin`
 /// over such an axis are left out: lavapipe stops serial loops after 65,535 trips
@@ -871,6 +946,8 @@ fn random_programs_agree_on_every_path() {
             generate_large(&mut rng)
         } else if rng.below(8) == 0 {
             generate_tir(&mut rng)
+        } else if rng.below(8) == 0 {
+            generate_nn(&mut rng)
         } else {
             generate(&mut rng)
         };

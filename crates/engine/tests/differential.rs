@@ -128,6 +128,9 @@ fn edge_for(rng: &mut Rng, dt: &str) -> i128 {
     } else {
         int_range(dt)
     };
+    // The text's integer literals stop at 2^63 - 1 (`R.const(18446744073709551615,
+    // "uint64")` does not parse).
+    let hi = hi.min(i64::MAX as i128);
     let fits: Vec<i128> = EDGES.iter().copied().filter(|v| (lo..=hi).contains(v)).collect();
     match rng.below(4) {
         0 if !is_float(dt) => lo,

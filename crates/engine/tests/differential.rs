@@ -40,11 +40,18 @@ use common::rng::{env_or, Rng};
 
 /// Disagreements known to be reachable (bugs reported, not hidden): a substring of the
 /// disagreement's text and the bug. They are counted and printed; any other fails.
-const KNOWN: &[(&str, &str)] = &[(
-    "variable `n` is not defined in the kernel",
-    "GPU `take` from a tensor with a symbolic first dimension: the run-time index check \
-     reads the buffer's length `n * ...`, which is not a uniform of the kernel",
-)];
+const KNOWN: &[(&str, &str)] = &[
+    (
+        "variable `n` is not defined in the kernel",
+        "GPU `take` from a tensor with a symbolic first dimension: the run-time index check \
+         reads the buffer's length `n * ...`, which is not a uniform of the kernel",
+    ),
+    (
+        "bool workgroup memory",
+        "GPU `max`/`min` over a `bool` axis of symbolic length refused (`unsupported TIR: \
+         bool workgroup memory`); the host runs it",
+    ),
+];
 
 /// Every dtype the generator makes.
 const DTYPES: [&str; 13] = [
@@ -102,8 +109,8 @@ fn int_range(dt: &str) -> (i128, i128) {
 fn pick_dtype(rng: &mut Rng) -> &'static str {
     match rng.below(4) {
         0 => "float32",
-        1 => *rng.pick(&["int32", "int64", "float32"]),
-        _ => *rng.pick(&DTYPES),
+        1 => ["int32", "int64", "float32"][rng.below(3)],
+        _ => DTYPES[rng.below(DTYPES.len())],
     }
 }
 
@@ -997,7 +1004,10 @@ fn random_programs_agree_on_every_path() {
         if let Some(gpu) = &gpu {
             let got = run(gpu, &module, &p.inputs);
             match (&want, &got) {
-                (_, Err(e)) if p.gpu_may_refuse && e.contains("not supported on the GPU") => refused += 1,
+                // docs/semantics.md: float64 math and bfloat16 are refused on the GPU by name.
+                (_, Err(e)) if p.gpu_may_refuse && e.contains("not supported") && e.contains("on the GPU") => {
+                    refused += 1
+                }
                 (Ok(w), Ok(g)) if !strict && compare(&want, &got, Match::Close).is_some() && relaxed_float(w, g) => {
                     relaxed += 1
                 }

@@ -105,7 +105,8 @@ pub struct HostOptions {
     pub native: bool,
     /// Let native code check the bounds of an innermost loop's affine accesses
     /// once before the loop (when provably in range for the whole loop) instead of
-    /// at every access. Off, every access is checked where it happens.
+    /// at every access. Off, every access is checked where it happens. On by
+    /// default; `RELAX_HOST_HOIST=0` makes the default off.
     pub hoist_bounds_checks: bool,
 }
 
@@ -113,7 +114,7 @@ impl Default for HostOptions {
     fn default() -> Self {
         HostOptions {
             native: native::enabled_by_default(),
-            hoist_bounds_checks: true,
+            hoist_bounds_checks: native::hoist_by_default(),
         }
     }
 }
@@ -443,13 +444,14 @@ impl HostKernel {
         HostKernel::compile_with(lowered, native::enabled_by_default())
     }
 
-    /// Compile a lowered function, with native stages when `native` is set.
+    /// Compile a lowered function, with native stages when `native` is set (bounds
+    /// checks hoisted unless `RELAX_HOST_HOIST=0`).
     pub fn compile_with(lowered: Arc<LoweredFunc>, native: bool) -> Result<HostKernel> {
         HostKernel::compile_with_options(
             lowered,
             HostOptions {
                 native,
-                hoist_bounds_checks: true,
+                hoist_bounds_checks: native::hoist_by_default(),
             },
         )
     }

@@ -72,6 +72,14 @@ pub(super) fn enabled_by_default() -> bool {
     *ON.get_or_init(|| std::env::var("RELAX_HOST_JIT").map_or(true, |v| v != "0"))
 }
 
+/// Whether native code hoists bounds checks out of innermost loops by default
+/// (`RELAX_HOST_HOIST=0` turns it off: every access is checked where it happens, a
+/// mode for comparing whole test runs with and without hoisting).
+pub(super) fn hoist_by_default() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("RELAX_HOST_HOIST").map_or(true, |v| v != "0"))
+}
+
 fn log_enabled() -> bool {
     static LOG: OnceLock<bool> = OnceLock::new();
     *LOG.get_or_init(|| std::env::var_os("RELAX_HOST_JIT_LOG").is_some())

@@ -107,7 +107,7 @@ pub(crate) fn print_module(m: &IRModule) -> String {
             }
             BaseFunc::Prim(pf) => {
                 let mut s = String::new();
-                super::tir::print_prim_func(gv.name(), pf, 4, &mut s);
+                super::tir::print_prim_func_in(gv.name(), pf, 4, &module_typevars, &mut s);
                 body.push_str(s.trim_end_matches('\n'));
                 body.push('\n');
             }
@@ -262,6 +262,14 @@ impl<'m> Printer<'m> {
             self.typevars.extend(vars.params.iter().map(|v| v.name().to_string()));
             self.scalar_params = vars.scalar_params.iter().map(TirVar::id).collect();
             collect_uses(f, &mut self.used);
+            // Symbolic variables share the function's namespace with the Relax
+            // variables and are named first (as TypeVars or `n = T.int64()` lines): a
+            // Relax variable of the same name is renamed (`n_1`), as TVM's printer does.
+            // Variables a scalar parameter or binding defines are named by it.
+            let mut taken = self.taken.borrow_mut();
+            for v in vars.params.iter().chain(&vars.others) {
+                taken.insert(v.name().to_string());
+            }
         }
         let mut deco = Vec::new();
         if !f.is_pure {

@@ -18,7 +18,22 @@ use stmt::*;
 /// Append `@T.prim_func ... def name(...): ...` to `out`, every line indented by
 /// `indent` spaces.
 pub fn print_prim_func(name: &str, func: &PrimFunc, indent: usize, out: &mut String) {
+    print_prim_func_in(name, func, indent, &HashSet::new(), out)
+}
+
+/// [`print_prim_func`] inside a module that declares the `TypeVar`s `module_type_vars`:
+/// those names are taken in the whole module text, so the function's other variables
+/// of the same name print as `n_1`, ... (read back, `n` would be the module's
+/// `TypeVar`, an `int64` variable, not the function's own).
+pub fn print_prim_func_in(
+    name: &str,
+    func: &PrimFunc,
+    indent: usize,
+    module_type_vars: &HashSet<String>,
+    out: &mut String,
+) {
     let mut p = Printer::new();
+    p.reserved = module_type_vars.clone();
     let lines = p.function(name, func);
     for (level, text) in lines {
         if text.is_empty() {
@@ -139,6 +154,8 @@ struct Printer {
     live: HashMap<String, usize>,
     loops: Vec<(TirVar, PrimExpr, PrimExpr)>,
     scalar_sugar: bool,
+    /// Names the function's own variables must not take (the module's `TypeVar`s).
+    reserved: HashSet<String>,
 }
 
 fn sanitize(hint: &str, fallback: &str) -> String {
@@ -158,6 +175,7 @@ impl Printer {
             live: HashMap::new(),
             loops: Vec::new(),
             scalar_sugar: false,
+            reserved: HashSet::new(),
         }
     }
 
@@ -233,6 +251,11 @@ impl Printer {
         let tv_ids: HashSet<u64> = type_vars.iter().map(|v| v.id()).collect();
         for v in &type_vars {
             self.define_var(v);
+        }
+        // The module's other `TypeVar` names are taken for the whole function.
+        for n in std::mem::take(&mut self.reserved) {
+            let live = self.live.entry(n).or_insert(0);
+            *live = (*live).max(1);
         }
         let buffers: HashMap<u64, &Buffer> = f.buffer_map.iter().map(|(p, b)| (p.id(), b)).collect();
         for p in &f.params {

@@ -252,10 +252,16 @@ impl Printer {
         for v in &type_vars {
             self.define_var(v);
         }
-        // The module's other `TypeVar` names are taken for the whole function.
+        // The module's other `TypeVar` names are taken while the function's own
+        // variables are named (signature and top-level declarations; read back, such a
+        // name would be the TypeVar). Nested binders (loops, blocks) may shadow them.
+        let mut reserved = Vec::new();
         for n in std::mem::take(&mut self.reserved) {
-            let live = self.live.entry(n).or_insert(0);
-            *live = (*live).max(1);
+            let live = self.live.entry(n.clone()).or_insert(0);
+            if *live == 0 {
+                *live = 1;
+                reserved.push(n);
+            }
         }
         let buffers: HashMap<u64, &Buffer> = f.buffer_map.iter().map(|(p, b)| (p.id(), b)).collect();
         for p in &f.params {
@@ -310,6 +316,11 @@ impl Printer {
             if seen.insert(v.id()) {
                 let n = self.define_var(&v);
                 docs.push(Doc::Line(format!("{n} = {}()", type_ann_call(&v))));
+            }
+        }
+        for n in reserved {
+            if let Some(c) = self.live.get_mut(&n) {
+                *c = c.saturating_sub(1);
             }
         }
         // Body, with the implicit root block.

@@ -198,3 +198,111 @@ class TestVMCompileE2E2:
         "{printed}"
     );
 }
+
+/// TVM 0.27's own text (its parser test corpus): a PrimFunc's scalar parameter `n`
+/// defines that name in the function, so it keeps it next to the module's TypeVar `n`
+/// (renaming only where the name would read back as another variable).
+const TVM_SCALAR_PARAM: &str = r#"# from typing import TypeVar
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+n = TypeVar("n")
+@I.ir_module
+class Module:
+    @T.prim_func(s_tir=True)
+    def copy(X: T.Buffer(("n * T.int64(2)",), "float32"), n: T.int64, Y: T.Buffer((n * T.int64(2),), "float32")):
+        # with T.sblock("root"):
+        for i in range(n * T.int64(2)):
+            with T.sblock("block"):
+                vi = T.axis.spatial(n * T.int64(2), i)
+                T.reads(X[vi])
+                T.writes(Y[vi])
+                Y[vi] = X[vi]
+
+    @R.function
+    def main(dumb_param: R.Tensor((n,), dtype="float32"), x: R.Tensor(("n * 2",), dtype="float32")) -> R.Tensor(("n * 2",), dtype="float32"):
+        cls = Module
+        y = R.call_tir(cls.copy, (x, n), out_ty=R.Tensor((n * 2,), dtype="float32"))
+        return y"#;
+
+#[test]
+fn prim_func_scalar_parameter_keeps_its_name_next_to_a_module_type_var() {
+    let printed = print_stable(TVM_SCALAR_PARAM);
+    assert_eq!(printed, TVM_SCALAR_PARAM);
+    // Read back, the buffers' shapes and the loop use the parameter, not the TypeVar.
+    let m = parse(&printed).expect("parses").into_module();
+    let Some(BaseFunc::Prim(f)) = m.get("copy") else {
+        panic!("copy is a PrimFunc");
+    };
+    let n = &f.params[1];
+    for (_, b) in &f.buffer_map {
+        let mut vars = Vec::new();
+        relax_ir::visit::for_each_prim_expr(&b.shape()[0], &mut |e| {
+            if let PrimExprKind::Var(v) = e.kind() {
+                vars.push(v.clone());
+            }
+        });
+        assert_eq!(vars, vec![n.clone()], "{} is shaped by the parameter", b.name());
+    }
+}
+
+/// TVM 0.27 lists the module's TypeVars function by function in printing order, each
+/// function's sorted, a name once (its printing of this module, built by its parser).
+#[test]
+fn type_vars_are_listed_per_function_in_printing_order() {
+    for tvm in [TVM_TYPE_VARS_RELAX, TVM_TYPE_VARS_MIXED] {
+        assert_eq!(print_stable(tvm), tvm);
+    }
+}
+
+const TVM_TYPE_VARS_RELAX: &str = r#"# from typing import TypeVar
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+y = TypeVar("y")
+z = TypeVar("z")
+a = TypeVar("a")
+b = TypeVar("b")
+@I.ir_module
+class Module:
+    @R.function
+    def f1(x: R.Tensor((z, y), dtype="float32")) -> R.Tensor((z, y), dtype="float32"):
+        return x
+
+    @R.function
+    def f2(x: R.Tensor((b, a), dtype="float32"), w: R.Tensor((z,), dtype="float32")) -> R.Tensor((b, a), dtype="float32"):
+        return x"#;
+
+const TVM_TYPE_VARS_MIXED: &str = r#"# from typing import TypeVar
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+c = TypeVar("c")
+m = TypeVar("m")
+z = TypeVar("z")
+a = TypeVar("a")
+b = TypeVar("b")
+k = TypeVar("k")
+y = TypeVar("y")
+@I.ir_module
+class Module:
+    @T.prim_func
+    def p(X: T.Buffer((m, c), "float32"), Y: T.Buffer((m, c), "float32")):
+        for i, j in T.grid(m, c):
+            Y[i, j] = X[i, j]
+
+    @R.function
+    def f1(x: R.Tensor((z,), dtype="float32")) -> R.Tensor((z,), dtype="float32"):
+        return x
+
+    @R.function
+    def f2(x: R.Tensor((b, a), dtype="float32")) -> R.Tensor((b, a), dtype="float32"):
+        return x
+
+    @R.function
+    def f3(x: R.Tensor((y, k), dtype="float32")) -> R.Tensor((y, k), dtype="float32"):
+        return x"#;

@@ -81,17 +81,20 @@ pub(crate) fn print_module(m: &IRModule) -> String {
     }
     // Module-level TypeVars: symbolic variables bound by Relax parameters and by the
     // parameter buffers of prim_funcs (only `int64` ones can be written as TypeVars).
+    // TVM lists each function's names sorted, the functions in printing order, and a
+    // name once (at its first function).
     let mut typevars: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for f in m.functions.values() {
-        match f {
-            BaseFunc::Relax(func) => typevars.extend(function_typevars(func)),
+        let mut names = match f {
+            BaseFunc::Relax(func) => function_typevars(func),
             // The TIR printer decides which of its variables are TypeVars and how they
             // are named.
-            BaseFunc::Prim(pf) => typevars.extend(super::tir::prim_func_type_var_names(pf)),
-        }
+            BaseFunc::Prim(pf) => super::tir::prim_func_type_var_names(pf),
+        };
+        names.sort();
+        typevars.extend(names.into_iter().filter(|n| seen.insert(n.clone())));
     }
-    typevars.sort();
-    typevars.dedup();
     let module_typevars: HashSet<String> = typevars.iter().cloned().collect();
     let mut first = true;
     for (gv, f) in &m.functions {

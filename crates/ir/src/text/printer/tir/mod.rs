@@ -252,21 +252,23 @@ impl Printer {
         for v in &type_vars {
             self.define_var(v);
         }
-        // The module's other `TypeVar` names are taken while the function's own
-        // variables are named (signature and top-level declarations; read back, such a
-        // name would be the TypeVar). Nested binders (loops, blocks) may shadow them.
+        let buffers: HashMap<u64, &Buffer> = f.buffer_map.iter().map(|(p, b)| (p.id(), b)).collect();
+        for p in &f.params {
+            if !buffers.contains_key(&p.id()) {
+                self.define_var(p);
+            }
+        }
+        // The module's other `TypeVar` names are taken while the variables the
+        // signature's buffer shapes and the top-level declarations define are named:
+        // read back, such a name would be the TypeVar. A scalar parameter (`n: T.int64`)
+        // defines its name itself, and nested binders (loops, blocks) shadow it, so
+        // both keep their names, as in TVM's text.
         let mut reserved = Vec::new();
         for n in std::mem::take(&mut self.reserved) {
             let live = self.live.entry(n.clone()).or_insert(0);
             if *live == 0 {
                 *live = 1;
                 reserved.push(n);
-            }
-        }
-        let buffers: HashMap<u64, &Buffer> = f.buffer_map.iter().map(|(p, b)| (p.id(), b)).collect();
-        for p in &f.params {
-            if !buffers.contains_key(&p.id()) {
-                self.define_var(p);
             }
         }
         let mut bound: HashSet<u64> = HashSet::new();

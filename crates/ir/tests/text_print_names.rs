@@ -306,3 +306,25 @@ class Module:
     @R.function
     def f3(x: R.Tensor((y, k), dtype="float32")) -> R.Tensor((y, k), dtype="float32"):
         return x"#;
+
+/// A parameter is named before the symbolic variables the body declares: TVM 0.27
+/// keeps the parameter `m` and prints the body's `m` as `m_1` (its printing of this
+/// module, built with `relax.BlockBuilder`).
+#[test]
+fn body_shape_variable_named_like_a_parameter_is_renamed() {
+    assert_eq!(print_stable(TVM_PARAM_BEFORE_BODY_VAR), TVM_PARAM_BEFORE_BODY_VAR);
+}
+
+const TVM_PARAM_BEFORE_BODY_VAR: &str = r#"# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(m: R.Tensor((4,), dtype="float32"), z: R.Tensor(dtype="float32", ndim=1)) -> R.Tuple(R.Tensor((4,), dtype="float32"), R.Tensor(dtype="float32", ndim=1)):
+        m_1 = T.int64()
+        gv: R.Tensor((m_1,), dtype="float32") = R.match_cast(z, R.Tensor((m_1,), dtype="float32"))
+        gv1: R.Tensor((4,), dtype="float32") = R.add(m, m)
+        return (gv1, gv)"#;

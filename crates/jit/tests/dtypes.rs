@@ -252,7 +252,9 @@ fn hand_bound_threads() {
 /// GPU with an error naming the intrinsic (the host computes it).
 #[test]
 fn float64_math_refused_on_the_gpu_names_the_intrinsic() {
-    let cases: [(&str, &str, fn(f64) -> f64); 8] = [
+    /// The intrinsic, its call, and its float64 value.
+    type Case = (&'static str, &'static str, fn(f64) -> f64);
+    let cases: [Case; 8] = [
         ("exp", "T.exp(a[i])", f64::exp),
         ("exp10", "T.exp10(a[i])", |x| 10f64.powf(x)),
         ("log1p", "T.log1p(a[i])", f64::ln_1p),

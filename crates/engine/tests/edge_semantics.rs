@@ -182,8 +182,10 @@ def main(x: R.Tensor((2,), "float64")):
             Err(e) => {
                 // The GPU refuses instead of computing in f32.
                 assert_eq!(dev, "gpu", "{e}");
+                // The message names the kernel and the intrinsic.
+                let msg = e.to_string();
                 assert!(
-                    e.to_string().contains("float64 is not supported for `exp` on the GPU"),
+                    msg.contains("kernel `") && msg.contains("float64 is not supported for `T.exp` on the GPU"),
                     "{e}"
                 );
             }

@@ -247,3 +247,49 @@ fn hand_bound_threads() {
         assert_eq!(go(&j, true), want);
     }
 }
+
+/// WGSL has no f64 math builtins: a float64 math intrinsic refuses the kernel for the
+/// GPU with an error naming the intrinsic (the host computes it).
+#[test]
+fn float64_math_refused_on_the_gpu_names_the_intrinsic() {
+    /// The intrinsic, its call, and its float64 value.
+    type Case = (&'static str, &'static str, fn(f64) -> f64);
+    let cases: [Case; 8] = [
+        ("exp", "T.exp(a[i])", f64::exp),
+        ("exp10", "T.exp10(a[i])", |x| 10f64.powf(x)),
+        ("log1p", "T.log1p(a[i])", f64::ln_1p),
+        ("asin", "T.asin(a[i])", f64::asin),
+        ("tanh", "T.tanh(a[i])", f64::tanh),
+        ("pow", "T.pow(a[i], a[i])", |x| x.powf(x)),
+        ("hypot", "T.hypot(a[i], a[i])", |x| x.hypot(x)),
+        ("fmod", "T.fmod(a[i], T.float64(0.07))", |x| x % 0.07),
+    ];
+    for (op, call, want) in cases {
+        let src = format!(
+            "@T.prim_func\ndef k_{op}(a: T.Buffer((4,), \"float64\"), b: T.Buffer((4,), \"float64\")):\n    for i in range(4):\n        b[i] = {call}\n"
+        );
+        let f = match relax_ir::text::parse(&src).expect("parses") {
+            relax_ir::text::Program::PrimFunc { func, .. } => func,
+            _ => panic!("a PrimFunc"),
+        };
+        let options = relax_jit::ScheduleOptions::default();
+        let err = relax_jit::emit_program(&f, &relax_jit::DeviceCaps::ALL, &options)
+            .expect_err("float64 math is refused for the GPU");
+        let msg = err.to_string();
+        assert!(
+            matches!(err, relax_jit::JitError::UnsupportedDtype { dtype, .. } if dtype == DataType::FLOAT64),
+            "{op}: {msg}"
+        );
+        assert!(
+            msg.contains(&format!("`T.{op}`")),
+            "{op}: the intrinsic is named: {msg}"
+        );
+        // The host computes it in float64.
+        let a = HostTensor::from_f64s(DataType::FLOAT64, &[4], &[0.1, 0.2, 0.3, 0.4]).expect("a");
+        let mut x = a.clone();
+        let mut y = HostTensor::zeros(DataType::FLOAT64, &[4]).expect("b");
+        run_tensors(&Jit::new(None), false, &f, &mut [&mut x, &mut y]);
+        let want: Vec<f64> = a.to_f64_vec().into_iter().map(want).collect();
+        assert_close(&y.to_f64_vec(), &want, 1e-12, 1e-12, &format!("{op} on the host"));
+    }
+}

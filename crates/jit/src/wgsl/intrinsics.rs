@@ -7,9 +7,11 @@ use super::*;
 use relax_ir::tir::Intrinsic as I;
 
 impl Em<'_> {
-    /// A float math call computed in f32 (f16 / f64 operands converted).
+    /// A float math call computed in f32 (f16 operands converted) for the intrinsic
+    /// `op` (named when the data type is refused).
     pub(super) fn fcall(
         &mut self,
+        op: I,
         f: &str,
         args: &[PrimExpr],
         dtype: DataType,
@@ -21,7 +23,7 @@ impl Em<'_> {
             // narrow the result, so the kernel is refused (it runs on the host instead).
             return Err(JitError::UnsupportedDtype {
                 dtype,
-                context: format!("for `{f}` on the GPU (WGSL computes it only in f32; run it on the host)"),
+                context: format!("for `T.{op}` on the GPU (WGSL computes it only in f32; run it on the host)"),
             });
         }
         let native = out == W::F32 || (out == W::F16 && helper.is_none());
@@ -42,13 +44,14 @@ impl Em<'_> {
     /// `c` (converted to the result's width) by `combine(call, constant)`.
     fn fcall_with(
         &mut self,
+        op: I,
         f: &str,
         args: &[PrimExpr],
         dtype: DataType,
         c: &str,
         combine: impl Fn(&str, &str) -> String,
     ) -> Result<(String, W)> {
-        let (s, w) = self.fcall(f, args, dtype, None)?;
+        let (s, w) = self.fcall(op, f, args, dtype, None)?;
         let c = self.conv(c, W::F32, w)?;
         Ok((combine(&s, &c), w))
     }
@@ -100,13 +103,13 @@ impl Em<'_> {
             if !dtype.is_float() {
                 return Err(self.unsupported(format!("T.{op} on {dtype}")));
             }
-            return self.fcall(f, args, dtype, None);
+            return self.fcall(op, f, args, dtype, None);
         }
         Ok(match op {
             I::Asin | I::Acos => {
                 // atan2 forms are more accurate than some drivers' asin / acos.
                 n(1)?;
-                let (x, w) = self.fcall("", args, dtype, None)?;
+                let (x, w) = self.fcall(op, "", args, dtype, None)?;
                 let one_ = self.conv("1.0f", W::F32, w)?;
                 let r = format!("sqrt(max({one_} - {x} * {x}, {}))", w.zero());
                 let v = if op == I::Asin {
@@ -125,21 +128,21 @@ impl Em<'_> {
             }
             I::Exp10 => {
                 n(1)?;
-                self.fcall_with("", args, dtype, "10.0f", |s, c| format!("pow({c}, {s})"))?
+                self.fcall_with(op, "", args, dtype, "10.0f", |s, c| format!("pow({c}, {s})"))?
             }
             I::Log10 => {
                 n(1)?;
-                self.fcall_with("log2", args, dtype, "0.30102999566398120f", |s, c| {
+                self.fcall_with(op, "log2", args, dtype, "0.30102999566398120f", |s, c| {
                     format!("({s} * {c})")
                 })?
             }
             I::Log1p => {
                 n(1)?;
-                self.fcall_with("", args, dtype, "1.0f", |s, c| format!("log({c} + {s})"))?
+                self.fcall_with(op, "", args, dtype, "1.0f", |s, c| format!("log({c} + {s})"))?
             }
             I::Expm1 => {
                 n(1)?;
-                self.fcall_with("exp", args, dtype, "1.0f", |s, c| format!("({s} - {c})"))?
+                self.fcall_with(op, "exp", args, dtype, "1.0f", |s, c| format!("({s} - {c})"))?
             }
             I::Asinh | I::Acosh => {
                 // The textbook formulas overflow for large arguments: helpers of that
@@ -149,7 +152,7 @@ impl Em<'_> {
                     return Err(self.unsupported(format!("T.{op} on {dtype}")));
                 }
                 let helper = if op == I::Asinh { "asinh_f32" } else { "acosh_f32" };
-                self.fcall(helper, args, dtype, Some(helper))?
+                self.fcall(op, helper, args, dtype, Some(helper))?
             }
             I::Tanh | I::Sigmoid | I::Erf | I::Round => {
                 // Helper functions of the same name (see `HELPERS`).
@@ -160,30 +163,30 @@ impl Em<'_> {
                     I::Erf => "erf_f32",
                     _ => "round_f32",
                 };
-                self.fcall(helper, args, dtype, Some(helper))?
+                self.fcall(op, helper, args, dtype, Some(helper))?
             }
             I::Pow | I::Powf => {
                 n(2)?;
-                self.fcall("pow_f32", args, dtype, Some("pow_f32"))?
+                self.fcall(op, "pow_f32", args, dtype, Some("pow_f32"))?
             }
             I::Atan2 => {
                 n(2)?;
-                self.fcall("atan2", args, dtype, None)?
+                self.fcall(op, "atan2", args, dtype, None)?
             }
             I::Copysign => {
                 n(2)?;
-                self.fcall("copysign_f32", args, dtype, Some("copysign_f32"))?
+                self.fcall(op, "copysign_f32", args, dtype, Some("copysign_f32"))?
             }
             I::Hypot => {
                 n(2)?;
-                let (s, w) = self.fcall("", &args[..1], dtype, None)?;
-                let (t, _) = self.fcall("", &args[1..], dtype, None)?;
+                let (s, w) = self.fcall(op, "", &args[..1], dtype, None)?;
+                let (t, _) = self.fcall(op, "", &args[1..], dtype, None)?;
                 (format!("sqrt({s} * {s} + {t} * {t})"), w)
             }
             I::Fmod => {
                 n(2)?;
-                let (s, w) = self.fcall("", &args[..1], dtype, None)?;
-                let (t, _) = self.fcall("", &args[1..], dtype, None)?;
+                let (s, w) = self.fcall(op, "", &args[..1], dtype, None)?;
+                let (t, _) = self.fcall(op, "", &args[1..], dtype, None)?;
                 // `fmod(x, 0)` is NaN (Vulkan leaves `x % 0.0` undefined).
                 self.helpers.insert("fmod_f32");
                 let (s, t) = (self.conv(&s, w, W::F32)?, self.conv(&t, w, W::F32)?);

@@ -4,14 +4,14 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use super::consts::{decode, format_float, Scalar};
-use super::prim_expr::{print_prim_expr, quote, PrimContext};
+use super::prim_expr::{print_prim_expr, quote, ExprPrinter, Names, PrimContext};
 use super::vdevice_spec;
 use crate::attrs::{AttrValue, Attrs};
 use crate::dtype::{DataType, TypeCode};
 use crate::module::{BaseFunc, GlobalInfo, IRModule};
 use crate::relax::{Binding, Call, Expr, ExprKind, Function, NDArray, StructInfo, Var};
 use crate::text::ops;
-use crate::tir::{PrimExpr, PrimExprKind, TirVar};
+use crate::tir::{Buffer, PrimExpr, PrimExprKind, TirVar};
 use crate::visit::for_each_expr;
 
 /// Print a `PrimExpr` in the Relax context.
@@ -81,17 +81,20 @@ pub(crate) fn print_module(m: &IRModule) -> String {
     }
     // Module-level TypeVars: symbolic variables bound by Relax parameters and by the
     // parameter buffers of prim_funcs (only `int64` ones can be written as TypeVars).
+    // TVM lists each function's names sorted, the functions in printing order, and a
+    // name once (at its first function).
     let mut typevars: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for f in m.functions.values() {
-        match f {
-            BaseFunc::Relax(func) => typevars.extend(function_typevars(func)),
+        let mut names = match f {
+            BaseFunc::Relax(func) => function_typevars(func),
             // The TIR printer decides which of its variables are TypeVars and how they
             // are named.
-            BaseFunc::Prim(pf) => typevars.extend(super::tir::prim_func_type_var_names(pf)),
-        }
+            BaseFunc::Prim(pf) => super::tir::prim_func_type_var_names(pf),
+        };
+        names.sort();
+        typevars.extend(names.into_iter().filter(|n| seen.insert(n.clone())));
     }
-    typevars.sort();
-    typevars.dedup();
     let module_typevars: HashSet<String> = typevars.iter().cloned().collect();
     let mut first = true;
     for (gv, f) in &m.functions {
@@ -107,7 +110,7 @@ pub(crate) fn print_module(m: &IRModule) -> String {
             }
             BaseFunc::Prim(pf) => {
                 let mut s = String::new();
-                super::tir::print_prim_func(gv.name(), pf, 4, &mut s);
+                super::tir::print_prim_func_in(gv.name(), pf, 4, &module_typevars, &mut s);
                 body.push_str(s.trim_end_matches('\n'));
                 body.push('\n');
             }
@@ -166,6 +169,18 @@ pub(crate) fn print_standalone(name: &str, f: &Function) -> String {
     )
 }
 
+/// Symbolic variables' printed names: their own unless renamed.
+struct SymNames<'a>(&'a HashMap<u64, String>);
+
+impl Names for SymNames<'_> {
+    fn var(&self, v: &TirVar) -> String {
+        self.0.get(&v.id()).cloned().unwrap_or_else(|| v.name().to_string())
+    }
+    fn buffer(&self, b: &Buffer) -> String {
+        b.name().to_string()
+    }
+}
+
 /// Printing state for one top-level function.
 pub(crate) struct Printer<'m> {
     module: Option<&'m IRModule>,
@@ -186,6 +201,9 @@ pub(crate) struct Printer<'m> {
     /// Names taken by each open nested scope (local function, `if` branch), freed when
     /// it closes.
     scopes: RefCell<Vec<Vec<String>>>,
+    /// Printed names of the symbolic variables declared in the body that a parameter's
+    /// name took first (`m_1 = T.int64()`).
+    sym_names: RefCell<HashMap<u64, String>>,
 }
 
 impl<'m> Printer<'m> {
@@ -201,6 +219,7 @@ impl<'m> Printer<'m> {
             names: RefCell::new(HashMap::new()),
             taken: RefCell::new(HashSet::new()),
             scopes: RefCell::new(Vec::new()),
+            sym_names: RefCell::new(HashMap::new()),
         }
     }
 
@@ -223,6 +242,34 @@ impl<'m> Printer<'m> {
             scope.push(name.clone());
         }
         self.names.borrow_mut().insert(v.id(), name.clone());
+        name
+    }
+
+    /// Print a `PrimExpr` in the Relax context, with the function's symbolic names.
+    fn prim(&self, e: &PrimExpr) -> String {
+        let names = self.sym_names.borrow();
+        ExprPrinter {
+            names: &SymNames(&names),
+            ctx: PrimContext::Relax,
+            scalar_sugar: false,
+        }
+        .print(e)
+    }
+
+    /// Give the symbolic variable `v`, declared in the body, a name free in the function.
+    fn define_sym(&self, v: &TirVar) -> String {
+        let base = v.name().to_string();
+        let mut taken = self.taken.borrow_mut();
+        let mut name = base.clone();
+        let mut k = 1;
+        while taken.contains(&name) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        taken.insert(name.clone());
+        if name != base {
+            self.sym_names.borrow_mut().insert(v.id(), name.clone());
+        }
         name
     }
 
@@ -262,6 +309,15 @@ impl<'m> Printer<'m> {
             self.typevars.extend(vars.params.iter().map(|v| v.name().to_string()));
             self.scalar_params = vars.scalar_params.iter().map(TirVar::id).collect();
             collect_uses(f, &mut self.used);
+            // Symbolic variables share the function's namespace with the Relax
+            // variables. As in TVM's printer, those the signature binds (TypeVars) are
+            // named first, a parameter of the same name is renamed (`n_1`); those
+            // declared in the body (`n = T.int64()`) are named after the parameters and
+            // before the bindings. Variables a scalar parameter defines are named by it.
+            let mut taken = self.taken.borrow_mut();
+            for v in &vars.params {
+                taken.insert(v.name().to_string());
+            }
         }
         let mut deco = Vec::new();
         if !f.is_pure {
@@ -313,7 +369,8 @@ impl<'m> Printer<'m> {
             let params: HashSet<u64> = vars.params.iter().map(TirVar::id).collect();
             for v in &vars.others {
                 if !params.contains(&v.id()) && !self.module_typevars.contains(v.name()) {
-                    out.push_str(&format!("{inner}{} = T.{}()\n", v.name(), v.dtype()));
+                    let n = self.define_sym(v);
+                    out.push_str(&format!("{inner}{n} = T.{}()\n", v.dtype()));
                 }
             }
         }
@@ -486,7 +543,7 @@ impl<'m> Printer<'m> {
                 _ => format!("({})", f.iter().map(|x| self.expr(x)).collect::<Vec<_>>().join(", ")),
             },
             ExprKind::Seq(s) => self.expr(&s.body),
-            ExprKind::PrimValue(p) => prim(p),
+            ExprKind::PrimValue(p) => self.prim(p),
             ExprKind::StringImm(s) => format!("R.str({})", quote(s)),
             ExprKind::DataTypeImm(d) => format!("R.dtype({})", quote(&d.to_string())),
             ExprKind::Function(_) => "R.function_expression_not_printable()".to_string(),
@@ -598,7 +655,7 @@ impl<'m> Printer<'m> {
                 // A callee that prints as a bare value (a PrimValue) keeps its
                 // constructor, or it would read back as a different expression.
                 let callee = match c.op.kind() {
-                    ExprKind::PrimValue(p) => format!("R.prim_value({})", prim(p)),
+                    ExprKind::PrimValue(p) => format!("R.prim_value({})", self.prim(p)),
                     _ => self.expr(&c.op),
                 };
                 return format!("{callee}({})", parts.join(", "));
@@ -703,7 +760,7 @@ impl<'m> Printer<'m> {
 
     /// A shape dimension; in a signature, compound expressions are quoted.
     fn dim(&self, d: &PrimExpr) -> String {
-        let s = prim(d);
+        let s = self.prim(d);
         let typevar_used = || {
             let mut v = TirVars::default();
             prim_vars(d, &mut v, false);
@@ -722,7 +779,7 @@ impl<'m> Printer<'m> {
             StructInfo::Prim(p) => match &p.value {
                 None => format!("T.{}", p.dtype),
                 Some(v) if v.as_var().is_some() => format!("T.{}", p.dtype),
-                Some(v) => format!("R.Prim(value={})", prim(v)),
+                Some(v) => format!("R.Prim(value={})", self.prim(v)),
             },
             StructInfo::Shape(sh) => match &sh.values {
                 Some(v) => format!(

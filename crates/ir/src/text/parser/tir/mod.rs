@@ -99,6 +99,9 @@ struct TirParser<'a> {
     typevars: HashSet<String>,
     /// Depth of the statement tree being built (bounded by `MAX_STMT_DEPTH`).
     depth: usize,
+    /// The variables the signature's buffer shapes define (`"n"`), which a
+    /// declaration `n = T.int32()` in the body names again rather than redefines.
+    signature_vars: HashSet<u64>,
 }
 
 enum Item {
@@ -160,6 +163,7 @@ impl<'a> TirParser<'a> {
             buffer_map: Vec::new(),
             typevars: HashSet::new(),
             depth: 0,
+            signature_vars: HashSet::new(),
         }
     }
 
@@ -281,6 +285,11 @@ impl<'a> TirParser<'a> {
             self.buffer_map.push((h, buf.clone()));
             self.bind(name, Binding::Buffer(buf));
         }
+        self.signature_vars = bound
+            .values()
+            .filter(|v| !self.params.contains(v))
+            .map(TirVar::id)
+            .collect();
         let ret_type = match &def.returns {
             None => None,
             Some(r) => {

@@ -444,8 +444,21 @@ impl<'a> TirParser<'a> {
                 };
                 // A variable already created by a quoted signature shape is reused.
                 if let Some(Value::Expr(x)) = self.resolve(n.id.as_str()) {
-                    if x.as_var().is_some_and(|v| v.dtype() == d) {
-                        continue;
+                    match x.as_var() {
+                        Some(v) if v.dtype() == d => continue,
+                        // Another variable of that name would silently hide the
+                        // signature's in the rest of the body (TVM rejects it too).
+                        Some(v) if self.signature_vars.contains(&v.id()) => {
+                            return Err(self.err(
+                                n,
+                                format!(
+                                    "`{}` is defined by the signature with dtype {}; it cannot be declared again with dtype {d}",
+                                    n.id.as_str(),
+                                    v.dtype()
+                                ),
+                            ))
+                        }
+                        _ => {}
                     }
                 }
                 self.bind(n.id.as_str(), Binding::Var(TirVar::new(n.id.as_str(), d)));

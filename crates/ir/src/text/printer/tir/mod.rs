@@ -18,7 +18,22 @@ use stmt::*;
 /// Append `@T.prim_func ... def name(...): ...` to `out`, every line indented by
 /// `indent` spaces.
 pub fn print_prim_func(name: &str, func: &PrimFunc, indent: usize, out: &mut String) {
+    print_prim_func_in(name, func, indent, &HashSet::new(), out)
+}
+
+/// [`print_prim_func`] inside a module that declares the `TypeVar`s `module_type_vars`:
+/// those names are taken in the whole module text, so the function's other variables
+/// of the same name print as `n_1`, ... (read back, `n` would be the module's
+/// `TypeVar`, an `int64` variable, not the function's own).
+pub fn print_prim_func_in(
+    name: &str,
+    func: &PrimFunc,
+    indent: usize,
+    module_type_vars: &HashSet<String>,
+    out: &mut String,
+) {
     let mut p = Printer::new();
+    p.reserved = module_type_vars.clone();
     let lines = p.function(name, func);
     for (level, text) in lines {
         if text.is_empty() {
@@ -139,6 +154,8 @@ struct Printer {
     live: HashMap<String, usize>,
     loops: Vec<(TirVar, PrimExpr, PrimExpr)>,
     scalar_sugar: bool,
+    /// Names the function's own variables must not take (the module's `TypeVar`s).
+    reserved: HashSet<String>,
 }
 
 fn sanitize(hint: &str, fallback: &str) -> String {
@@ -158,6 +175,7 @@ impl Printer {
             live: HashMap::new(),
             loops: Vec::new(),
             scalar_sugar: false,
+            reserved: HashSet::new(),
         }
     }
 
@@ -240,6 +258,19 @@ impl Printer {
                 self.define_var(p);
             }
         }
+        // The module's other `TypeVar` names are taken while the variables the
+        // signature's buffer shapes and the top-level declarations define are named:
+        // read back, such a name would be the TypeVar. A scalar parameter (`n: T.int64`)
+        // defines its name itself, and nested binders (loops, blocks) shadow it, so
+        // both keep their names, as in TVM's text.
+        let mut reserved = Vec::new();
+        for n in std::mem::take(&mut self.reserved) {
+            let live = self.live.entry(n.clone()).or_insert(0);
+            if *live == 0 {
+                *live = 1;
+                reserved.push(n);
+            }
+        }
         let mut bound: HashSet<u64> = HashSet::new();
         let mut params = Vec::new();
         for p in &f.params {
@@ -287,6 +318,11 @@ impl Printer {
             if seen.insert(v.id()) {
                 let n = self.define_var(&v);
                 docs.push(Doc::Line(format!("{n} = {}()", type_ann_call(&v))));
+            }
+        }
+        for n in reserved {
+            if let Some(c) = self.live.get_mut(&n) {
+                *c = c.saturating_sub(1);
             }
         }
         // Body, with the implicit root block.

@@ -3,7 +3,9 @@ use crate::attrs::Attrs;
 use crate::dtype::DataType;
 use crate::span::Span;
 
-/// A TIR function (`@T.prim_func`).
+/// A TIR function (`@T.prim_func`). Its body is dropped without recursion
+/// ([`Stmt::drop_iteratively`]) and cloned along chains of scopes in a loop, so a
+/// function of very deep statements is safe to drop and clone.
 #[derive(Clone, Debug)]
 pub struct PrimFunc {
     /// Parameters: scalars and handles.
@@ -28,5 +30,11 @@ impl PrimFunc {
     /// The buffer bound to parameter `param`, if any.
     pub fn buffer_of(&self, param: &TirVar) -> Option<&Buffer> {
         self.buffer_map.iter().find(|(v, _)| v == param).map(|(_, b)| b)
+    }
+}
+
+impl Drop for PrimFunc {
+    fn drop(&mut self) {
+        std::mem::replace(&mut self.body, Stmt::Seq(Vec::new())).drop_iteratively();
     }
 }

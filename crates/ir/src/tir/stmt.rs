@@ -131,8 +131,11 @@ impl From<For> for Stmt {
     }
 }
 
-/// A TIR statement.
-#[derive(Clone, Debug)]
+/// A TIR statement. Cloning follows the chain of scopes that continue with the
+/// statements after them (`let`, attributes, asserts, loops, allocations and a
+/// sequence's last item) in a loop, so a long chain of `LetStmt`s clones in
+/// bounded stack.
+#[derive(Debug)]
 pub enum Stmt {
     /// `buffer[indices] = value`.
     BufferStore {
@@ -295,6 +298,134 @@ impl Stmt {
             stmts.pop().unwrap_or(Stmt::Seq(Vec::new()))
         } else {
             Stmt::Seq(stmts)
+        }
+    }
+}
+
+/// The child of `s` that the rest of a chain continues in: the body of a scope,
+/// a sequence's last item.
+fn chain_tail(s: &Stmt) -> Option<&Stmt> {
+    match s {
+        Stmt::Let { body, .. }
+        | Stmt::Attr { body, .. }
+        | Stmt::LaunchThread { body, .. }
+        | Stmt::Assert { body, .. }
+        | Stmt::For(For { body, .. })
+        | Stmt::While { body, .. }
+        | Stmt::Alloc { body, .. } => Some(body),
+        Stmt::Seq(v) => v.last(),
+        _ => None,
+    }
+}
+
+/// A copy of `s` whose [`chain_tail`] is `tail` (the other children cloned).
+fn clone_with_tail(s: &Stmt, tail: Option<Stmt>) -> Stmt {
+    let boxed = |t: Option<Stmt>| Box::new(t.unwrap_or_else(|| Stmt::Seq(Vec::new())));
+    match s {
+        Stmt::BufferStore {
+            buffer,
+            value,
+            indices,
+            span,
+        } => Stmt::BufferStore {
+            buffer: buffer.clone(),
+            value: value.clone(),
+            indices: indices.clone(),
+            span: *span,
+        },
+        Stmt::Let { var, value, .. } => Stmt::Let {
+            var: var.clone(),
+            value: value.clone(),
+            body: boxed(tail),
+        },
+        Stmt::Attr { node, key, value, .. } => Stmt::Attr {
+            node: node.clone(),
+            key: key.clone(),
+            value: value.clone(),
+            body: boxed(tail),
+        },
+        Stmt::LaunchThread { var, tag, extent, .. } => Stmt::LaunchThread {
+            var: var.clone(),
+            tag: tag.clone(),
+            extent: extent.clone(),
+            body: boxed(tail),
+        },
+        Stmt::Assert { cond, message, .. } => Stmt::Assert {
+            cond: cond.clone(),
+            message: message.clone(),
+            body: boxed(tail),
+        },
+        Stmt::For(f) => Stmt::For(For {
+            var: f.var.clone(),
+            min: f.min.clone(),
+            extent: f.extent.clone(),
+            kind: f.kind,
+            thread_tag: f.thread_tag.clone(),
+            annotations: f.annotations.clone(),
+            body: boxed(tail),
+        }),
+        Stmt::While { cond, .. } => Stmt::While {
+            cond: cond.clone(),
+            body: boxed(tail),
+        },
+        Stmt::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => Stmt::If {
+            cond: cond.clone(),
+            then_branch: then_branch.clone(),
+            else_branch: else_branch.clone(),
+        },
+        Stmt::Seq(v) => {
+            let mut items: Vec<Stmt> = v.iter().take(v.len().saturating_sub(1)).cloned().collect();
+            items.extend(tail);
+            Stmt::Seq(items)
+        }
+        Stmt::Evaluate(e) => Stmt::Evaluate(e.clone()),
+        Stmt::Alloc { buffer, .. } => Stmt::Alloc {
+            buffer: buffer.clone(),
+            body: boxed(tail),
+        },
+        Stmt::BlockRealize {
+            iter_values,
+            predicate,
+            block,
+        } => Stmt::BlockRealize {
+            iter_values: iter_values.clone(),
+            predicate: predicate.clone(),
+            block: block.clone(),
+        },
+    }
+}
+
+impl Clone for Stmt {
+    fn clone(&self) -> Stmt {
+        let mut chain = Vec::new();
+        let mut cur = self;
+        while let Some(t) = chain_tail(cur) {
+            chain.push(cur);
+            cur = t;
+        }
+        let mut out = clone_with_tail(cur, None);
+        while let Some(s) = chain.pop() {
+            out = clone_with_tail(s, Some(out));
+        }
+        out
+    }
+}
+
+impl Stmt {
+    /// Drop `self` without recursion: every nested statement is taken out of its
+    /// parent before the parent is dropped, so arbitrarily deep trees (a chain of
+    /// 100,000 `LetStmt`s) drop in bounded stack. [`PrimFunc`](super::PrimFunc)
+    /// drops its body this way.
+    pub fn drop_iteratively(self) {
+        let mut stack = vec![self];
+        while let Some(mut s) = stack.pop() {
+            for c in s.children_mut() {
+                stack.push(std::mem::replace(c, Stmt::Seq(Vec::new())));
+            }
         }
     }
 }

@@ -67,6 +67,10 @@ pub struct EngineConfig {
     /// purity rule (as `tvm.compile` runs what TVM's importers write; see
     /// `relax_transform::lenient`). Off by default.
     pub lenient: bool,
+    /// With `optimize`: compute attention (`R.nn.attention` and the explicit
+    /// matmul-softmax-matmul chains of the front ends) with one fused online-softmax
+    /// kernel (`fuse-attention`); on by default. Off, attention runs as legalized.
+    pub fuse_attention: bool,
 }
 
 impl Default for EngineConfig {
@@ -85,6 +89,7 @@ impl Default for EngineConfig {
             profile: false,
             static_memory_plan: true,
             lenient: false,
+            fuse_attention: true,
         }
     }
 }
@@ -600,6 +605,7 @@ impl Engine {
             .filter(|&name| match name {
                 "check" => c.check,
                 "legalize" | "bind-symbolic-shapes" => c.legalize,
+                "fuse-attention" => c.legalize && c.optimize && c.fuse_attention,
                 _ => c.legalize && c.optimize,
             })
             .collect();

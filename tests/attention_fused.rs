@@ -144,7 +144,9 @@ fn fused_sites(src: &str, lenient: bool) -> (usize, usize) {
         "check: {:?}",
         checked.diagnostics
     );
-    let (_, a, b) = relax_transform::attention::fuse_attention_report(&checked.module).expect("fuse-attention");
+    let options = relax_transform::attention::FuseOptions::default();
+    let (_, a, b) =
+        relax_transform::attention::fuse_attention_report(&checked.module, options).expect("fuse-attention");
     (a, b)
 }
 
@@ -173,6 +175,7 @@ fn fused_attention_matches_tvm_and_the_unfused_legalization() {
                 let engine = Engine::new(EngineConfig {
                     device,
                     fuse_attention: fuse,
+                    fuse_attention_host: fuse,
                     ..EngineConfig::default()
                 });
                 let loaded = engine
@@ -224,9 +227,8 @@ fn fused_attention_matches_tvm_and_the_unfused_legalization() {
     );
 }
 
-/// The attention of every micro transformer from TVM's `nn` module and `from_onnx` is
-/// fused (one site per layer); the torch.export programs spell it through 3-D
-/// reshapes and a fully-masked-row guard the pass does not match yet.
+/// The attention of every micro transformer of the three routes (TVM's `nn` module,
+/// `from_onnx`, `torch.export` + `from_exported_program`) is fused: one site per layer.
 #[test]
 fn transformer_programs_have_their_attention_fused() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/transformers");
@@ -237,6 +239,12 @@ fn transformer_programs_have_their_attention_fused() {
         ("hf_gpt2_onnx", "prog_static.py", false),
         ("hf_bert_onnx", "prog_static.py", false),
         ("hf_llama_onnx", "prog_static.py", true),
+        ("hf_gpt2_export", "prog_static.py", false),
+        ("hf_gpt2_export", "prog_dyn.py", false),
+        ("hf_bert_export", "prog_static.py", false),
+        ("hf_bert_export", "prog_dyn.py", false),
+        ("hf_llama_export", "prog_static.py", false),
+        ("hf_llama_export", "prog_dyn.py", false),
     ];
     for (case, prog, lenient) in expect {
         let path = root.join(case).join(prog);

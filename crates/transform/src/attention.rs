@@ -60,15 +60,66 @@ use crate::legalize::arg_struct_info;
 /// Name hint of the generated PrimFuncs.
 pub const KERNEL_NAME: &str = "fused_attention";
 
+/// Which calls the pass rewrites, by where their result lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FuseOptions {
+    /// Rewrite calls on the host (a host `VDevice`, or unplaced with
+    /// `unplaced_on_host`).
+    pub host: bool,
+    /// Rewrite calls on a GPU `VDevice` (or unplaced without `unplaced_on_host`).
+    pub gpu: bool,
+    /// Unplaced tensors live on the host.
+    pub unplaced_on_host: bool,
+}
+
+impl Default for FuseOptions {
+    /// Every call, wherever it runs.
+    fn default() -> FuseOptions {
+        FuseOptions {
+            host: true,
+            gpu: true,
+            unplaced_on_host: true,
+        }
+    }
+}
+
+/// Target kinds whose tensors live in GPU memory.
+const GPU_KINDS: &[&str] = &["webgpu", "vulkan", "metal", "cuda", "rocm", "opencl"];
+
+impl FuseOptions {
+    fn applies(&self, out: &StructInfo) -> bool {
+        let on_host = match out {
+            StructInfo::Tensor(t) => match &t.vdevice {
+                None => self.unplaced_on_host,
+                Some(vd) => !GPU_KINDS.contains(&vd.target.kind.as_str()),
+            },
+            _ => return false,
+        };
+        if on_host {
+            self.host
+        } else {
+            self.gpu
+        }
+    }
+}
+
 /// Rewrite every `R.nn.attention` call and every explicit attention chain of the
 /// module's Relax functions into a call of one fused attention PrimFunc.
 pub fn fuse_attention(module: &IRModule) -> Result<IRModule, Vec<Diagnostic>> {
-    Ok(fuse_attention_report(module)?.0)
+    Ok(fuse_attention_report(module, FuseOptions::default())?.0)
 }
 
-/// [`fuse_attention`], also returning how many calls were rewritten:
+/// [`fuse_attention`] for the calls `options` selects.
+pub fn fuse_attention_with(module: &IRModule, options: FuseOptions) -> Result<IRModule, Vec<Diagnostic>> {
+    Ok(fuse_attention_report(module, options)?.0)
+}
+
+/// [`fuse_attention_with`], also returning how many calls were rewritten:
 /// `(R.nn.attention calls, explicit matmul-softmax-matmul chains)`.
-pub fn fuse_attention_report(module: &IRModule) -> Result<(IRModule, usize, usize), Vec<Diagnostic>> {
+pub fn fuse_attention_report(
+    module: &IRModule,
+    options: FuseOptions,
+) -> Result<(IRModule, usize, usize), Vec<Diagnostic>> {
     let mut out = module.clone();
     let mut generated: Vec<(String, u64)> = Vec::new();
     let (mut n_op, mut n_chain) = (0, 0);
@@ -87,6 +138,7 @@ pub fn fuse_attention_report(module: &IRModule) -> Result<(IRModule, usize, usiz
             }
         });
         let mut r = Rewriter {
+            options,
             module: &mut out,
             generated: &mut generated,
             uses,
@@ -115,6 +167,7 @@ pub fn fuse_attention_report(module: &IRModule) -> Result<(IRModule, usize, usiz
 }
 
 struct Rewriter<'a> {
+    options: FuseOptions,
     module: &'a mut IRModule,
     generated: &'a mut Vec<(String, u64)>,
     /// Uses of each variable in the function.
@@ -135,7 +188,7 @@ impl ExprMutator for Rewriter<'_> {
                 continue;
             };
             let new = value.as_call().and_then(|call| {
-                let out = var.struct_info()?;
+                let out = var.struct_info().filter(|si| self.options.applies(si))?;
                 match call.op.as_op()? {
                     "relax.nn.attention" => {
                         let l = lower_attention_op(call, out)?;
@@ -747,7 +800,7 @@ fn lower_attention_op(call: &relax_ir::relax::Call, out: &StructInfo) -> Option<
     };
     let spec = Spec {
         layout: Layout::Bshd,
-        rows: os[..3].to_vec(),
+        rows: vec![os[0].clone(), os[2].clone(), os[1].clone()],
         out_shape: os.clone(),
         dtype: dt,
         q,
@@ -867,7 +920,8 @@ impl Access {
 /// Where the rows and operands sit.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Layout {
-    /// `R.nn.attention`: rows `(b, i, h)`; `q[b, i, h, d]`, `k[b, j, h, d]`,
+    /// `R.nn.attention`: rows `(b, h, i)` (neighbouring rows share a head, so
+    /// they read the same keys); `q[b, i, h, d]`, `k[b, j, h, d]`,
     /// `v[b, j, h, e]`, `bias[b, h, i, j]`, `out[b, i, h, e]`.
     Bshd,
     /// A matmul chain: rows `(batch.., i)`; `q[.., i, d]`, `kt[.., d, j]`,
@@ -963,13 +1017,13 @@ impl Spec {
     /// Logical indices of the operands for row `rv`.
     fn q_idx(&self, rv: &[PrimExpr], d: PrimExpr) -> Vec<PrimExpr> {
         match self.layout {
-            Layout::Bshd => vec![rv[0].clone(), rv[1].clone(), rv[2].clone(), d],
+            Layout::Bshd => vec![rv[0].clone(), rv[2].clone(), rv[1].clone(), d],
             Layout::Batched => rv.iter().cloned().chain([d]).collect(),
         }
     }
     fn k_idx(&self, rv: &[PrimExpr], j: PrimExpr, d: PrimExpr) -> Vec<PrimExpr> {
         match self.layout {
-            Layout::Bshd => vec![rv[0].clone(), j, rv[2].clone(), d],
+            Layout::Bshd => vec![rv[0].clone(), j, rv[1].clone(), d],
             Layout::Batched => {
                 let n = rv.len() - 1;
                 rv[..n].iter().cloned().chain([d, j]).collect()
@@ -978,7 +1032,7 @@ impl Spec {
     }
     fn v_idx(&self, rv: &[PrimExpr], j: PrimExpr, e: PrimExpr) -> Vec<PrimExpr> {
         match self.layout {
-            Layout::Bshd => vec![rv[0].clone(), j, rv[2].clone(), e],
+            Layout::Bshd => vec![rv[0].clone(), j, rv[1].clone(), e],
             Layout::Batched => {
                 let n = rv.len() - 1;
                 rv[..n].iter().cloned().chain([j, e]).collect()
@@ -987,19 +1041,19 @@ impl Spec {
     }
     fn bias_idx(&self, rv: &[PrimExpr], j: PrimExpr) -> Vec<PrimExpr> {
         match self.layout {
-            Layout::Bshd => vec![rv[0].clone(), rv[2].clone(), rv[1].clone(), j],
+            Layout::Bshd => vec![rv[0].clone(), rv[1].clone(), rv[2].clone(), j],
             Layout::Batched => rv.iter().cloned().chain([j]).collect(),
         }
     }
     fn out_idx(&self, rv: &[PrimExpr], e: PrimExpr) -> Vec<PrimExpr> {
         match self.layout {
-            Layout::Bshd => vec![rv[0].clone(), rv[1].clone(), rv[2].clone(), e],
+            Layout::Bshd => vec![rv[0].clone(), rv[2].clone(), rv[1].clone(), e],
             Layout::Batched => rv.iter().cloned().chain([e]).collect(),
         }
     }
     fn query_pos(&self, rv: &[PrimExpr]) -> PrimExpr {
         match self.layout {
-            Layout::Bshd => rv[1].clone(),
+            Layout::Bshd => rv[2].clone(),
             Layout::Batched => rv[rv.len() - 1].clone(),
         }
     }
@@ -1169,8 +1223,10 @@ impl Spec {
             .map(|a| full_region(&a.buf))
             .collect();
         reads.dedup_by(|a, b| a.buffer == b.buffer);
-        let mut writes_region: Vec<Range> = rv
-            .iter()
+        let mut out_at = self.out_idx(&rv, PrimExpr::int(0));
+        out_at.pop();
+        let mut writes_region: Vec<Range> = out_at
+            .into_iter()
             .map(|x| Range::new(x.clone(), PrimExpr::int_of(1, x.dtype())))
             .collect();
         writes_region.push(Range::new(PrimExpr::int(0), PrimExpr::int(self.dv)));

@@ -67,6 +67,15 @@ pub struct EngineConfig {
     /// purity rule (as `tvm.compile` runs what TVM's importers write; see
     /// `relax_transform::lenient`). Off by default.
     pub lenient: bool,
+    /// With `optimize`: compute attention on the GPU (`R.nn.attention` and the
+    /// explicit matmul-softmax-matmul chains of the front ends) with one fused
+    /// online-softmax kernel (`fuse-attention`); on by default. Off, attention runs
+    /// as legalized.
+    pub fuse_attention: bool,
+    /// With `optimize`: the same on the host. Off by default: on the host the
+    /// legalized form (batched GEMMs and softmax of the native kernel library) is
+    /// faster than the fused kernel's scalar code (`examples/bench_attention.rs`).
+    pub fuse_attention_host: bool,
 }
 
 impl Default for EngineConfig {
@@ -85,6 +94,8 @@ impl Default for EngineConfig {
             profile: false,
             static_memory_plan: true,
             lenient: false,
+            fuse_attention: true,
+            fuse_attention_host: false,
         }
     }
 }
@@ -602,6 +613,8 @@ impl Engine {
             .filter(|&name| match name {
                 "check" => c.check,
                 "legalize" | "bind-symbolic-shapes" => c.legalize,
+                // Inserted below with the devices it applies to.
+                "fuse-attention" => false,
                 _ => c.legalize && c.optimize,
             })
             .collect();
@@ -623,6 +636,23 @@ impl Engine {
                 relax_transform::host_dispatch::dispatch_host_library_with(m, options)
             });
             p.insert_before("decompose-ops-for-inference", pass);
+        }
+        if c.legalize && c.optimize && (c.fuse_attention || c.fuse_attention_host) {
+            let options = relax_transform::attention::FuseOptions {
+                host: c.fuse_attention_host,
+                gpu: c.fuse_attention,
+                unplaced_on_host: !self.unplaced_on_gpu(),
+            };
+            let pass = relax_transform::pass_fn("fuse-attention", move |m: &IRModule| {
+                relax_transform::attention::fuse_attention_with(m, options)
+            });
+            // Before the host library takes the matmuls and softmaxes.
+            let before = if p.names().iter().any(|n| n == "dispatch-host-library") {
+                "dispatch-host-library"
+            } else {
+                "decompose-ops-for-inference"
+            };
+            p.insert_before(before, pass);
         }
         if self.config.lenient {
             let registry = self.registry.clone();

@@ -7,6 +7,7 @@
 //! [`realize_vdevice`] is `RealizeVDevice`). [`check_and_realize`] is the front
 //! end's check: the checker's, with VDevices propagated.
 
+pub mod attention;
 pub mod bind_shapes;
 pub mod call_tir_rewrite;
 pub mod check;

@@ -287,6 +287,10 @@ pub fn registered_passes() -> &'static [(&'static str, &'static str)] {
         ),
         ("normalize", "put the program in normal form with StructInfo filled in"),
         (
+            "fuse-attention",
+            "attention (R.nn.attention, explicit matmul-softmax-matmul) becomes one fused online-softmax kernel",
+        ),
+        (
             "realize-vdevice",
             "propagate virtual devices and desugar hint_on_device",
         ),
@@ -365,6 +369,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
         }),
         "legalize" => pass_fn(name, crate::legalize::legalize_module),
         "bind-symbolic-shapes" => pass_fn(name, crate::bind_shapes::bind_symbolic_shapes),
+        "fuse-attention" => pass_fn(name, crate::attention::fuse_attention),
         "decompose-ops-for-inference" => pass_fn(name, crate::decompose::decompose_ops_for_inference),
         "simplify-stack-sum" => pass_fn(name, crate::simplify::simplify_stack_sum),
         "fold-constant" => pass_fn_after(name, &["check", "legalize"], crate::fold::fold_constant),
@@ -386,6 +391,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
 /// The passes of [`default_pipeline`], in order.
 pub const DEFAULT_PASSES: &[&str] = &[
     "check",
+    "fuse-attention",
     "decompose-ops-for-inference",
     "simplify-stack-sum",
     "dead-code-elimination",

@@ -7,6 +7,11 @@
 //! of transposes, reshapes to `batch * heads` matrices, two batch matmuls and
 //! a softmax; a causal mask zeroes the scores above the diagonal
 //! (`topi.trilu`) before and after the exponential.
+//!
+//! The engine's optimizing pipeline computes it instead with one fused
+//! online-softmax kernel (`fuse-attention` in `relax_transform::attention`),
+//! which never materialises the `seq x seq` scores; `LegalizeOps` itself keeps
+//! TVM's form.
 
 use relax_ir::tir::{BinOp, Intrinsic};
 use relax_ir::{AttrValue, Attrs, Buffer, Call, DataType, PrimExpr, StructInfo};

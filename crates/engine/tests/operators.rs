@@ -172,9 +172,9 @@ fn call_tir_module_named(kernel: &str, k: i64) -> IRModule {
         vec![],
     );
     // Parameter order A, B, k, C.
-    let mut params = pf.params.clone();
-    params.insert(2, kv);
-    m.add(kernel, BaseFunc::Prim(PrimFunc { params, ..pf }));
+    let mut pf = pf;
+    pf.params.insert(2, kv);
+    m.add(kernel, BaseFunc::Prim(pf));
     m
 }
 

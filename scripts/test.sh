@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README "Run the tests"): software Vulkan (lavapipe) for the GPU tests,
-# then the whole workspace's tests. Reads the TVM corpus from ../shared/corpus/tvm when present.
+# `cargo fmt --check`, `cargo clippy -D warnings`, then the whole workspace's tests. Reads the TVM
+# corpus from ../shared/corpus/tvm when present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! dpkg -s mesa-vulkan-drivers libvulkan1 >/dev/null 2>&1; then
@@ -9,4 +10,10 @@ if ! dpkg -s mesa-vulkan-drivers libvulkan1 >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 export NODEVICE_SELECT=1
+# Formatting and lints first: they are cheap and fail fast.
+for c in rustfmt clippy; do
+  cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$c"
+done
+cargo fmt --all --check 2>&1
+cargo clippy --workspace --all-targets --release -- -D warnings 2>&1
 cargo test --workspace --release 2>&1

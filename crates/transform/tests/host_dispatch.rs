@@ -376,6 +376,7 @@ fn sixteen_bit_transposes_move_bits_like_legalized_tir() {
     // And the values themselves: a[k, i, j] = x[i, j, k].
     let a = l[0].as_tensor().expect("a").to_bytes().expect("bytes");
     let bits = |i: usize| u16::from_le_bytes([a[2 * i], a[2 * i + 1]]);
-    let want = half::f16::from_f32((1 * 35 + 2 * 7 + 4) as f32 * 0.37 - 19.0).to_bits();
-    assert_eq!(bits(4 * 15 + 1 * 5 + 2), want);
+    let (i, j, k) = (1usize, 2usize, 4usize);
+    let want = half::f16::from_f32((i * 35 + j * 7 + k) as f32 * 0.37 - 19.0).to_bits();
+    assert_eq!(bits(k * 15 + i * 5 + j), want);
 }

@@ -113,6 +113,34 @@ fn int64_take_index_is_checked_before_narrowing() {
     }
 }
 
+const TAKE_SYMBOLIC: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 3), "float32"), i: R.Tensor((2,), "int64")):
+        n = T.int64()
+        v = R.take(x, i, axis=0)
+        return v
+"#;
+
+/// `take` from a tensor whose first dimension is symbolic: the GPU's run-time index
+/// check reads the buffer's length `n * 3`, so `n` is passed to the kernel (it once
+/// failed with ``variable `n` is not defined in the kernel``); out of range still fails.
+#[test]
+fn take_from_a_symbolic_length_is_checked_against_it() {
+    let x = relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).expect("shape"),
+    );
+    for (dev, out) in run_all(TAKE_SYMBOLIC, &[x.clone().into(), tensor(vec![1i64, 0])]) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        assert_eq!(strings(&out, None), same(&["4", "5", "6", "1", "2", "3"]), "{dev}");
+    }
+    for (dev, out) in run_all(TAKE_SYMBOLIC, &[x.into(), tensor(vec![0i64, 2])]) {
+        let e = out.expect_err(dev);
+        assert!(e.contains("out-of-bounds read of `x`"), "{dev}: {e}");
+    }
+}
+
 const SQUARE_INDEX: &str = r#"
 @I.ir_module
 class Module:

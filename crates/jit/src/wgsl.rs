@@ -284,9 +284,33 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         em.varying.insert(v.id());
         em.vars.insert(v.id(), (name, W::I32));
     }
-    // Uniform fields: free variables of the body.
+    // Uniform fields: free variables of the body, and of the shapes of the buffers it
+    // reads and writes (a run-time bounds check reads a buffer's length, `n * 3`).
     let mut uniforms = Vec::new();
-    for v in expr::free_vars_stmt(&k.body) {
+    let mut free = expr::free_vars_stmt(&k.body);
+    let mut seen: std::collections::HashSet<u64> = free.iter().map(|v| v.id()).collect();
+    let mut shape_vars = |b: &Buffer| {
+        for e in b.shape() {
+            for v in relax_ir::visit::free_tir_vars(e) {
+                if seen.insert(v.id()) {
+                    free.push(v);
+                }
+            }
+        }
+    };
+    relax_ir::visit::for_each_stmt(&k.body, &mut |st| {
+        if let Stmt::BufferStore { buffer, .. } = st {
+            shape_vars(buffer);
+        }
+    });
+    relax_ir::visit::for_each_stmt_expr(&k.body, &mut |e| {
+        relax_ir::visit::for_each_prim_expr(e, &mut |x| {
+            if let PrimExprKind::BufferLoad { buffer, .. } = x.kind() {
+                shape_vars(buffer);
+            }
+        })
+    });
+    for v in free {
         if em.vars.contains_key(&v.id()) {
             continue;
         }

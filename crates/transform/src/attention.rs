@@ -18,8 +18,9 @@
 //!   offset 0, `BottomRight`: `|seq - seq_kv|`, as TVM), softmax over the keys,
 //!   times `v`.
 //! - The explicit chain the front ends spell out (TVM's `nn` module,
-//!   `from_onnx`): `matmul(q, kt)` [`/ c` or `* c`] [`astype(float32)`]
-//!   [`+ mask`] `-> softmax(axis=-1)` [`astype`] [`where(isnan(p), 0, p)`]
+//!   `from_onnx`): `matmul(q, kt)`, optionally `/ c` or `* c`, optionally
+//!   `astype(float32)`, optionally `+ mask`, `-> softmax(axis=-1)`, optionally
+//!   `astype`, optionally `where(isnan(p), 0, p)`,
 //!   `-> matmul(p, v)`, each intermediate used only by the next step. The mask is
 //!   either any tensor that broadcasts to the scores (added as a bias), or
 //!   `triu(full(shape, c), k)` with `k >= 1` and `c <= -1e30` (the `nn` module's

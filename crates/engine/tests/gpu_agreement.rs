@@ -446,3 +446,63 @@ fn uint64_min_and_max() {
         }
     }
 }
+
+const BOOL_REDUCE_SYMBOLIC: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor(("n", 3), "bool")):
+        hi = R.max(a, axis=[0])
+        lo = R.min(a, axis=[0])
+        return (hi, lo)
+"#;
+
+/// `max`/`min` over a bool axis of symbolic length reduce across a workgroup, whose
+/// memory holds no bools in WGSL (kept as 0u / 1u there): any / all of each column.
+#[test]
+fn bool_max_and_min_over_a_symbolic_axis() {
+    let n = 1000;
+    // Column 0 all false, column 1 one true at the end, column 2 all true.
+    let v: Vec<bool> = (0..n * 3)
+        .map(|k| (k % 3 == 1 && k / 3 == n - 1) || k % 3 == 2)
+        .collect();
+    let a = relax_engine::Tensor::from_array(&ArrayD::from_shape_vec(IxDyn(&[n, 3]), v).expect("shape")).into();
+    for (dev, out) in run_all(BOOL_REDUCE_SYMBOLIC, &[a]) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        assert_eq!(strings(&out, Some(0)), ["false", "true", "true"], "{dev} max");
+        assert_eq!(strings(&out, Some(1)), ["false", "false", "true"], "{dev} min");
+    }
+}
+
+const LONG_CUMSUM: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((100000,), "int32")):
+        c = R.cumsum(x, axis=0)
+        return c
+"#;
+
+/// A scan along 100,000 elements walks the axis in one GPU invocation: on a
+/// software adapter that ends an invocation's loops after 65,535 trips the
+/// kernel is refused with the reason, never run to a truncated answer.
+#[test]
+fn long_scans_are_right_or_refused_with_the_reason() {
+    let x = tensor(vec![1i32; 100_000]);
+    for (dev, out) in run_all(LONG_CUMSUM, &[x]) {
+        match out {
+            Ok(v) => {
+                let s = strings(&v, None);
+                assert_eq!(s.len(), 100_000, "{dev}");
+                for (k, v) in s.iter().enumerate() {
+                    assert_eq!(v, &(k + 1).to_string(), "{dev} element {k}");
+                }
+            }
+            Err(e) => {
+                assert_eq!(dev, "gpu", "{e}");
+                assert!(e.contains("loop trips") && e.contains("--device cpu"), "{e}");
+                eprintln!("gpu refused, as documented: {e}");
+            }
+        }
+    }
+}

@@ -193,8 +193,13 @@ impl Jit {
             false => None,
         };
         let limit = rt.limits().max_compute_workgroups_per_dimension as i64;
+        let software = rt.adapter_info().is_software();
         let mut batch = rt.batch();
         for (k, pipe) in prog.source.kernels.iter().zip(&prog.pipelines) {
+            if software {
+                let adapter = &rt.adapter_info().name;
+                crate::loop_trips::check_software_limit(k.loop_trips.as_ref(), &vars, name, &k.name, adapter)?;
+            }
             let groups = match &k.grid {
                 Grid::Linear(e) => {
                     let n = eval_int(e, &vars)?;

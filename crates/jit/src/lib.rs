@@ -25,6 +25,7 @@
 //! [`HostExecutor`] and [`GpuExecutor`] implement.
 //! Errors are [`JitError`]s, never panics.
 
+mod arg_schedule;
 mod error;
 mod expr;
 mod fused_reduction;
@@ -34,6 +35,7 @@ mod host;
 mod host_vec;
 mod jit;
 mod kernel;
+mod loop_trips;
 mod lower;
 mod math;
 pub mod memory;

@@ -165,6 +165,18 @@ pub fn lower(f: &PrimFunc) -> Result<LoweredFunc> {
 
 /// Lower a PrimFunc, naming it `name` in messages.
 pub fn lower_named(f: &PrimFunc, name: &str) -> Result<LoweredFunc> {
+    // Lowering and code generation recurse over statements: a tree built through
+    // the API deeper than any parsed one is refused before it can exhaust the stack.
+    let depth = f.body.depth();
+    if depth > relax_ir::tir::MAX_STMT_TREE_DEPTH {
+        return Err(JitError::Unsupported {
+            func: name.to_string(),
+            msg: format!(
+                "statements nested {depth} levels deep (chained lets, scopes, loops); at most {} are compiled",
+                relax_ir::tir::MAX_STMT_TREE_DEPTH
+            ),
+        });
+    }
     let mut ctx = Ctx {
         func: name.to_string(),
         flat: HashMap::new(),

@@ -8,6 +8,8 @@
 //! * Reductions: one thread per output with a register accumulator, or, when few
 //!   outputs reduce many elements, one workgroup per output with a tree reduction
 //!   in workgroup memory.
+//! * `argmax` / `argmin` (an index and a value accumulator updated together): see
+//!   [`crate::arg_schedule`].
 //! * Pooling-shaped reductions (global average pooling, small windows): see
 //!   [`crate::pool_schedule`].
 //! * Matmul-like reductions: register blocking, each thread computing a
@@ -246,6 +248,11 @@ pub fn sanitize(s: &str) -> String {
 
 fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<GpuKernel> {
     if !opts.naive {
+        if st.reduction.is_none() {
+            if let Some(k) = crate::arg_schedule::arg_kernel(&st.body, &name, opts) {
+                return Ok(k);
+            }
+        }
         if let Some(r) = &st.reduction {
             if matmul_on_subgroups(r, opts) {
                 if let Some(k) = subgroup_kernel(r, None, &name, opts) {
@@ -298,10 +305,14 @@ fn matmul_on_subgroups(r: &Reduction, opts: &ScheduleOptions) -> bool {
     opts.subgroups && opts.subgroup_matmul && cross_thread_worthwhile(r) && crate::gemm_schedule::is_gemm(r)
 }
 
+/// Few outputs over long reductions, or any reduction longer than one thread's
+/// loop may run on lavapipe ([`MAX_LOOP_TRIPS`]: a thread per output would
+/// silently stop early there).
 fn cross_thread_worthwhile(r: &Reduction) -> bool {
     let red = const_prod(&r.reduce);
     let sp = const_prod(&r.spatial);
     match (sp, red) {
+        (_, Some(k)) if k > MAX_LOOP_TRIPS => true,
         (Some(s), Some(k)) => k >= 256 && s <= 4096,
         (Some(s), None) => s <= 4096,
         _ => false,

@@ -432,6 +432,7 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         uniforms,
         grid: k.grid.clone(),
         oob_sites: em.oob_sites,
+        loop_trips: crate::loop_trips::loop_trips(&k.body),
     })
 }
 
@@ -826,7 +827,12 @@ impl Em<'_> {
                 let idx = self.conv(&is, iw, W::I32)?;
                 if let Some((name, bdt, w)) = self.locals.get(&buffer.id()).cloned() {
                     let v = format!("{name}[{idx}]");
-                    return Ok(if bdt.is_bool() { (v, W::Bool) } else { (v, w) });
+                    return Ok(if bdt.is_bool() {
+                        // Bool workgroup memory is held as u32 (WGSL has no bool there).
+                        (self.conv(&v, w, W::Bool)?, W::Bool)
+                    } else {
+                        (v, w)
+                    });
                 }
                 let Some((name, bdt, st)) = self.bufs.get(&buffer.id()).cloned() else {
                     return Err(self.unsupported(format!("buffer `{}` is not available in the kernel", buffer.name())));
@@ -1006,7 +1012,88 @@ impl Em<'_> {
         name
     }
 
+    /// Emit `s`. Scopes that continue with the statements after them (`let`,
+    /// attributes, asserts, allocations, and a sequence's last item) are followed
+    /// in a loop, not by recursion, so a long chain of `let`s emits flat `let`
+    /// lines in bounded stack.
     fn stmt(&mut self, s: &Stmt) -> Result<()> {
+        let mut s = s;
+        loop {
+            s = match s {
+                Stmt::Let { var, value, body } => {
+                    self.let_line(var, value)?;
+                    body
+                }
+                Stmt::Attr { body, .. } | Stmt::Assert { body, .. } => body,
+                Stmt::Alloc { buffer, body } => {
+                    self.alloc_line(buffer)?;
+                    body
+                }
+                Stmt::Seq(v) => match v.split_last() {
+                    Some((last, rest)) => {
+                        for x in rest {
+                            self.stmt(x)?;
+                        }
+                        last
+                    }
+                    None => return Ok(()),
+                },
+                _ => return self.stmt_node(s),
+            };
+        }
+    }
+
+    fn let_line(&mut self, var: &TirVar, value: &PrimExpr) -> Result<()> {
+        let (vs, vw) = self.expr(value)?;
+        let w = if var.dtype().is_float() {
+            self.cty(var.dtype())?
+        } else {
+            vw
+        };
+        let v = self.conv(&vs, vw, w)?;
+        if self.varies(value) {
+            self.varying.insert(var.id());
+        }
+        let name = self.bind_var(var, w);
+        self.line(&format!("let {name}: {} = {v};", w.name()));
+        Ok(())
+    }
+
+    fn alloc_line(&mut self, buffer: &Buffer) -> Result<()> {
+        let n = buffer.shape()[0].as_int().ok_or_else(|| {
+            self.unsupported(format!(
+                "allocation `{}` of non-constant size in a kernel",
+                buffer.name()
+            ))
+        })?;
+        if n <= 0 || n > (1 << 16) {
+            return Err(self.unsupported(format!("allocation `{}` of {n} elements in a kernel", buffer.name())));
+        }
+        let dt = buffer.dtype();
+        let shared = buffer.scope().starts_with("shared");
+        // WGSL allows no bool in workgroup memory: such a buffer holds 0u / 1u.
+        let w = match dt.is_bool() {
+            true if shared => W::U32,
+            true => W::Bool,
+            false => self.cty(dt)?,
+        };
+        let w = match (dt.code, dt.bits) {
+            (TypeCode::Int, 64) if self.caps.i64 => W::I64,
+            (TypeCode::UInt, 64) if self.caps.i64 => W::U64,
+            _ => w,
+        };
+        let name = format!("l{}_{}", buffer.id(), sanitize(buffer.name()));
+        self.locals.insert(buffer.id(), (name.clone(), dt, w));
+        if shared {
+            self.workgroup_decls
+                .push(format!("var<workgroup> {name}: array<{}, {n}>;", w.name()));
+        } else {
+            self.line(&format!("var {name}: array<{}, {n}>;", w.name()));
+        }
+        Ok(())
+    }
+
+    fn stmt_node(&mut self, s: &Stmt) -> Result<()> {
         match s {
             Stmt::BufferStore {
                 buffer, value, indices, ..
@@ -1018,8 +1105,12 @@ impl Em<'_> {
                 let idx = self.conv(&is, iw, W::I32)?;
                 let (vs, vw) = self.expr(value)?;
                 if let Some((name, bdt, w)) = self.locals.get(&buffer.id()).cloned() {
-                    let target = if bdt.is_bool() { W::Bool } else { w };
-                    let v = self.conv(&vs, vw, target)?;
+                    let v = if bdt.is_bool() {
+                        let b = self.conv(&vs, vw, W::Bool)?;
+                        self.conv(&b, W::Bool, w)?
+                    } else {
+                        self.conv(&vs, vw, w)?
+                    };
                     self.line(&format!("{name}[{idx}] = {v};"));
                     return Ok(());
                 }
@@ -1049,23 +1140,9 @@ impl Em<'_> {
                     self.line(&store);
                 }
             }
-            Stmt::Let { var, value, body } => {
-                let (vs, vw) = self.expr(value)?;
-                let w = if var.dtype().is_float() {
-                    self.cty(var.dtype())?
-                } else {
-                    vw
-                };
-                let v = self.conv(&vs, vw, w)?;
-                if self.varies(value) {
-                    self.varying.insert(var.id());
-                }
-                let name = self.bind_var(var, w);
-                self.line(&format!("let {name}: {} = {v};", w.name()));
-                self.stmt(body)?;
+            Stmt::Let { .. } | Stmt::Attr { .. } | Stmt::Assert { .. } | Stmt::Alloc { .. } | Stmt::Seq(_) => {
+                self.stmt(s)?
             }
-            Stmt::Attr { body, .. } => self.stmt(body)?,
-            Stmt::Assert { body, .. } => self.stmt(body)?,
             Stmt::LaunchThread { .. } => return Err(JitError::InvalidIr("launch_thread left after scheduling".into())),
             Stmt::For(For {
                 var,
@@ -1146,11 +1223,6 @@ impl Em<'_> {
                 }
                 self.line("}");
             }
-            Stmt::Seq(v) => {
-                for x in v {
-                    self.stmt(x)?;
-                }
-            }
             Stmt::Evaluate(_) if vload4_parts(s).is_some() => {
                 let Some((dst, src, [off, i4])) = vload4_parts(s) else {
                     return Ok(());
@@ -1203,36 +1275,6 @@ impl Em<'_> {
                     self.line(&format!("_ = {s};"));
                 }
             },
-            Stmt::Alloc { buffer, body } => {
-                let n = buffer.shape()[0].as_int().ok_or_else(|| {
-                    self.unsupported(format!(
-                        "allocation `{}` of non-constant size in a kernel",
-                        buffer.name()
-                    ))
-                })?;
-                if n <= 0 || n > (1 << 16) {
-                    return Err(self.unsupported(format!("allocation `{}` of {n} elements in a kernel", buffer.name())));
-                }
-                let dt = buffer.dtype();
-                let w = if dt.is_bool() { W::Bool } else { self.cty(dt)? };
-                let w = match (dt.code, dt.bits) {
-                    (TypeCode::Int, 64) if self.caps.i64 => W::I64,
-                    (TypeCode::UInt, 64) if self.caps.i64 => W::U64,
-                    _ => w,
-                };
-                let name = format!("l{}_{}", buffer.id(), sanitize(buffer.name()));
-                self.locals.insert(buffer.id(), (name.clone(), dt, w));
-                if buffer.scope().starts_with("shared") {
-                    if w == W::Bool {
-                        return Err(self.unsupported("bool workgroup memory"));
-                    }
-                    self.workgroup_decls
-                        .push(format!("var<workgroup> {name}: array<{}, {n}>;", w.name()));
-                } else {
-                    self.line(&format!("var {name}: array<{}, {n}>;", w.name()));
-                }
-                self.stmt(body)?;
-            }
             Stmt::BlockRealize { .. } => return Err(JitError::InvalidIr("block left after lowering".into())),
         }
         Ok(())

@@ -12,4 +12,4 @@ pub use buffer::{Buffer, BufferNode, BufferRegion, Range};
 pub use expr::{expr_equal, BinOp, PrimExpr, PrimExprKind, TirVar, TirVarNode};
 pub use function::PrimFunc;
 pub use intrinsic::{DtypeAt, Intrinsic, RetType, Signature};
-pub use stmt::{Block, For, ForKind, IterKind, IterVar, MatchBufferRegion, Stmt};
+pub use stmt::{Block, For, ForKind, IterKind, IterVar, MatchBufferRegion, Stmt, MAX_STMT_TREE_DEPTH};

@@ -2,6 +2,12 @@ use super::{Buffer, BufferRegion, PrimExpr, Range, TirVar};
 use crate::attrs::Attrs;
 use crate::span::Span;
 
+/// The deepest statement tree that lowering and code generation accept (they
+/// recurse over statements). The parser's own bound (`MAX_STMT_DEPTH`, 256
+/// scopes) keeps every parsed function far below it; a tree built through the
+/// API past it is refused with an error instead of overflowing the stack.
+pub const MAX_STMT_TREE_DEPTH: usize = 1024;
+
 /// How a `for` loop runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ForKind {
@@ -263,6 +269,19 @@ impl Stmt {
     pub fn children(&self) -> impl Iterator<Item = &Stmt> {
         let (first, second, rest): (Option<&Stmt>, Option<&Stmt>, &[Stmt]) = split_children!(self, as_deref);
         first.into_iter().chain(second).chain(rest)
+    }
+
+    /// The depth of the statement tree (1 for a leaf), computed without
+    /// recursion so that it is safe on any tree; passes that recurse over
+    /// statements refuse trees deeper than [`MAX_STMT_TREE_DEPTH`].
+    pub fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(self, 1usize)];
+        while let Some((s, d)) = stack.pop() {
+            deepest = deepest.max(d);
+            stack.extend(s.children().map(|c| (c, d + 1)));
+        }
+        deepest
     }
 
     /// [`Stmt::children`], mutably.

@@ -88,7 +88,6 @@ impl Em<'_> {
             I::Sin => Some("sin"),
             I::Cos => Some("cos"),
             I::Tan => Some("tan"),
-            I::Atan => Some("atan"),
             I::Sinh => Some("sinh"),
             I::Cosh => Some("cosh"),
             I::Atanh => Some("atanh"),
@@ -117,9 +116,31 @@ impl Em<'_> {
                 } else {
                     format!("atan2({r}, {x})")
                 };
-                // Outside [-1, 1] the result is NaN (as on the host), not the clamped value.
+                // Outside [-1, 1] the result is NaN (as on the host), not the clamped
+                // value; a NaN argument is found from its bits (drivers fold the
+                // comparisons of a NaN).
                 let nan = self.conv("bitcast<f32>(0x7fc00000u)", W::F32, w)?;
-                (format!("select({v}, {nan}, abs({x}) > {one_})"), w)
+                let xf = self.conv(&x, w, W::F32)?;
+                (
+                    format!(
+                        "select({v}, {nan}, abs({x}) > {one_} || (bitcast<u32>({xf}) & 0x7fffffffu) > 0x7f800000u)"
+                    ),
+                    w,
+                )
+            }
+            I::Atan => {
+                // A NaN argument gives NaN (found from its bits: drivers that assume
+                // no NaNs return 0).
+                n(1)?;
+                if !dtype.is_float() {
+                    return Err(self.unsupported(format!("T.{op} on {dtype}")));
+                }
+                let (x, w) = self.fcall(op, "", args, dtype, None)?;
+                let xf = self.conv(&x, w, W::F32)?;
+                (
+                    format!("select(atan({x}), {x}, (bitcast<u32>({xf}) & 0x7fffffffu) > 0x7f800000u)"),
+                    w,
+                )
             }
             I::Fabs | I::Abs => {
                 n(1)?;

@@ -217,4 +217,7 @@ pub struct KernelSource {
     /// What each run-time bounds check reports (site `i + 1`); empty when the kernel
     /// checks nothing and binds no flag buffer.
     pub oob_sites: Vec<String>,
+    /// An upper bound on the loop trips of one invocation (`None`: unbounded, a
+    /// `while` loop), checked against software adapters' loop limit at dispatch.
+    pub loop_trips: Option<relax_ir::tir::PrimExpr>,
 }

@@ -1,11 +1,13 @@
 //! Reductions (`sum`, `prod`, `max`, `min`, `mean`) as `topi` lowers them:
 //! spatial loops first, then one reduction loop `k{axis}` per reduced axis.
 
-use relax_ir::tir::BinOp;
+use relax_ir::span::Span;
 use relax_ir::tir::Intrinsic;
+use relax_ir::tir::{BinOp, Buffer, ForKind, Stmt, TirVar};
 use relax_ir::PrimExpr;
 
-use super::te::{konst, max_value, min_value, Operand, Reduce, Te};
+use super::extern_kernel::{loop_var, push_extern};
+use super::te::{konst, loop_over, max_value, min_value, Operand, Reduce, Te};
 use super::{norm_axes, norm_axis, LegalizeCtx, Lowered, Skip};
 use crate::op::attrs::{OpAttrs, StatisticalAttrs};
 use crate::op::common::{attr_bool, attr_opt_int};
@@ -214,11 +216,11 @@ fn std(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     Ok(Lowered::from_te("std", t, 1, ctx.out.clone()))
 }
 
-/// `cumsum` / `cumprod` (TVM lowers them with a target-specific scan, not in
-/// `LegalizeOps`): output position `i` along the axis reduces the inputs at
-/// positions `k <= i` (`k < i` when `exclusive`), in increasing `k`, which is
-/// the sequential scan's order of operations. With no axis the input is
-/// flattened first.
+/// `cumsum` / `cumprod`, as TVM's `topi.cumsum` / `topi.cumprod` scan: every
+/// line along the axis (the outer positions in parallel) is walked once in
+/// increasing order, `out[0] = x[0]` and `out[k] = out[k - 1] op x[k]`
+/// (`exclusive`: `out[0]` is the identity and `out[k] = out[k - 1] op x[k - 1]`),
+/// linear in the axis length. With no axis the input is flattened first.
 fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Result<Lowered, Skip> {
     let (out_shape, odt) = ctx.out_tensor()?;
     let mut t = Te::new();
@@ -234,8 +236,7 @@ fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Result<Lowered, Skip> {
     }
     let ext = out_shape[axis].clone();
     let identity = konst(if is_sum { 0.0 } else { 1.0 }, odt);
-    let xb = x.clone();
-    let read = move |idx: Vec<PrimExpr>| -> PrimExpr {
+    let read = |idx: Vec<PrimExpr>| -> PrimExpr {
         let v = if flat {
             // unravel the flat position into the input's indices
             let mut rest = idx[0].clone();
@@ -248,9 +249,9 @@ fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Result<Lowered, Skip> {
                     rest = PrimExpr::binary(BinOp::FloorDiv, rest, shape[d].clone());
                 }
             }
-            PrimExpr::load(&xb, out)
+            PrimExpr::load(&x, out)
         } else {
-            PrimExpr::load(&xb, idx)
+            PrimExpr::load(&x, idx)
         };
         if v.dtype() == odt {
             v
@@ -267,26 +268,44 @@ fn scan(ctx: &LegalizeCtx, name: &str, is_sum: bool) -> Result<Lowered, Skip> {
         (true, true) => BinOp::Or,
         (false, true) => BinOp::And,
     };
-    t.reduce(
-        Reduce {
-            name,
-            shape: out_shape,
-            spatial_prefix: "ax",
-            red_axes: vec![("k".into(), ext)],
-            init: identity.clone(),
-        },
-        |a, b| PrimExpr::binary(op, a, b),
-        |s, r| {
-            let mut idx = s.to_vec();
-            idx[axis] = r[0].clone();
-            let cmp = if exclusive { BinOp::Lt } else { BinOp::Le };
-            PrimExpr::select(
-                PrimExpr::binary(cmp, r[0].clone(), s[axis].clone()),
-                read(idx),
-                identity,
-            )
-        },
+    let out = Buffer::new(name, odt, out_shape.clone());
+    let outer: Vec<TirVar> = (0..out_shape.len()).map(|_| loop_var()).collect();
+    let k = loop_var();
+    let at = |pos: PrimExpr| -> Vec<PrimExpr> {
+        let mut idx: Vec<PrimExpr> = outer.iter().map(|v| v.to_expr()).collect();
+        idx[axis] = pos;
+        idx
+    };
+    let kx = k.to_expr();
+    let prev = PrimExpr::binary(BinOp::Sub, kx.clone(), PrimExpr::int(1));
+    let first = if exclusive {
+        identity
+    } else {
+        read(at(PrimExpr::int(0)))
+    };
+    let next = PrimExpr::binary(
+        op,
+        PrimExpr::load(&out, at(prev.clone())),
+        read(at(if exclusive { prev } else { kx.clone() })),
     );
+    let store = |value: PrimExpr| Stmt::BufferStore {
+        buffer: out.clone(),
+        value,
+        indices: at(kx.clone()),
+        span: Span::NONE,
+    };
+    let step = Stmt::If {
+        cond: PrimExpr::binary(BinOp::Eq, kx.clone(), PrimExpr::int(0)),
+        then_branch: Box::new(store(first)),
+        else_branch: Some(Box::new(store(next))),
+    };
+    let mut body = loop_over(&k, &ext, ForKind::Serial, step);
+    for (d, v) in outer.iter().enumerate().rev() {
+        if d != axis {
+            body = loop_over(v, &out_shape[d], ForKind::Parallel, body);
+        }
+    }
+    push_extern(&mut t, name, vec![body], &out);
     Ok(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 

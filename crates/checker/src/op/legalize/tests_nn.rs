@@ -115,12 +115,17 @@ fn reductions_of_x4_stages_and_fragments() {
                 "x_red_temp_v0[()] = T.int64(-1)",
             ],
         },
-        // cumsum is a masked reduction
+        // cumsum is a linear scan along the axis, the other axes in parallel
         X4Case {
             call: "R.cumsum(x, axis=1, exclusive=True)",
             func: "cumsum",
             stages: Some(vec!["cumsum"]),
-            fragments: &["T.Select(v_k < v_ax1, x[v_ax0, v_k, v_ax2, v_ax3], T.float32(0.0))"],
+            fragments: &[
+                "for v_2 in T.parallel(T.int64(5)):",
+                "for v_3 in range(T.int64(3)):",
+                "cumsum[v, v_3, v_1, v_2] = T.float32(0.0)",
+                "cumsum[v, v_3, v_1, v_2] = cumsum[v, v_3 - T.int64(1), v_1, v_2] + x[v, v_3 - T.int64(1), v_1, v_2]",
+            ],
         },
     ];
     for case in cases {

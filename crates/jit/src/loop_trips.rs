@@ -1,0 +1,99 @@
+//! Loop trips of one GPU kernel invocation, for software adapters that end a
+//! shader's loops early.
+//!
+//! Mesa's llvmpipe (lavapipe) keeps one loop limiter per shader invocation,
+//! shared by all its loops (`LP_MAX_TGSI_LOOP_ITERATIONS`): after 65,535 loop
+//! trips in all it breaks out of the loop running then and silently skips the
+//! rest of that loop's work. The schedules keep their own loops below it (see
+//! [`crate::schedule::MAX_LOOP_TRIPS`]); a kernel whose loops still need more
+//! (a scan along a long axis, hand-written TIR walking a long axis in one
+//! thread) is refused on such an adapter rather than run to a wrong answer.
+
+use std::collections::HashMap;
+
+use relax_ir::tir::{BinOp, For, ForKind, PrimExpr, Stmt};
+use relax_ir::DataType;
+
+use crate::expr;
+
+/// The loop trips lavapipe allows one shader invocation.
+pub(crate) const SOFTWARE_LOOP_TRIP_LIMIT: i64 = 65_535;
+
+/// An upper bound on the loop trips (back edges) one invocation of `body` runs,
+/// as an int64 expression of the kernel's variables; `None` when the kernel has
+/// a `while` loop (no bound is known). An `if` counts its longer branch; an
+/// unrolled loop (emitted without a loop) counts only its body's loops.
+pub(crate) fn loop_trips(body: &Stmt) -> Option<PrimExpr> {
+    Some(expr::simplify(&trips(body)?))
+}
+
+fn zero() -> PrimExpr {
+    PrimExpr::int(0)
+}
+
+fn trips(s: &Stmt) -> Option<PrimExpr> {
+    match s {
+        Stmt::For(For {
+            min,
+            extent,
+            kind,
+            body,
+            ..
+        }) => {
+            let inner = trips(body)?;
+            let e = expr::cast(extent.clone(), DataType::INT64);
+            // The WGSL emitter writes a constant unrolled loop of at most 64 steps
+            // starting at 0 as straight-line code.
+            let unrolled =
+                *kind == ForKind::Unrolled && min.as_int() == Some(0) && extent.as_int().is_some_and(|n| n <= 64);
+            let per_step = if unrolled {
+                inner
+            } else {
+                expr::add(PrimExpr::int(1), inner)
+            };
+            Some(expr::mul(e, per_step))
+        }
+        Stmt::While { .. } => None,
+        Stmt::If {
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            let a = trips(then_branch)?;
+            let b = match else_branch {
+                Some(e) => trips(e)?,
+                None => zero(),
+            };
+            Some(expr::bin(BinOp::Max, a, b))
+        }
+        _ => s.children().try_fold(zero(), |acc, c| Some(expr::add(acc, trips(c)?))),
+    }
+}
+
+/// Check an invocation's trip bound against the software adapter's limit, with
+/// the values of the kernel's variables at dispatch. A bound that depends on
+/// something unknown at dispatch (a thread index, an outer loop's variable) is
+/// not checked.
+pub(crate) fn check_software_limit(
+    bound: Option<&PrimExpr>,
+    vars: &HashMap<u64, i64>,
+    func: &str,
+    kernel: &str,
+    adapter: &str,
+) -> crate::error::Result<()> {
+    let Some(b) = bound else { return Ok(()) };
+    let Ok(t) = crate::host::eval_int(b, vars) else {
+        return Ok(());
+    };
+    if t > SOFTWARE_LOOP_TRIP_LIMIT {
+        return Err(crate::error::JitError::Unsupported {
+            func: func.to_string(),
+            msg: format!(
+                "kernel {kernel} runs {t} loop trips in one GPU invocation; the software adapter \
+             {adapter} silently ends an invocation's loops after {SOFTWARE_LOOP_TRIP_LIMIT} trips, \
+             so the kernel is not run there (run the program on the host: `--device cpu`)"
+            ),
+        });
+    }
+    Ok(())
+}

@@ -33,7 +33,7 @@ from tvm.relax.frontend.nn import op, spec
 PRESETS = {
     # ~31k parameters: small enough to check into the tests.
     "tiny": dict(vocab=128, hidden=32, layers=2, heads=4, kv_heads=2, inter=88, cache=8),
-    # ~100M parameters (f32: ~400 MB) for the benchmark.
+    # ~100M parameters (88M; f32: 352 MB) for the benchmark.
     "100m": dict(vocab=16384, hidden=768, layers=10, heads=12, kv_heads=4, inter=2048, cache=256),
 }
 

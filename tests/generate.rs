@@ -108,6 +108,44 @@ fn gpu_generation_matches_tvm() {
 }
 
 #[test]
+fn gpu_caches_stay_on_the_device() {
+    if !gpu_available() {
+        return;
+    }
+    let r = reference();
+    let (loaded, params) = load(DeviceChoice::Gpu);
+    let caches = loaded.run("_initialize_effect", &[]).unwrap();
+    let caches = caches.as_tuple().unwrap();
+    assert_eq!(caches.len(), 4);
+    for c in caches {
+        let c = as_kv_cache(c).expect("a KV cache");
+        assert!(c.is_on_device(), "a cache of a GPU run is in host memory");
+        assert_eq!((c.fill_count(), c.capacity()), (0, 8));
+    }
+    let mut dec = Decoder::new(&loaded, &params, DecoderFunctions::default()).unwrap();
+    dec.weights_to_vdevice("webgpu").unwrap();
+    dec.generate(&r.prompt, r.tokens.len()).unwrap();
+    let before = loaded.stats();
+    let g = dec.generate(&r.prompt, r.tokens.len()).unwrap();
+    let after = loaded.stats();
+    assert_eq!(g.tokens, r.tokens);
+    let weight_bytes: u64 = params.iter().map(|(_, v)| v.as_tensor().unwrap().nbytes() as u64).sum();
+    let uploaded = after.bytes_uploaded - before.bytes_uploaded;
+    let downloaded = after.bytes_downloaded - before.bytes_downloaded;
+    let device_copies = after.device_copies - before.device_copies;
+    println!("gpu generation: {uploaded} bytes uploaded, {downloaded} read back, {device_copies} device copies");
+    // Appends (4 caches, 17 calls) and growth are copies between device buffers.
+    assert!(device_copies >= 4 * 17, "{device_copies} device copies");
+    // The weights are not uploaded again; only token ids go up and logits come back.
+    assert!(uploaded < weight_bytes / 10, "{uploaded} bytes uploaded per generation");
+    let logits_bytes = 17 * 128 * 4;
+    assert!(
+        downloaded <= 2 * logits_bytes,
+        "{downloaded} bytes read back per generation"
+    );
+}
+
+#[test]
 fn kernels_are_compiled_once_for_every_length() {
     let r = reference();
     let (loaded, params) = load(DeviceChoice::Cpu);

@@ -154,7 +154,14 @@ pub(crate) fn call(it: Option<&Interp>, name: &str, args: &[Value]) -> Result<Va
             if reserve.is_empty() || reserve.iter().any(|&d| d < 0) {
                 return Err(invalid(name, format!("invalid reserved shape {reserve:?}")));
             }
-            let data = alloc_like(it, init, reserve)?;
+            // On the device of `init`; a host constant (the engine folds `R.zeros` into
+            // one) goes where the program's unplaced tensors go.
+            let on_gpu = match (device_buffer(init)?.is_some(), it) {
+                (true, _) => true,
+                (false, Some(it)) if init.vdevice().is_none() => it.alloc_place(None)?.0 == Place::Gpu,
+                (false, _) => false,
+            };
+            let data = alloc_like(it, init, reserve, on_gpu)?;
             let cache = KvCache {
                 state: Mutex::new(KvState { data, fill: 0 }),
             };
@@ -281,9 +288,10 @@ pub(crate) fn call(it: Option<&Interp>, name: &str, args: &[Value]) -> Result<Va
     }
 }
 
-/// A tensor of `shape` and `like`'s dtype in the same kind of memory as `like`.
-fn alloc_like(it: Option<&Interp>, like: &Tensor, shape: &[i64]) -> Result<Tensor> {
-    if device_buffer(like)?.is_some() {
+/// A tensor of `shape` and `like`'s dtype (and VDevice label), in GPU memory when
+/// `on_gpu`, host memory otherwise.
+fn alloc_like(it: Option<&Interp>, like: &Tensor, shape: &[i64], on_gpu: bool) -> Result<Tensor> {
+    if on_gpu {
         let it = it.ok_or_else(|| {
             EngineError::Invalid("a KV cache on a device can only be made inside a running program".into())
         })?;
@@ -345,7 +353,8 @@ fn append(it: Option<&Interp>, name: &str, s: &mut KvState, value: &Tensor) -> R
         }
         let mut new_shape = data_shape.clone();
         new_shape[0] = cap;
-        let grown = alloc_like(it, &s.data, &new_shape)?;
+        let on_gpu = device_buffer(&s.data)?.is_some();
+        let grown = alloc_like(it, &s.data, &new_shape, on_gpu)?;
         copy_bytes(it, &s.data, 0, &grown, 0, s.data.nbytes())?;
         s.data = grown;
     }

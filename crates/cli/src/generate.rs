@@ -39,6 +39,10 @@ pub struct GenerateOptions {
     /// Generations to run before the timed one (the first compiles the kernels).
     #[arg(long, default_value_t = 0)]
     pub warmup: u32,
+    /// Print the time of each kernel over the whole run on stderr, most first (host wall
+    /// time per PrimFunc and packed function; GPU time per kernel).
+    #[arg(long)]
+    pub profile: bool,
     /// The function that makes the caches.
     #[arg(long = "init-func", default_value = "_initialize_effect")]
     pub init_func: String,
@@ -86,6 +90,7 @@ fn run_inner(opts: &GenerateOptions) -> Result<(), (u8, String)> {
     };
     let engine = Engine::new(EngineConfig {
         device: choice,
+        profile: opts.profile,
         ..EngineConfig::default()
     });
     let loaded = engine
@@ -111,6 +116,11 @@ fn run_inner(opts: &GenerateOptions) -> Result<(), (u8, String)> {
     let g = decoder
         .generate(&opts.prompt_ids, opts.max_new_tokens)
         .map_err(|e| rejected(format!("generation failed: {e}")))?;
+    if opts.profile {
+        for (device, p) in [("host", loaded.host_profile()), ("GPU", loaded.gpu_profile())] {
+            print_profile(device, &p);
+        }
+    }
     if opts.json {
         let out = json!({
             "tokens": g.tokens,
@@ -133,4 +143,20 @@ fn run_inner(opts: &GenerateOptions) -> Result<(), (u8, String)> {
         );
     }
     Ok(())
+}
+
+/// The kernels of `p`, most time first (at most 20).
+fn print_profile(device: &str, p: &[relax_jit::KernelProfile]) {
+    if p.is_empty() {
+        return;
+    }
+    let mut p: Vec<&relax_jit::KernelProfile> = p.iter().collect();
+    p.sort_by_key(|k| std::cmp::Reverse(k.time));
+    let total: f64 = p.iter().map(|k| k.time.as_secs_f64()).sum();
+    eprintln!("profile: {device} time per kernel, total {:.3} ms", total * 1e3);
+    for k in p.iter().take(20) {
+        let ms = k.time.as_secs_f64() * 1e3;
+        let share = 100.0 * k.time.as_secs_f64() / total.max(f64::MIN_POSITIVE);
+        eprintln!("profile: {ms:>10.3} ms {share:>5.1}% {:>6} calls  {}", k.calls, k.name);
+    }
 }

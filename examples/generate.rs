@@ -10,8 +10,8 @@
 //!
 //! ```sh
 //! cargo run --release --example generate                       # the tiny decoder of the tests
-//! python scripts/gen_decoder.py /tmp/dec100m --preset 100m     # ~100M parameters (needs TVM)
-//! cargo run --release --example generate -- /tmp/dec100m --device cpu
+//! python scripts/gen_decoder.py dec100m --preset 100m          # ~100M parameters (needs TVM)
+//! cargo run --release --example generate -- dec100m --device cpu
 //! ```
 //!
 //! Options: `[DIR] [--device cpu|gpu|auto] [--tokens N]`.

@@ -119,11 +119,25 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("prompt {prompt:?} -> tokens {:?}", g.tokens);
     if let Some(tvm) = &tvm_tokens {
+        // A step where TVM's logit for our token is within float16 precision of its best
+        // is a tie (either token is right); the comparison stops there.
+        let tvm_logits = reference.as_ref().and_then(|r| r["logits"].as_array().cloned());
         let k = tvm.len().min(g.tokens.len());
-        if tvm[..k] != g.tokens[..k] {
-            return Err(format!("tokens differ from TVM's {tvm:?}").into());
+        match (0..k).find(|&i| tvm[i] != g.tokens[i]) {
+            None => println!("tokens match TVM's"),
+            Some(i) => {
+                let row = tvm_logits.as_ref().and_then(|l| l.get(i)).and_then(|r| r.as_array());
+                let logit = |t: i64| row.and_then(|r| r.get(t as usize)).and_then(|v| v.as_f64());
+                match (logit(tvm[i]), logit(g.tokens[i])) {
+                    (Some(best), Some(ours)) if best - ours <= 1e-2 * (1.0 + best.abs()) => println!(
+                        "tokens match TVM's up to step {i}, a tie at float16 precision (TVM's logits {best:.4} for \
+                         its {} and {ours:.4} for our {})",
+                        tvm[i], g.tokens[i]
+                    ),
+                    _ => return Err(format!("tokens differ from TVM's {tvm:?} at step {i}").into()),
+                }
+            }
         }
-        println!("tokens match TVM's");
     }
     let bw = triad_bandwidth();
     let floor = bw / weight_bytes as f64;

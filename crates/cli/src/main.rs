@@ -3,6 +3,7 @@
 
 mod check;
 mod common;
+mod generate;
 mod npy;
 mod print;
 mod run;
@@ -90,6 +91,13 @@ enum Command {
     /// Exit status: 0 on success, 1 when the program is rejected or the run fails, 2 on usage or
     /// I/O errors.
     Run(run::RunOptions),
+    /// Greedy generation with a decoder that `tvm.relax.frontend.nn` exported with KV
+    /// caches: `_initialize_effect`, `prefill` on the prompt, then `decode` steps.
+    ///
+    /// Prints the new token ids, the prefill time and the decode time per token.
+    /// Exit status: 0 on success, 1 when the program is rejected or the run fails, 2 on
+    /// usage or I/O errors.
+    Generate(generate::GenerateOptions),
 }
 
 /// The names `--pass` accepts: every registered pass.
@@ -115,6 +123,7 @@ fn main() -> ExitCode {
         Command::Check { file, json, lenient } => check::run(&file, json, lenient),
         Command::Wgsl { file, func } => wgsl::run(&file, func.as_deref()),
         Command::Run(options) => run::run(&options),
+        Command::Generate(options) => generate::run(&options),
     };
     ExitCode::from(code)
 }

@@ -212,6 +212,7 @@ pub(crate) fn call_op(it: &mut Interp, name: &str, call: &Call, frame: &mut Fram
 /// Packed functions of TVM's runtime that lowered programs call by name.
 pub(crate) fn register_standard_packed(registry: &crate::packed::PackedRegistry) {
     use crate::packed::{PackedFunc, Purity};
+    crate::kv_cache::register(registry);
     registry.register(PackedFunc::new("vm.builtin.shape_of", Purity::Pure, |args| {
         let t = args
             .first()

@@ -128,11 +128,19 @@ impl Interp {
             .stats
             .packed_calls
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let kv = crate::kv_cache::BUILTINS.contains(&p.name());
+        let call = |it: &Self| {
+            if kv {
+                crate::kv_cache::call(Some(it), p.name(), args)
+            } else {
+                p.call(args)
+            }
+        };
         if !self.prog.profile {
-            return p.call(args);
+            return call(self);
         }
         let t0 = std::time::Instant::now();
-        let r = p.call(args);
+        let r = call(self);
         self.prog.host_profile.record_wall(p.name(), t0.elapsed(), None);
         r
     }

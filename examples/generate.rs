@@ -1,0 +1,181 @@
+//! Greedy generation with a decoder exported by Apache TVM's `tvm.relax.frontend.nn` with a
+//! KV cache per layer (`scripts/gen_decoder.py` writes one: `prog.py`, `params.npz` and
+//! TVM's own run of the same loop in `reference.json`).
+//!
+//! Runs `_initialize_effect`, `prefill` on the prompt and greedy `decode` steps (once to
+//! compile the kernels, once timed), checks the tokens against TVM's, and reports the
+//! decode speed against the memory-bandwidth floor: a decode step reads every weight once,
+//! so it cannot beat `bandwidth / weight bytes` tokens per second; the bandwidth is
+//! measured here with a STREAM-like triad (`a[i] = b[i] + s * c[i]`, all threads).
+//!
+//! ```sh
+//! cargo run --release --example generate                       # the tiny decoder of the tests
+//! python scripts/gen_decoder.py dec100m --preset 100m          # ~100M parameters (needs TVM)
+//! cargo run --release --example generate -- dec100m --device cpu
+//! ```
+//!
+//! Options: `[DIR] [--device cpu|gpu|auto] [--tokens N]`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use relax_wgpu::engine::generate::{Decoder, DecoderFunctions};
+use relax_wgpu::engine::params::Params;
+use relax_wgpu::engine::{DeviceChoice, Engine, EngineConfig};
+
+/// Bytes per second of a STREAM-like triad over arrays much larger than the caches,
+/// counting two reads and one write per element (the best of a few passes).
+fn triad_bandwidth() -> f64 {
+    const N: usize = 1 << 24; // 16M f32 per array: 192 MiB in all
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut a = vec![0.0f32; N];
+    let b = vec![1.0f32; N];
+    let c = vec![2.0f32; N];
+    let chunk = N.div_ceil(threads);
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for ((a, b), c) in a.chunks_mut(chunk).zip(b.chunks(chunk)).zip(c.chunks(chunk)) {
+                s.spawn(move || {
+                    for ((a, &b), &c) in a.iter_mut().zip(b).zip(c) {
+                        *a = b + 3.0 * c;
+                    }
+                });
+            }
+        });
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    std::hint::black_box(&a);
+    (3 * N * 4) as f64 / best
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("generate FAILED: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/generate");
+    let mut device = "auto".to_string();
+    let mut tokens: Option<usize> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--device" => device = args.next().ok_or("--device needs a value")?,
+            "--tokens" => tokens = Some(args.next().ok_or("--tokens needs a value")?.parse()?),
+            _ => dir = PathBuf::from(a),
+        }
+    }
+    let choice: DeviceChoice = device.parse()?;
+    let choice = match choice {
+        DeviceChoice::Auto => DeviceChoice::detect().0,
+        c => c,
+    };
+    let src = std::fs::read_to_string(dir.join("prog.py"))?;
+    let module = relax_wgpu::ir::text::parse(&src)?.into_module();
+    let params = Params::read(&dir.join("params.npz"))?;
+    let weight_bytes: usize = params
+        .iter()
+        .filter_map(|(_, v)| v.as_tensor().map(|t| t.nbytes()))
+        .sum();
+    let reference: Option<serde_json::Value> = std::fs::read_to_string(dir.join("reference.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let prompt: Vec<i64> = reference
+        .as_ref()
+        .and_then(|r| r["prompt"].as_array().cloned())
+        .map(|p| p.iter().filter_map(|t| t.as_i64()).collect())
+        .unwrap_or_else(|| vec![1, 2, 3, 4]);
+    let tvm_tokens: Option<Vec<i64>> = reference
+        .as_ref()
+        .and_then(|r| r["tokens"].as_array().cloned())
+        .map(|p| p.iter().filter_map(|t| t.as_i64()).collect());
+    let n = tokens.or(tvm_tokens.as_ref().map(Vec::len)).unwrap_or(17);
+
+    let engine = Engine::new(EngineConfig {
+        device: choice,
+        ..EngineConfig::default()
+    });
+    println!("device: {}", engine.device_summary());
+    let loaded = engine.load(&module)?;
+    let mut dec = Decoder::new(&loaded, &params, DecoderFunctions::default())?;
+    if choice == DeviceChoice::Gpu {
+        dec.weights_to_vdevice("webgpu")?;
+    }
+    let t = Instant::now();
+    dec.generate(&prompt, n)?;
+    println!(
+        "first generation (compiles {} kernels): {:.1} ms",
+        loaded.stats().kernels_compiled,
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let compiled = loaded.stats().kernels_compiled;
+    let g = dec.generate(&prompt, n)?;
+    if loaded.stats().kernels_compiled != compiled {
+        return Err("the second generation compiled kernels again".into());
+    }
+    println!("prompt {prompt:?} -> tokens {:?}", g.tokens);
+    if let Some(tvm) = &tvm_tokens {
+        // A step where TVM's logit for our token is within float16 precision of its best
+        // is a tie (either token is right); the comparison stops there.
+        let tvm_logits = reference.as_ref().and_then(|r| r["logits"].as_array().cloned());
+        let k = tvm.len().min(g.tokens.len());
+        match (0..k).find(|&i| tvm[i] != g.tokens[i]) {
+            None => println!("tokens match TVM's"),
+            Some(i) => {
+                let row = tvm_logits.as_ref().and_then(|l| l.get(i)).and_then(|r| r.as_array());
+                let logit = |t: i64| row.and_then(|r| r.get(t as usize)).and_then(|v| v.as_f64());
+                match (logit(tvm[i]), logit(g.tokens[i])) {
+                    (Some(best), Some(ours)) if best - ours <= 1e-2 * (1.0 + best.abs()) => println!(
+                        "tokens match TVM's up to step {i}, a tie at float16 precision (TVM's logits {best:.4} for \
+                         its {} and {ours:.4} for our {})",
+                        tvm[i], g.tokens[i]
+                    ),
+                    _ => return Err(format!("tokens differ from TVM's {tvm:?} at step {i}").into()),
+                }
+            }
+        }
+    }
+    let bw = triad_bandwidth();
+    let floor = bw / weight_bytes as f64;
+    println!(
+        "host memory bandwidth (triad): {:.2} GB/s; weights {:.1} MB -> floor {:.1} tokens/s",
+        bw / 1e9,
+        weight_bytes as f64 / 1e6,
+        floor
+    );
+    let dev = if choice == DeviceChoice::Gpu {
+        "ours GPU"
+    } else {
+        "ours host"
+    };
+    println!(
+        "| run | prefill ms ({} tokens) | decode ms/token | tokens/s | of floor |",
+        prompt.len()
+    );
+    println!("|---|---|---|---|---|");
+    println!(
+        "| {dev} | {:.2} | {:.3} | {:.1} | {:.2}x |",
+        g.prefill_ms,
+        g.decode_ms_per_token,
+        g.tokens_per_second(),
+        g.tokens_per_second() / floor
+    );
+    if let Some(r) = &reference {
+        if let (Some(p), Some(d)) = (r["prefill_ms"].as_f64(), r["decode_ms_per_token"].as_f64()) {
+            println!(
+                "| TVM llvm (reference.json) | {p:.2} | {d:.3} | {:.1} | {:.2}x |",
+                1e3 / d,
+                1e3 / d / floor
+            );
+        }
+    }
+    println!(
+        "| floor (bandwidth / weight bytes) | | {:.3} | {floor:.1} | 1.00x |",
+        1e3 / floor
+    );
+    Ok(())
+}

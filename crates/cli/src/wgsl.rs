@@ -1,30 +1,39 @@
 //! `relax wgsl FILE [--func NAME]`.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use relax_ir::BaseFunc;
+use relax_engine::{DeviceChoice, Engine, EngineConfig};
+use relax_ir::{BaseFunc, IRModule};
 use relax_jit::{Access, BufRef};
 use relax_jit::{DeviceCaps, Jit, ScheduleOptions};
 
 use crate::common::{parse_source, read_source, report, EXIT_OK, EXIT_REJECTED};
 
-/// Run `relax wgsl`: the WGSL of every PrimFunc (or only `func`) after the default
-/// schedule, after the default pipeline (so including the PrimFuncs `LegalizeOps`
-/// generates for the module's operator calls and the fused ones). Exit 0 on success,
-/// 1 when a pass fails, a PrimFunc cannot be compiled (or `func` is not a PrimFunc of
-/// the module), 2 on I/O errors.
+/// Run `relax wgsl`: the WGSL of every PrimFunc (or only `func`) as `relax run
+/// --device gpu` compiles it: after the engine's own pipeline for the GPU (so
+/// including the PrimFuncs `LegalizeOps` generates for the module's operator calls,
+/// and fused ones), scheduled for this machine's wgpu adapter when there is one (its
+/// capabilities and tuning; the default capabilities otherwise). `func` names a
+/// PrimFunc of the pipeline's result or, when the pipeline folded or fused it away,
+/// of the module as written. Exit 0 on success, 1 when a pass fails, a PrimFunc
+/// cannot be compiled (or `func` is not a PrimFunc of the module), 2 on I/O errors.
 pub fn run(path: &Path, func: Option<&str>) -> u8 {
     let source = match read_source(path) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let module = match parse_source(&source) {
+    let written = match parse_source(&source) {
         Ok(p) => p.into_module(),
         Err(code) => return code,
     };
-    // The module goes through the engine's pipeline (operator calls become PrimFuncs,
-    // which are then fused); a failing pass is an error.
-    let module = match relax_transform::default_pipeline().run(module) {
+    // The module goes through the pipeline `relax run --device gpu` uses (operator
+    // calls become PrimFuncs, which are then fused); a failing pass is an error.
+    let engine = Engine::new(EngineConfig {
+        device: DeviceChoice::Gpu,
+        ..EngineConfig::default()
+    });
+    let module = match engine.pipeline().run(written.clone()) {
         Ok(m) => m,
         Err(e) => {
             let pass = e.pass.clone();
@@ -35,7 +44,27 @@ pub fn run(path: &Path, func: Option<&str>) -> u8 {
             return EXIT_REJECTED;
         }
     };
-    let jit = Jit::with_options(None, DeviceCaps::ALL, ScheduleOptions::default());
+    // A PrimFunc asked for by name that the pipeline folded away is shown as written.
+    let module = match func {
+        Some(name) if !prim_func_named(&module, name) && prim_func_named(&written, name) => {
+            eprintln!("note: the pipeline removes PrimFunc `{name}` (folded or fused); showing it as written");
+            written
+        }
+        _ => module,
+    };
+    let jit = match relax_gpu_runtime::GpuRuntime::shared_default() {
+        Ok(rt) => {
+            println!(
+                "// adapter: {} (the kernels `relax run --device gpu` dispatches there)",
+                rt.adapter_info()
+            );
+            Jit::new(Some(Arc::new(rt)))
+        }
+        Err(_) => {
+            println!("// no GPU adapter: default capabilities and schedule options");
+            Jit::with_options(None, DeviceCaps::ALL, ScheduleOptions::default())
+        }
+    };
     let mut found = false;
     let mut failed = false;
     for (gv, f) in module.functions.iter() {
@@ -82,6 +111,11 @@ pub fn run(path: &Path, func: Option<&str>) -> u8 {
             }
         }
     }
+    if func.is_none() && !found {
+        println!(
+            "// no PrimFunc is left after the pipeline: no kernel runs on the GPU (`--func NAME` shows one as written)"
+        );
+    }
     if let (Some(name), false) = (func, found) {
         eprintln!("error: the module has no PrimFunc named `{name}`");
         return EXIT_REJECTED;
@@ -91,4 +125,10 @@ pub fn run(path: &Path, func: Option<&str>) -> u8 {
     } else {
         EXIT_OK
     }
+}
+
+fn prim_func_named(m: &IRModule, name: &str) -> bool {
+    m.functions
+        .iter()
+        .any(|(gv, f)| gv.name() == name && matches!(f, BaseFunc::Prim(_)))
 }

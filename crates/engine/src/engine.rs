@@ -329,7 +329,16 @@ impl BackendSlot {
                  kernels (explicit GPU VDevices still use it; --device gpu forces it)",
                 o.backend.name()
             ),
-            (_, Ok(o)) => format!("GPU: {}", o.backend.name()),
+            (_, Ok(o)) => {
+                let f16 = match &o.gpu {
+                    Some((rt, _)) if !rt.supports_f16() => {
+                        " (it lacks shader-f16: float16 tensors are held as f32 words and computed in f32, \
+                         rounded to float16 at each operation)"
+                    }
+                    _ => "",
+                };
+                format!("GPU: {}{f16}", o.backend.name())
+            }
             (DeviceChoice::Gpu, Err(e)) => format!("no GPU ({e})"),
             (DeviceChoice::Auto, Err(e)) => format!("host (no GPU adapter: {e})"),
         }

@@ -450,6 +450,13 @@ fn to_storage(dt: DataType, bytes: &[u8], st: StorageTy) -> Vec<u8> {
     }
     let n = bytes.len() / (dt.bits as usize).div_ceil(8).max(1);
     let mut out = vec![0u8; n * 4];
+    if (dt.code, dt.bits, st) == (TypeCode::Float, 16, StorageTy::F32) {
+        for (i, h) in bytes.chunks_exact(2).enumerate() {
+            let v = half::f16::from_le_bytes([h[0], h[1]]).to_f32();
+            out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        return out;
+    }
     for i in 0..n {
         let v = read_i64(dt, bytes, i);
         out[i * 4..i * 4 + 4].copy_from_slice(&(v as u32).to_le_bytes());
@@ -467,6 +474,13 @@ fn from_storage(dt: DataType, out: &mut [u8], st: StorageTy, bytes: &[u8]) -> Re
     }
     let n = out.len() / (dt.bits as usize).div_ceil(8).max(1);
     let words = bytes.get(..n * 4).ok_or_else(|| short(n * 4))?;
+    if (dt.code, dt.bits, st) == (TypeCode::Float, 16, StorageTy::F32) {
+        for (i, w) in words.chunks_exact(4).enumerate() {
+            let h = half::f16::from_f32(f32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+            out[i * 2..i * 2 + 2].copy_from_slice(&h.to_le_bytes());
+        }
+        return Ok(());
+    }
     let signed = dt.code == TypeCode::Int;
     for (i, w) in words.chunks_exact(4).enumerate() {
         let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);

@@ -8,7 +8,9 @@
 //!   extent fits); `int64` data (loads of `int64` tensors, float-to-int casts) uses
 //!   `i64` where the device has it;
 //! * `bool`, `int8` and `int16` elements are stored widened to one `i32` word,
-//!   `uint8` / `uint16` to one `u32` word; `float16` needs `SHADER_F16`,
+//!   `uint8` / `uint16` to one `u32` word; `float16` uses `SHADER_F16` when the
+//!   adapter has it, else is stored widened to `f32` words and computed in `f32`,
+//!   rounded to float16 at every cast and store;
 //!   `float64` / `int64` need `SHADER_F64` / `SHADER_INT64`.
 
 use relax_ir::tir::Intrinsic;
@@ -446,7 +448,10 @@ pub fn validate(src: &str, caps: &DeviceCaps) -> Result<()> {
         msg: e.emit_to_string(src),
         wgsl: src.to_string(),
     })?;
-    let mut c = naga::valid::Capabilities::empty();
+    // `pack2x16float` / `unpack2x16float` (float16 rounding without SHADER_F16):
+    // every Vulkan, Metal and DX12 adapter has them (wgpu's `SHADER_F16_IN_F32`
+    // downlevel flag).
+    let mut c = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     if caps.f16 {
         c |= naga::valid::Capabilities::SHADER_FLOAT16;
     }
@@ -588,6 +593,7 @@ pub const HELPERS: &[(&str, &str)] = helpers![
     copysign_f32,
     relax_chk,
     relax_chk_i64,
+    to_f16_f32,
 ];
 
 impl Em<'_> {
@@ -621,8 +627,10 @@ impl Em<'_> {
             (TypeCode::Int, 8 | 16 | 32 | 64) => W::I32,
             (TypeCode::UInt, 8 | 16 | 32) => W::U32,
             (TypeCode::UInt, 64) => W::U32,
+            // Without SHADER_F16, float16 is computed in f32 and rounded to
+            // float16 at casts and stores (`to_f16_f32`).
+            (TypeCode::Float, 16) if !self.caps.f16 => W::F32,
             (TypeCode::Float, 16) => {
-                need(self.caps.f16, "SHADER_F16")?;
                 self.uses_f16 = true;
                 W::F16
             }
@@ -668,8 +676,11 @@ impl Em<'_> {
         })
     }
 
-    fn wrap_small(&self, s: String, dt: DataType) -> String {
-        if dt.is_integer() && !dt.is_bool() && dt.bits < 32 {
+    fn wrap_small(&mut self, s: String, dt: DataType) -> String {
+        if dt.code == TypeCode::Float && dt.bits == 16 && !self.caps.f16 {
+            self.helpers.insert("to_f16_f32");
+            format!("to_f16_f32({s})")
+        } else if dt.is_integer() && !dt.is_bool() && dt.bits < 32 {
             if dt.is_int() {
                 format!("extractBits({s}, 0u, {}u)", dt.bits)
             } else {
@@ -708,7 +719,10 @@ impl Em<'_> {
         let w = self.cty(dt)?;
         let s = if v.is_nan() {
             "bitcast<f32>(0x7fc00000u)".to_string()
-        } else if v.is_infinite() || (w == W::F32 && (v as f32).is_infinite()) || (w == W::F16 && v.abs() > 65504.0) {
+        } else if v.is_infinite()
+            || (w == W::F32 && (v as f32).is_infinite())
+            || (dt.code == TypeCode::Float && dt.bits == 16 && half::f16::from_f64(v).is_infinite())
+        {
             if v > 0.0 {
                 "bitcast<f32>(0x7f800000u)".to_string()
             } else {
@@ -716,6 +730,10 @@ impl Em<'_> {
             }
         } else {
             match w {
+                // float16 computed in f32 (no SHADER_F16): the float16 value.
+                W::F32 if dt.code == TypeCode::Float && dt.bits == 16 => {
+                    return Ok((float_lit(half::f16::from_f64(v).to_f64(), "f"), W::F32))
+                }
                 W::F32 => return Ok((float_lit(v as f32 as f64, "f"), W::F32)),
                 W::F16 => return Ok((float_lit(half::f16::from_f64(v).to_f64(), "h"), W::F16)),
                 _ => return Ok((float_lit(v, "lf"), W::F64)),
@@ -1120,6 +1138,9 @@ impl Em<'_> {
                 let v = if bdt.is_bool() {
                     let b = self.conv(&vs, vw, W::Bool)?;
                     format!("select(0i, 1i, {b})")
+                } else if bdt.code == TypeCode::Float && bdt.bits == 16 && st == StorageTy::F32 {
+                    let x = self.conv(&vs, vw, W::F32)?;
+                    self.wrap_small(x, bdt)
                 } else {
                     self.conv(&vs, vw, st.wty())?
                 };

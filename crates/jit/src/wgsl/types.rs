@@ -96,10 +96,12 @@ impl StorageTy {
             (TypeCode::Int, 64) if caps.i64 => StorageTy::I64,
             (TypeCode::UInt, 64) if caps.i64 => StorageTy::U64,
             (TypeCode::Float, 16) if caps.f16 => StorageTy::F16,
+            // Without SHADER_F16: widened to f32 words (converted on upload and
+            // read-back, computed in f32 and rounded to float16 at stores).
+            (TypeCode::Float, 16) => StorageTy::F32,
             (TypeCode::Float, 32) => StorageTy::F32,
             (TypeCode::Float, 64) if caps.f64 => StorageTy::F64,
             (TypeCode::Int | TypeCode::UInt, 64) => return Err(bad("on this GPU (it lacks SHADER_INT64)")),
-            (TypeCode::Float, 16) => return Err(bad("on this GPU (it lacks SHADER_F16)")),
             (TypeCode::Float, 64) => return Err(bad("on this GPU (it lacks SHADER_F64)")),
             _ => return Err(bad("on the GPU")),
         })

@@ -102,14 +102,23 @@ fn vcompile(env: &mut Env, e: &PrimExpr, v: &TirVar, slot: usize) -> Option<VFn>
             }
         }
         K::Call { op, args, dtype } if args.len() == 1 => {
-            let f = Intrinsic::from_name(op).and_then(crate::math::unary_f64)?;
+            let iop = Intrinsic::from_name(op)?;
+            let f = crate::math::unary_f64(iop)?;
+            // As the scalar interpreter: half-precision math and `float32` `erf` in
+            // the `f32` functions native code calls.
+            let half = dtype.bits == 16 && dtype.is_float();
+            let g = crate::math::unary_f32(iop)
+                .filter(|_| half || (iop == Intrinsic::Erf && *dtype == relax_ir::DataType::FLOAT32));
             let a = vcompile(env, &args[0], v, slot)?;
             let d = *dtype;
             Box::new(move |fr, s, len, out| {
                 if !a(fr, s, len, out) {
                     return false;
                 }
-                out[..len].iter_mut().for_each(|o| *o = f(*o));
+                match g {
+                    Some(g) => out[..len].iter_mut().for_each(|o| *o = f64::from(g(*o as f32))),
+                    None => out[..len].iter_mut().for_each(|o| *o = f(*o)),
+                }
                 round_chunk(d, out, len);
                 true
             })

@@ -86,7 +86,7 @@ pub fn unary_f32(op: Intrinsic) -> Option<fn(f32) -> f32> {
         I::Tanh => tanh_f32,
         I::Round => f32::round,
         I::Sigmoid => sigmoid_f32,
-        I::Erf => |x| erf(f64::from(x)) as f32,
+        I::Erf => relax_host_kernels::math::erf_f32,
         _ => return None,
     })
 }

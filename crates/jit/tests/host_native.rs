@@ -110,6 +110,77 @@ class Module:
                 O[i, j] = T.min(T.max(A[i, j] + B[j], T.float32(-0.5)), C[i]) * T.float32(2) - A[i, j] / T.float32(3)
 
     @T.prim_func
+    def half_lanes(a: T.handle, b: T.handle, x: T.handle, o: T.handle, p: T.handle, w: T.handle, v: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float16")
+        B = T.match_buffer(b, (n,), "float16")
+        X = T.match_buffer(x, (n,), "float32")
+        O = T.match_buffer(o, (6, n), "float16")
+        P = T.match_buffer(p, (6, n), "float16")
+        W = T.match_buffer(w, (n,), "float32")
+        V = T.match_buffer(v, (n,), "float32")
+        for i in range(n):
+            O[0, i] = A[i] * B[i] + T.float16(0.5)
+        for i in range(n):
+            O[1, i] = T.tanh(A[i]) - T.erf(B[i])
+        for i in range(n):
+            O[2, i] = T.Cast("float16", X[i])
+        for i in range(n):
+            O[3, i] = T.Select(A[i] > B[i], T.sqrt(T.fabs(A[i])) / B[i], T.max(A[i], B[i]))
+        for i in range(n):
+            O[4, i] = T.exp(T.Cast("float16", X[i]) - A[i])
+        for i in range(n):
+            O[5, i] = T.sigmoid(A[i]) * T.Cast("float16", T.Cast("bfloat16", B[i]))
+        for i in range(n):
+            W[i] = T.Cast("float32", A[i]) + T.Cast("float32", B[i]) * X[i]
+        for i in range(n):
+            P[0, n - 1 - i] = A[n - 1 - i] * B[n - 1 - i] + T.float16(0.5)
+        for i in range(n):
+            P[1, n - 1 - i] = T.tanh(A[n - 1 - i]) - T.erf(B[n - 1 - i])
+        for i in range(n):
+            P[2, n - 1 - i] = T.Cast("float16", X[n - 1 - i])
+        for i in range(n):
+            P[3, n - 1 - i] = T.Select(A[n - 1 - i] > B[n - 1 - i], T.sqrt(T.fabs(A[n - 1 - i])) / B[n - 1 - i], T.max(A[n - 1 - i], B[n - 1 - i]))
+        for i in range(n):
+            P[4, n - 1 - i] = T.exp(T.Cast("float16", X[n - 1 - i]) - A[n - 1 - i])
+        for i in range(n):
+            P[5, n - 1 - i] = T.sigmoid(A[n - 1 - i]) * T.Cast("float16", T.Cast("bfloat16", B[n - 1 - i]))
+        for i in range(n):
+            V[n - 1 - i] = T.Cast("float32", A[n - 1 - i]) + T.Cast("float32", B[n - 1 - i]) * X[n - 1 - i]
+
+    @T.prim_func
+    def bf16_lanes(a: T.handle, b: T.handle, x: T.handle, o: T.handle, p: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "bfloat16")
+        B = T.match_buffer(b, (n,), "bfloat16")
+        X = T.match_buffer(x, (n,), "float32")
+        O = T.match_buffer(o, (3, n), "bfloat16")
+        P = T.match_buffer(p, (3, n), "bfloat16")
+        for i in range(n):
+            O[0, i] = A[i] * B[i] - T.bfloat16(1)
+        for i in range(n):
+            O[1, i] = T.Cast("bfloat16", X[i])
+        for i in range(n):
+            O[2, i] = T.tanh(A[i]) / T.min(A[i], B[i])
+        for i in range(n):
+            P[0, n - 1 - i] = A[n - 1 - i] * B[n - 1 - i] - T.bfloat16(1)
+        for i in range(n):
+            P[1, n - 1 - i] = T.Cast("bfloat16", X[n - 1 - i])
+        for i in range(n):
+            P[2, n - 1 - i] = T.tanh(A[n - 1 - i]) / T.min(A[n - 1 - i], B[n - 1 - i])
+
+    @T.prim_func
+    def erf_gelu(x: T.handle, o: T.handle, p: T.handle):
+        n = T.int64()
+        X = T.match_buffer(x, (n,), "float32")
+        O = T.match_buffer(o, (n,), "float32")
+        P = T.match_buffer(p, (n,), "float32")
+        for i in range(n):
+            O[i] = X[i] * T.float32(0.5) * (T.float32(1) + T.erf(X[i] * T.float32(0.70710678118654757)))
+        for i in range(n):
+            P[n - 1 - i] = X[n - 1 - i] * T.float32(0.5) * (T.float32(1) + T.erf(X[n - 1 - i] * T.float32(0.70710678118654757)))
+
+    @T.prim_func
     def masks(a: T.handle, b: T.handle, o: T.handle):
         n = T.int64()
         A = T.match_buffer(a, (n,), "float32")
@@ -709,4 +780,147 @@ fn borrowed_buffers_run_in_place_or_on_copies() {
     let mut bad = [read(f32, &[4], &a[..8]), read(i32, &[3], &idx), KernelArg::Int(0)];
     let e = native.run(&mut bad).expect_err("wrong arguments");
     assert!(matches!(e, JitError::BadArgs(_)), "{e}");
+}
+
+/// The bytes of a tensor's row `r` of `len` 16-bit elements.
+fn row16(t: &HostTensor, r: usize, len: usize) -> &[u8] {
+    &t.bytes()[r * len * 2..(r + 1) * len * 2]
+}
+
+/// Every `float16` bit pattern (and three more, so that the loop has a remainder
+/// after its four-lane steps) through arithmetic, math functions, casts from `f32`
+/// (ties, subnormals, overflow, NaN payloads), selects and `min`/`max`: the
+/// four-lane loops give the bits of the scalar loops (the same expressions with
+/// reversed indices, which run one element at a time), and agree with the
+/// interpreter and with the `half` crate's rounding.
+#[test]
+fn half_precision_loops_in_lanes_match_scalar_bit_for_bit() {
+    let n = 65539usize;
+    let a: Vec<u16> = (0..n).map(|i| i as u16).collect();
+    let b: Vec<u16> = (0..n).map(|i| (i as u32).wrapping_mul(7919) as u16 ^ 0x3c00).collect();
+    let mut x: Vec<f32> = (0..n)
+        .map(|i| {
+            // f32 values around f16 rounding points: a f16 value plus a fraction of
+            // its ulp (ties included), over the whole f16 range and beyond.
+            let h = half::f16::from_bits(i as u16).to_f32();
+            let frac = [0.0f32, 0.5, 0.25, 0.75, 0.5000001, 0.4999999][i % 6];
+            h + frac * h.abs() * (2f32).powi(-10)
+        })
+        .collect();
+    x[..6].copy_from_slice(&[
+        65520.0,
+        65519.99,
+        1e-8,
+        2.98e-8,
+        f32::from_bits(0x7fc3_e000),
+        -f32::from_bits(0x7f80_0001),
+    ]);
+    let f16t =
+        |v: &[u16]| In::T(HostTensor::from_bytes(DataType::FLOAT16, &[v.len() as i64], &bytes16(v)).expect("f16"));
+    let out = both(
+        "half_lanes",
+        &[
+            f16t(&a),
+            f16t(&b),
+            t(&x),
+            z(DataType::FLOAT16, &[6, n as i64]),
+            z(DataType::FLOAT16, &[6, n as i64]),
+            z(DataType::FLOAT32, &[n as i64]),
+            z(DataType::FLOAT32, &[n as i64]),
+        ],
+        0.0,
+    );
+    for r in 0..6 {
+        assert!(
+            row16(&out[3], r, n) == row16(&out[4], r, n),
+            "row {r}: lanes and scalar loops differ"
+        );
+    }
+    assert_eq!(out[5].bytes(), out[6].bytes(), "widened f32 lanes");
+    let o = |r: usize, i: usize| {
+        let b = row16(&out[3], r, n);
+        half::f16::from_bits(u16::from_le_bytes([b[2 * i], b[2 * i + 1]]))
+    };
+    let h = |v: u16| half::f16::from_bits(v).to_f32();
+    for i in 0..n {
+        let prod = half::f16::from_f32(h(a[i]) * h(b[i])).to_f32();
+        let want = half::f16::from_f32(prod + 0.5);
+        let got = o(0, i);
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "{i}: {got} vs {want}"
+        );
+        let want = half::f16::from_f32(x[i]);
+        let got = o(2, i);
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "cast {}: {got} vs {want}",
+            x[i]
+        );
+    }
+    // A NaN keeps its sign and the top of its payload, quiet.
+    assert_eq!(o(2, 4).to_bits(), 0x7e1f);
+    assert_eq!(o(2, 5).to_bits(), 0xfe00);
+}
+
+/// The same for `bfloat16` lanes.
+#[test]
+fn bfloat16_loops_in_lanes_match_scalar_bit_for_bit() {
+    let n = 65539usize;
+    let a: Vec<u16> = (0..n).map(|i| i as u16).collect();
+    let b: Vec<u16> = (0..n).map(|i| (i as u32).wrapping_mul(40503) as u16 ^ 0x3f80).collect();
+    // Normal f32 values at and around bfloat16 ties (the interpreter's `f64` rounding
+    // of `f32` subnormals to `bfloat16` is not the subject here).
+    let x: Vec<f32> = (0..n)
+        .map(|i| {
+            let hi = (i as u32 % 0x7e00 + 0x100) | ((i as u32 & 1) << 15);
+            f32::from_bits((hi << 16) | [0u32, 0x8000, 0x7fff, 0x8001, 0x4000][i % 5])
+        })
+        .collect();
+    let bf = |v: &[u16]| In::T(HostTensor::from_bytes(BF16, &[v.len() as i64], &bytes16(v)).expect("bf16"));
+    let out = both(
+        "bf16_lanes",
+        &[bf(&a), bf(&b), t(&x), z(BF16, &[3, n as i64]), z(BF16, &[3, n as i64])],
+        0.0,
+    );
+    for r in 0..3 {
+        assert!(
+            row16(&out[3], r, n) == row16(&out[4], r, n),
+            "row {r}: lanes and scalar loops differ"
+        );
+    }
+    let b1 = row16(&out[3], 1, n);
+    for (i, v) in x.iter().enumerate() {
+        let want = half::bf16::from_f32(*v);
+        let got = half::bf16::from_bits(u16::from_le_bytes([b1[2 * i], b1[2 * i + 1]]));
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "cast {v}: {got} vs {want}"
+        );
+    }
+}
+
+/// The erf form of GELU over a dense range in lanes and one element at a time, and
+/// interpreted: the same bits (`float32` `erf` is one function on every host path).
+#[test]
+fn erf_gelu_in_lanes_matches_scalar() {
+    let n = 100_003usize;
+    let mut x: Vec<f32> = (0..n).map(|i| (i as f32 - 50_000.0) * 1.3e-4).collect();
+    x[..5].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e-30]);
+    let out = both(
+        "erf_gelu",
+        &[
+            t(&x),
+            z(DataType::FLOAT32, &[n as i64]),
+            z(DataType::FLOAT32, &[n as i64]),
+        ],
+        0.0,
+    );
+    assert_eq!(out[1].bytes(), out[2].bytes());
+}
+
+const BF16: DataType = DataType::new(relax_ir::TypeCode::BFloat, 16, 1);
+
+fn bytes16(v: &[u16]) -> Vec<u8> {
+    v.iter().flat_map(|h| h.to_le_bytes()).collect()
 }

@@ -401,10 +401,17 @@ pub struct HostKernel {
     param_bufs: Vec<Option<usize>>,
     shape_slots: Vec<usize>,
     scratch_slots: Vec<(usize, IFn, usize)>,
+    /// Storage of the scratch buffers of finished calls, reused (zero-filled again)
+    /// by later ones: a call of a small kernel then allocates nothing.
+    scratch_pool: Mutex<Vec<Vec<Vec<u64>>>>,
     shape_checks: Vec<(IFn, usize, usize)>,
     /// Per parameter: whether the function stores to it.
     written: Vec<bool>,
 }
+
+/// Scratch storage kept in a kernel's pool per buffer, at most (larger buffers are
+/// freed after the call).
+const SCRATCH_KEEP_BYTES: usize = 4 << 20;
 
 enum HostStage {
     Generic(SFn),
@@ -516,6 +523,7 @@ impl HostKernel {
             param_bufs,
             shape_slots,
             scratch_slots,
+            scratch_pool: Mutex::new(Vec::new()),
             shape_checks,
         })
     }
@@ -637,17 +645,30 @@ impl HostKernel {
                 )));
             }
         }
-        let mut scratch: Vec<Vec<u64>> = Vec::new();
-        for (slot, size, eb) in &self.scratch_slots {
+        let mut scratch: Vec<Vec<u64>> = match self.scratch_pool.lock() {
+            Ok(mut pool) => pool.pop().unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        scratch.resize_with(self.scratch_slots.len(), Vec::new);
+        for ((slot, size, eb), v) in self.scratch_slots.iter().zip(scratch.iter_mut()) {
             let n = size(&mut fr).max(0) as usize;
-            let mut v = crate::memory::try_zeroed_words(n, *eb).map_err(|e| {
-                JitError::HostMemory(format!("scratch buffer #{slot} of `{}` ({n} elements): {e}", lf.name))
-            })?;
+            let words = n.checked_mul(*eb).map(|b| b.div_ceil(8).max(1));
+            match words {
+                // Reused storage: zero-filled as a new buffer would be.
+                Some(w) if w <= v.capacity() => {
+                    v.clear();
+                    v.resize(w, 0);
+                }
+                _ => {
+                    *v = crate::memory::try_zeroed_words(n, *eb).map_err(|e| {
+                        JitError::HostMemory(format!("scratch buffer #{slot} of `{}` ({n} elements): {e}", lf.name))
+                    })?;
+                }
+            }
             fr.bufs[*slot] = BufPtr {
                 ptr: v.as_mut_ptr() as *mut u8,
                 len: n,
             };
-            scratch.push(v);
         }
         for st in &self.stages {
             match st {
@@ -659,7 +680,11 @@ impl HostKernel {
                 break;
             }
         }
-        drop(scratch);
+        if scratch.iter().all(|v| v.capacity() * 8 <= SCRATCH_KEEP_BYTES) {
+            if let Ok(mut pool) = self.scratch_pool.lock() {
+                pool.push(scratch);
+            }
+        }
         if status.failed.load(Ordering::Relaxed) {
             let e = status.error.lock().ok().and_then(|mut g| g.take());
             return Err(e.unwrap_or_else(|| JitError::InvalidIr("host execution failed".into())));

@@ -9,9 +9,24 @@ pub(super) fn round_to(dtype: DataType, v: f64) -> f64 {
     match (dtype.code, dtype.bits) {
         (TypeCode::Float, 32) => v as f32 as f64,
         (TypeCode::Float, 16) => half::f16::from_f64(v).to_f64(),
-        (TypeCode::BFloat, 16) => half::bf16::from_f64(v).to_f64(),
+        (TypeCode::BFloat, 16) => bf16_from_f64(v).to_f64(),
         _ => v,
     }
+}
+
+/// `v` rounded to `bfloat16` once (to nearest, ties to even): through `f32` rounded
+/// to odd, which keeps what the second rounding needs (`half`'s own `f64`
+/// conversion drops the low 32 bits of the significand before rounding, so a value
+/// just above a tie can round down).
+pub(crate) fn bf16_from_f64(v: f64) -> half::bf16 {
+    let f = v as f32;
+    if f.is_nan() || f.is_infinite() || f64::from(f) == v {
+        return half::bf16::from_f32(f);
+    }
+    // Inexact: the truncation toward zero, with its last bit set.
+    let b = f.to_bits();
+    let b = if f64::from(f).abs() > v.abs() { b - 1 } else { b };
+    half::bf16::from_f32(f32::from_bits(b | 1))
 }
 
 pub(super) fn unsupported(env: &Env, msg: impl Into<String>) -> JitError {
@@ -332,7 +347,10 @@ pub(super) fn float_to_int(v: f64, to: DataType) -> i64 {
 pub(super) fn compile_call(env: &mut Env, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<CE> {
     let arity = |n: usize| crate::error::check_arity(op, args, n);
     let half = dtype.bits == 16 && matches!(dtype.code, TypeCode::Float | TypeCode::BFloat);
-    if let (true, Some(g)) = (half, math::unary_f32(op)) {
+    // `float32` `erf` is the `f32` function native code calls (within an ulp of the
+    // exact value; the `f64` formula is only within 1.5e-7).
+    let erf32 = op == I::Erf && dtype == DataType::FLOAT32;
+    if let (true, Some(g)) = (half || erf32, math::unary_f32(op)) {
         // Half-precision math in `f32`, rounded once (as native code, and as TVM's LLVM
         // code promotes it); the argument is a value of the dtype, exact in `f32`.
         arity(1)?;

@@ -141,3 +141,194 @@ impl Gen<'_, '_> {
         self.b.ins().bor(r, sign)
     }
 }
+
+/// The same conversions on four lanes (`F32X4` values, `I32X4` bits), for the
+/// vector loops of `simd.rs`: lane by lane the bits of the scalar functions above.
+impl Gen<'_, '_> {
+    fn splat_i32(&mut self, c: u32) -> Value {
+        let k = self.b.ins().iconst(types::I32, i64::from(c as i32));
+        self.b.ins().splat(types::I32X4, k)
+    }
+
+    fn splat_f32(&mut self, c: f32) -> Value {
+        let k = self.b.ins().f32const(c);
+        self.b.ins().splat(types::F32X4, k)
+    }
+
+    fn x4_bits(&mut self, x: Value) -> Value {
+        self.b.ins().bitcast(types::I32X4, bits(), x)
+    }
+
+    fn x4_f32(&mut self, u: Value) -> Value {
+        self.b.ins().bitcast(types::F32X4, bits(), u)
+    }
+
+    fn and_x4(&mut self, u: Value, c: u32) -> Value {
+        let k = self.splat_i32(c);
+        self.b.ins().band(u, k)
+    }
+
+    fn or_x4(&mut self, u: Value, c: u32) -> Value {
+        let k = self.splat_i32(c);
+        self.b.ins().bor(u, k)
+    }
+
+    fn add_x4(&mut self, u: Value, c: u32) -> Value {
+        let k = self.splat_i32(c);
+        self.b.ins().iadd(u, k)
+    }
+
+    fn ushr_x4(&mut self, u: Value, n: i64) -> Value {
+        let k = self.b.ins().iconst(types::I32, n);
+        self.b.ins().ushr(u, k)
+    }
+
+    fn shl_x4(&mut self, u: Value, n: i64) -> Value {
+        let k = self.b.ins().iconst(types::I32, n);
+        self.b.ins().ishl(u, k)
+    }
+
+    /// The lane mask of `u cc c` for lanes and `c` below 2^31 (a signed compare).
+    fn cmp_x4(&mut self, cc: IntCC, u: Value, c: u32) -> Value {
+        let k = self.splat_i32(c);
+        self.b.ins().icmp(cc, u, k)
+    }
+
+    /// [`Gen::round_half`] of four lanes.
+    pub(super) fn round_half_x4(&mut self, x: Value, t: Ty) -> Value {
+        match t {
+            Ty::F16 => self.round_f16_x4(x),
+            Ty::BF16 => self.round_bf16_x4(x),
+            _ => x,
+        }
+    }
+
+    fn round_f16_x4(&mut self, x: Value) -> Value {
+        let u = self.x4_bits(x);
+        let sign = self.and_x4(u, 0x8000_0000);
+        let a = self.and_x4(u, 0x7fff_ffff);
+        let odd = self.ushr_x4(a, 13);
+        let odd = self.and_x4(odd, 1);
+        let n = self.add_x4(a, 0xfff);
+        let n = self.b.ins().iadd(n, odd);
+        // The wrapped sum of a NaN's bits is masked below 2^31 and replaced later.
+        let n = self.and_x4(n, 0x7fff_e000);
+        let inf = self.splat_i32(0x7f80_0000);
+        let big = self.cmp_x4(IntCC::SignedGreaterThanOrEqual, n, 0x4780_0000);
+        let n = self.b.ins().bitselect(big, inf, n);
+        let ax = self.x4_f32(a);
+        let half = self.splat_f32(0.5);
+        let s = self.b.ins().fadd(ax, half);
+        let s = self.b.ins().fsub(s, half);
+        let s = self.x4_bits(s);
+        let small = self.cmp_x4(IntCC::SignedLessThan, a, 0x3880_0000);
+        let r = self.b.ins().bitselect(small, s, n);
+        let nan = self.or_x4(a, 0x0040_0000);
+        let nan = self.and_x4(nan, 0x7fff_e000);
+        let is_nan = self.cmp_x4(IntCC::SignedGreaterThan, a, 0x7f80_0000);
+        let r = self.b.ins().bitselect(is_nan, nan, r);
+        let r = self.b.ins().bor(r, sign);
+        self.x4_f32(r)
+    }
+
+    fn round_bf16_x4(&mut self, x: Value) -> Value {
+        let u = self.x4_bits(x);
+        let odd = self.ushr_x4(u, 16);
+        let odd = self.and_x4(odd, 1);
+        let n = self.add_x4(u, 0x7fff);
+        let n = self.b.ins().iadd(n, odd);
+        let n = self.and_x4(n, 0xffff_0000);
+        let a = self.and_x4(u, 0x7fff_ffff);
+        let nan = self.or_x4(u, 0x0040_0000);
+        let nan = self.and_x4(nan, 0xffff_0000);
+        let is_nan = self.cmp_x4(IntCC::SignedGreaterThan, a, 0x7f80_0000);
+        let r = self.b.ins().bitselect(is_nan, nan, n);
+        self.x4_f32(r)
+    }
+
+    /// [`Gen::half_from_bits`] of four lanes (`I32X4` holding 16-bit patterns).
+    pub(super) fn half_from_bits_x4(&mut self, h: Value, t: Ty) -> Value {
+        if t == Ty::BF16 {
+            let u = self.shl_x4(h, 16);
+            return self.x4_f32(u);
+        }
+        let a = self.and_x4(h, 0x7fff);
+        let m = self.shl_x4(a, 13);
+        let f = self.x4_f32(m);
+        let scale = self.splat_f32(f32::from_bits(0x7780_0000));
+        let f = self.b.ins().fmul(f, scale);
+        let f = self.x4_bits(f);
+        let special = self.or_x4(m, 0x7f80_0000);
+        let is_special = self.cmp_x4(IntCC::SignedGreaterThanOrEqual, a, 0x7c00);
+        let r = self.b.ins().bitselect(is_special, special, f);
+        let sign = self.and_x4(h, 0x8000);
+        let sign = self.shl_x4(sign, 16);
+        let r = self.b.ins().bor(r, sign);
+        self.x4_f32(r)
+    }
+
+    /// [`Gen::half_to_bits`] of four lanes (values of the dtype): `I32X4` bits.
+    pub(super) fn half_to_bits_x4(&mut self, x: Value, t: Ty) -> Value {
+        let u = self.x4_bits(x);
+        if t == Ty::BF16 {
+            return self.ushr_x4(u, 16);
+        }
+        let sign = self.ushr_x4(u, 16);
+        let sign = self.and_x4(sign, 0x8000);
+        let a = self.and_x4(u, 0x7fff_ffff);
+        let n = self.ushr_x4(a, 13);
+        let n = self.add_x4(n, (-((127 - 15) << 10)) as u32);
+        let ax = self.x4_f32(a);
+        let half = self.splat_f32(0.5);
+        let s = self.b.ins().fadd(ax, half);
+        let s = self.x4_bits(s);
+        let s = self.add_x4(s, (-0x3f00_0000i32) as u32);
+        let small = self.cmp_x4(IntCC::SignedLessThan, a, 0x3880_0000);
+        let r = self.b.ins().bitselect(small, s, n);
+        let m = self.ushr_x4(a, 13);
+        let m = self.and_x4(m, 0x3ff);
+        let nan = self.or_x4(m, 0x7e00);
+        let is_nan = self.cmp_x4(IntCC::SignedGreaterThan, a, 0x7f80_0000);
+        let inf = self.splat_i32(0x7c00);
+        let is_inf = self.cmp_x4(IntCC::Equal, a, 0x7f80_0000);
+        let r = self.b.ins().bitselect(is_inf, inf, r);
+        let r = self.b.ins().bitselect(is_nan, nan, r);
+        self.b.ins().bor(r, sign)
+    }
+
+    /// The `float16` bits (an `I32X4`) of four `f32` lanes rounded to nearest, ties
+    /// to even: in one step the bits `half_to_bits_x4(round_half_x4(x, F16))` gives.
+    pub(super) fn f16_bits_rne_x4(&mut self, x: Value) -> Value {
+        let u = self.x4_bits(x);
+        let sign = self.ushr_x4(u, 16);
+        let sign = self.and_x4(sign, 0x8000);
+        let a = self.and_x4(u, 0x7fff_ffff);
+        // Normal: round off the 13 low mantissa bits, then rebias the exponent (a
+        // carry moves into it).
+        let odd = self.ushr_x4(a, 13);
+        let odd = self.and_x4(odd, 1);
+        let n = self.add_x4(a, 0xfff);
+        let n = self.b.ins().iadd(n, odd);
+        let n = self.ushr_x4(n, 13);
+        let n = self.add_x4(n, (-((127 - 15) << 10)) as u32);
+        // Below 2^-14: the `f32` addition of 0.5 rounds to a multiple of 2^-24.
+        let ax = self.x4_f32(a);
+        let half = self.splat_f32(0.5);
+        let s = self.b.ins().fadd(ax, half);
+        let s = self.x4_bits(s);
+        let s = self.add_x4(s, (-0x3f00_0000i32) as u32);
+        let small = self.cmp_x4(IntCC::SignedLessThan, a, 0x3880_0000);
+        let r = self.b.ins().bitselect(small, s, n);
+        // From 65520 (halfway past the largest finite value) up: infinity.
+        let inf = self.splat_i32(0x7c00);
+        let big = self.cmp_x4(IntCC::SignedGreaterThanOrEqual, a, 0x477f_f000);
+        let r = self.b.ins().bitselect(big, inf, r);
+        // NaN: quiet, the top of the payload kept.
+        let m = self.ushr_x4(a, 13);
+        let m = self.and_x4(m, 0x3ff);
+        let nan = self.or_x4(m, 0x7e00);
+        let is_nan = self.cmp_x4(IntCC::SignedGreaterThan, a, 0x7f80_0000);
+        let r = self.b.ins().bitselect(is_nan, nan, r);
+        self.b.ins().bor(r, sign)
+    }
+}

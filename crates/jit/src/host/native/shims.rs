@@ -83,5 +83,52 @@ pub(super) extern "C" fn f64_to_f16(v: f64) -> f32 {
 
 /// `v` rounded to `bfloat16` (once, as the interpreter rounds), as an `f32`.
 pub(super) extern "C" fn f64_to_bf16(v: f64) -> f32 {
-    half::bf16::from_f64(v).to_f32()
+    super::super::scalar::bf16_from_f64(v).to_f32()
+}
+
+/// Applies the Rust function `f` (a `fn(f32) -> f32` passed as an address) to the
+/// four `f32` lanes at `p` in place (vector lanes that have no four-lane function).
+pub(super) extern "C" fn call_f32x4(f: usize, p: *mut [f32; 4]) -> i64 {
+    // SAFETY: `f` was produced from a `fn(f32) -> f32` by `unary_f32x4_addr`.
+    let f: fn(f32) -> f32 = unsafe { std::mem::transmute::<usize, fn(f32) -> f32>(f) };
+    // SAFETY: the generated code passes its own 16-byte stack slot, not otherwise
+    // referenced during the call.
+    if let Some(v) = unsafe { p.as_mut() } {
+        for x in v.iter_mut() {
+            *x = f(*x);
+        }
+    }
+    0
+}
+
+/// `erf` of the four `f32` lanes at `p` in place (vectorised; the same bits as
+/// [`relax_host_kernels::math::erf_f32`], which scalar code calls).
+extern "C" fn erf_x4(_: usize, p: *mut [f32; 4]) -> i64 {
+    // SAFETY: as in `call_f32x4`.
+    if let Some(v) = unsafe { p.as_mut() } {
+        relax_host_kernels::math::erf_f32x4(v);
+    }
+    0
+}
+
+/// `tanh` of the four `f32` lanes at `p` in place (the same bits as
+/// [`relax_host_kernels::math::tanh_f32`], which scalar code calls).
+extern "C" fn tanh_x4(_: usize, p: *mut [f32; 4]) -> i64 {
+    // SAFETY: as in `call_f32x4`.
+    if let Some(v) = unsafe { p.as_mut() } {
+        relax_host_kernels::math::tanh_f32x4(v);
+    }
+    0
+}
+
+/// `(trampoline, function)` addresses computing the unary intrinsic `op` on four
+/// `f32` lanes in memory, with the same bits per lane as [`unary_f32_addr`]'s
+/// function: called as `trampoline(function, lanes)`.
+pub(super) fn unary_f32x4_addr(op: I) -> Option<(usize, usize)> {
+    let tramp = |f: extern "C" fn(usize, *mut [f32; 4]) -> i64| f as usize;
+    match op {
+        I::Erf => Some((tramp(erf_x4), 0)),
+        I::Tanh => Some((tramp(tanh_x4), 0)),
+        _ => unary_f32_addr(op).map(|f| (tramp(call_f32x4), f)),
+    }
 }

@@ -3,6 +3,7 @@
 
 mod check;
 mod common;
+mod import;
 mod npy;
 mod print;
 mod run;
@@ -90,6 +91,13 @@ enum Command {
     /// Exit status: 0 on success, 1 when the program is rejected or the run fails, 2 on usage or
     /// I/O errors.
     Run(run::RunOptions),
+    /// Import an ONNX model: print it as a TVMScript program whose `main` takes the graph
+    /// inputs, then the weights (bound by name); each symbolic dimension (`dim_param`)
+    /// stays a shape variable unless `--dim` fixes it. Progress and a summary go to stderr.
+    ///
+    /// Exit status: 0 on success, 1 when the model cannot be imported (the message names
+    /// the node, its op type and the opset), 2 on usage or I/O errors.
+    Import(import::ImportArgs),
 }
 
 /// The names `--pass` accepts: every registered pass.
@@ -115,6 +123,7 @@ fn main() -> ExitCode {
         Command::Check { file, json, lenient } => check::run(&file, json, lenient),
         Command::Wgsl { file, func } => wgsl::run(&file, func.as_deref()),
         Command::Run(options) => run::run(&options),
+        Command::Import(args) => import::run(&args),
     };
     ExitCode::from(code)
 }

@@ -35,6 +35,7 @@ mod host_pool;
 mod interp;
 mod kernel;
 mod matching;
+pub mod onnx;
 pub mod packed;
 pub mod params;
 mod place;

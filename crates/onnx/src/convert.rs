@@ -345,7 +345,7 @@ impl<'a> Ctx<'a> {
             // `min(s, 128)`): take the simpler one, checked at run time by a match_cast.
             if let Some(dims) = shapes
                 .iter()
-                .map(|s| s.clone())
+                .cloned()
                 .collect::<Option<Vec<_>>>()
                 .and_then(|v| self.broadcast(&v))
             {

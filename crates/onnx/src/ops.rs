@@ -675,14 +675,7 @@ fn fold_binary(ctx: &Ctx, op: &str, a: &TVal, b: &TVal) -> Option<TVal> {
         let y = &kb[bcast_index(k, &out, &sb)];
         let cmp = |o: BinOp| -> Option<PrimExpr> {
             let e = ctx.simplify(&PrimExpr::binary(o, x.clone(), y.clone()));
-            e.as_int().map(|v| PrimExpr::int((v != 0) as i64)).or_else(|| {
-                matches!(e.kind(), relax_ir::PrimExprKind::IntImm { .. })
-                    .then(|| e.clone())
-                    .or_else(|| {
-                        // booleans print as IntImm of dtype bool in some simplifications
-                        None
-                    })
-            })
+            e.as_int().map(|v| PrimExpr::int((v != 0) as i64))
         };
         let v = match op {
             "Add" => ctx.bin(BinOp::Add, x, y),
@@ -1562,34 +1555,36 @@ fn split(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     Ok(outs)
 }
 
+/// `Slice`'s starts, ends, axes and steps.
+type SliceSpec = (Vec<PrimExpr>, Vec<PrimExpr>, Option<Vec<i64>>, Option<Vec<i64>>);
+
 fn slice(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let v = val(ctx, n, 0)?;
     let s = v.shape.clone().ok_or("input has unknown shape")?;
     let rank = s.len();
-    let (starts, ends, axes, steps): (Vec<PrimExpr>, Vec<PrimExpr>, Option<Vec<i64>>, Option<Vec<i64>>) =
-        if n.opset < 10 {
-            (
-                n.ints("starts")
-                    .ok_or("no starts")?
-                    .into_iter()
-                    .map(PrimExpr::int)
-                    .collect(),
-                n.ints("ends")
-                    .ok_or("no ends")?
-                    .into_iter()
-                    .map(PrimExpr::int)
-                    .collect(),
-                n.ints("axes"),
-                None,
-            )
-        } else {
-            (
-                known_ints(ctx, n, 1)?,
-                known_ints(ctx, n, 2)?,
-                if n.has(3) { Some(const_ints(ctx, n, 3)?) } else { None },
-                if n.has(4) { Some(const_ints(ctx, n, 4)?) } else { None },
-            )
-        };
+    let (starts, ends, axes, steps): SliceSpec = if n.opset < 10 {
+        (
+            n.ints("starts")
+                .ok_or("no starts")?
+                .into_iter()
+                .map(PrimExpr::int)
+                .collect(),
+            n.ints("ends")
+                .ok_or("no ends")?
+                .into_iter()
+                .map(PrimExpr::int)
+                .collect(),
+            n.ints("axes"),
+            None,
+        )
+    } else {
+        (
+            known_ints(ctx, n, 1)?,
+            known_ints(ctx, n, 2)?,
+            if n.has(3) { Some(const_ints(ctx, n, 3)?) } else { None },
+            if n.has(4) { Some(const_ints(ctx, n, 4)?) } else { None },
+        )
+    };
     if starts.len() != ends.len() {
         return Err("starts and ends differ in length".into());
     }

@@ -388,3 +388,197 @@ fn real_onnx_models_from_dir() {
         }
     }
 }
+
+/// One node test: import `dir/model.onnx`, run it on `device` with
+/// `test_data_set_0/input_*.pb`, compare with `output_*.pb`. `Ok(())` when it passes,
+/// else the reason (prefixed `import:` when the importer refused the model).
+fn run_node_test(case: &Path, device: DeviceChoice) -> Result<(), String> {
+    let data = case.join("test_data_set_0");
+    let imported = match import_file(&case.join("model.onnx"), &ImportOptions::default()) {
+        Ok(i) => i,
+        // Shapes, axes and sizes given as graph inputs must be known when importing: bind
+        // the test's integer inputs as initializers (constants) and import again.
+        Err(e) if e.message.contains("must be known") => {
+            let bytes = std::fs::read(case.join("model.onnx")).map_err(|e| e.to_string())?;
+            let mut model = ModelProto::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+            let graph = model.graph.as_mut().ok_or("no graph")?;
+            let inputs = std::mem::take(&mut graph.input);
+            for (i, vi) in inputs.into_iter().enumerate() {
+                let is_int = matches!(
+                    vi.r#type.as_ref().and_then(|t| t.value.as_ref()),
+                    Some(proto::type_proto::Value::TensorType(t))
+                        if t.elem_type == proto::data_type::INT64 || t.elem_type == proto::data_type::INT32
+                );
+                let pb = data.join(format!("input_{i}.pb"));
+                if is_int && pb.is_file() {
+                    let b = std::fs::read(&pb).map_err(|e| e.to_string())?;
+                    let mut t = proto::TensorProto::decode(b.as_slice()).map_err(|e| e.to_string())?;
+                    t.name = vi.name.clone();
+                    graph.initializer.push(t);
+                } else {
+                    graph.input.push(vi);
+                }
+            }
+            import_bytes(&model.encode_to_vec(), Some(case), &ImportOptions::default())
+                .map_err(|e| format!("import: {e}"))?
+        }
+        Err(e) => return Err(format!("import: {e}")),
+    };
+    let read = |name: String| -> Result<Option<relax_ir::NDArray>, String> {
+        let p = data.join(&name);
+        if !p.is_file() {
+            return Ok(None);
+        }
+        let bytes = std::fs::read(&p).map_err(|e| e.to_string())?;
+        let t = proto::TensorProto::decode(bytes.as_slice()).map_err(|e| format!("{name}: {e}"))?;
+        relax_onnx::tensor::to_ndarray(&t, None)
+            .map(Some)
+            .map_err(|e| format!("{name}: {e}"))
+    };
+    let to_tensor =
+        |a: &relax_ir::NDArray| Tensor::from_bytes(a.dtype, &a.shape, a.data.clone()).map_err(|e| e.to_string());
+    // the graph inputs still inputs of `main`, matched by name with the .pb files
+    let mut by_name = std::collections::HashMap::new();
+    for i in 0.. {
+        let Ok(bytes) = std::fs::read(data.join(format!("input_{i}.pb"))) else {
+            break;
+        };
+        let t = proto::TensorProto::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+        by_name.insert(t.name.clone(), i);
+    }
+    let main = imported.module.relax_function("main").ok_or("no main")?;
+    let mut args = Vec::new();
+    for (k, p) in main.params.iter().take(imported.num_inputs).enumerate() {
+        let i = by_name.get(p.name()).copied().unwrap_or(k);
+        let a = read(format!("input_{i}.pb"))?.ok_or_else(|| format!("input_{i}.pb missing"))?;
+        args.push(Value::Tensor(to_tensor(&a)?));
+    }
+    let mut expected = Vec::new();
+    while let Some(a) = read(format!("output_{}.pb", expected.len()))? {
+        expected.push(a);
+    }
+    let weights = relax_engine::onnx::weights_of(&imported).map_err(|e| e.to_string())?;
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<Value, String> {
+        let loaded = engine(device)
+            .load(&imported.module)
+            .map_err(|e| format!("load: {e}"))?;
+        loaded
+            .run_named("main", &args, &weights)
+            .map_err(|e| format!("run: {e}"))
+    }))
+    .map_err(|_| "panic".to_string())??;
+    let got: Vec<Value> = match out.as_tuple() {
+        Some(f) => f.to_vec(),
+        None => vec![out],
+    };
+    if got.len() != expected.len() {
+        return Err(format!("{} outputs, expected {}", got.len(), expected.len()));
+    }
+    for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
+        let g = g.as_tensor().ok_or_else(|| format!("output {k} is not a tensor"))?;
+        if g.dtype() != e.dtype || g.shape() != e.shape.as_slice() {
+            return Err(format!(
+                "output {k}: {} {:?}, expected {} {:?}",
+                g.dtype(),
+                g.shape(),
+                e.dtype,
+                e.shape
+            ));
+        }
+        let gv = g.to_f64_values().map_err(|e| e.to_string())?;
+        for (i, &a) in gv.iter().enumerate() {
+            let b = relax_onnx::tensor::elem_f64(e, i).ok_or("bad expected data")?;
+            let ok = if e.dtype.is_float() {
+                (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-5 + 1e-3 * b.abs()
+            } else {
+                a == b
+            };
+            if !ok {
+                return Err(format!("output {k} element {i}: got {a}, expected {b}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// ONNX's backend node tests (a directory made by the onnx_node generator, `node/test_*`)
+/// imported by this importer and run on the host (and the GPU with `RELAX_ONNX_GPU=1`):
+/// prints the pass rate per operator. Skips when `RELAX_ONNX_NODE_DIR` is not set;
+/// `RELAX_ONNX_NODE_FILTER` keeps the tests whose names contain it.
+#[test]
+fn onnx_node_tests() {
+    let Some(root) = std::env::var_os("RELAX_ONNX_NODE_DIR") else {
+        println!("RELAX_ONNX_NODE_DIR is not set: the ONNX node tests are skipped");
+        return;
+    };
+    let root = PathBuf::from(root);
+    let node = if root.join("node").is_dir() {
+        root.join("node")
+    } else {
+        root
+    };
+    let filter = std::env::var("RELAX_ONNX_NODE_FILTER").unwrap_or_default();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&node)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    cases.retain(|p| p.join("model.onnx").is_file() && p.to_string_lossy().contains(&filter));
+    cases.sort();
+    let mut devs = vec![DeviceChoice::Cpu];
+    if std::env::var_os("RELAX_ONNX_GPU").is_some() && gpu_available() {
+        devs.push(DeviceChoice::Gpu);
+    }
+    // per operator: (tests, imported, passed per device)
+    let mut table: std::collections::BTreeMap<String, (usize, usize, Vec<usize>)> = Default::default();
+    let verbose = std::env::var_os("RELAX_ONNX_NODE_VERBOSE").is_some();
+    for case in &cases {
+        let op = std::fs::read(case.join("model.onnx"))
+            .ok()
+            .and_then(|b| ModelProto::decode(b.as_slice()).ok())
+            .and_then(|m| m.graph)
+            .and_then(|g| g.node.first().map(|n| n.op_type.clone()))
+            .unwrap_or_else(|| "?".into());
+        let row = table.entry(op).or_insert((0, 0, vec![0; devs.len()]));
+        row.0 += 1;
+        let mut imported = true;
+        for (k, &dev) in devs.iter().enumerate() {
+            match run_node_test(case, dev) {
+                Ok(()) => row.2[k] += 1,
+                Err(e) => {
+                    imported &= !e.starts_with("import:");
+                    if verbose {
+                        println!(
+                            "{} {dev:?}: {}",
+                            case.display(),
+                            e.chars().take(200).collect::<String>()
+                        );
+                    }
+                }
+            }
+        }
+        if imported {
+            row.1 += 1;
+        }
+    }
+    let total: usize = table.values().map(|r| r.0).sum();
+    let imported: usize = table.values().map(|r| r.1).sum();
+    println!(
+        "{:<28} {:>5} {:>8} {}",
+        "operator",
+        "tests",
+        "imported",
+        devs.iter().map(|d| format!("{d:?} pass")).collect::<Vec<_>>().join(" ")
+    );
+    for (op, (n, i, p)) in &table {
+        println!(
+            "{op:<28} {n:>5} {i:>8} {}",
+            p.iter().map(|v| format!("{v:>8}")).collect::<Vec<_>>().join(" ")
+        );
+    }
+    for (k, d) in devs.iter().enumerate() {
+        let passed: usize = table.values().map(|r| r.2[k]).sum();
+        println!(
+            "{d:?}: {passed} of {total} node tests pass ({:.1}%); {imported} imported",
+            100.0 * passed as f64 / total.max(1) as f64
+        );
+    }
+}

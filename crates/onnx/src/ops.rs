@@ -205,6 +205,10 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     ("ReduceLogSumExp", reduce),
     ("ArgMax", arg_reduce),
     ("ArgMin", arg_reduce),
+    ("BitShift", bit_shift),
+    ("CumProd", cumsum),
+    ("TopK", topk),
+    ("NegativeLogLikelihoodLoss", nll_loss),
 ];
 
 /// The converter of `op_type`.
@@ -532,6 +536,12 @@ fn thresholded_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 fn identity(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    if n.op_type == "Dropout" && n.has(2) {
+        let training = val(ctx, n, 2)?.const_ints().and_then(|v| v.first().copied());
+        if training != Some(0) {
+            return Err("training_mode is not supported (only inference)".into());
+        }
+    }
     out1(val(ctx, n, 0)?)
 }
 
@@ -780,7 +790,7 @@ fn binary_op_name(op_type: &str, fmod: i64, dtype: DataType) -> Result<&'static 
         "Div" if dtype.is_float() => "divide",
         "Div" => "divide",
         "Pow" => "power",
-        "Mod" if fmod == 1 || dtype.is_float() => "mod",
+        "Mod" if fmod == 1 => "mod",
         "Mod" => "floor_mod",
         "Equal" => "equal",
         "Less" => "less",
@@ -1144,14 +1154,29 @@ fn layer_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         let numel = const_product(&gs) as usize;
         crate::convert::constant(xv.dtype, gs, (0..numel).map(|_| tensor::encode(xv.dtype, 0.0)))
     };
-    out1(ctx.op(
+    let eps = n.float("epsilon", 1e-5);
+    let y = ctx.op(
         "nn.layer_norm",
-        vec![a, g, b],
-        &[
-            ("axes", ints_attr(&axes)),
-            ("epsilon", AttrValue::Float(n.float("epsilon", 1e-5))),
-        ],
-    )?)
+        vec![a.clone(), g, b],
+        &[("axes", ints_attr(&axes)), ("epsilon", AttrValue::Float(eps))],
+    )?;
+    if n.outputs.iter().skip(1).all(|s| s.is_empty()) {
+        return out1(y);
+    }
+    // Mean and InvStdDev, reduced with keepdims
+    let red = [("axis", ints_attr(&axes)), ("keepdims", AttrValue::Bool(true))];
+    let mean = ctx.op("mean", vec![a.clone()], &red)?;
+    let ml = leaf(ctx, &mean)?;
+    let d = emit2(ctx, "subtract", a, ml)?;
+    let dl = leaf(ctx, &d)?;
+    let sq = emit2(ctx, "multiply", dl.clone(), dl)?;
+    let sql = leaf(ctx, &sq)?;
+    let var = ctx.op("mean", vec![sql], &red)?;
+    let vl = leaf(ctx, &var)?;
+    let ve = emit2(ctx, "add", vl, scalar(xv.dtype, eps))?;
+    let vel = leaf(ctx, &ve)?;
+    let inv = ctx.op("rsqrt", vec![vel], &[])?;
+    Ok(vec![y, mean, inv])
 }
 
 fn rms_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
@@ -1716,15 +1741,38 @@ fn gather(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
                 .collect();
             crate::convert::constant(DataType::INT64, ishape, fixed.into_iter())
         }
+        (None, Some(d), _) => {
+            let i = x(ctx, n, 1)?;
+            wrap_negative(ctx, i, idx.dtype, d)?
+        }
         _ => x(ctx, n, 1)?,
     };
     out1(ctx.op("take", vec![a, ie], &[("axis", AttrValue::Int(axis as i64))])?)
 }
 
+/// `where(i < 0, i + dim, i)`: ONNX's negative indices count from the end.
+fn wrap_negative(ctx: &mut Ctx, i: Expr, dtype: DataType, dim: i64) -> Result<Expr, String> {
+    if dtype.is_uint() {
+        return Ok(i);
+    }
+    let c = emit2(ctx, "less", i.clone(), scalar(dtype, 0.0))?;
+    let cl = leaf(ctx, &c)?;
+    let s = emit2(ctx, "add", i.clone(), scalar(dtype, dim as f64))?;
+    let sl = leaf(ctx, &s)?;
+    let w = ctx.op("where", vec![cl, sl, i], &[])?;
+    leaf(ctx, &w)
+}
+
 fn gather_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
-    let rank = rank_of(ctx, n, 0)?;
-    let axis = norm_axis(n.int("axis", 0), rank)?;
-    let (a, i) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
+    let shape = shape_of(ctx, n, 0)?;
+    let axis = norm_axis(n.int("axis", 0), shape.len())?;
+    let a = x(ctx, n, 0)?;
+    let i = x(ctx, n, 1)?;
+    let it = val(ctx, n, 1)?;
+    let i = match (it.const_ints(), shape[axis].as_int()) {
+        (None, Some(d)) => wrap_negative(ctx, i, it.dtype, d)?,
+        _ => i,
+    };
     out1(ctx.op("gather_elements", vec![a, i], &[("axis", AttrValue::Int(axis as i64))])?)
 }
 
@@ -1936,8 +1984,9 @@ fn cumsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         let f = ctx.op("flip", vec![a], &[("axis", AttrValue::Int(axis as i64))])?;
         a = leaf(ctx, &f)?;
     }
+    let op = if n.op_type == "CumProd" { "cumprod" } else { "cumsum" };
     let mut y = ctx.op(
-        "cumsum",
+        op,
         vec![a],
         &[
             ("axis", AttrValue::Int(axis as i64)),
@@ -2029,19 +2078,86 @@ fn reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 fn arg_reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
-    if n.int("select_last_index", 0) != 0 {
-        return Err("select_last_index=1 is not supported".into());
+    let shape = shape_of(ctx, n, 0)?;
+    let axis = norm_axis(n.int("axis", 0), shape.len())?;
+    let mut a = x(ctx, n, 0)?;
+    let last = n.int("select_last_index", 0) != 0;
+    if last {
+        // the last extreme is the first one of the flipped axis: index = dim - 1 - i
+        let f = ctx.op("flip", vec![a], &[("axis", AttrValue::Int(axis as i64))])?;
+        a = leaf(ctx, &f)?;
     }
-    let rank = rank_of(ctx, n, 0)?;
-    let axis = norm_axis(n.int("axis", 0), rank)?;
-    let a = x(ctx, n, 0)?;
     let op = if n.op_type == "ArgMax" { "argmax" } else { "argmin" };
-    out1(ctx.op(
+    let r = ctx.op(
         op,
         vec![a],
         &[
             ("axis", AttrValue::Int(axis as i64)),
             ("keepdims", AttrValue::Bool(n.int("keepdims", 1) != 0)),
+        ],
+    )?;
+    if !last {
+        return out1(r);
+    }
+    let dim = shape[axis]
+        .as_int()
+        .ok_or("select_last_index needs a static axis length")?;
+    let l = leaf(ctx, &r)?;
+    let d = emit2(ctx, "subtract", scalar(r.dtype, (dim - 1) as f64), l)?;
+    out1(d)
+}
+
+fn bit_shift(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    let op = match n.string("direction").as_deref() {
+        Some("LEFT") => "left_shift",
+        Some("RIGHT") => "right_shift",
+        o => return Err(format!("direction {o:?} is not supported")),
+    };
+    let (a, b) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
+    out1(emit2(ctx, op, a, b)?)
+}
+
+fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    let rank = rank_of(ctx, n, 0)?;
+    let axis = norm_axis(n.int("axis", -1), rank)?;
+    let k = if n.opset >= 10 {
+        *const_ints(ctx, n, 1)?.first().ok_or("K must hold one value")?
+    } else {
+        n.int("k", 1)
+    };
+    if n.int("sorted", 1) == 0 {
+        return Err("sorted=0 is not supported".into());
+    }
+    let a = x(ctx, n, 0)?;
+    let t = ctx.op_tuple(
+        "topk",
+        vec![a],
+        &[
+            ("k", AttrValue::Int(k)),
+            ("axis", AttrValue::Int(axis as i64)),
+            ("ret_type", AttrValue::Str("both".into())),
+            ("largest", AttrValue::Bool(n.int("largest", 1) != 0)),
+            ("dtype", AttrValue::DataType(DataType::INT64)),
+        ],
+    )?;
+    Ok(vec![ctx.item(&t, 0)?, ctx.item(&t, 1)?])
+}
+
+fn nll_loss(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    let reduction = n.string("reduction").unwrap_or_else(|| "mean".into());
+    if !matches!(reduction.as_str(), "mean" | "sum" | "none") {
+        return Err(format!("reduction `{reduction}` is not supported"));
+    }
+    let mut args = vec![x(ctx, n, 0)?, x(ctx, n, 1)?];
+    if n.has(2) {
+        args.push(x(ctx, n, 2)?);
+    }
+    out1(ctx.op(
+        "nn.nll_loss",
+        args,
+        &[
+            ("reduction", AttrValue::Str(reduction)),
+            ("ignore_index", AttrValue::Int(n.int("ignore_index", -100))),
         ],
     )?)
 }

@@ -300,10 +300,13 @@ fn set_ext(t: &mut proto::TensorProto, key: &str, value: &str) {
     });
 }
 
+/// An edit of a tensor.
+type Edit = Box<dyn Fn(&mut proto::TensorProto)>;
+
 #[test]
 fn bad_external_data_gives_errors() {
     import_edited_ext("ok", 64, |_| {}).expect("the unedited model imports");
-    let cases: Vec<(&str, usize, Box<dyn Fn(&mut proto::TensorProto)>, &str)> = vec![
+    let cases: Vec<(&str, usize, Edit, &str)> = vec![
         ("short", 32, Box::new(|_| {}), "beyond the end"),
         ("offset", 64, Box::new(|t| set_ext(t, "offset", "48")), "beyond the end"),
         ("length", 64, Box::new(|t| set_ext(t, "length", "60")), "length 60"),

@@ -4,6 +4,7 @@
 mod check;
 mod common;
 mod generate;
+mod import;
 mod npy;
 mod print;
 mod run;
@@ -98,6 +99,13 @@ enum Command {
     /// Exit status: 0 on success, 1 when the program is rejected or the run fails, 2 on
     /// usage or I/O errors.
     Generate(generate::GenerateOptions),
+    /// Import an ONNX model: print it as a TVMScript program whose `main` takes the graph
+    /// inputs, then the weights (bound by name); each symbolic dimension (`dim_param`)
+    /// stays a shape variable unless `--dim` fixes it. Progress and a summary go to stderr.
+    ///
+    /// Exit status: 0 on success, 1 when the model cannot be imported (the message names
+    /// the node, its op type and the opset), 2 on usage or I/O errors.
+    Import(import::ImportArgs),
 }
 
 /// The names `--pass` accepts: every registered pass.
@@ -124,6 +132,7 @@ fn main() -> ExitCode {
         Command::Wgsl { file, func } => wgsl::run(&file, func.as_deref()),
         Command::Run(options) => run::run(&options),
         Command::Generate(options) => generate::run(&options),
+        Command::Import(args) => import::run(&args),
     };
     ExitCode::from(code)
 }

@@ -25,8 +25,12 @@ pub enum DeviceArg {
 /// Options of `relax run`.
 #[derive(clap::Args, Debug)]
 pub struct RunOptions {
-    /// The TVMScript file (`-` reads standard input).
+    /// The TVMScript file (`-` reads standard input), or an ONNX model (`.onnx`: imported
+    /// first; its weights are bound by name, `--input` gives the graph inputs).
     pub file: PathBuf,
+    /// For an ONNX model: fix a symbolic dimension, `--dim seq_len=128` (repeatable).
+    #[arg(long = "dim", value_parser = crate::import::parse_dim)]
+    pub dims: Vec<(String, i64)>,
     /// The Relax function to call.
     #[arg(long, default_value = "main")]
     pub entry: String,
@@ -115,8 +119,19 @@ pub fn run(opts: &RunOptions) -> u8 {
 }
 
 fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
-    let source = read_source(&opts.file).map_err(|c| Fail(c, String::new()))?;
-    let mut module = parse_source(&source).map_err(|c| Fail(c, String::new()))?.into_module();
+    let (source, mut module, onnx_weights) = if relax_onnx::is_onnx_path(&opts.file) {
+        let imported = crate::import::import(&opts.file, &opts.dims, 16).map_err(rejected)?;
+        let weights = relax_engine::onnx::weights_of(&imported).map_err(|e| rejected(e.to_string()))?;
+        let source = crate::common::Source {
+            name: opts.file.display().to_string(),
+            text: String::new(),
+        };
+        (source, imported.module, Some(weights))
+    } else {
+        let source = read_source(&opts.file).map_err(|c| Fail(c, String::new()))?;
+        let module = parse_source(&source).map_err(|c| Fail(c, String::new()))?.into_module();
+        (source, module, None)
+    };
     if opts.lenient {
         let (m, warnings) = crate::common::lenient(&module);
         for w in &warnings {
@@ -136,9 +151,17 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
             crate::npy::read_npy(path).map_err(|(code, m)| Fail(code, m))?,
         ));
     }
-    match &opts.params {
-        Some(path) => args = bind_params(&module, &opts.entry, path, args)?,
-        None => check_inputs(&module, &opts.entry, &args)?,
+    match (&opts.params, &onnx_weights) {
+        (Some(_), Some(_)) => {
+            return Err(usage(
+                "--params is for TVMScript files; an ONNX model brings its weights",
+            ))
+        }
+        (None, Some(w)) => {
+            args = relax_engine::bind_args(&module, &opts.entry, &args, w).map_err(|e| rejected(e.to_string()))?
+        }
+        (Some(path), None) => args = bind_params(&module, &opts.entry, path, args)?,
+        (None, None) => check_inputs(&module, &opts.entry, &args)?,
     }
     let (choice, device) = choose_device(opts.device)?;
     let config = EngineConfig {

@@ -37,6 +37,7 @@ mod interp;
 mod kernel;
 pub mod kv_cache;
 mod matching;
+pub mod onnx;
 pub mod packed;
 pub mod params;
 mod place;

@@ -1,0 +1,587 @@
+//! ONNX import (`relax-onnx`): small models checked into `tests/onnx/` imported and run
+//! end to end on the host and the GPU, compared with ONNX Runtime's outputs
+//! (`|ours - expected| <= 1e-4 + 1e-3 * |expected|`); symbolic dimensions run at two
+//! sizes with one loaded module; malformed files give errors, never panics.
+//!
+//! The models and ONNX Runtime's outputs were made by `scripts/gen_onnx_tests.py`.
+//! `real_onnx_models_from_dir` (ignored by default) imports the ImageNet networks of a
+//! directory made by `prep.py` (`<dir>/<name>/{model.onnx, in0000.npy, expected.npy}`):
+//! `RELAX_REALMODELS_DIR=DIR cargo test --release --test onnx_import -- --ignored --nocapture`.
+
+use std::path::{Path, PathBuf};
+
+use relax_engine::params::read_npy;
+use relax_engine::{ArrayValue, DeviceChoice, Engine, EngineConfig, Tensor, Value};
+use relax_ir::text::{print_program, Program};
+use relax_onnx::prost::Message;
+use relax_onnx::proto::{self, ModelProto};
+use relax_onnx::{import_bytes, import_file, ImportOptions};
+
+const RTOL: f64 = 1e-3;
+const ATOL: f64 = 1e-4;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx")
+}
+
+fn npy(name: &str) -> Tensor {
+    read_npy(&dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn f32_values(t: &Tensor) -> Vec<f32> {
+    match t.to_array_value().expect("readable result") {
+        ArrayValue::F32(a) => a.iter().copied().collect(),
+        other => panic!("expected a float32 result, got {other:?}"),
+    }
+}
+
+fn compare(what: &str, got: &Value, expected: &Tensor) {
+    let t = got
+        .as_tensor()
+        .unwrap_or_else(|| panic!("{what}: the result is not a tensor"));
+    assert_eq!(t.shape(), expected.shape(), "{what}: shape");
+    let (g, e) = (f32_values(t), f32_values(expected));
+    for (i, (&a, &b)) in g.iter().zip(&e).enumerate() {
+        assert!(
+            (a as f64 - b as f64).abs() <= ATOL + RTOL * (b as f64).abs(),
+            "{what}: element {i}: got {a}, expected {b}"
+        );
+    }
+}
+
+fn gpu_available() -> bool {
+    match relax_gpu_runtime::GpuRuntime::shared_default() {
+        Ok(_) => true,
+        Err(e) => {
+            println!("no wgpu adapter ({e}): skipping the GPU half");
+            false
+        }
+    }
+}
+
+fn devices() -> Vec<DeviceChoice> {
+    let mut d = vec![DeviceChoice::Cpu];
+    if gpu_available() {
+        d.push(DeviceChoice::Gpu);
+    }
+    d
+}
+
+fn engine(device: DeviceChoice) -> Engine {
+    Engine::new(EngineConfig {
+        device,
+        ..EngineConfig::default()
+    })
+}
+
+/// Import `model`, run each `(inputs, expected)` case on every device, compare.
+fn check_model(model: &str, cases: &[(Vec<&str>, &str)], opts: &ImportOptions) {
+    for device in devices() {
+        let e = engine(device);
+        let m = e
+            .load_onnx(&dir().join(model), opts)
+            .unwrap_or_else(|err| panic!("{model}: {err}"));
+        for (inputs, expected) in cases {
+            let args: Vec<Value> = inputs.iter().map(|n| Value::Tensor(npy(n))).collect();
+            let out = m.run(&args).unwrap_or_else(|err| panic!("{model} {device:?}: {err}"));
+            compare(&format!("{model} {expected} {device:?}"), &out, &npy(expected));
+        }
+    }
+}
+
+#[test]
+fn cnn_matches_onnx_runtime() {
+    check_model(
+        "cnn.onnx",
+        &[(vec!["cnn.case0.in0.npy"], "cnn.case0.out0.npy")],
+        &ImportOptions::default(),
+    );
+}
+
+#[test]
+fn symbolic_batch_and_length_run_at_two_sizes() {
+    let imported = import_file(&dir().join("attn_dyn.onnx"), &ImportOptions::default()).expect("imports");
+    assert_eq!(imported.summary.symbolic_dims, vec!["N".to_string(), "seq".to_string()]);
+    let text = print_program(&Program::Module(imported.module.clone()));
+    assert!(text.contains("ids: R.Tensor((N, seq), dtype=\"int64\")"), "{text}");
+    assert!(text.contains("R.Tensor((N, seq, 16), dtype=\"float32\")"), "{text}");
+    assert!(text.contains("with R.dataflow():"), "{text}");
+    // one loaded module serves both sizes: (1, 5) and (3, 9)
+    check_model(
+        "attn_dyn.onnx",
+        &[
+            (vec!["attn_dyn.case0.in0.npy"], "attn_dyn.case0.out0.npy"),
+            (vec!["attn_dyn.case1.in0.npy"], "attn_dyn.case1.out0.npy"),
+        ],
+        &ImportOptions::default(),
+    );
+}
+
+#[test]
+fn dim_option_fixes_symbolic_dims() {
+    let opts = ImportOptions {
+        dims: vec![("N".into(), 1), ("seq".into(), 5)],
+        ..ImportOptions::default()
+    };
+    let imported = import_file(&dir().join("attn_dyn.onnx"), &opts).expect("imports");
+    assert!(imported.summary.symbolic_dims.is_empty());
+    let text = print_program(&Program::Module(imported.module));
+    assert!(text.contains("ids: R.Tensor((1, 5), dtype=\"int64\")"), "{text}");
+    check_model(
+        "attn_dyn.onnx",
+        &[(vec!["attn_dyn.case0.in0.npy"], "attn_dyn.case0.out0.npy")],
+        &opts,
+    );
+}
+
+#[test]
+fn external_data_is_read_from_beside_the_model() {
+    check_model(
+        "ext.onnx",
+        &[(vec!["ext.case0.in0.npy"], "ext.case0.out0.npy")],
+        &ImportOptions::default(),
+    );
+}
+
+/// The printed program parses again, checks, and computes the same result with the
+/// weights bound by name.
+#[test]
+fn printed_program_reparses_and_runs() {
+    for model in ["cnn.onnx", "attn_dyn.onnx", "ext.onnx"] {
+        let imported = import_file(&dir().join(model), &ImportOptions::default()).expect("imports");
+        let text = print_program(&Program::Module(imported.module.clone()));
+        let reparsed = relax_ir::text::parse(&text)
+            .unwrap_or_else(|d| panic!("{model}: the printed program does not parse: {d}\n{text}"))
+            .into_module();
+        let check = relax_checker::check::check_module(&reparsed);
+        assert!(check.is_valid(), "{model}: {:?}", check.errors().collect::<Vec<_>>());
+        let again = print_program(&Program::Module(reparsed));
+        assert_eq!(text, again, "{model}: print(parse(print(m))) differs");
+    }
+    let imported = import_file(&dir().join("cnn.onnx"), &ImportOptions::default()).expect("imports");
+    let weights = relax_engine::onnx::weights_of(&imported).expect("weights");
+    let text = print_program(&Program::Module(imported.module));
+    let module = relax_ir::text::parse(&text).expect("parses").into_module();
+    let loaded = engine(DeviceChoice::Cpu).load(&module).expect("loads");
+    let out = loaded
+        .run_named("main", &[Value::Tensor(npy("cnn.case0.in0.npy"))], &weights)
+        .expect("runs");
+    compare("cnn reparsed", &out, &npy("cnn.case0.out0.npy"));
+}
+
+#[test]
+fn supported_ops_are_listed() {
+    let ops = relax_onnx::supported_ops();
+    for op in [
+        "Conv",
+        "Gemm",
+        "MatMul",
+        "Reshape",
+        "Shape",
+        "Gather",
+        "LayerNormalization",
+        "Softmax",
+    ] {
+        assert!(ops.contains(&op), "{op} missing from {ops:?}");
+    }
+}
+
+fn model_with_node(op_type: &str, name: &str) -> ModelProto {
+    let tensor_type = |elem: i32| proto::TypeProto {
+        denotation: String::new(),
+        value: Some(proto::type_proto::Value::TensorType(proto::type_proto::Tensor {
+            elem_type: elem,
+            shape: Some(proto::TensorShapeProto {
+                dim: vec![proto::tensor_shape_proto::Dimension {
+                    denotation: String::new(),
+                    value: Some(proto::tensor_shape_proto::dimension::Value::DimValue(4)),
+                }],
+            }),
+        })),
+    };
+    let vi = |n: &str| proto::ValueInfoProto {
+        name: n.into(),
+        r#type: Some(tensor_type(proto::data_type::FLOAT)),
+        doc_string: String::new(),
+    };
+    ModelProto {
+        ir_version: 8,
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(proto::GraphProto {
+            node: vec![proto::NodeProto {
+                input: vec!["x".into()],
+                output: vec!["y".into()],
+                name: name.into(),
+                op_type: op_type.into(),
+                ..Default::default()
+            }],
+            name: "g".into(),
+            input: vec![vi("x")],
+            output: vec![vi("y")],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn unsupported_operator_is_an_error_naming_node_op_and_opset() {
+    let bytes = model_with_node("FancyOp", "my_node").encode_to_vec();
+    let err = import_bytes(&bytes, None, &ImportOptions::default()).expect_err("FancyOp is not supported");
+    let m = err.to_string();
+    assert!(
+        m.contains("my_node") && m.contains("FancyOp") && m.contains("opset 17"),
+        "{m}"
+    );
+    // a supported one imports
+    let bytes = model_with_node("Relu", "r").encode_to_vec();
+    import_bytes(&bytes, None, &ImportOptions::default()).expect("Relu imports");
+}
+
+#[test]
+fn truncated_and_corrupted_files_give_errors_not_panics() {
+    for model in ["cnn.onnx", "attn_dyn.onnx"] {
+        let bytes = std::fs::read(dir().join(model)).expect("model file");
+        // every truncation point (a stride keeps the test fast)
+        let mut errors = 0;
+        for len in (0..bytes.len()).step_by(7) {
+            if import_bytes(&bytes[..len], None, &ImportOptions::default()).is_err() {
+                errors += 1;
+            }
+        }
+        assert!(errors > 0, "{model}: no truncation was rejected");
+        // deterministic byte flips
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..300 {
+            let mut b = bytes.clone();
+            for _ in 0..4 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = (state >> 33) as usize % b.len();
+                b[i] ^= (state >> 13) as u8 | 1;
+            }
+            let _ = import_bytes(&b, None, &ImportOptions::default());
+        }
+    }
+    let err = import_bytes(b"not a model at all", None, &ImportOptions::default()).expect_err("garbage");
+    assert!(!err.to_string().is_empty());
+}
+
+/// `ext.onnx` with its external-data entry rewritten by `edit`, written into a fresh
+/// directory beside a copy of `ext.bin` of `bin_len` bytes; the import's result.
+fn import_edited_ext(
+    tag: &str,
+    bin_len: usize,
+    edit: impl Fn(&mut proto::TensorProto),
+) -> Result<relax_onnx::Imported, relax_onnx::ImportError> {
+    let bytes = std::fs::read(dir().join("ext.onnx")).expect("ext.onnx");
+    let mut model = ModelProto::decode(bytes.as_slice()).expect("decodes");
+    let graph = model.graph.as_mut().expect("graph");
+    edit(&mut graph.initializer[0]);
+    let out = std::env::temp_dir().join(format!("relax_onnx_ext_{}_{tag}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("temp dir");
+    let bin = std::fs::read(dir().join("ext.bin")).expect("ext.bin");
+    std::fs::write(out.join("ext.bin"), &bin[..bin_len.min(bin.len())]).expect("write");
+    std::fs::write(out.join("m.onnx"), model.encode_to_vec()).expect("write");
+    let r = import_file(&out.join("m.onnx"), &ImportOptions::default());
+    let _ = std::fs::remove_dir_all(&out);
+    r
+}
+
+fn set_ext(t: &mut proto::TensorProto, key: &str, value: &str) {
+    t.external_data.retain(|e| e.key != key);
+    t.external_data.push(proto::StringStringEntryProto {
+        key: key.into(),
+        value: value.into(),
+    });
+}
+
+/// An edit of a tensor.
+type Edit = Box<dyn Fn(&mut proto::TensorProto)>;
+
+#[test]
+fn bad_external_data_gives_errors() {
+    import_edited_ext("ok", 64, |_| {}).expect("the unedited model imports");
+    let cases: Vec<(&str, usize, Edit, &str)> = vec![
+        ("short", 32, Box::new(|_| {}), "beyond the end"),
+        ("offset", 64, Box::new(|t| set_ext(t, "offset", "48")), "beyond the end"),
+        ("length", 64, Box::new(|t| set_ext(t, "length", "60")), "length 60"),
+        ("badnum", 64, Box::new(|t| set_ext(t, "offset", "-3")), "bad offset"),
+        (
+            "parent",
+            64,
+            Box::new(|t| set_ext(t, "location", "../ext.bin")),
+            "relative path",
+        ),
+        (
+            "absolute",
+            64,
+            Box::new(|t| set_ext(t, "location", "/etc/hostname")),
+            "relative path",
+        ),
+        (
+            "missing",
+            64,
+            Box::new(|t| set_ext(t, "location", "nothere.bin")),
+            "cannot open",
+        ),
+        ("huge", 64, Box::new(|t| t.dims = vec![1 << 40, 1 << 40]), "overflows"),
+        ("toolarge", 64, Box::new(|t| t.dims = vec![1 << 30, 1 << 10]), "limit"),
+        ("negative", 64, Box::new(|t| t.dims = vec![-4, 4]), "negative dimension"),
+        ("dtype", 64, Box::new(|t| t.data_type = 8), "STRING"),
+    ];
+    for (tag, len, edit, want) in cases {
+        let err = import_edited_ext(tag, len, edit).expect_err(tag);
+        assert!(err.to_string().contains(want), "{tag}: {err}");
+    }
+}
+
+#[test]
+fn raw_data_of_the_wrong_size_is_an_error() {
+    let bytes = std::fs::read(dir().join("cnn.onnx")).expect("model");
+    let mut model = ModelProto::decode(bytes.as_slice()).expect("decodes");
+    let t = &mut model.graph.as_mut().expect("graph").initializer[0];
+    let keep = t.raw_data.len() / 2;
+    t.raw_data.truncate(keep);
+    let err = import_bytes(&model.encode_to_vec(), None, &ImportOptions::default()).expect_err("short raw_data");
+    assert!(err.to_string().contains("raw_data holds"), "{err}");
+}
+
+/// The ImageNet networks of a `prep.py` directory, imported by this importer and run
+/// on the host (and the GPU with `RELAX_ONNX_GPU=1`), against ONNX Runtime.
+#[test]
+#[ignore]
+fn real_onnx_models_from_dir() {
+    let Some(root) = std::env::var_os("RELAX_REALMODELS_DIR") else {
+        println!("RELAX_REALMODELS_DIR is not set: nothing to run");
+        return;
+    };
+    let root = PathBuf::from(root);
+    let mut devs = vec![DeviceChoice::Cpu];
+    if std::env::var_os("RELAX_ONNX_GPU").is_some() && gpu_available() {
+        devs.push(DeviceChoice::Gpu);
+    }
+    for name in ["squeezenet", "shufflenet", "resnet50"] {
+        let d = root.join(name);
+        if !d.join("model.onnx").is_file() {
+            println!("{name}: not prepared, skipped");
+            continue;
+        }
+        let input = read_npy(&d.join("in0000.npy")).expect("input");
+        let expected = read_npy(&d.join("expected.npy")).expect("expected");
+        for &dev in &devs {
+            let t = std::time::Instant::now();
+            let m = engine(dev)
+                .load_onnx(&d.join("model.onnx"), &ImportOptions::default())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let load = t.elapsed();
+            let t = std::time::Instant::now();
+            let out = m.run(&[Value::Tensor(input.clone())]).expect("runs");
+            println!(
+                "{name} {dev:?}: import+load {:.2} s, run {:.2} s, {}",
+                load.as_secs_f64(),
+                t.elapsed().as_secs_f64(),
+                m.imported.summary
+            );
+            compare(&format!("{name} {dev:?}"), &out, &expected);
+        }
+    }
+}
+
+/// One node test: import `dir/model.onnx`, run it on `device` with
+/// `test_data_set_0/input_*.pb`, compare with `output_*.pb`. `Ok(())` when it passes,
+/// else the reason (prefixed `import:` when the importer refused the model).
+fn run_node_test(case: &Path, device: DeviceChoice) -> Result<(), String> {
+    let data = case.join("test_data_set_0");
+    let imported = match import_file(&case.join("model.onnx"), &ImportOptions::default()) {
+        Ok(i) => i,
+        // Shapes, axes and sizes given as graph inputs must be known when importing: bind
+        // the test's integer inputs as initializers (constants) and import again.
+        Err(e) if e.message.contains("must be known") => {
+            let bytes = std::fs::read(case.join("model.onnx")).map_err(|e| e.to_string())?;
+            let mut model = ModelProto::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+            let graph = model.graph.as_mut().ok_or("no graph")?;
+            let inputs = std::mem::take(&mut graph.input);
+            for (i, vi) in inputs.into_iter().enumerate() {
+                let is_int = matches!(
+                    vi.r#type.as_ref().and_then(|t| t.value.as_ref()),
+                    Some(proto::type_proto::Value::TensorType(t))
+                        if t.elem_type == proto::data_type::INT64 || t.elem_type == proto::data_type::INT32
+                );
+                let pb = data.join(format!("input_{i}.pb"));
+                if is_int && pb.is_file() {
+                    let b = std::fs::read(&pb).map_err(|e| e.to_string())?;
+                    let mut t = proto::TensorProto::decode(b.as_slice()).map_err(|e| e.to_string())?;
+                    t.name = vi.name.clone();
+                    graph.initializer.push(t);
+                } else {
+                    graph.input.push(vi);
+                }
+            }
+            import_bytes(&model.encode_to_vec(), Some(case), &ImportOptions::default())
+                .map_err(|e| format!("import: {e}"))?
+        }
+        Err(e) => return Err(format!("import: {e}")),
+    };
+    let read = |name: String| -> Result<Option<relax_ir::NDArray>, String> {
+        let p = data.join(&name);
+        if !p.is_file() {
+            return Ok(None);
+        }
+        let bytes = std::fs::read(&p).map_err(|e| e.to_string())?;
+        let t = proto::TensorProto::decode(bytes.as_slice()).map_err(|e| format!("{name}: {e}"))?;
+        relax_onnx::tensor::to_ndarray(&t, None)
+            .map(Some)
+            .map_err(|e| format!("{name}: {e}"))
+    };
+    let to_tensor =
+        |a: &relax_ir::NDArray| Tensor::from_bytes(a.dtype, &a.shape, a.data.clone()).map_err(|e| e.to_string());
+    // the graph inputs still inputs of `main`, matched by name with the .pb files
+    let mut by_name = std::collections::HashMap::new();
+    for i in 0.. {
+        let Ok(bytes) = std::fs::read(data.join(format!("input_{i}.pb"))) else {
+            break;
+        };
+        let t = proto::TensorProto::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+        by_name.insert(t.name.clone(), i);
+    }
+    let main = imported.module.relax_function("main").ok_or("no main")?;
+    let mut args = Vec::new();
+    for (k, p) in main.params.iter().take(imported.num_inputs).enumerate() {
+        let i = by_name.get(p.name()).copied().unwrap_or(k);
+        let a = read(format!("input_{i}.pb"))?.ok_or_else(|| format!("input_{i}.pb missing"))?;
+        args.push(Value::Tensor(to_tensor(&a)?));
+    }
+    let mut expected = Vec::new();
+    while let Some(a) = read(format!("output_{}.pb", expected.len()))? {
+        expected.push(a);
+    }
+    let weights = relax_engine::onnx::weights_of(&imported).map_err(|e| e.to_string())?;
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<Value, String> {
+        let loaded = engine(device)
+            .load(&imported.module)
+            .map_err(|e| format!("load: {e}"))?;
+        loaded
+            .run_named("main", &args, &weights)
+            .map_err(|e| format!("run: {e}"))
+    }))
+    .map_err(|_| "panic".to_string())??;
+    let got: Vec<Value> = match out.as_tuple() {
+        Some(f) => f.to_vec(),
+        None => vec![out],
+    };
+    if got.len() != expected.len() {
+        return Err(format!("{} outputs, expected {}", got.len(), expected.len()));
+    }
+    for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
+        let g = g.as_tensor().ok_or_else(|| format!("output {k} is not a tensor"))?;
+        if g.dtype() != e.dtype || g.shape() != e.shape.as_slice() {
+            return Err(format!(
+                "output {k}: {} {:?}, expected {} {:?}",
+                g.dtype(),
+                g.shape(),
+                e.dtype,
+                e.shape
+            ));
+        }
+        let gv = g.to_f64_values().map_err(|e| e.to_string())?;
+        for (i, &a) in gv.iter().enumerate() {
+            let b = relax_onnx::tensor::elem_f64(e, i).ok_or("bad expected data")?;
+            let ok = if e.dtype.is_float() {
+                (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-5 + 1e-3 * b.abs()
+            } else {
+                a == b
+            };
+            if !ok {
+                return Err(format!("output {k} element {i}: got {a}, expected {b}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// ONNX's backend node tests (a directory made by the onnx_node generator, `node/test_*`)
+/// imported by this importer and run on the host (and the GPU with `RELAX_ONNX_GPU=1`):
+/// prints the pass rate per operator. Skips when `RELAX_ONNX_NODE_DIR` is not set;
+/// `RELAX_ONNX_NODE_FILTER` keeps the tests whose names contain it.
+#[test]
+fn onnx_node_tests() {
+    let Some(root) = std::env::var_os("RELAX_ONNX_NODE_DIR") else {
+        println!("RELAX_ONNX_NODE_DIR is not set: the ONNX node tests are skipped");
+        return;
+    };
+    let root = PathBuf::from(root);
+    let node = if root.join("node").is_dir() {
+        root.join("node")
+    } else {
+        root
+    };
+    let filter = std::env::var("RELAX_ONNX_NODE_FILTER").unwrap_or_default();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&node)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    cases.retain(|p| p.join("model.onnx").is_file() && p.to_string_lossy().contains(&filter));
+    cases.sort();
+    let mut devs = vec![DeviceChoice::Cpu];
+    if std::env::var_os("RELAX_ONNX_GPU").is_some() && gpu_available() {
+        devs.push(DeviceChoice::Gpu);
+    }
+    // per operator: (tests, imported, passed per device)
+    let mut table: std::collections::BTreeMap<String, (usize, usize, Vec<usize>)> = Default::default();
+    let verbose = std::env::var_os("RELAX_ONNX_NODE_VERBOSE").is_some();
+    for case in &cases {
+        let op = std::fs::read(case.join("model.onnx"))
+            .ok()
+            .and_then(|b| ModelProto::decode(b.as_slice()).ok())
+            .and_then(|m| m.graph)
+            .and_then(|g| g.node.first().map(|n| n.op_type.clone()))
+            .unwrap_or_else(|| "?".into());
+        let row = table.entry(op).or_insert((0, 0, vec![0; devs.len()]));
+        row.0 += 1;
+        let mut imported = true;
+        for (k, &dev) in devs.iter().enumerate() {
+            match run_node_test(case, dev) {
+                Ok(()) => row.2[k] += 1,
+                Err(e) => {
+                    imported &= !e.starts_with("import:");
+                    if verbose {
+                        println!(
+                            "{} {dev:?}: {}",
+                            case.display(),
+                            e.chars().take(200).collect::<String>()
+                        );
+                    }
+                }
+            }
+        }
+        if imported {
+            row.1 += 1;
+        }
+    }
+    let total: usize = table.values().map(|r| r.0).sum();
+    let imported: usize = table.values().map(|r| r.1).sum();
+    println!(
+        "{:<28} {:>5} {:>8} {}",
+        "operator",
+        "tests",
+        "imported",
+        devs.iter().map(|d| format!("{d:?} pass")).collect::<Vec<_>>().join(" ")
+    );
+    for (op, (n, i, p)) in &table {
+        println!(
+            "{op:<28} {n:>5} {i:>8} {}",
+            p.iter().map(|v| format!("{v:>8}")).collect::<Vec<_>>().join(" ")
+        );
+    }
+    for (k, d) in devs.iter().enumerate() {
+        let passed: usize = table.values().map(|r| r.2[k]).sum();
+        println!(
+            "{d:?}: {passed} of {total} node tests pass ({:.1}%); {imported} imported",
+            100.0 * passed as f64 / total.max(1) as f64
+        );
+    }
+}

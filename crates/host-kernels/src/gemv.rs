@@ -151,19 +151,20 @@ pub fn gemv_bt_half(kind: Half, m: usize, k: usize, n: usize, a: &[f32], w: &[u8
 fn dot_rows(kind: Half, row: &[u8], a: &[f32], k: usize, m: usize, sums: &mut [f32; HALF_GEMV_ROWS]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            if std::arch::is_x86_feature_detected!("f16c") {
-                // SAFETY: the CPU has the features the functions are compiled for.
-                unsafe {
-                    match m {
-                        1 => dot_rows_avx2::<1, 4>(kind, row, a, k, sums),
-                        2 => dot_rows_avx2::<2, 2>(kind, row, a, k, sums),
-                        3 => dot_rows_avx2::<3, 1>(kind, row, a, k, sums),
-                        _ => dot_rows_avx2::<4, 1>(kind, row, a, k, sums),
-                    }
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c")
+        {
+            // SAFETY: the CPU has the features the functions are compiled for.
+            unsafe {
+                match m {
+                    1 => dot_rows_avx2::<1, 4>(kind, row, a, k, sums),
+                    2 => dot_rows_avx2::<2, 2>(kind, row, a, k, sums),
+                    3 => dot_rows_avx2::<3, 1>(kind, row, a, k, sums),
+                    _ => dot_rows_avx2::<4, 1>(kind, row, a, k, sums),
                 }
-                return;
             }
+            return;
         }
     }
     // Without AVX2: widen the row (allocates; not the fast path).

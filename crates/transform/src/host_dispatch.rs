@@ -15,7 +15,11 @@
 //!   (`relax_host.conv2d[_bias][_bn][_add][_relu]`)
 //! - `matmul -> (add bias)? -> relu?` (`relax_host.matmul[_bt][_bias][_relu]`),
 //!   reading the untransposed matrix (`_bt`) when the right operand is the transpose
-//!   of a 2-D matrix used only there (ONNX `Gemm` with `transB`)
+//!   of a 2-D matrix used only there (ONNX `Gemm` with `transB`, `nn.Linear`). This
+//!   one form, `x @ permute_dims(W)` -> `relax_host.matmul_bt(x, W)`, also takes `x`
+//!   with symbolic leading axes (prefill over a symbolic sequence length) and
+//!   `float16` / `bfloat16` operands (the kernel reads the 16-bit weights directly,
+//!   computing in `f32`), so no transposed copy of a weight is made per call
 //! - `add | subtract | multiply | divide -> relu?` (broadcasting,
 //!   `relax_host.<op>[_relu]`), and ONNX's two-operand `Sum` as TVM imports it,
 //!   `sum(stack((a, b)), axis=[0])`, as an `add`

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use relax_host_kernels::elementwise::{self, BinaryOp, Reduction, UnaryOp};
 use relax_host_kernels::gemm::{gemv, MatRef, GEMV_ROWS};
+use relax_host_kernels::gemv::{gemv_bt_half, widen_half, Half, HALF_GEMV_ROWS};
 use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
 use relax_host_kernels::{conv2d, matmul, sgemm_parallel, Conv2dShape, Epilogue, KernelError};
 use relax_ir::DataType;
@@ -330,6 +331,95 @@ impl Call {
         r.map_err(|e| KernelError(e.to_string()))?
     }
 
+    /// `out = a @ wᵀ` with `a`, `w` (`[n, k]`) and `out` all of the 16-bit float
+    /// dtype `kind`: computed in `f32` (every product and sum), rounded once at the end.
+    /// A few rows of `a` read `w` directly ([`gemv_bt_half`]); more widen it first.
+    fn matmul_bt_half(&self, kind: Half) -> KResult {
+        let [a, w, o] = self.tensors.as_slice() else {
+            return Err(KernelError("matmul_bt: expected two inputs and an output".into()));
+        };
+        if a.dtype() != w.dtype() || a.dtype() != o.dtype() {
+            return Err(KernelError(format!(
+                "matmul_bt: expected tensors of one dtype, got {}, {} and {}",
+                a.dtype(),
+                w.dtype(),
+                o.dtype()
+            )));
+        }
+        let staged = [
+            StagedArg::Tensor(a.clone(), false),
+            StagedArg::Tensor(w.clone(), false),
+            StagedArg::Tensor(o.clone(), true),
+        ];
+        let mut stats = StagingStats::default();
+        let r = with_kernel_args(&staged, &mut stats, |kargs| {
+            let [ka, kw, ko] = kargs else {
+                return Err(KernelError("matmul_bt: expected three tensors".into()));
+            };
+            let (Some(ab), Some((_, ashape)), Some(wb), Some((_, wshape))) =
+                (ka.host_bytes(), ka.tensor_meta(), kw.host_bytes(), kw.tensor_meta())
+            else {
+                return Err(KernelError("matmul_bt: scalar among tensor arguments".into()));
+            };
+            let (ashape, wshape) = (dims(ashape), dims(wshape));
+            let KernelArg::Write { shape, bytes: ob, .. } = ko else {
+                return Err(KernelError("matmul_bt: the output is not a writable tensor".into()));
+            };
+            let oshape = dims(shape);
+            let (&[n, k], Some(&ka_k), true) = (wshape.as_slice(), ashape.last(), ashape.len() >= 2) else {
+                return Err(KernelError(format!(
+                    "matmul_bt: expected a matrix of rank >= 2 and a 2-D weight, got {ashape:?} and {wshape:?}"
+                )));
+            };
+            let rows: usize = ashape[..ashape.len() - 1].iter().product();
+            let mut want = ashape.clone();
+            if let Some(l) = want.last_mut() {
+                *l = n;
+            }
+            if ka_k != k || oshape != want {
+                return Err(KernelError(format!(
+                    "matmul_bt: operands {ashape:?} x {wshape:?}^T do not give the output {oshape:?}"
+                )));
+            }
+            let mut af = vec![0f32; rows * k];
+            widen_half(kind, ab, &mut af)?;
+            let mut out = vec![0f32; rows * n];
+            if rows <= HALF_GEMV_ROWS {
+                gemv_bt_half(kind, rows, k, n, &af, wb, &mut out)?;
+            } else {
+                let mut wf = vec![0f32; n * k];
+                widen_half(kind, wb, &mut wf)?;
+                let bm = MatRef {
+                    data: &wf,
+                    rs: 1,
+                    cs: k,
+                };
+                sgemm_parallel(
+                    rows,
+                    k,
+                    n,
+                    MatRef::row_major(&af, k),
+                    bm,
+                    &mut out,
+                    &Epilogue::default(),
+                    0,
+                )?;
+            }
+            if ob.len() != out.len() * 2 {
+                return Err(KernelError("matmul_bt: output size mismatch".into()));
+            }
+            for (d, v) in ob.chunks_exact_mut(2).zip(&out) {
+                let bits = match kind {
+                    Half::F16 => half::f16::from_f32(*v).to_bits(),
+                    Half::Bf16 => half::bf16::from_f32(*v).to_bits(),
+                };
+                d.copy_from_slice(&bits.to_le_bytes());
+            }
+            Ok(())
+        });
+        r.map_err(|e| KernelError(e.to_string()))?
+    }
+
     /// [`Call::run`] for an `int64` output (computed aside, then stored).
     fn run_i64(&self, f: impl FnOnce(&[In<'_>], &mut [i64], &[usize]) -> KResult) -> KResult {
         self.with_args(DataType::INT64, |ins, bytes, shape| {
@@ -376,6 +466,17 @@ impl Call {
             f(&refs, bytes, &out_shape)
         });
         r.map_err(|e| KernelError(e.to_string()))?
+    }
+}
+
+/// The 16-bit float format of `d`, if it is `float16` or `bfloat16`.
+fn half_kind(d: DataType) -> Option<Half> {
+    if d == DataType::FLOAT16 {
+        Some(Half::F16)
+    } else if d.is_float() && d.bits == 16 && d.lanes == 1 {
+        Some(Half::Bf16)
+    } else {
+        None
     }
 }
 
@@ -486,6 +587,12 @@ fn conv2d_kernel(name: &str, c: &Call) -> KResult {
 
 fn matmul_kernel(name: &str, c: &Call) -> KResult {
     let (bt, bias, relu) = (name.contains("_bt"), name.contains("_bias"), name.ends_with("_relu"));
+    if let Some(kind) = c.tensors.first().and_then(|t| half_kind(t.dtype())) {
+        if !bt || bias || relu {
+            return Err(KernelError(format!("{name}: 16-bit floats only as `matmul_bt`")));
+        }
+        return c.matmul_bt_half(kind);
+    }
     c.run(|ins, out, out_shape| {
         if ins.len() != 2 + bias as usize {
             return Err(KernelError("matmul: wrong number of inputs".into()));

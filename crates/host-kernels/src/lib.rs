@@ -18,6 +18,7 @@
 pub mod conv;
 pub mod elementwise;
 pub mod gemm;
+pub mod gemv;
 pub mod math;
 mod microkernel;
 pub mod pool;

@@ -15,7 +15,11 @@
 //!   (`relax_host.conv2d[_bias][_bn][_add][_relu]`)
 //! - `matmul -> (add bias)? -> relu?` (`relax_host.matmul[_bt][_bias][_relu]`),
 //!   reading the untransposed matrix (`_bt`) when the right operand is the transpose
-//!   of a 2-D matrix used only there (ONNX `Gemm` with `transB`)
+//!   of a 2-D matrix used only there (ONNX `Gemm` with `transB`, `nn.Linear`). This
+//!   one form, `x @ permute_dims(W)` -> `relax_host.matmul_bt(x, W)`, also takes `x`
+//!   with symbolic leading axes (prefill over a symbolic sequence length) and
+//!   `float16` / `bfloat16` operands (the kernel reads the 16-bit weights directly,
+//!   computing in `f32`), so no transposed copy of a weight is made per call
 //! - `add | subtract | multiply | divide -> relu?` (broadcasting,
 //!   `relax_host.<op>[_relu]`), and ONNX's two-operand `Sum` as TVM imports it,
 //!   `sum(stack((a, b)), axis=[0])`, as an `add`
@@ -149,6 +153,12 @@ fn static_tensor(si: &StructInfo) -> Option<TensorInfo> {
 /// Data movement (`permute_dims`) takes 16-bit floats too: it moves bits.
 fn movable(d: DataType) -> bool {
     d == DataType::FLOAT32 || (d.is_float() && d.bits == 16 && d.lanes == 1)
+}
+
+/// Dtypes of the matrix `W` of `relax_host.matmul_bt(x, W)`: the kernel reads
+/// 16-bit floats directly, widening them in registers.
+fn gemm_dtype(d: DataType) -> bool {
+    movable(d)
 }
 
 /// A static tensor whose dtype `ok` accepts.
@@ -668,6 +678,16 @@ impl BlockRewrite<'_> {
 
     fn matmul(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
         let [a, b] = call.args.as_slice() else { return None };
+        if self.arg_tensor(a).is_none() || self.var_tensor(var).is_none() {
+            // Symbolic or 16-bit float operands: only `x @ permute_dims(W)`.
+            let (d, w) = self.transposed_matrix(b)?;
+            if !self.bt_operands_ok(call, var, b) {
+                return None;
+            }
+            let mut f = Fused::new("matmul_bt", vec![a.clone(), w], var, i);
+            f.chain.push(d);
+            return self.finish(f);
+        }
         let at = self.arg_tensor(a)?;
         let bt = self.arg_tensor(b)?;
         let out = self.var_tensor(var)?;
@@ -802,7 +822,8 @@ impl BlockRewrite<'_> {
             return None;
         }
         let x = c.args.first()?;
-        if self.arg_tensor(x)?.shape.len() != 2 {
+        let t = static_tensor_if(&arg_struct_info(x)?, gemm_dtype).filter(|t| self.on_host(t))?;
+        if t.shape.len() != 2 {
             return None;
         }
         match c.attrs.get("axes") {
@@ -819,9 +840,48 @@ impl BlockRewrite<'_> {
         let Some((_, _, c)) = self.sole_call_user(var, i, "relax.matmul") else {
             return false;
         };
+        let Some(j) = self.sole_user(var, i) else { return false };
+        let Some((out, _)) = self.call_at(j) else { return false };
         c.args.get(1).is_some_and(|b| is_var(b, var))
-            && c.args.first().and_then(|a| self.arg_tensor(a)).is_some()
             && self.transposed_matrix(&var.to_expr()).is_some()
+            && self.bt_operands_ok(c, out, &var.to_expr())
+    }
+
+    /// Whether `a @ b` (the matmul `c`, whose result is `out`), with `b` the
+    /// transpose of a static 2-D host matrix `W` of `[N, K]`, can run as
+    /// `relax_host.matmul_bt(a, W)`: `a` is a host tensor of `W`'s dtype
+    /// (`float32`, `float16` or `bfloat16`) of rank >= 2 whose last axis is `K`
+    /// (its other axes may be symbolic), and the result is a host tensor of that
+    /// dtype whose last axis is `N`.
+    fn bt_operands_ok(&self, c: &Call, out: &Var, b: &Expr) -> bool {
+        let Some(a) = c.args.first() else { return false };
+        let Some(w) = arg_struct_info(b).and_then(|si| static_tensor_if(&si, gemm_dtype)) else {
+            return false;
+        };
+        let Some(dtype) = arg_struct_info(b).and_then(|si| si.as_tensor().map(|t| t.dtype)) else {
+            return false;
+        };
+        let [k, n] = w.shape.as_slice() else { return false };
+        let host_with = |si: &StructInfo, last: i64| {
+            si.as_tensor().is_some_and(|t| {
+                t.dtype == dtype
+                    && self.on_host(&TensorInfo {
+                        shape: vec![],
+                        vdevice: t.vdevice.clone(),
+                    })
+                    && t.shape_values()
+                        .is_some_and(|s| s.len() >= 2 && s.last().and_then(PrimExpr::as_int) == Some(last))
+            })
+        };
+        let same_dtype = match c.attrs.get("out_dtype") {
+            None | Some(AttrValue::None) => true,
+            Some(AttrValue::Str(s)) => s.is_empty() || *s == dtype.to_string(),
+            Some(AttrValue::DataType(d)) => d.is_void() || *d == dtype,
+            _ => false,
+        };
+        same_dtype
+            && arg_struct_info(a).is_some_and(|si| host_with(&si, *k))
+            && out.struct_info().is_some_and(|si| host_with(si, *n))
     }
 
     /// `mean` over trailing axes (global average pooling).

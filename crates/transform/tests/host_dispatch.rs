@@ -380,3 +380,127 @@ fn sixteen_bit_transposes_move_bits_like_legalized_tir() {
     let want = half::f16::from_f32((i * 35 + j * 7 + k) as f32 * 0.37 - 19.0).to_bits();
     assert_eq!(bits(k * 15 + i * 5 + j), want);
 }
+
+const MATMUL_BT_WIDE: &str = r#"
+@I.ir_module
+class Module:
+  @R.function
+  def main(x: R.Tensor((1, "n", 40), "float16"), w: R.Tensor((24, 40), "float16"), y: R.Tensor(("n", 40), "float32"), v: R.Tensor((24, 40), "float32"), z: R.Tensor(("n", 40), "bfloat16"), u: R.Tensor((24, 40), "bfloat16")):
+    with R.dataflow():
+        wt = R.permute_dims(w, axes=None)
+        a = R.matmul(x, wt, out_dtype=None)
+        vt = R.permute_dims(v, axes=[1, 0])
+        b = R.matmul(y, vt, out_dtype=None)
+        ut = R.permute_dims(u, axes=None)
+        c = R.matmul(z, ut, out_dtype=None)
+        R.output(a, b, c)
+    return (a, b, c)
+"#;
+
+/// 16-bit float tensor of `shape` (values exact in `bfloat16` and `float16`) and its
+/// values as `f64`.
+fn half_tensor(dtype: &str, shape: &[usize], seed: usize) -> (Value, Vec<f64>) {
+    let n: usize = shape.iter().product();
+    let vals: Vec<f32> = (0..n)
+        .map(|i| ((i * 37 + seed * 11) % 61) as f32 / 32.0 - 0.9375)
+        .collect();
+    let bytes: Vec<u8> = vals
+        .iter()
+        .flat_map(|&v| match dtype {
+            "float16" => half::f16::from_f32(v).to_le_bytes(),
+            _ => half::bf16::from_f32(v).to_le_bytes(),
+        })
+        .collect();
+    let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let t = relax_engine::Tensor::from_bytes(dtype.parse().expect("dtype"), &dims, bytes).expect("tensor");
+    (Value::Tensor(t), vals.iter().map(|&v| v as f64).collect())
+}
+
+/// Elements of a float16, bfloat16 or float32 tensor as `f64`.
+fn as_f64(t: &relax_engine::Tensor) -> Vec<f64> {
+    let b = t.to_bytes().expect("bytes");
+    match t.dtype().to_string().as_str() {
+        "float32" => b
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect(),
+        "float16" => b
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect(),
+        _ => b
+            .chunks_exact(2)
+            .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect(),
+    }
+}
+
+/// `x @ permute_dims(W)` with a symbolic row count, and with float16 or bfloat16
+/// operands, runs as one `matmul_bt` call reading `W` untransposed (no transposed
+/// copy of the weight, no lone `permute_dims`), and gives the values of legalized TIR
+/// and of exact arithmetic (rounded once to the output dtype) for one row (the
+/// decoding case) and for many.
+#[test]
+fn symbolic_and_sixteen_bit_matmuls_read_the_weight_untransposed() {
+    let m = relax_ir::text::parse(MATMUL_BT_WIDE).expect("parses").into_module();
+    let dispatched = dispatch_host_library_with(&checked(m), DispatchOptions::default()).expect("dispatch");
+    let c = calls(&dispatched);
+    assert_eq!(c.get(&format!("{PREFIX}matmul_bt")), Some(&3), "{c:?}");
+    for op in ["relax.permute_dims", "relax.matmul"] {
+        assert!(!c.contains_key(op), "{op} left: {c:?}");
+    }
+    assert!(!c.contains_key(&format!("{PREFIX}permute_dims")), "{c:?}");
+    // The result re-parses.
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(dispatched));
+    relax_ir::text::parse(&text).expect("re-parses");
+
+    for rows in [1usize, 3, 9] {
+        let (x, xv) = half_tensor("float16", &[1, rows, 40], 1);
+        let (w, wv) = half_tensor("float16", &[24, 40], 2);
+        let (z, zv) = half_tensor("bfloat16", &[rows, 40], 3);
+        let (u, uv) = half_tensor("bfloat16", &[24, 40], 4);
+        let y = tensor(&[rows, 40], 5, false);
+        let v = tensor(&[24, 40], 6, false);
+        let yv = as_f64(y.as_tensor().expect("y"));
+        let vv = as_f64(v.as_tensor().expect("v"));
+        let args = [x, w, y, v, z, u];
+        let (lib, tir, stats) = library_and_tir(MATMUL_BT_WIDE, &args);
+        assert_eq!(stats.packed_calls, 3, "three library calls");
+        let (Value::Tuple(l), Value::Tuple(t)) = (&lib, &tir) else {
+            panic!("tuples")
+        };
+        let exact = |a: &[f64], b: &[f64]| -> Vec<f64> {
+            let mut out = vec![0.0; rows * 24];
+            for i in 0..rows {
+                for j in 0..24 {
+                    out[i * 24 + j] = (0..40).map(|k| a[i * 40 + k] * b[j * 40 + k]).sum();
+                }
+            }
+            out
+        };
+        // Library: exact up to one rounding to the output dtype (f32 accumulation);
+        // legalized TIR: within the 16-bit dtype's accumulated rounding.
+        let cases = [
+            (exact(&xv, &wv), 2e-3, 3e-2),
+            (exact(&yv, &vv), 1e-5, 1e-5),
+            (exact(&zv, &uv), 8e-3, 1e-1),
+        ];
+        for (i, (want, lib_tol, tir_tol)) in cases.iter().enumerate() {
+            let (a, b) = (l[i].as_tensor().expect("tensor"), t[i].as_tensor().expect("tensor"));
+            assert_eq!(a.shape(), b.shape(), "output {i}");
+            assert_eq!(a.dtype(), b.dtype(), "output {i}");
+            let (a, b) = (as_f64(a), as_f64(b));
+            assert_eq!(a.len(), want.len());
+            for ((x, y), e) in a.iter().zip(&b).zip(want) {
+                assert!(
+                    (x - e).abs() <= lib_tol * e.abs().max(1.0),
+                    "output {i} ({rows} rows): library {x}, exact {e}"
+                );
+                assert!(
+                    (x - y).abs() <= tir_tol * y.abs().max(1.0),
+                    "output {i} ({rows} rows): library {x}, TIR {y}"
+                );
+            }
+        }
+    }
+}

@@ -325,6 +325,42 @@ fn triangle_masks_with_extreme_diagonals() {
     }
 }
 
+const TRIANGLES_OF_A_COLUMN: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 3), "float32"), y: R.Tensor((2, 4), "int32")):
+        v = R.permute_dims(x, axes=[1, 0])
+        a = R.tril(v, k=-2147483647)
+        b = R.triu(v, k=2147483647)
+        c = R.triu(y, k=-2147483647)
+        d = R.tril(y, k=2147483647)
+        return (a, b, c, d)
+"#;
+
+/// Found by the differential harness: a diagonal offset of magnitude 2^31 - 1 on a
+/// (3, 1) view or an int32 matrix selected every element on the GPU (TVM: zeros,
+/// zeros, y, y). The offset is clamped to the matrix before any arithmetic.
+#[test]
+fn triangle_masks_of_other_shapes_with_extreme_diagonals() {
+    let x: Value = relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[1, 3]), vec![4.625f32, -3.8125, 3.5625]).expect("1x3"),
+    )
+    .into();
+    let y: Value = relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[2, 4]), (1..=8).map(|v: i32| v * -3).collect()).expect("2x4"),
+    )
+    .into();
+    let ys: Vec<String> = (1..=8).map(|v| (v * -3).to_string()).collect();
+    for (dev, out) in run_all(TRIANGLES_OF_A_COLUMN, &[x.clone(), y.clone()]) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        assert_eq!(strings(&out, Some(0)), ["0", "0", "0"], "{dev} tril");
+        assert_eq!(strings(&out, Some(1)), ["0", "0", "0"], "{dev} triu");
+        assert_eq!(strings(&out, Some(2)), ys, "{dev} triu int32");
+        assert_eq!(strings(&out, Some(3)), ys, "{dev} tril int32");
+    }
+}
+
 const SPECIAL_FLOATS: &str = r#"
 @I.ir_module
 class Module:

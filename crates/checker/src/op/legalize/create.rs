@@ -221,6 +221,13 @@ fn trilu(ctx: &LegalizeCtx, upper: bool) -> Result<Lowered, Skip> {
         return Err(Skip::new("the input has fewer than 2 dimensions"));
     }
     let dt = x.dtype();
+    // A diagonal beyond the matrix selects everything or nothing: clamped to the
+    // matrix (or to 2^30 when its extents are symbolic), `row + k` cannot overflow
+    // the 32-bit index arithmetic of the GPU.
+    let k = match (shape[nd - 2].as_int(), shape[nd - 1].as_int()) {
+        (Some(rows), Some(cols)) => k.clamp(-rows.max(0), cols.max(0)),
+        _ => k.clamp(-(1 << 30), 1 << 30),
+    };
     t.compute("trilu", &shape, "i", |i| {
         let (row, col) = (i[nd - 2].clone(), i[nd - 1].clone());
         // TVM's simplified forms of `col <= row + k` and `row + k <= col`

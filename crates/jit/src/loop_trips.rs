@@ -42,11 +42,7 @@ fn trips(s: &Stmt) -> Option<PrimExpr> {
         }) => {
             let inner = trips(body)?;
             let e = expr::cast(extent.clone(), DataType::INT64);
-            // The WGSL emitter writes a constant unrolled loop of at most 64 steps
-            // starting at 0 as straight-line code.
-            let unrolled =
-                *kind == ForKind::Unrolled && min.as_int() == Some(0) && extent.as_int().is_some_and(|n| n <= 64);
-            let per_step = if unrolled {
+            let per_step = if straight_line(*kind, min, extent).is_some() {
                 inner
             } else {
                 expr::add(PrimExpr::int(1), inner)
@@ -67,6 +63,15 @@ fn trips(s: &Stmt) -> Option<PrimExpr> {
             Some(expr::bin(BinOp::Max, a, b))
         }
         _ => s.children().try_fold(zero(), |acc, c| Some(expr::add(acc, trips(c)?))),
+    }
+}
+
+/// The steps of a loop the WGSL emitter writes as straight-line code (no loop):
+/// an unrolled loop from 0 of at most 64 constant steps.
+pub(crate) fn straight_line(kind: ForKind, min: &PrimExpr, extent: &PrimExpr) -> Option<i64> {
+    match (kind, min.as_int(), extent.as_int()) {
+        (ForKind::Unrolled, Some(0), Some(n)) if n <= 64 => Some(n),
+        _ => None,
     }
 }
 

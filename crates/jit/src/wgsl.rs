@@ -17,7 +17,7 @@ use relax_ir::tir::Intrinsic;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
-use relax_ir::tir::{BinOp, Buffer, For, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
+use relax_ir::tir::{BinOp, Buffer, For, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::{DataType, TypeCode};
 
 use crate::error::{JitError, Result};
@@ -1173,30 +1173,26 @@ impl Em<'_> {
                 body,
                 ..
             }) => {
-                if *kind == ForKind::Unrolled {
-                    if let (Some(0), Some(n)) = (min.as_int(), extent.as_int()) {
-                        if n <= 64 {
-                            for k in 0..n {
-                                let mut m = expr::VarMap::new();
-                                m.insert(var.id(), PrimExpr::int_of(k, var.dtype()));
-                                let b = expr::map_stmt(body, &mut |e| expr::simplify(&expr::subst(e, &m)));
-                                let mut declares = false;
-                                expr::visit_stmts(&b, &mut |x| {
-                                    declares |= matches!(x, Stmt::Let { .. } | Stmt::Alloc { .. })
-                                });
-                                if declares {
-                                    self.line("{");
-                                    self.ind += 1;
-                                    self.scoped(&b)?;
-                                    self.ind -= 1;
-                                    self.line("}");
-                                } else {
-                                    self.stmt(&b)?;
-                                }
-                            }
-                            return Ok(());
+                if let Some(n) = crate::loop_trips::straight_line(*kind, min, extent) {
+                    for k in 0..n {
+                        let mut m = expr::VarMap::new();
+                        m.insert(var.id(), PrimExpr::int_of(k, var.dtype()));
+                        let b = expr::map_stmt(body, &mut |e| expr::simplify(&expr::subst(e, &m)));
+                        let mut declares = false;
+                        expr::visit_stmts(&b, &mut |x| {
+                            declares |= matches!(x, Stmt::Let { .. } | Stmt::Alloc { .. })
+                        });
+                        if declares {
+                            self.line("{");
+                            self.ind += 1;
+                            self.scoped(&b)?;
+                            self.ind -= 1;
+                            self.line("}");
+                        } else {
+                            self.stmt(&b)?;
                         }
                     }
+                    return Ok(());
                 }
                 let (ms, mw) = self.expr(min)?;
                 let (es, ew) = self.expr(extent)?;

@@ -58,13 +58,16 @@ enum Command {
     Print {
         /// The TVMScript file (`-` reads standard input).
         file: PathBuf,
-        /// Passes to apply before printing, in order (repeatable): check, normalize,
-        /// realize-vdevice, legalize, dead-code-elimination, fuse-ops, fuse-tir.
+        /// Passes to apply before printing, in order (repeatable; a pass's required
+        /// passes that have not run go first). Every registered pass:
         #[arg(long = "pass", value_parser = pass_names())]
         passes: Vec<String>,
         /// Print each pass's time on stderr.
         #[arg(long = "time-passes")]
         time_passes: bool,
+        /// Write the module after every pass into this directory (`NN-PASS.py`).
+        #[arg(long = "dump-ir")]
+        dump_ir: Option<PathBuf>,
     },
     /// Print the WGSL compute shaders of the module's TIR PrimFuncs (default schedule).
     ///
@@ -108,9 +111,13 @@ enum Command {
     Import(import::ImportArgs),
 }
 
-/// The names `--pass` accepts: every registered pass.
+/// The names `--pass` accepts: every registered pass, with its description.
 fn pass_names() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(relax_transform::registered_passes().iter().map(|(n, _)| *n))
+    clap::builder::PossibleValuesParser::new(
+        relax_transform::registered_passes()
+            .into_iter()
+            .map(|(name, help)| clap::builder::PossibleValue::new(name).help(help)),
+    )
 }
 
 fn main() -> ExitCode {
@@ -127,7 +134,8 @@ fn main() -> ExitCode {
             file,
             passes,
             time_passes,
-        } => print::run(&file, &passes, time_passes),
+            dump_ir,
+        } => print::run(&file, &passes, time_passes, dump_ir),
         Command::Check { file, json, lenient } => check::run(&file, json, lenient),
         Command::Wgsl { file, func } => wgsl::run(&file, func.as_deref()),
         Command::Run(options) => run::run(&options),

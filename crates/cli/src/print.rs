@@ -1,6 +1,6 @@
 //! `relax print FILE [--pass ...]`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use relax_ir::text::{print_program, Program};
 use relax_ir::{BaseFunc, IRModule};
@@ -8,8 +8,10 @@ use relax_ir::{BaseFunc, IRModule};
 use crate::common::{parse_source, read_source, report, EXIT_OK, EXIT_REJECTED};
 
 /// Run `relax print`: parse, apply the registered passes named in `passes` in
-/// order (one pipeline), print. With `time_passes`, each pass's time goes to stderr.
-pub fn run(path: &Path, passes: &[String], time_passes: bool) -> u8 {
+/// order (one pipeline, configured by the engine's default pass context), print.
+/// With `time_passes`, each pass's time goes to stderr; with `dump_ir`, the module
+/// after every pass goes into that directory.
+pub fn run(path: &Path, passes: &[String], time_passes: bool, dump_ir: Option<PathBuf>) -> u8 {
     let source = match read_source(path) {
         Ok(s) => s,
         Err(code) => return code,
@@ -22,22 +24,20 @@ pub fn run(path: &Path, passes: &[String], time_passes: bool) -> u8 {
         println!("{}", print_program(&program));
         return EXIT_OK;
     }
-    let mut pipeline = relax_transform::Pipeline::new();
-    for name in passes {
-        match relax_transform::lookup(name) {
-            Some(p) => pipeline.push(p),
-            None => {
-                eprintln!("error: no pass named `{name}`");
-                return crate::common::EXIT_USAGE;
-            }
+    let ctx = pass_context(dump_ir);
+    let pipeline = match relax_transform::named_pipeline(passes, &ctx) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::common::EXIT_USAGE;
         }
-    }
+    };
     match pipeline.run_timed(program.clone().into_module()) {
         Ok((module, timings)) => {
             if time_passes {
                 crate::common::print_pass_timings(&timings);
             }
-            for d in legalize_warnings(program.clone().into_module(), passes) {
+            for d in legalize_warnings(program.clone().into_module(), passes, &ctx) {
                 report(&source, &d);
             }
             println!("{}", print_program(&rebuild(&program, module)));
@@ -56,18 +56,37 @@ pub fn run(path: &Path, passes: &[String], time_passes: bool) -> u8 {
 
 /// The `legalize/skipped` warnings of the `legalize` pass among `passes`: the
 /// passes before it are run again to obtain its input.
-fn legalize_warnings(module: IRModule, passes: &[String]) -> Vec<relax_ir::Diagnostic> {
+fn legalize_warnings(
+    module: IRModule,
+    passes: &[String],
+    ctx: &relax_transform::PassContext,
+) -> Vec<relax_ir::Diagnostic> {
     let Some(at) = passes.iter().position(|p| p == "legalize") else {
         return Vec::new();
     };
-    let mut prefix = relax_transform::Pipeline::new();
-    for p in passes[..at].iter().filter_map(|name| relax_transform::lookup(name)) {
-        prefix.push(p);
-    }
+    let quiet = relax_transform::PassContext {
+        instruments: Vec::new(),
+        ..ctx.clone()
+    };
+    let Ok(prefix) = relax_transform::named_pipeline(&passes[..at], &quiet) else {
+        return Vec::new();
+    };
     match prefix.run_timed(module) {
         Ok((m, _)) => relax_transform::legalize::legalize_module_report(&m).1,
         Err(_) => Vec::new(),
     }
+}
+
+/// The pass context of a host engine with the default configuration (lenient
+/// packed-call purity from its registry), dumping IR into `dump_ir` when given.
+fn pass_context(dump_ir: Option<PathBuf>) -> relax_transform::PassContext {
+    let engine = relax_engine::Engine::new(relax_engine::EngineConfig {
+        device: relax_engine::DeviceChoice::Cpu,
+        lenient: true,
+        dump_ir,
+        ..relax_engine::EngineConfig::default()
+    });
+    engine.pass_context()
 }
 
 /// Put a transformed module back in the shape of the original program, so a

@@ -71,6 +71,9 @@ pub struct RunOptions {
     /// Print each preparation pass's time on stderr.
     #[arg(long = "time-passes")]
     pub time_passes: bool,
+    /// Write the module after every preparation pass into this directory (`NN-PASS.py`).
+    #[arg(long = "dump-ir")]
+    pub dump_ir: Option<PathBuf>,
     /// Skip the graph optimizations (operator fusion, dead-code elimination).
     #[arg(long = "no-optimize")]
     pub no_optimize: bool,
@@ -170,6 +173,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         profile: opts.profile,
         static_memory_plan: !opts.no_static_memory_plan,
         lenient: opts.lenient,
+        dump_ir: opts.dump_ir.clone(),
         ..EngineConfig::default()
     };
     let engine = Engine::new(config);

@@ -76,6 +76,13 @@ pub struct EngineConfig {
     /// legalized form (batched GEMMs and softmax of the native kernel library) is
     /// faster than the fused kernel's scalar code (`examples/bench_attention.rs`).
     pub fuse_attention_host: bool,
+    /// Check well-formedness after every pass of the preparation pipeline (`None`:
+    /// `relax_transform::config::verify_passes_default`, on in debug builds or with
+    /// `RELAX_VERIFY_PASSES=1`).
+    pub verify_passes: Option<bool>,
+    /// Write the module as TVMScript after every preparation pass into this directory
+    /// (`relax_transform::instrument::DumpIr`).
+    pub dump_ir: Option<std::path::PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -96,6 +103,8 @@ impl Default for EngineConfig {
             lenient: false,
             fuse_attention: true,
             fuse_attention_host: false,
+            verify_passes: None,
+            dump_ir: None,
         }
     }
 }
@@ -609,68 +618,50 @@ impl Engine {
         }
     }
 
-    /// The preparation pipeline [`Engine::load`] runs: the passes of
-    /// [`relax_transform::pass::DEFAULT_PASSES`] that are configured (`check`, `legalize`, and
-    /// with `optimize` the graph optimizations around it: fusion, explicit allocations,
-    /// storage reuse planned at compile time unless `static_memory_plan` is off), the inserted
-    /// passes, then the passes added with [`Engine::with_prepare_pass`] in order.
-    pub fn pipeline(&self) -> relax_transform::Pipeline {
+    /// The [`relax_transform::PassContext`] this engine's configuration stands for:
+    /// opt level from `check`/`legalize`/`optimize`, the host library, memory plan,
+    /// attention fusion and lenient switches, where unplaced tensors live, verification
+    /// and IR dumps.
+    pub fn pass_context(&self) -> relax_transform::PassContext {
+        use relax_transform::registry::opt;
         let c = &self.config;
-        let mut names: Vec<&str> = relax_transform::pass::DEFAULT_PASSES
-            .iter()
-            .copied()
-            .filter(|&name| match name {
-                "check" => c.check,
-                "legalize" | "bind-symbolic-shapes" => c.legalize,
-                // Inserted below with the devices it applies to.
-                "fuse-attention" => false,
-                _ => c.legalize && c.optimize,
-            })
-            .collect();
-        if c.legalize && c.optimize && c.static_memory_plan {
-            names.push("static-plan-block-memory");
-        }
-        // Exactly the configured passes (`check: false` means no check).
-        let mut p = relax_transform::Pipeline::new().add_required(false);
-        for name in names {
-            if let Some(pass) = relax_transform::lookup(name) {
-                p.push(pass);
-            }
-        }
-        if self.config.legalize && self.config.optimize && self.config.host_library {
-            let options = relax_transform::host_dispatch::DispatchOptions {
-                unplaced_on_host: !self.unplaced_on_gpu(),
-            };
-            let pass = relax_transform::pass_fn("dispatch-host-library", move |m: &IRModule| {
-                relax_transform::host_dispatch::dispatch_host_library_with(m, options)
-            });
-            p.insert_before("decompose-ops-for-inference", pass);
-        }
-        if c.legalize && c.optimize && (c.fuse_attention || c.fuse_attention_host) {
-            let options = relax_transform::attention::FuseOptions {
-                host: c.fuse_attention_host,
-                gpu: c.fuse_attention,
-                unplaced_on_host: !self.unplaced_on_gpu(),
-            };
-            let pass = relax_transform::pass_fn("fuse-attention", move |m: &IRModule| {
-                relax_transform::attention::fuse_attention_with(m, options)
-            });
-            // Before the host library takes the matmuls and softmaxes.
-            let before = if p.names().iter().any(|n| n == "dispatch-host-library") {
-                "dispatch-host-library"
-            } else {
-                "decompose-ops-for-inference"
-            };
-            p.insert_before(before, pass);
-        }
-        if self.config.lenient {
+        let mut ctx = relax_transform::PassContext {
+            opt_level: match (c.legalize, c.optimize) {
+                (false, _) => opt::CHECK,
+                (true, false) => opt::LEGALIZE,
+                (true, true) => opt::OPTIMIZE,
+            },
+            check: c.check,
+            host_library: c.host_library,
+            static_memory_plan: c.static_memory_plan,
+            fuse_attention_gpu: c.fuse_attention,
+            fuse_attention_host: c.fuse_attention_host,
+            unplaced_on_host: !self.unplaced_on_gpu(),
+            lenient: None,
+            verify: c
+                .verify_passes
+                .unwrap_or_else(relax_transform::config::verify_passes_default),
+            instruments: Vec::new(),
+        };
+        if c.lenient {
             let registry = self.registry.clone();
-            let pass = relax_transform::pass_fn("lenient-pure-packed", move |m: &IRModule| {
-                let is_pure = |name: &str| registry.get(name).is_some_and(|f| f.purity() == Purity::Pure);
-                Ok::<_, String>(relax_transform::lenient::pure_packed_calls(m, &is_pure).0)
-            });
-            p.insert_before("check", pass);
+            ctx.lenient = Some(Arc::new(move |name: &str| {
+                registry.get(name).is_some_and(|f| f.purity() == Purity::Pure)
+            }));
         }
+        if let Some(dir) = &c.dump_ir {
+            ctx.instruments
+                .push(Arc::new(relax_transform::instrument::DumpIr::new(dir.clone())));
+        }
+        ctx
+    }
+
+    /// The preparation pipeline [`Engine::load`] runs: the one built by
+    /// [`relax_transform::build_pipeline`] for [`Engine::pass_context`], with the passes
+    /// inserted by [`Engine::with_pass_before`], then those added with
+    /// [`Engine::with_prepare_pass`] in order.
+    pub fn pipeline(&self) -> relax_transform::Pipeline {
+        let mut p = relax_transform::build_pipeline(&self.pass_context());
         for (before, pass) in &self.inserted {
             p.insert_before(before, pass.clone());
         }

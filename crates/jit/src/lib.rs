@@ -26,6 +26,7 @@
 //! Errors are [`JitError`]s, never panics.
 
 mod arg_schedule;
+pub mod config;
 mod error;
 mod expr;
 mod fused_reduction;

@@ -154,10 +154,9 @@ impl ScheduleOptions {
         };
         if adapter.is_software() {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-            let set = std::env::var("LP_NUM_THREADS")
-                .ok()
-                .and_then(|v| v.trim().parse::<u32>().ok());
-            o.parallel_groups = set.unwrap_or(cpus).clamp(1, MAX_SOFTWARE_WORKERS);
+            o.parallel_groups = crate::config::lavapipe_threads()
+                .unwrap_or(cpus)
+                .clamp(1, MAX_SOFTWARE_WORKERS);
         }
         o
     }

@@ -1,5 +1,6 @@
-//! Named module passes, the [`Pipeline`] that runs them (with per-pass timings and
-//! an optional well-formedness check after each), and the registry of passes by name.
+//! Named module passes and the [`Pipeline`] that runs them (with per-pass timings,
+//! [`PassInstrument`]s and an optional well-formedness check after each). The table
+//! of registered passes and the pipeline built from it are in [`crate::registry`].
 
 use std::fmt;
 use std::sync::Arc;
@@ -135,7 +136,7 @@ pub(crate) fn rewrite_relax_functions(
 }
 
 /// [`pass_fn`] with passes that must run before it.
-fn pass_fn_after<E, F>(name: &str, required: &'static [&'static str], f: F) -> Arc<dyn Pass>
+pub(crate) fn pass_fn_after<E, F>(name: &str, required: &'static [&'static str], f: F) -> Arc<dyn Pass>
 where
     E: IntoDiagnostics,
     F: Fn(&IRModule) -> Result<IRModule, E> + Send + Sync + 'static,
@@ -156,12 +157,22 @@ pub struct PassTiming {
     pub time: Duration,
 }
 
+/// Watches a pipeline run (TVM's `PassInstrument`): called before and after every
+/// pass, for timing, IR dumps or logging.
+pub trait PassInstrument: Send + Sync {
+    /// Before `pass` runs on `module`.
+    fn before_pass(&self, _pass: &str, _module: &IRModule) {}
+    /// After `pass` produced `module` in `time`.
+    fn after_pass(&self, _pass: &str, _module: &IRModule, _time: Duration) {}
+}
+
 /// An ordered sequence of passes (TVM's `Sequential`).
 #[derive(Clone)]
 pub struct Pipeline {
     passes: Vec<Arc<dyn Pass>>,
     verify: bool,
     add_required: bool,
+    instruments: Vec<Arc<dyn PassInstrument>>,
 }
 
 impl Default for Pipeline {
@@ -180,15 +191,21 @@ impl fmt::Debug for Pipeline {
 }
 
 impl Pipeline {
-    /// An empty pipeline. It checks well-formedness after each pass in debug builds,
-    /// or when the environment variable `RELAX_VERIFY_PASSES` is `1`; it includes the
-    /// TIR verifier ([`crate::tir_verify`]).
+    /// An empty pipeline. It checks well-formedness after each pass (the TIR
+    /// verifier [`crate::tir_verify`] included) when
+    /// [`crate::config::verify_passes_default`] says so.
     pub fn new() -> Pipeline {
         Pipeline {
             passes: Vec::new(),
-            verify: cfg!(debug_assertions) || std::env::var("RELAX_VERIFY_PASSES").is_ok_and(|v| v == "1"),
+            verify: crate::config::verify_passes_default(),
             add_required: true,
+            instruments: Vec::new(),
         }
+    }
+    /// Call `instruments` before and after every pass.
+    pub fn instruments(mut self, instruments: Vec<Arc<dyn PassInstrument>>) -> Pipeline {
+        self.instruments = instruments;
+        self
     }
     /// Append `pass`.
     pub fn with(mut self, pass: Arc<dyn Pass>) -> Pipeline {
@@ -240,7 +257,7 @@ impl Pipeline {
             if self.add_required {
                 for r in pass.required() {
                     if !queue.iter().any(|q| q.name() == *r) {
-                        if let Some(p) = lookup(r) {
+                        if let Some(p) = crate::registry::lookup(r) {
                             queue.push(p);
                         }
                     }
@@ -249,14 +266,21 @@ impl Pipeline {
             queue.push(pass.clone());
         }
         for pass in &queue {
+            for i in &self.instruments {
+                i.before_pass(pass.name(), &module);
+            }
             let t = Instant::now();
             module = pass.run(module).map_err(|diagnostics| PassError {
                 pass: pass.name().to_string(),
                 diagnostics,
             })?;
+            let time = t.elapsed();
+            for i in &self.instruments {
+                i.after_pass(pass.name(), &module, time);
+            }
             timings.push(PassTiming {
                 pass: pass.name().to_string(),
-                time: t.elapsed(),
+                time,
             });
             if self.verify {
                 let errors: Vec<Diagnostic> = well_formed::check_module(&module, WfOptions::default())
@@ -278,155 +302,9 @@ impl Pipeline {
     }
 }
 
-/// The registered passes: name and one-line description.
-pub fn registered_passes() -> &'static [(&'static str, &'static str)] {
-    &[
-        (
-            "check",
-            "normalize, derive StructInfo, propagate VDevices and check well-formedness",
-        ),
-        ("normalize", "put the program in normal form with StructInfo filled in"),
-        (
-            "fuse-attention",
-            "attention (R.nn.attention, explicit matmul-softmax-matmul) becomes one fused online-softmax kernel",
-        ),
-        (
-            "realize-vdevice",
-            "propagate virtual devices and desugar hint_on_device",
-        ),
-        (
-            "decompose-ops-for-inference",
-            "inference batch norm becomes elementwise arithmetic (DecomposeOpsForInference)",
-        ),
-        (
-            "simplify-stack-sum",
-            "sum over a stack of tensors becomes additions (an ONNX residual Sum)",
-        ),
-        (
-            "fold-constant",
-            "evaluate call_tir of constants at compile time (FoldConstant)",
-        ),
-        (
-            "bind-symbolic-shapes",
-            "match_cast ranked tensors of unknown shape to fresh symbolic dimensions before legalization",
-        ),
-        (
-            "legalize",
-            "lower operators to call_tir of generated PrimFuncs (LegalizeOps)",
-        ),
-        (
-            "dead-code-elimination",
-            "remove unused pure bindings and unreachable private functions",
-        ),
-        (
-            "fuse-ops",
-            "group call_tir chains into private Primitive functions (FuseOps)",
-        ),
-        ("fuse-tir", "turn each Primitive function into one PrimFunc (FuseTIR)"),
-        (
-            "call-tir-rewrite",
-            "make destination passing explicit: call_tir outputs become builtin.alloc_tensor (CallTIRRewrite)",
-        ),
-        (
-            "static-plan-block-memory",
-            "plan storage reuse of tensors of known size (memory.alloc_storage/alloc_tensor; StaticPlanBlockMemory)",
-        ),
-        (
-            "dispatch-host-library",
-            "offload host operator calls to the native kernel library (call_dps_packed relax_host.*)",
-        ),
-    ]
-}
-
-fn errors_only(diags: Vec<Diagnostic>) -> Result<(), Vec<Diagnostic>> {
-    if diags.iter().any(|d| d.is_error()) {
-        Err(diags.into_iter().filter(|d| d.is_error()).collect())
-    } else {
-        Ok(())
-    }
-}
-
-/// The pass registered as `name`.
-pub fn lookup(name: &str) -> Option<Arc<dyn Pass>> {
-    Some(match name {
-        "check" => pass_fn(name, |m: &IRModule| {
-            let r = crate::check::check_and_realize(m);
-            errors_only(r.diagnostics).map(|()| r.module)
-        }),
-        "normalize" => pass_fn(name, |m: &IRModule| {
-            let r = relax_checker::normalize::normalize_module(m);
-            // TVM's Normalize does not check purity.
-            let diags = r
-                .diagnostics
-                .into_iter()
-                .filter(|d| !d.rule.as_deref().is_some_and(|r| r.starts_with("struct-info/purity")))
-                .collect();
-            errors_only(diags).map(|()| r.module)
-        }),
-        "realize-vdevice" => pass_fn(name, |m: &IRModule| {
-            let r = crate::realize_vdevice::realize_vdevice(m);
-            errors_only(r.diagnostics).map(|()| r.module)
-        }),
-        "legalize" => pass_fn(name, crate::legalize::legalize_module),
-        "bind-symbolic-shapes" => pass_fn(name, crate::bind_shapes::bind_symbolic_shapes),
-        "fuse-attention" => pass_fn(name, crate::attention::fuse_attention),
-        "decompose-ops-for-inference" => pass_fn(name, crate::decompose::decompose_ops_for_inference),
-        "simplify-stack-sum" => pass_fn(name, crate::simplify::simplify_stack_sum),
-        "fold-constant" => pass_fn_after(name, &["check", "legalize"], crate::fold::fold_constant),
-        "dead-code-elimination" => pass_fn(name, |m: &IRModule| {
-            Ok::<_, String>(crate::dce::dead_code_elimination(m))
-        }),
-        // FuseOps works on `call_tir`s: it runs after LegalizeOps, as in TVM's pipeline.
-        "fuse-ops" => pass_fn_after(name, &["check", "legalize"], |m: &IRModule| {
-            Ok::<_, String>(crate::fuse_ops::fuse_ops(m))
-        }),
-        "fuse-tir" => pass_fn(name, crate::fuse_tir::fuse_tir),
-        "dispatch-host-library" => pass_fn(name, crate::host_dispatch::dispatch_host_library),
-        "call-tir-rewrite" => pass_fn(name, crate::call_tir_rewrite::call_tir_rewrite),
-        "static-plan-block-memory" => pass_fn(name, crate::static_plan::static_plan_block_memory),
-        _ => return None,
-    })
-}
-
-/// The passes of [`default_pipeline`], in order.
-pub const DEFAULT_PASSES: &[&str] = &[
-    "check",
-    "fuse-attention",
-    "decompose-ops-for-inference",
-    "simplify-stack-sum",
-    "dead-code-elimination",
-    "bind-symbolic-shapes",
-    "legalize",
-    "fold-constant",
-    "fuse-ops",
-    "fuse-tir",
-    "dead-code-elimination",
-    "call-tir-rewrite",
-];
-
-/// The pipeline a module goes through before it runs: [`DEFAULT_PASSES`].
-pub fn default_pipeline() -> Pipeline {
-    let mut p = Pipeline::new();
-    for name in DEFAULT_PASSES {
-        if let Some(pass) = lookup(name) {
-            p.push(pass);
-        }
-    }
-    p
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_registered_pass_can_be_looked_up() {
-        for (name, _) in registered_passes() {
-            let p = lookup(name).unwrap_or_else(|| panic!("{name} is not registered"));
-            assert_eq!(p.name(), *name);
-        }
-        assert!(lookup("no-such-pass").is_none());
-    }
 
     #[test]
     fn a_failing_pass_is_an_error_naming_it() {
@@ -440,7 +318,7 @@ mod tests {
 
     #[test]
     fn insert_before_and_timings() {
-        let mut p = default_pipeline();
+        let mut p = crate::registry::default_pipeline();
         p.insert_before("legalize", pass_fn("mine", |m: &IRModule| Ok::<_, String>(m.clone())));
         let names = p.names();
         let at = names.iter().position(|n| n == "mine").expect("inserted");

@@ -43,9 +43,14 @@ fn bound_networks_fold_and_match() {
             })
             .collect();
         let bound = relax_transform::fold::bind_params(&checked, "main", &params).expect("binds");
-        let (opt, timings) = relax_transform::default_pipeline()
-            .run_timed(bound.clone())
-            .expect("pipeline");
+        let (opt, timings) = relax_transform::build_pipeline(&relax_transform::PassContext {
+            // TIR kernels only (no native host library), allocations not planned.
+            host_library: false,
+            static_memory_plan: false,
+            ..Default::default()
+        })
+        .run_timed(bound.clone())
+        .expect("pipeline");
         let total: f64 = timings.iter().map(|t| t.time.as_secs_f64()).sum();
         let Some(BaseFunc::Relax(main)) = opt.get("main") else {
             panic!("main")

@@ -68,21 +68,18 @@ pub fn native_counters() -> (u64, u64) {
 
 /// Whether host stages are compiled to native code (`RELAX_HOST_JIT=0` turns it off).
 pub(super) fn enabled_by_default() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("RELAX_HOST_JIT").map_or(true, |v| v != "0"))
+    crate::config::host_jit()
 }
 
 /// Whether native code hoists bounds checks out of innermost loops by default
 /// (`RELAX_HOST_HOIST=0` turns it off: every access is checked where it happens, a
 /// mode for comparing whole test runs with and without hoisting).
 pub(super) fn hoist_by_default() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("RELAX_HOST_HOIST").map_or(true, |v| v != "0"))
+    crate::config::host_hoist()
 }
 
 fn log_enabled() -> bool {
-    static LOG: OnceLock<bool> = OnceLock::new();
-    *LOG.get_or_init(|| std::env::var_os("RELAX_HOST_JIT_LOG").is_some())
+    crate::config::host_jit_log() != crate::config::JitLog::Off
 }
 
 /// Record that a stage of `func` runs on the interpreter, and why.
@@ -233,7 +230,7 @@ fn finish(module: &mut JITModule, ctx: &mut cranelift_codegen::Context) -> std::
     let id = module
         .declare_function("stage", Linkage::Export, &ctx.func.signature)
         .map_err(|e| e.to_string())?;
-    let asm = std::env::var("RELAX_HOST_JIT_LOG").as_deref() == Ok("asm");
+    let asm = crate::config::host_jit_log() == crate::config::JitLog::Asm;
     ctx.set_disasm(asm);
     module.define_function(id, ctx).map_err(|e| format!("{e:?}"))?;
     if let Some(code) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()).filter(|_| asm) {
@@ -261,7 +258,7 @@ impl NativeStage {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
         let (sites, allocs) = translate(&mut b, env, call_conv, body, &nest, inner)?;
         b.finalize(module.target_config());
-        if std::env::var("RELAX_HOST_JIT_LOG").as_deref() == Ok("ir") {
+        if crate::config::host_jit_log() == crate::config::JitLog::Ir {
             eprintln!("{}", ctx.func.display());
         }
         let entry = finish(&mut module, &mut ctx).map_err(|e| JitError::Unsupported {

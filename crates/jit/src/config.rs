@@ -1,0 +1,52 @@
+//! Defaults that the environment may set: the one place this crate reads it.
+//! Each is read once per process.
+
+use std::sync::OnceLock;
+
+/// How the native host compiler logs (`RELAX_HOST_JIT_LOG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JitLog {
+    /// Nothing (unset).
+    Off,
+    /// One line per stage that falls back to the interpreter (any other value).
+    Fallbacks,
+    /// Also the Cranelift IR of every stage (`ir`).
+    Ir,
+    /// Also the machine code of every stage (`asm`).
+    Asm,
+}
+
+/// Whether host stages are compiled to native code (`RELAX_HOST_JIT=0` turns it off).
+pub fn host_jit() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("RELAX_HOST_JIT").map_or(true, |v| v != "0"))
+}
+
+/// Whether native code hoists bounds checks out of innermost loops
+/// (`RELAX_HOST_HOIST=0` turns it off: every access is checked where it happens, a
+/// mode for comparing whole test runs with and without hoisting).
+pub fn host_hoist() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("RELAX_HOST_HOIST").map_or(true, |v| v != "0"))
+}
+
+/// What the native host compiler logs to stderr (`RELAX_HOST_JIT_LOG`).
+pub fn host_jit_log() -> JitLog {
+    static LOG: OnceLock<JitLog> = OnceLock::new();
+    *LOG.get_or_init(|| match std::env::var_os("RELAX_HOST_JIT_LOG") {
+        None => JitLog::Off,
+        Some(v) if v == "ir" => JitLog::Ir,
+        Some(v) if v == "asm" => JitLog::Asm,
+        Some(_) => JitLog::Fallbacks,
+    })
+}
+
+/// The worker count Mesa's lavapipe uses (`LP_NUM_THREADS`), when set.
+pub fn lavapipe_threads() -> Option<u32> {
+    static N: OnceLock<Option<u32>> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("LP_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    })
+}

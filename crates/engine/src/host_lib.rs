@@ -4,9 +4,10 @@
 
 use std::borrow::Cow;
 
-use relax_host_kernels::elementwise::{self, BinaryOp, Reduction, UnaryOp};
+use relax_host_kernels::elementwise::{self, BinaryOp, Reduction};
 use relax_host_kernels::gemm::{gemv, MatRef, GEMV_ROWS};
 use relax_host_kernels::gemv::{gemv_bt_half, widen_half, Half, HALF_GEMV_ROWS};
+use relax_host_kernels::library::{ConvFusion, HostKernel, MatmulFusion};
 use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
 use relax_host_kernels::{conv2d, matmul, sgemm_parallel, Conv2dShape, Epilogue, KernelError};
 use relax_ir::DataType;
@@ -17,152 +18,115 @@ use crate::packed::{PackedFunc, PackedRegistry, Purity};
 use crate::value::{Tensor, Value};
 use relax_jit::KernelArg;
 
-/// Register every `relax_host.*` kernel in `registry`.
+/// Register every kernel of [`HostKernel::all`] under its symbol in `registry`.
 pub(crate) fn register(registry: &PackedRegistry) {
-    let reg = |name: &str, f: fn(&str, &Call) -> KResult| {
-        let full = format!("{}{name}", relax_transform::host_dispatch::PREFIX);
-        let fname = full.clone();
-        registry.register(PackedFunc::new(full, Purity::Pure, move |args| {
+    for kernel in HostKernel::all() {
+        let symbol = kernel.symbol();
+        let name = symbol.clone();
+        registry.register(PackedFunc::new(symbol, Purity::Pure, move |args| {
             let call = Call::new(args)?;
             // A kernel with enough work runs on rayon's pool as a whole: one hand-over
             // to the pool per call rather than one per parallel loop inside it. Small
             // ones stay on this thread (handing over costs tens of microseconds).
-            let heavy = fname.contains("conv2d") || fname.contains("matmul");
-            let r = if heavy || call.output_len() >= PARALLEL_ELEMENTS {
-                rayon::scope(|_| f(&fname, &call))
+            let r = if kernel.is_heavy() || call.output_len() >= PARALLEL_ELEMENTS {
+                rayon::scope(|_| run_kernel(kernel, &call))
             } else {
-                f(&fname, &call)
+                run_kernel(kernel, &call)
             };
-            r.map_err(|e| EngineError::Invalid(format!("{fname}: {e}")))?;
+            r.map_err(|e| EngineError::Invalid(format!("{name}: {e}")))?;
             Ok(Value::unit())
         }));
-    };
-    for mid in ["", "_bias", "_bn", "_bias_bn"] {
-        for add in ["", "_add"] {
-            for relu in ["", "_relu"] {
-                reg(&format!("conv2d{mid}{add}{relu}"), conv2d_kernel);
-            }
-        }
     }
-    for bt in ["", "_bt"] {
-        for bias in ["", "_bias"] {
-            for relu in ["", "_relu"] {
-                reg(&format!("matmul{bt}{bias}{relu}"), matmul_kernel);
-            }
-        }
-    }
-    for op in ["add", "subtract", "multiply", "divide"] {
-        reg(op, binary_kernel);
-        reg(&format!("{op}_relu"), binary_kernel);
-    }
-    reg("relu", |_, c| c.run(|ins, out, _| elementwise::relu(ins[0].0, out)));
-    for op in [
-        "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "negative", "abs", "square",
-    ] {
-        reg(op, |name, c| {
-            let base = name
-                .strip_prefix(relax_transform::host_dispatch::PREFIX)
-                .unwrap_or(name);
-            let op = UnaryOp::from_name(base).ok_or_else(|| KernelError(format!("unknown unary operator `{base}`")))?;
-            c.run(|ins, out, _| elementwise::unary(op, ins[0].0, out))
-        });
-    }
-    reg("softmax", |_, c| {
-        c.run(|ins, out, shape| {
-            let cols = shape.last().copied().unwrap_or(1);
-            elementwise::softmax(ins[0].0, out.len() / cols.max(1), cols, out)
-        })
-    });
-    reg("mean", |_, c| {
-        c.run(|ins, out, _| {
-            let outer = out.len();
-            let inner = ins[0].0.len().checked_div(outer).unwrap_or(0);
-            elementwise::mean_inner(ins[0].0, outer, inner, out)
-        })
-    });
-    for (op, r) in [
-        ("sum", Reduction::Sum),
-        ("max", Reduction::Max),
-        ("min", Reduction::Min),
-    ] {
-        registry_reduce(&reg, op, r);
-    }
-    for op in ["argmax", "argmin"] {
-        reg(op, |name, c| {
-            let max = name.ends_with("argmax");
-            c.run_i64(|ins, out, _| {
-                let rows = out.len();
-                let cols = ins[0].0.len().checked_div(rows).unwrap_or(0);
-                elementwise::arg_reduce_rows(max, ins[0].0, rows, cols, out)
-            })
-        });
-    }
-    reg("layer_norm", |_, c| {
-        let k = *c
-            .shape_param(0)?
-            .first()
-            .ok_or_else(|| KernelError("layer_norm: no axes".into()))?;
-        let eps = c.floats.first().copied().unwrap_or(1e-5) as f32;
-        c.run(|ins, out, shape| {
-            let [x, g, b] = ins else {
-                return Err(KernelError("layer_norm: expected x, gamma and beta".into()));
-            };
-            let cols: usize = shape[shape.len().saturating_sub(k)..].iter().product();
-            let rows = out.len().checked_div(cols).unwrap_or(0);
-            elementwise::layer_norm(x.0, rows, cols, g.0, b.0, eps, out)
-        })
-    });
-    reg("batch_norm", |_, c| {
-        let eps = c.floats.first().copied().unwrap_or(1e-5);
-        c.run(|ins, out, shape| {
-            let [x, g, b, m, v] = ins else {
-                return Err(KernelError(
-                    "batch_norm: expected x, gamma, beta, mean and variance".into(),
-                ));
-            };
-            if shape.len() < 2 {
-                return Err(KernelError("batch_norm: the data needs a channel axis".into()));
-            }
-            let (scale, shift) = elementwise::batch_norm_fold(g.0, b.0, m.0, v.0, eps)?;
-            let inner: usize = shape[2..].iter().product();
-            elementwise::channel_affine(x.0, shape[0], shape[1], inner, &scale, &shift, false, out)
-        })
-    });
-    reg("broadcast_to", |_, c| {
-        c.run(|ins, out, shape| elementwise::broadcast_to(ins[0].0, &ins[0].1, out, shape))
-    });
-    reg("permute_dims", |_, c| {
-        let axes = c.shape_param(0)?;
-        if c.tensors.first().is_some_and(|t| t.dtype().bits == 16) {
-            return c.run_u16(|x, shape, out| elementwise::transpose(x, shape, &axes, out));
-        }
-        c.run(|ins, out, _| elementwise::transpose(ins[0].0, &ins[0].1, &axes, out))
-    });
-    reg("concat", |_, c| {
-        let axis = *c
-            .shape_param(0)?
-            .first()
-            .ok_or_else(|| KernelError("concat: no axis".into()))?;
-        c.run(|ins, out, shape| {
-            if axis >= shape.len() {
-                return Err(KernelError(format!("concat: axis {axis} out of range")));
-            }
-            let outer: usize = shape[..axis].iter().product();
-            let inner: usize = shape[axis + 1..].iter().product();
-            let parts: Vec<(&[f32], usize)> = ins
-                .iter()
-                .map(|(d, s)| (*d, s.get(axis).copied().unwrap_or(0)))
-                .collect();
-            elementwise::concat(&parts, outer, inner, out)
-        })
-    });
     registry.register(PackedFunc::new(
         relax_transform::host_dispatch::RESHAPE_VIEW,
         Purity::Pure,
         reshape_view,
     ));
-    reg("max_pool2d", pool_kernel);
-    reg("avg_pool2d", pool_kernel);
+}
+
+/// Run `kernel` on the staged arguments of one call.
+fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
+    match kernel {
+        HostKernel::Conv2d(f) => conv2d_kernel(f, c),
+        HostKernel::Matmul(f) => matmul_kernel(f, c),
+        HostKernel::Binary { op, relu } => binary_kernel(op, relu, c),
+        HostKernel::Relu => c.run(|ins, out, _| elementwise::relu(ins[0].0, out)),
+        HostKernel::Unary(op) => c.run(|ins, out, _| elementwise::unary(op, ins[0].0, out)),
+        HostKernel::Softmax => c.run(|ins, out, shape| {
+            let cols = shape.last().copied().unwrap_or(1);
+            elementwise::softmax(ins[0].0, out.len() / cols.max(1), cols, out)
+        }),
+        HostKernel::Mean => c.run(|ins, out, _| {
+            let outer = out.len();
+            let inner = ins[0].0.len().checked_div(outer).unwrap_or(0);
+            elementwise::mean_inner(ins[0].0, outer, inner, out)
+        }),
+        HostKernel::Reduce(r) => reduce_kernel(r, c),
+        HostKernel::ArgReduce { max } => c.run_i64(|ins, out, _| {
+            let rows = out.len();
+            let cols = ins[0].0.len().checked_div(rows).unwrap_or(0);
+            elementwise::arg_reduce_rows(max, ins[0].0, rows, cols, out)
+        }),
+        HostKernel::LayerNorm => {
+            let k = *c
+                .shape_param(0)?
+                .first()
+                .ok_or_else(|| KernelError("layer_norm: no axes".into()))?;
+            let eps = c.floats.first().copied().unwrap_or(1e-5) as f32;
+            c.run(|ins, out, shape| {
+                let [x, g, b] = ins else {
+                    return Err(KernelError("layer_norm: expected x, gamma and beta".into()));
+                };
+                let cols: usize = shape[shape.len().saturating_sub(k)..].iter().product();
+                let rows = out.len().checked_div(cols).unwrap_or(0);
+                elementwise::layer_norm(x.0, rows, cols, g.0, b.0, eps, out)
+            })
+        }
+        HostKernel::BatchNorm => {
+            let eps = c.floats.first().copied().unwrap_or(1e-5);
+            c.run(|ins, out, shape| {
+                let [x, g, b, m, v] = ins else {
+                    return Err(KernelError(
+                        "batch_norm: expected x, gamma, beta, mean and variance".into(),
+                    ));
+                };
+                if shape.len() < 2 {
+                    return Err(KernelError("batch_norm: the data needs a channel axis".into()));
+                }
+                let (scale, shift) = elementwise::batch_norm_fold(g.0, b.0, m.0, v.0, eps)?;
+                let inner: usize = shape[2..].iter().product();
+                elementwise::channel_affine(x.0, shape[0], shape[1], inner, &scale, &shift, false, out)
+            })
+        }
+        HostKernel::BroadcastTo => c.run(|ins, out, shape| elementwise::broadcast_to(ins[0].0, &ins[0].1, out, shape)),
+        HostKernel::PermuteDims => {
+            let axes = c.shape_param(0)?;
+            if c.tensors.first().is_some_and(|t| t.dtype().bits == 16) {
+                return c.run_u16(|x, shape, out| elementwise::transpose(x, shape, &axes, out));
+            }
+            c.run(|ins, out, _| elementwise::transpose(ins[0].0, &ins[0].1, &axes, out))
+        }
+        HostKernel::Concat => {
+            let axis = *c
+                .shape_param(0)?
+                .first()
+                .ok_or_else(|| KernelError("concat: no axis".into()))?;
+            c.run(|ins, out, shape| {
+                if axis >= shape.len() {
+                    return Err(KernelError(format!("concat: axis {axis} out of range")));
+                }
+                let outer: usize = shape[..axis].iter().product();
+                let inner: usize = shape[axis + 1..].iter().product();
+                let parts: Vec<(&[f32], usize)> = ins
+                    .iter()
+                    .map(|(d, s)| (*d, s.get(axis).copied().unwrap_or(0)))
+                    .collect();
+                elementwise::concat(&parts, outer, inner, out)
+            })
+        }
+        HostKernel::MaxPool2d => pool_kernel(true, c),
+        HostKernel::AvgPool2d => pool_kernel(false, c),
+    }
 }
 
 /// `vm.builtin.reshape(x, shape)`: `x` with another shape of the same number of
@@ -199,15 +163,6 @@ fn reshape_view(args: &[Value]) -> Result<Value> {
 type KResult = std::result::Result<(), KernelError>;
 
 /// Register the reduction `op` over trailing axes (the output's elements are rows).
-fn registry_reduce(reg: &impl Fn(&str, fn(&str, &Call) -> KResult), op: &str, r: Reduction) {
-    let f: fn(&str, &Call) -> KResult = match r {
-        Reduction::Sum => |_, c| reduce_kernel(Reduction::Sum, c),
-        Reduction::Max => |_, c| reduce_kernel(Reduction::Max, c),
-        Reduction::Min => |_, c| reduce_kernel(Reduction::Min, c),
-    };
-    reg(op, f);
-}
-
 fn reduce_kernel(r: Reduction, c: &Call) -> KResult {
     c.run(|ins, out, _| {
         let outer = out.len();
@@ -508,17 +463,12 @@ fn bytemuck_cast_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
     }
 }
 
-fn conv2d_kernel(name: &str, c: &Call) -> KResult {
+fn conv2d_kernel(f: ConvFusion, c: &Call) -> KResult {
     let p = c.shape_param(0)?;
     let [sh, sw, pt, pl, pb, pr, dh, dw, groups] = p.as_slice() else {
         return Err(KernelError(format!("conv2d: expected 9 parameters, got {}", p.len())));
     };
-    let (bias, bn, residual, relu) = (
-        name.contains("_bias"),
-        name.contains("_bn"),
-        name.contains("_add"),
-        name.ends_with("_relu"),
-    );
+    let (bias, bn, residual, relu) = (f.bias, f.bn, f.add, f.relu);
     let eps = c.floats.first().copied().unwrap_or(1e-5);
     c.run(|ins, out, out_shape| {
         let want = 2 + bias as usize + 4 * bn as usize + residual as usize;
@@ -585,11 +535,11 @@ fn conv2d_kernel(name: &str, c: &Call) -> KResult {
     })
 }
 
-fn matmul_kernel(name: &str, c: &Call) -> KResult {
-    let (bt, bias, relu) = (name.contains("_bt"), name.contains("_bias"), name.ends_with("_relu"));
+fn matmul_kernel(f: MatmulFusion, c: &Call) -> KResult {
+    let (bt, bias, relu) = (f.transposed_b, f.bias, f.relu);
     if let Some(kind) = c.tensors.first().and_then(|t| half_kind(t.dtype())) {
         if !bt || bias || relu {
-            return Err(KernelError(format!("{name}: 16-bit floats only as `matmul_bt`")));
+            return Err(KernelError("16-bit floats only as `matmul_bt`".into()));
         }
         return c.matmul_bt_half(kind);
     }
@@ -662,32 +612,21 @@ fn matmul_kernel(name: &str, c: &Call) -> KResult {
     })
 }
 
-fn binary_kernel(name: &str, c: &Call) -> KResult {
-    let relu = name.ends_with("_relu");
-    let base = name
-        .strip_prefix(relax_transform::host_dispatch::PREFIX)
-        .unwrap_or(name);
-    let op = match base.strip_suffix("_relu").unwrap_or(base) {
-        "add" => BinaryOp::Add,
-        "subtract" => BinaryOp::Sub,
-        "multiply" => BinaryOp::Mul,
-        "divide" => BinaryOp::Div,
-        other => return Err(KernelError(format!("unknown binary operator `{other}`"))),
-    };
+fn binary_kernel(op: BinaryOp, relu: bool, c: &Call) -> KResult {
     c.run(|ins, out, shape| {
         let [a, b] = ins else {
-            return Err(KernelError(format!("{name}: expected two inputs")));
+            return Err(KernelError("expected two inputs".into()));
         };
         elementwise::binary(op, a.0, &a.1, b.0, &b.1, out, shape, relu)
     })
 }
 
-fn pool_kernel(name: &str, c: &Call) -> KResult {
+fn pool_kernel(max: bool, c: &Call) -> KResult {
     let p = c.shape_param(0)?;
     let [ph, pw, sh, sw, pt, pl, pb, pr, dh, dw, include_pad] = p.as_slice() else {
         return Err(KernelError(format!("pool2d: expected 11 parameters, got {}", p.len())));
     };
-    let kind = if name.ends_with("max_pool2d") {
+    let kind = if max {
         PoolKind::Max
     } else {
         PoolKind::Avg {

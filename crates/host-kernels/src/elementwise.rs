@@ -79,7 +79,7 @@ fn offset_of(mut flat: usize, out_shape: &[usize], strides: &[usize]) -> usize {
 }
 
 /// The binary operations of [`binary`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinaryOp {
     /// `a + b`.
     Add,
@@ -190,7 +190,7 @@ pub fn relu(x: &[f32], out: &mut [f32]) -> Result<()> {
 }
 
 /// The elementwise functions of [`unary`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
     /// `e^x`.
     Exp,
@@ -213,20 +213,37 @@ pub enum UnaryOp {
 }
 
 impl UnaryOp {
-    /// The operator of the Relax operator `relax.<name>` (`nn.relu` is [`relu`]).
+    /// Every operator.
+    pub const ALL: [UnaryOp; 9] = [
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Sigmoid,
+        UnaryOp::Tanh,
+        UnaryOp::Negative,
+        UnaryOp::Abs,
+        UnaryOp::Square,
+    ];
+
+    /// The Relax operator's name without `relax.` (`nn.relu` is [`relu`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Negative => "negative",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Square => "square",
+        }
+    }
+
+    /// The operator of the Relax operator `relax.<name>`.
     pub fn from_name(name: &str) -> Option<UnaryOp> {
-        Some(match name {
-            "exp" => UnaryOp::Exp,
-            "log" => UnaryOp::Log,
-            "sqrt" => UnaryOp::Sqrt,
-            "rsqrt" => UnaryOp::Rsqrt,
-            "sigmoid" => UnaryOp::Sigmoid,
-            "tanh" => UnaryOp::Tanh,
-            "negative" => UnaryOp::Negative,
-            "abs" => UnaryOp::Abs,
-            "square" => UnaryOp::Square,
-            _ => return None,
-        })
+        UnaryOp::ALL.into_iter().find(|op| op.name() == name)
     }
 
     #[inline(always)]
@@ -318,7 +335,7 @@ pub fn mean_inner(x: &[f32], outer: usize, inner: usize, out: &mut [f32]) -> Res
 }
 
 /// The reductions of [`reduce_inner`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Reduction {
     /// Sum.
     Sum,

@@ -19,6 +19,7 @@ pub mod conv;
 pub mod elementwise;
 pub mod gemm;
 pub mod gemv;
+pub mod library;
 pub mod math;
 mod microkernel;
 pub mod pool;

@@ -57,10 +57,19 @@ use relax_ir::{
     Var,
 };
 
+use relax_host_kernels::elementwise::{BinaryOp, Reduction, UnaryOp};
+use relax_host_kernels::library::{ConvFusion, HostKernel, MatmulFusion, SYMBOL_PREFIX};
+
 use crate::legalize::arg_struct_info;
 
 /// Prefix of the global symbols of the host kernel library.
-pub const PREFIX: &str = "relax_host.";
+pub const PREFIX: &str = SYMBOL_PREFIX;
+
+/// The host-library operator of the Relax elementwise operator `name`
+/// (`relax.exp` ...).
+fn relax_unary(name: &str) -> Option<UnaryOp> {
+    UnaryOp::from_name(name.strip_prefix("relax.")?)
+}
 
 /// The runtime builtin that reshapes a tensor as a view of the same memory (TVM's
 /// name): `reshape` of a host tensor becomes
@@ -217,13 +226,13 @@ fn is_none_or(call: &Call, key: &str, want: &str) -> bool {
     }
 }
 
-fn dps(name: &str, args: Vec<Expr>, out: &Var) -> Option<Expr> {
+fn dps(kernel: HostKernel, args: Vec<Expr>, out: &Var) -> Option<Expr> {
     let out_sinfo = out.struct_info()?.clone();
     Some(Expr::call(
         Expr::op("relax.call_dps_packed"),
         vec![
             Expr::new(ExprKind::ExternFunc {
-                global_symbol: format!("{PREFIX}{name}"),
+                global_symbol: kernel.symbol(),
             }),
             Expr::tuple(args),
         ],
@@ -232,11 +241,11 @@ fn dps(name: &str, args: Vec<Expr>, out: &Var) -> Option<Expr> {
     ))
 }
 
-/// A kernel call being grown along a chain of single-use bindings: its name
+/// A kernel call being grown along a chain of single-use bindings: its kernel
 /// (`conv2d_bias_relu`...), its arguments, the variable its result reaches so far
 /// (`cur`, bound at `last`) and the bindings it has absorbed.
 struct Fused {
-    name: String,
+    kernel: HostKernel,
     args: Vec<Expr>,
     cur: Var,
     last: usize,
@@ -244,10 +253,10 @@ struct Fused {
 }
 
 impl Fused {
-    /// A call of `name` on `args` producing `var`, bound at `at`.
-    fn new(name: &str, args: Vec<Expr>, var: &Var, at: usize) -> Fused {
+    /// A call of `kernel` on `args` producing `var`, bound at `at`.
+    fn new(kernel: HostKernel, args: Vec<Expr>, var: &Var, at: usize) -> Fused {
         Fused {
-            name: name.to_string(),
+            kernel,
             args,
             cur: var.clone(),
             last: at,
@@ -255,9 +264,9 @@ impl Fused {
         }
     }
 
-    /// Absorb the binding `at` (of `var`), naming it `suffix` in the kernel name.
-    fn absorb(&mut self, at: usize, var: &Var, suffix: &str) {
-        self.name.push_str(suffix);
+    /// Absorb the binding `at` (of `var`): the call becomes one of `kernel`.
+    fn absorb(&mut self, at: usize, var: &Var, kernel: HostKernel) {
+        self.kernel = kernel;
         self.chain.push(self.last);
         (self.cur, self.last) = (var.clone(), at);
     }
@@ -379,7 +388,14 @@ impl BlockRewrite<'_> {
 
     /// Absorb an `add` of the fused result and an operand accepted by `operand`
     /// (which becomes the next argument), when its result has the shape `shape`.
-    fn fuse_add(&self, f: &mut Fused, shape: &[i64], suffix: &str, operand: impl Fn(&TensorInfo) -> bool) {
+    fn fuse_add(
+        &self,
+        f: &mut Fused,
+        shape: &[i64],
+        fused: fn(HostKernel) -> Option<HostKernel>,
+        operand: impl Fn(&TensorInfo) -> bool,
+    ) {
+        let Some(kernel) = fused(f.kernel) else { return };
         let Some((j, v, c)) = self.sole_call_user(&f.cur, f.last, "relax.add") else {
             return;
         };
@@ -389,22 +405,23 @@ impl BlockRewrite<'_> {
             && self.var_tensor(v).is_some_and(|t| t.shape == shape)
         {
             f.args.push(other);
-            f.absorb(j, v, suffix);
+            f.absorb(j, v, kernel);
         }
     }
 
     /// Absorb a following `relu`.
     fn fuse_relu(&self, f: &mut Fused) {
+        let Some(kernel) = f.kernel.with_relu() else { return };
         if let Some((j, v, _)) = self.sole_call_user(&f.cur, f.last, "relax.nn.relu") {
             if self.var_tensor(v).is_some() {
-                f.absorb(j, v, "_relu");
+                f.absorb(j, v, kernel);
             }
         }
     }
 
     /// Replace the chain `f` absorbed by one call of its kernel.
     fn finish(&mut self, f: Fused) -> Option<()> {
-        let value = dps(&f.name, f.args, &f.cur)?;
+        let value = dps(f.kernel, f.args, &f.cur)?;
         for at in f.chain {
             self.remove(at);
         }
@@ -420,25 +437,24 @@ impl BlockRewrite<'_> {
             "relax.matmul" => self.matmul(i, &var, &call),
             "relax.add" | "relax.subtract" | "relax.multiply" | "relax.divide" => {
                 let [a, b] = call.args.as_slice() else { return None };
-                let kernel = op_name(&call)?.strip_prefix("relax.")?.to_string();
-                self.binary(&kernel, i, &var, a.clone(), b.clone())
+                let op = BinaryOp::from_name(op_name(&call)?.strip_prefix("relax.")?)?;
+                self.binary(op, i, &var, a.clone(), b.clone())
             }
             "relax.stack" => self.stack_sum(i, &var, &call),
             "relax.nn.relu" => {
                 let x = call.args.first()?;
                 self.arg_tensor(x)?;
                 self.var_tensor(&var)?;
-                let v = dps("relu", vec![x.clone()], &var)?;
+                let v = dps(HostKernel::Relu, vec![x.clone()], &var)?;
                 self.set(i, &var, v);
                 Some(())
             }
-            "relax.exp" | "relax.log" | "relax.sqrt" | "relax.rsqrt" | "relax.sigmoid" | "relax.tanh"
-            | "relax.negative" | "relax.abs" | "relax.square" => {
+            name if relax_unary(name).is_some() => {
+                let op = relax_unary(name)?;
                 let x = call.args.first()?;
                 self.arg_tensor(x)?;
                 self.var_tensor(&var)?;
-                let kernel = op_name(&call)?.strip_prefix("relax.")?.to_string();
-                let v = dps(&kernel, vec![x.clone()], &var)?;
+                let v = dps(HostKernel::Unary(op), vec![x.clone()], &var)?;
                 self.set(i, &var, v);
                 Some(())
             }
@@ -457,7 +473,7 @@ impl BlockRewrite<'_> {
                 if nd == 0 || (axis != -1 && axis != nd - 1) {
                     return None;
                 }
-                let v = dps("softmax", vec![x.clone()], &var)?;
+                let v = dps(HostKernel::Softmax, vec![x.clone()], &var)?;
                 self.set(i, &var, v);
                 Some(())
             }
@@ -478,7 +494,7 @@ impl BlockRewrite<'_> {
                 if axes.len() as i64 != nd || axes.iter().any(|&a| a < 0 || a >= nd) {
                     return None;
                 }
-                let v = dps("permute_dims", vec![x.clone(), shape_arg(&axes)], &var)?;
+                let v = dps(HostKernel::PermuteDims, vec![x.clone(), shape_arg(&axes)], &var)?;
                 self.set(i, &var, v);
                 Some(())
             }
@@ -498,7 +514,7 @@ impl BlockRewrite<'_> {
                 }
                 let mut args = parts.clone();
                 args.push(shape_arg(&[axis]));
-                let v = dps("concat", args, &var)?;
+                let v = dps(HostKernel::Concat, args, &var)?;
                 self.set(i, &var, v);
                 Some(())
             }
@@ -546,7 +562,7 @@ impl BlockRewrite<'_> {
                     // Broadcasting to the same shape is the identity: alias.
                     self.set(i, &var, x.clone());
                 } else {
-                    let v = dps("broadcast_to", vec![x.clone()], &var)?;
+                    let v = dps(HostKernel::BroadcastTo, vec![x.clone()], &var)?;
                     self.set(i, &var, v);
                 }
                 Some(())
@@ -578,15 +594,17 @@ impl BlockRewrite<'_> {
         let mut params = vec![stride[0], stride[1]];
         params.extend(pad);
         params.extend([dil[0], dil[1], groups]);
-        let mut f = Fused::new("conv2d", vec![x.clone(), w.clone(), shape_arg(&params)], var, i);
+        let conv = HostKernel::Conv2d(ConvFusion::default());
+        let mut f = Fused::new(conv, vec![x.clone(), w.clone(), shape_arg(&params)], var, i);
 
         // Bias, then batch normalization.
         let bias_like = |b: &TensorInfo| {
             b.shape.iter().product::<i64>() == c_out
                 && (b.shape.as_slice() == [1, c_out, 1, 1] || b.shape.as_slice() == [c_out, 1, 1])
         };
-        self.fuse_add(&mut f, &out.shape, "_bias", bias_like);
-        if let Some((j, tv, c)) = self.sole_call_user_bn(&f.cur, f.last) {
+        self.fuse_add(&mut f, &out.shape, HostKernel::with_bias, bias_like);
+        let with_bn = f.kernel.with_batch_norm();
+        if let (Some(kernel), Some((j, tv, c))) = (with_bn, self.sole_call_user_bn(&f.cur, f.last)) {
             if let Some((k, y, aliases)) = self.bn_getitem(&tv, j, &c, c_out) {
                 f.args.extend(c.args[1..5].iter().cloned());
                 let eps = c.attrs.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
@@ -594,7 +612,7 @@ impl BlockRewrite<'_> {
                     eps,
                     DataType::FLOAT64,
                 ))));
-                f.absorb(k, &y, "_bn");
+                f.absorb(k, &y, kernel);
                 f.chain.push(j);
                 for (at, alias_var, value) in aliases {
                     self.set(at, &alias_var, value);
@@ -602,7 +620,7 @@ impl BlockRewrite<'_> {
             }
         }
         // Residual add.
-        self.fuse_add(&mut f, &out.shape, "_add", |r| r.shape == out.shape);
+        self.fuse_add(&mut f, &out.shape, HostKernel::with_residual, |r| r.shape == out.shape);
         self.fuse_relu(&mut f);
         self.finish(f)
     }
@@ -684,7 +702,11 @@ impl BlockRewrite<'_> {
             if !self.bt_operands_ok(call, var, b) {
                 return None;
             }
-            let mut f = Fused::new("matmul_bt", vec![a.clone(), w], var, i);
+            let bt = HostKernel::Matmul(MatmulFusion {
+                transposed_b: true,
+                ..MatmulFusion::default()
+            });
+            let mut f = Fused::new(bt, vec![a.clone(), w], var, i);
             f.chain.push(d);
             return self.finish(f);
         }
@@ -700,10 +722,14 @@ impl BlockRewrite<'_> {
             return None;
         }
         let n = *out.shape.last()?;
-        let mut f = Fused::new("matmul", vec![a.clone(), b.clone()], var, i);
+        let mm = HostKernel::Matmul(MatmulFusion::default());
+        let mut f = Fused::new(mm, vec![a.clone(), b.clone()], var, i);
         if let Some((d, w)) = self.transposed_matrix(b) {
             f.args[1] = w;
-            f.name.push_str("_bt");
+            f.kernel = HostKernel::Matmul(MatmulFusion {
+                transposed_b: true,
+                ..MatmulFusion::default()
+            });
             f.chain.push(d);
         }
         let bias_like = |bias: &TensorInfo| {
@@ -711,18 +737,18 @@ impl BlockRewrite<'_> {
                 && bias.shape.len() <= out.shape.len()
                 && bias.shape.last() == Some(&n)
         };
-        self.fuse_add(&mut f, &out.shape, "_bias", bias_like);
+        self.fuse_add(&mut f, &out.shape, HostKernel::with_bias, bias_like);
         self.fuse_relu(&mut f);
         self.finish(f)
     }
 
     /// A broadcasting binary operator (`add`, `subtract`, `multiply`, `divide`),
     /// fused with a following `relu`.
-    fn binary(&mut self, kernel: &str, i: usize, var: &Var, a: Expr, b: Expr) -> Option<()> {
+    fn binary(&mut self, op: BinaryOp, i: usize, var: &Var, a: Expr, b: Expr) -> Option<()> {
         self.arg_tensor(&a)?;
         self.arg_tensor(&b)?;
         self.var_tensor(var)?;
-        let mut f = Fused::new(kernel, vec![a, b], var, i);
+        let mut f = Fused::new(HostKernel::Binary { op, relu: false }, vec![a, b], var, i);
         self.fuse_relu(&mut f);
         self.finish(f)
     }
@@ -748,7 +774,7 @@ impl BlockRewrite<'_> {
             return None;
         }
         let v = v.clone();
-        self.binary("add", j, &v, a.clone(), b.clone())?;
+        self.binary(BinaryOp::Add, j, &v, a.clone(), b.clone())?;
         self.remove(i);
         Some(())
     }
@@ -773,12 +799,12 @@ impl BlockRewrite<'_> {
         let mut params = vec![size[0], size[1], stride[0], stride[1]];
         params.extend(pad);
         params.extend([dil[0], dil[1], include_pad as i64]);
-        let name = if op_name(call)? == "relax.nn.max_pool2d" {
-            "max_pool2d"
+        let kernel = if op_name(call)? == "relax.nn.max_pool2d" {
+            HostKernel::MaxPool2d
         } else {
-            "avg_pool2d"
+            HostKernel::AvgPool2d
         };
-        let v = dps(name, vec![x.clone(), shape_arg(&params)], var)?;
+        let v = dps(kernel, vec![x.clone(), shape_arg(&params)], var)?;
         self.set(i, var, v);
         Some(())
     }
@@ -890,8 +916,11 @@ impl BlockRewrite<'_> {
         let t = self.arg_tensor(x)?;
         self.var_tensor(var)?;
         trailing_axes(&ints(call, "axis")?, t.shape.len())?;
-        let kernel = op_name(call)?.strip_prefix("relax.")?.to_string();
-        let v = dps(&kernel, vec![x.clone()], var)?;
+        let kernel = match op_name(call)?.strip_prefix("relax.")? {
+            "mean" => HostKernel::Mean,
+            other => HostKernel::Reduce(Reduction::from_name(other)?),
+        };
+        let v = dps(kernel, vec![x.clone()], var)?;
         self.set(i, var, v);
         Some(())
     }
@@ -920,8 +949,10 @@ impl BlockRewrite<'_> {
                 }
             }
         }
-        let kernel = op_name(call)?.strip_prefix("relax.")?.to_string();
-        let v = dps(&kernel, vec![x.clone()], var)?;
+        let kernel = HostKernel::ArgReduce {
+            max: op_name(call)? == "relax.argmax",
+        };
+        let v = dps(kernel, vec![x.clone()], var)?;
         self.set(i, var, v);
         Some(())
     }
@@ -946,7 +977,7 @@ impl BlockRewrite<'_> {
         let eps = call.attrs.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
         let eps = Expr::new(ExprKind::PrimValue(PrimExpr::float_of(eps, DataType::FLOAT64)));
         let v = dps(
-            "layer_norm",
+            HostKernel::LayerNorm,
             vec![x.clone(), gamma.clone(), beta.clone(), shape_arg(&[k as i64]), eps],
             var,
         )?;
@@ -980,7 +1011,7 @@ impl BlockRewrite<'_> {
             eps,
             DataType::FLOAT64,
         ))));
-        let value = dps("batch_norm", args, &y)?;
+        let value = dps(HostKernel::BatchNorm, args, &y)?;
         for (at, alias_var, v) in aliases {
             self.set(at, &alias_var, v);
         }

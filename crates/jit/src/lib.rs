@@ -34,6 +34,7 @@ mod gemm_schedule;
 mod gpu;
 mod host;
 mod host_vec;
+mod inline;
 mod jit;
 mod kernel;
 mod loop_trips;

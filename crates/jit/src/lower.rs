@@ -177,6 +177,9 @@ pub fn lower_named(f: &PrimFunc, name: &str) -> Result<LoweredFunc> {
             ),
         });
     }
+    // Elementwise chains over intermediate buffers become one stage.
+    let inlined = crate::inline::inline_elementwise(f);
+    let f = &inlined;
     let mut ctx = Ctx {
         func: name.to_string(),
         flat: HashMap::new(),

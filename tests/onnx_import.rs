@@ -397,36 +397,45 @@ fn real_onnx_models_from_dir() {
 /// else the reason (prefixed `import:` when the importer refused the model).
 fn run_node_test(case: &Path, device: DeviceChoice) -> Result<(), String> {
     let data = case.join("test_data_set_0");
-    let imported = match import_file(&case.join("model.onnx"), &ImportOptions::default()) {
-        Ok(i) => i,
-        // Shapes, axes and sizes given as graph inputs must be known when importing: bind
-        // the test's integer inputs as initializers (constants) and import again.
-        Err(e) if e.message.contains("must be known") => {
-            let bytes = std::fs::read(case.join("model.onnx")).map_err(|e| e.to_string())?;
-            let mut model = ModelProto::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
-            let graph = model.graph.as_mut().ok_or("no graph")?;
-            let inputs = std::mem::take(&mut graph.input);
-            for (i, vi) in inputs.into_iter().enumerate() {
-                let is_int = matches!(
-                    vi.r#type.as_ref().and_then(|t| t.value.as_ref()),
-                    Some(proto::type_proto::Value::TensorType(t))
-                        if t.elem_type == proto::data_type::INT64 || t.elem_type == proto::data_type::INT32
-                );
-                let pb = data.join(format!("input_{i}.pb"));
-                if is_int && pb.is_file() {
-                    let b = std::fs::read(&pb).map_err(|e| e.to_string())?;
-                    let mut t = proto::TensorProto::decode(b.as_slice()).map_err(|e| e.to_string())?;
-                    t.name = vi.name.clone();
-                    graph.initializer.push(t);
-                } else {
-                    graph.input.push(vi);
-                }
+    // Shapes, axes, sizes and scales given as graph inputs must be known when
+    // importing: bind the test's value of each input the importer names as an
+    // initializer (a constant) and import again.
+    let bytes = std::fs::read(case.join("model.onnx")).map_err(|e| e.to_string())?;
+    let mut model = ModelProto::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+    let mut imported = None;
+    for _ in 0..8 {
+        let e = match import_bytes(&model.encode_to_vec(), Some(case), &ImportOptions::default()) {
+            Ok(i) => {
+                imported = Some(i);
+                break;
             }
-            import_bytes(&model.encode_to_vec(), Some(case), &ImportOptions::default())
-                .map_err(|e| format!("import: {e}"))?
-        }
-        Err(e) => return Err(format!("import: {e}")),
-    };
+            Err(e) => e,
+        };
+        let graph = model.graph.as_mut().ok_or("no graph")?;
+        let named = graph
+            .input
+            .iter()
+            .position(|vi| e.message.contains(&format!("(`{}`) must be known", vi.name)));
+        let Some(k) = named else {
+            return Err(format!("import: {e}"));
+        };
+        // the .pb files are numbered by the position among the original inputs
+        let bytes = std::fs::read(case.join("model.onnx")).map_err(|e| e.to_string())?;
+        let original = ModelProto::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+        let name = graph.input[k].name.clone();
+        let i = original
+            .graph
+            .as_ref()
+            .and_then(|g| g.input.iter().position(|vi| vi.name == name))
+            .ok_or("input not found")?;
+        let pb = data.join(format!("input_{i}.pb"));
+        let b = std::fs::read(&pb).map_err(|e| format!("import: {e}"))?;
+        let mut t = proto::TensorProto::decode(b.as_slice()).map_err(|e| e.to_string())?;
+        t.name = name;
+        graph.input.remove(k);
+        graph.initializer.push(t);
+    }
+    let imported = imported.ok_or("import: too many inputs must be known")?;
     let read = |name: String| -> Result<Option<relax_ir::NDArray>, String> {
         let p = data.join(&name);
         if !p.is_file() {

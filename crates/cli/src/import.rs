@@ -17,7 +17,8 @@ pub struct ImportArgs {
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     /// Write the weights (the parameters of `main` after the graph inputs) as an `.npz`
-    /// file, keyed by parameter name (`relax run prog.py --params weights.npz` binds them).
+    /// or `.safetensors` file (by the extension), keyed by parameter name
+    /// (`relax run prog.py --params weights.npz` binds them).
     #[arg(long = "params-out")]
     pub params_out: Option<PathBuf>,
     /// Fix a symbolic dimension: `--dim seq_len=128` (repeatable).
@@ -86,7 +87,7 @@ pub fn run(args: &ImportArgs) -> u8 {
             return EXIT_REJECTED;
         }
     };
-    let text = print_program(&Program::Module(imported.module.clone()));
+    let text = tvm_parsable(&print_program(&Program::Module(imported.module.clone())));
     match &args.output {
         Some(out) => {
             if let Err(e) = std::fs::write(out, format!("{text}\n")) {
@@ -98,11 +99,20 @@ pub fn run(args: &ImportArgs) -> u8 {
         None => println!("{text}"),
     }
     if let Some(p) = &args.params_out {
-        if !p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npz")) {
-            eprintln!("error: --params-out {}: only .npz is written", p.display());
-            return EXIT_USAGE;
-        }
-        let written = relax_engine::onnx::weights_of(&imported).and_then(|w| w.write_npz(p));
+        let ext = p.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+        let written = match ext.as_deref() {
+            Some("npz") => relax_engine::onnx::weights_of(&imported)
+                .and_then(|w| w.write_npz(p))
+                .map_err(|e| e.to_string()),
+            Some("safetensors") => write_safetensors(&imported.params, p),
+            _ => {
+                eprintln!(
+                    "error: --params-out {}: the file must end in .npz or .safetensors",
+                    p.display()
+                );
+                return EXIT_USAGE;
+            }
+        };
         if let Err(e) = written {
             eprintln!("error: {e}");
             return EXIT_REJECTED;
@@ -110,4 +120,102 @@ pub fn run(args: &ImportArgs) -> u8 {
         eprintln!("wrote {} weights to {}", imported.params.len(), p.display());
     }
     EXIT_OK
+}
+
+/// The safetensors name of `dtype`, if the format has one.
+fn safetensors_dtype(dtype: relax_ir::DataType) -> Option<&'static str> {
+    use relax_ir::TypeCode;
+    if dtype.lanes != 1 {
+        return None;
+    }
+    Some(match (dtype.code, dtype.bits) {
+        (TypeCode::Float, 16) => "F16",
+        (TypeCode::Float, 32) => "F32",
+        (TypeCode::Float, 64) => "F64",
+        (TypeCode::BFloat, 16) => "BF16",
+        (TypeCode::Int, 8) => "I8",
+        (TypeCode::Int, 16) => "I16",
+        (TypeCode::Int, 32) => "I32",
+        (TypeCode::Int, 64) => "I64",
+        (TypeCode::UInt, 1) => "BOOL",
+        (TypeCode::UInt, 8) => "U8",
+        (TypeCode::UInt, 16) => "U16",
+        (TypeCode::UInt, 32) => "U32",
+        (TypeCode::UInt, 64) => "U64",
+        _ => return None,
+    })
+}
+
+/// The bytes of a `.safetensors` file holding `params` (an 8-byte little-endian
+/// header length, the JSON header with each tensor's dtype, shape and byte range, the
+/// data), in parameter order.
+pub fn safetensors_bytes(params: &[(String, relax_ir::NDArray)]) -> Result<Vec<u8>, String> {
+    let mut header = serde_json::Map::new();
+    let mut offset = 0usize;
+    for (name, a) in params {
+        let dtype =
+            safetensors_dtype(a.dtype).ok_or_else(|| format!("`{name}`: {} has no safetensors type", a.dtype))?;
+        let expected = a.numel() * a.dtype.bytes();
+        if a.data.len() != expected {
+            return Err(format!("`{name}`: {} bytes of data, expected {expected}", a.data.len()));
+        }
+        header.insert(
+            name.clone(),
+            serde_json::json!({
+                "dtype": dtype,
+                "shape": a.shape,
+                "data_offsets": [offset, offset + a.data.len()],
+            }),
+        );
+        offset += a.data.len();
+    }
+    let mut h = serde_json::Value::Object(header).to_string().into_bytes();
+    // the data starts 8-byte aligned, the header padded with spaces
+    while !(8 + h.len()).is_multiple_of(8) {
+        h.push(b' ');
+    }
+    let mut out = Vec::with_capacity(8 + h.len() + offset);
+    out.extend_from_slice(&(h.len() as u64).to_le_bytes());
+    out.extend_from_slice(&h);
+    for (_, a) in params {
+        out.extend_from_slice(&a.data);
+    }
+    Ok(out)
+}
+
+fn write_safetensors(params: &[(String, relax_ir::NDArray)], path: &Path) -> Result<(), String> {
+    let bytes = safetensors_bytes(params)?;
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// `text` with the non-finite elements of constants written `float("-inf")`: TVM prints
+/// them as strings (`R.const("-inf", "float32")`), which its own parser rejects;
+/// `float("-inf")` parses in TVM and here.
+pub fn tvm_parsable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('"') {
+        let (head, tail) = rest.split_at(i);
+        out.push_str(head);
+        let prev = out.trim_end_matches(' ').chars().last();
+        let word = ["\"-inf\"", "\"inf\"", "\"nan\""]
+            .into_iter()
+            .find(|w| tail.starts_with(w) && matches!(prev, Some('(' | '[' | ',')));
+        match word {
+            Some(w) => {
+                out.push_str("float(");
+                out.push_str(w);
+                out.push(')');
+                rest = &tail[w.len()..];
+            }
+            None => {
+                // copy the whole string literal
+                let end = tail[1..].find('"').map(|j| j + 2).unwrap_or(tail.len());
+                out.push_str(&tail[..end]);
+                rest = &tail[end..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }

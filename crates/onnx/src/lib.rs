@@ -24,9 +24,12 @@
 //! # Ok::<(), relax_onnx::ImportError>(())
 //! ```
 
+mod attention;
 mod convert;
+mod extra;
 pub mod ops;
 pub mod proto;
+mod resize;
 pub mod tensor;
 
 use std::collections::BTreeMap;

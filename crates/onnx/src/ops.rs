@@ -53,26 +53,34 @@ impl<'p> Node<'p> {
             opset,
         }
     }
-    fn attr(&self, name: &str) -> Option<&'p AttributeProto> {
+    pub(crate) fn attr(&self, name: &str) -> Option<&'p AttributeProto> {
         self.attrs.get(name).copied()
     }
-    fn int(&self, name: &str, default: i64) -> i64 {
+    /// A float attribute, if given.
+    pub(crate) fn attr_f(&self, name: &str) -> Option<f64> {
+        self.attr(name).map(|a| a.f as f64)
+    }
+    /// An int attribute, if given.
+    pub(crate) fn attr_i(&self, name: &str) -> Option<i64> {
+        self.attr(name).map(|a| a.i)
+    }
+    pub(crate) fn int(&self, name: &str, default: i64) -> i64 {
         self.attr(name).map(|a| a.i).unwrap_or(default)
     }
-    fn float(&self, name: &str, default: f64) -> f64 {
+    pub(crate) fn float(&self, name: &str, default: f64) -> f64 {
         self.attr(name).map(|a| a.f as f64).unwrap_or(default)
     }
-    fn ints(&self, name: &str) -> Option<Vec<i64>> {
+    pub(crate) fn ints(&self, name: &str) -> Option<Vec<i64>> {
         self.attr(name).map(|a| a.ints.clone())
     }
-    fn string(&self, name: &str) -> Option<String> {
+    pub(crate) fn string(&self, name: &str) -> Option<String> {
         self.attr(name).map(|a| String::from_utf8_lossy(&a.s).into_owned())
     }
     /// Whether input `i` is given.
-    fn has(&self, i: usize) -> bool {
+    pub(crate) fn has(&self, i: usize) -> bool {
         self.inputs.get(i).is_some_and(|s| !s.is_empty())
     }
-    fn input(&self, i: usize) -> Result<&str, String> {
+    pub(crate) fn input(&self, i: usize) -> Result<&str, String> {
         match self.inputs.get(i) {
             Some(s) if !s.is_empty() => Ok(s),
             _ => Err(format!("input {i} is missing")),
@@ -209,6 +217,26 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     ("CumProd", cumsum),
     ("TopK", topk),
     ("NegativeLogLikelihoodLoss", nll_loss),
+    ("Attention", crate::attention::attention),
+    ("SoftmaxCrossEntropyLoss", crate::extra::softmax_cross_entropy),
+    ("QuantizeLinear", crate::extra::quantize_linear),
+    ("DequantizeLinear", crate::extra::dequantize_linear),
+    ("DynamicQuantizeLinear", crate::extra::dynamic_quantize_linear),
+    ("Swish", crate::extra::swish),
+    ("Shrink", crate::extra::shrink),
+    ("ReduceLogSum", reduce),
+    ("Hardmax", crate::extra::hardmax),
+    ("LpNormalization", crate::extra::lp_normalization),
+    ("DepthToSpace", crate::extra::depth_to_space),
+    ("SpaceToDepth", crate::extra::space_to_depth),
+    ("EyeLike", crate::extra::eye_like),
+    ("GroupNormalization", crate::extra::group_norm),
+    ("MeanVarianceNormalization", crate::extra::mvn),
+    ("OneHot", crate::extra::one_hot),
+    ("ReverseSequence", crate::extra::reverse_sequence),
+    ("LpPool", crate::extra::lp_pool),
+    ("Resize", crate::resize::resize),
+    ("Upsample", crate::resize::resize),
 ];
 
 /// The converter of `op_type`.
@@ -219,11 +247,11 @@ pub fn lookup(op_type: &str) -> Option<Converter> {
 // ---------------------------------------------------------------------------
 // helpers
 
-fn ints_attr(v: &[i64]) -> AttrValue {
+pub(crate) fn ints_attr(v: &[i64]) -> AttrValue {
     AttrValue::List(v.iter().map(|&i| AttrValue::Int(i)).collect())
 }
 
-fn prim_int(v: PrimExpr) -> Expr {
+pub(crate) fn prim_int(v: PrimExpr) -> Expr {
     let v = if v.dtype() == DataType::INT64 {
         v
     } else {
@@ -232,7 +260,7 @@ fn prim_int(v: PrimExpr) -> Expr {
     Expr::new(ExprKind::PrimValue(v))
 }
 
-fn norm_axis(a: i64, rank: usize) -> Result<usize, String> {
+pub(crate) fn norm_axis(a: i64, rank: usize) -> Result<usize, String> {
     let r = rank as i64;
     let x = if a < 0 { a + r } else { a };
     if (0..r).contains(&x) {
@@ -242,41 +270,46 @@ fn norm_axis(a: i64, rank: usize) -> Result<usize, String> {
     }
 }
 
-fn val(ctx: &Ctx, n: &Node, i: usize) -> Result<TVal, String> {
+pub(crate) fn val(ctx: &Ctx, n: &Node, i: usize) -> Result<TVal, String> {
     ctx.value(n.input(i)?).cloned()
 }
 
-fn x(ctx: &mut Ctx, n: &Node, i: usize) -> Result<Expr, String> {
+pub(crate) fn x(ctx: &mut Ctx, n: &Node, i: usize) -> Result<Expr, String> {
     let name = n.input(i)?.to_string();
     ctx.tensor(&name)
 }
 
-fn rank_of(ctx: &Ctx, n: &Node, i: usize) -> Result<usize, String> {
+pub(crate) fn rank_of(ctx: &Ctx, n: &Node, i: usize) -> Result<usize, String> {
     val(ctx, n, i)?
         .rank()
         .ok_or_else(|| format!("input {i} has unknown rank"))
 }
 
-fn shape_of(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
+pub(crate) fn shape_of(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
     val(ctx, n, i)?
         .shape
         .ok_or_else(|| format!("input {i} has unknown shape"))
 }
 
 /// Known integer contents of input `i` (symbolic elements allowed).
-fn known_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
+pub(crate) fn known_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
     match val(ctx, n, i)?.known {
         Some(Known::Int(v)) => Ok(v),
         Some(Known::Float(v)) => Ok(v.into_iter().map(|f| PrimExpr::int(f as i64)).collect()),
-        None => Err(format!(
-            "input {i} (`{}`) must be known when the model is imported (it is computed at run time)",
-            n.inputs[i]
-        )),
+        None => Err(must_be_known(n, i)),
     }
 }
 
+/// The error of an input that must be known when importing but is computed at run time.
+pub(crate) fn must_be_known(n: &Node, i: usize) -> String {
+    format!(
+        "input {i} (`{}`) must be known when the model is imported (it is computed at run time)",
+        n.inputs.get(i).map(String::as_str).unwrap_or("")
+    )
+}
+
 /// Constant integer contents of input `i`.
-fn const_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<i64>, String> {
+pub(crate) fn const_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<i64>, String> {
     known_ints(ctx, n, i)?
         .iter()
         .map(|e| {
@@ -287,29 +320,29 @@ fn const_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<i64>, String> {
 }
 
 /// A scalar constant of `dtype`.
-fn scalar(dtype: DataType, v: f64) -> Expr {
+pub(crate) fn scalar(dtype: DataType, v: f64) -> Expr {
     crate::convert::constant(dtype, vec![], std::iter::once(tensor::encode(dtype, v)))
 }
 
-fn out1(v: TVal) -> Result<Vec<TVal>, String> {
+pub(crate) fn out1(v: TVal) -> Result<Vec<TVal>, String> {
     Ok(vec![v])
 }
 
 /// Emit `R.<op>(a, b)`.
-fn emit2(ctx: &mut Ctx, op: &str, a: Expr, b: Expr) -> Result<TVal, String> {
+pub(crate) fn emit2(ctx: &mut Ctx, op: &str, a: Expr, b: Expr) -> Result<TVal, String> {
     ctx.op(op, vec![a, b], &[])
 }
 
-fn leaf(ctx: &Ctx, v: &TVal) -> Result<Expr, String> {
+pub(crate) fn leaf(ctx: &Ctx, v: &TVal) -> Result<Expr, String> {
     ctx.leaf(v)
 }
 
-fn product(ctx: &Ctx, dims: &[PrimExpr]) -> PrimExpr {
+pub(crate) fn product(ctx: &Ctx, dims: &[PrimExpr]) -> PrimExpr {
     dims.iter()
         .fold(PrimExpr::int(1), |acc, d| ctx.bin(BinOp::Mul, &acc, d))
 }
 
-fn const_product(v: &[i64]) -> i64 {
+pub(crate) fn const_product(v: &[i64]) -> i64 {
     v.iter().product()
 }
 
@@ -348,6 +381,17 @@ fn unary(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         other => return Err(format!("internal: {other} is not unary")),
     };
     let v = val(ctx, n, 0)?;
+    if n.op_type == "Not" {
+        if let Some(k) = v.const_ints() {
+            let k = k.iter().map(|&b| PrimExpr::int((b == 0) as i64)).collect();
+            return out1(TVal {
+                known: Some(Known::Int(k)),
+                expr: None,
+                init: None,
+                ..v
+            });
+        }
+    }
     if n.op_type == "Neg" {
         if let Some(Known::Int(k)) = &v.known {
             let k = k.iter().map(|e| ctx.bin(BinOp::Sub, &PrimExpr::int(0), e)).collect();
@@ -480,7 +524,7 @@ fn hard_swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// A value for an already emitted leaf.
-fn tval_leaf(ctx: &Ctx, e: Expr) -> Result<TVal, String> {
+pub(crate) fn tval_leaf(ctx: &Ctx, e: Expr) -> Result<TVal, String> {
     let _ = ctx;
     let s = match e.kind() {
         ExprKind::Var(v) => v.struct_info().cloned(),
@@ -1059,6 +1103,15 @@ fn conv_transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    let a = x(ctx, n, 0)?;
+    let max = n.op_type == "MaxPool";
+    let include_pad = n.int("count_include_pad", 0) != 0;
+    pool_of(ctx, n, a, max, include_pad)
+}
+
+/// Max or average pooling of `a` (the node's input 0 or a function of it) with the
+/// node's kernel, strides, dilations and pads.
+pub(crate) fn pool_of(ctx: &mut Ctx, n: &Node, a: Expr, max: bool, include_pad: bool) -> Result<Vec<TVal>, String> {
     let xv = val(ctx, n, 0)?;
     let rank = xv.rank().ok_or("input has unknown rank")?;
     let k = rank
@@ -1072,8 +1125,6 @@ fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
     let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
     let pads = spatial_pads(n, spatial_in_dims(&xv).as_deref(), &kernel, &strides, &dil)?;
-    let a = x(ctx, n, 0)?;
-    let max = n.op_type == "MaxPool";
     let op = if max {
         ["nn.max_pool1d", "nn.max_pool2d", "nn.max_pool3d"][k - 1]
     } else {
@@ -1087,7 +1138,7 @@ fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         ("ceil_mode", AttrValue::Bool(n.int("ceil_mode", 0) != 0)),
     ];
     if !max {
-        attrs.push(("count_include_pad", AttrValue::Bool(n.int("count_include_pad", 0) != 0)));
+        attrs.push(("count_include_pad", AttrValue::Bool(include_pad)));
     }
     out1(ctx.op(op, vec![a], &attrs)?)
 }
@@ -1194,7 +1245,7 @@ fn rms_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn softmax(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub(crate) fn softmax(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let shape = shape_of(ctx, n, 0)?;
     let rank = shape.len();
     let axis = norm_axis(n.int("axis", if n.opset < 13 { 1 } else { -1 }), rank)?;
@@ -1234,7 +1285,7 @@ fn known_from_array(a: &relax_ir::NDArray) -> Option<Known> {
     }
 }
 
-fn array_value(name: &str, a: relax_ir::NDArray) -> TVal {
+pub(crate) fn array_value(name: &str, a: relax_ir::NDArray) -> TVal {
     let known = if a.numel() <= 4096 { known_from_array(&a) } else { None };
     TVal {
         expr: None,
@@ -1886,7 +1937,7 @@ fn range(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
                 Ok(PrimExpr::int(k[0] as i64))
             }
             Some(Known::Float(k)) if k.len() == 1 => Ok(PrimExpr::float_of(k[0], DataType::FLOAT64)),
-            _ => Err(format!("input {i} of Range must be known when the model is imported")),
+            _ => Err(must_be_known(n, i)),
         }
     };
     let (start, limit, delta) = (scalar_of(ctx, 0)?, scalar_of(ctx, 1)?, scalar_of(ctx, 2)?);
@@ -1924,7 +1975,7 @@ fn pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             val(ctx, n, 2)?
                 .const_floats()
                 .and_then(|v| v.first().copied())
-                .ok_or("constant_value must be known")?
+                .ok_or_else(|| must_be_known(n, 2))?
         } else {
             0.0
         };
@@ -2038,6 +2089,11 @@ fn reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             a = leaf(ctx, &t)?;
             out1(ctx.op("sum", vec![a], &attrs)?)
         }
+        "ReduceLogSum" => {
+            let s = ctx.op("sum", vec![a], &attrs)?;
+            let l = leaf(ctx, &s)?;
+            out1(ctx.op("log", vec![l], &[])?)
+        }
         "ReduceL2" | "ReduceSumSquare" => {
             let t = emit2(ctx, "multiply", a.clone(), a)?;
             let l = leaf(ctx, &t)?;
@@ -2144,6 +2200,12 @@ fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 fn nll_loss(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    if n.attr("ignore_index").is_some() {
+        // TVM's kernel reads the ignored target's class before selecting 0
+        let dt = val(ctx, n, 0)?.dtype;
+        let l = x(ctx, n, 0)?;
+        return out1(crate::extra::nll(ctx, n, l, dt)?);
+    }
     let reduction = n.string("reduction").unwrap_or_else(|| "mean".into());
     if !matches!(reduction.as_str(), "mean" | "sum" | "none") {
         return Err(format!("reduction `{reduction}` is not supported"));

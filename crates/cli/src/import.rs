@@ -190,32 +190,97 @@ fn write_safetensors(params: &[(String, relax_ir::NDArray)], path: &Path) -> Res
 
 /// `text` with the non-finite elements of constants written `float("-inf")`: TVM prints
 /// them as strings (`R.const("-inf", "float32")`), which its own parser rejects;
-/// `float("-inf")` parses in TVM and here.
+/// `float("-inf")` parses in TVM and here. Only the arguments of `R.const(...)` change.
 pub fn tvm_parsable(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(i) = rest.find('"') {
-        let (head, tail) = rest.split_at(i);
+    while let Some(i) = rest.find("R.const(") {
+        let (head, tail) = rest.split_at(i + "R.const(".len());
         out.push_str(head);
-        let prev = out.trim_end_matches(' ').chars().last();
-        let word = ["\"-inf\"", "\"inf\"", "\"nan\""]
-            .into_iter()
-            .find(|w| tail.starts_with(w) && matches!(prev, Some('(' | '[' | ',')));
-        match word {
-            Some(w) => {
-                out.push_str("float(");
-                out.push_str(w);
-                out.push(')');
-                rest = &tail[w.len()..];
-            }
-            None => {
-                // copy the whole string literal
-                let end = tail[1..].find('"').map(|j| j + 2).unwrap_or(tail.len());
-                out.push_str(&tail[..end]);
-                rest = &tail[end..];
+        // the call's arguments: up to the matching parenthesis, outside strings
+        let (mut depth, mut in_str, mut end) = (1usize, false, tail.len());
+        for (k, ch) in tail.char_indices() {
+            match ch {
+                '"' => in_str = !in_str,
+                '(' | '[' if !in_str => depth += 1,
+                ')' | ']' if !in_str => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = k;
+                        break;
+                    }
+                }
+                _ => {}
             }
         }
+        let mut args = tail[..end].to_string();
+        for w in ["\"-inf\"", "\"inf\"", "\"nan\""] {
+            args = args.replace(w, &format!("float({w})"));
+        }
+        out.push_str(&args);
+        rest = &tail[end..];
     }
     out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_constants_are_written_as_float_calls() {
+        let text = "x = R.const(\"-inf\", \"float32\")\ny = R.const([1.0, \"nan\", \"inf\"], \"float32\")\nz = R.call_pure_packed(\"inf\")";
+        assert_eq!(
+            tvm_parsable(text),
+            "x = R.const(float(\"-inf\"), \"float32\")\ny = R.const([1.0, float(\"nan\"), float(\"inf\")], \"float32\")\nz = R.call_pure_packed(\"inf\")"
+        );
+        assert_eq!(
+            tvm_parsable("R.Tensor((2,), dtype=\"float32\")"),
+            "R.Tensor((2,), dtype=\"float32\")"
+        );
+    }
+
+    /// The rewritten constants parse here (TVM 0.27 parses them too; it rejects
+    /// `R.const("-inf", ...)`).
+    #[test]
+    fn float_calls_parse() {
+        let src = tvm_parsable(
+            "# from tvm.script import relax as R\n\n@R.function\ndef main(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n    y: R.Tensor((2,), dtype=\"float32\") = R.add(x, R.const(\"-inf\", \"float32\"))\n    return y\n",
+        );
+        assert!(src.contains("R.const(float(\"-inf\"), \"float32\")"), "{src}");
+        let m = relax_ir::text::parse(&src).unwrap_or_else(|d| panic!("{d}\n{src}"));
+        let again = print_program(&m);
+        assert!(again.contains("R.const(\"-inf\", \"float32\")"), "{again}");
+    }
+
+    #[test]
+    fn safetensors_layout() {
+        let a = relax_ir::NDArray {
+            dtype: relax_ir::DataType::FLOAT32,
+            shape: vec![2],
+            data: [1.0f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        };
+        let b = relax_ir::NDArray {
+            dtype: relax_ir::DataType::INT64,
+            shape: vec![],
+            data: 7i64.to_le_bytes().to_vec(),
+        };
+        let bytes = safetensors_bytes(&[("w".into(), a), ("n".into(), b)]).expect("writes");
+        let len = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize;
+        assert!((8 + len).is_multiple_of(8));
+        let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + len]).expect("json");
+        assert_eq!(header["w"]["dtype"], "F32");
+        assert_eq!(header["w"]["shape"], serde_json::json!([2]));
+        assert_eq!(header["w"]["data_offsets"], serde_json::json!([0, 8]));
+        assert_eq!(header["n"]["dtype"], "I64");
+        assert_eq!(header["n"]["data_offsets"], serde_json::json!([8, 16]));
+        assert_eq!(&bytes[8 + len + 8..], &7i64.to_le_bytes());
+        let bad = relax_ir::NDArray {
+            dtype: relax_ir::DataType::FLOAT32,
+            shape: vec![3],
+            data: vec![0; 4],
+        };
+        assert!(safetensors_bytes(&[("bad".into(), bad)]).is_err());
+    }
 }

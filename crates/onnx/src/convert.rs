@@ -720,8 +720,14 @@ fn convert_node(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
             node.name, node.op_type, node.opset
         ))
     };
-    if !node.domain.is_empty() && node.domain != "ai.onnx" {
+    let training = node.domain == "ai.onnx.preview.training"
+        && matches!(node.op_type.as_str(), "Adagrad" | "Adam" | "Momentum")
+        || node.domain == "ai.onnx.ml" && matches!(node.op_type.as_str(), "Binarizer" | "ArrayFeatureExtractor");
+    if !node.domain.is_empty() && node.domain != "ai.onnx" && !training {
         return Err(fail(format!("operators of domain `{}` are not supported", node.domain)));
+    }
+    if node.op_type == "If" && node.domain.is_empty() {
+        return convert_if(ctx, node);
     }
     let conv = ops::lookup(&node.op_type).ok_or_else(|| fail("operator not supported by the importer".into()))?;
     let outs = conv(ctx, node).map_err(fail)?;
@@ -751,6 +757,48 @@ fn convert_node(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
                 ctx.missing.insert(name.clone(), why);
             }
         }
+    }
+    Ok(())
+}
+
+/// `If` with a condition known when importing: the chosen branch's nodes are converted
+/// in place (they see the enclosing graph's values) and its outputs become the node's.
+fn convert_if(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
+    let fail = |m: String| {
+        ImportError::new(format!(
+            "node `{}` ({}, opset {}): {m}",
+            node.name, node.op_type, node.opset
+        ))
+    };
+    let cond = node
+        .inputs
+        .first()
+        .and_then(|c| ctx.value(c).ok())
+        .and_then(|v| v.const_ints())
+        .and_then(|v| v.first().copied())
+        .ok_or_else(|| fail("the condition must be known when the model is imported".into()))?;
+    let branch = if cond != 0 { "then_branch" } else { "else_branch" };
+    let g = node
+        .attr(branch)
+        .and_then(|a| a.g.as_deref())
+        .ok_or_else(|| fail(format!("no {branch}")))?;
+    for (i, n) in g.node.iter().enumerate() {
+        let sub = Node::new(n, i, node.opset);
+        convert_node(ctx, &sub)?;
+    }
+    if g.output.len() != node.outputs.len() {
+        return Err(fail(format!(
+            "{branch} has {} outputs, the node {}",
+            g.output.len(),
+            node.outputs.len()
+        )));
+    }
+    for (o, name) in g.output.iter().zip(&node.outputs) {
+        if name.is_empty() {
+            continue;
+        }
+        let v = ctx.value(&o.name).map_err(fail)?.clone();
+        ctx.set(name, v);
     }
     Ok(())
 }

@@ -30,6 +30,7 @@ mod extra;
 pub mod ops;
 pub mod proto;
 mod resize;
+mod rnn;
 pub mod tensor;
 
 use std::collections::BTreeMap;

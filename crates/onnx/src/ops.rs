@@ -163,7 +163,7 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     // linear algebra, neural network layers
     ("MatMul", matmul),
     ("Gemm", gemm),
-    ("Einsum", einsum),
+    ("Einsum", crate::extra::einsum),
     ("Conv", conv),
     ("ConvTranspose", conv_transpose),
     ("MaxPool", pool),
@@ -215,7 +215,7 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     ("ArgMin", arg_reduce),
     ("BitShift", bit_shift),
     ("CumProd", cumsum),
-    ("TopK", topk),
+    ("TopK", crate::extra::topk),
     ("NegativeLogLikelihoodLoss", nll_loss),
     ("Attention", crate::attention::attention),
     ("SoftmaxCrossEntropyLoss", crate::extra::softmax_cross_entropy),
@@ -237,6 +237,35 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     ("LpPool", crate::extra::lp_pool),
     ("Resize", crate::resize::resize),
     ("Upsample", crate::resize::resize),
+    ("HannWindow", crate::extra::window),
+    ("HammingWindow", crate::extra::window),
+    ("BlackmanWindow", crate::extra::window),
+    ("CenterCropPad", crate::extra::center_crop_pad),
+    ("SwiGLU", crate::extra::swiglu),
+    ("RotaryEmbedding", crate::extra::rotary_embedding),
+    ("MatMulInteger", crate::extra::matmul_integer),
+    ("QLinearMatMul", crate::extra::qlinear_matmul),
+    ("AffineGrid", crate::extra::affine_grid),
+    ("DFT", crate::extra::dft),
+    ("RNN", crate::rnn::rnn),
+    ("GRU", crate::rnn::rnn),
+    ("LSTM", crate::rnn::rnn),
+    ("Col2Im", crate::extra::col2im),
+    ("MaxUnpool", crate::extra::max_unpool),
+    ("Adagrad", crate::extra::optimizer),
+    ("Adam", crate::extra::optimizer),
+    ("Momentum", crate::extra::optimizer),
+    ("Binarizer", crate::extra::binarizer),
+    ("ArrayFeatureExtractor", crate::extra::array_feature_extractor),
+    ("TensorScatter", crate::extra::tensor_scatter),
+    ("CausalConvWithState", crate::extra::causal_conv_with_state),
+    ("LinearAttention", crate::extra::linear_attention),
+    ("GridSample", crate::extra::grid_sample),
+    ("BitCast", crate::extra::bit_cast),
+    ("ConvInteger", conv),
+    ("Scatter", scatter_elements),
+    ("Compress", crate::extra::compress),
+    ("LRN", crate::extra::lrn),
 ];
 
 /// The converter of `op_type`.
@@ -580,13 +609,40 @@ fn thresholded_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 fn identity(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
-    if n.op_type == "Dropout" && n.has(2) {
-        let training = val(ctx, n, 2)?.const_ints().and_then(|v| v.first().copied());
-        if training != Some(0) {
+    if n.op_type != "Dropout" {
+        return out1(val(ctx, n, 0)?);
+    }
+    if n.has(2) {
+        let training = val(ctx, n, 2)?
+            .const_ints()
+            .and_then(|v| v.first().copied())
+            .ok_or_else(|| must_be_known(n, 2))?;
+        // training with ratio 0 keeps every element, as inference does
+        let ratio = if n.has(1) {
+            val(ctx, n, 1)?
+                .const_floats()
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| must_be_known(n, 1))?
+        } else {
+            0.5
+        };
+        if training != 0 && ratio != 0.0 {
             return Err("training_mode is not supported (only inference)".into());
         }
     }
-    out1(val(ctx, n, 0)?)
+    let v = val(ctx, n, 0)?;
+    if n.outputs.get(1).is_none_or(|s| s.is_empty()) {
+        return out1(v);
+    }
+    // the mask keeps every element
+    let a = x(ctx, n, 0)?;
+    let one = crate::convert::constant(DataType::BOOL, vec![], std::iter::once(vec![1u8]));
+    let mask = ctx.op(
+        "full_like",
+        vec![a, one],
+        &[("dtype", AttrValue::DataType(DataType::BOOL))],
+    )?;
+    Ok(vec![v, mask])
 }
 
 fn clip(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
@@ -965,15 +1021,6 @@ fn gemm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(y)
 }
 
-fn einsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
-    let eq = n.string("equation").ok_or("no equation")?;
-    let mut args = Vec::new();
-    for i in 0..n.inputs.len() {
-        args.push(x(ctx, n, i)?);
-    }
-    out1(ctx.op("einsum", vec![Expr::tuple(args)], &[("subscripts", AttrValue::Str(eq))])?)
-}
-
 /// Padding of `dims` spatial axes: explicit `pads` or `auto_pad`; ONNX's order
 /// `[begin..., end...]`, which is also Relax's.
 fn spatial_pads(
@@ -1032,7 +1079,14 @@ fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
     let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
     let pads = spatial_pads(n, spatial_in_dims(&xv).as_deref(), &kernel, &strides, &dil)?;
-    let (a, w) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
+    let (a, w) = if n.op_type == "ConvInteger" {
+        // exact in float32 for 8-bit operands: the int32 result is rounded back
+        let a = crate::extra::centered_f32(ctx, n, 0, 2)?;
+        let w = crate::extra::centered_f32(ctx, n, 1, 3)?;
+        (a, w)
+    } else {
+        (x(ctx, n, 0)?, x(ctx, n, 1)?)
+    };
     let op = ["nn.conv1d", "nn.conv2d", "nn.conv3d"][k - 1];
     let mut y = ctx.op(
         op,
@@ -1044,6 +1098,12 @@ fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             ("groups", AttrValue::Int(n.int("group", 1))),
         ],
     )?;
+    if n.op_type == "ConvInteger" {
+        let l = leaf(ctx, &y)?;
+        let r = ctx.op("round", vec![l], &[])?;
+        let l = leaf(ctx, &r)?;
+        return out1(ctx.op("astype", vec![l], &[("dtype", AttrValue::DataType(DataType::INT32))])?);
+    }
     if n.has(2) {
         y = add_channel_bias(ctx, n, y, k)?;
     }
@@ -1073,16 +1133,40 @@ fn conv_transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let kernel = n.ints("kernel_shape").unwrap_or_else(|| wshape[2..].to_vec());
     let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
     let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
-    if n.ints("output_shape").is_some() {
-        return Err("output_shape is not supported".into());
-    }
     let auto = n.string("auto_pad").unwrap_or_else(|| "NOTSET".into());
-    if auto != "NOTSET" && auto != "VALID" {
+    if !matches!(auto.as_str(), "NOTSET" | "VALID" | "SAME_UPPER" | "SAME_LOWER") {
         return Err(format!("auto_pad `{auto}` is not supported"));
     }
-    let pads = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
-    let _ = kernel;
-    let out_pad = n.ints("output_padding").unwrap_or_else(|| vec![0; k]);
+    let mut pads = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+    let mut out_pad = n.ints("output_padding").unwrap_or_else(|| vec![0; k]);
+    let in_dims = spatial_in_dims(&xv);
+    // an explicit output shape (or SAME padding) fixes the pads: the total padding is
+    // split between the two ends, the odd one at the end (the start for SAME_LOWER)
+    let target: Option<Vec<i64>> = match n.ints("output_shape") {
+        Some(o) if o.len() >= k => Some(o[o.len() - k..].to_vec()),
+        Some(_) => return Err("output_shape does not match the spatial axes".into()),
+        None if auto.starts_with("SAME") => in_dims
+            .as_ref()
+            .map(|d| d.iter().zip(&strides).map(|(a, s)| a * s).collect()),
+        None => None,
+    };
+    if let Some(target) = target {
+        let dims = in_dims.ok_or("output_shape needs static spatial dimensions")?;
+        for i in 0..k {
+            let total = strides[i] * (dims[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - target[i];
+            if total < 0 {
+                out_pad[i] -= total;
+                pads[i] = 0;
+                pads[i + k] = 0;
+            } else if auto == "SAME_UPPER" {
+                pads[i] = total / 2;
+                pads[i + k] = total - total / 2;
+            } else {
+                pads[i] = total - total / 2;
+                pads[i + k] = total / 2;
+            }
+        }
+    }
     let (a, w) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
     let op = ["nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"][k - 1];
     let mut y = ctx.op(
@@ -1585,6 +1669,33 @@ fn split(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     } else {
         n.ints("split")
     };
+    // a known 1-D tensor (a shape) splits into known parts
+    let v = val(ctx, n, 0)?;
+    if let (Some(Known::Int(k)), 1, Some(d)) = (&v.known, s.len(), s[0].as_int()) {
+        let parts = if n.opset >= 18 {
+            n.int("num_outputs", nout as i64)
+        } else {
+            nout as i64
+        };
+        let lens: Vec<i64> = match &sizes {
+            Some(sz) => sz.clone(),
+            None if parts > 0 => {
+                let chunk = (d + parts - 1) / parts;
+                (0..parts).map(|i| (d - i * chunk).clamp(0, chunk)).collect()
+            }
+            None => vec![],
+        };
+        if lens.len() == nout && lens.iter().sum::<i64>() == d && lens.iter().all(|&l| l >= 0) {
+            let mut start = 0usize;
+            let mut outs = Vec::new();
+            for &l in &lens {
+                let part = k[start..start + l as usize].to_vec();
+                start += l as usize;
+                outs.push(TVal::known(v.dtype, vec![l], Known::Int(part)));
+            }
+            return Ok(outs);
+        }
+    }
     let a = x(ctx, n, 0)?;
     let ios = match sizes {
         Some(sz) => {
@@ -2000,7 +2111,11 @@ fn pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let mode = match n.string("mode").as_deref() {
         None | Some("constant") => "constant",
         Some("reflect") => "reflect",
-        Some("edge") => "edge",
+        Some(m @ ("edge" | "wrap")) => {
+            let shape = v.const_shape().ok_or("edge and wrap padding need a static shape")?;
+            let a = x(ctx, n, 0)?;
+            return out1(crate::extra::pad_by_slices(ctx, a, &shape, &width, m == "wrap")?);
+        }
         Some(o) => return Err(format!("mode `{o}` is not supported")),
     };
     let a = x(ctx, n, 0)?;
@@ -2171,32 +2286,6 @@ fn bit_shift(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     };
     let (a, b) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
     out1(emit2(ctx, op, a, b)?)
-}
-
-fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
-    let rank = rank_of(ctx, n, 0)?;
-    let axis = norm_axis(n.int("axis", -1), rank)?;
-    let k = if n.opset >= 10 {
-        *const_ints(ctx, n, 1)?.first().ok_or("K must hold one value")?
-    } else {
-        n.int("k", 1)
-    };
-    if n.int("sorted", 1) == 0 {
-        return Err("sorted=0 is not supported".into());
-    }
-    let a = x(ctx, n, 0)?;
-    let t = ctx.op_tuple(
-        "topk",
-        vec![a],
-        &[
-            ("k", AttrValue::Int(k)),
-            ("axis", AttrValue::Int(axis as i64)),
-            ("ret_type", AttrValue::Str("both".into())),
-            ("largest", AttrValue::Bool(n.int("largest", 1) != 0)),
-            ("dtype", AttrValue::DataType(DataType::INT64)),
-        ],
-    )?;
-    Ok(vec![ctx.item(&t, 0)?, ctx.item(&t, 1)?])
 }
 
 fn nll_loss(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {

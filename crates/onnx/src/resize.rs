@@ -205,7 +205,12 @@ pub fn resize(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         };
         (None, scales, None)
     } else {
-        let roi = known_floats(ctx, n, 1).unwrap_or(None).filter(|v| !v.is_empty());
+        let crop = n.string("coordinate_transformation_mode").as_deref() == Some("tf_crop_and_resize");
+        let roi = match known_floats(ctx, n, 1) {
+            Ok(r) => r.filter(|v| !v.is_empty()),
+            Err(e) if crop => return Err(e),
+            Err(_) => None,
+        };
         let scales = known_floats(ctx, n, 2)?.filter(|v| !v.is_empty());
         let sizes = if scales.is_none() {
             known_floats(ctx, n, 3)?

@@ -2085,3 +2085,203 @@ pub fn lrn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let t = emit(ctx, "power", vec![t, scalar(dt, beta)], &[])?;
     out1(ctx.op("divide", vec![a, t], &[])?)
 }
+
+/// `OptionalHasElement`: whether the (tensor) input is given, a constant.
+pub fn optional_has_element(_ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    let out = n.outputs.first().cloned().unwrap_or_default();
+    let has = n.has(0) as u8;
+    out1(array_value(
+        &out,
+        NDArray {
+            dtype: DataType::BOOL,
+            shape: vec![],
+            data: vec![has],
+        },
+    ))
+}
+
+/// `OptionalGetElement` of a tensor: the tensor.
+pub fn optional_get_element(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    out1(val(ctx, n, 0)?)
+}
+
+/// `Det` of 1x1, 2x2 and 3x3 matrices (batched): the cofactor expansion.
+pub fn det(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    let shape = val(ctx, n, 0)?.const_shape().ok_or("a static input shape is needed")?;
+    let r = shape.len();
+    if r < 2 || shape[r - 1] != shape[r - 2] {
+        return Err("Det needs square matrices".into());
+    }
+    let m = shape[r - 1];
+    let a = x(ctx, n, 0)?;
+    // element (i, j) of every matrix: (...)
+    let el = |ctx: &mut Ctx, i: i64, j: i64| -> Result<Expr, String> {
+        let row = slice_axis(ctx, a.clone(), r as i64 - 2, i, i + 1, 1)?;
+        let e = slice_axis(ctx, row, r as i64 - 1, j, j + 1, 1)?;
+        emit(
+            ctx,
+            "squeeze",
+            vec![e],
+            &[("axis", ints_attr(&[r as i64 - 2, r as i64 - 1]))],
+        )
+    };
+    let mul = |ctx: &mut Ctx, p: Expr, q: Expr| emit(ctx, "multiply", vec![p, q], &[]);
+    let d = match m {
+        1 => el(ctx, 0, 0)?,
+        2 => {
+            let (a00, a01, a10, a11) = (el(ctx, 0, 0)?, el(ctx, 0, 1)?, el(ctx, 1, 0)?, el(ctx, 1, 1)?);
+            let p = mul(ctx, a00, a11)?;
+            let q = mul(ctx, a01, a10)?;
+            emit(ctx, "subtract", vec![p, q], &[])?
+        }
+        3 => {
+            let mut e = vec![];
+            for i in 0..3 {
+                for j in 0..3 {
+                    e.push(el(ctx, i, j)?);
+                }
+            }
+            let minor = |ctx: &mut Ctx, a: usize, b: usize, c: usize, d: usize| -> Result<Expr, String> {
+                let p = mul(ctx, e[a].clone(), e[d].clone())?;
+                let q = mul(ctx, e[b].clone(), e[c].clone())?;
+                emit(ctx, "subtract", vec![p, q], &[])
+            };
+            let m0 = minor(ctx, 4, 5, 7, 8)?;
+            let m1 = minor(ctx, 3, 5, 6, 8)?;
+            let m2 = minor(ctx, 3, 4, 6, 7)?;
+            let t0 = mul(ctx, e[0].clone(), m0)?;
+            let t1 = mul(ctx, e[1].clone(), m1)?;
+            let t2 = mul(ctx, e[2].clone(), m2)?;
+            let s = emit(ctx, "subtract", vec![t0, t1], &[])?;
+            emit(ctx, "add", vec![s, t2], &[])?
+        }
+        _ => return Err(format!("Det of {m}x{m} matrices is not supported (up to 3x3)")),
+    };
+    out1(tval_leaf(ctx, d)?)
+}
+
+fn known_f64(ctx: &Ctx, n: &Node, i: usize) -> Result<f64, String> {
+    val(ctx, n, i)?
+        .const_floats()
+        .and_then(|v| v.first().copied())
+        .ok_or_else(|| crate::ops::must_be_known(n, i))
+}
+
+/// `MelWeightMatrix`: a constant of the known arguments (triangular filters on the
+/// mel scale, as the operator's reference computes them).
+pub fn mel_weight_matrix(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    let bins = known_scalar(ctx, n, 0)?;
+    let dft = known_scalar(ctx, n, 1)?;
+    let rate = known_scalar(ctx, n, 2)?;
+    let (lo, hi) = (known_f64(ctx, n, 3)?, known_f64(ctx, n, 4)?);
+    if bins <= 0 || dft <= 0 || rate <= 0 || bins > 4096 || dft > 1 << 16 {
+        return Err("MelWeightMatrix arguments out of range".into());
+    }
+    let dt = tensor::dtype_of(n.int("output_datatype", 1) as i32).ok_or("output_datatype is not supported")?;
+    let spec = dft / 2 + 1;
+    let mel = |hz: f64| 2595.0 * (hz / 700.0).ln_1p() / 10f64.ln();
+    let (lm, hm) = (mel(lo), mel(hi));
+    let step = (hm - lm) / (bins + 2) as f64;
+    let fb: Vec<i64> = (0..bins + 2)
+        .map(|i| {
+            let m = i as f64 * step + lm;
+            let hz = 700.0 * (m / 2595.0 * 10f64.ln()).exp_m1();
+            (((dft + 1) as f64 * hz) / rate as f64).floor() as i64
+        })
+        .collect();
+    let mut out = vec![0.0f64; (spec * bins) as usize];
+    let mut set = |j: i64, i: i64, v: f64| {
+        if (0..spec).contains(&j) {
+            out[(j * bins + i) as usize] = v;
+        }
+    };
+    for i in 0..bins {
+        let (l, c, h) = (fb[i as usize], fb[i as usize + 1], fb[i as usize + 2]);
+        if c == l {
+            set(c, i, 1.0);
+        } else {
+            for j in l..=c {
+                set(j, i, (j - l) as f64 / (c - l) as f64);
+            }
+        }
+        if h > c {
+            for j in c..h {
+                set(j, i, (h - j) as f64 / (h - c) as f64);
+            }
+        }
+    }
+    let name = n.outputs.first().cloned().unwrap_or_default();
+    let data = out.iter().flat_map(|&v| tensor::encode(dt, v)).collect();
+    out1(array_value(
+        &name,
+        NDArray {
+            dtype: dt,
+            shape: vec![spec, bins],
+            data,
+        },
+    ))
+}
+
+/// `STFT`: the frames (a constant gather of the signal) times the window, by constant
+/// cosine and sine matrices; one-sided unless `onesided = 0`.
+pub fn stft(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    let sv = val(ctx, n, 0)?;
+    let shape = sv.const_shape().ok_or("a static signal shape is needed")?;
+    if shape.len() != 3 {
+        return Err("the signal must be (batch, length, 1 or 2)".into());
+    }
+    let (b, len, c) = (shape[0], shape[1], shape[2]);
+    if c != 1 {
+        return Err("complex signals are not supported".into());
+    }
+    let step = known_scalar(ctx, n, 1)?;
+    let wlen = if n.has(2) {
+        Some(val(ctx, n, 2)?.const_shape().ok_or("window shape")?[0])
+    } else {
+        None
+    };
+    let flen = if n.has(3) {
+        known_scalar(ctx, n, 3)?
+    } else {
+        wlen.ok_or("frame_length or window is needed")?
+    };
+    if step <= 0 || flen <= 0 || flen > len || flen > 1 << 14 {
+        return Err("frame_step or frame_length out of range".into());
+    }
+    let frames = (len - flen) / step + 1;
+    let onesided = n.int("onesided", 1) != 0;
+    let bins = if onesided { flen / 2 + 1 } else { flen };
+    let dt = sv.dtype;
+    let a = x(ctx, n, 0)?;
+    let a = reshape(ctx, a, ints(&[b, len]))?;
+    let idx = crate::convert::constant(
+        DataType::INT64,
+        vec![frames * flen],
+        (0..frames * flen).map(|k| ((k / flen) * step + k % flen).to_le_bytes().to_vec()),
+    );
+    let fr = emit(ctx, "take", vec![a, idx], &[("axis", AttrValue::Int(1))])?;
+    let mut fr = reshape(ctx, fr, ints(&[b, frames, flen]))?;
+    if n.has(2) {
+        let w = x(ctx, n, 2)?;
+        fr = emit(ctx, "multiply", vec![fr, w], &[])?;
+    }
+    let two_pi = 2.0 * std::f64::consts::PI;
+    let mat = |f: &dyn Fn(f64) -> f64| {
+        crate::convert::constant(
+            dt,
+            vec![flen, bins],
+            (0..flen * bins).map(|q| {
+                let (i, k) = (q / bins, q % bins);
+                tensor::encode(dt, f(two_pi * ((i * k) % flen) as f64 / flen as f64))
+            }),
+        )
+    };
+    let cosm = mat(&|t| t.cos());
+    let sinm = mat(&|t| -t.sin());
+    let re = emit(ctx, "matmul", vec![fr.clone(), cosm], &[])?;
+    let im = emit(ctx, "matmul", vec![fr, sinm], &[])?;
+    let re = emit(ctx, "expand_dims", vec![re], &[("axis", ints_attr(&[3]))])?;
+    let im = emit(ctx, "expand_dims", vec![im], &[("axis", ints_attr(&[3]))])?;
+    let y = concat(ctx, vec![re, im], 3)?;
+    out1(tval_leaf(ctx, y)?)
+}

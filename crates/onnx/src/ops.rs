@@ -266,6 +266,11 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     ("Scatter", scatter_elements),
     ("Compress", crate::extra::compress),
     ("LRN", crate::extra::lrn),
+    ("OptionalHasElement", crate::extra::optional_has_element),
+    ("OptionalGetElement", crate::extra::optional_get_element),
+    ("Det", crate::extra::det),
+    ("MelWeightMatrix", crate::extra::mel_weight_matrix),
+    ("STFT", crate::extra::stft),
 ];
 
 /// The converter of `op_type`.

@@ -416,13 +416,15 @@ fn run_node_test(case: &Path, device: DeviceChoice) -> Result<(), String> {
             .input
             .iter()
             .position(|vi| e.message.contains(&format!("(`{}`) must be known", vi.name)));
-        // a value computed from graph inputs: bind the first integer input left
+        // a value computed from graph inputs: bind the first integer or scalar input left
         let int_input = || {
             graph.input.iter().position(|vi| {
                 matches!(
                     vi.r#type.as_ref().and_then(|t| t.value.as_ref()),
                     Some(proto::type_proto::Value::TensorType(t))
-                        if t.elem_type == proto::data_type::INT64 || t.elem_type == proto::data_type::INT32
+                        if t.elem_type == proto::data_type::INT64
+                            || t.elem_type == proto::data_type::INT32
+                            || t.shape.as_ref().is_some_and(|s| s.dim.is_empty())
                 )
             })
         };

@@ -328,7 +328,13 @@ pub fn attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             vec![b.clone()],
             &[("axis", ints_attr(&[-1])), ("keepdims", AttrValue::Bool(true))],
         )?;
-        let masked = emit(ctx, "equal", vec![m, scalar(dt, f64::NEG_INFINITY)], &[])?;
+        // -inf, or the lowest finite value where a device cannot hold infinities
+        let lowest = if dt == DataType::FLOAT64 {
+            f64::MIN
+        } else {
+            f32::MIN as f64
+        };
+        let masked = emit(ctx, "less_equal", vec![m, scalar(dt, lowest)], &[])?;
         p = emit(ctx, "where", vec![masked, scalar(sm_dt, 0.0), p], &[])?;
     }
     if mode == 3 {

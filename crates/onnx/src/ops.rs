@@ -426,6 +426,26 @@ fn unary(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             });
         }
     }
+    // small known float tensors (scalars of shape arithmetic) fold
+    if let Some(Known::Float(k)) = &v.known {
+        let f: Option<fn(f64) -> f64> = match n.op_type.as_str() {
+            "Ceil" => Some(f64::ceil),
+            "Floor" => Some(f64::floor),
+            "Relu" => Some(|x: f64| x.max(0.0)),
+            "Abs" => Some(f64::abs),
+            "Neg" => Some(|x: f64| -x),
+            "Round" => Some(f64::round_ties_even),
+            _ => None,
+        };
+        if let Some(f) = f.filter(|_| k.len() <= 64) {
+            return out1(TVal {
+                known: Some(Known::Float(k.iter().map(|&x| f(x)).collect())),
+                expr: None,
+                init: None,
+                ..v
+            });
+        }
+    }
     if n.op_type == "Neg" {
         if let Some(Known::Int(k)) = &v.known {
             let k = k.iter().map(|e| ctx.bin(BinOp::Sub, &PrimExpr::int(0), e)).collect();

@@ -720,8 +720,17 @@ fn convert_node(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
             node.name, node.op_type, node.opset
         ))
     };
-    if !node.domain.is_empty() && node.domain != "ai.onnx" {
+    let training = node.domain == "ai.onnx.preview.training"
+        && matches!(node.op_type.as_str(), "Adagrad" | "Adam" | "Momentum")
+        || node.domain == "ai.onnx.ml" && matches!(node.op_type.as_str(), "Binarizer" | "ArrayFeatureExtractor");
+    if !node.domain.is_empty() && node.domain != "ai.onnx" && !training {
         return Err(fail(format!("operators of domain `{}` are not supported", node.domain)));
+    }
+    if node.op_type == "If" && node.domain.is_empty() {
+        return convert_if(ctx, node);
+    }
+    if matches!(node.op_type.as_str(), "Loop" | "Scan") && node.domain.is_empty() {
+        return convert_loop(ctx, node).map_err(fail);
     }
     let conv = ops::lookup(&node.op_type).ok_or_else(|| fail("operator not supported by the importer".into()))?;
     let outs = conv(ctx, node).map_err(fail)?;
@@ -750,6 +759,227 @@ fn convert_node(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
                 );
                 ctx.missing.insert(name.clone(), why);
             }
+        }
+    }
+    Ok(())
+}
+
+/// `If` with a condition known when importing: the chosen branch's nodes are converted
+/// in place (they see the enclosing graph's values) and its outputs become the node's.
+fn convert_if(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
+    let fail = |m: String| {
+        ImportError::new(format!(
+            "node `{}` ({}, opset {}): {m}",
+            node.name, node.op_type, node.opset
+        ))
+    };
+    let cond = node
+        .inputs
+        .first()
+        .and_then(|c| ctx.value(c).ok())
+        .and_then(|v| v.const_ints())
+        .and_then(|v| v.first().copied())
+        .ok_or_else(|| fail("the condition must be known when the model is imported".into()))?;
+    let branch = if cond != 0 { "then_branch" } else { "else_branch" };
+    let g = node
+        .attr(branch)
+        .and_then(|a| a.g.as_deref())
+        .ok_or_else(|| fail(format!("no {branch}")))?;
+    for (i, n) in g.node.iter().enumerate() {
+        let sub = Node::new(n, i, node.opset);
+        convert_node(ctx, &sub)?;
+    }
+    if g.output.len() != node.outputs.len() {
+        return Err(fail(format!(
+            "{branch} has {} outputs, the node {}",
+            g.output.len(),
+            node.outputs.len()
+        )));
+    }
+    for (o, name) in g.output.iter().zip(&node.outputs) {
+        if name.is_empty() {
+            continue;
+        }
+        let v = ctx.value(&o.name).map_err(fail)?.clone();
+        ctx.set(name, v);
+    }
+    Ok(())
+}
+
+/// The Relax leaf of value `v` (materialized under a private name).
+fn leaf_of(ctx: &mut Ctx, v: TVal) -> Result<Expr, String> {
+    if let Some(e) = &v.expr {
+        return Ok(e.clone());
+    }
+    ctx.counter += 1;
+    let name = format!("\u{0}loop#{}", ctx.counter);
+    ctx.set(&name, v);
+    ctx.tensor(&name)
+}
+
+/// `Loop` with a trip count and condition known when importing, and `Scan` (opset 9
+/// and later) over a static length: the body is converted once per iteration, the
+/// loop-carried values passed on, the scan outputs stacked.
+fn convert_loop(ctx: &mut Ctx, node: &Node) -> Result<(), String> {
+    let body = node.attr("body").and_then(|a| a.g.as_deref()).ok_or("no body")?;
+    let is_loop = node.op_type == "Loop";
+    if !is_loop && node.opset < 9 {
+        return Err("Scan before opset 9 (with a batch axis) is not supported".into());
+    }
+    let input = |ctx: &Ctx, i: usize| -> Result<TVal, String> {
+        let name = node
+            .inputs
+            .get(i)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| format!("input {i} is missing"))?;
+        ctx.value(name).cloned()
+    };
+    let (n_state, n_scan_in, steps): (usize, usize, i64);
+    let mut scan_axes: Vec<i64> = Vec::new();
+    let mut scan_in: Vec<TVal> = Vec::new();
+    if is_loop {
+        let trip = match node.inputs.first().filter(|s| !s.is_empty()) {
+            Some(_) => input(ctx, 0)?
+                .const_ints()
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| ops::must_be_known(node, 0))?,
+            None => return Err("a Loop without a trip count is not supported".into()),
+        };
+        if let Some(c) = node.inputs.get(1).filter(|s| !s.is_empty()) {
+            let c = ctx
+                .value(c)?
+                .const_ints()
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| ops::must_be_known(node, 1))?;
+            if c == 0 {
+                return Err("a Loop that runs no iteration is not supported".into());
+            }
+        }
+        if !(0..=4096).contains(&trip) {
+            return Err(format!("trip count {trip} is out of range"));
+        }
+        n_state = node.inputs.len().saturating_sub(2);
+        n_scan_in = 0;
+        steps = trip;
+    } else {
+        let k = node.int("num_scan_inputs", 0).max(0) as usize;
+        n_scan_in = k;
+        n_state = node.inputs.len().checked_sub(k).ok_or("too few inputs")?;
+        let axes = node.ints("scan_input_axes").unwrap_or_else(|| vec![0; k]);
+        let mut len = None;
+        for j in 0..k {
+            let v = input(ctx, n_state + j)?;
+            let shape = v.const_shape().ok_or("scan inputs need static shapes")?;
+            let a = ops::norm_axis(axes.get(j).copied().unwrap_or(0), shape.len())? as i64;
+            len = Some(shape[a as usize]);
+            scan_axes.push(a);
+            scan_in.push(v);
+        }
+        steps = len.ok_or("no scan inputs")?;
+    }
+    if steps == 0 {
+        return Err("an empty loop is not supported".into());
+    }
+    let (carried_names, first_body_state) = if is_loop { (2..2 + n_state, 2) } else { (0..n_state, 0) };
+    let mut state: Vec<TVal> = carried_names.map(|i| input(ctx, i)).collect::<Result<_, _>>()?;
+    let n_body_out = body.output.len();
+    let first_out_state = if is_loop { 1 } else { 0 };
+    let n_scan_out = n_body_out
+        .checked_sub(first_out_state + n_state)
+        .ok_or("the body has too few outputs")?;
+    let in_dirs = node.ints("scan_input_directions").unwrap_or_default();
+    let out_dirs = node.ints("scan_output_directions").unwrap_or_default();
+    let mut scans: Vec<Vec<Expr>> = vec![Vec::new(); n_scan_out];
+    for t in 0..steps {
+        if is_loop {
+            let it = body.input.first().ok_or("the body has no inputs")?;
+            ctx.set(
+                &it.name,
+                TVal::known(DataType::INT64, vec![], Known::Int(vec![PrimExpr::int(t)])),
+            );
+            if let Some(c) = body.input.get(1) {
+                ctx.set(
+                    &c.name,
+                    TVal::known(DataType::BOOL, vec![], Known::Int(vec![PrimExpr::int(1)])),
+                );
+            }
+        }
+        for (j, v) in state.iter().enumerate() {
+            let name = &body
+                .input
+                .get(first_body_state + j)
+                .ok_or("the body has too few inputs")?
+                .name;
+            ctx.set(name, v.clone());
+        }
+        for j in 0..n_scan_in {
+            let idx = if in_dirs.get(j).copied().unwrap_or(0) == 1 {
+                steps - 1 - t
+            } else {
+                t
+            };
+            let e = leaf_of(ctx, scan_in[j].clone())?;
+            let sl = crate::extra::slice_axis(ctx, e, scan_axes[j], idx, idx + 1, 1)?;
+            let v = ctx.op(
+                "squeeze",
+                vec![sl],
+                &[("axis", AttrValue::List(vec![AttrValue::Int(scan_axes[j])]))],
+            )?;
+            let name = &body.input.get(n_state + j).ok_or("the body has too few inputs")?.name;
+            ctx.set(name, v);
+        }
+        for (i, n) in body.node.iter().enumerate() {
+            convert_node(ctx, &Node::new(n, i, node.opset)).map_err(|e| e.message)?;
+        }
+        if is_loop {
+            let c = ctx
+                .value(&body.output[0].name)?
+                .const_ints()
+                .and_then(|v| v.first().copied());
+            if c != Some(1) && t + 1 < steps {
+                return Err("the loop condition must stay known and true".into());
+            }
+        }
+        for (j, slot) in state.iter_mut().enumerate() {
+            *slot = ctx.value(&body.output[first_out_state + j].name)?.clone();
+        }
+        for (j, items) in scans.iter_mut().enumerate() {
+            let v = ctx.value(&body.output[first_out_state + n_state + j].name)?.clone();
+            items.push(leaf_of(ctx, v)?);
+        }
+    }
+    let out_axes = node.ints("scan_output_axes").unwrap_or_default();
+    let mut outs: Vec<TVal> = state;
+    for (j, mut items) in scans.into_iter().enumerate() {
+        if out_dirs.get(j).copied().unwrap_or(0) == 1 {
+            items.reverse();
+        }
+        let axis = out_axes.get(j).copied().unwrap_or(0);
+        let mut parts = Vec::new();
+        for e in items {
+            let rank = match leaf_sinfo(&e).as_tensor() {
+                Some(t) if t.ndim >= 0 => t.ndim as usize,
+                _ => return Err("a scan output of unknown rank".into()),
+            };
+            let a = if axis < 0 { axis + rank as i64 + 1 } else { axis };
+            let v = ctx.op(
+                "expand_dims",
+                vec![e],
+                &[("axis", AttrValue::List(vec![AttrValue::Int(a)]))],
+            )?;
+            parts.push((ctx.leaf(&v)?, a));
+        }
+        let a = parts.first().map(|p| p.1).unwrap_or(0);
+        let v = ctx.op(
+            "concat",
+            vec![Expr::tuple(parts.into_iter().map(|p| p.0).collect())],
+            &[("axis", AttrValue::Int(a))],
+        )?;
+        outs.push(v);
+    }
+    for (name, v) in node.outputs.iter().zip(outs) {
+        if !name.is_empty() {
+            ctx.set(name, v);
         }
     }
     Ok(())

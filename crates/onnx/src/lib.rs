@@ -24,9 +24,13 @@
 //! # Ok::<(), relax_onnx::ImportError>(())
 //! ```
 
+mod attention;
 mod convert;
+mod extra;
 pub mod ops;
 pub mod proto;
+mod resize;
+mod rnn;
 pub mod tensor;
 
 use std::collections::BTreeMap;

@@ -53,26 +53,34 @@ impl<'p> Node<'p> {
             opset,
         }
     }
-    fn attr(&self, name: &str) -> Option<&'p AttributeProto> {
+    pub(crate) fn attr(&self, name: &str) -> Option<&'p AttributeProto> {
         self.attrs.get(name).copied()
     }
-    fn int(&self, name: &str, default: i64) -> i64 {
+    /// A float attribute, if given.
+    pub(crate) fn attr_f(&self, name: &str) -> Option<f64> {
+        self.attr(name).map(|a| a.f as f64)
+    }
+    /// An int attribute, if given.
+    pub(crate) fn attr_i(&self, name: &str) -> Option<i64> {
+        self.attr(name).map(|a| a.i)
+    }
+    pub(crate) fn int(&self, name: &str, default: i64) -> i64 {
         self.attr(name).map(|a| a.i).unwrap_or(default)
     }
-    fn float(&self, name: &str, default: f64) -> f64 {
+    pub(crate) fn float(&self, name: &str, default: f64) -> f64 {
         self.attr(name).map(|a| a.f as f64).unwrap_or(default)
     }
-    fn ints(&self, name: &str) -> Option<Vec<i64>> {
+    pub(crate) fn ints(&self, name: &str) -> Option<Vec<i64>> {
         self.attr(name).map(|a| a.ints.clone())
     }
-    fn string(&self, name: &str) -> Option<String> {
+    pub(crate) fn string(&self, name: &str) -> Option<String> {
         self.attr(name).map(|a| String::from_utf8_lossy(&a.s).into_owned())
     }
     /// Whether input `i` is given.
-    fn has(&self, i: usize) -> bool {
+    pub(crate) fn has(&self, i: usize) -> bool {
         self.inputs.get(i).is_some_and(|s| !s.is_empty())
     }
-    fn input(&self, i: usize) -> Result<&str, String> {
+    pub(crate) fn input(&self, i: usize) -> Result<&str, String> {
         match self.inputs.get(i) {
             Some(s) if !s.is_empty() => Ok(s),
             _ => Err(format!("input {i} is missing")),
@@ -155,7 +163,7 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     // linear algebra, neural network layers
     ("MatMul", matmul),
     ("Gemm", gemm),
-    ("Einsum", einsum),
+    ("Einsum", crate::extra::einsum),
     ("Conv", conv),
     ("ConvTranspose", conv_transpose),
     ("MaxPool", pool),
@@ -207,8 +215,62 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     ("ArgMin", arg_reduce),
     ("BitShift", bit_shift),
     ("CumProd", cumsum),
-    ("TopK", topk),
+    ("TopK", crate::extra::topk),
     ("NegativeLogLikelihoodLoss", nll_loss),
+    ("Attention", crate::attention::attention),
+    ("SoftmaxCrossEntropyLoss", crate::extra::softmax_cross_entropy),
+    ("QuantizeLinear", crate::extra::quantize_linear),
+    ("DequantizeLinear", crate::extra::dequantize_linear),
+    ("DynamicQuantizeLinear", crate::extra::dynamic_quantize_linear),
+    ("Swish", crate::extra::swish),
+    ("Shrink", crate::extra::shrink),
+    ("ReduceLogSum", reduce),
+    ("Hardmax", crate::extra::hardmax),
+    ("LpNormalization", crate::extra::lp_normalization),
+    ("DepthToSpace", crate::extra::depth_to_space),
+    ("SpaceToDepth", crate::extra::space_to_depth),
+    ("EyeLike", crate::extra::eye_like),
+    ("GroupNormalization", crate::extra::group_norm),
+    ("MeanVarianceNormalization", crate::extra::mvn),
+    ("OneHot", crate::extra::one_hot),
+    ("ReverseSequence", crate::extra::reverse_sequence),
+    ("LpPool", crate::extra::lp_pool),
+    ("Resize", crate::resize::resize),
+    ("Upsample", crate::resize::resize),
+    ("HannWindow", crate::extra::window),
+    ("HammingWindow", crate::extra::window),
+    ("BlackmanWindow", crate::extra::window),
+    ("CenterCropPad", crate::extra::center_crop_pad),
+    ("SwiGLU", crate::extra::swiglu),
+    ("RotaryEmbedding", crate::extra::rotary_embedding),
+    ("MatMulInteger", crate::extra::matmul_integer),
+    ("QLinearMatMul", crate::extra::qlinear_matmul),
+    ("AffineGrid", crate::extra::affine_grid),
+    ("DFT", crate::extra::dft),
+    ("RNN", crate::rnn::rnn),
+    ("GRU", crate::rnn::rnn),
+    ("LSTM", crate::rnn::rnn),
+    ("Col2Im", crate::extra::col2im),
+    ("MaxUnpool", crate::extra::max_unpool),
+    ("Adagrad", crate::extra::optimizer),
+    ("Adam", crate::extra::optimizer),
+    ("Momentum", crate::extra::optimizer),
+    ("Binarizer", crate::extra::binarizer),
+    ("ArrayFeatureExtractor", crate::extra::array_feature_extractor),
+    ("TensorScatter", crate::extra::tensor_scatter),
+    ("CausalConvWithState", crate::extra::causal_conv_with_state),
+    ("LinearAttention", crate::extra::linear_attention),
+    ("GridSample", crate::extra::grid_sample),
+    ("BitCast", crate::extra::bit_cast),
+    ("ConvInteger", conv),
+    ("Scatter", scatter_elements),
+    ("Compress", crate::extra::compress),
+    ("LRN", crate::extra::lrn),
+    ("OptionalHasElement", crate::extra::optional_has_element),
+    ("OptionalGetElement", crate::extra::optional_get_element),
+    ("Det", crate::extra::det),
+    ("MelWeightMatrix", crate::extra::mel_weight_matrix),
+    ("STFT", crate::extra::stft),
 ];
 
 /// The converter of `op_type`.
@@ -219,11 +281,11 @@ pub fn lookup(op_type: &str) -> Option<Converter> {
 // ---------------------------------------------------------------------------
 // helpers
 
-fn ints_attr(v: &[i64]) -> AttrValue {
+pub(crate) fn ints_attr(v: &[i64]) -> AttrValue {
     AttrValue::List(v.iter().map(|&i| AttrValue::Int(i)).collect())
 }
 
-fn prim_int(v: PrimExpr) -> Expr {
+pub(crate) fn prim_int(v: PrimExpr) -> Expr {
     let v = if v.dtype() == DataType::INT64 {
         v
     } else {
@@ -232,7 +294,7 @@ fn prim_int(v: PrimExpr) -> Expr {
     Expr::new(ExprKind::PrimValue(v))
 }
 
-fn norm_axis(a: i64, rank: usize) -> Result<usize, String> {
+pub(crate) fn norm_axis(a: i64, rank: usize) -> Result<usize, String> {
     let r = rank as i64;
     let x = if a < 0 { a + r } else { a };
     if (0..r).contains(&x) {
@@ -242,41 +304,46 @@ fn norm_axis(a: i64, rank: usize) -> Result<usize, String> {
     }
 }
 
-fn val(ctx: &Ctx, n: &Node, i: usize) -> Result<TVal, String> {
+pub(crate) fn val(ctx: &Ctx, n: &Node, i: usize) -> Result<TVal, String> {
     ctx.value(n.input(i)?).cloned()
 }
 
-fn x(ctx: &mut Ctx, n: &Node, i: usize) -> Result<Expr, String> {
+pub(crate) fn x(ctx: &mut Ctx, n: &Node, i: usize) -> Result<Expr, String> {
     let name = n.input(i)?.to_string();
     ctx.tensor(&name)
 }
 
-fn rank_of(ctx: &Ctx, n: &Node, i: usize) -> Result<usize, String> {
+pub(crate) fn rank_of(ctx: &Ctx, n: &Node, i: usize) -> Result<usize, String> {
     val(ctx, n, i)?
         .rank()
         .ok_or_else(|| format!("input {i} has unknown rank"))
 }
 
-fn shape_of(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
+pub(crate) fn shape_of(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
     val(ctx, n, i)?
         .shape
         .ok_or_else(|| format!("input {i} has unknown shape"))
 }
 
 /// Known integer contents of input `i` (symbolic elements allowed).
-fn known_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
+pub(crate) fn known_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
     match val(ctx, n, i)?.known {
         Some(Known::Int(v)) => Ok(v),
         Some(Known::Float(v)) => Ok(v.into_iter().map(|f| PrimExpr::int(f as i64)).collect()),
-        None => Err(format!(
-            "input {i} (`{}`) must be known when the model is imported (it is computed at run time)",
-            n.inputs[i]
-        )),
+        None => Err(must_be_known(n, i)),
     }
 }
 
+/// The error of an input that must be known when importing but is computed at run time.
+pub(crate) fn must_be_known(n: &Node, i: usize) -> String {
+    format!(
+        "input {i} (`{}`) must be known when the model is imported (it is computed at run time)",
+        n.inputs.get(i).map(String::as_str).unwrap_or("")
+    )
+}
+
 /// Constant integer contents of input `i`.
-fn const_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<i64>, String> {
+pub(crate) fn const_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<i64>, String> {
     known_ints(ctx, n, i)?
         .iter()
         .map(|e| {
@@ -287,29 +354,29 @@ fn const_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<i64>, String> {
 }
 
 /// A scalar constant of `dtype`.
-fn scalar(dtype: DataType, v: f64) -> Expr {
+pub(crate) fn scalar(dtype: DataType, v: f64) -> Expr {
     crate::convert::constant(dtype, vec![], std::iter::once(tensor::encode(dtype, v)))
 }
 
-fn out1(v: TVal) -> Result<Vec<TVal>, String> {
+pub(crate) fn out1(v: TVal) -> Result<Vec<TVal>, String> {
     Ok(vec![v])
 }
 
 /// Emit `R.<op>(a, b)`.
-fn emit2(ctx: &mut Ctx, op: &str, a: Expr, b: Expr) -> Result<TVal, String> {
+pub(crate) fn emit2(ctx: &mut Ctx, op: &str, a: Expr, b: Expr) -> Result<TVal, String> {
     ctx.op(op, vec![a, b], &[])
 }
 
-fn leaf(ctx: &Ctx, v: &TVal) -> Result<Expr, String> {
+pub(crate) fn leaf(ctx: &Ctx, v: &TVal) -> Result<Expr, String> {
     ctx.leaf(v)
 }
 
-fn product(ctx: &Ctx, dims: &[PrimExpr]) -> PrimExpr {
+pub(crate) fn product(ctx: &Ctx, dims: &[PrimExpr]) -> PrimExpr {
     dims.iter()
         .fold(PrimExpr::int(1), |acc, d| ctx.bin(BinOp::Mul, &acc, d))
 }
 
-fn const_product(v: &[i64]) -> i64 {
+pub(crate) fn const_product(v: &[i64]) -> i64 {
     v.iter().product()
 }
 
@@ -348,6 +415,37 @@ fn unary(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         other => return Err(format!("internal: {other} is not unary")),
     };
     let v = val(ctx, n, 0)?;
+    if n.op_type == "Not" {
+        if let Some(k) = v.const_ints() {
+            let k = k.iter().map(|&b| PrimExpr::int((b == 0) as i64)).collect();
+            return out1(TVal {
+                known: Some(Known::Int(k)),
+                expr: None,
+                init: None,
+                ..v
+            });
+        }
+    }
+    // small known float tensors (scalars of shape arithmetic) fold
+    if let Some(Known::Float(k)) = &v.known {
+        let f: Option<fn(f64) -> f64> = match n.op_type.as_str() {
+            "Ceil" => Some(f64::ceil),
+            "Floor" => Some(f64::floor),
+            "Relu" => Some(|x: f64| x.max(0.0)),
+            "Abs" => Some(f64::abs),
+            "Neg" => Some(|x: f64| -x),
+            "Round" => Some(f64::round_ties_even),
+            _ => None,
+        };
+        if let Some(f) = f.filter(|_| k.len() <= 64) {
+            return out1(TVal {
+                known: Some(Known::Float(k.iter().map(|&x| f(x)).collect())),
+                expr: None,
+                init: None,
+                ..v
+            });
+        }
+    }
     if n.op_type == "Neg" {
         if let Some(Known::Int(k)) = &v.known {
             let k = k.iter().map(|e| ctx.bin(BinOp::Sub, &PrimExpr::int(0), e)).collect();
@@ -480,7 +578,7 @@ fn hard_swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// A value for an already emitted leaf.
-fn tval_leaf(ctx: &Ctx, e: Expr) -> Result<TVal, String> {
+pub(crate) fn tval_leaf(ctx: &Ctx, e: Expr) -> Result<TVal, String> {
     let _ = ctx;
     let s = match e.kind() {
         ExprKind::Var(v) => v.struct_info().cloned(),
@@ -536,13 +634,40 @@ fn thresholded_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 fn identity(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
-    if n.op_type == "Dropout" && n.has(2) {
-        let training = val(ctx, n, 2)?.const_ints().and_then(|v| v.first().copied());
-        if training != Some(0) {
+    if n.op_type != "Dropout" {
+        return out1(val(ctx, n, 0)?);
+    }
+    if n.has(2) {
+        let training = val(ctx, n, 2)?
+            .const_ints()
+            .and_then(|v| v.first().copied())
+            .ok_or_else(|| must_be_known(n, 2))?;
+        // training with ratio 0 keeps every element, as inference does
+        let ratio = if n.has(1) {
+            val(ctx, n, 1)?
+                .const_floats()
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| must_be_known(n, 1))?
+        } else {
+            0.5
+        };
+        if training != 0 && ratio != 0.0 {
             return Err("training_mode is not supported (only inference)".into());
         }
     }
-    out1(val(ctx, n, 0)?)
+    let v = val(ctx, n, 0)?;
+    if n.outputs.get(1).is_none_or(|s| s.is_empty()) {
+        return out1(v);
+    }
+    // the mask keeps every element
+    let a = x(ctx, n, 0)?;
+    let one = crate::convert::constant(DataType::BOOL, vec![], std::iter::once(vec![1u8]));
+    let mask = ctx.op(
+        "full_like",
+        vec![a, one],
+        &[("dtype", AttrValue::DataType(DataType::BOOL))],
+    )?;
+    Ok(vec![v, mask])
 }
 
 fn clip(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
@@ -921,15 +1046,6 @@ fn gemm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(y)
 }
 
-fn einsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
-    let eq = n.string("equation").ok_or("no equation")?;
-    let mut args = Vec::new();
-    for i in 0..n.inputs.len() {
-        args.push(x(ctx, n, i)?);
-    }
-    out1(ctx.op("einsum", vec![Expr::tuple(args)], &[("subscripts", AttrValue::Str(eq))])?)
-}
-
 /// Padding of `dims` spatial axes: explicit `pads` or `auto_pad`; ONNX's order
 /// `[begin..., end...]`, which is also Relax's.
 fn spatial_pads(
@@ -988,7 +1104,14 @@ fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
     let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
     let pads = spatial_pads(n, spatial_in_dims(&xv).as_deref(), &kernel, &strides, &dil)?;
-    let (a, w) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
+    let (a, w) = if n.op_type == "ConvInteger" {
+        // exact in float32 for 8-bit operands: the int32 result is rounded back
+        let a = crate::extra::centered_f32(ctx, n, 0, 2)?;
+        let w = crate::extra::centered_f32(ctx, n, 1, 3)?;
+        (a, w)
+    } else {
+        (x(ctx, n, 0)?, x(ctx, n, 1)?)
+    };
     let op = ["nn.conv1d", "nn.conv2d", "nn.conv3d"][k - 1];
     let mut y = ctx.op(
         op,
@@ -1000,6 +1123,12 @@ fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             ("groups", AttrValue::Int(n.int("group", 1))),
         ],
     )?;
+    if n.op_type == "ConvInteger" {
+        let l = leaf(ctx, &y)?;
+        let r = ctx.op("round", vec![l], &[])?;
+        let l = leaf(ctx, &r)?;
+        return out1(ctx.op("astype", vec![l], &[("dtype", AttrValue::DataType(DataType::INT32))])?);
+    }
     if n.has(2) {
         y = add_channel_bias(ctx, n, y, k)?;
     }
@@ -1029,16 +1158,40 @@ fn conv_transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let kernel = n.ints("kernel_shape").unwrap_or_else(|| wshape[2..].to_vec());
     let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
     let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
-    if n.ints("output_shape").is_some() {
-        return Err("output_shape is not supported".into());
-    }
     let auto = n.string("auto_pad").unwrap_or_else(|| "NOTSET".into());
-    if auto != "NOTSET" && auto != "VALID" {
+    if !matches!(auto.as_str(), "NOTSET" | "VALID" | "SAME_UPPER" | "SAME_LOWER") {
         return Err(format!("auto_pad `{auto}` is not supported"));
     }
-    let pads = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
-    let _ = kernel;
-    let out_pad = n.ints("output_padding").unwrap_or_else(|| vec![0; k]);
+    let mut pads = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+    let mut out_pad = n.ints("output_padding").unwrap_or_else(|| vec![0; k]);
+    let in_dims = spatial_in_dims(&xv);
+    // an explicit output shape (or SAME padding) fixes the pads: the total padding is
+    // split between the two ends, the odd one at the end (the start for SAME_LOWER)
+    let target: Option<Vec<i64>> = match n.ints("output_shape") {
+        Some(o) if o.len() >= k => Some(o[o.len() - k..].to_vec()),
+        Some(_) => return Err("output_shape does not match the spatial axes".into()),
+        None if auto.starts_with("SAME") => in_dims
+            .as_ref()
+            .map(|d| d.iter().zip(&strides).map(|(a, s)| a * s).collect()),
+        None => None,
+    };
+    if let Some(target) = target {
+        let dims = in_dims.ok_or("output_shape needs static spatial dimensions")?;
+        for i in 0..k {
+            let total = strides[i] * (dims[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - target[i];
+            if total < 0 {
+                out_pad[i] -= total;
+                pads[i] = 0;
+                pads[i + k] = 0;
+            } else if auto == "SAME_UPPER" {
+                pads[i] = total / 2;
+                pads[i + k] = total - total / 2;
+            } else {
+                pads[i] = total - total / 2;
+                pads[i + k] = total / 2;
+            }
+        }
+    }
     let (a, w) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
     let op = ["nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"][k - 1];
     let mut y = ctx.op(
@@ -1059,6 +1212,15 @@ fn conv_transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    let a = x(ctx, n, 0)?;
+    let max = n.op_type == "MaxPool";
+    let include_pad = n.int("count_include_pad", 0) != 0;
+    pool_of(ctx, n, a, max, include_pad)
+}
+
+/// Max or average pooling of `a` (the node's input 0 or a function of it) with the
+/// node's kernel, strides, dilations and pads.
+pub(crate) fn pool_of(ctx: &mut Ctx, n: &Node, a: Expr, max: bool, include_pad: bool) -> Result<Vec<TVal>, String> {
     let xv = val(ctx, n, 0)?;
     let rank = xv.rank().ok_or("input has unknown rank")?;
     let k = rank
@@ -1072,8 +1234,6 @@ fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
     let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
     let pads = spatial_pads(n, spatial_in_dims(&xv).as_deref(), &kernel, &strides, &dil)?;
-    let a = x(ctx, n, 0)?;
-    let max = n.op_type == "MaxPool";
     let op = if max {
         ["nn.max_pool1d", "nn.max_pool2d", "nn.max_pool3d"][k - 1]
     } else {
@@ -1087,7 +1247,7 @@ fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         ("ceil_mode", AttrValue::Bool(n.int("ceil_mode", 0) != 0)),
     ];
     if !max {
-        attrs.push(("count_include_pad", AttrValue::Bool(n.int("count_include_pad", 0) != 0)));
+        attrs.push(("count_include_pad", AttrValue::Bool(include_pad)));
     }
     out1(ctx.op(op, vec![a], &attrs)?)
 }
@@ -1194,7 +1354,7 @@ fn rms_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn softmax(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub(crate) fn softmax(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let shape = shape_of(ctx, n, 0)?;
     let rank = shape.len();
     let axis = norm_axis(n.int("axis", if n.opset < 13 { 1 } else { -1 }), rank)?;
@@ -1234,7 +1394,7 @@ fn known_from_array(a: &relax_ir::NDArray) -> Option<Known> {
     }
 }
 
-fn array_value(name: &str, a: relax_ir::NDArray) -> TVal {
+pub(crate) fn array_value(name: &str, a: relax_ir::NDArray) -> TVal {
     let known = if a.numel() <= 4096 { known_from_array(&a) } else { None };
     TVal {
         expr: None,
@@ -1534,6 +1694,33 @@ fn split(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     } else {
         n.ints("split")
     };
+    // a known 1-D tensor (a shape) splits into known parts
+    let v = val(ctx, n, 0)?;
+    if let (Some(Known::Int(k)), 1, Some(d)) = (&v.known, s.len(), s[0].as_int()) {
+        let parts = if n.opset >= 18 {
+            n.int("num_outputs", nout as i64)
+        } else {
+            nout as i64
+        };
+        let lens: Vec<i64> = match &sizes {
+            Some(sz) => sz.clone(),
+            None if parts > 0 => {
+                let chunk = (d + parts - 1) / parts;
+                (0..parts).map(|i| (d - i * chunk).clamp(0, chunk)).collect()
+            }
+            None => vec![],
+        };
+        if lens.len() == nout && lens.iter().sum::<i64>() == d && lens.iter().all(|&l| l >= 0) {
+            let mut start = 0usize;
+            let mut outs = Vec::new();
+            for &l in &lens {
+                let part = k[start..start + l as usize].to_vec();
+                start += l as usize;
+                outs.push(TVal::known(v.dtype, vec![l], Known::Int(part)));
+            }
+            return Ok(outs);
+        }
+    }
     let a = x(ctx, n, 0)?;
     let ios = match sizes {
         Some(sz) => {
@@ -1886,7 +2073,7 @@ fn range(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
                 Ok(PrimExpr::int(k[0] as i64))
             }
             Some(Known::Float(k)) if k.len() == 1 => Ok(PrimExpr::float_of(k[0], DataType::FLOAT64)),
-            _ => Err(format!("input {i} of Range must be known when the model is imported")),
+            _ => Err(must_be_known(n, i)),
         }
     };
     let (start, limit, delta) = (scalar_of(ctx, 0)?, scalar_of(ctx, 1)?, scalar_of(ctx, 2)?);
@@ -1924,7 +2111,7 @@ fn pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             val(ctx, n, 2)?
                 .const_floats()
                 .and_then(|v| v.first().copied())
-                .ok_or("constant_value must be known")?
+                .ok_or_else(|| must_be_known(n, 2))?
         } else {
             0.0
         };
@@ -1949,7 +2136,11 @@ fn pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let mode = match n.string("mode").as_deref() {
         None | Some("constant") => "constant",
         Some("reflect") => "reflect",
-        Some("edge") => "edge",
+        Some(m @ ("edge" | "wrap")) => {
+            let shape = v.const_shape().ok_or("edge and wrap padding need a static shape")?;
+            let a = x(ctx, n, 0)?;
+            return out1(crate::extra::pad_by_slices(ctx, a, &shape, &width, m == "wrap")?);
+        }
         Some(o) => return Err(format!("mode `{o}` is not supported")),
     };
     let a = x(ctx, n, 0)?;
@@ -2038,6 +2229,11 @@ fn reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             a = leaf(ctx, &t)?;
             out1(ctx.op("sum", vec![a], &attrs)?)
         }
+        "ReduceLogSum" => {
+            let s = ctx.op("sum", vec![a], &attrs)?;
+            let l = leaf(ctx, &s)?;
+            out1(ctx.op("log", vec![l], &[])?)
+        }
         "ReduceL2" | "ReduceSumSquare" => {
             let t = emit2(ctx, "multiply", a.clone(), a)?;
             let l = leaf(ctx, &t)?;
@@ -2117,33 +2313,13 @@ fn bit_shift(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(emit2(ctx, op, a, b)?)
 }
 
-fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
-    let rank = rank_of(ctx, n, 0)?;
-    let axis = norm_axis(n.int("axis", -1), rank)?;
-    let k = if n.opset >= 10 {
-        *const_ints(ctx, n, 1)?.first().ok_or("K must hold one value")?
-    } else {
-        n.int("k", 1)
-    };
-    if n.int("sorted", 1) == 0 {
-        return Err("sorted=0 is not supported".into());
-    }
-    let a = x(ctx, n, 0)?;
-    let t = ctx.op_tuple(
-        "topk",
-        vec![a],
-        &[
-            ("k", AttrValue::Int(k)),
-            ("axis", AttrValue::Int(axis as i64)),
-            ("ret_type", AttrValue::Str("both".into())),
-            ("largest", AttrValue::Bool(n.int("largest", 1) != 0)),
-            ("dtype", AttrValue::DataType(DataType::INT64)),
-        ],
-    )?;
-    Ok(vec![ctx.item(&t, 0)?, ctx.item(&t, 1)?])
-}
-
 fn nll_loss(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+    if n.attr("ignore_index").is_some() {
+        // TVM's kernel reads the ignored target's class before selecting 0
+        let dt = val(ctx, n, 0)?.dtype;
+        let l = x(ctx, n, 0)?;
+        return out1(crate::extra::nll(ctx, n, l, dt)?);
+    }
     let reduction = n.string("reduction").unwrap_or_else(|| "mean".into());
     if !matches!(reduction.as_str(), "mean" | "sum" | "none") {
         return Err(format!("reduction `{reduction}` is not supported"));

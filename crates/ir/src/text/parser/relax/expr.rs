@@ -985,6 +985,23 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 if depth != shape.len() {
                     return Err(self.err(e, "R.const: nested lists must be rectangular"));
                 }
+                // `float("-inf")`: how a non-finite element is printed, so that Python reads it
+                if let ast::Expr::Call(c) = e {
+                    if dotted_name(&c.func).as_deref() == Some("float") {
+                        let f = match c.args.as_slice() {
+                            [a] => const_str(a).and_then(|s| match s {
+                                "inf" => Some(f64::INFINITY),
+                                "-inf" => Some(f64::NEG_INFINITY),
+                                "nan" => Some(f64::NAN),
+                                _ => None,
+                            }),
+                            _ => None,
+                        };
+                        let f = f.ok_or_else(|| self.err(e, "float() expects \"inf\", \"-inf\" or \"nan\""))?;
+                        out.push((self.span(e), ConstElem::Float(f)));
+                        return Ok(());
+                    }
+                }
                 let el = match self.m.attr_value(e) {
                     Ok(AttrValue::Bool(b)) => ConstElem::Bool(b),
                     Ok(AttrValue::Int(i)) => ConstElem::Int(i),

@@ -92,6 +92,8 @@ pub struct RunOptions {
     /// (TVM's importers write such calls; `tvm.compile` runs them).
     #[arg(long)]
     pub lenient: bool,
+    #[command(flatten)]
+    pub cache: crate::cache::CacheArgs,
 }
 
 /// A failure with its exit status.
@@ -170,6 +172,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         profile: opts.profile,
         static_memory_plan: !opts.no_static_memory_plan,
         lenient: opts.lenient,
+        compile: opts.cache.compile_config(),
         ..EngineConfig::default()
     };
     let engine = Engine::new(config);

@@ -26,6 +26,7 @@
 //! Errors are [`JitError`]s, never panics.
 
 mod arg_schedule;
+pub mod disk_cache;
 mod error;
 mod expr;
 mod fused_reduction;
@@ -42,6 +43,7 @@ pub mod memory;
 mod oob;
 mod pool_schedule;
 mod profile;
+mod program_record;
 mod resident;
 mod schedule;
 mod specialize;

@@ -417,9 +417,12 @@ pub fn decode_envelope(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     (fnv64(&[key, payload]) == sum).then_some((key, payload))
 }
 
+/// A stored (key, payload).
+type Entry = (Vec<u8>, Vec<u8>);
+
 /// Read and check one entry file: `Ok(None)` when absent, `Err` when unreadable or
 /// damaged.
-fn read_entry(path: &Path) -> Result<Option<(Vec<u8>, Vec<u8>)>, ()> {
+fn read_entry(path: &Path) -> Result<Option<Entry>, ()> {
     let mut f = match fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),

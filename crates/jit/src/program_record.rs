@@ -1,8 +1,8 @@
 //! The stored form of a compiled GPU program (see `disk_cache`): the kernels of a
 //! [`ProgramSource`] (WGSL, bindings, uniform fields, launch grid, bounds-check
-//! sites, loop-trip bound) with every variable written as its position among the
-//! lowered function's dispatch variables (scalar parameters, then shape variables),
-//! and the key that identifies it.
+//! sites, loop-trip bound) with every variable that gets a value at dispatch written
+//! as its position among the lowered function's dispatch variables (scalar
+//! parameters, then shape variables), and the key that identifies it.
 //!
 //! The lowered function itself is not stored: a hit lowers the PrimFunc again (which
 //! is deterministic and cheap) and maps the positions to its variables. Decoding
@@ -331,9 +331,21 @@ impl Writer<'_> {
         self.u8(d.bits);
         self.out.extend_from_slice(&d.lanes.to_le_bytes());
     }
+    /// A dispatch variable by its position; any other variable (one bound inside
+    /// the kernel) by name and type: it never has a value at dispatch, and neither
+    /// has the fresh variable it decodes to.
     fn var(&mut self, v: &TirVar) -> Option<()> {
-        let i = self.vars.iter().position(|x| x.id() == v.id())?;
-        self.u32(i as u32);
+        match self.vars.iter().position(|x| x.id() == v.id()) {
+            Some(i) => {
+                self.u8(0);
+                self.u32(i as u32);
+            }
+            None => {
+                self.u8(1);
+                self.str(v.name());
+                self.dtype(v.dtype());
+            }
+        }
         Some(())
     }
     fn expr(&mut self, e: &PrimExpr) -> Option<()> {
@@ -446,8 +458,17 @@ impl Reader<'_> {
         Some(DataType::new(code, bits, lanes))
     }
     fn var(&mut self) -> Option<TirVar> {
-        let i = self.u32()? as usize;
-        self.vars.get(i).cloned()
+        match self.u8()? {
+            0 => {
+                let i = self.u32()? as usize;
+                self.vars.get(i).cloned()
+            }
+            1 => {
+                let name = self.str()?;
+                Some(TirVar::new(name, self.dtype()?))
+            }
+            _ => None,
+        }
     }
     fn expr(&mut self) -> Option<PrimExpr> {
         self.depth += 1;

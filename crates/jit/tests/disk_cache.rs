@@ -65,6 +65,8 @@ fn functions() -> (Vec<PrimFunc>, PrimFunc) {
         "y = R.nn.conv2d(x, w, strides=[2, 2], padding=[1, 1, 1, 1])",
     ));
     fs.extend(legalized("x: R.Tensor((7, 33), \"float32\")", "y = R.sum(x, axis=[1])"));
+    fs.extend(legalized("x: R.Tensor((5, 9), \"float32\")", "y = R.cumsum(x, axis=1)"));
+    fs.extend(legalized("x: R.Tensor((6, 6), \"float32\")", "y = R.tril(x, 1)"));
     fs.extend(legalized(
         "x: R.Tensor((3, 5), \"float32\"), z: R.Tensor((5,), \"float32\")",
         "y = R.add(x, z)",

@@ -10,6 +10,11 @@ if ! dpkg -s mesa-vulkan-drivers libvulkan1 >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 export NODEVICE_SELECT=1
+# The persistent GPU kernel cache of `relax run` in a fresh folder: no test reads
+# entries of an earlier run or writes to the user's cache folder.
+RELAX_CACHE_DIR="$(mktemp -d)"
+export RELAX_CACHE_DIR
+trap 'rm -rf "$RELAX_CACHE_DIR"' EXIT
 # Formatting and lints first: they are cheap and fail fast.
 for c in rustfmt clippy; do
   cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$c"

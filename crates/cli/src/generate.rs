@@ -52,6 +52,8 @@ pub struct GenerateOptions {
     /// The function that runs one token.
     #[arg(long = "decode-func", default_value = "decode")]
     pub decode_func: String,
+    #[command(flatten)]
+    pub cache: crate::cache::CacheArgs,
 }
 
 /// Run `relax generate`. Exit 0 on success, 1 when the program is rejected or the run
@@ -91,6 +93,7 @@ fn run_inner(opts: &GenerateOptions) -> Result<(), (u8, String)> {
     let engine = Engine::new(EngineConfig {
         device: choice,
         profile: opts.profile,
+        compile: opts.cache.compile_config(),
         ..EngineConfig::default()
     });
     let loaded = engine

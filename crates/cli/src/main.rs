@@ -1,6 +1,7 @@
 //! The `relax` command-line tool: parse, print, check, compile to WGSL and run
 //! Relax programs written in TVMScript.
 
+mod cache;
 mod check;
 mod common;
 mod generate;
@@ -109,6 +110,15 @@ enum Command {
     /// Exit status: 0 on success, 1 when the model cannot be imported (the message names
     /// the node, its op type and the opset), 2 on usage or I/O errors.
     Import(import::ImportArgs),
+    /// The persistent kernel cache: compiled GPU kernels kept across processes (in
+    /// `$RELAX_CACHE_DIR`, else the platform's user cache folder; `relax run` and
+    /// `relax generate` use it unless given `--no-cache`).
+    ///
+    /// Exit status: 0 on success, 2 when the folder cannot be found or cleared.
+    Cache {
+        #[command(subcommand)]
+        action: cache::CacheCommand,
+    },
 }
 
 /// The names `--pass` accepts: every registered pass, with its description.
@@ -141,6 +151,7 @@ fn main() -> ExitCode {
         Command::Run(options) => run::run(&options),
         Command::Generate(options) => generate::run(&options),
         Command::Import(args) => import::run(&args),
+        Command::Cache { action } => cache::run(action),
     };
     ExitCode::from(code)
 }

@@ -95,6 +95,8 @@ pub struct RunOptions {
     /// (TVM's importers write such calls; `tvm.compile` runs them).
     #[arg(long)]
     pub lenient: bool,
+    #[command(flatten)]
+    pub cache: crate::cache::CacheArgs,
 }
 
 /// A failure with its exit status.
@@ -174,6 +176,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         static_memory_plan: !opts.no_static_memory_plan,
         lenient: opts.lenient,
         dump_ir: opts.dump_ir.clone(),
+        compile: opts.cache.compile_config(),
         ..EngineConfig::default()
     };
     let engine = Engine::new(config);

@@ -11,7 +11,7 @@ use relax_jit::Jit;
 
 use crate::device::{DeviceBackend, DeviceChoice};
 use crate::error::{BackendError, EngineError, Result};
-use crate::gpu::GpuBackend;
+use crate::gpu::{CompileConfig, GpuBackend};
 use crate::interp::{free_vars, Interp};
 use crate::packed::{PackedFunc, PackedRegistry, Purity};
 use crate::value::Value;
@@ -83,6 +83,9 @@ pub struct EngineConfig {
     /// Write the module as TVMScript after every preparation pass into this directory
     /// (`relax_transform::instrument::DumpIr`).
     pub dump_ir: Option<std::path::PathBuf>,
+    /// How GPU kernels are compiled: in parallel at load, and kept in a persistent
+    /// cache across processes when one is configured (off by default).
+    pub compile: CompileConfig,
 }
 
 impl Default for EngineConfig {
@@ -105,6 +108,7 @@ impl Default for EngineConfig {
             fuse_attention_host: false,
             verify_passes: None,
             dump_ir: None,
+            compile: CompileConfig::default(),
         }
     }
 }
@@ -271,10 +275,8 @@ pub(crate) struct Opened {
 }
 
 impl Opened {
-    fn new(backend: Arc<dyn DeviceBackend>) -> Opened {
-        let gpu = backend
-            .gpu_runtime()
-            .map(|rt| (rt.clone(), Arc::new(Jit::new(Some(Arc::new(rt))))));
+    fn new(backend: Arc<dyn DeviceBackend>, compile: &CompileConfig) -> Opened {
+        let gpu = backend.gpu_runtime().map(|rt| (rt.clone(), Arc::new(compile.jit(rt))));
         Opened { backend, gpu }
     }
 }
@@ -286,6 +288,7 @@ pub(crate) struct BackendSlot {
     device: DeviceChoice,
     adapter: Option<String>,
     memory_limit: Option<u64>,
+    compile: CompileConfig,
 }
 
 impl BackendSlot {
@@ -295,6 +298,7 @@ impl BackendSlot {
             device: config.device,
             adapter: config.adapter.clone(),
             memory_limit: config.memory_limit_bytes,
+            compile: config.compile.clone(),
         }
     }
     fn opened(&self) -> &std::result::Result<Opened, GpuError> {
@@ -304,7 +308,7 @@ impl BackendSlot {
             } else {
                 GpuBackend::open_with_limit(self.adapter.as_deref(), self.memory_limit)
             };
-            gpu.map(|g| Opened::new(Arc::new(g)))
+            gpu.map(|g| Opened::new(Arc::new(g), &self.compile))
         })
     }
     /// The backend, opening the GPU now if needed; `None` when tensors stay on the host.
@@ -560,7 +564,7 @@ impl Engine {
     /// (unless the engine is configured for the CPU).
     pub fn with_backend(mut self, backend: Arc<dyn DeviceBackend>) -> Engine {
         let slot = BackendSlot::new(&self.config);
-        let _ = slot.cell.set(Ok(Opened::new(backend)));
+        let _ = slot.cell.set(Ok(Opened::new(backend, &self.config.compile)));
         self.backend = Arc::new(slot);
         self
     }
@@ -698,6 +702,14 @@ impl Engine {
             self.backend.get()?;
         }
         let (module, pass_timings) = self.prepare(module.clone())?;
+        if self.config.compile.prewarm && self.unplaced_on_gpu() {
+            if let Ok(Some(Opened {
+                gpu: Some((_, jit)), ..
+            })) = self.backend.get()
+            {
+                crate::gpu::prewarm(&jit, &module, &self.config.compile);
+            }
+        }
         let prim_symbols = module
             .functions
             .iter()

@@ -1,13 +1,94 @@
 //! The wgpu device as a [`DeviceBackend`]: tensors placed on a GPU VDevice live in
 //! `relax_gpu_runtime` buffers.
 
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use relax_gpu_runtime::{AdapterSelector, GpuError, GpuRuntime, RuntimeOptions};
-use relax_ir::VDevice;
+use relax_ir::{BaseFunc, IRModule, PrimFunc, VDevice};
+use relax_jit::disk_cache::DiskCache;
+use relax_jit::Jit;
 
 use crate::device::{is_gpu_kind, DeviceBackend, DeviceMemory};
 use crate::error::BackendError;
+
+/// How the engine compiles GPU kernels (see [`crate::EngineConfig::compile`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileConfig {
+    /// The persistent kernel cache folder (compiled GPU programs and the driver's
+    /// pipeline cache, shared by processes); `None`, the default: kernels are cached
+    /// in memory only. [`CompileConfig::user_cache`] gives the user's cache folder
+    /// (`$RELAX_CACHE_DIR`, else the platform's).
+    pub disk_cache: Option<PathBuf>,
+    /// Compile every GPU kernel of a module in parallel when it is loaded (when its
+    /// unplaced work runs on the GPU), instead of each on its first call. On by default.
+    pub prewarm: bool,
+    /// Worker threads of that compilation (0, the default: one per core).
+    pub threads: usize,
+    /// While a module of many kernels compiles, show `compiling GPU kernels: done/total`
+    /// on stderr when stderr is a terminal. Off by default.
+    pub progress: bool,
+}
+
+impl Default for CompileConfig {
+    fn default() -> CompileConfig {
+        CompileConfig {
+            disk_cache: None,
+            prewarm: true,
+            threads: 0,
+            progress: false,
+        }
+    }
+}
+
+impl CompileConfig {
+    /// The default configuration with the persistent kernel cache in the user's
+    /// cache folder ([`relax_jit::disk_cache::default_dir`]), when there is one.
+    pub fn user_cache() -> CompileConfig {
+        CompileConfig {
+            disk_cache: relax_jit::disk_cache::default_dir(),
+            ..CompileConfig::default()
+        }
+    }
+
+    /// A JIT for `rt` with this configuration's persistent cache.
+    pub(crate) fn jit(&self, rt: GpuRuntime) -> Jit {
+        let disk = self.disk_cache.as_ref().map(|d| Arc::new(DiskCache::new(d.clone())));
+        Jit::new(Some(Arc::new(rt))).with_disk_cache(disk)
+    }
+}
+
+/// Fewest kernels for which the progress line is shown.
+const PROGRESS_MIN: usize = 8;
+
+/// Compile the GPU programs of every PrimFunc of `module` on `jit` in parallel (see
+/// [`Jit::prewarm_gpu`]). Failures are left for the functions' first calls to report.
+pub(crate) fn prewarm(jit: &Jit, module: &IRModule, config: &CompileConfig) {
+    let funcs: Vec<&PrimFunc> = module
+        .functions
+        .values()
+        .filter_map(|f| match f {
+            BaseFunc::Prim(p) => Some(p),
+            BaseFunc::Relax(_) => None,
+        })
+        .collect();
+    if funcs.is_empty() {
+        return;
+    }
+    let show = config.progress && std::io::stderr().is_terminal();
+    let progress = |done: usize, total: usize| {
+        if show && total >= PROGRESS_MIN {
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\rcompiling GPU kernels: {done}/{total}");
+            if done == total {
+                let _ = write!(e, "\r\x1b[K");
+            }
+            let _ = e.flush();
+        }
+    };
+    let _ = jit.prewarm_gpu(&funcs, config.threads, &progress);
+}
 
 /// A [`GpuRuntime`] serving every GPU VDevice.
 #[derive(Clone)]

@@ -47,6 +47,7 @@ pub mod value;
 pub use device::{describe_vdevice, is_gpu_kind, resolve_vdevice, DeviceBackend, DeviceChoice, DeviceMemory};
 pub use engine::{Engine, EngineConfig, Loaded, PreparePass, PrintSink, RunStats};
 pub use error::{BackendError, EngineError, Result};
+pub use gpu::CompileConfig;
 pub use packed::{PackedFunc, PackedRegistry, Purity};
 pub use params::{bind_args, Params};
 /// The host memory limit: the largest host buffer one allocation may have (process-wide;

@@ -5,8 +5,6 @@ use std::hash::{Hash, Hasher};
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
-use dashmap::mapref::entry::Entry;
-
 use crate::error::{GpuError, GpuResult};
 use crate::runtime::{bump, error_text, GpuRuntime, Shared};
 
@@ -62,6 +60,22 @@ pub(crate) struct KernelKey {
     source: String,
     entry_point: String,
     layout: KernelLayout,
+}
+
+/// The cache slot of one kernel: filled once, under `lock`, by the first request.
+#[derive(Default)]
+pub(crate) struct SlotInner {
+    kernel: std::sync::OnceLock<Arc<Kernel>>,
+    lock: std::sync::Mutex<()>,
+}
+
+/// A shared [`SlotInner`].
+pub(crate) type KernelSlot = Arc<SlotInner>;
+
+impl SlotInner {
+    fn get(&self) -> Option<&Arc<Kernel>> {
+        self.kernel.get()
+    }
 }
 
 /// A compiled compute pipeline. Get one from [`GpuRuntime::create_kernel`]; run it
@@ -203,22 +217,89 @@ impl GpuRuntime {
             entry_point: entry_point.to_owned(),
             layout: layout.clone(),
         };
-        if let Some(k) = s.kernels.get(&key) {
+        // One slot per kernel: concurrent requests for the same kernel compile it once
+        // (the others wait on the slot), while different kernels compile in parallel
+        // (the map's shard lock is held only to find the slot).
+        let slot = match s.kernels.get(&key) {
+            Some(slot) => slot.clone(),
+            None => s.kernels.entry(key).or_default().clone(),
+        };
+        if let Some(k) = slot.get() {
             bump(&s.counters.kernel_cache_hits, 1);
             return Ok(k.clone());
         }
-        // The entry lock makes concurrent requests for the same kernel compile once.
-        match s.kernels.entry(key) {
-            Entry::Occupied(e) => {
-                bump(&s.counters.kernel_cache_hits, 1);
-                Ok(e.get().clone())
-            }
-            Entry::Vacant(v) => {
-                let kernel = Arc::new(self.compile(wgsl, entry_point, layout)?);
-                v.insert(kernel.clone());
-                Ok(kernel)
+        let mut fresh = false;
+        let mut failure = None;
+        let guard = slot
+            .lock
+            .lock()
+            .map_err(|_| GpuError::Validation("kernel cache lock poisoned".into()))?;
+        if slot.get().is_none() {
+            match self.compile(wgsl, entry_point, layout) {
+                Ok(k) => {
+                    let _ = slot.kernel.set(Arc::new(k));
+                    fresh = true;
+                }
+                Err(e) => failure = Some(e),
             }
         }
+        drop(guard);
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if !fresh {
+            bump(&s.counters.kernel_cache_hits, 1);
+        }
+        slot.get()
+            .cloned()
+            .ok_or_else(|| GpuError::Validation("kernel slot left empty".into()))
+    }
+
+    /// Use the driver's pipeline cache (wgpu's `PipelineCache`, Vulkan only) for the
+    /// pipelines created from now on, seeded with `data` from an earlier
+    /// [`GpuRuntime::pipeline_cache_data`] (on this adapter and driver; data the
+    /// driver does not accept is ignored and the cache starts empty). Only the first
+    /// call has an effect. Returns whether a pipeline cache is in use: false when the
+    /// device lacks `Features::PIPELINE_CACHE`.
+    pub fn enable_pipeline_cache(&self, data: Option<&[u8]>) -> bool {
+        let s = &self.shared;
+        s.pipeline_cache
+            .get_or_init(|| {
+                if !s.features.contains(wgpu::Features::PIPELINE_CACHE) || s.ensure_alive().is_err() {
+                    return None;
+                }
+                let (cache, err) = s.scoped(|| {
+                    // SAFETY: wgpu requires `data` to come from `PipelineCache::get_data`
+                    // on a compatible adapter. Callers pass what this method's sibling
+                    // returned, read back from a file whose checksum they verified; wgpu
+                    // checks its own header (wgpu version, backend, adapter, driver
+                    // version) and with `fallback` starts empty on a mismatch, and the
+                    // Vulkan driver validates its header in turn.
+                    unsafe {
+                        s.device.create_pipeline_cache(&wgpu::PipelineCacheDescriptor {
+                            label: Some("relax-gpu-runtime"),
+                            data,
+                            fallback: true,
+                        })
+                    }
+                });
+                err.is_none().then_some(cache)
+            })
+            .is_some()
+    }
+
+    /// The contents of the pipeline cache enabled with
+    /// [`GpuRuntime::enable_pipeline_cache`], to be stored for a later process
+    /// (`None` when there is none or the driver gives nothing).
+    pub fn pipeline_cache_data(&self) -> Option<Vec<u8>> {
+        self.shared.pipeline_cache.get()?.as_ref()?.get_data()
+    }
+
+    /// A name for this adapter's pipeline cache data, unique per adapter and driver
+    /// family ([`wgpu::util::pipeline_cache_key`]); `None` on backends without
+    /// pipeline caches (all but Vulkan).
+    pub fn pipeline_cache_key(&self) -> Option<&str> {
+        self.shared.pipeline_cache_key.as_deref()
     }
 
     fn compile(&self, wgsl: &str, entry_point: &str, layout: &KernelLayout) -> GpuResult<Kernel> {
@@ -244,7 +325,7 @@ impl GpuRuntime {
                 module: &module,
                 entry_point: Some(entry_point),
                 compilation_options: wgpu::PipelineCompilationOptions::default(),
-                cache: None,
+                cache: s.pipeline_cache.get().and_then(|c| c.as_ref()),
             })
         });
         if let Some(e) = err {
@@ -268,6 +349,6 @@ impl GpuRuntime {
 
     /// Number of kernels in the pipeline cache.
     pub fn cached_kernels(&self) -> usize {
-        self.shared.kernels.len()
+        self.shared.kernels.iter().filter(|e| e.value().get().is_some()).count()
     }
 }

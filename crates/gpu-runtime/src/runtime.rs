@@ -9,9 +9,9 @@ use dashmap::DashMap;
 use crate::batch::{BindGroupKey, Pending, TimestampState};
 use crate::buffer::PoolState;
 use crate::error::{GpuError, GpuResult};
-use crate::kernel::{KernelKey, LayoutObjects};
+use crate::kernel::{KernelKey, KernelSlot, LayoutObjects};
 use crate::transfer::StagingState;
-use crate::{Kernel, KernelLayout};
+use crate::KernelLayout;
 
 /// Which adapter [`GpuRuntime::new`] picks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -174,7 +174,12 @@ pub(crate) struct Shared {
     pub next_id: AtomicU64,
     pub pool: Mutex<PoolState>,
     pub staging: StagingState,
-    pub kernels: DashMap<KernelKey, Arc<Kernel>>,
+    pub kernels: DashMap<KernelKey, KernelSlot>,
+    /// The driver's pipeline cache (`Features::PIPELINE_CACHE`), once enabled with
+    /// [`GpuRuntime::enable_pipeline_cache`]; `None` inside when the device has none.
+    pub pipeline_cache: OnceLock<Option<wgpu::PipelineCache>>,
+    /// The adapter's [`wgpu::util::pipeline_cache_key`].
+    pub pipeline_cache_key: Option<String>,
     pub layouts: DashMap<KernelLayout, Arc<LayoutObjects>>,
     pub bind_groups: DashMap<BindGroupKey, wgpu::BindGroup>,
     pub timestamps: Mutex<Option<TimestampState>>,
@@ -355,7 +360,8 @@ pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SHADER_INT64)
     .union(wgpu::Features::SHADER_F64)
     .union(wgpu::Features::SUBGROUP)
-    .union(wgpu::Features::TIMESTAMP_QUERY);
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::PIPELINE_CACHE);
 
 static SHARED_DEFAULT: OnceLock<Result<GpuRuntime, GpuError>> = OnceLock::new();
 
@@ -475,6 +481,8 @@ impl GpuRuntime {
             pool: Mutex::new(PoolState::default()),
             staging: StagingState::default(),
             kernels: DashMap::new(),
+            pipeline_cache: OnceLock::new(),
+            pipeline_cache_key: wgpu::util::pipeline_cache_key(&ainfo),
             layouts: DashMap::new(),
             bind_groups: DashMap::new(),
             timestamps: Mutex::new(None),

@@ -50,3 +50,11 @@ pub fn lavapipe_threads() -> Option<u32> {
             .and_then(|v| v.trim().parse::<u32>().ok())
     })
 }
+
+/// The kernel cache folder set by `RELAX_CACHE_DIR` (non-empty), if any.
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    match std::env::var_os(crate::disk_cache::CACHE_DIR_ENV) {
+        Some(d) if !d.is_empty() => Some(std::path::PathBuf::from(d)),
+        _ => None,
+    }
+}

@@ -11,7 +11,7 @@ use relax_ir::{DataType, PrimFunc, TypeCode};
 
 use crate::error::{JitError, Result};
 use crate::host::{check_args, eval_int};
-use crate::jit::{emit_program, Jit, ProgramSource};
+use crate::jit::{Jit, ProgramSource};
 use crate::kernel::KernelArg;
 use crate::lower::ParamSlot;
 use crate::schedule::Grid;
@@ -35,8 +35,7 @@ impl Jit {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
         let (p, hit) = self.gpu_cache.get_or_build(f, || {
             let t0 = Instant::now();
-            let source = emit_program(f, &self.caps, &self.options)?;
-            crate::oob::static_check(&source.lowered)?;
+            let source = self.program_source(f)?;
             let ours = t0.elapsed();
             let t1 = Instant::now();
             let mut pipelines = Vec::new();
@@ -58,6 +57,7 @@ impl Jit {
             c.driver_ns.fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
             c.gpu_programs.fetch_add(1, Ordering::Relaxed);
             c.kernels.fetch_add(pipelines.len() as u64, Ordering::Relaxed);
+            self.pipelines_unsaved.store(true, Ordering::Release);
             Ok(Arc::new(GpuProgram { source, pipelines }))
         })?;
         if hit {

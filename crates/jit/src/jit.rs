@@ -2,13 +2,14 @@
 //! keyed by the PrimFunc's structural hash, with counters.
 
 use dashmap::DashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use relax_ir::structural::StructuralEqual;
 use relax_ir::PrimFunc;
 
+use crate::disk_cache::{fnv64, DiskCache, EntryKind};
 use crate::error::{JitError, Result};
 use crate::host::HostKernel;
 use crate::kernel::KernelArg;
@@ -64,6 +65,13 @@ pub struct JitCounters {
     pub our_compile_ns: u64,
     /// Nanoseconds spent in the driver creating pipelines.
     pub driver_compile_ns: u64,
+    /// GPU programs taken from the persistent kernel cache (lowered again, but not
+    /// scheduled, emitted or validated).
+    pub disk_cache_hits: u64,
+    /// GPU programs looked up in the persistent kernel cache and not found there.
+    pub disk_cache_misses: u64,
+    /// GPU programs written to the persistent kernel cache.
+    pub disk_cache_writes: u64,
 }
 
 #[derive(Default)]
@@ -75,6 +83,9 @@ pub(crate) struct Counters {
     pub host_hits: AtomicU64,
     pub ours_ns: AtomicU64,
     pub driver_ns: AtomicU64,
+    pub disk_hits: AtomicU64,
+    pub disk_misses: AtomicU64,
+    pub disk_writes: AtomicU64,
 }
 
 /// The JIT: lowers, schedules and compiles PrimFuncs on first use, and runs them
@@ -97,6 +108,10 @@ pub struct Jit {
     pub(crate) resident: crate::resident::ResidentCache,
     pub(crate) profiler: crate::profile::Profiler,
     pub(crate) oob: crate::oob::OobState,
+    /// The persistent kernel cache, if any (see [`Jit::with_disk_cache`]).
+    pub(crate) disk: Option<Arc<DiskCache>>,
+    /// Pipelines were created since the driver's pipeline cache was last saved.
+    pub(crate) pipelines_unsaved: AtomicBool,
 }
 
 impl Jit {
@@ -134,7 +149,97 @@ impl Jit {
             resident: Default::default(),
             profiler: Default::default(),
             oob: Default::default(),
+            disk: None,
+            pipelines_unsaved: AtomicBool::new(false),
         }
+    }
+
+    /// Keep compiled GPU programs in `cache` across processes (`None`: in memory
+    /// only, the default): a PrimFunc compiled by an earlier process with the same
+    /// build, device capabilities and schedule options is lowered again but not
+    /// scheduled, emitted or validated. With a GPU whose backend has a pipeline cache
+    /// (Vulkan), the driver's compiled pipelines are kept there too: loaded now, and
+    /// saved by [`Jit::save_pipeline_cache`] and when the JIT is dropped.
+    pub fn with_disk_cache(mut self, cache: Option<Arc<DiskCache>>) -> Jit {
+        if let (Some(rt), Some(c)) = (&self.gpu, &cache) {
+            if let Some(name) = rt.pipeline_cache_key() {
+                let key = pipeline_key(name);
+                let data = c.get(EntryKind::Pipelines, name, &key);
+                rt.enable_pipeline_cache(data.as_deref());
+            }
+        }
+        self.disk = cache;
+        self
+    }
+
+    /// The persistent kernel cache, if any.
+    pub fn disk_cache(&self) -> Option<&Arc<DiskCache>> {
+        self.disk.as_ref()
+    }
+
+    /// Store the driver's pipeline cache in the persistent kernel cache when
+    /// pipelines were created since it was last stored (a no-op without either).
+    /// I/O errors are ignored: the cache only saves time.
+    pub fn save_pipeline_cache(&self) {
+        let (Some(rt), Some(c)) = (&self.gpu, &self.disk) else {
+            return;
+        };
+        if !self.pipelines_unsaved.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let Some(name) = rt.pipeline_cache_key() else { return };
+        if let Some(data) = rt.pipeline_cache_data() {
+            let _ = c.put(EntryKind::Pipelines, name, &pipeline_key(name), &data);
+        }
+    }
+
+    /// Compile the GPU programs of `funcs` now, in parallel on up to `threads`
+    /// worker threads (0: one per available core): lowering, scheduling, WGSL
+    /// emission, validation and pipeline creation, so that their first runs only
+    /// dispatch. Functions with the same kernel hash are compiled once. `progress`
+    /// is called after each function with (done, total). Returns the failures by
+    /// index into `funcs` (the same error comes back from the function's first run),
+    /// then saves the driver's pipeline cache.
+    pub fn prewarm_gpu(
+        &self,
+        funcs: &[&PrimFunc],
+        threads: usize,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Vec<(usize, JitError)> {
+        if self.gpu.is_none() {
+            return Vec::new();
+        }
+        let mut seen = std::collections::HashSet::new();
+        let todo: Vec<usize> = (0..funcs.len())
+            .filter(|&i| seen.insert(kernel_hash(funcs[i])))
+            .collect();
+        let total = todo.len();
+        let threads = match threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+        .clamp(1, total.max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let failures = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&i) = todo.get(n) else { break };
+                    if let Err(e) = self.gpu_program(funcs[i]) {
+                        if let Ok(mut f) = failures.lock() {
+                            f.push((i, e));
+                        }
+                    }
+                    progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                });
+            }
+        });
+        self.save_pipeline_cache();
+        let mut failures = failures.into_inner().unwrap_or_default();
+        failures.sort_by_key(|(i, _)| *i);
+        failures
     }
 
     /// The GPU runtime, if any.
@@ -153,6 +258,9 @@ impl Jit {
             host_cache_hits: c.host_hits.load(Ordering::Relaxed),
             our_compile_ns: c.ours_ns.load(Ordering::Relaxed),
             driver_compile_ns: c.driver_ns.load(Ordering::Relaxed),
+            disk_cache_hits: c.disk_hits.load(Ordering::Relaxed),
+            disk_cache_misses: c.disk_misses.load(Ordering::Relaxed),
+            disk_cache_writes: c.disk_writes.load(Ordering::Relaxed),
         }
     }
 
@@ -182,6 +290,47 @@ impl Jit {
     /// Run `f` on the host. Tensor arguments are read and written in place.
     pub fn run_host(&self, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
         self.host_kernel(f)?.run(args)
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        self.save_pipeline_cache();
+    }
+}
+
+/// The full key of the driver's pipeline cache data for the adapter key `name`.
+fn pipeline_key(name: &str) -> Vec<u8> {
+    format!("wgpu pipeline cache\0{}\0{name}", crate::program_record::BUILD_ID).into_bytes()
+}
+
+impl Jit {
+    /// The program source of `f`: from the persistent cache when it holds it, else
+    /// lowered, scheduled, emitted and checked (and then stored there).
+    pub(crate) fn program_source(&self, f: &PrimFunc) -> Result<ProgramSource> {
+        let Some(disk) = &self.disk else {
+            let source = emit_program(f, &self.caps, &self.options)?;
+            crate::oob::static_check(&source.lowered)?;
+            return Ok(source);
+        };
+        let key = crate::program_record::program_key(f, &self.caps, &self.options);
+        let name = format!("{:016x}{:016x}", kernel_hash(f), fnv64(&[&key]));
+        if let Some(bytes) = disk.get(EntryKind::Kernels, &name, &key) {
+            let lowered = Arc::new(lower::lower(f)?);
+            if let Some(source) = crate::program_record::decode(&bytes, lowered) {
+                self.counters.disk_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(source);
+            }
+        }
+        self.counters.disk_misses.fetch_add(1, Ordering::Relaxed);
+        let source = emit_program(f, &self.caps, &self.options)?;
+        crate::oob::static_check(&source.lowered)?;
+        if let Some(record) = crate::program_record::encode(&source) {
+            if disk.put(EntryKind::Kernels, &name, &key, &record).is_ok() {
+                self.counters.disk_writes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(source)
     }
 }
 

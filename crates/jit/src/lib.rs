@@ -27,6 +27,7 @@
 
 mod arg_schedule;
 pub mod config;
+pub mod disk_cache;
 mod error;
 mod expr;
 mod fused_reduction;
@@ -44,6 +45,7 @@ pub mod memory;
 mod oob;
 mod pool_schedule;
 mod profile;
+mod program_record;
 mod resident;
 mod schedule;
 mod specialize;

@@ -740,7 +740,7 @@ fn convert_node(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
         }
         match outs.get(k) {
             Some(v) => {
-                if std::env::var_os("RELAX_ONNX_TRACE").is_some() {
+                if crate::config::trace() {
                     eprintln!(
                         "{} {} -> {:?} {:?} known={:?}",
                         node.op_type,

@@ -25,6 +25,7 @@
 //! ```
 
 mod attention;
+mod config;
 mod convert;
 mod extra;
 pub mod ops;

@@ -29,7 +29,7 @@ use crate::tir::{PrimExpr, PrimFunc, Stmt};
 mod reduce;
 mod walk;
 
-use reduce::{Comparer, Recorder, Reducer, StructHasher, R};
+use reduce::{ByteRecorder, Comparer, Recorder, Reducer, StructHasher, R};
 use walk::Walk;
 
 /// IR objects a structural walk can start from.
@@ -170,6 +170,16 @@ impl StructuralEqual {
     /// options: functions this comparison calls equal hash equally.
     pub fn hash_prim_func(&self, f: &PrimFunc) -> u64 {
         self.hash(f)
+    }
+    /// Every byte [`StructuralEqual::hash_prim_func`] mixes, in order: an encoding of
+    /// `f` up to renaming (variables as the order in which they are first met), equal
+    /// for functions this comparison calls equal. A persistent kernel cache stores it
+    /// as its full key and compares it, so that a hash collision is a miss.
+    pub fn fingerprint_prim_func(&self, f: &PrimFunc) -> Vec<u8> {
+        let mut w = Walk::new(ByteRecorder::default(), true, self.ignore_global_symbol);
+        // The recorder takes every event: the walk never stops early.
+        let _ = f.walk(&mut w);
+        w.sink.0
     }
 }
 

@@ -215,6 +215,27 @@ impl<'a> Reducer<'a> for StructHasher {
     }
 }
 
+/// Every byte written to the structural hasher, in order (see
+/// `StructuralEqual::fingerprint_prim_func`).
+#[derive(Default)]
+pub(super) struct ByteRecorder(pub Vec<u8>);
+
+impl Hasher for ByteRecorder {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+    fn finish(&self) -> u64 {
+        0
+    }
+}
+
+impl<'a> Reducer<'a> for ByteRecorder {
+    fn event(&mut self, e: Event<'a>) -> R {
+        e.hash(self);
+        Ok(())
+    }
+}
+
 /// Records the left side of a comparison.
 #[derive(Default)]
 pub(super) struct Recorder<'a>(pub Vec<Event<'a>>);

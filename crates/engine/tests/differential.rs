@@ -23,6 +23,7 @@
 //! Every disagreement is collected and printed with its program before the test fails;
 //! `RELAX_DIFF_STRICT=1` also reports the GPU differences documented as the driver's
 //! relaxed float math.
+//! `RELAX_DIFF_ONLY=491,1851` replays only those cases of the seed's sequence.
 //! `RELAX_DIFF_DUMP=DIR` also writes every program whose dtypes numpy files hold, its
 //! inputs and the host's results for `scripts/compare_tvm.py DIR`, which runs them with
 //! Apache TVM and compares. Without a GPU adapter the host paths are still compared.
@@ -922,6 +923,12 @@ fn random_programs_agree_on_every_path() {
     let seed: u64 = env_or("RELAX_DIFF_SEED", 0x5eed_1234);
     // `RELAX_DIFF_STRICT=1` reports the documented relaxed-float differences too.
     let strict = env_or("RELAX_DIFF_STRICT", 0u8) == 1;
+    // `RELAX_DIFF_ONLY=491,1851` runs only those cases of the seed's sequence (the
+    // others are generated, to reach them, but not run): replaying a long run's finds.
+    let only: Vec<usize> = std::env::var("RELAX_DIFF_ONLY")
+        .ok()
+        .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+        .unwrap_or_default();
     let reference = cpu_engine(false, false);
     let paths: Vec<(&str, Engine, Match)> = vec![
         (
@@ -958,7 +965,6 @@ fn random_programs_agree_on_every_path() {
         if case >= large_from + large {
             break;
         }
-        generated += 1;
         let p = if case >= large_from {
             generate_large(&mut rng)
         } else if rng.below(8) == 0 {
@@ -968,6 +974,10 @@ fn random_programs_agree_on_every_path() {
         } else {
             generate(&mut rng)
         };
+        if !only.is_empty() && !only.contains(&case) {
+            continue;
+        }
+        generated += 1;
         let module = match relax_ir::text::parse(&p.text) {
             Ok(m) => m.into_module(),
             Err(d) => panic!("case {case}: generated text does not parse: {}\n{}", d.message, p.text),

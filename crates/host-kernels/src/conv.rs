@@ -106,10 +106,13 @@ pub fn conv2d(s: &Conv2dShape, x: &[f32], w: &[f32], epilogue: &Epilogue<'_>, ou
     if out.is_empty() {
         return Ok(());
     }
+    let k = icg * s.kh * s.kw;
+    if !sums_stay_finite(x, w, k) {
+        return direct(s, oh, ow, x, w, epilogue, out);
+    }
     if icg == 1 && ocg == 1 {
         return depthwise(s, oh, ow, x, w, epilogue, out);
     }
-    let k = icg * s.kh * s.kw;
     let pointwise = s.kh == 1 && s.kw == 1 && s.stride == [1, 1] && s.pad == [0; 4];
     // One GEMM per image and group: over the pool's threads when there are several
     // (each single-threaded), else one parallel GEMM at a time.
@@ -153,6 +156,68 @@ pub fn conv2d(s: &Conv2dShape, x: &[f32], w: &[f32], epilogue: &Epilogue<'_>, ou
         }
         Ok(())
     }
+}
+
+/// Whether every product of an input and a weight, and every sum of `k` of them,
+/// stays far from `f32::MAX` (and no value is infinite or NaN). Otherwise the fast
+/// paths' fused multiply-adds and blocked order could give `inf` where TVM's
+/// sequential multiply-then-add overflows to `inf - inf = NaN`, or a finite value
+/// where it overflows.
+fn sums_stay_finite(x: &[f32], w: &[f32], k: usize) -> bool {
+    let max_abs = |v: &[f32]| {
+        v.iter()
+            .fold(0.0f32, |m, &a| if a.abs() > m || a.is_nan() { a.abs() } else { m })
+    };
+    let (mx, mw) = (max_abs(x), max_abs(w));
+    if !mx.is_finite() || !mw.is_finite() {
+        return false;
+    }
+    f64::from(mx) * f64::from(mw) * k.max(1) as f64 <= f64::from(f32::MAX) / 4.0
+}
+
+/// The convolution as TVM's legalized loop computes it, for data near or past the
+/// float range: each output sums `x * w` over input channels, then kernel rows,
+/// then kernel columns, multiplying and adding separately (a padded input reads 0).
+fn direct(
+    s: &Conv2dShape,
+    oh: usize,
+    ow: usize,
+    x: &[f32],
+    w: &[f32],
+    epilogue: &Epilogue<'_>,
+    out: &mut [f32],
+) -> Result<()> {
+    let icg = s.c_in / s.groups;
+    let ocg = s.c_out / s.groups;
+    let p = oh * ow;
+    for (row, o) in out.chunks_mut(p).enumerate() {
+        let (img, oc) = (row / s.c_out, row % s.c_out);
+        let g = oc / ocg;
+        for (q, v) in o.iter_mut().enumerate() {
+            let (oy, ox) = (q / ow, q % ow);
+            let mut acc = 0.0f32;
+            for ic in 0..icg {
+                let c = g * icg + ic;
+                let plane = &x[(img * s.c_in + c) * s.h * s.w..(img * s.c_in + c + 1) * s.h * s.w];
+                for ky in 0..s.kh {
+                    let iy = (oy * s.stride[0] + ky * s.dilation[0]) as isize - s.pad[0] as isize;
+                    for kx in 0..s.kw {
+                        let ix = (ox * s.stride[1] + kx * s.dilation[1]) as isize - s.pad[1] as isize;
+                        let xv = if (0..s.h as isize).contains(&iy) && (0..s.w as isize).contains(&ix) {
+                            plane[iy as usize * s.w + ix as usize]
+                        } else {
+                            0.0
+                        };
+                        let wv = w[((oc * icg + ic) * s.kh + ky) * s.kw + kx];
+                        acc += xv * wv;
+                    }
+                }
+            }
+            *v = acc;
+        }
+        epilogue.apply_row(oc, row * p, o);
+    }
+    Ok(())
 }
 
 /// Unfold one image's channel group `x: [icg, h, w]` into `col: [icg*kh*kw, oh*ow]`.

@@ -345,8 +345,10 @@ pub enum Reduction {
     Min,
 }
 
-/// Reduce the innermost `inner` elements of each of `outer` rows (an empty row gives
-/// 0 for a sum, -inf for a max and +inf for a min).
+/// Reduce the innermost `inner` elements of each of `outer` rows. A max starts from
+/// the lowest `float32` and a min from the highest, TVM's initial values (as the
+/// legalized reduction): an empty row gives 0 for a sum, -3.4028235e38 for a max and
+/// 3.4028235e38 for a min, and `min([inf])` is 3.4028235e38.
 pub fn reduce_inner(op: Reduction, x: &[f32], outer: usize, inner: usize, out: &mut [f32]) -> Result<()> {
     check_len("reduce input", x.len(), outer * inner)?;
     check_len("reduce output", out.len(), outer)?;
@@ -356,8 +358,8 @@ pub fn reduce_inner(op: Reduction, x: &[f32], outer: usize, inner: usize, out: &
             let row = &x[(t * 64 + r) * inner..(t * 64 + r + 1) * inner];
             *o = match op {
                 Reduction::Sum => row.iter().sum(),
-                Reduction::Max => row.iter().copied().fold(f32::NEG_INFINITY, f32::max),
-                Reduction::Min => row.iter().copied().fold(f32::INFINITY, f32::min),
+                Reduction::Max => row.iter().copied().fold(f32::MIN, f32::max),
+                Reduction::Min => row.iter().copied().fold(f32::MAX, f32::min),
             };
         }
     });

@@ -474,6 +474,27 @@ pub fn validate(src: &str, caps: &DeviceCaps) -> Result<()> {
     Ok(())
 }
 
+/// The value of a float constant zero (`0.0` or `-0.0`).
+fn float_zero(e: &PrimExpr) -> Option<f64> {
+    match e.kind() {
+        PrimExprKind::FloatImm { value, .. } if *value == 0.0 => Some(*value),
+        _ => None,
+    }
+}
+
+/// The value of a WGSL 32-bit integer literal as the emitter writes them (`5i`,
+/// `(-5i)`, `7u`, `bitcast<i32>(0x80000000u)`).
+fn int_literal(s: &str) -> Option<i64> {
+    if s == "bitcast<i32>(0x80000000u)" {
+        return Some(i64::from(i32::MIN));
+    }
+    let t = s.strip_prefix('(').and_then(|t| t.strip_suffix(')')).unwrap_or(s);
+    if let Some(d) = t.strip_suffix('u') {
+        return d.parse::<u32>().ok().map(i64::from);
+    }
+    t.strip_suffix('i')?.parse::<i32>().ok().map(i64::from)
+}
+
 /// Whether `e` holds an integer constant of magnitude at least 2^24 (a mask such
 /// as `tril`'s `j <= i + k` with a huge `k`, whose sum may leave `i32`).
 fn has_huge_int(e: &PrimExpr) -> bool {
@@ -593,6 +614,7 @@ pub const HELPERS: &[(&str, &str)] = helpers![
     copysign_f32,
     relax_chk,
     relax_chk_i64,
+    sign_i64,
     to_f16_f32,
 ];
 
@@ -663,6 +685,15 @@ impl Em<'_> {
         if from == to {
             return Ok(s.to_string());
         }
+        // A 32-bit integer literal widens as a 64-bit literal: lavapipe compares
+        // `i64(16777216i) <= i64(i)` as true for every `i`.
+        if let (W::I32 | W::U32, W::I64 | W::U64, Some(v)) = (from, to, int_literal(s)) {
+            return Ok(match to {
+                W::I64 if v == i64::from(i32::MIN) => "(-2147483647li - 1li)".to_string(),
+                W::I64 => format!("({v}li)"),
+                _ => format!("{}lu", v as u64),
+            });
+        }
         Ok(match (from, to) {
             (W::Bool, t) => format!("select({}, {}, {s})", t.zero(), one(t)),
             // Truthiness of a float on its bits: NaN is true, where drivers with
@@ -672,6 +703,9 @@ impl Em<'_> {
             (f, W::Bool) => format!("({s} != {})", f.zero()),
             // Sign-extend first: `u64(i32)` would zero-extend on some paths.
             (W::I32, W::U64) => format!("bitcast<u64>(i64({s}))"),
+            // Zero-extend through `u64`: `i64(u32)` sign-extended on lavapipe
+            // (4294967295 became -1).
+            (W::U32, W::I64) => format!("bitcast<i64>(u64({s}))"),
             (_, t) => format!("{}({s})", t.name()),
         })
     }
@@ -763,9 +797,11 @@ impl Em<'_> {
                 let to = if dtype.is_integer() && dtype.bits == 64 {
                     if from.is_float() {
                         self.data64(*dtype)?
-                    } else if matches!(from, W::I64 | W::U64) || (dtype.is_uint() && self.caps.i64) {
+                    } else if matches!(from, W::I64 | W::U64) || (self.caps.i64 && (dtype.is_uint() || from == W::U32))
+                    {
                         // uint64 values keep all 64 bits (an int32 sign-extends, as on
-                        // the host); int64 ones from 32-bit values stay index arithmetic.
+                        // the host), and so do int64 ones from uint32 (4294967295 is not
+                        // -1); int64 ones from other 32-bit values stay index arithmetic.
                         if dtype.is_uint() {
                             W::U64
                         } else {
@@ -841,7 +877,7 @@ impl Em<'_> {
                         buffer.name()
                     )));
                 }
-                let (is, iw) = self.expr(&indices[0])?;
+                let (is, iw) = self.index_expr(buffer, &indices[0])?;
                 let idx = self.conv(&is, iw, W::I32)?;
                 if let Some((name, bdt, w)) = self.locals.get(&buffer.id()).cloned() {
                     let v = format!("{name}[{idx}]");
@@ -929,7 +965,37 @@ impl Em<'_> {
             w
         };
         let (x, y) = (self.conv(&sa, wa, w)?, self.conv(&sb, wb, w)?);
-        let cmp = |o: &str| (format!("({x} {o} {y})"), W::Bool);
+        // An `i64` comparison of widened 32-bit values is judged on the 32-bit halves
+        // of their difference: lavapipe took `i64(x) >= 16777216li` as true for every
+        // `x` and `i64(x) >= 0li` as true for `x = -1`. Such operands are far from
+        // overflowing `i64`.
+        let sub_form = w == W::I64 && op.is_comparison() && self.of_32_bit_values(a) && self.of_32_bit_values(b);
+        if sub_form {
+            self.helpers.insert("sign_i64");
+        }
+        // Float comparisons with a NaN operand are decided on the bits: drivers with
+        // relaxed float semantics fold `x != x` to false and `x == x` to true (the
+        // host and IEEE: `NaN != y` is true, every other comparison false).
+        let nan_test = if matches!(w, W::F32 | W::F16) && op.is_comparison() {
+            self.helpers.insert("isnan_f32");
+            let (xf, yf) = (self.conv(&x, w, W::F32)?, self.conv(&y, w, W::F32)?);
+            Some(format!("(isnan_f32({xf}) || isnan_f32({yf}))"))
+        } else {
+            None
+        };
+        let cmp = |o: &str| {
+            if sub_form {
+                (format!("(sign_i64({x} - {y}) {o} 0i)"), W::Bool)
+            } else if let Some(nan) = &nan_test {
+                if o == "!=" {
+                    (format!("(({x} != {y}) || {nan})"), W::Bool)
+                } else {
+                    (format!("(({x} {o} {y}) && !{nan})"), W::Bool)
+                }
+            } else {
+                (format!("({x} {o} {y})"), W::Bool)
+            }
+        };
         if !w.is_float() && w != W::Bool && b.as_int() == Some(0) {
             // A constant zero divisor: naga rejects `x / 0` at compile time, so the
             // run-time rule (and the host's) is written out: `x / 0 == x`, `x % 0 == 0`.
@@ -948,13 +1014,36 @@ impl Em<'_> {
                 let r = format!("select(bitcast<f32>(0x7fc00000u), 0.0f, isfinite_f32({xf}))");
                 (self.conv(&r, W::F32, w)?, w)
             }
+            // `x * 0.0`: drivers fold it to 0, where IEEE gives NaN for an infinite or
+            // NaN `x`; decided on the bits instead (the zero's sign as IEEE's).
+            BinOp::Mul if matches!(w, W::F32 | W::F16) && (float_zero(a).is_some() || float_zero(b).is_some()) => {
+                let (v, zero) = match float_zero(b) {
+                    Some(z) => (&x, z),
+                    None => (&y, float_zero(a).unwrap_or(0.0)),
+                };
+                self.helpers.insert("isfinite_f32");
+                let vf = self.conv(v, w, W::F32)?;
+                let sign = if zero.is_sign_negative() { "0x80000000u" } else { "0u" };
+                let r = format!(
+                    "select(bitcast<f32>(0x7fc00000u), bitcast<f32>((bitcast<u32>({vf}) ^ {sign}) & 0x80000000u), isfinite_f32({vf}))"
+                );
+                (self.conv(&r, W::F32, w)?, w)
+            }
             BinOp::Add | BinOp::Sub | BinOp::Mul => {
                 let o = match op {
                     BinOp::Add => "+",
                     BinOp::Sub => "-",
                     _ => "*",
                 };
-                (self.wrap_small(format!("({x} {o} {y})"), dt), w)
+                // A bool first operand with a narrow integer second wraps to the
+                // integer's width (`True + uint8 255` is 0, false), as on the host.
+                let bdt = b.dtype();
+                let wdt = if dt.is_bool() && bdt.is_integer() && !bdt.is_bool() {
+                    bdt
+                } else {
+                    dt
+                };
+                (self.wrap_small(format!("({x} {o} {y})"), wdt), w)
             }
             // A float divisor that may be zero: IEEE results (±inf, NaN) as on the host,
             // where Vulkan leaves `x / 0.0` undefined. `f16` goes through the `f32`
@@ -1008,6 +1097,27 @@ impl Em<'_> {
             BinOp::Ge => cmp(">="),
             BinOp::And | BinOp::Or => unreachable_logical(),
         })
+    }
+
+    /// Whether `e` is computed from 32-bit values and constants below 2^32 only
+    /// (index arithmetic widened to `i64`, not 64-bit data).
+    fn of_32_bit_values(&self, e: &PrimExpr) -> bool {
+        let mut ok = true;
+        expr::visit_expr(e, &mut |x| match x.kind() {
+            PrimExprKind::IntImm { value, .. } => ok &= value.unsigned_abs() < 1 << 32,
+            PrimExprKind::BufferLoad { buffer, .. } => ok &= buffer.dtype().bits <= 32,
+            PrimExprKind::Var(v) => {
+                ok &= self
+                    .vars
+                    .get(&v.id())
+                    .is_some_and(|(_, w)| !matches!(w, W::I64 | W::U64))
+            }
+            PrimExprKind::Call { dtype, .. } => ok &= dtype.bits <= 32,
+            PrimExprKind::FloatImm { .. } => ok = false,
+            PrimExprKind::Cast { value, .. } => ok &= !value.dtype().is_float(),
+            _ => {}
+        });
+        ok
     }
 
     fn line(&mut self, s: &str) {
@@ -1119,7 +1229,7 @@ impl Em<'_> {
                 if indices.len() != 1 {
                     return Err(JitError::InvalidIr(format!("unflattened store to `{}`", buffer.name())));
                 }
-                let (is, iw) = self.expr(&indices[0])?;
+                let (is, iw) = self.index_expr(buffer, &indices[0])?;
                 let idx = self.conv(&is, iw, W::I32)?;
                 let (vs, vw) = self.expr(value)?;
                 if let Some((name, bdt, w)) = self.locals.get(&buffer.id()).cloned() {

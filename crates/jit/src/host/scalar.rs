@@ -143,8 +143,11 @@ pub(super) fn compile(env: &mut Env, e: &PrimExpr) -> Result<CE> {
             if adt.is_float() || b.dtype().is_float() {
                 let fa = compile_f(env, a)?;
                 let fb = compile_f(env, b)?;
-                let d = adt;
-                match op {
+                // A bool first operand with a float second: computed (and rounded)
+                // in the float's dtype, then a bool as `!= 0` (never truncated).
+                let bool_of = !adt.is_float();
+                let d = if bool_of { b.dtype() } else { adt };
+                let ce = match op {
                     BinOp::Add => CE::F(fbin!(fa, fb, d, |x, y| x + y)),
                     BinOp::Sub => CE::F(fbin!(fa, fb, d, |x, y| x - y)),
                     BinOp::Mul => CE::F(fbin!(fa, fb, d, |x, y| x * y)),
@@ -162,18 +165,26 @@ pub(super) fn compile(env: &mut Env, e: &PrimExpr) -> Result<CE> {
                     BinOp::Ge => CE::I(fcmp!(fa, fb, |x, y| x >= y)),
                     BinOp::And => CE::I(fcmp!(fa, fb, |x, y| x != 0.0 && y != 0.0)),
                     BinOp::Or => CE::I(fcmp!(fa, fb, |x, y| x != 0.0 || y != 0.0)),
+                };
+                match ce {
+                    CE::F(f) if bool_of && adt.is_bool() => CE::I(Box::new(move |fr| (f(fr) != 0.0) as i64)),
+                    ce => ce,
                 }
             } else {
                 let fa = compile_i(env, a)?;
                 let fb = compile_i(env, b)?;
                 let op = *op;
+                // A bool first operand with an integer second: computed in the
+                // integer's dtype (unsigned order, wrap-around), then `!= 0`.
+                let bool_of = adt.is_bool() && !b.dtype().is_bool();
+                let adt = if bool_of { b.dtype() } else { adt };
                 let rdt = if op.is_comparison() || op.is_logical() {
                     DataType::BOOL
                 } else {
                     adt
                 };
                 let unsigned = adt.is_uint() && !adt.is_bool();
-                match op {
+                let ce = match op {
                     BinOp::Add => CE::I(Box::new(move |fr| wrap_int(fa(fr).wrapping_add(fb(fr)), rdt))),
                     BinOp::Sub => CE::I(Box::new(move |fr| wrap_int(fa(fr).wrapping_sub(fb(fr)), rdt))),
                     BinOp::Mul => CE::I(Box::new(move |fr| wrap_int(fa(fr).wrapping_mul(fb(fr)), rdt))),
@@ -187,6 +198,10 @@ pub(super) fn compile(env: &mut Env, e: &PrimExpr) -> Result<CE> {
                         let (x, y) = (fa(fr), fb(fr));
                         wrap_int(int_binop(op, x, y).unwrap_or(0), rdt)
                     })),
+                };
+                match ce {
+                    CE::I(f) if bool_of && rdt != DataType::BOOL => CE::I(Box::new(move |fr| (f(fr) != 0) as i64)),
+                    ce => ce,
                 }
             }
         }

@@ -77,6 +77,24 @@ impl Em<'_> {
         v
     }
 
+    /// The flat index of an access of `buffer`, emitted. An `int64` index that is
+    /// checked at run time (it reads data: `x[i64(idx[j]) * 4]`) is computed in `i64`
+    /// where the device has it, so that a data value near 2^31 times a stride cannot
+    /// wrap in 32 bits into the buffer (`take` with index -2^31 read `x[0]`); the
+    /// check then sees the full index. Other index arithmetic runs in `i32`.
+    pub(super) fn index_expr(&mut self, buffer: &Buffer, index: &PrimExpr) -> Result<(String, W)> {
+        let dt = index.dtype();
+        let widen = self.caps.i64
+            && dt.is_integer()
+            && dt.bits == 64
+            && !self.locals.contains_key(&buffer.id())
+            && self.needs_check(index);
+        self.wide += usize::from(widen);
+        let r = self.expr(index);
+        self.wide -= usize::from(widen);
+        r
+    }
+
     /// The checked form of `idx` (WGSL `i32`) for an access of the global buffer
     /// `buffer`: `relax_chk(idx, len, site)`, registering the site.
     pub(super) fn checked_index(&mut self, buffer: &Buffer, idx: &str, iw: W, write: bool) -> Result<String> {

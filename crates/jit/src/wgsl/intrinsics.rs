@@ -287,7 +287,13 @@ impl Em<'_> {
                 // signed right shift of a negative value. Narrow integers live
                 // sign- or zero-extended in 32 bits, so an arithmetic right shift by
                 // `min(c, 31)` already gives that.
-                let c = self.conv(&b, wb, W::U32)?;
+                // A 64-bit count is clamped before it narrows to `u32`: `u32(-2^63)`
+                // is 0, which shifted nothing.
+                let c = match wb {
+                    W::I64 => format!("u32(min(bitcast<u64>({b}), 64lu))"),
+                    W::U64 => format!("u32(min({b}, 64lu))"),
+                    _ => self.conv(&b, wb, W::U32)?,
+                };
                 let bits = dtype.bits.max(1);
                 if w == W::Bool {
                     return Ok((format!("({a} && ({c} == 0u))"), W::Bool));

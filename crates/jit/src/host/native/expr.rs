@@ -50,11 +50,29 @@ impl Gen<'_, '_> {
                     let x = self.float(a, t)?;
                     let y = self.float(b, t)?;
                     let x_const = matches!(a.kind(), K::FloatImm { value, .. } if !value.is_nan());
-                    self.float_binop(*op, (x, x_const), y, t)
+                    let (v, ty) = self.float_binop(*op, (x, x_const), y, t);
+                    if dt.is_bool() && ty != Ty::I {
+                        // A bool first operand with a float second: computed in the
+                        // float, then a bool as `!= 0` (never truncated).
+                        let (z, _) = self.fconst(0.0, ty);
+                        (fcmp64(self.b, FloatCC::NotEqual, v, z), Ty::I)
+                    } else {
+                        (v, ty)
+                    }
                 } else {
                     let x = self.int(a)?;
                     let y = self.int(b)?;
-                    (self.int_binop(*op, x, y, b, a.dtype()), Ty::I)
+                    // A bool first operand with an integer second: computed in the
+                    // integer's dtype (unsigned order, wrap-around), then `!= 0`.
+                    let (adt, bdt) = (a.dtype(), b.dtype());
+                    let odt = if adt.is_bool() && !bdt.is_bool() { bdt } else { adt };
+                    let v = self.int_binop(*op, x, y, b, odt);
+                    let v = if odt != adt && !op.is_comparison() && !op.is_logical() {
+                        self.wrap(v, adt)
+                    } else {
+                        v
+                    };
+                    (v, Ty::I)
                 }
             }
             K::Not(a) => {

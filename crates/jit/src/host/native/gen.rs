@@ -439,9 +439,10 @@ impl<'a, 'b> Gen<'a, 'b> {
     /// as `!= 0` (as `T.Cast("bool", x)` does), not by truncation.
     pub(super) fn conv_to(&mut self, (v, from): (Value, Ty), to: Ty, src: DataType, dst: DataType) -> Value {
         if dst.is_bool() && from != Ty::I {
+            // `float16`/`bfloat16` live in `f32` registers.
             let z = match from {
-                Ty::F32 => self.b.ins().f32const(0.0),
-                _ => self.b.ins().f64const(0.0),
+                Ty::F64 => self.b.ins().f64const(0.0),
+                _ => self.b.ins().f32const(0.0),
             };
             return fcmp64(self.b, FloatCC::NotEqual, v, z);
         }

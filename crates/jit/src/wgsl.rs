@@ -615,6 +615,7 @@ pub const HELPERS: &[(&str, &str)] = helpers![
     relax_chk,
     relax_chk_i64,
     sign_i64,
+    cmp_i64,
     to_f16_f32,
 ];
 
@@ -965,13 +966,12 @@ impl Em<'_> {
             w
         };
         let (x, y) = (self.conv(&sa, wa, w)?, self.conv(&sb, wb, w)?);
-        // An `i64` comparison of widened 32-bit values is judged on the 32-bit halves
-        // of their difference: lavapipe took `i64(x) >= 16777216li` as true for every
-        // `x` and `i64(x) >= 0li` as true for `x = -1`. Such operands are far from
-        // overflowing `i64`.
-        let sub_form = w == W::I64 && op.is_comparison() && self.of_32_bit_values(a) && self.of_32_bit_values(b);
+        // Every `i64` comparison is judged on the 32-bit halves (`cmp_i64`, exact):
+        // lavapipe took `i64(x) >= 16777216li` as true for every `x`, `i64(x) >= 0li`
+        // as true for `x = -1` and `0li < i64(select(0i, 1i, c))` as true for a false `c`.
+        let sub_form = w == W::I64 && op.is_comparison();
         if sub_form {
-            self.helpers.insert("sign_i64");
+            self.helpers.insert("cmp_i64");
         }
         // Float comparisons with a NaN operand are decided on the bits: drivers with
         // relaxed float semantics fold `x != x` to false and `x == x` to true (the
@@ -985,7 +985,7 @@ impl Em<'_> {
         };
         let cmp = |o: &str| {
             if sub_form {
-                (format!("(sign_i64({x} - {y}) {o} 0i)"), W::Bool)
+                (format!("(cmp_i64({x}, {y}) {o} 0i)"), W::Bool)
             } else if let Some(nan) = &nan_test {
                 if o == "!=" {
                     (format!("(({x} != {y}) || {nan})"), W::Bool)
@@ -1097,27 +1097,6 @@ impl Em<'_> {
             BinOp::Ge => cmp(">="),
             BinOp::And | BinOp::Or => unreachable_logical(),
         })
-    }
-
-    /// Whether `e` is computed from 32-bit values and constants below 2^32 only
-    /// (index arithmetic widened to `i64`, not 64-bit data).
-    fn of_32_bit_values(&self, e: &PrimExpr) -> bool {
-        let mut ok = true;
-        expr::visit_expr(e, &mut |x| match x.kind() {
-            PrimExprKind::IntImm { value, .. } => ok &= value.unsigned_abs() < 1 << 32,
-            PrimExprKind::BufferLoad { buffer, .. } => ok &= buffer.dtype().bits <= 32,
-            PrimExprKind::Var(v) => {
-                ok &= self
-                    .vars
-                    .get(&v.id())
-                    .is_some_and(|(_, w)| !matches!(w, W::I64 | W::U64))
-            }
-            PrimExprKind::Call { dtype, .. } => ok &= dtype.bits <= 32,
-            PrimExprKind::FloatImm { .. } => ok = false,
-            PrimExprKind::Cast { value, .. } => ok &= !value.dtype().is_float(),
-            _ => {}
-        });
-        ok
     }
 
     fn line(&mut self, s: &str) {

@@ -15,14 +15,19 @@
 //! The work per inference is 2 x the multiply-adds of every `R.nn.conv2d` and
 //! `R.matmul` in `main`, counted from their StructInfo.
 //!
+//! A model directory is either prep.py's (`prog.py` and `in*.npy`, entry `main`) or a
+//! transformer case of the transformer generator (`meta.json` listing the programs and,
+//! per sequence length, the argument files): its first static program is timed at
+//! `--seq` (default: its first run). `R.nn.attention` counts as its two products.
+//!
 //! Usage: `cargo run --release --example bench_models -- DIR [--device cpu|gpu]
-//! [--model NAME] [--repeat N] [--budget-s S]` (`scripts/bench_models.sh` runs it for
-//! both devices next to ONNX Runtime and TVM).
+//! [--model NAME] [--repeat N] [--budget-s S] [--seq L]` (`scripts/bench_models.sh` runs it
+//! for both devices next to ONNX Runtime and TVM).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use relax_wgpu::engine::params::read_npy_inputs;
+use relax_wgpu::engine::params::{read_npy, read_npy_inputs};
 use relax_wgpu::engine::{DeviceChoice, Engine, EngineConfig, Value};
 use relax_wgpu::ir::{Binding, ExprKind, IRModule, StructInfo};
 
@@ -34,6 +39,7 @@ struct Options {
     models: Vec<String>,
     repeat: usize,
     budget: Duration,
+    seq: Option<u64>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -44,6 +50,7 @@ fn parse_args() -> Result<Options, String> {
         models: Vec::new(),
         repeat: 10,
         budget: Duration::from_secs(60),
+        seq: None,
     };
     let mut dir = None;
     while let Some(a) = args.next() {
@@ -67,6 +74,7 @@ fn parse_args() -> Result<Options, String> {
                 let s: f64 = value("--budget-s")?.parse().map_err(|e| format!("--budget-s: {e}"))?;
                 o.budget = Duration::from_secs_f64(s.max(0.0));
             }
+            "--seq" => o.seq = Some(value("--seq")?.parse().map_err(|e| format!("--seq: {e}"))?),
             _ if a.starts_with("--") => return Err(format!("unknown option {a}")),
             _ => dir = Some(PathBuf::from(a)),
         }
@@ -80,10 +88,57 @@ fn parse_args() -> Result<Options, String> {
     Ok(o)
 }
 
-/// `main`'s arguments: the `in*.npy` files of `dir`, in name order.
-fn arguments(dir: &Path) -> Result<Vec<Value>, String> {
-    let tensors = read_npy_inputs(dir).map_err(|e| e.to_string())?;
-    Ok(tensors.into_iter().map(Value::Tensor).collect())
+/// What to time in a model directory: the program file, its entry and its arguments.
+struct Case {
+    prog: PathBuf,
+    entry: String,
+    args: Vec<Value>,
+}
+
+/// The case of a model directory: prep.py's layout (`prog.py`, `in*.npy` in name order)
+/// or a transformer case (`meta.json`: its first static program, the run at `seq` or the
+/// first run).
+fn case(dir: &Path, seq: Option<u64>) -> Result<Case, String> {
+    let meta_path = dir.join("meta.json");
+    if !meta_path.is_file() {
+        let tensors = read_npy_inputs(dir).map_err(|e| e.to_string())?;
+        return Ok(Case {
+            prog: dir.join("prog.py"),
+            entry: "main".into(),
+            args: tensors.into_iter().map(Value::Tensor).collect(),
+        });
+    }
+    let text = std::fs::read_to_string(&meta_path).map_err(|e| format!("{}: {e}", meta_path.display()))?;
+    let meta: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", meta_path.display()))?;
+    let prog = meta["progs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p.get("error").is_none() && p["symbolic"] != serde_json::Value::Bool(true))
+        .ok_or_else(|| format!("{}: no static program", meta_path.display()))?;
+    let runs = prog["runs"].as_array().cloned().unwrap_or_default();
+    let run = match seq {
+        Some(l) => runs.iter().find(|r| r["seq_len"].as_u64() == Some(l)),
+        None => runs.first(),
+    }
+    .ok_or_else(|| format!("{}: no run at sequence length {seq:?}", meta_path.display()))?;
+    let mut args = Vec::new();
+    for a in run["args"].as_array().into_iter().flatten() {
+        let file = a
+            .as_str()
+            .ok_or_else(|| format!("{}: an argument is not a file name", meta_path.display()))?;
+        args.push(Value::Tensor(
+            read_npy(&dir.join(file)).map_err(|e| format!("{file}: {e}"))?,
+        ));
+    }
+    let file = prog["prog"]
+        .as_str()
+        .ok_or_else(|| format!("{}: a program has no file", meta_path.display()))?;
+    Ok(Case {
+        prog: dir.join(file),
+        entry: meta["entry"].as_str().unwrap_or("main").to_string(),
+        args,
+    })
 }
 
 /// Static dimensions of a tensor StructInfo.
@@ -94,9 +149,9 @@ fn dims(s: Option<&StructInfo>) -> Option<Vec<i64>> {
     }
 }
 
-/// 2 x multiply-adds of the conv2d and matmul bindings of `main`, in GFLOP.
-fn gflop(module: &IRModule) -> f64 {
-    let Some(relax_wgpu::ir::BaseFunc::Relax(main)) = module.functions.get(&relax_wgpu::ir::GlobalVar::new("main"))
+/// 2 x multiply-adds of the conv2d, matmul and attention bindings of `entry`, in GFLOP.
+fn gflop(module: &IRModule, entry: &str) -> f64 {
+    let Some(relax_wgpu::ir::BaseFunc::Relax(main)) = module.functions.get(&relax_wgpu::ir::GlobalVar::new(entry))
     else {
         return 0.0;
     };
@@ -118,17 +173,23 @@ fn gflop(module: &IRModule) -> f64 {
             Some(ExprKind::Var(v)) => dims(v.struct_info()),
             _ => None,
         };
-        let (Some(out), Some(per_output)) = (
-            dims(var.struct_info()),
-            match op.as_str() {
-                "relax.nn.conv2d" => arg(1).map(|w| w[1..].iter().product::<i64>()),
-                "relax.matmul" => arg(0).and_then(|a| a.last().copied()),
-                _ => None,
-            },
-        ) else {
+        let Some(out) = dims(var.struct_info()) else {
             continue;
         };
-        macs += out.iter().product::<i64>() * per_output;
+        let outputs = out.iter().product::<i64>();
+        macs += match op.as_str() {
+            "relax.nn.conv2d" => arg(1).map_or(0, |w| outputs * w[1..].iter().product::<i64>()),
+            "relax.matmul" => arg(0).and_then(|a| a.last().copied()).map_or(0, |k| outputs * k),
+            // out (B, S, H, Dv) from q (B, S, H, D), k (B, Skv, H, D), v (B, Skv, H, Dv):
+            // B x H x S x Skv x (D + Dv) multiply-adds.
+            "relax.nn.attention" => match (arg(0), arg(1), arg(2)) {
+                (Some(q), Some(k), Some(v)) if q.len() == 4 && k.len() == 4 && v.len() == 4 && v[3] > 0 => {
+                    outputs / v[3] * k[1] * (q[3] + v[3])
+                }
+                _ => 0,
+            },
+            _ => 0,
+        };
     }
     2.0 * macs as f64 / 1e9
 }
@@ -158,27 +219,26 @@ fn hand_gflops() -> Option<f64> {
 
 fn bench(o: &Options, name: &str) -> Result<(), String> {
     let dir = o.dir.join(name);
-    let src =
-        std::fs::read_to_string(dir.join("prog.py")).map_err(|e| format!("{}: {e}", dir.join("prog.py").display()))?;
+    let Case { prog, entry, args } = case(&dir, o.seq)?;
+    let src = std::fs::read_to_string(&prog).map_err(|e| format!("{}: {e}", prog.display()))?;
     let module = relax_wgpu::ir::text::parse(&src)
         .map_err(|d| format!("{name}: {d}"))?
         .into_module();
-    let work = gflop(&module);
-    let args = arguments(&dir)?;
+    let work = gflop(&module, &entry);
     let engine = Engine::new(EngineConfig {
         device: o.device,
         ..EngineConfig::default()
     });
     let loaded = engine.load(&module).map_err(|e| format!("{name}: {e}"))?;
     let warm = Instant::now();
-    loaded.run("main", &args).map_err(|e| format!("{name}: {e}"))?;
+    loaded.run(&entry, &args).map_err(|e| format!("{name}: {e}"))?;
     let first = warm.elapsed().as_secs_f64() * 1e3;
     eprintln!("{name} {:?}: first inference {first:.0} ms", o.device);
     let start = Instant::now();
     let mut times = Vec::new();
     while times.len() < o.repeat && (times.is_empty() || start.elapsed() < o.budget) {
         let t = Instant::now();
-        loaded.run("main", &args).map_err(|e| format!("{name}: {e}"))?;
+        loaded.run(&entry, &args).map_err(|e| format!("{name}: {e}"))?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
@@ -194,7 +254,7 @@ fn bench(o: &Options, name: &str) -> Result<(), String> {
     let hand = if o.device == DeviceChoice::Gpu {
         let first = hand_gflops();
         for _ in 0..2 {
-            loaded.run("main", &args).map_err(|e| format!("{name}: {e}"))?;
+            loaded.run(&entry, &args).map_err(|e| format!("{name}: {e}"))?;
         }
         match (first, hand_gflops()) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -221,7 +281,8 @@ fn main() -> std::process::ExitCode {
     };
     let mut failed = false;
     for name in &o.models {
-        if !o.dir.join(name).join("prog.py").is_file() {
+        let dir = o.dir.join(name);
+        if !dir.join("prog.py").is_file() && !dir.join("meta.json").is_file() {
             eprintln!("{name}: not in {}, skipped", o.dir.display());
             continue;
         }

@@ -8,7 +8,9 @@
 #
 # Usage: scripts/bench_models.sh [DIR] [--python PY] [--repeat N] [--budget-s S] [--model NAME]...
 #   DIR        a directory made by prep.py (<DIR>/<name>/{prog.py,model.onnx,in*.npy});
-#              default $RELAX_REALMODELS_DIR
+#              default $RELAX_REALMODELS_DIR. Transformer case directories (the transformer
+#              generator's meta.json layout) time too: `--model hf_bert_base_onnx`; their
+#              ONNX Runtime/torch columns come from scripts/bench_transformers.py
 #   --python   an interpreter with onnxruntime (and apache-tvm for the TVM column);
 #              without one those columns are left out
 #   --repeat   timed runs per cell at most (default 10), after one warm-up run

@@ -9,10 +9,9 @@ use std::time::Instant;
 use relax_gpu_runtime::{BufferRange, DeviceBuffer, GpuRuntime, Kernel, KernelLayout};
 use relax_ir::{DataType, PrimFunc, TypeCode};
 
+use crate::args::{check_args, eval_int, KernelArg};
 use crate::error::{JitError, Result};
-use crate::host::{check_args, eval_int};
 use crate::jit::{Jit, ProgramSource};
-use crate::kernel::KernelArg;
 use crate::lower::ParamSlot;
 use crate::schedule::Grid;
 use crate::tensor::{host_elem_bytes, read_i64, write_i64};

@@ -9,10 +9,10 @@ use std::time::Instant;
 use relax_ir::structural::StructuralEqual;
 use relax_ir::PrimFunc;
 
+use crate::args::KernelArg;
 use crate::disk_cache::{fnv64, DiskCache, EntryKind};
 use crate::error::{JitError, Result};
 use crate::host::HostKernel;
-use crate::kernel::KernelArg;
 use crate::lower::{self, LoweredFunc};
 use crate::schedule::{self, ScheduleOptions};
 use crate::wgsl::{self, DeviceCaps, KernelSource};

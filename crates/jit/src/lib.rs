@@ -26,6 +26,7 @@
 //! Errors are [`JitError`]s, never panics.
 
 mod arg_schedule;
+mod args;
 pub mod config;
 pub mod disk_cache;
 mod error;
@@ -67,8 +68,9 @@ pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformFie
 /// stable interface.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::args::eval_int;
     pub use crate::fused_reduction::detect as detect_fused_reduction;
-    pub use crate::host::{eval_int, native_counters};
+    pub use crate::host::native_counters;
     pub use crate::jit::kernel_hash;
     pub use crate::lower::{lower, lower_named, LoweredFunc, ParamSlot};
     pub use crate::math::erf;

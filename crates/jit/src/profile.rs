@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use relax_ir::tir::{BinOp, PrimExpr, PrimExprKind};
 
-use crate::host::eval_int;
+use crate::args::eval_int;
 use crate::jit::Jit;
 use crate::lower::LoweredFunc;
 

@@ -105,9 +105,9 @@ pub struct Jit {
     host_cache: KernelCache<HostKernel>,
     pub(crate) gpu_cache: KernelCache<crate::gpu::GpuProgram>,
     pub(crate) counters: Counters,
-    pub(crate) resident: crate::resident::ResidentCache,
+    pub(crate) resident: crate::gpu::resident::ResidentCache,
     pub(crate) profiler: crate::profile::Profiler,
-    pub(crate) oob: crate::oob::OobState,
+    pub(crate) oob: crate::gpu::oob::OobState,
     /// The persistent kernel cache, if any (see [`Jit::with_disk_cache`]).
     pub(crate) disk: Option<Arc<DiskCache>>,
     /// Pipelines were created since the driver's pipeline cache was last saved.
@@ -310,7 +310,7 @@ impl Jit {
     pub(crate) fn program_source(&self, f: &PrimFunc) -> Result<ProgramSource> {
         let Some(disk) = &self.disk else {
             let source = emit_program(f, &self.caps, &self.options)?;
-            crate::oob::static_check(&source.lowered)?;
+            crate::gpu::oob::static_check(&source.lowered)?;
             return Ok(source);
         };
         let key = crate::program_record::program_key(f, &self.caps, &self.options);
@@ -324,7 +324,7 @@ impl Jit {
         }
         self.counters.disk_misses.fetch_add(1, Ordering::Relaxed);
         let source = emit_program(f, &self.caps, &self.options)?;
-        crate::oob::static_check(&source.lowered)?;
+        crate::gpu::oob::static_check(&source.lowered)?;
         if let Some(record) = crate::program_record::encode(&source) {
             if disk.put(EntryKind::Kernels, &name, &key, &record).is_ok() {
                 self.counters.disk_writes.fetch_add(1, Ordering::Relaxed);

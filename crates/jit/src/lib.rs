@@ -25,14 +25,11 @@
 //! [`HostExecutor`] and [`GpuExecutor`] implement.
 //! Errors are [`JitError`]s, never panics.
 
-mod arg_schedule;
 mod args;
 pub mod config;
 pub mod disk_cache;
 mod error;
 mod expr;
-mod fused_reduction;
-mod gemm_schedule;
 mod gpu;
 mod host;
 mod host_vec;
@@ -43,11 +40,8 @@ mod loop_trips;
 mod lower;
 mod math;
 pub mod memory;
-mod oob;
-mod pool_schedule;
 mod profile;
 mod program_record;
-mod resident;
 mod schedule;
 mod specialize;
 mod tensor;
@@ -69,13 +63,13 @@ pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformFie
 #[doc(hidden)]
 pub mod internals {
     pub use crate::args::eval_int;
-    pub use crate::fused_reduction::detect as detect_fused_reduction;
     pub use crate::host::native_counters;
     pub use crate::jit::kernel_hash;
     pub use crate::lower::{lower, lower_named, LoweredFunc, ParamSlot};
     pub use crate::math::erf;
-    pub use crate::pool_schedule::{fused_window_kernel, pool_kernel};
-    pub use crate::schedule::schedule;
+    pub use crate::schedule::fused_reduction::detect as detect_fused_reduction;
+    pub use crate::schedule::pool::{fused_window_kernel, pool_kernel};
+    pub use crate::schedule::{schedule, Pattern, Rule, SCHEDULES};
     pub use crate::tensor::Element;
     pub use crate::wgsl::{emit_kernel, validate, HELPERS};
 }

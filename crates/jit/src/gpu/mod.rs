@@ -17,6 +17,9 @@ use crate::schedule::Grid;
 use crate::tensor::{host_elem_bytes, read_i64, write_i64};
 use crate::wgsl::{Access, BufRef, StorageTy, UniformTy};
 
+pub(crate) mod oob;
+pub(crate) mod resident;
+
 /// A PrimFunc compiled for the GPU: its kernels' sources and pipelines.
 pub struct GpuProgram {
     /// Sources and binding information.

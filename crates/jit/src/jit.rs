@@ -13,39 +13,10 @@ use crate::args::KernelArg;
 use crate::disk_cache::{fnv64, DiskCache, EntryKind};
 use crate::error::{JitError, Result};
 use crate::host::HostKernel;
-use crate::lower::{self, LoweredFunc};
-use crate::schedule::{self, ScheduleOptions};
-use crate::wgsl::{self, DeviceCaps, KernelSource};
-
-/// All kernels generated for one PrimFunc (run in order).
-#[derive(Clone, Debug)]
-pub struct ProgramSource {
-    /// The lowered function.
-    pub lowered: Arc<LoweredFunc>,
-    /// One kernel per stage.
-    pub kernels: Vec<KernelSource>,
-}
-
-impl std::fmt::Display for ProgramSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for k in &self.kernels {
-            writeln!(
-                f,
-                "// kernel {} workgroup_size {:?} grid {:?}",
-                k.name, k.workgroup_size, k.grid
-            )?;
-            for (i, b) in k.bindings.iter().enumerate() {
-                writeln!(
-                    f,
-                    "//   binding {i}: {:?} {} {:?} {:?}",
-                    b.buf, b.dtype, b.storage, b.access
-                )?;
-            }
-            writeln!(f, "{}", k.wgsl)?;
-        }
-        Ok(())
-    }
-}
+use crate::lower;
+use crate::program::{emit_program, ProgramSource};
+use crate::schedule::ScheduleOptions;
+use crate::wgsl::DeviceCaps;
 
 /// Counters of the JIT (monotonic for the life of the [`Jit`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -390,15 +361,4 @@ pub fn kernel_hash(f: &PrimFunc) -> u64 {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {
     m.lock().map_err(|_| JitError::Poisoned)
-}
-
-/// Lower, schedule and emit WGSL for `f`.
-pub fn emit_program(f: &PrimFunc, caps: &DeviceCaps, options: &ScheduleOptions) -> Result<ProgramSource> {
-    let lowered = Arc::new(lower::lower(f)?);
-    let kernels = schedule::schedule(&lowered, options)?;
-    let kernels = kernels
-        .iter()
-        .map(|k| wgsl::emit_kernel(&lowered, k, caps))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(ProgramSource { lowered, kernels })
 }

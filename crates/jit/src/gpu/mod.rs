@@ -11,8 +11,9 @@ use relax_ir::{DataType, PrimFunc, TypeCode};
 
 use crate::args::{check_args, eval_int, KernelArg};
 use crate::error::{JitError, Result};
-use crate::jit::{Jit, ProgramSource};
+use crate::jit::Jit;
 use crate::lower::ParamSlot;
+use crate::program::ProgramSource;
 use crate::schedule::Grid;
 use crate::tensor::{host_elem_bytes, read_i64, write_i64};
 use crate::wgsl::{Access, BufRef, StorageTy, UniformTy};

@@ -32,8 +32,8 @@ pub enum KernelArg<'a> {
         /// The elements, written in place.
         bytes: &'a mut [u8],
     },
-    /// A tensor in device memory: a buffer of the [`Jit`]'s GPU runtime holding
-    /// little-endian host bytes (see [`Jit::resident_compatible`]).
+    /// A tensor in device memory: a buffer of the [`crate::Jit`]'s GPU runtime holding
+    /// little-endian host bytes (see [`crate::Jit::resident_compatible`]).
     Device {
         /// The buffer (at least as long as the tensor's data).
         buf: &'a DeviceBuffer,

@@ -221,7 +221,7 @@ pub fn sanitize(s: &str) -> String {
 pub enum Pattern {
     /// A stage lowering found no reduction in: its body.
     Plain(fn(&Stmt, &str, &ScheduleOptions) -> Option<GpuKernel>),
-    /// A stage lowering found a reduction in ([`Stage::reduction`]).
+    /// A stage lowering found a reduction in (its `reduction`).
     Reduction(fn(&Reduction, &str, &ScheduleOptions) -> Option<GpuKernel>),
     /// A stage whose body is a reduction fused with its elementwise epilogue in one
     /// loop nest ([`fused_reduction::detect`]).

@@ -9,43 +9,14 @@ use std::time::Instant;
 use relax_ir::structural::StructuralEqual;
 use relax_ir::PrimFunc;
 
+use crate::args::KernelArg;
 use crate::disk_cache::{fnv64, DiskCache, EntryKind};
 use crate::error::{JitError, Result};
 use crate::host::HostKernel;
-use crate::kernel::KernelArg;
-use crate::lower::{self, LoweredFunc};
-use crate::schedule::{self, ScheduleOptions};
-use crate::wgsl::{self, DeviceCaps, KernelSource};
-
-/// All kernels generated for one PrimFunc (run in order).
-#[derive(Clone, Debug)]
-pub struct ProgramSource {
-    /// The lowered function.
-    pub lowered: Arc<LoweredFunc>,
-    /// One kernel per stage.
-    pub kernels: Vec<KernelSource>,
-}
-
-impl std::fmt::Display for ProgramSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for k in &self.kernels {
-            writeln!(
-                f,
-                "// kernel {} workgroup_size {:?} grid {:?}",
-                k.name, k.workgroup_size, k.grid
-            )?;
-            for (i, b) in k.bindings.iter().enumerate() {
-                writeln!(
-                    f,
-                    "//   binding {i}: {:?} {} {:?} {:?}",
-                    b.buf, b.dtype, b.storage, b.access
-                )?;
-            }
-            writeln!(f, "{}", k.wgsl)?;
-        }
-        Ok(())
-    }
-}
+use crate::lower;
+use crate::program::{emit_program, ProgramSource};
+use crate::schedule::ScheduleOptions;
+use crate::wgsl::DeviceCaps;
 
 /// Counters of the JIT (monotonic for the life of the [`Jit`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,9 +76,9 @@ pub struct Jit {
     host_cache: KernelCache<HostKernel>,
     pub(crate) gpu_cache: KernelCache<crate::gpu::GpuProgram>,
     pub(crate) counters: Counters,
-    pub(crate) resident: crate::resident::ResidentCache,
+    pub(crate) resident: crate::gpu::resident::ResidentCache,
     pub(crate) profiler: crate::profile::Profiler,
-    pub(crate) oob: crate::oob::OobState,
+    pub(crate) oob: crate::gpu::oob::OobState,
     /// The persistent kernel cache, if any (see [`Jit::with_disk_cache`]).
     pub(crate) disk: Option<Arc<DiskCache>>,
     /// Pipelines were created since the driver's pipeline cache was last saved.
@@ -310,7 +281,7 @@ impl Jit {
     pub(crate) fn program_source(&self, f: &PrimFunc) -> Result<ProgramSource> {
         let Some(disk) = &self.disk else {
             let source = emit_program(f, &self.caps, &self.options)?;
-            crate::oob::static_check(&source.lowered)?;
+            crate::gpu::oob::static_check(&source.lowered)?;
             return Ok(source);
         };
         let key = crate::program_record::program_key(f, &self.caps, &self.options);
@@ -324,7 +295,7 @@ impl Jit {
         }
         self.counters.disk_misses.fetch_add(1, Ordering::Relaxed);
         let source = emit_program(f, &self.caps, &self.options)?;
-        crate::oob::static_check(&source.lowered)?;
+        crate::gpu::oob::static_check(&source.lowered)?;
         if let Some(record) = crate::program_record::encode(&source) {
             if disk.put(EntryKind::Kernels, &name, &key, &record).is_ok() {
                 self.counters.disk_writes.fetch_add(1, Ordering::Relaxed);
@@ -390,15 +361,4 @@ pub fn kernel_hash(f: &PrimFunc) -> u64 {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {
     m.lock().map_err(|_| JitError::Poisoned)
-}
-
-/// Lower, schedule and emit WGSL for `f`.
-pub fn emit_program(f: &PrimFunc, caps: &DeviceCaps, options: &ScheduleOptions) -> Result<ProgramSource> {
-    let lowered = Arc::new(lower::lower(f)?);
-    let kernels = schedule::schedule(&lowered, options)?;
-    let kernels = kernels
-        .iter()
-        .map(|k| wgsl::emit_kernel(&lowered, k, caps))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(ProgramSource { lowered, kernels })
 }

@@ -12,70 +12,12 @@
 
 use std::sync::Arc;
 
-use relax_gpu_runtime::DeviceBuffer;
-use relax_ir::{DataType, PrimFunc};
+use relax_ir::PrimFunc;
 
+pub use crate::args::KernelArg;
 use crate::error::Result;
 use crate::host::HostKernel;
 use crate::jit::Jit;
-
-/// One argument of a kernel call, in the PrimFunc's parameter order.
-#[derive(Debug)]
-pub enum KernelArg<'a> {
-    /// A tensor in host memory the kernel only reads (little-endian, row-major).
-    Read {
-        /// Element type.
-        dtype: DataType,
-        /// Shape.
-        shape: &'a [i64],
-        /// The elements.
-        bytes: &'a [u8],
-    },
-    /// A tensor in host memory the kernel may write (an output, or in place).
-    Write {
-        /// Element type.
-        dtype: DataType,
-        /// Shape.
-        shape: &'a [i64],
-        /// The elements, written in place.
-        bytes: &'a mut [u8],
-    },
-    /// A tensor in device memory: a buffer of the [`Jit`]'s GPU runtime holding
-    /// little-endian host bytes (see [`Jit::resident_compatible`]).
-    Device {
-        /// The buffer (at least as long as the tensor's data).
-        buf: &'a DeviceBuffer,
-        /// Element type.
-        dtype: DataType,
-        /// Shape.
-        shape: &'a [i64],
-    },
-    /// An integer scalar (also `bool`).
-    Int(i64),
-    /// A float scalar.
-    Float(f64),
-}
-
-impl KernelArg<'_> {
-    /// Element type and shape of a tensor argument; `None` for a scalar.
-    pub fn tensor_meta(&self) -> Option<(DataType, &[i64])> {
-        match self {
-            KernelArg::Read { dtype, shape, .. }
-            | KernelArg::Write { dtype, shape, .. }
-            | KernelArg::Device { dtype, shape, .. } => Some((*dtype, shape)),
-            KernelArg::Int(_) | KernelArg::Float(_) => None,
-        }
-    }
-
-    /// The bytes of a tensor in host memory; `None` for device tensors and scalars.
-    pub fn host_bytes(&self) -> Option<&[u8]> {
-        match self {
-            KernelArg::Read { bytes, .. } => Some(bytes),
-            KernelArg::Write { bytes, .. } => Some(bytes),
-            _ => None,
-        }
-    }
-}
 
 /// Where a compiled kernel runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

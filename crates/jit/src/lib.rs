@@ -25,13 +25,11 @@
 //! [`HostExecutor`] and [`GpuExecutor`] implement.
 //! Errors are [`JitError`]s, never panics.
 
-mod arg_schedule;
+mod args;
 pub mod config;
 pub mod disk_cache;
 mod error;
 mod expr;
-mod fused_reduction;
-mod gemm_schedule;
 mod gpu;
 mod host;
 mod host_vec;
@@ -42,11 +40,9 @@ mod loop_trips;
 mod lower;
 mod math;
 pub mod memory;
-mod oob;
-mod pool_schedule;
 mod profile;
+mod program;
 mod program_record;
-mod resident;
 mod schedule;
 mod specialize;
 mod tensor;
@@ -55,9 +51,10 @@ mod wgsl;
 pub use error::{JitError, Result};
 pub use gpu::GpuProgram;
 pub use host::{HostKernel, HostOptions};
-pub use jit::{emit_program, Jit, JitCounters, ProgramSource};
+pub use jit::{Jit, JitCounters};
 pub use kernel::{CompiledKernel, GpuExecutor, HostExecutor, KernelArg, KernelDevice, KernelExecutor};
 pub use profile::{KernelProfile, Profiler};
+pub use program::{emit_program, ProgramSource};
 pub use schedule::{Grid, ScheduleOptions};
 pub use tensor::HostTensor;
 pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformField};
@@ -67,13 +64,14 @@ pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformFie
 /// stable interface.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::fused_reduction::detect as detect_fused_reduction;
-    pub use crate::host::{eval_int, native_counters};
+    pub use crate::args::eval_int;
+    pub use crate::host::native_counters;
     pub use crate::jit::kernel_hash;
     pub use crate::lower::{lower, lower_named, LoweredFunc, ParamSlot};
     pub use crate::math::erf;
-    pub use crate::pool_schedule::{fused_window_kernel, pool_kernel};
-    pub use crate::schedule::schedule;
+    pub use crate::schedule::fused_reduction::detect as detect_fused_reduction;
+    pub use crate::schedule::pool::{fused_window_kernel, pool_kernel};
+    pub use crate::schedule::{schedule, Pattern, Rule, SCHEDULES};
     pub use crate::tensor::Element;
     pub use crate::wgsl::{emit_kernel, validate, HELPERS};
 }

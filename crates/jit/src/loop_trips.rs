@@ -87,7 +87,7 @@ pub(crate) fn check_software_limit(
     adapter: &str,
 ) -> crate::error::Result<()> {
     let Some(b) = bound else { return Ok(()) };
-    let Ok(t) = crate::host::eval_int(b, vars) else {
+    let Ok(t) = crate::args::eval_int(b, vars) else {
         return Ok(());
     };
     if t > SOFTWARE_LOOP_TRIP_LIMIT {

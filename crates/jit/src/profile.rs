@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use relax_ir::tir::{BinOp, PrimExpr, PrimExprKind};
 
-use crate::host::eval_int;
+use crate::args::eval_int;
 use crate::jit::Jit;
 use crate::lower::LoweredFunc;
 
@@ -120,7 +120,7 @@ pub(crate) fn flops_of(lf: &LoweredFunc, vars: &HashMap<u64, i64>) -> Option<f64
         let fused = st
             .reduction
             .is_none()
-            .then(|| crate::fused_reduction::detect(&st.body).map(|(r, _)| r))
+            .then(|| crate::schedule::fused_reduction::detect(&st.body).map(|(r, _)| r))
             .flatten();
         let Some(r) = st.reduction.as_ref().or(fused.as_ref()) else {
             continue;

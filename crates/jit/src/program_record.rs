@@ -15,8 +15,8 @@ use relax_ir::structural::StructuralEqual;
 use relax_ir::tir::{BinOp, PrimExpr, PrimExprKind, TirVar};
 use relax_ir::{DataType, PrimFunc, TypeCode};
 
-use crate::jit::ProgramSource;
 use crate::lower::{LoweredFunc, ParamSlot};
+use crate::program::ProgramSource;
 use crate::schedule::{Grid, ScheduleOptions};
 use crate::wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, StorageTy, UniformField, UniformTy};
 

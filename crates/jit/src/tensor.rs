@@ -167,10 +167,10 @@ impl HostTensor {
     }
 }
 
-impl<'a> From<&'a mut HostTensor> for crate::kernel::KernelArg<'a> {
+impl<'a> From<&'a mut HostTensor> for crate::args::KernelArg<'a> {
     /// The tensor as a writable argument (read, and written in place).
     fn from(t: &'a mut HostTensor) -> Self {
-        crate::kernel::KernelArg::Write {
+        crate::args::KernelArg::Write {
             dtype: t.dtype,
             shape: &t.shape,
             bytes: &mut bytemuck::cast_slice_mut::<u64, u8>(&mut t.words)[..t.nbytes],
@@ -178,10 +178,10 @@ impl<'a> From<&'a mut HostTensor> for crate::kernel::KernelArg<'a> {
     }
 }
 
-impl<'a> From<&'a HostTensor> for crate::kernel::KernelArg<'a> {
+impl<'a> From<&'a HostTensor> for crate::args::KernelArg<'a> {
     /// The tensor as a read-only argument.
     fn from(t: &'a HostTensor) -> Self {
-        crate::kernel::KernelArg::Read {
+        crate::args::KernelArg::Read {
             dtype: t.dtype,
             shape: &t.shape,
             bytes: t.bytes(),

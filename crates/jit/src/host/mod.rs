@@ -11,9 +11,9 @@ use rayon::prelude::*;
 use relax_ir::tir::{BinOp, Buffer, For, ForKind, Intrinsic as I, PrimExpr, PrimExprKind, Stmt};
 use relax_ir::{DataType, TypeCode};
 
+use crate::args::{check_args, KernelArg};
 use crate::error::{JitError, Result};
 use crate::expr::{int_binop, wrap_int};
-use crate::kernel::KernelArg;
 use crate::lower::{LoweredFunc, ParamSlot, Reduction, Stage};
 use crate::math;
 use crate::tensor::{host_elem_bytes, HostTensor};
@@ -716,45 +716,6 @@ fn written_params(lf: &LoweredFunc) -> Vec<bool> {
         .collect()
 }
 
-/// Check the argument count, kinds, dtypes and ranks; return each tensor argument's
-/// shape (empty for scalars).
-pub(crate) fn check_args(lf: &LoweredFunc, args: &[KernelArg<'_>]) -> Result<Vec<Vec<i64>>> {
-    if args.len() != lf.params.len() {
-        return Err(JitError::BadArgs(format!(
-            "`{}` takes {} arguments, {} given",
-            lf.name,
-            lf.params.len(),
-            args.len()
-        )));
-    }
-    let mut shapes = Vec::new();
-    for (i, (p, a)) in lf.params.iter().zip(args.iter()).enumerate() {
-        match (p, a.tensor_meta()) {
-            (ParamSlot::Buffer { orig, .. }, Some((dtype, shape))) => {
-                if dtype != orig.dtype() || shape.len() != orig.shape().len() {
-                    return Err(JitError::BadArgs(format!(
-                        "argument {i} (`{}`) of `{}` is a {dtype} tensor of rank {}, expected {} of rank {}",
-                        orig.name(),
-                        lf.name,
-                        shape.len(),
-                        orig.dtype(),
-                        orig.shape().len()
-                    )));
-                }
-                shapes.push(shape.to_vec());
-            }
-            (ParamSlot::Scalar(_), None) => shapes.push(vec![]),
-            _ => {
-                return Err(JitError::BadArgs(format!(
-                    "argument {i} of `{}` has the wrong kind",
-                    lf.name
-                )))
-            }
-        }
-    }
-    Ok(shapes)
-}
-
 fn compile_stage(env: &mut Env, st: &Stage, native: bool, index: usize) -> Result<HostStage> {
     let generic_stage = |env: &mut Env| -> Result<HostStage> {
         if native {
@@ -1012,25 +973,4 @@ impl GemmPlan {
     fn k_ext(&self, fr: &mut Frame) -> i64 {
         (self.k_ext)(fr)
     }
-}
-
-/// Evaluate an integer expression with the given variable values (shapes, grids), with
-/// TVM's semantics ([`relax_ir::arith::eval_int`]: the one integer evaluator).
-pub fn eval_int(e: &PrimExpr, vars: &HashMap<u64, i64>) -> Result<i64> {
-    relax_ir::arith::eval_int(e, &|v| vars.get(&v.id()).copied()).ok_or_else(|| {
-        let mut unbound = Vec::new();
-        relax_ir::visit::for_each_prim_expr(e, &mut |x| {
-            if let PrimExprKind::Var(v) = x.kind() {
-                if !vars.contains_key(&v.id()) {
-                    unbound.push(v.name().to_string());
-                }
-            }
-        });
-        match unbound.first() {
-            Some(name) => JitError::InvalidIr(format!("variable `{name}` has no value here")),
-            None => JitError::InvalidIr(format!(
-                "cannot evaluate {e:?} on the host as an integer (a non-integer node, a division by zero or an overflow)"
-            )),
-        }
-    })
 }

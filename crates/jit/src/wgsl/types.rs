@@ -1,7 +1,7 @@
 //! The types describing a generated kernel to its dispatcher: the device features
 //! it may use, its storage bindings and uniform fields, and the kernel source.
 
-use relax_ir::tir::{BinOp, TirVar};
+use relax_ir::tir::TirVar;
 use relax_ir::{DataType, TypeCode};
 
 use super::W;
@@ -154,30 +154,9 @@ pub struct BindingInfo {
     pub chunk: Option<(u64, u64)>,
     /// Declared `array<vec4<...>>`: a second binding of a float32 tensor whose
     /// element count is a multiple of 4, read four elements at a time
-    /// (`VLOAD4`).
+    /// (`GpuOp::VLoad4`).
     pub vec4: bool,
 }
-
-/// The intrinsic `Evaluate(call(VLOAD4, [dst[off], src[i4]]))` of a scheduled kernel:
-/// `dst[off + l] = src[4 * i4 + l]` for `l` in 0..4, one `vec4` load from a float32
-/// tensor whose element count is a multiple of 4 (`dst` a local buffer).
-pub const VLOAD4: &str = "relax.vload4";
-
-/// The subgroup reductions a scheduled kernel may call: the combiner, the
-/// intrinsic's name in TIR (`call(name, dtype, [value])`, the combination of
-/// `value` over the active lanes of the calling subgroup) and the WGSL builtin it
-/// becomes (with `enable subgroups;`).
-pub const SUBGROUP_OPS: &[(BinOp, &str, &str)] = &[
-    (BinOp::Add, "relax.subgroup_add", "subgroupAdd"),
-    (BinOp::Mul, "relax.subgroup_mul", "subgroupMul"),
-    (BinOp::Max, "relax.subgroup_max", "subgroupMax"),
-    (BinOp::Min, "relax.subgroup_min", "subgroupMin"),
-];
-
-/// `call(SUBGROUP_SHUFFLE_XOR, dtype, [value, mask])` (`mask` a constant): `value`
-/// of the lane whose subgroup invocation id is the caller's xor `mask`
-/// (`subgroupShuffleXor`).
-pub const SUBGROUP_SHUFFLE_XOR: &str = "relax.subgroup_shuffle_xor";
 
 /// Scalar types of uniform fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -18,13 +18,14 @@
 use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::DataType;
 
-use crate::expr::{self, add, bin, mul};
-use crate::fused_reduction::Epilogue;
-use crate::gemm_schedule::affine;
-use crate::lower::{for_loop, Reduction};
-use crate::schedule::{
-    decompose, i32c, if_, int_vars, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, Grid, ScheduleOptions,
+use super::fused_reduction::Epilogue;
+use super::gemm::affine;
+use super::{
+    decompose, i32c, if_, int_vars, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, GpuOp, Grid,
+    ScheduleOptions,
 };
+use crate::expr::{self, add, bin, mul};
+use crate::lower::{for_loop, Reduction};
 
 /// Threads of a pooling workgroup.
 const THREADS: i64 = 64;
@@ -177,11 +178,8 @@ fn plane_subgroup_kernel(r: &Reduction, name: &str, lanes: i64) -> Option<GpuKer
     ];
     let mut mask = lanes / 2;
     while mask >= 1 {
-        let other = PrimExpr::call(
-            crate::wgsl::SUBGROUP_SHUFFLE_XOR,
-            dt,
-            vec![ld(&acc, z.clone()), PrimExpr::int_of(mask, DataType::INT32)],
-        );
+        let other =
+            GpuOp::SubgroupShuffleXor.call(dt, vec![ld(&acc, z.clone()), PrimExpr::int_of(mask, DataType::INT32)]);
         seq.push(store(
             &acc,
             z.clone(),

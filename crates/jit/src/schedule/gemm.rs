@@ -10,13 +10,13 @@
 use relax_ir::tir::{BinOp, Buffer, ForKind, Intrinsic, PrimExpr, Stmt, TirVar};
 use relax_ir::DataType;
 
-use crate::expr::{self, add, bin, mul};
-use crate::fused_reduction::Epilogue;
-use crate::lower::{for_loop, Matmul, Reduction};
-use crate::schedule::{
-    alloc_all, decompose, i32c, if_, int_vars, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, Grid,
-    ScheduleOptions,
+use super::fused_reduction::Epilogue;
+use super::{
+    alloc_all, decompose, i32c, if_, int_vars, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, GpuOp,
+    Grid, ScheduleOptions,
 };
+use crate::expr::{self, add, bin, mul};
+use crate::lower::{for_loop, Matmul, Reduction};
 
 /// Smallest row extent (output channels) and column extent (output pixels) for
 /// which the implicit-GEMM schedule is used.
@@ -934,8 +934,7 @@ struct Split {
 
 /// `dst[off + l] = src[4 * i4 + l]` for `l` in 0..4 (one vec4 load).
 fn vload4(dst: &Buffer, off: PrimExpr, src: &Buffer, i4: PrimExpr) -> Stmt {
-    Stmt::Evaluate(PrimExpr::call(
-        crate::wgsl::VLOAD4,
+    Stmt::Evaluate(GpuOp::VLoad4.call(
         DataType::INT32,
         vec![PrimExpr::load(dst, vec![off]), PrimExpr::load(src, vec![i4])],
     ))

@@ -9,14 +9,17 @@ use std::time::Instant;
 use relax_gpu_runtime::{BufferRange, DeviceBuffer, GpuRuntime, Kernel, KernelLayout};
 use relax_ir::{DataType, PrimFunc, TypeCode};
 
+use crate::args::{check_args, eval_int, KernelArg};
 use crate::error::{JitError, Result};
-use crate::host::{check_args, eval_int};
-use crate::jit::{Jit, ProgramSource};
-use crate::kernel::KernelArg;
+use crate::jit::Jit;
 use crate::lower::ParamSlot;
+use crate::program::ProgramSource;
 use crate::schedule::Grid;
 use crate::tensor::{host_elem_bytes, read_i64, write_i64};
 use crate::wgsl::{Access, BufRef, StorageTy, UniformTy};
+
+pub(crate) mod oob;
+pub(crate) mod resident;
 
 /// A PrimFunc compiled for the GPU: its kernels' sources and pipelines.
 pub struct GpuProgram {

@@ -29,12 +29,12 @@
 use relax_ir::tir::{BinOp, Buffer, For, ForKind, Intrinsic, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::DataType;
 
-use crate::expr::{self, add, bin, mul};
-use crate::lower::{expr_eq, for_loop};
-use crate::schedule::{
+use super::{
     alloc_all, decompose, i32c, if_, int_vars, let_, steps_per_trip, store, to_i32, total_of, unrolled, Builtin,
     GpuKernel, Grid, ScheduleOptions, MAX_LOOP_TRIPS,
 };
+use crate::expr::{self, add, bin, mul};
+use crate::lower::{expr_eq, for_loop};
 
 /// A detected `argmax` / `argmin` stage.
 struct ArgReduce {

@@ -494,6 +494,32 @@ fn print_keeps_the_meaning_of_the_seeds() {
     assert!(bad.is_empty(), "{} seed programs:\n{}", bad.len(), bad.join("\n\n"));
 }
 
+/// A buffer shape over a variable of a dtype a signature cannot spell (`int16`,
+/// `int6`: a quoted name is `int32`, a bare one `int64`) printed as a quoted name and a
+/// conflicting `s = T.int16()`, which does not parse (found by `roundtrip` from a
+/// seed whose `T.int64()` was mutated into `T.int6()`). Such a buffer is matched in
+/// the body instead.
+#[test]
+fn shape_variables_of_other_dtypes_print_to_text_that_reparses() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(var_x: T.handle, var_y: T.handle, var_z: T.handle):
+        s = T.int16()
+        t = T.int6()
+        x = T.match_buffer(var_x, (s,))
+        y = T.match_buffer(var_y, (s, t))
+        z = T.match_buffer(var_z, ("m", s))
+        for i in range(s):
+            x[i] = y[i, 0] + z[0, i] + T.float32(1)
+"#;
+    let p = parse(src).expect("the program parses");
+    let (printed, outcome) = check_print(p);
+    assert_eq!(outcome, PrintOutcome::Same { ran: false }, "printed:\n{printed}");
+    assert!(printed.contains("T.match_buffer("), "{printed}");
+}
+
 #[test]
 fn fuzz_parse_check() {
     fuzz("check", 2, &|_, p, c| {

@@ -8,6 +8,7 @@ use relax_host_kernels::elementwise::{self, BinaryOp, Reduction};
 use relax_host_kernels::gemm::{gemv, MatRef, GEMV_ROWS};
 use relax_host_kernels::gemv::{gemv_bt_half, widen_half, Half, HALF_GEMV_ROWS};
 use relax_host_kernels::library::{ConvFusion, HostKernel, MatmulFusion};
+use relax_host_kernels::ordered::{self, Product};
 use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
 use relax_host_kernels::{conv2d, matmul, sgemm_parallel, Conv2dShape, Epilogue, KernelError};
 use relax_ir::DataType;
@@ -592,6 +593,19 @@ fn matmul_kernel(f: MatmulFusion, c: &Call) -> KResult {
         } else {
             matmul(batch, m, k, n, a.0, true, b.0, b_batched, out)?;
         }
+        // Outputs whose data overflows take TVM's sequential order.
+        let product = Product {
+            batch,
+            m,
+            k,
+            n,
+            a: a.0,
+            a_batched: true,
+            b: b.0,
+            b_batched,
+            b_transposed: bt,
+        };
+        ordered::finish(&product, out)?;
         if bias || relu {
             let bv = if bias { Some(ins[2].0) } else { None };
             if bv.is_some_and(|b| b.len() != n) {

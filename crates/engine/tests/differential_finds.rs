@@ -454,3 +454,92 @@ fn uint32_to_int64_zero_extends() {
         assert_eq!(strings(&out, Some(1)), s(&["4294967297", "2147483656", "9"]), "{dev}");
     }
 }
+
+const EXP_TINY: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((6,), "float32")):
+        e = R.exp(x)
+        u = R.astype(e, "uint8")
+        return (e, u)
+"#;
+
+/// `exp` of an argument within `2^-25` of zero is `1.0`, as the correctly rounded
+/// `expf` of the host gives (TVM: `exp(-1e-40)` is `1.0`, cast to `uint8` `1`); the
+/// GPU's exp gave `0.99999994` for tiny negative arguments, which the cast truncated
+/// to `0`.
+#[test]
+fn exp_of_a_tiny_argument_is_one_on_every_device() {
+    let t = 2.0f32.powi(-25);
+    let x = tensor(&[6], vec![-1e-40f32, -t, t, -0.0, 1e-30, -1e-20]);
+    for (dev, out) in run_all(EXP_TINY, std::slice::from_ref(&x)) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        assert_eq!(strings(&out, Some(0)), s(&["1"; 6]), "{dev} exp");
+        assert_eq!(strings(&out, Some(1)), s(&["1"; 6]), "{dev} uint8");
+    }
+}
+
+const MATMUL_OVERFLOW: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 3), "float32"), y: R.Tensor((3, "n"), "float32")):
+        n = T.int64()
+        a = R.matmul(x, R.permute_dims(x, axes=[1, 0]))
+        b = R.matmul(x, y)
+        return (a, b)
+"#;
+
+/// `m x k` times `k x n`, both row-major, as TVM's legalized loop sums it: in order of
+/// `k`, each product rounded before it is added, from 0.
+fn matmul_in_order(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut out = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0.0f32;
+            for kk in 0..k {
+                let p = a[i * k + kk] * b[kk * n + j];
+                acc += p;
+            }
+            out[i * n + j] = acc;
+        }
+    }
+    out
+}
+
+/// `matmul` whose products overflow (case 1707 of seed 20261130): `0.6875 * inf +
+/// -3.375 * 3.4e38` is `inf + -inf = NaN` in TVM's order. The reference path's GEMM
+/// (`matrixmultiply`'s fused multiply-adds) gave `inf`, and so did the kernel
+/// library's matrix-vector product of `x @ y`; with more rows (the library's GEMM)
+/// too. Both recompute such outputs in order.
+#[test]
+fn matmul_overflowing_products_sum_as_tvm() {
+    let (inf, big) = (f32::INFINITY, 3.4028235e38f32);
+    #[rustfmt::skip]
+    let rows: Vec<f32> = vec![
+        0.6875, -3.375, 1.0, -3.625, -1.5625, inf, -1.9375, -3.75, -2.1875, inf, big, 4.625,
+        2.0, -big, 0.5, -0.0, 1.5, -inf,
+    ];
+    // TVM 0.27 (`tvm.compile(mod, "llvm")`) for the first four rows.
+    #[rustfmt::skip]
+    let tvm: Vec<f32> = vec![
+        12.863281, inf, 9.136719, f32::NAN, inf, inf, -inf, f32::NAN,
+        9.136719, -inf, 22.601562, -inf, f32::NAN, f32::NAN, -inf, inf,
+    ];
+    let want4: Vec<String> = tvm.iter().map(|v| v.to_string()).collect();
+    for n in [4usize, 6] {
+        let a = &rows[..n * 3];
+        let at: Vec<f32> = (0..3 * n).map(|q| a[(q % n) * 3 + q / n]).collect();
+        let want: Vec<String> = matmul_in_order(a, &at, n, 3, n).iter().map(|v| v.to_string()).collect();
+        if n == 4 {
+            assert_eq!(want, want4, "the in-order loop is TVM's");
+        }
+        let (x, y) = (tensor(&[n, 3], a.to_vec()), tensor(&[3, n], at));
+        for (dev, out) in run_all(MATMUL_OVERFLOW, &[x.clone(), y.clone()]) {
+            let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+            assert_eq!(strings(&out, Some(0)), want, "{dev} x @ x^T, {n} rows");
+            assert_eq!(strings(&out, Some(1)), want, "{dev} x @ y, {n} rows");
+        }
+    }
+}

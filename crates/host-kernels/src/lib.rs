@@ -8,6 +8,8 @@
 //! - [`conv`]: NCHW/OIHW 2-D convolution as GEMM (1x1 directly, others through
 //!   im2col), depthwise convolution as a direct loop, both with a fused
 //!   [`Epilogue`] (per-channel scale and shift, residual add, ReLU).
+//! - [`ordered`]: matrix products whose data is near or past the float range,
+//!   recomputed in TVM's order after a fast kernel.
 //! - [`pool`]: max and average pooling.
 //! - [`elementwise`]: ReLU, broadcasting add, softmax, inner-axis mean, inference
 //!   batch normalization, transposition and concatenation.
@@ -22,6 +24,7 @@ pub mod gemv;
 pub mod library;
 pub mod math;
 mod microkernel;
+pub mod ordered;
 pub mod pool;
 pub mod simd;
 

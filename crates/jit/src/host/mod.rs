@@ -19,6 +19,7 @@ use crate::math;
 use crate::tensor::{host_elem_bytes, HostTensor};
 
 mod native;
+mod ordered;
 mod scalar;
 pub use native::native_counters;
 #[allow(unused_imports)]
@@ -848,6 +849,13 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
             return (g.generic)(fr);
         }
     }
+    // Data near the float range is summed in the TIR's order (`ordered`).
+    let ordered = !g.f16 && g.out != g.x && g.out != g.y;
+    // SAFETY: every element the plans address was bounds-checked above.
+    if ordered && unsafe { ordered::operands_may_overflow(g.f64, &x, &y, &plans, (m, n, kext)) } {
+        return (g.generic)(fr);
+    }
+    let kept = if ordered { plans.clone() } else { Vec::new() };
     // Output elements must not alias across batches (e.g. broadcast outputs).
     for (ob, oc, xb, xc, yb, yc) in plans {
         // SAFETY: all accessed elements were bounds-checked above.
@@ -933,6 +941,10 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
                 gemm!(matrixmultiply::sgemm, f32);
             }
         }
+    }
+    // SAFETY: every output element the plans address was bounds-checked above.
+    if ordered && unsafe { ordered::any_non_finite(g.f64, &out, &kept, m, n) } {
+        (g.generic)(fr);
     }
 }
 

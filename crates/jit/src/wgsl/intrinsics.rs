@@ -79,7 +79,6 @@ impl Em<'_> {
     pub(super) fn call(&mut self, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<(String, W)> {
         let n = |k: usize| crate::error::check_arity(op, args, k);
         let simple = match op {
-            I::Exp => Some("exp"),
             I::Exp2 => Some("exp2"),
             I::Log => Some("log"),
             I::Log2 => Some("log2"),
@@ -105,6 +104,20 @@ impl Em<'_> {
             return self.fcall(op, f, args, dtype, None);
         }
         Ok(match op {
+            I::Exp => {
+                // exp(x) for |x| <= 2^-25 rounds to 1, as the host's correctly rounded
+                // `expf` gives; drivers that compute exp through exp2 of a split
+                // exponent return 1 - 2^-24 for tiny negative x (a truncating cast to
+                // an integer then gives 0).
+                n(1)?;
+                if !dtype.is_float() {
+                    return Err(self.unsupported(format!("T.{op} on {dtype}")));
+                }
+                let (x, w) = self.fcall(op, "", args, dtype, None)?;
+                let one_ = self.conv("1.0f", W::F32, w)?;
+                let xf = self.conv(&x, w, W::F32)?;
+                (format!("select(exp({x}), {one_}, abs({xf}) <= 2.9802322e-8f)"), w)
+            }
             I::Asin | I::Acos => {
                 // atan2 forms are more accurate than some drivers' asin / acos.
                 n(1)?;

@@ -271,10 +271,74 @@ impl Printer {
                 reserved.push(n);
             }
         }
+        // Shape variables that must be declared in the body: those of other dtypes
+        // than int32 and int64, and every variable shared with a buffer over them.
+        let mut odd_vars: HashSet<u64> = HashSet::new();
+        let shape_vars: Vec<Vec<TirVar>> = buffers
+            .values()
+            .map(|b| {
+                let mut vs = Vec::new();
+                for s in b.shape() {
+                    collect_vars(s, &mut |v| {
+                        if !tv_ids.contains(&v.id()) && !self.is_defined(v) {
+                            vs.push(v.clone());
+                        }
+                    });
+                }
+                vs
+            })
+            .collect();
+        for vs in &shape_vars {
+            for v in vs {
+                if v.dtype() != DataType::INT32 && v.dtype() != DataType::INT64 {
+                    odd_vars.insert(v.id());
+                }
+            }
+        }
+        let mut grew = !odd_vars.is_empty();
+        while grew {
+            grew = false;
+            for vs in &shape_vars {
+                if vs.iter().any(|v| odd_vars.contains(&v.id())) {
+                    for v in vs {
+                        grew |= odd_vars.insert(v.id());
+                    }
+                }
+            }
+        }
         let mut bound: HashSet<u64> = HashSet::new();
         let mut params = Vec::new();
         for p in &f.params {
             if let Some(b) = buffers.get(&p.id()) {
+                // A shape variable of a dtype the signature cannot spell (a quoted name
+                // is int32, a bare one int64) is declared in the body, where every
+                // buffer over it is matched (`T.match_buffer`).
+                let mut odd = false;
+                for s in b.shape() {
+                    collect_vars(s, &mut |v| odd |= odd_vars.contains(&v.id()));
+                }
+                if odd {
+                    let h = self.define_var(p);
+                    let bname = self.define_buffer(b);
+                    let mut none = HashSet::new();
+                    let call = self.buffer_call(
+                        b,
+                        "match_buffer",
+                        std::slice::from_ref(&h),
+                        false,
+                        &mut none,
+                        &tv_ids,
+                        &mut docs,
+                    );
+                    docs.push(Doc::Line(format!("{bname} = {call}")));
+                    params.push(format!("{h}: T.handle"));
+                    for s in b.shape() {
+                        collect_vars(s, &mut |v| {
+                            bound.insert(v.id());
+                        });
+                    }
+                    continue;
+                }
                 let mut stringify: HashSet<u64> = HashSet::new();
                 let mut shape_vars = Vec::new();
                 for s in b.shape() {

@@ -3,12 +3,14 @@
 //!
 //! [`gemv_bt_half`] serves a few rows of activations (token-by-token decoding): it
 //! reads every weight once, in order, widening it to `f32` in registers, so it runs at
-//! the speed of memory rather than first copying the matrix. Larger products widen
-//! the matrix once into an `f32` buffer ([`widen_half`]) and run a GEMM on it.
+//! the speed of memory rather than first copying the matrix. [`matmul_bt_half`] serves
+//! any number of rows: larger products widen the matrix a panel of rows at a time into a
+//! per-thread buffer and run a GEMM on each panel.
 
 use rayon::prelude::*;
 
-use crate::{check_len, KernelError, Result};
+use crate::gemm::MatRef;
+use crate::{check_len, Epilogue, KernelError, Result};
 
 /// The 16-bit float format of a matrix's elements (little-endian bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +148,76 @@ pub fn gemv_bt_half(kind: Half, m: usize, k: usize, n: usize, a: &[f32], w: &[u8
         })
         .collect();
     for (j0, out) in blocks {
+        let width = out.len() / m;
+        for i in 0..m {
+            c[i * n + j0..i * n + j0 + width].copy_from_slice(&out[i * width..(i + 1) * width]);
+        }
+    }
+    Ok(())
+}
+
+/// Rows of `w` that [`matmul_bt_half`] widens at once for a product of more than
+/// [`HALF_GEMV_ROWS`] rows: one task's panel of `f32` weights (768 KiB for 768 columns)
+/// stays in the caches while it is multiplied, and is never the whole matrix.
+const PANEL_ROWS: usize = 256;
+
+thread_local! {
+    /// Each thread's widened panel, reused from call to call.
+    static PANEL: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `c = a * wᵀ` for any number `m` of rows of `a` (`m x k`, `f32`, row-major) and the
+/// 16-bit float matrix `w` (`[n, k]` row-major little-endian bytes); `c` is `m x n`.
+/// Up to [`HALF_GEMV_ROWS`] rows run as [`gemv_bt_half`]; more widen `w` a panel of
+/// rows at a time into a per-thread buffer and multiply each panel there (parallel over
+/// the panels), so the weights are read once and no `f32` copy of the whole matrix is
+/// made.
+pub fn matmul_bt_half(kind: Half, m: usize, k: usize, n: usize, a: &[f32], w: &[u8], c: &mut [f32]) -> Result<()> {
+    if m <= HALF_GEMV_ROWS {
+        return gemv_bt_half(kind, m, k, n, a, w, c);
+    }
+    check_len("matmul A", a.len(), m * k)?;
+    check_len("matmul W bytes", w.len(), 2 * n * k)?;
+    check_len("matmul C", c.len(), m * n)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let panel = PANEL_ROWS.min(n);
+    let blocks: Vec<Result<(usize, Vec<f32>)>> = (0..n.div_ceil(panel))
+        .into_par_iter()
+        .map(|t| {
+            let (j0, j1) = (t * panel, ((t + 1) * panel).min(n));
+            let nb = j1 - j0;
+            let mut out = vec![0f32; m * nb];
+            PANEL.with(|buf| {
+                let mut buf = buf.borrow_mut();
+                if buf.len() < nb * k {
+                    buf.resize(nb * k, 0.0);
+                }
+                let wide = &mut buf[..nb * k];
+                widen_row(kind, &w[2 * j0 * k..2 * j1 * k], wide);
+                // The panel is `[nb, k]`: as the right operand (`k x nb`) it is
+                // column-major. Serial: the panels are the parallel work.
+                crate::gemm::Gemm {
+                    m,
+                    k,
+                    n: nb,
+                    a: MatRef::row_major(a, k),
+                    b: MatRef {
+                        data: wide,
+                        rs: 1,
+                        cs: k,
+                    },
+                    epilogue: &Epilogue::default(),
+                    channel0: 0,
+                }
+                .run(&mut out, false)
+            })?;
+            Ok((j0, out))
+        })
+        .collect();
+    for block in blocks {
+        let (j0, out) = block?;
         let width = out.len() / m;
         for i in 0..m {
             c[i * n + j0..i * n + j0 + width].copy_from_slice(&out[i * width..(i + 1) * width]);
@@ -407,6 +479,37 @@ mod tests {
         }
         let mut c = vec![0f32; 5];
         assert!(gemv_bt_half(Half::F16, 5, 1, 1, &[0.0; 5], &[0; 2], &mut c).is_err());
+        assert!(matmul_bt_half(Half::F16, 5, 1, 1, &[0.0; 4], &[0; 2], &mut c).is_err());
         assert!(gemv_bt_half(Half::F16, 1, 2, 1, &[0.0; 2], &[0; 2], &mut c[..1]).is_err());
+    }
+
+    #[test]
+    fn matmul_by_panels_matches_reference() {
+        // n spans two panels and a part; m beyond the GEMV's rows; k with a tail.
+        let (k, n) = (77, 2 * PANEL_ROWS + 45);
+        for kind in [Half::F16, Half::Bf16] {
+            let wf: Vec<f32> = (0..n * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 64.0).collect();
+            let bytes: Vec<u8> = wf
+                .iter()
+                .flat_map(|&v| {
+                    let bits = match kind {
+                        Half::F16 => f16_bits(v),
+                        Half::Bf16 => (v.to_bits() >> 16) as u16,
+                    };
+                    bits.to_le_bytes()
+                })
+                .collect();
+            for m in [1, HALF_GEMV_ROWS, HALF_GEMV_ROWS + 1, 13] {
+                let a: Vec<f32> = (0..m * k).map(|i| ((i * 13 % 29) as f32 - 14.0) / 8.0).collect();
+                let mut c = vec![0f32; m * n];
+                matmul_bt_half(kind, m, k, n, &a, &bytes, &mut c).unwrap();
+                for i in 0..m {
+                    for j in 0..n {
+                        let want: f32 = (0..k).map(|t| a[i * k + t] * wf[j * k + t]).sum();
+                        assert!((c[i * n + j] - want).abs() <= 1e-4 * want.abs().max(1.0), "{m} {i} {j}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -11,11 +11,16 @@ lm head. Functions (as `export_tvm` writes them; weights and caches are plain pa
   decode(ids: (1, 1) int32, total_seq_len: R.Shape([total]), caches..., weights...) -> ((1, 1, vocab) f32, (caches...))
 
 `prefill` returns the logits of the last prompt position; `decode` takes the total length after
-appending its token.
+appending its token. With --forward, also
+
+  forward(ids: (1, seq_len) int32, caches..., weights...)            -> ((1, 1, vocab) f32, (caches...))
+
+prefill's computation without the caches (attention over the sequence's own keys and values; the
+caches pass through untouched), to time prefill against the bare full-sequence forward pass.
 
 Usage (venv with apache-tvm==0.27.0.post1, numpy):
   python gen_decoder.py OUT_DIR [--preset tiny|100m] [--dtype float32|float16]
-                        [--prompt 1,2,3,4] [--new-tokens 17] [--seed 0] [--no-reference]
+                        [--prompt 1,2,3,4] [--new-tokens 17] [--seed 0] [--no-reference] [--forward]
 
 Writes OUT_DIR/prog.py (TVMScript), params.npz (keyed by the functions' weight parameter names),
 and, unless --no-reference, reference.json:
@@ -93,17 +98,21 @@ class Attention(nn.Module):
         self.k_cache = nn.KVCache(c["cache"], [c["kv_heads"], self.hd])
         self.v_cache = nn.KVCache(c["cache"], [c["kv_heads"], self.hd])
 
-    def forward(self, x, total):
+    def forward(self, x, total, use_cache=True):
         c, hd = self.c, self.hd
         h, kvh = c["heads"], c["kv_heads"]
         b, s, _ = x.shape
         qkv = op.reshape(self.qkv_proj(x), (b, s, h + 2 * kvh, hd))
         q, k, v = op.split(qkv, [h, h + kvh], axis=2)
         q, k = rotary(q, total), rotary(k, total)
-        self.k_cache.append(op.squeeze(k, axis=0))
-        self.v_cache.append(op.squeeze(v, axis=0))
-        kf = op.reshape(self.k_cache.view(total), (b, total, kvh, hd))
-        vf = op.reshape(self.v_cache.view(total), (b, total, kvh, hd))
+        if use_cache:
+            self.k_cache.append(op.squeeze(k, axis=0))
+            self.v_cache.append(op.squeeze(v, axis=0))
+            kf = op.reshape(self.k_cache.view(total), (b, total, kvh, hd))
+            vf = op.reshape(self.v_cache.view(total), (b, total, kvh, hd))
+        else:
+            # The whole sequence at once, without the caches (total == s).
+            kf, vf = k, v
         if kvh != h:
             kf = op.repeat(kf, h // kvh, axis=2)
             vf = op.repeat(vf, h // kvh, axis=2)
@@ -137,8 +146,8 @@ class Layer(nn.Module):
         self.post_attention_layernorm = nn.RMSNorm(c["hidden"], -1, 1e-5, bias=False)
         self.mlp = MLP(c)
 
-    def forward(self, x, total):
-        x = x + self.self_attn(self.input_layernorm(x), total)
+    def forward(self, x, total, use_cache=True):
+        x = x + self.self_attn(self.input_layernorm(x), total, use_cache)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -150,10 +159,10 @@ class Decoder(nn.Module):
         self.norm = nn.RMSNorm(c["hidden"], -1, 1e-5, bias=False)
         self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False)
 
-    def _forward(self, ids, total):
+    def _forward(self, ids, total, use_cache=True):
         x = self.embed_tokens(ids)
         for layer in self.layers:
-            x = layer(x, total)
+            x = layer(x, total, use_cache)
         # Only the last position's logits are needed for generation.
         x = last_position(x)
         logits = self.lm_head(self.norm(x))
@@ -168,21 +177,26 @@ class Decoder(nn.Module):
     def decode(self, ids: nn.Tensor, total_seq_len):
         return self._forward(ids, total_seq_len)
 
+    def forward(self, ids: nn.Tensor):
+        """`prefill` without the caches: the cost of the bare forward pass (--forward)."""
+        _, s = ids.shape
+        return self._forward(ids, s, use_cache=False)
 
-def export(c, dtype):
+
+def export(c, dtype, with_forward=False):
     model = Decoder(c)
     model.to(dtype)
-    mod, named_params = model.export_tvm(
-        spec={
+    methods = {
             "prefill": {"ids": spec.Tensor([1, "seq_len"], "int32"), "$": {"param_mode": "plain", "effect_mode": "plain"}},
             "decode": {
                 "ids": spec.Tensor([1, 1], "int32"),
                 "total_seq_len": int,
                 "$": {"param_mode": "plain", "effect_mode": "plain"},
             },
-        },
-        debug=False,
-    )
+    }
+    if with_forward:
+        methods["forward"] = {"ids": spec.Tensor([1, "seq_len"], "int32"), "$": {"param_mode": "plain", "effect_mode": "plain"}}
+    mod, named_params = model.export_tvm(spec=methods, debug=False)
     return mod, named_params
 
 
@@ -238,10 +252,15 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=17, help="prefill gives the first, each decode step one more")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-reference", action="store_true")
+    ap.add_argument(
+        "--forward",
+        action="store_true",
+        help="also export `forward(ids, caches..., weights...)`: prefill's computation without the caches",
+    )
     a = ap.parse_args()
     c = PRESETS[a.preset]
     os.makedirs(a.out, exist_ok=True)
-    mod, named_params = export(c, a.dtype)
+    mod, named_params = export(c, a.dtype, a.forward)
     with open(os.path.join(a.out, "prog.py"), "w") as f:
         f.write(mod.script())
     params = random_params(named_params, a.seed)

@@ -84,6 +84,8 @@ pub struct Decoder<'a> {
     funcs: DecoderFunctions,
     prefill: Vec<Slot>,
     decode: Vec<Slot>,
+    /// The weights, where [`Decoder::weights_to_vdevice`] placed them.
+    weights: Params,
 }
 
 impl<'a> Decoder<'a> {
@@ -98,6 +100,7 @@ impl<'a> Decoder<'a> {
             funcs,
             prefill,
             decode,
+            weights: weights.clone(),
         })
     }
 
@@ -105,26 +108,59 @@ impl<'a> Decoder<'a> {
     /// for every step), once.
     pub fn weights_to_vdevice(&mut self, vdevice: &str) -> Result<()> {
         let mut moved: Vec<(Tensor, Tensor)> = Vec::new();
+        let loaded = self.loaded;
+        let mut place = |t: &Tensor| -> Result<Tensor> {
+            if let Some((_, d)) = moved.iter().find(|(a, _)| a.shares_memory_with(t)) {
+                return Ok(d.clone());
+            }
+            let d = loaded.to_vdevice(t, vdevice)?;
+            moved.push((t.clone(), d.clone()));
+            Ok(d)
+        };
         for slots in [&mut self.prefill, &mut self.decode] {
             for s in slots.iter_mut() {
                 if let Slot::Weight(Value::Tensor(t)) = s {
-                    let done = moved
-                        .iter()
-                        .find(|(a, _)| a.shares_memory_with(t))
-                        .map(|(_, b)| b.clone());
-                    let d = match done {
-                        Some(d) => d,
-                        None => {
-                            let d = self.loaded.to_vdevice(t, vdevice)?;
-                            moved.push((t.clone(), d.clone()));
-                            d
-                        }
-                    };
-                    *s = Slot::Weight(Value::Tensor(d));
+                    *s = Slot::Weight(Value::Tensor(place(t)?));
                 }
             }
         }
+        let mut weights = Params::new();
+        for (name, v) in self.weights.iter() {
+            let v = match v {
+                Value::Tensor(t) => Value::Tensor(place(t)?),
+                other => other.clone(),
+            };
+            weights.insert(name, v);
+        }
+        self.weights = weights;
         Ok(())
+    }
+
+    /// Run `func` once on the token ids `ids` with fresh caches (from `init`, not
+    /// timed) and the weights, its parameters matched as `prefill`'s are: `prefill`
+    /// itself, or a forward pass over the whole sequence that leaves the caches alone.
+    /// Gives the last row of the logits and the wall time of the call in ms (reading
+    /// the logits included).
+    pub fn run_once(&self, func: &str, ids: &[i64]) -> Result<(Vec<f32>, f64)> {
+        if ids.is_empty() {
+            return Err(EngineError::Invalid(format!("`{func}` needs a non-empty sequence")));
+        }
+        let slots = slots(self.loaded, func, &self.weights)?;
+        let mut caches = self.init_caches()?;
+        let t = Instant::now();
+        let logits = self.step(func, &slots, ids, ids.len() as i64, &mut caches)?;
+        Ok((logits, t.elapsed().as_secs_f64() * 1e3))
+    }
+
+    /// The caches `init` makes (none without `init`).
+    fn init_caches(&self) -> Result<Vec<Value>> {
+        Ok(match &self.funcs.init {
+            Some(init) => match self.loaded.run(init, &[])? {
+                Value::Tuple(t) => t.to_vec(),
+                other => vec![other],
+            },
+            None => Vec::new(),
+        })
     }
 
     /// Run `init`, `prefill` on `prompt`, then greedy `decode` steps until
@@ -138,16 +174,7 @@ impl<'a> Decoder<'a> {
             return Ok(out);
         }
         let t0 = Instant::now();
-        let mut caches: Vec<Value> = match &self.funcs.init {
-            Some(init) => {
-                let v = self.loaded.run(init, &[])?;
-                match v {
-                    Value::Tuple(t) => t.to_vec(),
-                    other => vec![other],
-                }
-            }
-            None => Vec::new(),
-        };
+        let mut caches = self.init_caches()?;
         let mut total = prompt.len() as i64;
         let logits = self.step(&self.funcs.prefill, &self.prefill, prompt, total, &mut caches)?;
         out.prefill_ms = t0.elapsed().as_secs_f64() * 1e3;

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use relax_host_kernels::elementwise::{self, BinaryOp, Reduction};
 use relax_host_kernels::gemm::{gemv, MatRef, GEMV_ROWS};
-use relax_host_kernels::gemv::{gemv_bt_half, widen_half, Half, HALF_GEMV_ROWS};
+use relax_host_kernels::gemv::{widen_half, Half};
 use relax_host_kernels::library::{ConvFusion, HostKernel, MatmulFusion};
 use relax_host_kernels::ordered::{self, Product};
 use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
@@ -289,7 +289,7 @@ impl Call {
 
     /// `out = a @ wᵀ` with `a`, `w` (`[n, k]`) and `out` all of the 16-bit float
     /// dtype `kind`: computed in `f32` (every product and sum), rounded once at the end.
-    /// A few rows of `a` read `w` directly ([`gemv_bt_half`]); more widen it first.
+    /// `w` is read in place (`relax_host_kernels::gemv::matmul_bt_half`).
     fn matmul_bt_half(&self, kind: Half) -> KResult {
         let [a, w, o] = self.tensors.as_slice() else {
             return Err(KernelError("matmul_bt: expected two inputs and an output".into()));
@@ -340,27 +340,7 @@ impl Call {
             let mut af = vec![0f32; rows * k];
             widen_half(kind, ab, &mut af)?;
             let mut out = vec![0f32; rows * n];
-            if rows <= HALF_GEMV_ROWS {
-                gemv_bt_half(kind, rows, k, n, &af, wb, &mut out)?;
-            } else {
-                let mut wf = vec![0f32; n * k];
-                widen_half(kind, wb, &mut wf)?;
-                let bm = MatRef {
-                    data: &wf,
-                    rs: 1,
-                    cs: k,
-                };
-                sgemm_parallel(
-                    rows,
-                    k,
-                    n,
-                    MatRef::row_major(&af, k),
-                    bm,
-                    &mut out,
-                    &Epilogue::default(),
-                    0,
-                )?;
-            }
+            relax_host_kernels::gemv::matmul_bt_half(kind, rows, k, n, &af, wb, &mut out)?;
             if ob.len() != out.len() * 2 {
                 return Err(KernelError("matmul_bt: output size mismatch".into()));
             }

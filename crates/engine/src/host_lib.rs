@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use relax_host_kernels::elementwise::{self, BinaryOp, Reduction};
-use relax_host_kernels::gemm::{gemv, MatRef, GEMV_ROWS};
+use relax_host_kernels::gemm::{gemv, MatRef, GEMV_ROWS, SERIAL_WORK};
 use relax_host_kernels::gemv::{widen_half, Half};
 use relax_host_kernels::library::{ConvFusion, HostKernel, MatmulFusion};
 use relax_host_kernels::ordered::{self, Product};
@@ -29,7 +29,7 @@ pub(crate) fn register(registry: &PackedRegistry) {
             // A kernel with enough work runs on rayon's pool as a whole: one hand-over
             // to the pool per call rather than one per parallel loop inside it. Small
             // ones stay on this thread (handing over costs tens of microseconds).
-            let r = if kernel.is_heavy() || call.output_len() >= PARALLEL_ELEMENTS {
+            let r = if call.wants_pool(kernel) {
                 rayon::scope(|_| run_kernel(kernel, &call))
             } else {
                 run_kernel(kernel, &call)
@@ -52,6 +52,9 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
         HostKernel::Matmul(f) => matmul_kernel(f, c),
         HostKernel::Binary { op, relu } => binary_kernel(op, relu, c),
         HostKernel::Relu => c.run(|ins, out, _| elementwise::relu(ins[0].0, out)),
+        HostKernel::Unary(op) if c.tensors.first().is_some_and(|t| t.dtype() == DataType::FLOAT16) => {
+            c.run_u16(|x, _, out| elementwise::unary_f16(op, x, out))
+        }
         HostKernel::Unary(op) => c.run(|ins, out, _| elementwise::unary(op, ins[0].0, out)),
         HostKernel::Softmax => c.run(|ins, out, shape| {
             let cols = shape.last().copied().unwrap_or(1);
@@ -213,6 +216,24 @@ impl Call {
         Ok(c)
     }
 
+    /// Whether the call has enough work to run on rayon's pool as a whole: a
+    /// convolution, a matrix product of at least [`SERIAL_WORK`] multiply-adds (a
+    /// smaller one runs on this thread alone), or a large output.
+    fn wants_pool(&self, kernel: HostKernel) -> bool {
+        let out = self.output_len();
+        match kernel {
+            HostKernel::Matmul(_) => {
+                let k = self
+                    .tensors
+                    .first()
+                    .and_then(|t| t.shape().last().copied())
+                    .map_or(0, |k| k.max(0) as usize);
+                out.saturating_mul(k) >= SERIAL_WORK
+            }
+            _ => kernel.is_heavy() || out >= PARALLEL_ELEMENTS,
+        }
+    }
+
     /// Elements of the output (the last tensor argument).
     fn output_len(&self) -> usize {
         self.tensors
@@ -344,12 +365,16 @@ impl Call {
             if ob.len() != out.len() * 2 {
                 return Err(KernelError("matmul_bt: output size mismatch".into()));
             }
-            for (d, v) in ob.chunks_exact_mut(2).zip(&out) {
-                let bits = match kind {
-                    Half::F16 => half::f16::from_f32(*v).to_bits(),
-                    Half::Bf16 => half::bf16::from_f32(*v).to_bits(),
-                };
-                d.copy_from_slice(&bits.to_le_bytes());
+            let bits: Vec<u16> = match kind {
+                Half::F16 => {
+                    let mut bits = vec![0u16; out.len()];
+                    relax_host_kernels::math::narrow_f16_slice(&out, &mut bits);
+                    bits
+                }
+                Half::Bf16 => out.iter().map(|v| half::bf16::from_f32(*v).to_bits()).collect(),
+            };
+            for (d, b) in ob.chunks_exact_mut(2).zip(&bits) {
+                d.copy_from_slice(&b.to_le_bytes());
             }
             Ok(())
         });

@@ -210,11 +210,15 @@ pub enum UnaryOp {
     Abs,
     /// `x * x`.
     Square,
+    /// `x * (0.5 + erf(x / sqrt(2)) * 0.5)` (`R.nn.gelu`).
+    Gelu,
+    /// `(0.5 x) * (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2)))` (`R.nn.gelu_tanh`).
+    GeluTanh,
 }
 
 impl UnaryOp {
     /// Every operator.
-    pub const ALL: [UnaryOp; 9] = [
+    pub const ALL: [UnaryOp; 11] = [
         UnaryOp::Exp,
         UnaryOp::Log,
         UnaryOp::Sqrt,
@@ -224,6 +228,8 @@ impl UnaryOp {
         UnaryOp::Negative,
         UnaryOp::Abs,
         UnaryOp::Square,
+        UnaryOp::Gelu,
+        UnaryOp::GeluTanh,
     ];
 
     /// The Relax operator's name without `relax.` (`nn.relu` is [`relu`]).
@@ -238,6 +244,8 @@ impl UnaryOp {
             UnaryOp::Negative => "negative",
             UnaryOp::Abs => "abs",
             UnaryOp::Square => "square",
+            UnaryOp::Gelu => "nn.gelu",
+            UnaryOp::GeluTanh => "nn.gelu_tanh",
         }
     }
 
@@ -258,8 +266,37 @@ impl UnaryOp {
             UnaryOp::Negative => -x,
             UnaryOp::Abs => x.abs(),
             UnaryOp::Square => x * x,
+            UnaryOp::Gelu => crate::math::gelu_f32(x),
+            UnaryOp::GeluTanh => crate::math::gelu_tanh_f32(x),
         }
     }
+}
+
+/// `f(x, out)` over pieces of `GRAIN` elements, on rayon's pool when there are
+/// enough of them (`f` is costly: a few dozen operations per element).
+fn run_slices(x: &[f32], out: &mut [f32], f: fn(&[f32], &mut [f32])) {
+    let work = out.len() * 32;
+    for_chunks(out, GRAIN, work, |(i, o)| f(&x[i * GRAIN..], o));
+}
+
+/// Whether [`unary_f16`] computes `op` on `float16` tensors.
+pub fn unary_has_f16(op: UnaryOp) -> bool {
+    matches!(op, UnaryOp::Gelu | UnaryOp::GeluTanh)
+}
+
+/// `out = op(x)` element by element on `float16` bit patterns, every step of the
+/// operator's legalized form rounded to `float16` (as the host JIT computes the
+/// legalized PrimFunc); only the operators of [`unary_has_f16`].
+pub fn unary_f16(op: UnaryOp, x: &[u16], out: &mut [u16]) -> Result<()> {
+    check_len("unary output", out.len(), x.len())?;
+    let f: fn(&[u16], &mut [u16]) = match op {
+        UnaryOp::Gelu => crate::math::gelu_f16_slice,
+        UnaryOp::GeluTanh => crate::math::gelu_tanh_f16_slice,
+        _ => return Err(KernelError(format!("{} has no float16 kernel", op.name()))),
+    };
+    let work = out.len() * 48;
+    for_chunks(out, GRAIN, work, |(i, o)| f(&x[i * GRAIN..], o));
+    Ok(())
 }
 
 /// `out = op(x)` element by element.
@@ -278,10 +315,14 @@ pub fn unary(op: UnaryOp, x: &[f32], out: &mut [f32]) -> Result<()> {
         UnaryOp::Sqrt => run(x, out, |v| UnaryOp::Sqrt.apply(v)),
         UnaryOp::Rsqrt => run(x, out, |v| UnaryOp::Rsqrt.apply(v)),
         UnaryOp::Sigmoid => run(x, out, |v| UnaryOp::Sigmoid.apply(v)),
-        UnaryOp::Tanh => run(x, out, |v| UnaryOp::Tanh.apply(v)),
+        // The same `tanh_f32` per element, in AVX-512 / AVX2 lanes when the CPU has
+        // them (the crate's baseline build gets two f64 lanes).
+        UnaryOp::Tanh => run_slices(x, out, crate::math::tanh_slice),
         UnaryOp::Negative => run(x, out, |v| UnaryOp::Negative.apply(v)),
         UnaryOp::Abs => run(x, out, |v| UnaryOp::Abs.apply(v)),
         UnaryOp::Square => run(x, out, |v| UnaryOp::Square.apply(v)),
+        UnaryOp::Gelu => run_slices(x, out, crate::math::gelu_slice),
+        UnaryOp::GeluTanh => run_slices(x, out, crate::math::gelu_tanh_slice),
     }
     Ok(())
 }

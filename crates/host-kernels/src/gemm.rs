@@ -68,6 +68,11 @@ pub fn sgemm_parallel(
     .run(c, true)
 }
 
+/// Products of fewer multiply-adds than this stay on the calling thread: about
+/// ten microseconds of arithmetic, less than handing half of it to another thread
+/// and waiting for it costs (the layers of small transformers, `32 x 128 x 128`).
+pub const SERIAL_WORK: usize = 1 << 20;
+
 /// A matrix product `C = A * B` (`A: m x k`, `B: k x n`) with the epilogue of
 /// [`sgemm_parallel`], before it is given its output.
 #[derive(Clone, Copy)]
@@ -137,6 +142,12 @@ impl Gemm<'_> {
                     for i in r0..r1 {
                         std::ptr::write_bytes(cp.0.add(i * n + c0), 0, c1 - c0);
                     }
+                } else if let (Some(isa), 1, 1, true) = (isa, a.cs, b.rs, b.cs >= k) {
+                    // `B` is `Bᵀ` stored row-major (`[n, k]`, a weight read
+                    // untransposed): `Cᵀ = Bᵀ Aᵀ` on the register tiles, with the
+                    // small `A` and `C` blocks transposed through scratch instead of
+                    // the whole weight.
+                    nt_block(isa, k, (ap.0, a.rs), (bp.0, b.cs), (cp.0, n), (r0, r1), (c0, c1));
                 } else if let (Some(isa), 1, 1) = (isa, a.cs, b.cs) {
                     let ops = microkernel::Operands {
                         a: ap.0,
@@ -176,7 +187,7 @@ impl Gemm<'_> {
         // One piece per thread: each piece packs its own copy of the operand that is
         // not split, so more pieces would pack it more often.
         let threads = rayon::current_num_threads().max(1);
-        if !parallel || pieces(work, usize::MAX) == 1 {
+        if !parallel || work < SERIAL_WORK || pieces(work, usize::MAX) == 1 {
             block(0, m, 0, n);
         } else if n >= m {
             let p = pieces(work, n.div_ceil(32)).min(threads);
@@ -186,8 +197,9 @@ impl Gemm<'_> {
                 block(0, m, c0, (c0 + step).min(n));
             });
         } else {
-            let p = pieces(work, m.div_ceil(6)).min(threads);
-            let step = m.div_ceil(p).next_multiple_of(6).min(m);
+            let p = pieces(work, m.div_ceil(8)).min(threads);
+            // Whole tiles of rows (6 or 8) per piece where the split allows.
+            let step = m.div_ceil(p).next_multiple_of(24).min(m);
             (0..m.div_ceil(step)).into_par_iter().for_each(|t| {
                 let r0 = t * step;
                 block(r0, (r0 + step).min(m), 0, n);
@@ -195,6 +207,73 @@ impl Gemm<'_> {
         }
         Ok(())
     }
+}
+
+/// `C[r0..r1, c0..c1] = A[r0..r1, :] * B[:, c0..c1]` where `B` is given as its
+/// transpose `Bt` (`[n, k]` row-major, row stride `ldbt`): the register tiles
+/// compute `Ct = Bt[c0..c1, :] * At` with `At` (`k x rows`) a transposed copy of the
+/// block's rows of `A`, and `Ct` is transposed into `C`. Copies `rows * (k + cols)`
+/// elements instead of packing the `k x cols` weight.
+///
+/// # Safety
+/// As for [`microkernel::gemm_block`]: the pointers cover the ranges (`A`: rows
+/// `r0..r1` of `k` elements with stride `lda`; `Bt`: rows `c0..c1` of `k` with stride
+/// `ldbt`; `C`: the block with row stride `ldc`) and no other thread writes the block.
+unsafe fn nt_block(
+    isa: microkernel::Isa,
+    k: usize,
+    (a, lda): (*const f32, usize),
+    (bt, ldbt): (*const f32, usize),
+    (c, ldc): (*mut f32, usize),
+    (r0, r1): (usize, usize),
+    (c0, c1): (usize, usize),
+) {
+    let (rows, cols) = (r1 - r0, c1 - c0);
+    NT_SCRATCH.with(|cell| {
+        let mut guard = cell.borrow_mut();
+        let (at, ct) = &mut *guard;
+        at.clear();
+        at.resize(k * rows, 0.0);
+        ct.clear();
+        ct.resize(cols * rows, 0.0);
+        // At[kk][i] = A[r0 + i][kk], in blocks of sixteen columns of A (one cache
+        // line of each row read, sixteen rows of At written).
+        for k0 in (0..k).step_by(16) {
+            let k1 = (k0 + 16).min(k);
+            for i in 0..rows {
+                let src = a.add((r0 + i) * lda);
+                for kk in k0..k1 {
+                    *at.get_unchecked_mut(kk * rows + i) = *src.add(kk);
+                }
+            }
+        }
+        let ops = microkernel::Operands {
+            a: bt.add(c0 * ldbt),
+            lda: ldbt,
+            b: at.as_ptr(),
+            ldb: rows,
+            c: ct.as_mut_ptr(),
+            ldc: rows,
+        };
+        microkernel::gemm_block(isa, k, (0, cols), (0, rows), ops);
+        // C[r0 + i][c0 + j] = Ct[j][i], in blocks of sixteen columns of C (sixteen
+        // rows of Ct read while one cache line of each row of C is written).
+        for j0 in (0..cols).step_by(16) {
+            let j1 = (j0 + 16).min(cols);
+            for i in 0..rows {
+                let dst = c.add((r0 + i) * ldc + c0);
+                for j in j0..j1 {
+                    *dst.add(j) = *ct.get_unchecked(j * rows + i);
+                }
+            }
+        }
+    });
+}
+
+thread_local! {
+    /// Per-thread scratch of [`nt_block`]: the transposed `A` and `C` blocks.
+    static NT_SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// Products with at most this many rows of the left operand run as [`gemv`].

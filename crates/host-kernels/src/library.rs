@@ -182,7 +182,7 @@ impl HostKernel {
                 flag(&mut s, relu, "_relu");
             }
             HostKernel::Relu => s.push_str("relu"),
-            HostKernel::Unary(op) => s.push_str(op.name()),
+            HostKernel::Unary(op) => s.push_str(op.name().trim_start_matches("nn.")),
             HostKernel::Softmax => s.push_str("softmax"),
             HostKernel::Mean => s.push_str("mean"),
             HostKernel::Reduce(r) => s.push_str(r.name()),

@@ -282,6 +282,273 @@ unsafe fn tanh_sse2(v: &mut [f32; 4]) {
     _mm_storeu_ps(v.as_mut_ptr(), out);
 }
 
+/// `gelu(x) = x * (0.5 + erf(x * 0.70710678) * 0.5)` in `f32`, the steps and
+/// their order of TVM's legalization of `R.nn.gelu` (so the same bits as the
+/// host JIT computes for the legalized PrimFunc).
+#[inline(always)]
+pub fn gelu_f32(x: f32) -> f32 {
+    x * (0.5 + erf_f32(x * std::f32::consts::FRAC_1_SQRT_2) * 0.5)
+}
+
+/// `sqrt(2 / pi)` rounded to `f32` (TVM's `T.float32(0.79788456080286541)`).
+const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+/// `T.float32(0.044714999999999998)`.
+const GELU_TANH_CUBIC: f32 = 0.044_715;
+
+/// `gelu_tanh(x) = (0.5 x) * (1 + tanh((sqrt(2/pi) x) * (1 + (0.044715 x) x)))` in
+/// `f32`, the steps and their order of TVM's legalization of `R.nn.gelu_tanh`.
+#[inline(always)]
+pub fn gelu_tanh_f32(x: f32) -> f32 {
+    let inner = (SQRT_2_OVER_PI * x) * (1.0 + (GELU_TANH_CUBIC * x) * x);
+    (0.5 * x) * (1.0 + tanh_f32(inner))
+}
+
+/// `out[i] = f(x[i])` over the common length with `f` inlined into a loop that is
+/// compiled for AVX-512 or AVX2 when the CPU has them (chosen at run time), else
+/// for the baseline: the same IEEE operations in the same order per element (no
+/// fused multiply-adds, no reassociation), so every lane gives the scalar bits.
+macro_rules! lanes_of {
+    ($(#[$m:meta])* $name:ident, $f:path) => {
+        $(#[$m])*
+        pub fn $name(x: &[f32], out: &mut [f32]) {
+            #[inline(always)]
+            fn body(x: &[f32], out: &mut [f32]) {
+                for (o, v) in out.iter_mut().zip(x) {
+                    *o = $f(*v);
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                unsafe fn avx512(x: &[f32], out: &mut [f32]) {
+                    body(x, out)
+                }
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2(x: &[f32], out: &mut [f32]) {
+                    body(x, out)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has the feature the function is compiled for.
+                    return unsafe { avx512(x, out) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: as above.
+                    return unsafe { avx2(x, out) };
+                }
+            }
+            body(x, out)
+        }
+    };
+}
+
+lanes_of!(
+    /// [`gelu_f32`] of every element of `x` into `out`, in vector lanes.
+    gelu_slice,
+    gelu_f32
+);
+lanes_of!(
+    /// [`gelu_tanh_f32`] of every element of `x` into `out`, in vector lanes.
+    gelu_tanh_slice,
+    gelu_tanh_f32
+);
+lanes_of!(
+    /// [`erf_f32`] of every element of `x` into `out`, in vector lanes.
+    erf_slice,
+    erf_f32
+);
+lanes_of!(
+    /// [`tanh_f32`] of every element of `x` into `out`, in vector lanes.
+    tanh_slice,
+    tanh_f32
+);
+
+/// The `f32` value of the `float16` bit pattern `h` (exact), branch free.
+#[inline(always)]
+pub fn f16_to_f32(h: u16) -> f32 {
+    let h = u32::from(h);
+    let sign = (h & 0x8000) << 16;
+    let (e, m) = ((h >> 10) & 0x1f, h & 0x3ff);
+    let normal = ((e + 112) << 23) | (m << 13);
+    let special = 0x7f80_0000 | (m << 13);
+    // Subnormal (and zero): m * 2^-24, exact in f32.
+    let sub = (m as f32 * f32::from_bits(0x3380_0000)).to_bits();
+    let v = if e == 0 {
+        sub
+    } else if e == 0x1f {
+        special
+    } else {
+        normal
+    };
+    f32::from_bits(sign | v)
+}
+
+/// `2^-14`, the least normal `float16` magnitude.
+const F16_MIN_NORMAL: f32 = 6.103_515_6e-5;
+
+/// `v` rounded to the nearest `float16` value (ties to even; beyond the largest
+/// finite `float16` to infinity; NaN stays NaN), as an `f32`: the rounding the
+/// host JIT applies to every `float16` arithmetic result. Branch free.
+#[inline(always)]
+pub fn round_f16(v: f32) -> f32 {
+    let a = v.abs();
+    let b = a.to_bits();
+    // Normal range: round the significand to 10 bits, ties to even (a carry moves
+    // into the exponent as it should).
+    let normal = f32::from_bits((b + 0xfff + ((b >> 13) & 1)) & !0x1fff);
+    // Subnormal range: to a multiple of 2^-24 (the ulp of f32 values in [0.5, 1)).
+    let sub = (a + 0.5) - 0.5;
+    let r = if a < F16_MIN_NORMAL {
+        sub
+    } else if normal > 65504.0 {
+        f32::INFINITY
+    } else {
+        normal
+    };
+    if v.is_nan() {
+        v
+    } else {
+        r.copysign(v)
+    }
+}
+
+/// The `float16` bit pattern of `v`, a value [`round_f16`] returned (exact).
+#[inline(always)]
+pub fn f32_to_f16_exact(v: f32) -> u16 {
+    let b = v.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let a = v.abs();
+    let normal = ((b & 0x7fff_ffff).wrapping_sub(112 << 23) >> 13) as u16;
+    let sub = (a * 16_777_216.0) as u16;
+    let bits = if v.is_nan() {
+        0x7e00
+    } else if a == f32::INFINITY {
+        0x7c00
+    } else if a < F16_MIN_NORMAL {
+        sub
+    } else {
+        normal
+    };
+    sign | bits
+}
+
+/// `T.float16(0.70710678118654757)`: `1/sqrt(2)` rounded once to `float16`.
+const F16_FRAC_1_SQRT_2: f32 = 0.707_031_25;
+/// `T.float16(0.79788456080286541)`: `sqrt(2/pi)` rounded once to `float16`.
+const F16_SQRT_2_OVER_PI: f32 = 0.797_851_56;
+/// `T.float16(0.044714999999999998)` rounded once to `float16`.
+const F16_GELU_TANH_CUBIC: f32 = 0.044_708_252;
+
+/// `gelu` of `float16` values as TVM legalizes it for that dtype: every step
+/// rounded to `float16`, `erf` computed in `f32` (as the host JIT runs the
+/// legalized PrimFunc).
+#[inline(always)]
+fn gelu_f16_steps(x: f32, c: &[f32; 3]) -> f32 {
+    let m = round_f16(x * c[0]);
+    let e = round_f16(erf_f32(m));
+    let h = round_f16(e * c[1]);
+    let s = round_f16(c[1] + h);
+    round_f16(x * s)
+}
+
+/// `gelu_tanh` of a `float16` value as TVM legalizes it for that dtype, every
+/// step rounded to `float16` (`tanh` computed in `f32`).
+#[inline(always)]
+fn gelu_tanh_f16_steps(x: f32, c: &[f32; 3]) -> f32 {
+    let m0 = round_f16(0.5 * x);
+    let m1 = round_f16(c[0] * x);
+    let m2 = round_f16(c[1] * x);
+    let m3 = round_f16(m2 * x);
+    let a = round_f16(1.0 + m3);
+    let m4 = round_f16(m1 * a);
+    let t = round_f16(tanh_f32(m4));
+    let a1 = round_f16(1.0 + t);
+    round_f16(m0 * a1)
+}
+
+/// `out[i] = f(widen(x[i]))` narrowed, for `float16` bit patterns, compiled for
+/// AVX-512 / AVX2 when the CPU has them (as [`lanes_of`]: the same bits per lane).
+macro_rules! f16_lanes_of {
+    ($(#[$m:meta])* $name:ident, $f:path, $consts:expr) => {
+        $(#[$m])*
+        pub fn $name(x: &[u16], out: &mut [u16]) {
+            #[inline(always)]
+            fn body(x: &[u16], out: &mut [u16], c: &[f32; 3]) {
+                for (o, v) in out.iter_mut().zip(x) {
+                    *o = f32_to_f16_exact($f(f16_to_f32(*v), c));
+                }
+            }
+            let c: [f32; 3] = $consts;
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                unsafe fn avx512(x: &[u16], out: &mut [u16], c: &[f32; 3]) {
+                    body(x, out, c)
+                }
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2(x: &[u16], out: &mut [u16], c: &[f32; 3]) {
+                    body(x, out, c)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has the feature the function is compiled for.
+                    return unsafe { avx512(x, out, &c) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: as above.
+                    return unsafe { avx2(x, out, &c) };
+                }
+            }
+            body(x, out, &c)
+        }
+    };
+}
+
+f16_lanes_of!(
+    /// `gelu` of `float16` values (bit patterns), every legalized step rounded to
+    /// `float16` as the host JIT computes it.
+    gelu_f16_slice,
+    gelu_f16_steps,
+    [F16_FRAC_1_SQRT_2, 0.5, 0.0]
+);
+f16_lanes_of!(
+    /// `gelu_tanh` of `float16` values (bit patterns), every legalized step rounded
+    /// to `float16` as the host JIT computes it.
+    gelu_tanh_f16_slice,
+    gelu_tanh_f16_steps,
+    [F16_SQRT_2_OVER_PI, F16_GELU_TANH_CUBIC, 0.0]
+);
+
+/// The `float16` bit patterns of `x` (each rounded to nearest, ties to even, as
+/// `half::f16::from_f32`) into `out`, over the common length; in vector lanes
+/// (AVX-512 / AVX2, chosen at run time).
+pub fn narrow_f16_slice(x: &[f32], out: &mut [u16]) {
+    #[inline(always)]
+    fn body(x: &[f32], out: &mut [u16]) {
+        for (o, v) in out.iter_mut().zip(x) {
+            *o = f32_to_f16_exact(round_f16(*v));
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512(x: &[f32], out: &mut [u16]) {
+            body(x, out)
+        }
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(x: &[f32], out: &mut [u16]) {
+            body(x, out)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            return unsafe { avx512(x, out) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { avx2(x, out) };
+        }
+    }
+    body(x, out)
+}
+
 /// `_mm_set1_pd` as a function of a constant (for the Horner loops above).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -293,6 +560,9 @@ fn c_pd(c: f64) -> std::arch::x86_64::__m128d {
 #[cfg(test)]
 mod tests {
     use super::{erf_f32, erf_f32x4, tanh_f32, tanh_f32x4};
+    use super::{erf_slice, gelu_f32, gelu_slice, gelu_tanh_f32, gelu_tanh_slice, tanh_slice};
+    use super::{f16_to_f32, f32_to_f16_exact, gelu_f16_slice, gelu_tanh_f16_slice, narrow_f16_slice, round_f16};
+    use super::{F16_FRAC_1_SQRT_2, F16_GELU_TANH_CUBIC, F16_SQRT_2_OVER_PI};
 
     /// Units in the last place between two `f32` values (sign-magnitude order).
     fn ulps(a: f32, b: f32) -> i64 {
@@ -388,5 +658,150 @@ mod tests {
         assert!(tanh_f32(f32::NAN).is_nan());
         assert_eq!((tanh_f32(f32::INFINITY), tanh_f32(f32::NEG_INFINITY)), (1.0, -1.0));
         assert!(tanh_f32(-0.0).is_sign_negative());
+    }
+
+    /// The slice forms (vector lanes for this CPU) against their scalar functions:
+    /// the same bits for every value (NaN stays NaN).
+    #[test]
+    fn slice_lanes_match_the_scalar_functions() {
+        let dense = (0..400_000u32).map(|i| (i as f32 - 200_000.0) * 5e-5);
+        let stride = (0..=u32::MAX).step_by(251).map(f32::from_bits);
+        let specials = [
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+        ];
+        let xs: Vec<f32> = dense.chain(stride).chain(specials).collect();
+        type Pair = (fn(&[f32], &mut [f32]), fn(f32) -> f32, &'static str);
+        let fs: [Pair; 4] = [
+            (gelu_slice, gelu_f32, "gelu"),
+            (gelu_tanh_slice, gelu_tanh_f32, "gelu_tanh"),
+            (erf_slice, erf_f32, "erf"),
+            (tanh_slice, tanh_f32, "tanh"),
+        ];
+        for (slice, f, name) in fs {
+            // Lengths that leave every remainder of a vector.
+            for n in [xs.len(), 1, 7, 15, 17, 33] {
+                let mut out = vec![0.0f32; n];
+                slice(&xs[..n], &mut out);
+                for (got, &x) in out.iter().zip(&xs[..n]) {
+                    let want = f(x);
+                    assert!(
+                        got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                        "{name}({x}) = {got}, scalar {want}"
+                    );
+                }
+            }
+        }
+        // The formulas against f64 references (within the documented tolerance).
+        for i in 0..20_000 {
+            let x = (i as f32 - 10_000.0) * 1e-3;
+            let xd = f64::from(x);
+            let g = xd * 0.5 * (1.0 + libm::erf(xd / std::f64::consts::SQRT_2));
+            assert!(
+                (f64::from(gelu_f32(x)) - g).abs() <= 1e-6 * (1.0 + g.abs()),
+                "gelu({x})"
+            );
+            let t = 0.5 * xd * (1.0 + (0.797_884_560_802_865_4 * (xd + 0.044715 * xd * xd * xd)).tanh());
+            assert!(
+                (f64::from(gelu_tanh_f32(x)) - t).abs() <= 1e-6 * (1.0 + t.abs()),
+                "gelu_tanh({x})"
+            );
+        }
+    }
+
+    /// `round_f16` against the `half` crate's conversion (round to nearest even)
+    /// over a stride through every f32 and dense runs near the subnormal boundary,
+    /// the largest finite values and the ties; the narrowing and widening exact.
+    #[test]
+    fn float16_rounding_matches_the_half_crate() {
+        let stride = (0..=u32::MAX).step_by(97).map(f32::from_bits);
+        let near = |c: f32| (0..20_000u32).map(move |i| f32::from_bits(c.to_bits() - 10_000 + i));
+        let xs = stride
+            .chain(near(6.103_515_6e-5))
+            .chain(near(65504.0))
+            .chain(near(65520.0))
+            .chain(near(1.0))
+            .chain(near(5.960_464_5e-8));
+        for x in xs {
+            for v in [x, -x] {
+                let want = half::f16::from_f32(v);
+                let got = round_f16(v);
+                if v.is_nan() {
+                    assert!(got.is_nan());
+                    continue;
+                }
+                assert_eq!(got.to_bits(), want.to_f32().to_bits(), "round_f16({v:e})");
+                assert_eq!(f32_to_f16_exact(got), want.to_bits(), "narrow {v:e}");
+            }
+        }
+        // The slice form (vector lanes) against the crate, on values around every
+        // float16 and between neighbours.
+        let xs: Vec<f32> = (0..=u16::MAX)
+            .flat_map(|h| {
+                let v = half::f16::from_bits(h).to_f32();
+                [
+                    v,
+                    f32::from_bits(v.to_bits().wrapping_add(0x1000)),
+                    f32::from_bits(v.to_bits() | 0xfff),
+                ]
+            })
+            .collect();
+        let mut bits = vec![0u16; xs.len()];
+        narrow_f16_slice(&xs, &mut bits);
+        for (&v, &b) in xs.iter().zip(&bits) {
+            let want = half::f16::from_f32(v);
+            assert!(
+                b == want.to_bits() || (v.is_nan() && want.is_nan()),
+                "narrow {v:e}: {b:#x}"
+            );
+        }
+        for h in 0..=u16::MAX {
+            let want = half::f16::from_bits(h).to_f32();
+            let got = f16_to_f32(h);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "widen {h:#x}"
+            );
+        }
+    }
+
+    /// The `float16` gelu forms: every `float16` input, in lanes, against the same
+    /// steps computed one value at a time with the `half` crate's rounding.
+    #[test]
+    fn float16_gelu_lanes_match_stepwise_rounding() {
+        let r = |v: f32| half::f16::from_f32(v).to_f32();
+        let c = |v: f64| half::f16::from_f64(v).to_f32();
+        assert_eq!(F16_FRAC_1_SQRT_2, c(std::f64::consts::FRAC_1_SQRT_2));
+        assert_eq!(F16_SQRT_2_OVER_PI, c(0.797_884_560_802_865_4));
+        assert_eq!(F16_GELU_TANH_CUBIC, c(0.044_715));
+        let xs: Vec<u16> = (0..=u16::MAX).collect();
+        let mut out = vec![0u16; xs.len()];
+        gelu_f16_slice(&xs, &mut out);
+        for (&h, &got) in xs.iter().zip(&out) {
+            let x = half::f16::from_bits(h).to_f32();
+            let m = r(x * c(std::f64::consts::FRAC_1_SQRT_2));
+            let want = r(x * r(0.5 + r(r(erf_f32(m)) * 0.5)));
+            let g = half::f16::from_bits(got).to_f32();
+            assert!(
+                g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                "gelu f16 {x}: {g} vs {want}"
+            );
+        }
+        gelu_tanh_f16_slice(&xs, &mut out);
+        for (&h, &got) in xs.iter().zip(&out) {
+            let x = half::f16::from_bits(h).to_f32();
+            let inner = r(r(c(0.797_884_560_802_865_4) * x) * r(1.0 + r(r(c(0.044_715) * x) * x)));
+            let want = r(r(0.5 * x) * r(1.0 + r(tanh_f32(inner))));
+            let g = half::f16::from_bits(got).to_f32();
+            assert!(
+                g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                "gelu_tanh f16 {x}: {g} vs {want}"
+            );
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! Register-tiled GEMM for row-major operands, without packing: a tile of `MR` rows
 //! by `NR` columns of `C` stays in vector registers while `k` runs, reading `NR`
 //! consecutive elements of a row of `B` and broadcasting one element of each of
-//! `MR` rows of `A` per step. Compiled for AVX-512 (`NR = 32`) or AVX2 + FMA
-//! (`NR = 16`), chosen at run time; other CPUs use `matrixmultiply`.
+//! `MR` rows of `A` per step. Compiled for AVX-512 (`MR = 8`, `NR = 32`: 16 of its
+//! 32 vector registers accumulate) or AVX2 + FMA (`MR = 6`, `NR = 16`), chosen at run
+//! time; other CPUs use `matrixmultiply`.
 //!
 //! Not packing matters for inference: the weights (`A` of a convolution) change
 //! between calls, and repacking them on every call cost as much as the arithmetic
@@ -10,13 +11,10 @@
 //! kernel runs those products at 190-250 GFLOP/s, where `matrixmultiply` (which
 //! packs both operands) reaches 145-190.
 
-/// Rows of a tile.
-const MR: usize = 6;
-
 /// The vector extension the tiles are compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Isa {
-    /// AVX-512F: tiles of 6 x 32.
+    /// AVX-512F: tiles of 8 x 32.
     Avx512,
     /// AVX2 and FMA: tiles of 6 x 16.
     Avx2,
@@ -87,13 +85,13 @@ pub(crate) unsafe fn gemm_block(isa: Isa, k: usize, rows: (usize, usize), cols: 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
 unsafe fn block_avx512(k: usize, rows: (usize, usize), cols: (usize, usize), ops: Operands) {
-    tiles::<32>(k, rows, cols, ops)
+    tiles::<32, 8>(k, rows, cols, ops)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn block_avx2(k: usize, rows: (usize, usize), cols: (usize, usize), ops: Operands) {
-    tiles::<16>(k, rows, cols, ops)
+    tiles::<16, 6>(k, rows, cols, ops)
 }
 
 /// The tiles of a block. Column tiles are the outer loop, so that a `k x NR` panel
@@ -102,7 +100,12 @@ unsafe fn block_avx2(k: usize, rows: (usize, usize), cols: (usize, usize), ops: 
 /// rows of `A` once per block, the last columns of `B` once per panel) into a
 /// scratch tile, of which the valid part is copied out.
 #[inline(always)]
-unsafe fn tiles<const NR: usize>(k: usize, (r0, r1): (usize, usize), (c0, c1): (usize, usize), ops: Operands) {
+unsafe fn tiles<const NR: usize, const MR: usize>(
+    k: usize,
+    (r0, r1): (usize, usize),
+    (c0, c1): (usize, usize),
+    ops: Operands,
+) {
     let Operands { a, lda, b, ldb, c, ldc } = ops;
     let full_rows = r0 + (r1 - r0) / MR * MR;
     // The last partial row tile of A, zero-padded to MR rows of k.
@@ -148,9 +151,9 @@ unsafe fn tiles<const NR: usize>(k: usize, (r0, r1): (usize, usize), (c0, c1): (
                 ldc,
             };
             if mr == MR && nr == NR {
-                tile::<NR>(k, ops(cij, ldc));
+                tile::<NR, MR>(k, ops(cij, ldc));
             } else {
-                tile::<NR>(k, ops(scratch.as_mut_ptr() as *mut f32, NR));
+                tile::<NR, MR>(k, ops(scratch.as_mut_ptr() as *mut f32, NR));
                 for (r, row) in scratch.iter().enumerate().take(mr) {
                     std::ptr::copy_nonoverlapping(row.as_ptr(), cij.add(r * ldc), nr);
                 }
@@ -163,7 +166,7 @@ unsafe fn tiles<const NR: usize>(k: usize, (r0, r1): (usize, usize), (c0, c1): (
 
 /// One full tile.
 #[inline(always)]
-unsafe fn tile<const NR: usize>(k: usize, ops: Operands) {
+unsafe fn tile<const NR: usize, const MR: usize>(k: usize, ops: Operands) {
     let Operands { a, lda, b, ldb, c, ldc } = ops;
     let mut acc = [[0f32; NR]; MR];
     for kk in 0..k {

@@ -200,6 +200,47 @@ fn matmul_matches_reference() {
     }
 }
 
+/// `A * B` with `B` read through its transpose (`[n, k]` row-major, as a weight of
+/// `x @ permute_dims(W)` is), with a bias and ReLU epilogue: shapes with full and
+/// partial register tiles, and products large enough to be split over threads.
+#[test]
+fn matmul_with_transposed_rhs_matches_reference() {
+    use relax_host_kernels::gemm::MatRef;
+    for &(m, k, n) in &[
+        (32usize, 128usize, 128usize),
+        (7, 33, 50),
+        (1, 5, 3),
+        (45, 16, 7),
+        (32, 128, 512),
+        (200, 64, 300),
+        (5, 0, 4),
+    ] {
+        let a = random(m * k, 3);
+        let bt = random(n * k, 4);
+        let bias = random(m, 5);
+        let mut out = vec![f32::NAN; m * n];
+        let ep = Epilogue {
+            shift: Some(&bias),
+            relu: true,
+            ..Epilogue::default()
+        };
+        let b = MatRef {
+            data: &bt,
+            rs: 1,
+            cs: k,
+        };
+        relax_host_kernels::sgemm_parallel(m, k, n, MatRef::row_major(&a, k), b, &mut out, &ep, 0).unwrap();
+        let mut want = vec![0.0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let s: f64 = (0..k).map(|l| a[i * k + l] as f64 * bt[j * k + l] as f64).sum();
+                want[i * n + j] = (s as f32 + bias[i]).max(0.0);
+            }
+        }
+        assert_close(&out, &want, &format!("matmul_bt {m}x{k}x{n}"));
+    }
+}
+
 #[test]
 fn pooling_matches_reference() {
     for &(h, w, pool, stride, pad, kind) in &[

@@ -26,7 +26,9 @@
 //!
 //! `argmax`/`argmin` over the last axis or all elements (`relax_host.argmax`, `argmin`).
 //! Unary elementwise operators: `exp`, `log`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`,
-//! `negative`, `abs`, `square` (`relax_host.<op>`).
+//! `negative`, `abs`, `square` (`relax_host.<op>`), `nn.gelu` and `nn.gelu_tanh`
+//! (`relax_host.gelu`, `gelu_tanh`: TVM's legalized formulas, step for step, in vector
+//! lanes).
 //! `reshape` becomes a view of the same memory on whatever device
 //! (`vm.builtin.reshape`, as TVM's VM lowers it), which checks at run time that the
 //! element count is kept (symbolic shapes included). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `softmax` over the last axis, `permute_dims`, `concat`,
@@ -335,6 +337,19 @@ impl BlockRewrite<'_> {
         }
     }
 
+    /// Whether `si` is a `float32` (or, with `f16`, `float16`) tensor of known rank
+    /// on the host (static or symbolic extents).
+    fn host_tensor_of(&self, si: &StructInfo, f16: bool) -> bool {
+        si.as_tensor().is_some_and(|t| {
+            (t.dtype == DataType::FLOAT32 || (f16 && t.dtype == DataType::FLOAT16))
+                && t.shape_values().is_some()
+                && self.on_host(&TensorInfo {
+                    shape: vec![],
+                    vdevice: t.vdevice.clone(),
+                })
+        })
+    }
+
     /// The static float32 host tensor an argument is.
     fn arg_tensor(&self, e: &Expr) -> Option<TensorInfo> {
         static_tensor(&arg_struct_info(e)?).filter(|t| self.on_host(t))
@@ -452,8 +467,20 @@ impl BlockRewrite<'_> {
             name if relax_unary(name).is_some() => {
                 let op = relax_unary(name)?;
                 let x = call.args.first()?;
-                self.arg_tensor(x)?;
-                self.var_tensor(&var)?;
+                // Elementwise: the kernel reads the shape at run time, so symbolic
+                // extents (a prefill's sequence length) are fine.
+                // `float16` only for the operators with a kernel for it.
+                let f16 = relax_host_kernels::elementwise::unary_has_f16(op);
+                let ok = |si: &StructInfo| self.host_tensor_of(si, f16);
+                if !(arg_struct_info(x).is_some_and(|si| ok(&si)) && var.struct_info().is_some_and(ok)) {
+                    return None;
+                }
+                // Input and output of one dtype.
+                if arg_struct_info(x).and_then(|si| si.as_tensor().map(|t| t.dtype))
+                    != var.struct_info().and_then(|si| si.as_tensor().map(|t| t.dtype))
+                {
+                    return None;
+                }
                 let v = dps(HostKernel::Unary(op), vec![x.clone()], &var)?;
                 self.set(i, &var, v);
                 Some(())

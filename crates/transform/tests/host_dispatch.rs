@@ -504,3 +504,62 @@ fn symbolic_and_sixteen_bit_matmuls_read_the_weight_untransposed() {
         }
     }
 }
+
+const GELU: &str = r#"
+@I.ir_module
+class Module:
+  @R.function
+  def main(x: R.Tensor((3, 37), "float32"), y: R.Tensor(("n", 19), "float32"), h: R.Tensor((2, "n", 19), "float16")):
+    with R.dataflow():
+        a = R.nn.gelu(x)
+        b = R.nn.gelu_tanh(x)
+        c = R.nn.gelu(y)
+        d = R.nn.gelu_tanh(y)
+        e = R.nn.gelu(h)
+        f = R.nn.gelu_tanh(h)
+        R.output(a, b, c, d, e, f)
+    return (a, b, c, d, e, f)
+"#;
+
+/// `gelu` and `gelu_tanh` (static and symbolic shapes, float32 and float16) run in
+/// the library with exactly the bits of legalized TIR: the same steps in the same
+/// order, float16 rounded after every step.
+#[test]
+fn gelu_forms_give_the_bits_of_legalized_tir() {
+    let m = relax_ir::text::parse(GELU).expect("parses").into_module();
+    let dispatched = dispatch_host_library_with(&checked(m), DispatchOptions::default()).expect("dispatch");
+    let c = calls(&dispatched);
+    assert_eq!(c.get(&format!("{PREFIX}gelu")), Some(&3), "{c:?}");
+    assert_eq!(c.get(&format!("{PREFIX}gelu_tanh")), Some(&3), "{c:?}");
+    // Values across [-6, 6] (both formulas' curved range and their flat tails).
+    let f32_tensor = |shape: &[usize], seed: usize| {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n)
+            .map(|i| ((i * 37 + seed * 11) % 487) as f32 / 40.5 - 6.0)
+            .collect();
+        Value::Tensor(relax_engine::Tensor::from_array(
+            &ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape"),
+        ))
+    };
+    let n = 5;
+    let hv: Vec<u8> = (0..2 * n * 19)
+        .flat_map(|i| half::f16::from_f32((i * 53 % 190) as f32 / 15.7 - 6.0).to_le_bytes())
+        .collect();
+    let h = relax_engine::Tensor::from_bytes(relax_ir::DataType::FLOAT16, &[2, n as i64, 19], hv).expect("h");
+    let args = [f32_tensor(&[3, 37], 1), f32_tensor(&[n, 19], 2), Value::Tensor(h)];
+    let (lib, tir, stats) = library_and_tir(GELU, &args);
+    assert_eq!(stats.packed_calls, 6, "six library calls");
+    let (Value::Tuple(l), Value::Tuple(t)) = (&lib, &tir) else {
+        panic!("tuples")
+    };
+    for (i, (a, b)) in l.iter().zip(t.iter()).enumerate() {
+        let (a, b) = (a.as_tensor().expect("tensor"), b.as_tensor().expect("tensor"));
+        assert_eq!(a.shape(), b.shape(), "output {i}");
+        assert_eq!(a.dtype(), b.dtype(), "output {i}");
+        assert_eq!(
+            a.to_bytes().expect("bytes"),
+            b.to_bytes().expect("bytes"),
+            "output {i}: the same bits"
+        );
+    }
+}

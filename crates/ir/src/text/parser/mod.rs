@@ -53,7 +53,7 @@ pub fn parse(source: &str) -> Result<Program, Diagnostic> {
                     .with_rule(crate::diagnostic::Rule::Parse));
                 };
                 meta = Some(metadata::decode(json).map_err(|m| {
-                    Diagnostic::error(m, lines.span(stmt.range().start().to_usize()))
+                    Diagnostic::error(m.message, lines.span(stmt.range().start().to_usize()))
                         .with_rule(crate::diagnostic::Rule::Parse)
                 })?);
             }

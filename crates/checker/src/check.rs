@@ -1,7 +1,7 @@
 //! The checker's entry point: normalize a module, derive and check every
 //! StructInfo and check well-formedness.
 
-use relax_ir::{Diagnostic, IRModule, StructInfo};
+use relax_ir::{Diagnostic, IRModule, RuleCategory, StructInfo};
 
 use crate::device::check_device_consistency;
 use crate::normalize::{normalize_module, BindingInfo};
@@ -40,8 +40,7 @@ impl CheckResult {
 
 fn is_wf_rule(d: &Diagnostic) -> bool {
     d.rule
-        .as_deref()
-        .is_some_and(|r| r.starts_with("well-formed/") || r.starts_with("normal-form/"))
+        .is_some_and(|r| matches!(r.category(), RuleCategory::WellFormed | RuleCategory::NormalForm))
 }
 
 /// Check a module: the normal form, StructInfo derivation (errors for
@@ -86,7 +85,7 @@ fn dedup(diags: &mut Vec<Diagnostic>) {
             d.severity == relax_ir::Severity::Error,
             d.message.clone(),
             d.span,
-            d.rule.clone(),
+            d.rule,
         ))
     });
 }

@@ -11,8 +11,8 @@ use std::collections::{HashMap, HashSet};
 use relax_ir::arith::Analyzer;
 use relax_ir::tir::TirVar;
 use relax_ir::{
-    BaseFunc, Call, DataType, Diagnostic, Expr, ExprKind, FuncStructInfo, Function, IRModule, PrimExpr, PrimFunc, Span,
-    StructInfo, TensorStructInfo,
+    BaseFunc, Call, DataType, Diagnostic, Expr, ExprKind, FuncStructInfo, Function, IRModule, PrimExpr, PrimFunc, Rule,
+    Span, StructInfo, TensorStructInfo,
 };
 
 use crate::analysis::{
@@ -23,24 +23,26 @@ use crate::op::{self, InferCtx};
 
 /// Rule names of StructInfo diagnostics.
 pub mod rules {
+    use relax_ir::{Rule, StructInfoRule};
+
     /// An impure call where only pure calls are allowed.
-    pub const PURITY: &str = "struct-info/purity: impure call in a pure context";
+    pub const PURITY: Rule = Rule::StructInfo(StructInfoRule::Purity);
     /// An annotation that does not match the derived StructInfo.
-    pub const ANNOTATION: &str = "struct-info/annotation: annotation does not match the value";
+    pub const ANNOTATION: Rule = Rule::StructInfo(StructInfoRule::Annotation);
     /// A call whose arguments do not match the callee.
-    pub const CALL: &str = "struct-info/call: arguments do not match the callee";
+    pub const CALL: Rule = Rule::StructInfo(StructInfoRule::Call);
     /// An operator's StructInfo inference failed.
-    pub const OP: &str = "struct-info/op: operator inference failed";
+    pub const OP: Rule = Rule::StructInfo(StructInfoRule::Op);
     /// Indexing a non-tuple or out of range.
-    pub const TUPLE_GET_ITEM: &str = "struct-info/tuple-get-item: bad tuple index";
+    pub const TUPLE_GET_ITEM: Rule = Rule::StructInfo(StructInfoRule::TupleGetItem);
     /// A `MatchCast` that can never succeed or conflicts with its annotation.
-    pub const MATCH_CAST: &str = "struct-info/match-cast: cast can never succeed";
+    pub const MATCH_CAST: Rule = Rule::StructInfo(StructInfoRule::MatchCast);
     /// A function body that does not match the return annotation.
-    pub const RETURN: &str = "struct-info/return: body does not match the return annotation";
+    pub const RETURN: Rule = Rule::StructInfo(StructInfoRule::Return);
     /// An `If` condition that is not a boolean scalar.
-    pub const IF_COND: &str = "struct-info/if-condition: condition may not be a boolean scalar";
+    pub const IF_COND: Rule = Rule::StructInfo(StructInfoRule::IfCondition);
     /// An operator without StructInfo inference.
-    pub const UNKNOWN_OP: &str = "struct-info/unknown-op: operator has no StructInfo inference";
+    pub const UNKNOWN_OP: Rule = Rule::StructInfo(StructInfoRule::UnknownOp);
 }
 
 /// The purity requirements of the code being derived.
@@ -185,11 +187,11 @@ impl<'m> DeriveCtx<'m> {
         }
     }
 
-    fn error(&mut self, msg: impl Into<String>, span: Span, rule: &str) {
+    fn error(&mut self, msg: impl Into<String>, span: Span, rule: Rule) {
         self.diags.push(Diagnostic::error(msg, span).with_rule(rule));
     }
 
-    fn warning(&mut self, msg: impl Into<String>, span: Span, rule: &str) {
+    fn warning(&mut self, msg: impl Into<String>, span: Span, rule: Rule) {
         self.diags.push(Diagnostic::warning(msg, span).with_rule(rule));
     }
 
@@ -385,7 +387,7 @@ impl<'m> DeriveCtx<'m> {
         possibly: impl FnOnce() -> String,
         incompatible: impl FnOnce() -> String,
         span: Span,
-        rule: &str,
+        rule: Rule,
     ) {
         match c {
             Compatibility::Compatible => {}

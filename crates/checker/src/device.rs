@@ -9,7 +9,7 @@
 use relax_ir::{BaseFunc, Diagnostic, Expr, ExprKind, IRModule, StructInfo, VDevice};
 
 /// Rule of the error for operator arguments on different devices.
-pub const MISMATCH: &str = "vdevice/mismatch: operator arguments on different devices";
+pub const MISMATCH: relax_ir::Rule = relax_ir::Rule::VDevice(relax_ir::VDeviceRule::Mismatch);
 
 /// Errors for operator calls whose tensor arguments are on different devices.
 pub fn check_device_consistency(module: &IRModule) -> Vec<Diagnostic> {

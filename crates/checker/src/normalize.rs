@@ -730,9 +730,7 @@ mod tests {
         let (out, sinfo, diags) = normalize_expr(&outer, None);
         let order: Vec<(bool, u32)> = diags.iter().map(|d| (d.is_error(), d.span.line)).collect();
         assert_eq!(order, [(false, 1), (false, 2), (true, 0)], "{diags:?}");
-        assert!(diags[..2]
-            .iter()
-            .all(|d| d.rule.as_deref().unwrap_or("").starts_with("struct-info/if-condition")));
+        assert!(diags[..2].iter().all(|d| d.rule == Some(crate::derive::rules::IF_COND)));
         // The inner `If` is bound to `gv`, the add of the then branch to `gv1`,
         // the outer `If` to `gv2`, which is the body.
         let ExprKind::Seq(seq) = out.kind() else {

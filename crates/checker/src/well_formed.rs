@@ -11,54 +11,21 @@ use std::collections::{HashMap, HashSet};
 use relax_ir::tir::{PrimExprKind, TirVar};
 use relax_ir::{
     AttrValue, BaseFunc, Binding, BindingBlock, Call, DataType, Diagnostic, Expr, ExprKind, Function, IRModule,
-    PrimExpr, SeqExpr, Span, StructInfo, TypeCode, Var,
+    PrimExpr, Rule, SeqExpr, Span, StructInfo, TirRule, TypeCode, Var,
 };
 
 use crate::analysis::{self, can_prove_shape_equal, display_struct_info, is_base_of};
 use crate::derive::{is_force_pure, prim_func_struct_info};
 use crate::normalize::CALL_TIR_OPS;
 
-/// The rule names of the well-formedness criteria, indexed by criterion number.
-pub fn rule_name(n: usize) -> &'static str {
-    match n {
-        1 => "well-formed/1: dataflow variable outside its dataflow block",
-        2 => "well-formed/2: variable bound more than once",
-        3 => "well-formed/3: variable used before it is bound",
-        4 => "well-formed/4: return annotation uses an unbound shape variable",
-        5 => "well-formed/5: shape variable used before it is bound",
-        6 => "well-formed/6: signature shape variable never in a binding position",
-        7 => "well-formed/7: control flow or recursion in a dataflow block",
-        8 => "well-formed/8: recursive function without return annotation",
-        9 => "well-formed/9: operator used as a value",
-        10 => "well-formed/10: annotation rank does not match its shape",
-        11 => "well-formed/11: function in a dataflow block captures a dataflow variable",
-        12 => "well-formed/12: no externally linked function",
-        13 => "well-formed/13: global_symbol differs from the function name",
-        14 => "well-formed/14: invalid tensor shape in an annotation",
-        15 => "well-formed/15: invalid shape values in an annotation",
-        16 => "well-formed/16: invalid PrimStructInfo value",
-        17 => "well-formed/17: FuncStructInfo with both params and derive_func",
-        18 => "well-formed/18: PrimValue is not a scalar constant",
-        19 => "well-formed/19: PrimStructInfo with a non-numeric dtype",
-        20 => "well-formed/20: unsupported data type",
-        21 => "well-formed/21: relax.force_pure on an impure function",
-        22 => "well-formed/22: PrimStructInfo value of another dtype",
-        23 => "well-formed/23: operator call not in its normalized form",
-        24 => "well-formed/24: VDevice not declared in the module",
-        25 => "well-formed/25: PrimFunc uses an undefined variable",
-        _ => "well-formed",
-    }
+/// The rule of well-formedness criterion `n`.
+pub fn rule_name(n: usize) -> Rule {
+    Rule::WellFormed(u8::try_from(n).unwrap_or(0))
 }
 
-/// The rule names of the normal-form criteria.
-pub fn normal_form_rule(n: usize) -> &'static str {
-    match n {
-        1 => "normal-form/1: nested non-leaf expression",
-        2 => "normal-form/2: SeqExpr outside a function body or If branch",
-        3 => "normal-form/3: function body or If branch is not a SeqExpr",
-        4 => "normal-form/4: binding blocks not consolidated",
-        _ => "normal-form",
-    }
+/// The rule of normal-form criterion `n`.
+pub fn normal_form_rule(n: usize) -> Rule {
+    Rule::NormalForm(u8::try_from(n).unwrap_or(0))
 }
 
 /// What to check.
@@ -299,7 +266,7 @@ impl<'m> Checker<'m> {
         for (gv, f) in &self.module.functions {
             if let BaseFunc::Prim(pf) = f {
                 for d in relax_ir::tir::verify::verify_prim_func(gv.name(), pf) {
-                    if d.rule.as_deref() == Some("tir/undefined-var") {
+                    if d.rule == Some(Rule::Tir(TirRule::UndefinedVar)) {
                         self.diags.push(d.with_rule(rule_name(25)));
                     }
                 }

@@ -22,9 +22,13 @@ fn sinfo_of(r: &CheckResult, name: &str) -> StructInfo {
 }
 
 fn has(r: &CheckResult, error: bool, rule_prefix: &str) -> bool {
-    r.diagnostics
-        .iter()
-        .any(|d| d.is_error() == error && d.rule.as_deref().unwrap_or("").starts_with(rule_prefix))
+    r.diagnostics.iter().any(|d| {
+        d.is_error() == error
+            && d.rule
+                .map(relax_ir::Rule::as_str)
+                .unwrap_or("")
+                .starts_with(rule_prefix)
+    })
 }
 
 fn one_binding(params: Vec<relax_ir::Var>, value: Expr) -> CheckResult {
@@ -398,12 +402,22 @@ class Module:
     assert!(!r.is_valid());
     let ann = r
         .errors()
-        .find(|d| d.rule.as_deref().unwrap_or("").starts_with("struct-info/annotation"))
+        .find(|d| {
+            d.rule
+                .map(relax_ir::Rule::as_str)
+                .unwrap_or("")
+                .starts_with("struct-info/annotation")
+        })
         .expect("annotation error");
     assert_eq!(ann.span.line, 7, "{ann}");
     let pur = r
         .errors()
-        .find(|d| d.rule.as_deref().unwrap_or("").starts_with("struct-info/purity"))
+        .find(|d| {
+            d.rule
+                .map(relax_ir::Rule::as_str)
+                .unwrap_or("")
+                .starts_with("struct-info/purity")
+        })
         .expect("purity error");
     assert_eq!(pur.span.line, 9, "{pur}");
     let names: Vec<&str> = r.bindings.iter().map(|b| b.var.as_str()).collect();

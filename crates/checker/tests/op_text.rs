@@ -56,7 +56,9 @@ fn infer_all(m: &IRModule) -> Vec<(String, Result<String, String>)> {
         let call = value.as_call().expect("a call");
         let def = lookup(call.op.as_op().expect("an operator")).expect("registered");
         let args: Vec<StructInfo> = call.args.iter().map(sinfo_of).collect();
-        let r = (def.infer)(call, &args, &ctx).map(|s| print_struct_info(&s, Some(m)));
+        let r = (def.infer)(call, &args, &ctx)
+            .map(|s| print_struct_info(&s, Some(m)))
+            .map_err(|e| e.to_string());
         out.push((var.name().to_string(), r));
     }
     out

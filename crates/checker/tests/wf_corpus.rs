@@ -75,13 +75,16 @@ fn well_formed_corpus_agreement() {
             let error = case["error"].as_str().unwrap_or("");
             let want = expected_rules(error);
             let ok = r.errors().any(|d| {
-                let rule = d.rule.as_deref().unwrap_or("");
+                let rule = d.rule.map(relax_ir::Rule::as_str).unwrap_or("");
                 want.iter().any(|w| rule.starts_with(w))
             });
             if ok {
                 false_right_rule += 1;
             } else {
-                let rules: Vec<String> = r.errors().map(|d| d.rule.clone().unwrap_or_default()).collect();
+                let rules: Vec<String> = r
+                    .errors()
+                    .map(|d| d.rule.map(|r| r.as_str().to_string()).unwrap_or_default())
+                    .collect();
                 wrong_rule.push(format!(
                     "{id}: TVM: {} | ours: {rules:?}",
                     error.lines().next().unwrap_or("")

@@ -41,7 +41,11 @@ fn loop_over_an_unbound_variable_is_not_well_formed() {
     assert!(!r.well_formed, "{:?}", r.diagnostics);
     let d = r
         .errors()
-        .find(|d| d.rule.as_deref().is_some_and(|x| x.starts_with("well-formed/25")))
+        .find(|d| {
+            d.rule
+                .map(relax_ir::Rule::as_str)
+                .is_some_and(|x| x.starts_with("well-formed/25"))
+        })
         .unwrap_or_else(|| panic!("no well-formed/25 error: {:?}", r.diagnostics));
     assert!(
         d.message.contains("Invalid use of undefined variable `n`"),

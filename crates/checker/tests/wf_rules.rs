@@ -15,7 +15,11 @@ fn rule_errors(r: &CheckResult, n: usize) -> Vec<String> {
     let prefix = format!("well-formed/{n}:");
     r.diagnostics
         .iter()
-        .filter(|d| d.rule.as_deref().is_some_and(|x| x.starts_with(&prefix)))
+        .filter(|d| {
+            d.rule
+                .map(relax_ir::Rule::as_str)
+                .is_some_and(|x| x.starts_with(&prefix))
+        })
         .map(|d| d.to_string())
         .collect()
 }
@@ -47,7 +51,12 @@ fn wf01_dataflow_var_outside_dataflow_block() {
     let d = r
         .diagnostics
         .iter()
-        .find(|d| d.rule.as_deref().unwrap_or("").starts_with("well-formed/1"))
+        .find(|d| {
+            d.rule
+                .map(relax_ir::Rule::as_str)
+                .unwrap_or("")
+                .starts_with("well-formed/1")
+        })
         .unwrap();
     assert_eq!(d.span, Span::new(3, 9), "the diagnostic points at the binding");
     assert!(d.message.contains("lv"), "{}", d.message);
@@ -262,10 +271,11 @@ fn wf12_entry_point_warning() {
     f.private = true;
     let r = check_module(&main_module(f));
     assert!(r.is_valid(), "criterion 12 is only a warning");
-    assert!(r
-        .diagnostics
-        .iter()
-        .any(|d| !d.is_error() && d.rule.as_deref().unwrap_or("").starts_with("well-formed/12")));
+    assert!(r.diagnostics.iter().any(|d| !d.is_error()
+        && d.rule
+            .map(relax_ir::Rule::as_str)
+            .unwrap_or("")
+            .starts_with("well-formed/12")));
 }
 
 #[test]
@@ -486,7 +496,9 @@ fn normal_form_blocks_consolidated() {
 fn assert_normal_form_violation(raw: &relax_ir::IRModule, rule: &str) {
     let diags = relax_checker::well_formed::check_module(raw, Default::default());
     assert!(
-        diags.iter().any(|d| d.rule.as_deref().unwrap_or("").starts_with(rule)),
+        diags
+            .iter()
+            .any(|d| d.rule.map(relax_ir::Rule::as_str).unwrap_or("").starts_with(rule)),
         "{diags:?}"
     );
 }

@@ -90,6 +90,6 @@ fn diag_json(d: &Diagnostic) -> serde_json::Value {
         "message": d.message,
         "line": line,
         "column": column,
-        "rule": d.rule,
+        "rule": d.rule.map(|r| r.as_str()),
     })
 }

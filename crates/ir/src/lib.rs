@@ -17,7 +17,7 @@ pub mod tir;
 pub mod visit;
 
 pub use attrs::{AttrValue, Attrs};
-pub use diagnostic::{Diagnostic, Severity};
+pub use diagnostic::{Diagnostic, Rule, RuleCategory, Severity, StructInfoRule, TirRule, VDeviceRule};
 pub use dtype::{DataType, TypeCode};
 pub use module::{BaseFunc, GlobalInfo, IRModule, Target, VDevice};
 pub use relax::{

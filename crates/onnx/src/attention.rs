@@ -3,25 +3,26 @@
 //! masks and per-batch key lengths, written as Relax matmul / softmax calls following
 //! the operator's function body (the `_expanded` form of ONNX's own tests).
 
+use crate::error::{convert_err, ConvertError};
 use relax_ir::{AttrValue, DataType, Expr, PrimExpr};
 
 use crate::convert::{Ctx, TVal};
 use crate::ops::{ints_attr, scalar, val, x, Node};
 
-fn emit(ctx: &mut Ctx, op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<Expr, String> {
+fn emit(ctx: &mut Ctx, op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<Expr, ConvertError> {
     let v = ctx.op(op, args, attrs)?;
     ctx.leaf(&v)
 }
 
-fn permute(ctx: &mut Ctx, e: Expr, axes: &[i64]) -> Result<Expr, String> {
+fn permute(ctx: &mut Ctx, e: Expr, axes: &[i64]) -> Result<Expr, ConvertError> {
     emit(ctx, "permute_dims", vec![e], &[("axes", ints_attr(axes))])
 }
 
-fn reshape(ctx: &mut Ctx, e: Expr, dims: Vec<PrimExpr>) -> Result<Expr, String> {
+fn reshape(ctx: &mut Ctx, e: Expr, dims: Vec<PrimExpr>) -> Result<Expr, ConvertError> {
     emit(ctx, "reshape", vec![e, Expr::shape(dims)], &[])
 }
 
-fn astype(ctx: &mut Ctx, e: Expr, from: DataType, to: DataType) -> Result<Expr, String> {
+fn astype(ctx: &mut Ctx, e: Expr, from: DataType, to: DataType) -> Result<Expr, ConvertError> {
     if from == to {
         return Ok(e);
     }
@@ -29,7 +30,7 @@ fn astype(ctx: &mut Ctx, e: Expr, from: DataType, to: DataType) -> Result<Expr, 
 }
 
 /// `R.arange(start, end)` as int64.
-fn arange(ctx: &mut Ctx, start: PrimExpr, end: PrimExpr) -> Result<Expr, String> {
+fn arange(ctx: &mut Ctx, start: PrimExpr, end: PrimExpr) -> Result<Expr, ConvertError> {
     let p = |e: PrimExpr| {
         let e = if e.dtype() == DataType::INT64 {
             e
@@ -47,7 +48,7 @@ fn arange(ctx: &mut Ctx, start: PrimExpr, end: PrimExpr) -> Result<Expr, String>
 }
 
 /// `where(allowed, 0, -inf)` of dtype `dt`.
-fn bias_of(ctx: &mut Ctx, allowed: Expr, dt: DataType) -> Result<Expr, String> {
+fn bias_of(ctx: &mut Ctx, allowed: Expr, dt: DataType) -> Result<Expr, ConvertError> {
     emit(
         ctx,
         "where",
@@ -57,10 +58,10 @@ fn bias_of(ctx: &mut Ctx, allowed: Expr, dt: DataType) -> Result<Expr, String> {
 }
 
 /// Input `(B, S, heads * H)` as `(B, heads, S, H)`.
-fn split_heads(ctx: &mut Ctx, e: Expr, shape: &[PrimExpr], heads: i64) -> Result<Expr, String> {
+fn split_heads(ctx: &mut Ctx, e: Expr, shape: &[PrimExpr], heads: i64) -> Result<Expr, ConvertError> {
     let h = shape[2].as_int().ok_or("a 3-D input needs a static hidden size")?;
     if heads <= 0 || h % heads != 0 {
-        return Err(format!("hidden size {h} is not a multiple of {heads} heads"));
+        return Err(convert_err!("hidden size {h} is not a multiple of {heads} heads"));
     }
     let r = reshape(
         ctx,
@@ -76,7 +77,7 @@ fn split_heads(ctx: &mut Ctx, e: Expr, shape: &[PrimExpr], heads: i64) -> Result
 }
 
 /// The converter of `Attention`.
-pub fn attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let qv = val(ctx, n, 0)?;
     // 16-bit inputs are computed in float32 and the results rounded once
     let io_dt = qv.dtype;
@@ -163,7 +164,9 @@ pub fn attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let (mut ks, mut v) = (ks, v);
     if qh != kvh {
         if kvh <= 0 || qh % kvh != 0 {
-            return Err(format!("{qh} query heads are not a multiple of {kvh} key/value heads"));
+            return Err(convert_err!(
+                "{qh} query heads are not a multiple of {kvh} key/value heads"
+            ));
         }
         let reps = AttrValue::Int(qh / kvh);
         ks = emit(

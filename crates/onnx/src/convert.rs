@@ -1,6 +1,7 @@
 //! The graph walk: values, bindings with derived StructInfo, parameters and the
 //! final `main`.
 
+use crate::error::{convert_err, ConvertError};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -156,13 +157,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// The value named `name`.
-    pub fn value(&self, name: &str) -> Result<&TVal, String> {
+    pub fn value(&self, name: &str) -> Result<&TVal, ConvertError> {
         if let Some(why) = self.missing.get(name) {
-            return Err(format!("input `{name}` is {why}"));
+            return Err(convert_err!("input `{name}` is {why}"));
         }
         self.values
             .get(name)
-            .ok_or_else(|| format!("input `{name}` is not defined by any earlier node, input or initializer"))
+            .ok_or_else(|| convert_err!("input `{name}` is not defined by any earlier node, input or initializer"))
     }
 
     /// Define `name`.
@@ -210,7 +211,7 @@ impl<'a> Ctx<'a> {
 
     /// The Relax leaf of value `name`, making a parameter or constant of an initializer
     /// and a constant of known contents on first use.
-    pub fn tensor(&mut self, name: &str) -> Result<Expr, String> {
+    pub fn tensor(&mut self, name: &str) -> Result<Expr, ConvertError> {
         let v = self.value(name)?.clone();
         if let Some(e) = &v.expr {
             return Ok(e.clone());
@@ -229,7 +230,7 @@ impl<'a> Ctx<'a> {
         } else if let Some(k) = &v.known {
             self.materialize_known(&v, k)?
         } else {
-            return Err(format!("value `{name}` has no Relax expression"));
+            return Err(convert_err!("value `{name}` has no Relax expression"));
         };
         if let Some(slot) = self.values.get_mut(name) {
             slot.expr = Some(e.clone());
@@ -238,7 +239,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// A tensor of known contents as a Relax leaf.
-    fn materialize_known(&mut self, v: &TVal, k: &Known) -> Result<Expr, String> {
+    fn materialize_known(&mut self, v: &TVal, k: &Known) -> Result<Expr, ConvertError> {
         let shape = v.const_shape().ok_or("a known value of symbolic shape")?;
         let ints: Option<Vec<i64>> = match k {
             Known::Int(vals) => vals.iter().map(PrimExpr::as_int).collect(),
@@ -284,25 +285,29 @@ impl<'a> Ctx<'a> {
     }
 
     /// The leaf of an emitted value.
-    pub fn leaf(&self, v: &TVal) -> Result<Expr, String> {
+    pub fn leaf(&self, v: &TVal) -> Result<Expr, ConvertError> {
         v.expr
             .clone()
-            .ok_or_else(|| "internal: value without expression".to_string())
+            .ok_or_else(|| ConvertError::internal("internal: value without expression"))
     }
 
     /// Bind `value` (a call or tuple item) to a fresh dataflow variable; its StructInfo
     /// is derived through the operator registry.
-    pub fn emit(&mut self, value: Expr) -> Result<(Expr, StructInfo), String> {
+    pub fn emit(&mut self, value: Expr) -> Result<(Expr, StructInfo), ConvertError> {
         let sinfo = match value.kind() {
             ExprKind::Call(call) => {
-                let name = call.op.as_op().ok_or("internal: call of a non-operator")?.to_string();
-                let def = registry::lookup(&name).ok_or_else(|| format!("operator {name} is not registered"))?;
+                let name = call
+                    .op
+                    .as_op()
+                    .ok_or_else(|| ConvertError::internal("internal: call of a non-operator"))?
+                    .to_string();
+                let def = registry::lookup(&name).ok_or_else(|| convert_err!("operator {name} is not registered"))?;
                 let args: Vec<StructInfo> = call.args.iter().map(leaf_sinfo).collect();
                 let ctx = InferCtx {
                     module: None,
                     analyzer: &self.ana,
                 };
-                (def.infer)(call, &args, &ctx).map_err(|m| format!("{name}: {m}"))?
+                (def.infer)(call, &args, &ctx).map_err(|e| ConvertError::infer(&name, e))?
             }
             ExprKind::TupleGetItem { tuple, index } => match leaf_sinfo(tuple) {
                 StructInfo::Tuple(f) => f.get(*index).cloned().ok_or("tuple index out of range")?,
@@ -328,7 +333,7 @@ impl<'a> Ctx<'a> {
 
     /// Call `R.<op>` with `args` and the named attributes (the others take the
     /// operator's defaults), bind it, and return the result as a value.
-    pub fn op(&mut self, op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<TVal, String> {
+    pub fn op(&mut self, op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<TVal, ConvertError> {
         let shapes: Vec<Option<Vec<PrimExpr>>> = args
             .iter()
             .map(|a| {
@@ -395,7 +400,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Item `index` of an emitted tuple.
-    pub fn item(&mut self, tuple: &Expr, index: usize) -> Result<TVal, String> {
+    pub fn item(&mut self, tuple: &Expr, index: usize) -> Result<TVal, ConvertError> {
         let (e, s) = self.emit(Expr::new(ExprKind::TupleGetItem {
             tuple: tuple.clone(),
             index,
@@ -404,7 +409,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Call `R.<op>` returning a tuple; the tuple's leaf.
-    pub fn op_tuple(&mut self, op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<Expr, String> {
+    pub fn op_tuple(&mut self, op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<Expr, ConvertError> {
         let call = make_call(op, args, attrs)?;
         Ok(self.emit(call)?.0)
     }
@@ -458,7 +463,7 @@ fn leaf_sinfo(e: &Expr) -> StructInfo {
 }
 
 /// A value from an emitted tensor.
-fn tval_of(e: Expr, s: &StructInfo) -> Result<TVal, String> {
+fn tval_of(e: Expr, s: &StructInfo) -> Result<TVal, ConvertError> {
     let t = s.as_tensor().ok_or("the operator's result is not a tensor")?;
     let shape = match t.shape_values() {
         Some(v) => Some(v.to_vec()),
@@ -475,8 +480,8 @@ fn tval_of(e: Expr, s: &StructInfo) -> Result<TVal, String> {
 }
 
 /// A call of `R.<op>` with attributes in TVM's order, defaults filled in.
-pub fn make_call(op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<Expr, String> {
-    let sig = sigs::lookup(op).ok_or_else(|| format!("internal: no signature for R.{op}"))?;
+pub fn make_call(op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<Expr, ConvertError> {
+    let sig = sigs::lookup(op).ok_or_else(|| convert_err!(Internal;"internal: no signature for R.{op}"))?;
     let mut out = Attrs::new();
     for key in &sig.attr_order {
         let v = match attrs.iter().find(|(k, _)| k == key) {
@@ -484,14 +489,14 @@ pub fn make_call(op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Resu
             None => {
                 let given = |k: &str| attrs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
                 sig.default_attr(key, &given)
-                    .ok_or_else(|| format!("internal: R.{op} needs attribute `{key}`"))?
+                    .ok_or_else(|| convert_err!(Internal;"internal: R.{op} needs attribute `{key}`"))?
             }
         };
         out.set(key.clone(), v);
     }
     for (k, _) in attrs {
         if !sig.attr_order.iter().any(|a| a == k) {
-            return Err(format!("internal: R.{op} has no attribute `{k}`"));
+            return Err(convert_err!(Internal;"internal: R.{op} has no attribute `{k}`"));
         }
     }
     Ok(Expr::call(Expr::op(&sig.op_name()), args, out, Vec::new()))
@@ -586,9 +591,10 @@ pub fn import_model(
     // Outputs.
     let mut outs = Vec::new();
     for (k, o) in graph.output.iter().enumerate() {
-        let leaf = ctx
-            .tensor(&o.name)
-            .map_err(|m| ImportError::new(format!("graph output `{}`: {m}", o.name)))?;
+        let leaf = ctx.tensor(&o.name).map_err(|e| ImportError {
+            kind: e.kind,
+            message: format!("graph output `{}`: {}", o.name, e.message),
+        })?;
         let sinfo = leaf_sinfo(&leaf);
         let hint = if graph.output.len() == 1 {
             "gv".to_string()
@@ -714,17 +720,14 @@ fn value_info_type(
 
 /// Convert one node, naming it in any error.
 fn convert_node(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
-    let fail = |m: String| {
-        ImportError::new(format!(
-            "node `{}` ({}, opset {}): {m}",
-            node.name, node.op_type, node.opset
-        ))
-    };
+    let fail = |e: ConvertError| ImportError::at_node(node, e);
     let training = node.domain == "ai.onnx.preview.training"
         && matches!(node.op_type.as_str(), "Adagrad" | "Adam" | "Momentum")
         || node.domain == "ai.onnx.ml" && matches!(node.op_type.as_str(), "Binarizer" | "ArrayFeatureExtractor");
     if !node.domain.is_empty() && node.domain != "ai.onnx" && !training {
-        return Err(fail(format!("operators of domain `{}` are not supported", node.domain)));
+        return Err(fail(
+            convert_err!(Unsupported; "operators of domain `{}` are not supported", node.domain),
+        ));
     }
     if node.op_type == "If" && node.domain.is_empty() {
         return convert_if(ctx, node);
@@ -732,7 +735,8 @@ fn convert_node(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
     if matches!(node.op_type.as_str(), "Loop" | "Scan") && node.domain.is_empty() {
         return convert_loop(ctx, node).map_err(fail);
     }
-    let conv = ops::lookup(&node.op_type).ok_or_else(|| fail("operator not supported by the importer".into()))?;
+    let conv = ops::lookup(&node.op_type)
+        .ok_or_else(|| fail(ConvertError::unsupported("operator not supported by the importer")))?;
     let outs = conv(ctx, node).map_err(fail)?;
     for (k, name) in node.outputs.iter().enumerate() {
         if name.is_empty() {
@@ -767,30 +771,29 @@ fn convert_node(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
 /// `If` with a condition known when importing: the chosen branch's nodes are converted
 /// in place (they see the enclosing graph's values) and its outputs become the node's.
 fn convert_if(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
-    let fail = |m: String| {
-        ImportError::new(format!(
-            "node `{}` ({}, opset {}): {m}",
-            node.name, node.op_type, node.opset
-        ))
-    };
+    let fail = |e: ConvertError| ImportError::at_node(node, e);
     let cond = node
         .inputs
         .first()
         .and_then(|c| ctx.value(c).ok())
         .and_then(|v| v.const_ints())
         .and_then(|v| v.first().copied())
-        .ok_or_else(|| fail("the condition must be known when the model is imported".into()))?;
+        .ok_or_else(|| {
+            fail(ConvertError::unsupported(
+                "the condition must be known when the model is imported",
+            ))
+        })?;
     let branch = if cond != 0 { "then_branch" } else { "else_branch" };
     let g = node
         .attr(branch)
         .and_then(|a| a.g.as_deref())
-        .ok_or_else(|| fail(format!("no {branch}")))?;
+        .ok_or_else(|| fail(convert_err!("no {branch}")))?;
     for (i, n) in g.node.iter().enumerate() {
         let sub = Node::new(n, i, node.opset);
         convert_node(ctx, &sub)?;
     }
     if g.output.len() != node.outputs.len() {
-        return Err(fail(format!(
+        return Err(fail(convert_err!(
             "{branch} has {} outputs, the node {}",
             g.output.len(),
             node.outputs.len()
@@ -807,7 +810,7 @@ fn convert_if(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
 }
 
 /// The Relax leaf of value `v` (materialized under a private name).
-fn leaf_of(ctx: &mut Ctx, v: TVal) -> Result<Expr, String> {
+fn leaf_of(ctx: &mut Ctx, v: TVal) -> Result<Expr, ConvertError> {
     if let Some(e) = &v.expr {
         return Ok(e.clone());
     }
@@ -820,18 +823,20 @@ fn leaf_of(ctx: &mut Ctx, v: TVal) -> Result<Expr, String> {
 /// `Loop` with a trip count and condition known when importing, and `Scan` (opset 9
 /// and later) over a static length: the body is converted once per iteration, the
 /// loop-carried values passed on, the scan outputs stacked.
-fn convert_loop(ctx: &mut Ctx, node: &Node) -> Result<(), String> {
+fn convert_loop(ctx: &mut Ctx, node: &Node) -> Result<(), ConvertError> {
     let body = node.attr("body").and_then(|a| a.g.as_deref()).ok_or("no body")?;
     let is_loop = node.op_type == "Loop";
     if !is_loop && node.opset < 9 {
-        return Err("Scan before opset 9 (with a batch axis) is not supported".into());
+        return Err(ConvertError::unsupported(
+            "Scan before opset 9 (with a batch axis) is not supported",
+        ));
     }
-    let input = |ctx: &Ctx, i: usize| -> Result<TVal, String> {
+    let input = |ctx: &Ctx, i: usize| -> Result<TVal, ConvertError> {
         let name = node
             .inputs
             .get(i)
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| format!("input {i} is missing"))?;
+            .ok_or_else(|| convert_err!("input {i} is missing"))?;
         ctx.value(name).cloned()
     };
     let (n_state, n_scan_in, steps): (usize, usize, i64);
@@ -843,7 +848,11 @@ fn convert_loop(ctx: &mut Ctx, node: &Node) -> Result<(), String> {
                 .const_ints()
                 .and_then(|v| v.first().copied())
                 .ok_or_else(|| ops::must_be_known(node, 0))?,
-            None => return Err("a Loop without a trip count is not supported".into()),
+            None => {
+                return Err(ConvertError::unsupported(
+                    "a Loop without a trip count is not supported",
+                ))
+            }
         };
         if let Some(c) = node.inputs.get(1).filter(|s| !s.is_empty()) {
             let c = ctx
@@ -852,11 +861,13 @@ fn convert_loop(ctx: &mut Ctx, node: &Node) -> Result<(), String> {
                 .and_then(|v| v.first().copied())
                 .ok_or_else(|| ops::must_be_known(node, 1))?;
             if c == 0 {
-                return Err("a Loop that runs no iteration is not supported".into());
+                return Err(ConvertError::unsupported(
+                    "a Loop that runs no iteration is not supported",
+                ));
             }
         }
         if !(0..=4096).contains(&trip) {
-            return Err(format!("trip count {trip} is out of range"));
+            return Err(convert_err!("trip count {trip} is out of range"));
         }
         n_state = node.inputs.len().saturating_sub(2);
         n_scan_in = 0;
@@ -878,7 +889,7 @@ fn convert_loop(ctx: &mut Ctx, node: &Node) -> Result<(), String> {
         steps = len.ok_or("no scan inputs")?;
     }
     if steps == 0 {
-        return Err("an empty loop is not supported".into());
+        return Err(ConvertError::unsupported("an empty loop is not supported"));
     }
     let (carried_names, first_body_state) = if is_loop { (2..2 + n_state, 2) } else { (0..n_state, 0) };
     let mut state: Vec<TVal> = carried_names.map(|i| input(ctx, i)).collect::<Result<_, _>>()?;
@@ -929,7 +940,7 @@ fn convert_loop(ctx: &mut Ctx, node: &Node) -> Result<(), String> {
             ctx.set(name, v);
         }
         for (i, n) in body.node.iter().enumerate() {
-            convert_node(ctx, &Node::new(n, i, node.opset)).map_err(|e| e.message)?;
+            convert_node(ctx, &Node::new(n, i, node.opset)).map_err(|e| ConvertError::new(e.kind, e.message))?;
         }
         if is_loop {
             let c = ctx

@@ -2,6 +2,7 @@
 //! normalizations and data movement (each following the ONNX operator's definition,
 //! and TVM's ONNX front end where it has one).
 
+use crate::error::{convert_err, ConvertError};
 use relax_ir::{AttrValue, DataType, Expr, ExprKind, NDArray, PrimExpr};
 
 use crate::convert::{Ctx, Known, TVal};
@@ -10,19 +11,24 @@ use crate::ops::{
 };
 use crate::tensor;
 
-pub(crate) fn emit(ctx: &mut Ctx, op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<Expr, String> {
+pub(crate) fn emit(
+    ctx: &mut Ctx,
+    op: &str,
+    args: Vec<Expr>,
+    attrs: &[(&str, AttrValue)],
+) -> Result<Expr, ConvertError> {
     let v = ctx.op(op, args, attrs)?;
     ctx.leaf(&v)
 }
 
-fn astype(ctx: &mut Ctx, e: Expr, from: DataType, to: DataType) -> Result<Expr, String> {
+fn astype(ctx: &mut Ctx, e: Expr, from: DataType, to: DataType) -> Result<Expr, ConvertError> {
     if from == to {
         return Ok(e);
     }
     emit(ctx, "astype", vec![e], &[("dtype", AttrValue::DataType(to))])
 }
 
-fn reshape(ctx: &mut Ctx, e: Expr, dims: Vec<PrimExpr>) -> Result<Expr, String> {
+fn reshape(ctx: &mut Ctx, e: Expr, dims: Vec<PrimExpr>) -> Result<Expr, ConvertError> {
     emit(ctx, "reshape", vec![e, Expr::shape(dims)], &[])
 }
 
@@ -32,7 +38,7 @@ fn ints(v: &[i64]) -> Vec<PrimExpr> {
 
 /// `SoftmaxCrossEntropyLoss`: the negative log-likelihood loss of
 /// `log_softmax(scores, axis=1)`; the second output is the log-probabilities.
-pub fn softmax_cross_entropy(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn softmax_cross_entropy(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let s = x(ctx, n, 0)?;
     let lp = ctx.op("nn.log_softmax", vec![s], &[("axis", AttrValue::Int(1))])?;
     let l = ctx.leaf(&lp)?;
@@ -44,10 +50,10 @@ pub fn softmax_cross_entropy(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Strin
 /// node's targets (input 1), optional weights (input 2), `reduction` and
 /// `ignore_index`: targets equal to `ignore_index` are read as class 0 and weigh 0, so
 /// that no element outside the classes is read.
-pub fn nll(ctx: &mut Ctx, n: &Node, logp: Expr, dt: DataType) -> Result<TVal, String> {
+pub fn nll(ctx: &mut Ctx, n: &Node, logp: Expr, dt: DataType) -> Result<TVal, ConvertError> {
     let reduction = n.string("reduction").unwrap_or_else(|| "mean".into());
     if !matches!(reduction.as_str(), "mean" | "sum" | "none") {
-        return Err(format!("reduction `{reduction}` is not supported"));
+        return Err(convert_err!(Unsupported;"reduction `{reduction}` is not supported"));
     }
     let tv = val(ctx, n, 1)?;
     let t = x(ctx, n, 1)?;
@@ -112,9 +118,9 @@ pub fn nll(ctx: &mut Ctx, n: &Node, logp: Expr, dt: DataType) -> Result<TVal, St
 }
 
 /// Saturation bounds of a quantized integer type.
-fn int_range(dt: DataType) -> Result<(f64, f64), String> {
+fn int_range(dt: DataType) -> Result<(f64, f64), ConvertError> {
     if !dt.is_integer() || dt.is_bool() || dt.bits > 32 {
-        return Err(format!("quantization to {dt} is not supported"));
+        return Err(convert_err!(Unsupported;"quantization to {dt} is not supported"));
     }
     let b = dt.bits as i32;
     Ok(if dt.is_int() {
@@ -127,7 +133,7 @@ fn int_range(dt: DataType) -> Result<(f64, f64), String> {
 /// The scale or zero point `e` (input `i`) shaped to broadcast against the input of
 /// rank `rank`: a scalar as is, a 1-D tensor along `axis`, a blocked one repeated
 /// `block` times along `axis` and cut to the input's length.
-fn per_axis(ctx: &mut Ctx, n: &Node, i: usize, rank: usize, axis: usize, dim: &PrimExpr) -> Result<Expr, String> {
+fn per_axis(ctx: &mut Ctx, n: &Node, i: usize, rank: usize, axis: usize, dim: &PrimExpr) -> Result<Expr, ConvertError> {
     let v = val(ctx, n, i)?;
     let e = x(ctx, n, i)?;
     let r = v.rank().ok_or("a scale of unknown rank")?;
@@ -161,7 +167,7 @@ fn per_axis(ctx: &mut Ctx, n: &Node, i: usize, rank: usize, axis: usize, dim: &P
     reshape(ctx, e, dims)
 }
 
-fn quant_axis(n: &Node, rank: usize) -> Result<usize, String> {
+fn quant_axis(n: &Node, rank: usize) -> Result<usize, ConvertError> {
     if rank == 0 {
         return Ok(0);
     }
@@ -170,7 +176,7 @@ fn quant_axis(n: &Node, rank: usize) -> Result<usize, String> {
 
 /// `QuantizeLinear`: `saturate(round(x / scale) + zero_point)`, per tensor, per axis or
 /// blocked; the output type is the zero point's (`output_dtype`, else uint8).
-pub fn quantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn quantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let shape = xv.shape.clone().ok_or("input has unknown shape")?;
     let rank = shape.len();
@@ -181,7 +187,8 @@ pub fn quantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     } else {
         match n.int("output_dtype", 0) {
             0 => DataType::UINT8,
-            t => tensor::dtype_of(t as i32).ok_or_else(|| format!("output_dtype {t} is not supported"))?,
+            t => tensor::dtype_of(t as i32)
+                .ok_or_else(|| convert_err!(Unsupported;"output_dtype {t} is not supported"))?,
         }
     };
     let (lo, hi) = int_range(out_dt)?;
@@ -204,7 +211,7 @@ pub fn quantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `DequantizeLinear`: `(x - zero_point) * scale` in the scale's type (`output_dtype`
 /// when given).
-pub fn dequantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn dequantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let shape = xv.shape.clone().ok_or("input has unknown shape")?;
     let rank = shape.len();
@@ -213,7 +220,7 @@ pub fn dequantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let sdt = val(ctx, n, 1)?.dtype;
     let out_dt = match n.int("output_dtype", 0) {
         0 => sdt,
-        t => tensor::dtype_of(t as i32).ok_or_else(|| format!("output_dtype {t} is not supported"))?,
+        t => tensor::dtype_of(t as i32).ok_or_else(|| convert_err!(Unsupported;"output_dtype {t} is not supported"))?,
     };
     let f = DataType::FLOAT32;
     let a = x(ctx, n, 0)?;
@@ -234,7 +241,7 @@ pub fn dequantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `DynamicQuantizeLinear`: uint8 quantization with the scale and zero point of the
 /// input's range (widened to include 0).
-pub fn dynamic_quantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn dynamic_quantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let f = DataType::FLOAT32;
     let a = x(ctx, n, 0)?;
     let mx = emit(ctx, "max", vec![a.clone()], &[])?;
@@ -261,7 +268,7 @@ pub fn dynamic_quantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Str
 }
 
 /// `Swish`: `x * sigmoid(alpha * x)`.
-pub fn swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let a = x(ctx, n, 0)?;
     let alpha = n.float("alpha", 1.0);
@@ -275,7 +282,7 @@ pub fn swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `Shrink`: `x + bias` below `-lambd`, `x - bias` above `lambd`, else 0.
-pub fn shrink(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn shrink(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let (lambd, bias) = (n.float("lambd", 0.5), n.float("bias", 0.0));
     let a = x(ctx, n, 0)?;
@@ -288,11 +295,11 @@ pub fn shrink(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `Hardmax`: the one-hot of the first maximum along `axis`.
-pub fn hardmax(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn hardmax(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     let shape = v.shape.clone().ok_or("input has unknown shape")?;
     if n.opset < 13 {
-        return Err("Hardmax before opset 13 is not supported".into());
+        return Err(ConvertError::unsupported("Hardmax before opset 13 is not supported"));
     }
     let axis = norm_axis(n.int("axis", -1), shape.len())?;
     let depth = shape[axis].as_int().ok_or("Hardmax needs a static axis length")?;
@@ -315,7 +322,7 @@ pub fn hardmax(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `LpNormalization`: `x / norm_p(x)` along `axis` (p = 1 or 2).
-pub fn lp_normalization(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn lp_normalization(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rank = rank_of(ctx, n, 0)?;
     let axis = norm_axis(n.int("axis", -1), rank)? as i64;
     let a = x(ctx, n, 0)?;
@@ -330,7 +337,7 @@ pub fn lp_normalization(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             let s = emit(ctx, "sum", vec![t], &red)?;
             emit(ctx, "sqrt", vec![s], &[])?
         }
-        p => return Err(format!("p = {p} is not supported (1 or 2)")),
+        p => return Err(convert_err!(Unsupported;"p = {p} is not supported (1 or 2)")),
     };
     // a zero norm gives zeros, not NaN
     let dt = val(ctx, n, 0)?.dtype;
@@ -340,17 +347,17 @@ pub fn lp_normalization(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op("where", vec![zero, scalar(dt, 0.0), q], &[])?)
 }
 
-fn static4(ctx: &Ctx, n: &Node) -> Result<[i64; 4], String> {
+fn static4(ctx: &Ctx, n: &Node) -> Result<[i64; 4], ConvertError> {
     let s = val(ctx, n, 0)?.const_shape().ok_or("a static 4-D input is needed")?;
-    <[i64; 4]>::try_from(s.as_slice()).map_err(|_| "the input must be 4-D".to_string())
+    <[i64; 4]>::try_from(s.as_slice()).map_err(|_| ConvertError::from("the input must be 4-D"))
 }
 
 /// `DepthToSpace` (DCR and CRD modes): reshape, transpose, reshape.
-pub fn depth_to_space(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn depth_to_space(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let [b, c, h, w] = static4(ctx, n)?;
     let bs = n.int("blocksize", 0);
     if bs <= 0 || c % (bs * bs) != 0 {
-        return Err(format!("blocksize {bs} does not divide the channels"));
+        return Err(convert_err!("blocksize {bs} does not divide the channels"));
     }
     let c2 = c / (bs * bs);
     let a = x(ctx, n, 0)?;
@@ -366,11 +373,11 @@ pub fn depth_to_space(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `SpaceToDepth` (DCR and CRD modes): reshape, transpose, reshape.
-pub fn space_to_depth(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn space_to_depth(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let [b, c, h, w] = static4(ctx, n)?;
     let bs = n.int("blocksize", 0);
     if bs <= 0 || h % bs != 0 || w % bs != 0 {
-        return Err(format!("blocksize {bs} does not divide the spatial dimensions"));
+        return Err(convert_err!("blocksize {bs} does not divide the spatial dimensions"));
     }
     let a = x(ctx, n, 0)?;
     let r = reshape(ctx, a, ints(&[b, c, h / bs, bs, w / bs, bs]))?;
@@ -389,14 +396,14 @@ pub fn space_to_depth(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `EyeLike`: ones on the `k`-th diagonal of a 2-D tensor of the input's shape, a
 /// constant.
-pub fn eye_like(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn eye_like(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     let s = v.const_shape().ok_or("EyeLike needs a static shape")?;
     if s.len() != 2 {
         return Err("the input must be 2-D".into());
     }
     let dt = match n.attr_i("dtype") {
-        Some(t) => tensor::dtype_of(t as i32).ok_or_else(|| format!("dtype {t} is not supported"))?,
+        Some(t) => tensor::dtype_of(t as i32).ok_or_else(|| convert_err!(Unsupported;"dtype {t} is not supported"))?,
         None => v.dtype,
     };
     let k = n.int("k", 0);
@@ -419,7 +426,7 @@ pub fn eye_like(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `GroupNormalization`: `R.nn.group_norm` over the channel axis 1 (a per-group
 /// scale and bias of opset 18 are repeated per channel).
-pub fn group_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn group_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let shape = shape_of(ctx, n, 0)?;
     let rank = shape.len();
     let groups = n.int("num_groups", 0);
@@ -428,7 +435,7 @@ pub fn group_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         .and_then(PrimExpr::as_int)
         .ok_or("static channels needed")?;
     if groups <= 0 || c % groups != 0 {
-        return Err(format!("{groups} groups do not divide {c} channels"));
+        return Err(convert_err!("{groups} groups do not divide {c} channels"));
     }
     let (a, mut g, mut b) = (x(ctx, n, 0)?, x(ctx, n, 1)?, x(ctx, n, 2)?);
     if val(ctx, n, 1)?.const_shape() == Some(vec![groups]) && groups != c {
@@ -450,7 +457,7 @@ pub fn group_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `MeanVarianceNormalization`: `(x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)`.
-pub fn mvn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn mvn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let rank = rank_of(ctx, n, 0)?;
     let axes: Vec<i64> = n
@@ -474,7 +481,7 @@ pub fn mvn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `OneHot`: `values[1]` where the (wrapped) index equals the position along `axis`,
 /// else `values[0]`; the depth must be known when importing.
-pub fn one_hot(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn one_hot(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let iv = val(ctx, n, 0)?;
     let rank = iv.rank().ok_or("indices of unknown rank")?;
     let depth = match val(ctx, n, 1)?.known {
@@ -502,7 +509,7 @@ pub fn one_hot(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         &[("dtype", AttrValue::DataType(DataType::BOOL))],
     )?;
     let values = x(ctx, n, 2)?;
-    let take = |ctx: &mut Ctx, k: i64| -> Result<Expr, String> {
+    let take = |ctx: &mut Ctx, k: i64| -> Result<Expr, ConvertError> {
         let idx = crate::convert::constant(DataType::INT64, vec![], std::iter::once(k.to_le_bytes().to_vec()));
         emit(ctx, "take", vec![values.clone(), idx], &[("axis", AttrValue::Int(0))])
     };
@@ -511,7 +518,7 @@ pub fn one_hot(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `ReverseSequence`: `R.reverse_sequence`.
-pub fn reverse_sequence(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn reverse_sequence(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let (a, l) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
     out1(ctx.op(
         "reverse_sequence",
@@ -525,7 +532,7 @@ pub fn reverse_sequence(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `LpPool`: `(sum over the window of |x|^p)^(1/p)`, the sum an average pool with
 /// padding counted, times the window size.
-pub fn lp_pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn lp_pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let p = n.int("p", 2) as f64;
     let kernel = n.ints("kernel_shape").ok_or("kernel_shape is required")?;
@@ -540,12 +547,19 @@ pub fn lp_pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `strided_slice` of one axis.
-pub(crate) fn slice_axis(ctx: &mut Ctx, e: Expr, axis: i64, begin: i64, end: i64, stride: i64) -> Result<Expr, String> {
+pub(crate) fn slice_axis(
+    ctx: &mut Ctx,
+    e: Expr,
+    axis: i64,
+    begin: i64,
+    end: i64,
+    stride: i64,
+) -> Result<Expr, ConvertError> {
     let t = |v: i64| Expr::tuple(vec![Expr::new(ExprKind::PrimValue(PrimExpr::int(v)))]);
     emit(ctx, "strided_slice", vec![e, t(axis), t(begin), t(end), t(stride)], &[])
 }
 
-pub(crate) fn concat(ctx: &mut Ctx, parts: Vec<Expr>, axis: i64) -> Result<Expr, String> {
+pub(crate) fn concat(ctx: &mut Ctx, parts: Vec<Expr>, axis: i64) -> Result<Expr, ConvertError> {
     emit(
         ctx,
         "concat",
@@ -555,21 +569,22 @@ pub(crate) fn concat(ctx: &mut Ctx, parts: Vec<Expr>, axis: i64) -> Result<Expr,
 }
 
 /// A known scalar input as an integer.
-pub(crate) fn known_scalar(ctx: &Ctx, n: &Node, i: usize) -> Result<i64, String> {
+pub(crate) fn known_scalar(ctx: &Ctx, n: &Node, i: usize) -> Result<i64, ConvertError> {
     match val(ctx, n, i)?.known {
-        Some(Known::Int(v)) if v.len() == 1 => v[0].as_int().ok_or_else(|| "a symbolic size".to_string()),
+        Some(Known::Int(v)) if v.len() == 1 => v[0].as_int().ok_or_else(|| ConvertError::from("a symbolic size")),
         Some(Known::Float(v)) if v.len() == 1 => Ok(v[0] as i64),
         _ => Err(crate::ops::must_be_known(n, i)),
     }
 }
 
 /// `HannWindow`, `HammingWindow`, `BlackmanWindow`: a constant of the known size.
-pub fn window(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn window(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let size = known_scalar(ctx, n, 0)?;
     if !(0..=1 << 24).contains(&size) {
-        return Err(format!("window size {size} is out of range"));
+        return Err(convert_err!("window size {size} is out of range"));
     }
-    let dt = tensor::dtype_of(n.int("output_datatype", 1) as i32).ok_or("output_datatype is not supported")?;
+    let dt = tensor::dtype_of(n.int("output_datatype", 1) as i32)
+        .ok_or_else(|| ConvertError::unsupported("output_datatype is not supported"))?;
     let periodic = n.int("periodic", 1) != 0;
     let n1 = if periodic { size } else { size - 1 } as f64;
     let pi = std::f64::consts::PI;
@@ -592,7 +607,7 @@ pub fn window(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `CenterCropPad`: a centered slice where the target is smaller, a centered zero pad
 /// where it is larger.
-pub fn center_crop_pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn center_crop_pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let shape = val(ctx, n, 0)?.const_shape().ok_or("a static input shape is needed")?;
     let r = shape.len();
     let target: Vec<i64> = match val(ctx, n, 1)?.const_ints() {
@@ -635,7 +650,7 @@ pub fn center_crop_pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `SwiGLU`: `a * sigmoid(alpha * a) * b`.
-pub fn swiglu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn swiglu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let (a, b) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
     let alpha = n.float("alpha", 1.0);
@@ -651,7 +666,7 @@ pub fn swiglu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `RotaryEmbedding`: rotation of the first `rotary_embedding_dim` features of each
 /// head by the cached cosines and sines (halves or interleaved pairs).
-pub fn rotary_embedding(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn rotary_embedding(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let shape = xv.const_shape().ok_or("a static input shape is needed")?;
     let mut cur = x(ctx, n, 0)?;
@@ -675,7 +690,7 @@ pub fn rotary_embedding(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         v => v,
     };
     if rd > d || rd % 2 != 0 {
-        return Err(format!("rotary_embedding_dim {rd} does not fit head size {d}"));
+        return Err(convert_err!("rotary_embedding_dim {rd} does not fit head size {d}"));
     }
     let half = rd / 2;
     let (mut cos, mut sin) = (x(ctx, n, 1)?, x(ctx, n, 2)?);
@@ -730,7 +745,7 @@ pub fn rotary_embedding(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// Input `i` as int32 minus the zero point of input `z` (when given).
-fn centered_i32(ctx: &mut Ctx, n: &Node, i: usize, z: usize) -> Result<Expr, String> {
+fn centered_i32(ctx: &mut Ctx, n: &Node, i: usize, z: usize) -> Result<Expr, ConvertError> {
     let a = x(ctx, n, i)?;
     let a = astype(ctx, a, val(ctx, n, i)?.dtype, DataType::INT32)?;
     if !n.has(z) {
@@ -742,7 +757,7 @@ fn centered_i32(ctx: &mut Ctx, n: &Node, i: usize, z: usize) -> Result<Expr, Str
 }
 
 /// `MatMulInteger`: the int32 product of the inputs less their zero points.
-pub fn matmul_integer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn matmul_integer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let a = centered_i32(ctx, n, 0, 2)?;
     let b = centered_i32(ctx, n, 1, 3)?;
     out1(ctx.op("matmul", vec![a, b], &[])?)
@@ -750,13 +765,13 @@ pub fn matmul_integer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `QLinearMatMul`: the int32 product, rescaled by `a_scale * b_scale / y_scale`,
 /// rounded, offset by the output zero point and saturated.
-pub fn qlinear_matmul(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn qlinear_matmul(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let a = centered_i32(ctx, n, 0, 2)?;
     let b = centered_i32(ctx, n, 3, 5)?;
     let c = emit(ctx, "matmul", vec![a, b], &[])?;
     let f = DataType::FLOAT32;
     let c = astype(ctx, c, DataType::INT32, f)?;
-    let scale = |ctx: &mut Ctx, i: usize| -> Result<Expr, String> {
+    let scale = |ctx: &mut Ctx, i: usize| -> Result<Expr, ConvertError> {
         let s = x(ctx, n, i)?;
         astype(ctx, s, val(ctx, n, i)?.dtype, f)
     };
@@ -782,7 +797,7 @@ pub fn qlinear_matmul(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `AffineGrid`: `theta` applied to the homogeneous coordinates of the output grid
 /// (a constant of the known size), `(N, H, W, 2)` or `(N, D, H, W, 3)`.
-pub fn affine_grid(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn affine_grid(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let size = val(ctx, n, 1)?
         .const_ints()
         .ok_or_else(|| crate::ops::must_be_known(n, 1))?;
@@ -790,7 +805,7 @@ pub fn affine_grid(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let spatial = &size[2..];
     let k = spatial.len();
     if !(2..=3).contains(&k) {
-        return Err("AffineGrid supports 2-D and 3-D grids".into());
+        return Err(ConvertError::unsupported("AffineGrid supports 2-D and 3-D grids"));
     }
     let align = n.int("align_corners", 0) != 0;
     let coords = |dim: i64| -> Vec<f64> {
@@ -843,7 +858,7 @@ pub fn affine_grid(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 /// `DFT` (opsets 17 to 20): the transform along `axis` as matrix products with
 /// constant cosine and sine matrices (forward, inverse, one-sided forward and the
 /// one-sided inverse of a Hermitian spectrum), `dft_length` zero-padding or truncating.
-pub fn dft(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn dft(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let shape = xv.const_shape().ok_or("DFT needs a static input shape")?;
     let r = shape.len();
@@ -874,7 +889,7 @@ pub fn dft(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         n_in
     };
     if len <= 0 || len > 1 << 16 {
-        return Err(format!("dft_length {len} is out of range"));
+        return Err(convert_err!("dft_length {len} is out of range"));
     }
     let dt = xv.dtype;
     let two_pi = 2.0 * std::f64::consts::PI;
@@ -937,14 +952,14 @@ pub fn dft(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     for (i, &p) in perm.iter().enumerate() {
         back[p as usize] = i as i64;
     }
-    let part = |ctx: &mut Ctx, k: i64| -> Result<Expr, String> {
+    let part = |ctx: &mut Ctx, k: i64| -> Result<Expr, ConvertError> {
         let p = slice_axis(ctx, a.clone(), r as i64 - 1, k, k + 1, 1)?;
         let p = emit(ctx, "squeeze", vec![p], &[("axis", ints_attr(&[r as i64 - 1]))])?;
         emit(ctx, "permute_dims", vec![p], &[("axes", ints_attr(&perm))])
     };
     let xr = part(ctx, 0)?;
     let xi = if c == 2 { Some(part(ctx, 1)?) } else { None };
-    let combine = |ctx: &mut Ctx, mr: Expr, mi: Expr| -> Result<Expr, String> {
+    let combine = |ctx: &mut Ctx, mr: Expr, mi: Expr| -> Result<Expr, ConvertError> {
         let mut y = emit(ctx, "matmul", vec![xr.clone(), mr], &[])?;
         if let Some(xi) = &xi {
             let t = emit(ctx, "matmul", vec![xi.clone(), mi], &[])?;
@@ -966,7 +981,7 @@ pub fn dft(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `Col2Im`: the sum of the sliding blocks back into the image, as the product with
 /// a constant `(K * L, H * W)` placement matrix.
-pub fn col2im(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn col2im(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let shape = xv.const_shape().ok_or("a static input shape is needed")?;
     let img = val(ctx, n, 1)?
@@ -992,7 +1007,7 @@ pub fn col2im(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         .collect();
     let l: i64 = counts.iter().product();
     if l != shape[2] {
-        return Err(format!("{} blocks given, the shapes make {l}", shape[2]));
+        return Err(convert_err!("{} blocks given, the shapes make {l}", shape[2]));
     }
     let hw: i64 = img.iter().product();
     if kk * l * hw > 1 << 24 {
@@ -1037,7 +1052,7 @@ pub fn col2im(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `MaxUnpool`: the values scattered to their flat indices in a zero tensor of the
 /// output shape.
-pub fn max_unpool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn max_unpool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let shape = xv.const_shape().ok_or("a static input shape is needed")?;
     let k = shape.len().checked_sub(2).ok_or("the input must have spatial axes")?;
@@ -1082,7 +1097,7 @@ pub fn max_unpool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `Adagrad`, `Adam` and `Momentum` (domain `ai.onnx.preview.training`): one update of
 /// every optimized tensor; the iteration count `T` must be known when importing.
-pub fn optimizer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn optimizer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let per = match n.op_type.as_str() {
         "Adam" => 4,
         _ => 3,
@@ -1171,7 +1186,7 @@ pub fn optimizer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `TensorScatter`: the update written into the cache along `axis` from each batch
 /// entry's write index (wrapping around in `circular` mode), a `scatter_elements`.
-pub fn tensor_scatter(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn tensor_scatter(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let cache = val(ctx, n, 0)?.const_shape().ok_or("a static cache shape is needed")?;
     let upd = val(ctx, n, 1)?.const_shape().ok_or("a static update shape is needed")?;
     let r = cache.len();
@@ -1200,7 +1215,7 @@ pub fn tensor_scatter(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let idx = match n.string("mode").as_deref() {
         None | Some("linear") => idx,
         Some("circular") => emit(ctx, "floor_mod", vec![idx, scalar(i64t, cache[axis] as f64)], &[])?,
-        Some(o) => return Err(format!("mode `{o}` is not supported")),
+        Some(o) => return Err(convert_err!(Unsupported;"mode `{o}` is not supported")),
     };
     let idx = emit(ctx, "broadcast_to", vec![idx, Expr::shape(ints(&upd))], &[])?;
     let (c, u) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
@@ -1217,10 +1232,10 @@ pub fn tensor_scatter(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 /// `CausalConvWithState`: a depthwise causal 1-D convolution over the past state (or
 /// zeros) followed by the input, with an optional bias and SiLU; the second output is
 /// the last `k - 1` positions as the next state.
-pub fn causal_conv_with_state(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn causal_conv_with_state(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let [b, c, l] = <[i64; 3]>::try_from(xv.const_shape().ok_or("a static input shape is needed")?.as_slice())
-        .map_err(|_| "the input must be 3-D".to_string())?;
+        .map_err(|_| ConvertError::from("the input must be 3-D"))?;
     let w_shape = val(ctx, n, 1)?.const_shape().ok_or("a static weight shape is needed")?;
     let k = *w_shape.last().ok_or("the weight must be 3-D")?;
     if w_shape != [c, 1, k] || k < 1 {
@@ -1266,7 +1281,7 @@ pub fn causal_conv_with_state(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Stri
             let s = emit(ctx, "sigmoid", vec![y.clone()], &[])?;
             y = emit(ctx, "multiply", vec![y, s], &[])?;
         }
-        Some(o) => return Err(format!("activation `{o}` is not supported")),
+        Some(o) => return Err(convert_err!(Unsupported;"activation `{o}` is not supported")),
     }
     let total = l + k - 1;
     let state = slice_axis(ctx, padded, 2, total - (k - 1), total, 1)?;
@@ -1274,16 +1289,16 @@ pub fn causal_conv_with_state(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Stri
 }
 
 /// `(B, T, H * D)` as `(B, H, T, D)`.
-fn heads4(ctx: &mut Ctx, e: Expr, s: &[i64], heads: i64) -> Result<Expr, String> {
+fn heads4(ctx: &mut Ctx, e: Expr, s: &[i64], heads: i64) -> Result<Expr, ConvertError> {
     if heads <= 0 || s[2] % heads != 0 {
-        return Err(format!("{} is not a multiple of {heads} heads", s[2]));
+        return Err(convert_err!("{} is not a multiple of {heads} heads", s[2]));
     }
     let r = reshape(ctx, e, ints(&[s[0], s[1], heads, s[2] / heads]))?;
     emit(ctx, "permute_dims", vec![r], &[("axes", ints_attr(&[0, 2, 1, 3]))])
 }
 
 /// Step `t` of a `(B, H, T, D)` tensor: `(B, H, D)`.
-fn step(ctx: &mut Ctx, e: Expr, t: i64) -> Result<Expr, String> {
+fn step(ctx: &mut Ctx, e: Expr, t: i64) -> Result<Expr, ConvertError> {
     let s = slice_axis(ctx, e, 2, t, t + 1, 1)?;
     emit(ctx, "squeeze", vec![s], &[("axis", ints_attr(&[2]))])
 }
@@ -1291,20 +1306,20 @@ fn step(ctx: &mut Ctx, e: Expr, t: i64) -> Result<Expr, String> {
 /// `LinearAttention`: the recurrent state `S += k v^T` (decayed by `exp(decay)` when
 /// gated, with the delta rule's correction `beta (v - S^T k)`), read by each query,
 /// unrolled over the (static) sequence in float32.
-pub fn linear_attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn linear_attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rule = n.string("update_rule").unwrap_or_else(|| "gated_delta".into());
     let (gating, delta) = match rule.as_str() {
         "linear" => (false, false),
         "gated" => (true, false),
         "delta" => (false, true),
         "gated_delta" => (true, true),
-        o => return Err(format!("update_rule `{o}` is not supported")),
+        o => return Err(convert_err!(Unsupported;"update_rule `{o}` is not supported")),
     };
     let (hq, hkv) = (n.int("q_num_heads", 0), n.int("kv_num_heads", 0));
     if hq <= 0 || hkv <= 0 || hq % hkv != 0 {
         return Err("q_num_heads must be a positive multiple of kv_num_heads".into());
     }
-    let shape_of = |ctx: &Ctx, i: usize| -> Result<Vec<i64>, String> {
+    let shape_of = |ctx: &Ctx, i: usize| -> Result<Vec<i64>, ConvertError> {
         let s = val(ctx, n, i)?.const_shape().ok_or("static shapes are needed")?;
         if s.len() != 3 {
             return Err("query, key, value, decay and beta must be 3-D".into());
@@ -1317,7 +1332,7 @@ pub fn linear_attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let dv = vs[2] / hkv;
     let out_dt = val(ctx, n, 0)?.dtype;
     let f = DataType::FLOAT32;
-    let load = |ctx: &mut Ctx, i: usize| -> Result<Expr, String> {
+    let load = |ctx: &mut Ctx, i: usize| -> Result<Expr, ConvertError> {
         let e = x(ctx, n, i)?;
         astype(ctx, e, val(ctx, n, i)?.dtype, f)
     };
@@ -1329,7 +1344,7 @@ pub fn linear_attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let v = heads4(ctx, v, &vs, hkv)?;
     let decay = if gating {
         if !n.has(4) {
-            return Err(format!("update_rule `{rule}` needs decay"));
+            return Err(convert_err!("update_rule `{rule}` needs decay"));
         }
         let ds = shape_of(ctx, 4)?;
         let d = load(ctx, 4)?;
@@ -1344,7 +1359,7 @@ pub fn linear_attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     };
     let beta = if delta {
         if !n.has(5) {
-            return Err(format!("update_rule `{rule}` needs beta"));
+            return Err(convert_err!("update_rule `{rule}` needs beta"));
         }
         let bs = shape_of(ctx, 5)?;
         let e = load(ctx, 5)?;
@@ -1423,7 +1438,7 @@ pub fn linear_attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 /// `Einsum` as broadcasting products and sums: each operand's repeated indices are
 /// reduced to their diagonal, its axes ordered and padded to every index of the
 /// equation, the operands multiplied, and the indices absent from the output summed.
-pub fn einsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn einsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let eq: String = n
         .string("equation")
         .ok_or("no equation")?
@@ -1437,7 +1452,10 @@ pub fn einsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let terms: Vec<&str> = lhs.split(',').collect();
     let count = n.inputs.iter().filter(|s| !s.is_empty()).count();
     if terms.len() != count {
-        return Err(format!("the equation has {} operands, the node {count}", terms.len()));
+        return Err(convert_err!(
+            "the equation has {} operands, the node {count}",
+            terms.len()
+        ));
     }
     let mut shapes = Vec::new();
     for i in 0..count {
@@ -1456,7 +1474,7 @@ pub fn einsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             .map(|i| char::from_u32(0x100 + i as u32).unwrap_or('?'))
             .collect()
     };
-    let expand = |t: &str, rank: usize| -> Result<Vec<char>, String> {
+    let expand = |t: &str, rank: usize| -> Result<Vec<char>, ConvertError> {
         match t.split_once("...") {
             Some((a, b)) => {
                 let named = a.chars().count() + b.chars().count();
@@ -1470,7 +1488,7 @@ pub fn einsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     for (t, s) in terms.iter().zip(&shapes) {
         let v = expand(t, s.len())?;
         if v.len() != s.len() {
-            return Err(format!("operand `{t}` does not match rank {}", s.len()));
+            return Err(convert_err!("operand `{t}` does not match rank {}", s.len()));
         }
         idx.push(v);
     }
@@ -1504,7 +1522,7 @@ pub fn einsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             if *e == 1 {
                 *e = d;
             } else if d != 1 && d != *e {
-                return Err(format!("index `{c}` has sizes {} and {d}", *e));
+                return Err(convert_err!("index `{c}` has sizes {} and {d}", *e));
             }
         }
     }
@@ -1576,7 +1594,7 @@ pub fn einsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 /// `TopK` without a sort: each element's rank along the axis is the number of
 /// elements before it in the order (greater, or equal at a smaller index, for the
 /// largest), and the k first ranks are picked out by comparison.
-pub fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let shape = xv.const_shape().ok_or("TopK needs a static shape")?;
     let r = shape.len();
@@ -1588,7 +1606,7 @@ pub fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     };
     let len = shape[axis];
     if k < 0 || k > len {
-        return Err(format!("k = {k} is out of range for an axis of {len}"));
+        return Err(convert_err!("k = {k} is out of range for an axis of {len}"));
     }
     if len > 4096 || shape.iter().product::<i64>() * len > 1 << 26 {
         return Err("TopK axis too long for the comparison form".into());
@@ -1660,14 +1678,14 @@ pub fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `v` reflected into `[lo, hi]` (repeatedly, by the nearer border), elementwise.
-fn reflect(ctx: &mut Ctx, v: Expr, lo: f64, hi: f64) -> Result<Expr, String> {
+fn reflect(ctx: &mut Ctx, v: Expr, lo: f64, hi: f64) -> Result<Expr, ConvertError> {
     let f = DataType::FLOAT32;
     let s = |x: f64| scalar(f, x);
     let rng = hi - lo;
     if rng <= 0.0 {
         return emit(ctx, "full_like", vec![v, s(lo)], &[]);
     }
-    let side = |ctx: &mut Ctx, dx: Expr, near: f64, far_sign: bool| -> Result<Expr, String> {
+    let side = |ctx: &mut Ctx, dx: Expr, near: f64, far_sign: bool| -> Result<Expr, ConvertError> {
         // n = floor(dx / rng), r = dx - n * rng; even n: near +- r, odd: far -+ r
         let q = emit(ctx, "divide", vec![dx.clone(), s(rng)], &[])?;
         let nn = emit(ctx, "floor", vec![q], &[])?;
@@ -1698,7 +1716,7 @@ fn reflect(ctx: &mut Ctx, v: Expr, lo: f64, hi: f64) -> Result<Expr, String> {
 /// `GridSample` (2-D and 3-D; nearest, linear and cubic; zeros, border and reflection
 /// padding): per spatial axis the taps' indices and weights are computed from the
 /// grid, and the input is gathered at each combination of taps.
-pub fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let xs = xv.const_shape().ok_or("a static input shape is needed")?;
     let gs = val(ctx, n, 1)?.const_shape().ok_or("a static grid shape is needed")?;
@@ -1710,11 +1728,11 @@ pub fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         None | Some("linear" | "bilinear") => "linear",
         Some("nearest") => "nearest",
         Some("cubic" | "bicubic") => "cubic",
-        Some(o) => return Err(format!("mode `{o}` is not supported")),
+        Some(o) => return Err(convert_err!(Unsupported;"mode `{o}` is not supported")),
     };
     let pad = n.string("padding_mode").unwrap_or_else(|| "zeros".into());
     if !matches!(pad.as_str(), "zeros" | "border" | "reflection") {
-        return Err(format!("padding_mode `{pad}` is not supported"));
+        return Err(convert_err!(Unsupported;"padding_mode `{pad}` is not supported"));
     }
     let align = n.int("align_corners", 0) != 0;
     let f = DataType::FLOAT32;
@@ -1772,7 +1790,7 @@ pub fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
                 let x0 = emit(ctx, "floor", vec![v.clone()], &[])?;
                 let t = emit(ctx, "subtract", vec![v, x0.clone()], &[])?;
                 let a = -0.75;
-                let cubic = |ctx: &mut Ctx, z: Expr, near: bool| -> Result<Expr, String> {
+                let cubic = |ctx: &mut Ctx, z: Expr, near: bool| -> Result<Expr, ConvertError> {
                     // near (|z| <= 1): ((a+2)z - (a+3)) z z + 1; far: ((a z - 5a) z + 8a) z - 4a
                     if near {
                         let m = emit(ctx, "multiply", vec![z.clone(), s(a + 2.0)], &[])?;
@@ -1892,7 +1910,7 @@ pub fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `Binarizer` (domain `ai.onnx.ml`): 1 where the input exceeds `threshold`, else 0.
-pub fn binarizer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn binarizer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let a = x(ctx, n, 0)?;
     let c = emit(ctx, "greater", vec![a, scalar(dt, n.float("threshold", 0.0))], &[])?;
@@ -1901,7 +1919,7 @@ pub fn binarizer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `ArrayFeatureExtractor` (domain `ai.onnx.ml`): the elements at the given indices of
 /// the last axis.
-pub fn array_feature_extractor(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn array_feature_extractor(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rank = rank_of(ctx, n, 0)?;
     let (a, i) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
     let iv = val(ctx, n, 1)?;
@@ -1918,14 +1936,14 @@ pub fn array_feature_extractor(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Str
 /// `BitCast` between integer types of one width (and bool to uint8): a conversion
 /// that keeps the bits (two's complement wrap-around); bit casts that change the
 /// kind of number (float to int) are not supported.
-pub fn bit_cast(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn bit_cast(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let from = val(ctx, n, 0)?.dtype;
     let to_code = n.int("to", 0) as i32;
     let to = tensor::dtype_of(to_code)
-        .ok_or_else(|| format!("bit cast to {} is not supported", tensor::onnx_type_name(to_code)))?;
+        .ok_or_else(|| convert_err!(Unsupported;"bit cast to {} is not supported", tensor::onnx_type_name(to_code)))?;
     let same_width_ints = from.is_integer() && to.is_integer() && from.bytes() == to.bytes() && !to.is_bool();
     if !same_width_ints {
-        return Err(format!("bit cast from {from} to {to} is not supported"));
+        return Err(convert_err!(Unsupported;"bit cast from {from} to {to} is not supported"));
     }
     let a = x(ctx, n, 0)?;
     if from == to {
@@ -1935,7 +1953,7 @@ pub fn bit_cast(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// Input `i` as float32 minus the zero point of input `z` (when given).
-pub(crate) fn centered_f32(ctx: &mut Ctx, n: &Node, i: usize, z: usize) -> Result<Expr, String> {
+pub(crate) fn centered_f32(ctx: &mut Ctx, n: &Node, i: usize, z: usize) -> Result<Expr, ConvertError> {
     let f = DataType::FLOAT32;
     let a = x(ctx, n, i)?;
     let a = astype(ctx, a, val(ctx, n, i)?.dtype, f)?;
@@ -1960,12 +1978,20 @@ pub(crate) fn centered_f32(ctx: &mut Ctx, n: &Node, i: usize, z: usize) -> Resul
 
 /// Edge or wrap padding of `a` (static `shape`) by ONNX-ordered `width`
 /// (`[begin_0, end_0, begin_1, ...]` in Relax's order), built from slices and concats.
-pub(crate) fn pad_by_slices(ctx: &mut Ctx, a: Expr, shape: &[i64], width: &[i64], wrap: bool) -> Result<TVal, String> {
+pub(crate) fn pad_by_slices(
+    ctx: &mut Ctx,
+    a: Expr,
+    shape: &[i64],
+    width: &[i64],
+    wrap: bool,
+) -> Result<TVal, ConvertError> {
     let mut cur = a;
     for (ax, &d) in shape.iter().enumerate() {
         let (lo, hi) = (width[2 * ax], width[2 * ax + 1]);
         if lo < 0 || hi < 0 {
-            return Err("negative pads are not supported with edge or wrap".into());
+            return Err(ConvertError::unsupported(
+                "negative pads are not supported with edge or wrap",
+            ));
         }
         if lo == 0 && hi == 0 {
             continue;
@@ -2009,7 +2035,7 @@ pub(crate) fn pad_by_slices(ctx: &mut Ctx, a: Expr, shape: &[i64], width: &[i64]
 
 /// `Compress`: the slices along `axis` (the flattened input without one) whose
 /// condition is true; the condition must be known when importing.
-pub fn compress(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn compress(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let cond = val(ctx, n, 1)?
         .const_ints()
         .ok_or_else(|| crate::ops::must_be_known(n, 1))?;
@@ -2042,7 +2068,7 @@ pub fn compress(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `LRN`: `x / (bias + alpha / size * sum of squares over the channel window)^beta`.
-pub fn lrn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn lrn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let shape = xv.const_shape().ok_or("a static input shape is needed")?;
     if shape.len() < 3 {
@@ -2087,7 +2113,7 @@ pub fn lrn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `OptionalHasElement`: whether the (tensor) input is given, a constant.
-pub fn optional_has_element(_ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn optional_has_element(_ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let out = n.outputs.first().cloned().unwrap_or_default();
     let has = n.has(0) as u8;
     out1(array_value(
@@ -2101,12 +2127,12 @@ pub fn optional_has_element(_ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Strin
 }
 
 /// `OptionalGetElement` of a tensor: the tensor.
-pub fn optional_get_element(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn optional_get_element(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     out1(val(ctx, n, 0)?)
 }
 
 /// `Det` of 1x1, 2x2 and 3x3 matrices (batched): the cofactor expansion.
-pub fn det(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn det(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let shape = val(ctx, n, 0)?.const_shape().ok_or("a static input shape is needed")?;
     let r = shape.len();
     if r < 2 || shape[r - 1] != shape[r - 2] {
@@ -2115,7 +2141,7 @@ pub fn det(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let m = shape[r - 1];
     let a = x(ctx, n, 0)?;
     // element (i, j) of every matrix: (...)
-    let el = |ctx: &mut Ctx, i: i64, j: i64| -> Result<Expr, String> {
+    let el = |ctx: &mut Ctx, i: i64, j: i64| -> Result<Expr, ConvertError> {
         let row = slice_axis(ctx, a.clone(), r as i64 - 2, i, i + 1, 1)?;
         let e = slice_axis(ctx, row, r as i64 - 1, j, j + 1, 1)?;
         emit(
@@ -2141,7 +2167,7 @@ pub fn det(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
                     e.push(el(ctx, i, j)?);
                 }
             }
-            let minor = |ctx: &mut Ctx, a: usize, b: usize, c: usize, d: usize| -> Result<Expr, String> {
+            let minor = |ctx: &mut Ctx, a: usize, b: usize, c: usize, d: usize| -> Result<Expr, ConvertError> {
                 let p = mul(ctx, e[a].clone(), e[d].clone())?;
                 let q = mul(ctx, e[b].clone(), e[c].clone())?;
                 emit(ctx, "subtract", vec![p, q], &[])
@@ -2155,12 +2181,12 @@ pub fn det(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             let s = emit(ctx, "subtract", vec![t0, t1], &[])?;
             emit(ctx, "add", vec![s, t2], &[])?
         }
-        _ => return Err(format!("Det of {m}x{m} matrices is not supported (up to 3x3)")),
+        _ => return Err(convert_err!(Unsupported;"Det of {m}x{m} matrices is not supported (up to 3x3)")),
     };
     out1(tval_leaf(ctx, d)?)
 }
 
-fn known_f64(ctx: &Ctx, n: &Node, i: usize) -> Result<f64, String> {
+fn known_f64(ctx: &Ctx, n: &Node, i: usize) -> Result<f64, ConvertError> {
     val(ctx, n, i)?
         .const_floats()
         .and_then(|v| v.first().copied())
@@ -2169,7 +2195,7 @@ fn known_f64(ctx: &Ctx, n: &Node, i: usize) -> Result<f64, String> {
 
 /// `MelWeightMatrix`: a constant of the known arguments (triangular filters on the
 /// mel scale, as the operator's reference computes them).
-pub fn mel_weight_matrix(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn mel_weight_matrix(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let bins = known_scalar(ctx, n, 0)?;
     let dft = known_scalar(ctx, n, 1)?;
     let rate = known_scalar(ctx, n, 2)?;
@@ -2177,7 +2203,8 @@ pub fn mel_weight_matrix(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     if bins <= 0 || dft <= 0 || rate <= 0 || bins > 4096 || dft > 1 << 16 {
         return Err("MelWeightMatrix arguments out of range".into());
     }
-    let dt = tensor::dtype_of(n.int("output_datatype", 1) as i32).ok_or("output_datatype is not supported")?;
+    let dt = tensor::dtype_of(n.int("output_datatype", 1) as i32)
+        .ok_or_else(|| ConvertError::unsupported("output_datatype is not supported"))?;
     let spec = dft / 2 + 1;
     let mel = |hz: f64| 2595.0 * (hz / 700.0).ln_1p() / 10f64.ln();
     let (lm, hm) = (mel(lo), mel(hi));
@@ -2224,7 +2251,7 @@ pub fn mel_weight_matrix(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// `STFT`: the frames (a constant gather of the signal) times the window, by constant
 /// cosine and sine matrices; one-sided unless `onesided = 0`.
-pub fn stft(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn stft(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let sv = val(ctx, n, 0)?;
     let shape = sv.const_shape().ok_or("a static signal shape is needed")?;
     if shape.len() != 3 {
@@ -2232,7 +2259,7 @@ pub fn stft(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     }
     let (b, len, c) = (shape[0], shape[1], shape[2]);
     if c != 1 {
-        return Err("complex signals are not supported".into());
+        return Err(ConvertError::unsupported("complex signals are not supported"));
     }
     let step = known_scalar(ctx, n, 1)?;
     let wlen = if n.has(2) {

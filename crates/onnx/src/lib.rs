@@ -27,6 +27,7 @@
 mod attention;
 mod config;
 mod convert;
+pub mod error;
 mod extra;
 pub mod ops;
 pub mod proto;
@@ -41,22 +42,39 @@ use std::path::Path;
 use relax_ir::{IRModule, NDArray};
 
 pub use convert::import_model;
+pub use error::{ConvertError, ConvertErrorKind};
 /// The protobuf crate the messages of [`proto`] are decoded with (to encode or decode them).
 pub use prost;
 
-/// An import failure: a message naming what was wrong (the node, its op type and the
-/// opset for operator problems).
+/// An import failure: its kind and a message naming what was wrong (the node, its op
+/// type and the opset for operator problems).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImportError {
+    /// What kind of problem it is.
+    pub kind: ConvertErrorKind,
     /// The message.
     pub message: String,
 }
 
 impl ImportError {
-    /// An error with `message`.
+    /// A [`ConvertErrorKind::Invalid`] error with `message` (a problem of the model
+    /// as a whole).
     pub fn new(message: impl Into<String>) -> ImportError {
         ImportError {
+            kind: ConvertErrorKind::Invalid,
             message: message.into(),
+        }
+    }
+
+    /// The conversion error `e` of `node`, prefixed with the node's name, op type
+    /// and opset.
+    pub(crate) fn at_node(node: &ops::Node, e: ConvertError) -> ImportError {
+        ImportError {
+            kind: e.kind,
+            message: format!(
+                "node `{}` ({}, opset {}): {}",
+                node.name, node.op_type, node.opset, e.message
+            ),
         }
     }
 }

@@ -7,6 +7,7 @@
 //! supports. Shape computations on values known at import time are folded
 //! (symbolic dimensions included) instead of emitted.
 
+use crate::error::{convert_err, ConvertError};
 use std::collections::HashMap;
 
 use relax_ir::tir::BinOp;
@@ -17,7 +18,7 @@ use crate::proto::{attribute_type as at, AttributeProto, NodeProto};
 use crate::tensor;
 
 /// A converter: the node's output values, in order, or an error message.
-pub type Converter = fn(&mut Ctx, &Node) -> Result<Vec<TVal>, String>;
+pub type Converter = fn(&mut Ctx, &Node) -> Result<Vec<TVal>, ConvertError>;
 
 /// A node being converted.
 pub struct Node<'p> {
@@ -80,10 +81,10 @@ impl<'p> Node<'p> {
     pub(crate) fn has(&self, i: usize) -> bool {
         self.inputs.get(i).is_some_and(|s| !s.is_empty())
     }
-    pub(crate) fn input(&self, i: usize) -> Result<&str, String> {
+    pub(crate) fn input(&self, i: usize) -> Result<&str, ConvertError> {
         match self.inputs.get(i) {
             Some(s) if !s.is_empty() => Ok(s),
-            _ => Err(format!("input {i} is missing")),
+            _ => Err(convert_err!("input {i} is missing")),
         }
     }
 }
@@ -294,39 +295,39 @@ pub(crate) fn prim_int(v: PrimExpr) -> Expr {
     Expr::new(ExprKind::PrimValue(v))
 }
 
-pub(crate) fn norm_axis(a: i64, rank: usize) -> Result<usize, String> {
+pub(crate) fn norm_axis(a: i64, rank: usize) -> Result<usize, ConvertError> {
     let r = rank as i64;
     let x = if a < 0 { a + r } else { a };
     if (0..r).contains(&x) {
         Ok(x as usize)
     } else {
-        Err(format!("axis {a} is out of range for rank {rank}"))
+        Err(convert_err!("axis {a} is out of range for rank {rank}"))
     }
 }
 
-pub(crate) fn val(ctx: &Ctx, n: &Node, i: usize) -> Result<TVal, String> {
+pub(crate) fn val(ctx: &Ctx, n: &Node, i: usize) -> Result<TVal, ConvertError> {
     ctx.value(n.input(i)?).cloned()
 }
 
-pub(crate) fn x(ctx: &mut Ctx, n: &Node, i: usize) -> Result<Expr, String> {
+pub(crate) fn x(ctx: &mut Ctx, n: &Node, i: usize) -> Result<Expr, ConvertError> {
     let name = n.input(i)?.to_string();
     ctx.tensor(&name)
 }
 
-pub(crate) fn rank_of(ctx: &Ctx, n: &Node, i: usize) -> Result<usize, String> {
+pub(crate) fn rank_of(ctx: &Ctx, n: &Node, i: usize) -> Result<usize, ConvertError> {
     val(ctx, n, i)?
         .rank()
-        .ok_or_else(|| format!("input {i} has unknown rank"))
+        .ok_or_else(|| convert_err!("input {i} has unknown rank"))
 }
 
-pub(crate) fn shape_of(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
+pub(crate) fn shape_of(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, ConvertError> {
     val(ctx, n, i)?
         .shape
-        .ok_or_else(|| format!("input {i} has unknown shape"))
+        .ok_or_else(|| convert_err!("input {i} has unknown shape"))
 }
 
 /// Known integer contents of input `i` (symbolic elements allowed).
-pub(crate) fn known_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, String> {
+pub(crate) fn known_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>, ConvertError> {
     match val(ctx, n, i)?.known {
         Some(Known::Int(v)) => Ok(v),
         Some(Known::Float(v)) => Ok(v.into_iter().map(|f| PrimExpr::int(f as i64)).collect()),
@@ -335,20 +336,20 @@ pub(crate) fn known_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<PrimExpr>,
 }
 
 /// The error of an input that must be known when importing but is computed at run time.
-pub(crate) fn must_be_known(n: &Node, i: usize) -> String {
-    format!(
+pub(crate) fn must_be_known(n: &Node, i: usize) -> ConvertError {
+    convert_err!(Unsupported;
         "input {i} (`{}`) must be known when the model is imported (it is computed at run time)",
         n.inputs.get(i).map(String::as_str).unwrap_or("")
     )
 }
 
 /// Constant integer contents of input `i`.
-pub(crate) fn const_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<i64>, String> {
+pub(crate) fn const_ints(ctx: &Ctx, n: &Node, i: usize) -> Result<Vec<i64>, ConvertError> {
     known_ints(ctx, n, i)?
         .iter()
         .map(|e| {
             e.as_int()
-                .ok_or_else(|| format!("input {i} must be constant, it is symbolic ({e:?})"))
+                .ok_or_else(|| convert_err!("input {i} must be constant, it is symbolic ({e:?})"))
         })
         .collect()
 }
@@ -358,16 +359,16 @@ pub(crate) fn scalar(dtype: DataType, v: f64) -> Expr {
     crate::convert::constant(dtype, vec![], std::iter::once(tensor::encode(dtype, v)))
 }
 
-pub(crate) fn out1(v: TVal) -> Result<Vec<TVal>, String> {
+pub(crate) fn out1(v: TVal) -> Result<Vec<TVal>, ConvertError> {
     Ok(vec![v])
 }
 
 /// Emit `R.<op>(a, b)`.
-pub(crate) fn emit2(ctx: &mut Ctx, op: &str, a: Expr, b: Expr) -> Result<TVal, String> {
+pub(crate) fn emit2(ctx: &mut Ctx, op: &str, a: Expr, b: Expr) -> Result<TVal, ConvertError> {
     ctx.op(op, vec![a, b], &[])
 }
 
-pub(crate) fn leaf(ctx: &Ctx, v: &TVal) -> Result<Expr, String> {
+pub(crate) fn leaf(ctx: &Ctx, v: &TVal) -> Result<Expr, ConvertError> {
     ctx.leaf(v)
 }
 
@@ -383,7 +384,7 @@ pub(crate) fn const_product(v: &[i64]) -> i64 {
 // ---------------------------------------------------------------------------
 // elementwise
 
-fn unary(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn unary(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let op = match n.op_type.as_str() {
         "Relu" => "nn.relu",
         "Sigmoid" => "sigmoid",
@@ -412,7 +413,7 @@ fn unary(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         "Not" => "logical_not",
         "IsNaN" => "isnan",
         "BitwiseNot" => "bitwise_not",
-        other => return Err(format!("internal: {other} is not unary")),
+        other => return Err(convert_err!(Internal;"internal: {other} is not unary")),
     };
     let v = val(ctx, n, 0)?;
     if n.op_type == "Not" {
@@ -461,7 +462,7 @@ fn unary(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op(op, vec![a], &[])?)
 }
 
-fn is_inf(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn is_inf(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let (neg, pos) = (n.int("detect_negative", 1), n.int("detect_positive", 1));
     let a = x(ctx, n, 0)?;
     let dt = val(ctx, n, 0)?.dtype;
@@ -475,18 +476,18 @@ fn is_inf(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op("logical_and", vec![i, s], &[])?)
 }
 
-fn reciprocal(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn reciprocal(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let a = x(ctx, n, 0)?;
     out1(emit2(ctx, "divide", scalar(dt, 1.0), a)?)
 }
 
-fn softplus(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn softplus(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let a = x(ctx, n, 0)?;
     out1(ctx.op("nn.softplus", vec![a], &[])?)
 }
 
-fn softsign(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn softsign(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let a = x(ctx, n, 0)?;
     let abs = ctx.op("abs", vec![a.clone()], &[])?;
@@ -496,7 +497,7 @@ fn softsign(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(emit2(ctx, "divide", a, l)?)
 }
 
-fn leaky_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn leaky_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let a = x(ctx, n, 0)?;
     out1(ctx.op(
         "nn.leakyrelu",
@@ -506,7 +507,7 @@ fn leaky_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `where(x > 0, pos(x), neg(x))` with `neg = scale * (exp(x) - 1) * alpha`-like forms.
-fn elu_like(ctx: &mut Ctx, n: &Node, alpha: f64, gamma: f64, theta: f64) -> Result<Vec<TVal>, String> {
+fn elu_like(ctx: &mut Ctx, n: &Node, alpha: f64, gamma: f64, theta: f64) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let a = x(ctx, n, 0)?;
     // neg = gamma * alpha * (exp(x / theta) - 1)
@@ -533,11 +534,11 @@ fn elu_like(ctx: &mut Ctx, n: &Node, alpha: f64, gamma: f64, theta: f64) -> Resu
     out1(ctx.op("where", vec![c, pos, neg], &[])?)
 }
 
-fn elu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn elu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     elu_like(ctx, n, n.float("alpha", 1.0), 1.0, 1.0)
 }
 
-fn selu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn selu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     elu_like(
         ctx,
         n,
@@ -547,12 +548,12 @@ fn selu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )
 }
 
-fn celu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn celu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let alpha = n.float("alpha", 1.0);
     elu_like(ctx, n, alpha, 1.0, alpha)
 }
 
-fn hard_sigmoid_expr(ctx: &mut Ctx, a: Expr, dt: DataType, alpha: f64, beta: f64) -> Result<Expr, String> {
+fn hard_sigmoid_expr(ctx: &mut Ctx, a: Expr, dt: DataType, alpha: f64, beta: f64) -> Result<Expr, ConvertError> {
     let m = emit2(ctx, "multiply", a, scalar(dt, alpha))?;
     let m = leaf(ctx, &m)?;
     let s = emit2(ctx, "add", m, scalar(dt, beta))?;
@@ -563,14 +564,14 @@ fn hard_sigmoid_expr(ctx: &mut Ctx, a: Expr, dt: DataType, alpha: f64, beta: f64
     leaf(ctx, &hi)
 }
 
-fn hard_sigmoid(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn hard_sigmoid(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let a = x(ctx, n, 0)?;
     let e = hard_sigmoid_expr(ctx, a, dt, n.float("alpha", 0.2), n.float("beta", 0.5))?;
     out1(tval_leaf(ctx, e)?)
 }
 
-fn hard_swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn hard_swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let a = x(ctx, n, 0)?;
     let e = hard_sigmoid_expr(ctx, a.clone(), dt, 1.0 / 6.0, 0.5)?;
@@ -578,14 +579,16 @@ fn hard_swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// A value for an already emitted leaf.
-pub(crate) fn tval_leaf(ctx: &Ctx, e: Expr) -> Result<TVal, String> {
+pub(crate) fn tval_leaf(ctx: &Ctx, e: Expr) -> Result<TVal, ConvertError> {
     let _ = ctx;
     let s = match e.kind() {
         ExprKind::Var(v) => v.struct_info().cloned(),
         _ => None,
     }
-    .ok_or("internal: not a variable")?;
-    let t = s.as_tensor().ok_or("internal: not a tensor")?;
+    .ok_or_else(|| ConvertError::internal("internal: not a variable"))?;
+    let t = s
+        .as_tensor()
+        .ok_or_else(|| ConvertError::internal("internal: not a tensor"))?;
     Ok(TVal {
         expr: Some(e.clone()),
         dtype: t.dtype,
@@ -595,7 +598,7 @@ pub(crate) fn tval_leaf(ctx: &Ctx, e: Expr) -> Result<TVal, String> {
     })
 }
 
-fn prelu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn prelu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let a = x(ctx, n, 0)?;
     let slope = x(ctx, n, 1)?;
@@ -606,17 +609,17 @@ fn prelu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op("where", vec![c, m, a], &[])?)
 }
 
-fn gelu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn gelu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let a = x(ctx, n, 0)?;
     let op = match n.string("approximate").as_deref() {
         None | Some("none") => "nn.gelu",
         Some("tanh") => "nn.gelu_tanh",
-        Some(o) => return Err(format!("approximate=`{o}` is not supported")),
+        Some(o) => return Err(convert_err!(Unsupported;"approximate=`{o}` is not supported")),
     };
     out1(ctx.op(op, vec![a], &[])?)
 }
 
-fn mish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn mish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let a = x(ctx, n, 0)?;
     let sp = ctx.op("nn.softplus", vec![a.clone()], &[])?;
     let sp = leaf(ctx, &sp)?;
@@ -625,7 +628,7 @@ fn mish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(emit2(ctx, "multiply", a, t)?)
 }
 
-fn thresholded_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn thresholded_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let a = x(ctx, n, 0)?;
     let c = emit2(ctx, "greater", a.clone(), scalar(dt, n.float("alpha", 1.0)))?;
@@ -633,7 +636,7 @@ fn thresholded_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op("where", vec![c, a, scalar(dt, 0.0)], &[])?)
 }
 
-fn identity(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn identity(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     if n.op_type != "Dropout" {
         return out1(val(ctx, n, 0)?);
     }
@@ -652,7 +655,9 @@ fn identity(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             0.5
         };
         if training != 0 && ratio != 0.0 {
-            return Err("training_mode is not supported (only inference)".into());
+            return Err(ConvertError::unsupported(
+                "training_mode is not supported (only inference)",
+            ));
         }
     }
     let v = val(ctx, n, 0)?;
@@ -670,7 +675,7 @@ fn identity(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     Ok(vec![v, mask])
 }
 
-fn clip(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn clip(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let mut cur = x(ctx, n, 0)?;
     let mut v = val(ctx, n, 0)?;
@@ -697,12 +702,13 @@ fn clip(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(v)
 }
 
-fn onnx_dtype(to: i64) -> Result<DataType, String> {
-    let t = i32::try_from(to).map_err(|_| format!("bad element type {to}"))?;
-    tensor::dtype_of(t).ok_or_else(|| format!("cast to {} is not supported", tensor::onnx_type_name(t)))
+fn onnx_dtype(to: i64) -> Result<DataType, ConvertError> {
+    let t = i32::try_from(to).map_err(|_| convert_err!("bad element type {to}"))?;
+    tensor::dtype_of(t)
+        .ok_or_else(|| convert_err!(Unsupported;"cast to {} is not supported", tensor::onnx_type_name(t)))
 }
 
-fn cast_to(ctx: &mut Ctx, n: &Node, to: DataType) -> Result<Vec<TVal>, String> {
+fn cast_to(ctx: &mut Ctx, n: &Node, to: DataType) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     if let Some(k) = &v.known {
         let folded = match (k, to.is_float()) {
@@ -746,12 +752,12 @@ fn cast_to(ctx: &mut Ctx, n: &Node, to: DataType) -> Result<Vec<TVal>, String> {
     out1(ctx.op("astype", vec![a], &[("dtype", AttrValue::DataType(to))])?)
 }
 
-fn cast(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn cast(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let to = onnx_dtype(n.int("to", 0))?;
     cast_to(ctx, n, to)
 }
 
-fn cast_like(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn cast_like(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let to = val(ctx, n, 1)?.dtype;
     cast_to(ctx, n, to)
 }
@@ -907,7 +913,7 @@ fn fold_binary_float(op: &str, a: &TVal, b: &TVal) -> Option<TVal> {
     Some(TVal::known(dt, out, Known::Float(vals)))
 }
 
-fn binary_op_name(op_type: &str, fmod: i64, dtype: DataType) -> Result<&'static str, String> {
+fn binary_op_name(op_type: &str, fmod: i64, dtype: DataType) -> Result<&'static str, ConvertError> {
     Ok(match op_type {
         "Add" | "Sum" | "Mean" => "add",
         "Sub" => "subtract",
@@ -930,12 +936,12 @@ fn binary_op_name(op_type: &str, fmod: i64, dtype: DataType) -> Result<&'static 
         "BitwiseXor" => "bitwise_xor",
         "Max" => "maximum",
         "Min" => "minimum",
-        o => return Err(format!("internal: {o} is not binary")),
+        o => return Err(convert_err!(Internal;"internal: {o} is not binary")),
     })
 }
 
 /// `op(a, b)` for two ONNX values (folded when both are known).
-fn binary_vals(ctx: &mut Ctx, n: &Node, op_type: &str, a: (&str, TVal), b: (&str, TVal)) -> Result<TVal, String> {
+fn binary_vals(ctx: &mut Ctx, n: &Node, op_type: &str, a: (&str, TVal), b: (&str, TVal)) -> Result<TVal, ConvertError> {
     if let Some(f) = fold_binary(ctx, op_type, &a.1, &b.1) {
         return Ok(f);
     }
@@ -952,13 +958,13 @@ fn binary_vals(ctx: &mut Ctx, n: &Node, op_type: &str, a: (&str, TVal), b: (&str
     ctx.op(op, vec![ea, eb], &[])
 }
 
-fn binary(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn binary(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let (a, b) = (val(ctx, n, 0)?, val(ctx, n, 1)?);
     let r = binary_vals(ctx, n, &n.op_type, (n.input(0)?, a), (n.input(1)?, b))?;
     out1(r)
 }
 
-fn variadic(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn variadic(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let names: Vec<String> = n.inputs.iter().filter(|s| !s.is_empty()).cloned().collect();
     let first = names.first().ok_or("no inputs")?;
     let mut acc = ctx.value(first)?.clone();
@@ -977,7 +983,7 @@ fn variadic(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(acc)
 }
 
-fn where_op(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn where_op(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let (c, a, b) = (val(ctx, n, 0)?, val(ctx, n, 1)?, val(ctx, n, 2)?);
     if let (Some(Known::Int(kc)), Some(Known::Int(ka)), Some(Known::Int(kb))) = (&c.known, &a.known, &b.known) {
         let shapes = (c.const_shape(), a.const_shape(), b.const_shape());
@@ -1008,17 +1014,17 @@ fn where_op(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 // ---------------------------------------------------------------------------
 // linear algebra and layers
 
-fn matmul(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn matmul(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let (a, b) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
     out1(ctx.op("matmul", vec![a, b], &[])?)
 }
 
-fn transpose_2d(ctx: &mut Ctx, e: Expr) -> Result<Expr, String> {
+fn transpose_2d(ctx: &mut Ctx, e: Expr) -> Result<Expr, ConvertError> {
     let t = ctx.op("permute_dims", vec![e], &[("axes", ints_attr(&[1, 0]))])?;
     leaf(ctx, &t)
 }
 
-fn gemm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn gemm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
     let (alpha, beta) = (n.float("alpha", 1.0), n.float("beta", 1.0));
     let mut a = x(ctx, n, 0)?;
@@ -1054,14 +1060,14 @@ fn spatial_pads(
     kernel: &[i64],
     strides: &[i64],
     dilations: &[i64],
-) -> Result<Vec<i64>, String> {
+) -> Result<Vec<i64>, ConvertError> {
     let k = kernel.len();
     let auto = n.string("auto_pad").unwrap_or_else(|| "NOTSET".into());
     match auto.as_str() {
         "NOTSET" | "" => {
             let p = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
             if p.len() != 2 * k {
-                return Err(format!("pads has {} values, expected {}", p.len(), 2 * k));
+                return Err(convert_err!("pads has {} values, expected {}", p.len(), 2 * k));
             }
             Ok(p)
         }
@@ -1083,7 +1089,7 @@ fn spatial_pads(
             }
             Ok(p)
         }
-        o => Err(format!("auto_pad `{o}` is not supported")),
+        o => Err(convert_err!(Unsupported;"auto_pad `{o}` is not supported")),
     }
 }
 
@@ -1091,14 +1097,14 @@ fn spatial_in_dims(v: &TVal) -> Option<Vec<i64>> {
     v.const_shape().map(|s| s[2..].to_vec())
 }
 
-fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let wv = val(ctx, n, 1)?;
     let rank = xv.rank().ok_or("input has unknown rank")?;
     let k = rank
         .checked_sub(2)
         .filter(|k| (1..=3).contains(k))
-        .ok_or("Conv supports 1 to 3 spatial axes")?;
+        .ok_or_else(|| ConvertError::unsupported("Conv supports 1 to 3 spatial axes"))?;
     let wshape = wv.const_shape().ok_or("the weight needs a static shape")?;
     let kernel = n.ints("kernel_shape").unwrap_or_else(|| wshape[2..].to_vec());
     let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
@@ -1136,7 +1142,7 @@ fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `y + reshape(bias, (1, C, 1, ...))`.
-fn add_channel_bias(ctx: &mut Ctx, n: &Node, y: TVal, k: usize) -> Result<TVal, String> {
+fn add_channel_bias(ctx: &mut Ctx, n: &Node, y: TVal, k: usize) -> Result<TVal, ConvertError> {
     let b = x(ctx, n, 2)?;
     let bshape = shape_of(ctx, n, 2)?;
     let mut target = vec![PrimExpr::int(1), bshape.first().cloned().ok_or("bias must be 1-D")?];
@@ -1146,21 +1152,21 @@ fn add_channel_bias(ctx: &mut Ctx, n: &Node, y: TVal, k: usize) -> Result<TVal, 
     emit2(ctx, "add", l, bl)
 }
 
-fn conv_transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn conv_transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let wv = val(ctx, n, 1)?;
     let rank = xv.rank().ok_or("input has unknown rank")?;
     let k = rank
         .checked_sub(2)
         .filter(|k| (1..=3).contains(k))
-        .ok_or("ConvTranspose supports 1 to 3 spatial axes")?;
+        .ok_or_else(|| ConvertError::unsupported("ConvTranspose supports 1 to 3 spatial axes"))?;
     let wshape = wv.const_shape().ok_or("the weight needs a static shape")?;
     let kernel = n.ints("kernel_shape").unwrap_or_else(|| wshape[2..].to_vec());
     let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
     let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
     let auto = n.string("auto_pad").unwrap_or_else(|| "NOTSET".into());
     if !matches!(auto.as_str(), "NOTSET" | "VALID" | "SAME_UPPER" | "SAME_LOWER") {
-        return Err(format!("auto_pad `{auto}` is not supported"));
+        return Err(convert_err!(Unsupported;"auto_pad `{auto}` is not supported"));
     }
     let mut pads = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
     let mut out_pad = n.ints("output_padding").unwrap_or_else(|| vec![0; k]);
@@ -1211,7 +1217,7 @@ fn conv_transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(y)
 }
 
-fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let a = x(ctx, n, 0)?;
     let max = n.op_type == "MaxPool";
     let include_pad = n.int("count_include_pad", 0) != 0;
@@ -1220,13 +1226,19 @@ fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// Max or average pooling of `a` (the node's input 0 or a function of it) with the
 /// node's kernel, strides, dilations and pads.
-pub(crate) fn pool_of(ctx: &mut Ctx, n: &Node, a: Expr, max: bool, include_pad: bool) -> Result<Vec<TVal>, String> {
+pub(crate) fn pool_of(
+    ctx: &mut Ctx,
+    n: &Node,
+    a: Expr,
+    max: bool,
+    include_pad: bool,
+) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let rank = xv.rank().ok_or("input has unknown rank")?;
     let k = rank
         .checked_sub(2)
         .filter(|k| (1..=3).contains(k))
-        .ok_or("pooling supports 1 to 3 spatial axes")?;
+        .ok_or_else(|| ConvertError::unsupported("pooling supports 1 to 3 spatial axes"))?;
     let kernel = n.ints("kernel_shape").ok_or("kernel_shape is required")?;
     if kernel.len() != k {
         return Err("kernel_shape does not match the input's rank".into());
@@ -1252,7 +1264,7 @@ pub(crate) fn pool_of(ctx: &mut Ctx, n: &Node, a: Expr, max: bool, include_pad: 
     out1(ctx.op(op, vec![a], &attrs)?)
 }
 
-fn global_pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn global_pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rank = rank_of(ctx, n, 0)?;
     let axes: Vec<i64> = (2..rank as i64).collect();
     let a = x(ctx, n, 0)?;
@@ -1264,9 +1276,9 @@ fn global_pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn batch_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn batch_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     if n.int("training_mode", 0) != 0 {
-        return Err("training_mode=1 is not supported".into());
+        return Err(ConvertError::unsupported("training_mode=1 is not supported"));
     }
     let mut args = Vec::new();
     for i in 0..5 {
@@ -1285,7 +1297,7 @@ fn batch_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.item(&t, 0)?)
 }
 
-fn instance_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn instance_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rank = rank_of(ctx, n, 0)?;
     let axes: Vec<i64> = (2..rank as i64).collect();
     let (a, g, b) = (x(ctx, n, 0)?, x(ctx, n, 1)?, x(ctx, n, 2)?);
@@ -1300,7 +1312,7 @@ fn instance_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn layer_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn layer_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let rank = xv.rank().ok_or("input has unknown rank")?;
     let axis = norm_axis(n.int("axis", -1), rank)?;
@@ -1339,7 +1351,7 @@ fn layer_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     Ok(vec![y, mean, inv])
 }
 
-fn rms_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn rms_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rank = rank_of(ctx, n, 0)?;
     let axis = norm_axis(n.int("axis", -1), rank)?;
     let axes: Vec<i64> = (axis as i64..rank as i64).collect();
@@ -1354,7 +1366,7 @@ fn rms_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-pub(crate) fn softmax(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub(crate) fn softmax(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let shape = shape_of(ctx, n, 0)?;
     let rank = shape.len();
     let axis = norm_axis(n.int("axis", if n.opset < 13 { 1 } else { -1 }), rank)?;
@@ -1405,7 +1417,7 @@ pub(crate) fn array_value(name: &str, a: relax_ir::NDArray) -> TVal {
     }
 }
 
-fn constant_node(_ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn constant_node(_ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let out = n.outputs.first().cloned().unwrap_or_default();
     let arr = |dtype: DataType, shape: Vec<i64>, elems: Vec<Vec<u8>>| relax_ir::NDArray {
         dtype,
@@ -1433,13 +1445,15 @@ fn constant_node(_ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         let v: Vec<_> = a.ints.iter().map(|i| i.to_le_bytes().to_vec()).collect();
         arr(DataType::INT64, vec![v.len() as i64], v)
     } else {
-        return Err("only tensor, float(s) and int(s) values are supported".into());
+        return Err(ConvertError::unsupported(
+            "only tensor, float(s) and int(s) values are supported",
+        ));
     };
     let _ = at::TENSOR;
     out1(array_value(&out, a))
 }
 
-fn constant_of_shape(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn constant_of_shape(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dims = known_ints(ctx, n, 0)?;
     let (dtype, fill) = match n.attr("value").and_then(|a| a.t.as_ref()) {
         Some(t) => {
@@ -1470,7 +1484,7 @@ fn constant_of_shape(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn shape(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn shape(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dims = shape_of(ctx, n, 0)?;
     let r = dims.len() as i64;
     let clampi = |v: i64| -> usize { (if v < 0 { v + r } else { v }).clamp(0, r) as usize };
@@ -1481,7 +1495,7 @@ fn shape(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(TVal::known(DataType::INT64, vec![len], Known::Int(d)))
 }
 
-fn size(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn size(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dims = shape_of(ctx, n, 0)?;
     let p = product(ctx, &dims);
     out1(TVal::known(DataType::INT64, vec![], Known::Int(vec![p])))
@@ -1489,7 +1503,12 @@ fn size(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 
 /// ONNX reshape semantics: `0` copies the input dimension (unless `allowzero`),
 /// `-1` is inferred.
-fn reshape_dims(ctx: &Ctx, input: &[PrimExpr], target: &[PrimExpr], allowzero: bool) -> Result<Vec<PrimExpr>, String> {
+fn reshape_dims(
+    ctx: &Ctx,
+    input: &[PrimExpr],
+    target: &[PrimExpr],
+    allowzero: bool,
+) -> Result<Vec<PrimExpr>, ConvertError> {
     let mut out: Vec<Option<PrimExpr>> = Vec::new();
     let mut infer = None;
     for (i, t) in target.iter().enumerate() {
@@ -1504,7 +1523,7 @@ fn reshape_dims(ctx: &Ctx, input: &[PrimExpr], target: &[PrimExpr], allowzero: b
                 infer = Some(i);
                 out.push(None);
             }
-            Some(v) if v < -1 => return Err(format!("bad dimension {v} in the shape")),
+            Some(v) if v < -1 => return Err(convert_err!("bad dimension {v} in the shape")),
             _ => out.push(Some(t.clone())),
         }
     }
@@ -1517,7 +1536,7 @@ fn reshape_dims(ctx: &Ctx, input: &[PrimExpr], target: &[PrimExpr], allowzero: b
     Ok(out.into_iter().flatten().collect())
 }
 
-fn reshape(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn reshape(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     let target = if n.opset < 5 {
         n.ints("shape")
@@ -1534,7 +1553,7 @@ fn reshape(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// Reshape input 0 to `dims` (folded for known values).
-fn reshape_to(ctx: &mut Ctx, n: &Node, v: TVal, dims: Vec<PrimExpr>) -> Result<Vec<TVal>, String> {
+fn reshape_to(ctx: &mut Ctx, n: &Node, v: TVal, dims: Vec<PrimExpr>) -> Result<Vec<TVal>, ConvertError> {
     if let (Some(k), Some(c)) = (
         &v.known,
         dims.iter().map(PrimExpr::as_int).collect::<Option<Vec<i64>>>(),
@@ -1553,21 +1572,21 @@ fn reshape_to(ctx: &mut Ctx, n: &Node, v: TVal, dims: Vec<PrimExpr>) -> Result<V
     out1(ctx.op("reshape", vec![a, Expr::shape(dims)], &[])?)
 }
 
-fn flatten(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn flatten(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     let s = v.shape.clone().ok_or("input has unknown shape")?;
     let r = s.len() as i64;
     let a = n.int("axis", 1);
     let axis = if a < 0 { a + r } else { a };
     if !(0..=r).contains(&axis) {
-        return Err(format!("axis {a} is out of range"));
+        return Err(convert_err!("axis {a} is out of range"));
     }
     let axis = axis as usize;
     let dims = vec![product(ctx, &s[..axis]), product(ctx, &s[axis..])];
     reshape_to(ctx, n, v, dims)
 }
 
-fn transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rank = rank_of(ctx, n, 0)?;
     let perm = n.ints("perm").unwrap_or_else(|| (0..rank as i64).rev().collect());
     if perm.len() != rank {
@@ -1577,7 +1596,7 @@ fn transpose(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op("permute_dims", vec![a], &[("axes", ints_attr(&perm))])?)
 }
 
-fn axes_input_or_attr(ctx: &Ctx, n: &Node, since: i64, idx: usize) -> Result<Option<Vec<i64>>, String> {
+fn axes_input_or_attr(ctx: &Ctx, n: &Node, since: i64, idx: usize) -> Result<Option<Vec<i64>>, ConvertError> {
     if n.opset >= since {
         if n.has(idx) {
             Ok(Some(const_ints(ctx, n, idx)?))
@@ -1589,7 +1608,7 @@ fn axes_input_or_attr(ctx: &Ctx, n: &Node, since: i64, idx: usize) -> Result<Opt
     }
 }
 
-fn unsqueeze(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn unsqueeze(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     let axes = axes_input_or_attr(ctx, n, 13, 1)?.ok_or("axes are required")?;
     let s = v.shape.clone().ok_or("input has unknown shape")?;
@@ -1617,7 +1636,7 @@ fn unsqueeze(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op("expand_dims", vec![a], &[("axis", ints_attr(&ax))])?)
 }
 
-fn squeeze(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn squeeze(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     let s = v.shape.clone().ok_or("input has unknown shape")?;
     let axes = axes_input_or_attr(ctx, n, 13, 1)?;
@@ -1644,7 +1663,7 @@ fn squeeze(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op("squeeze", vec![a], &[("axis", ints_attr(&ax))])?)
 }
 
-fn concat(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn concat(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let names: Vec<String> = n.inputs.iter().filter(|s| !s.is_empty()).cloned().collect();
     let vals: Vec<TVal> = names.iter().map(|s| ctx.value(s).cloned()).collect::<Result<_, _>>()?;
     let first = vals.first().ok_or("no inputs")?;
@@ -1681,7 +1700,7 @@ fn concat(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn split(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn split(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let s = shape_of(ctx, n, 0)?;
     let axis = norm_axis(n.int("axis", 0), s.len())?;
     let nout = n.outputs.len();
@@ -1725,7 +1744,7 @@ fn split(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let ios = match sizes {
         Some(sz) => {
             if sz.len() != nout {
-                return Err(format!("split has {} sizes for {nout} outputs", sz.len()));
+                return Err(convert_err!("split has {} sizes for {nout} outputs", sz.len()));
             }
             let mut idx = Vec::new();
             let mut acc = 0;
@@ -1770,7 +1789,7 @@ fn split(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 /// `Slice`'s starts, ends, axes and steps.
 type SliceSpec = (Vec<PrimExpr>, Vec<PrimExpr>, Option<Vec<i64>>, Option<Vec<i64>>);
 
-fn slice(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn slice(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     let s = v.shape.clone().ok_or("input has unknown shape")?;
     let rank = s.len();
@@ -1896,7 +1915,7 @@ fn slice(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn gather(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn gather(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let data = val(ctx, n, 0)?;
     let idx = val(ctx, n, 1)?;
     let s = data.shape.clone().ok_or("data has unknown shape")?;
@@ -1938,7 +1957,7 @@ fn gather(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 }
 
 /// `where(i < 0, i + dim, i)`: ONNX's negative indices count from the end.
-fn wrap_negative(ctx: &mut Ctx, i: Expr, dtype: DataType, dim: i64) -> Result<Expr, String> {
+fn wrap_negative(ctx: &mut Ctx, i: Expr, dtype: DataType, dim: i64) -> Result<Expr, ConvertError> {
     if dtype.is_uint() {
         return Ok(i);
     }
@@ -1950,7 +1969,7 @@ fn wrap_negative(ctx: &mut Ctx, i: Expr, dtype: DataType, dim: i64) -> Result<Ex
     leaf(ctx, &w)
 }
 
-fn gather_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn gather_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let shape = shape_of(ctx, n, 0)?;
     let axis = norm_axis(n.int("axis", 0), shape.len())?;
     let a = x(ctx, n, 0)?;
@@ -1963,7 +1982,7 @@ fn gather_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op("gather_elements", vec![a, i], &[("axis", AttrValue::Int(axis as i64))])?)
 }
 
-fn gather_nd(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn gather_nd(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let (a, i) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
     out1(ctx.op(
         "gather_nd",
@@ -1972,18 +1991,18 @@ fn gather_nd(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn reduction_attr(n: &Node) -> Result<AttrValue, String> {
+fn reduction_attr(n: &Node) -> Result<AttrValue, ConvertError> {
     Ok(AttrValue::Str(match n.string("reduction").as_deref() {
         None | Some("none") => "update".into(),
         Some("add") => "add".into(),
         Some("mul") => "mul".into(),
         Some("max") => "max".into(),
         Some("min") => "min".into(),
-        Some(o) => return Err(format!("reduction `{o}` is not supported")),
+        Some(o) => return Err(convert_err!(Unsupported;"reduction `{o}` is not supported")),
     }))
 }
 
-fn scatter_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn scatter_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rank = rank_of(ctx, n, 0)?;
     let axis = norm_axis(n.int("axis", 0), rank)?;
     let (a, i, u) = (x(ctx, n, 0)?, x(ctx, n, 1)?, x(ctx, n, 2)?);
@@ -1994,12 +2013,12 @@ fn scatter_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn scatter_nd(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn scatter_nd(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let (a, i, u) = (x(ctx, n, 0)?, x(ctx, n, 1)?, x(ctx, n, 2)?);
     out1(ctx.op("scatter_nd", vec![a, i, u], &[("reduction", reduction_attr(n)?)])?)
 }
 
-fn expand(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn expand(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     let s = v.shape.clone().ok_or("input has unknown shape")?;
     let target = known_ints(ctx, n, 1)?;
@@ -2052,19 +2071,19 @@ fn expand(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op("broadcast_to", vec![a, Expr::shape(dims)], &[])?)
 }
 
-fn unreachable_dim() -> Result<PrimExpr, String> {
-    Err("internal: broadcast dimension".into())
+fn unreachable_dim() -> Result<PrimExpr, ConvertError> {
+    Err(ConvertError::internal("internal: broadcast dimension"))
 }
 
-fn tile(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn tile(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let reps = const_ints(ctx, n, 1)?;
     let a = x(ctx, n, 0)?;
     out1(ctx.op("tile", vec![a], &[("repeats", ints_attr(&reps))])?)
 }
 
-fn range(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn range(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
-    let scalar_of = |ctx: &Ctx, i: usize| -> Result<PrimExpr, String> {
+    let scalar_of = |ctx: &Ctx, i: usize| -> Result<PrimExpr, ConvertError> {
         let v = val(ctx, n, i)?;
         match &v.known {
             Some(Known::Int(k)) if k.len() == 1 => Ok(k[0].clone()),
@@ -2100,7 +2119,7 @@ fn range(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
     let rank = v.rank().ok_or("input has unknown rank")?;
     let (pads, value) = if n.opset < 11 {
@@ -2141,7 +2160,7 @@ fn pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             let a = x(ctx, n, 0)?;
             return out1(crate::extra::pad_by_slices(ctx, a, &shape, &width, m == "wrap")?);
         }
-        Some(o) => return Err(format!("mode `{o}` is not supported")),
+        Some(o) => return Err(convert_err!(Unsupported;"mode `{o}` is not supported")),
     };
     let a = x(ctx, n, 0)?;
     out1(ctx.op(
@@ -2155,7 +2174,7 @@ fn pad(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     )?)
 }
 
-fn trilu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn trilu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let k = if n.has(1) {
         known_ints(ctx, n, 1)?.first().cloned().ok_or("k must hold one value")?
     } else {
@@ -2166,7 +2185,7 @@ fn trilu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(ctx.op(op, vec![a, prim_int(k)], &[])?)
 }
 
-fn cumsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn cumsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rank = rank_of(ctx, n, 0)?;
     let axis = norm_axis(*const_ints(ctx, n, 1)?.first().ok_or("axis must hold one value")?, rank)?;
     let mut a = x(ctx, n, 0)?;
@@ -2194,7 +2213,7 @@ fn cumsum(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
 // ---------------------------------------------------------------------------
 // reductions
 
-fn reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let rank = rank_of(ctx, n, 0)?;
     // axes became an input in opset 13 for ReduceSum and in opset 18 for the others
     let since = if n.op_type == "ReduceSum" { 13 } else { 18 };
@@ -2269,11 +2288,11 @@ fn reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             };
             out1(emit2(ctx, "add", lgl, mk)?)
         }
-        o => Err(format!("internal: {o} is not a reduction")),
+        o => Err(convert_err!(Internal;"internal: {o} is not a reduction")),
     }
 }
 
-fn arg_reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn arg_reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let shape = shape_of(ctx, n, 0)?;
     let axis = norm_axis(n.int("axis", 0), shape.len())?;
     let mut a = x(ctx, n, 0)?;
@@ -2303,17 +2322,17 @@ fn arg_reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     out1(d)
 }
 
-fn bit_shift(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn bit_shift(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let op = match n.string("direction").as_deref() {
         Some("LEFT") => "left_shift",
         Some("RIGHT") => "right_shift",
-        o => return Err(format!("direction {o:?} is not supported")),
+        o => return Err(convert_err!(Unsupported;"direction {o:?} is not supported")),
     };
     let (a, b) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
     out1(emit2(ctx, op, a, b)?)
 }
 
-fn nll_loss(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+fn nll_loss(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     if n.attr("ignore_index").is_some() {
         // TVM's kernel reads the ignored target's class before selecting 0
         let dt = val(ctx, n, 0)?.dtype;
@@ -2322,7 +2341,7 @@ fn nll_loss(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     }
     let reduction = n.string("reduction").unwrap_or_else(|| "mean".into());
     if !matches!(reduction.as_str(), "mean" | "sum" | "none") {
-        return Err(format!("reduction `{reduction}` is not supported"));
+        return Err(convert_err!(Unsupported;"reduction `{reduction}` is not supported"));
     }
     let mut args = vec![x(ctx, n, 0)?, x(ctx, n, 1)?];
     if n.has(2) {

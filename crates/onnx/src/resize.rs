@@ -5,6 +5,7 @@
 //! definition; `tf_crop_and_resize` positions outside the input take
 //! `extrapolation_value`.
 
+use crate::error::{convert_err, ConvertError};
 use relax_ir::{AttrValue, DataType, Expr};
 
 use crate::convert::{constant, Ctx, Known, TVal};
@@ -20,7 +21,7 @@ struct Kernel {
 }
 
 impl Kernel {
-    fn coeffs(&self, ratio: f64, scale: f64) -> Result<Vec<f64>, String> {
+    fn coeffs(&self, ratio: f64, scale: f64) -> Result<Vec<f64>, ConvertError> {
         let a = self.cubic_a;
         Ok(match self.mode.as_str() {
             "nearest" => {
@@ -33,7 +34,7 @@ impl Kernel {
                     "round_prefer_ceil" => vec![b(ratio < 0.5), b(ratio >= 0.5)],
                     "floor" => vec![1.0, 0.0],
                     "ceil" => vec![0.0, 1.0],
-                    o => return Err(format!("nearest_mode `{o}` is not supported")),
+                    o => return Err(convert_err!(Unsupported;"nearest_mode `{o}` is not supported")),
                 }
             }
             "linear" if self.antialias => {
@@ -76,7 +77,7 @@ impl Kernel {
                     ((a * (q + 1.0) - 5.0 * a) * (q + 1.0) + 8.0 * a) * (q + 1.0) - 4.0 * a,
                 ]
             }
-            o => return Err(format!("mode `{o}` is not supported")),
+            o => return Err(convert_err!(Unsupported;"mode `{o}` is not supported")),
         })
     }
 }
@@ -92,7 +93,7 @@ fn axis_matrix(
     roi: Option<(f64, f64)>,
     ctm: &str,
     exclude_outside: bool,
-) -> Result<(Vec<f64>, Vec<bool>), String> {
+) -> Result<(Vec<f64>, Vec<bool>), ConvertError> {
     let (inw, outf) = (in_w as f64, scale * in_w as f64);
     let mut m = vec![0.0; (out_w * in_w) as usize];
     let mut extrap = vec![false; out_w as usize];
@@ -130,7 +131,7 @@ fn axis_matrix(
                 let offset = inw / 2.0 * (1.0 - adjustment);
                 offset + (yf + 0.5) / scale - 0.5
             }
-            o => return Err(format!("coordinate_transformation_mode `{o}` is not supported")),
+            o => return Err(convert_err!(Unsupported;"coordinate_transformation_mode `{o}` is not supported")),
         };
         let fl = x_ori.floor();
         let ratio = if x_ori == fl { 1.0 } else { x_ori - fl };
@@ -174,7 +175,7 @@ fn axis_matrix(
     Ok((m, extrap))
 }
 
-fn known_floats(ctx: &Ctx, n: &Node, i: usize) -> Result<Option<Vec<f64>>, String> {
+fn known_floats(ctx: &Ctx, n: &Node, i: usize) -> Result<Option<Vec<f64>>, ConvertError> {
     if !n.has(i) {
         return Ok(None);
     }
@@ -186,13 +187,13 @@ fn known_floats(ctx: &Ctx, n: &Node, i: usize) -> Result<Option<Vec<f64>>, Strin
     }
 }
 
-fn emit(ctx: &mut Ctx, op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<Expr, String> {
+fn emit(ctx: &mut Ctx, op: &str, args: Vec<Expr>, attrs: &[(&str, AttrValue)]) -> Result<Expr, ConvertError> {
     let v = ctx.op(op, args, attrs)?;
     ctx.leaf(&v)
 }
 
 /// The converter of `Resize` and `Upsample`.
-pub fn resize(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn resize(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let in_shape = xv.const_shape().ok_or("Resize needs a static input shape")?;
     let r = in_shape.len();
@@ -239,7 +240,9 @@ pub fn resize(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         mode: mode.clone(),
     };
     if kernel.antialias && mode == "nearest" {
-        return Err("antialias is not supported with mode nearest".into());
+        return Err(ConvertError::unsupported(
+            "antialias is not supported with mode nearest",
+        ));
     }
     let axes: Vec<usize> = match n.ints("axes") {
         Some(a) => a.iter().map(|&v| norm_axis(v, r)).collect::<Result<_, _>>()?,
@@ -282,7 +285,7 @@ pub fn resize(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             let s = match policy.as_str() {
                 "not_larger" => vals.fold(f64::INFINITY, f64::min),
                 "not_smaller" => vals.fold(f64::NEG_INFINITY, f64::max),
-                o => return Err(format!("keep_aspect_ratio_policy `{o}` is not supported")),
+                o => return Err(convert_err!(Unsupported;"keep_aspect_ratio_policy `{o}` is not supported")),
             };
             for &d in &axes {
                 sc[d] = s;
@@ -294,7 +297,9 @@ pub fn resize(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     }
     let dt = xv.dtype;
     if !dt.is_float() {
-        return Err("Resize of a non-float tensor is not supported".into());
+        return Err(ConvertError::unsupported(
+            "Resize of a non-float tensor is not supported",
+        ));
     }
     let ev = n.float("extrapolation_value", 0.0);
     let exclude = n.int("exclude_outside", 0) != 0;

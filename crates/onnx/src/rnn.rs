@@ -2,24 +2,25 @@
 //! length, each step matrix products and the gates' activations, forward, reverse or
 //! both directions, following the operators' definitions.
 
+use crate::error::{convert_err, ConvertError};
 use relax_ir::{AttrValue, DataType, Expr};
 
 use crate::convert::{Ctx, TVal};
 use crate::extra::{concat, emit, slice_axis};
 use crate::ops::{ints_attr, scalar, tval_leaf, val, x, Node};
 
-fn squeeze0(ctx: &mut Ctx, e: Expr) -> Result<Expr, String> {
+fn squeeze0(ctx: &mut Ctx, e: Expr) -> Result<Expr, ConvertError> {
     emit(ctx, "squeeze", vec![e], &[("axis", ints_attr(&[0]))])
 }
 
 /// Row `d` of a `(dirs, ...)` tensor.
-fn dir_row(ctx: &mut Ctx, e: Expr, d: i64) -> Result<Expr, String> {
+fn dir_row(ctx: &mut Ctx, e: Expr, d: i64) -> Result<Expr, ConvertError> {
     let s = slice_axis(ctx, e, 0, d, d + 1, 1)?;
     squeeze0(ctx, s)
 }
 
 /// Gate `g` (of width `h`) of the last axis.
-fn gate(ctx: &mut Ctx, e: Expr, g: i64, h: i64) -> Result<Expr, String> {
+fn gate(ctx: &mut Ctx, e: Expr, g: i64, h: i64) -> Result<Expr, ConvertError> {
     let axis = match e.kind() {
         relax_ir::ExprKind::Var(v) => v
             .struct_info()
@@ -36,7 +37,7 @@ struct Act {
     beta: Option<f64>,
 }
 
-fn apply(ctx: &mut Ctx, a: &Act, e: Expr, dt: DataType) -> Result<Expr, String> {
+fn apply(ctx: &mut Ctx, a: &Act, e: Expr, dt: DataType) -> Result<Expr, ConvertError> {
     let s = |v: f64| scalar(dt, v);
     match a.name.to_ascii_lowercase().as_str() {
         "sigmoid" => emit(ctx, "sigmoid", vec![e], &[]),
@@ -69,12 +70,12 @@ fn apply(ctx: &mut Ctx, a: &Act, e: Expr, dt: DataType) -> Result<Expr, String> 
             emit(ctx, "divide", vec![e, d], &[])
         }
         "softplus" => emit(ctx, "nn.softplus", vec![e], &[]),
-        o => Err(format!("activation `{o}` is not supported")),
+        o => Err(convert_err!(Unsupported;"activation `{o}` is not supported")),
     }
 }
 
 /// The converter of `RNN`, `GRU` and `LSTM`.
-pub fn rnn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
+pub fn rnn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let kind = n.op_type.as_str();
     let gates: i64 = match kind {
         "RNN" => 1,
@@ -105,14 +106,16 @@ pub fn rnn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         "forward" => vec![false],
         "reverse" => vec![true],
         "bidirectional" => vec![false, true],
-        o => return Err(format!("direction `{o}` is not supported")),
+        o => return Err(convert_err!(Unsupported;"direction `{o}` is not supported")),
     };
     if n.has(4) {
         let lens = val(ctx, n, 4)?
             .const_ints()
             .ok_or_else(|| crate::ops::must_be_known(n, 4))?;
         if lens.iter().any(|&l| l != seq) {
-            return Err("sequence_lens shorter than the sequence are not supported".into());
+            return Err(ConvertError::unsupported(
+                "sequence_lens shorter than the sequence are not supported",
+            ));
         }
     }
     let per_dir = match kind {
@@ -152,7 +155,7 @@ pub fn rnn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     let clip = n.attr_f("clip");
     let lbr = n.int("linear_before_reset", 0) != 0;
     if kind == "LSTM" && n.int("input_forget", 0) != 0 {
-        return Err("input_forget is not supported".into());
+        return Err(ConvertError::unsupported("input_forget is not supported"));
     }
     let (w_all, r_all) = (x(ctx, n, 1)?, x(ctx, n, 2)?);
     let b_all = if n.has(3) { Some(x(ctx, n, 3)?) } else { None };
@@ -167,7 +170,7 @@ pub fn rnn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
     } else {
         None
     };
-    let zeros = |_: &mut Ctx| -> Result<Expr, String> {
+    let zeros = |_: &mut Ctx| -> Result<Expr, ConvertError> {
         Ok(crate::convert::constant(
             dt,
             vec![batch, hidden],
@@ -204,7 +207,7 @@ pub fn rnn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
             Some(p) => Some(dir_row(ctx, p.clone(), d)?),
             None => None,
         };
-        let clipped = |ctx: &mut Ctx, e: Expr| -> Result<Expr, String> {
+        let clipped = |ctx: &mut Ctx, e: Expr| -> Result<Expr, ConvertError> {
             match clip {
                 Some(cl) => {
                     let e = emit(ctx, "maximum", vec![e, scalar(dt, -cl)], &[])?;
@@ -269,7 +272,7 @@ pub fn rnn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
                 }
                 _ => {
                     let s = emit(ctx, "add", vec![xt, hr], &[])?;
-                    let peep = |ctx: &mut Ctx, g: Expr, k: i64, cc: &Expr| -> Result<Expr, String> {
+                    let peep = |ctx: &mut Ctx, g: Expr, k: i64, cc: &Expr| -> Result<Expr, ConvertError> {
                         match &p {
                             Some(p) => {
                                 let pk = slice_axis(ctx, p.clone(), 0, k * hidden, (k + 1) * hidden, 1)?;
@@ -314,7 +317,7 @@ pub fn rnn(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, String> {
         hs.push(emit(ctx, "expand_dims", vec![h], &[("axis", ints_attr(&[0]))])?);
         cs.push(emit(ctx, "expand_dims", vec![c], &[("axis", ints_attr(&[0]))])?);
     }
-    let join = |ctx: &mut Ctx, v: Vec<Expr>, axis: i64| -> Result<Expr, String> {
+    let join = |ctx: &mut Ctx, v: Vec<Expr>, axis: i64| -> Result<Expr, ConvertError> {
         if v.len() == 1 {
             Ok(v[0].clone())
         } else {

@@ -13,11 +13,18 @@
 
 use relax_ir::mutator::{walk_binding, ExprMutator};
 use relax_ir::relax::TensorStructInfo;
-use relax_ir::{AttrValue, Attrs, BaseFunc, Binding, Call, Expr, ExprKind, IRModule, PrimExpr, Span, StructInfo, Var};
+use relax_ir::{
+    AttrValue, Attrs, BaseFunc, Binding, Call, Diagnostic, Expr, ExprKind, IRModule, PrimExpr, Span, StructInfo, Var,
+};
+
+/// An error of the rewrite (no source location).
+fn rewrite_error(message: impl Into<String>) -> Diagnostic {
+    Diagnostic::error(message, Span::NONE)
+}
 
 /// Rewrite every `call_tir`, `call_tir_inplace` and `call_dps_packed` binding of the
 /// module's Relax functions into explicit allocations and a call.
-pub fn call_tir_rewrite(module: &IRModule) -> Result<IRModule, String> {
+pub fn call_tir_rewrite(module: &IRModule) -> Result<IRModule, Diagnostic> {
     let mut out = module.clone();
     for f in out.functions.values_mut() {
         if let BaseFunc::Relax(func) = f {
@@ -39,7 +46,7 @@ pub fn call_tir_rewrite(module: &IRModule) -> Result<IRModule, String> {
 struct Rewriter<'a> {
     module: &'a IRModule,
     in_dataflow: bool,
-    error: Option<String>,
+    error: Option<Diagnostic>,
 }
 
 /// The module's index of `vdevice` (TVM's `GetDeviceIndex`), or of the first VDevice
@@ -64,13 +71,19 @@ impl Rewriter<'_> {
     }
 
     /// `alloc = R.builtin.alloc_tensor(shape, dtype, device_index, scope)`.
-    fn alloc(&self, ts: &TensorStructInfo, out: &mut Vec<Binding>) -> Result<Expr, String> {
+    fn alloc(&self, ts: &TensorStructInfo, out: &mut Vec<Binding>) -> Result<Expr, Diagnostic> {
         let shape = match ts.shape.as_ref().map(|s| s.kind()) {
             Some(ExprKind::ShapeExpr(_)) => ts.shape.clone().unwrap_or_else(|| Expr::shape(Vec::new())),
-            _ => return Err("call_tir outputs must have a known shape (a ShapeExpr) to be allocated".into()),
+            _ => {
+                return Err(rewrite_error(
+                    "call_tir outputs must have a known shape (a ShapeExpr) to be allocated",
+                ))
+            }
         };
         if ts.dtype.is_void() {
-            return Err("call_tir outputs must have a known dtype to be allocated".into());
+            return Err(rewrite_error(
+                "call_tir outputs must have a known dtype to be allocated",
+            ));
         }
         let (index, scope) = device_index(self.module, ts);
         let vdevice = self.module.vdevices().get(index as usize).map(|v| (*v).clone());
@@ -103,7 +116,7 @@ impl Rewriter<'_> {
     }
 
     /// The bindings replacing `var = call` (a DPS call), or `None` for other calls.
-    fn rewrite(&self, var: &Var, call: &Call, span: Span) -> Result<Option<Vec<Binding>>, String> {
+    fn rewrite(&self, var: &Var, call: &Call, span: Span) -> Result<Option<Vec<Binding>>, Diagnostic> {
         let op = match call.op.as_op() {
             Some(o @ ("relax.call_tir" | "relax.call_tir_inplace" | "relax.call_dps_packed")) => o,
             _ => return Ok(None),
@@ -113,7 +126,7 @@ impl Rewriter<'_> {
                 call.attrs
                     .get("inplace_indices")
                     .and_then(AttrValue::as_int_list)
-                    .ok_or("call_tir_inplace needs `inplace_indices`")
+                    .ok_or_else(|| rewrite_error("call_tir_inplace needs `inplace_indices`"))
             })
             .transpose()?;
         let (callee, args) = match call.args.as_slice() {
@@ -121,7 +134,7 @@ impl Rewriter<'_> {
             // The legacy trailing `tir_vars` shape (the engine passes its values
             // between inputs and outputs): left to the run-time `call_tir`.
             [_, _, _] => return Ok(None),
-            _ => return Err(format!("{op} expects a callee and a tuple of arguments")),
+            _ => return Err(rewrite_error(format!("{op} expects a callee and a tuple of arguments"))),
         };
         let out_sinfo = match call.sinfo_args.as_slice() {
             [one] => one.clone(),
@@ -131,7 +144,7 @@ impl Rewriter<'_> {
         flatten_outputs(&out_sinfo, &mut infos)?;
         let nested = matches!(&out_sinfo, StructInfo::Tuple(f) if f.iter().any(|x| matches!(x, StructInfo::Tuple(_))));
         if nested && inplace.is_some() {
-            return Err("call_tir_inplace does not support nested tuple outputs".into());
+            return Err(rewrite_error("call_tir_inplace does not support nested tuple outputs"));
         }
         let mut bindings = Vec::new();
         // An in-place argument that is not a variable (a constant) is bound to one
@@ -180,7 +193,7 @@ impl Rewriter<'_> {
             } else {
                 let e = arg_fields
                     .and_then(|f| f.get(target as usize))
-                    .ok_or_else(|| format!("{op}: inplace index {target} does not name an argument"))?;
+                    .ok_or_else(|| rewrite_error(format!("{op}: inplace index {target} does not name an argument")))?;
                 outs.push(e.clone());
             }
         }
@@ -211,7 +224,7 @@ impl Rewriter<'_> {
 }
 
 /// The tensors of an output StructInfo (a tensor or nested tuples of tensors), in order.
-fn flatten_outputs<'s>(s: &'s StructInfo, out: &mut Vec<&'s TensorStructInfo>) -> Result<(), String> {
+fn flatten_outputs<'s>(s: &'s StructInfo, out: &mut Vec<&'s TensorStructInfo>) -> Result<(), Diagnostic> {
     match s {
         StructInfo::Tensor(t) => out.push(t),
         StructInfo::Tuple(fields) => {
@@ -219,7 +232,11 @@ fn flatten_outputs<'s>(s: &'s StructInfo, out: &mut Vec<&'s TensorStructInfo>) -
                 flatten_outputs(f, out)?;
             }
         }
-        _ => return Err("call_tir outputs must be tensors or (nested) tuples of tensors".into()),
+        _ => {
+            return Err(rewrite_error(
+                "call_tir outputs must be tensors or (nested) tuples of tensors",
+            ))
+        }
     }
     Ok(())
 }

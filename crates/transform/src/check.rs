@@ -29,7 +29,7 @@ pub fn check_and_realize(module: &IRModule) -> CheckResult {
         realized
             .diagnostics
             .into_iter()
-            .filter(|d| d.rule.as_deref().is_some_and(|r| r.starts_with("vdevice/"))),
+            .filter(|d| d.rule.is_some_and(|r| r.category() == relax_ir::RuleCategory::VDevice)),
     );
     diagnostics.extend(renorm.diagnostics);
     diagnostics.extend(check_device_consistency(&renorm.module));

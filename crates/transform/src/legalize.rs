@@ -146,7 +146,7 @@ impl Pass {
                 ),
                 span,
             );
-            d.rule = Some("legalize/skipped".into());
+            d.rule = Some(relax_ir::Rule::LegalizeSkipped);
             pass.skipped.push(d);
             None
         };

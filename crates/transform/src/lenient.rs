@@ -13,10 +13,10 @@
 
 use relax_ir::mutator::{walk_binding, walk_block, ExprMutator};
 use relax_ir::relax::BindingBlock;
-use relax_ir::{BaseFunc, Binding, Diagnostic, Expr, ExprKind, IRModule};
+use relax_ir::{BaseFunc, Binding, Diagnostic, Expr, ExprKind, IRModule, Rule};
 
 /// The rule of the warning given for each rewritten call.
-pub const RULE: &str = "lenient/pure-packed";
+pub const RULE: Rule = Rule::LenientPurePacked;
 
 /// `module` with every `R.call_packed(name, ...)` inside a dataflow block whose
 /// `name` satisfies `is_pure` written as `R.call_pure_packed(name, ...)`, and a
@@ -71,7 +71,7 @@ impl ExprMutator for Rewriter<'_> {
             ),
             b.span(),
         );
-        d.rule = Some(RULE.into());
+        d.rule = Some(RULE);
         self.warnings.push(d);
         let mut args = Vec::with_capacity(call.args.len() + 1);
         args.push(call.op.clone());

@@ -24,12 +24,12 @@ use relax_checker::normalize::normalize_module;
 /// Rule names of RealizeVDevice diagnostics.
 pub mod rules {
     /// `hint_on_device` names a device missing from the module.
-    pub const UNKNOWN_DEVICE: &str = "vdevice/unknown-device: device not declared in the module";
+    pub const UNKNOWN_DEVICE: relax_ir::Rule = relax_ir::Rule::VDevice(relax_ir::VDeviceRule::UnknownDevice);
     /// An operator's tensor arguments are on different devices (found by the
     /// checker's device-consistency analysis).
     pub use relax_checker::device::MISMATCH;
     /// A function returns a tuple of another length than its annotation.
-    pub const RETURN: &str = "vdevice/return: returned tuple does not match the annotation";
+    pub const RETURN: relax_ir::Rule = relax_ir::Rule::VDevice(relax_ir::VDeviceRule::Return);
 }
 
 /// The result of [`realize_vdevice`].

@@ -32,15 +32,15 @@ use relax_ir::mutator::{walk_binding, walk_block, ExprMutator};
 use relax_ir::tir::BinOp;
 use relax_ir::visit::struct_info_tir_vars;
 use relax_ir::{
-    AttrValue, Attrs, BaseFunc, Binding, BindingBlock, Call, DataType, Expr, ExprKind, Function, IRModule, PrimExpr,
-    Span, StructInfo, Var,
+    AttrValue, Attrs, BaseFunc, Binding, BindingBlock, Call, DataType, Diagnostic, Expr, ExprKind, Function, IRModule,
+    PrimExpr, Span, StructInfo, Var,
 };
 
 /// The attribute asking for upper-bound storage of dynamically shaped outputs.
 const PLAN_DYNAMIC_OUTPUT: &str = "relax.memory_plan_dynamic_func_output";
 
 /// Plan the storage of every Relax function of `module` (see the module docs).
-pub fn static_plan_block_memory(module: &IRModule) -> Result<IRModule, String> {
+pub fn static_plan_block_memory(module: &IRModule) -> Result<IRModule, Diagnostic> {
     let mut planner = Planner::new(module);
     let funcs: Vec<(&relax_ir::GlobalVar, &Function)> = module
         .functions
@@ -194,10 +194,15 @@ fn storage_bytes(dtype: DataType) -> i64 {
     (dtype.bits as i64 * dtype.lanes.max(1) as i64 + 7) / 8
 }
 
+/// An error about a function attribute (no source location).
+fn attr_error(message: String) -> Diagnostic {
+    Diagnostic::error(message, Span::NONE)
+}
+
 /// Bind the function signature's symbolic variables to the ranges of its
 /// `tir_var_upper_bound` / `tir_var_lower_bound` / `tir_non_negative_var` attributes.
-fn bind_signature_bounds(f: &Function, ana: &mut Analyzer) -> Result<(), String> {
-    let int_map = |key: &str| -> Result<HashMap<String, i64>, String> {
+fn bind_signature_bounds(f: &Function, ana: &mut Analyzer) -> Result<(), Diagnostic> {
+    let int_map = |key: &str| -> Result<HashMap<String, i64>, Diagnostic> {
         let mut out = HashMap::new();
         match f.attrs.get(key) {
             None => {}
@@ -207,13 +212,21 @@ fn bind_signature_bounds(f: &Function, ana: &mut Analyzer) -> Result<(), String>
                         AttrValue::Int(i) => *i,
                         AttrValue::PrimExpr(p) => p
                             .as_int()
-                            .ok_or_else(|| format!("`{key}` of `{k}` must be an integer"))?,
-                        other => return Err(format!("`{key}` of `{k}` must be an integer, got {other:?}")),
+                            .ok_or_else(|| attr_error(format!("`{key}` of `{k}` must be an integer")))?,
+                        other => {
+                            return Err(attr_error(format!(
+                                "`{key}` of `{k}` must be an integer, got {other:?}"
+                            )))
+                        }
                     };
                     out.insert(k.to_string(), v);
                 }
             }
-            Some(other) => return Err(format!("`{key}` must be a map from names to integers, got {other:?}")),
+            Some(other) => {
+                return Err(attr_error(format!(
+                    "`{key}` must be a map from names to integers, got {other:?}"
+                )))
+            }
         }
         Ok(out)
     };
@@ -375,14 +388,14 @@ impl<'m> Planner<'m> {
 
     // ------------------------------------------------------------ stage 1
 
-    fn init_function(&mut self, f: &Function) -> Result<(), String> {
+    fn init_function(&mut self, f: &Function) -> Result<(), Diagnostic> {
         bind_signature_bounds(f, &mut self.analyzer)?;
         let body = self.init_expr(&f.body)?;
         self.discard(&body);
         Ok(())
     }
 
-    fn init_expr(&mut self, e: &Expr) -> Result<Tokens, String> {
+    fn init_expr(&mut self, e: &Expr) -> Result<Tokens, Diagnostic> {
         Ok(match e.kind() {
             ExprKind::Var(v) => self
                 .var_tokens
@@ -428,7 +441,7 @@ impl<'m> Planner<'m> {
         })
     }
 
-    fn init_block(&mut self, b: &BindingBlock) -> Result<(), String> {
+    fn init_block(&mut self, b: &BindingBlock) -> Result<(), Diagnostic> {
         self.next_block += 1;
         self.blocks.push(self.next_block);
         for binding in &b.bindings {
@@ -449,7 +462,7 @@ impl<'m> Planner<'m> {
         Ok(())
     }
 
-    fn init_call(&mut self, e: &Expr, call: &Call) -> Result<Tokens, String> {
+    fn init_call(&mut self, e: &Expr, call: &Call) -> Result<Tokens, Diagnostic> {
         if is_alloc_tensor(&call.op) {
             return Ok(self.create_token(e, call));
         }

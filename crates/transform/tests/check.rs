@@ -21,7 +21,9 @@ fn sinfo_of(r: &CheckResult, var: &str) -> String {
 }
 
 fn rules(r: &CheckResult) -> Vec<String> {
-    r.errors().filter_map(|d| d.rule.clone()).collect()
+    r.errors()
+        .filter_map(|d| d.rule.map(|r| r.as_str().to_string()))
+        .collect()
 }
 
 #[test]

@@ -64,7 +64,13 @@ fn rules(src: &str) -> Vec<String> {
     let m = parse(src).unwrap_or_else(|| panic!("parse\n{src}"));
     verify_module(&m)
         .into_iter()
-        .map(|d| format!("{}: {}", d.rule.unwrap_or_default(), d.message))
+        .map(|d| {
+            format!(
+                "{}: {}",
+                d.rule.map(relax_ir::Rule::as_str).unwrap_or_default(),
+                d.message
+            )
+        })
         .collect()
 }
 
@@ -92,7 +98,7 @@ fn broken_prim_funcs_are_rejected() {
     let e = relax_transform::tir_verify::verify_prim_func("f", &g);
     assert!(
         e.iter()
-            .any(|d| d.rule.as_deref() == Some("tir/undefined-var") && d.message.contains("`i`")),
+            .any(|d| d.rule.map(relax_ir::Rule::as_str) == Some("tir/undefined-var") && d.message.contains("`i`")),
         "{e:?}"
     );
     let mut h = f.clone();
@@ -102,7 +108,11 @@ fn broken_prim_funcs_are_rejected() {
     };
     *indices = vec![relax_ir::PrimExpr::int(0)];
     let e = relax_transform::tir_verify::verify_prim_func("f", &h);
-    assert!(e.iter().any(|d| d.rule.as_deref() == Some("tir/index-arity")), "{e:?}");
+    assert!(
+        e.iter()
+            .any(|d| d.rule.map(relax_ir::Rule::as_str) == Some("tir/index-arity")),
+        "{e:?}"
+    );
     // The same loop variable defined twice.
     let relax_ir::tir::Stmt::For(outer) = &f.body else {
         panic!("outer")
@@ -112,7 +122,8 @@ fn broken_prim_funcs_are_rejected() {
     t.body = twice;
     let e = relax_transform::tir_verify::verify_prim_func("f", &t);
     assert!(
-        e.iter().any(|d| d.rule.as_deref() == Some("tir/loop-var-redefined")),
+        e.iter()
+            .any(|d| d.rule.map(relax_ir::Rule::as_str) == Some("tir/loop-var-redefined")),
         "{e:?}"
     );
 }

@@ -814,14 +814,14 @@ pub fn apply_derive_func(name: &str, call: &Call) -> StructInfo {
 /// `derive_call_ret_struct_info`: beta-reduce the callee's signature against the
 /// arguments' StructInfo (`args`) and return the call's StructInfo.
 ///
-/// Errors (as messages) when the argument count differs or an argument is
+/// Errors when the argument count differs or an argument is
 /// definitely (`FailL0`) or statically (`FailL1`) not a subtype of its parameter.
 pub fn derive_call_ret_struct_info(
     finfo: &FuncStructInfo,
     call: &Call,
     args: &[StructInfo],
     ana: &Analyzer,
-) -> Result<CallDerivation, String> {
+) -> Result<CallDerivation, crate::op::InferError> {
     let Some(params) = &finfo.params else {
         let ret = match &finfo.derive_func {
             Some(d) => apply_derive_func(d, call),
@@ -833,7 +833,7 @@ pub fn derive_call_ret_struct_info(
         });
     };
     if params.len() != args.len() {
-        return Err(format!(
+        return Err(crate::op::error::infer_err!(Arity;
             "number of arguments and parameters mismatch: the callee accepts {} parameters, but was called with {} arguments",
             params.len(),
             args.len()
@@ -846,7 +846,7 @@ pub fn derive_call_ret_struct_info(
     for (i, (p, a)) in params.iter().zip(args).enumerate() {
         match checker.visit(p, a) {
             BaseCheckResult::FailL0 | BaseCheckResult::FailL1 => {
-                return Err(format!(
+                return Err(crate::op::error::infer_err!(ArgKind;
                     "argument {i} type mismatch: expected {}, given {}",
                     display_struct_info(p),
                     display_struct_info(a)

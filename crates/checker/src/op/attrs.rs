@@ -6,6 +6,7 @@
 //! (`relax_ir::text::ops`), so each default is written once and the parser, the
 //! printer (attribute order), inference and legalization all read the same one.
 
+use crate::op::error::{infer_err, InferError};
 use relax_ir::text::ops::{lookup_op, OpSig};
 use relax_ir::{AttrValue, Call, DataType};
 
@@ -28,34 +29,34 @@ impl<'a> AttrReader<'a> {
 
     /// The value of `key`: the call's, else the schema default; `None` when
     /// unset.
-    pub fn value(&self, key: &str) -> Result<AttrValue, String> {
+    pub fn value(&self, key: &str) -> Result<AttrValue, InferError> {
         if let Some(v) = self.call.attrs.get(key) {
             return Ok(v.clone());
         }
         let get = |k: &str| self.call.attrs.get(k).cloned();
         match self.sig.and_then(|s| s.default_attr(key, &get)) {
             Some(v) => Ok(v),
-            None => Err(format!("{} requires the attribute `{key}`", self.op())),
+            None => Err(infer_err!(Attr; "{} requires the attribute `{key}`", self.op())),
         }
     }
 
-    fn bad(&self, key: &str, what: &str, v: &AttrValue) -> String {
-        format!("{}: attribute `{key}` must be {what}, got {v:?}", self.op())
+    fn bad(&self, key: &str, what: &str, v: &AttrValue) -> InferError {
+        infer_err!(Attr; "{}: attribute `{key}` must be {what}, got {v:?}", self.op())
     }
 
     /// The value of `key` as `pick` reads it, else an error saying it must be `what`.
-    fn read<T>(&self, key: &str, what: &str, pick: impl FnOnce(&AttrValue) -> Option<T>) -> Result<T, String> {
+    fn read<T>(&self, key: &str, what: &str, pick: impl FnOnce(&AttrValue) -> Option<T>) -> Result<T, InferError> {
         let v = self.value(key)?;
         pick(&v).ok_or_else(|| self.bad(key, what, &v))
     }
 
     /// An integer.
-    pub fn int(&self, key: &str) -> Result<i64, String> {
+    pub fn int(&self, key: &str) -> Result<i64, InferError> {
         self.read(key, "an integer", int_value)
     }
 
     /// An integer or unset.
-    pub fn opt_int(&self, key: &str) -> Result<Option<i64>, String> {
+    pub fn opt_int(&self, key: &str) -> Result<Option<i64>, InferError> {
         self.read(key, "an integer or None", |v| match v {
             AttrValue::None => Some(None),
             v => int_value(v).map(Some),
@@ -63,7 +64,7 @@ impl<'a> AttrReader<'a> {
     }
 
     /// A list of integers (a single integer is a one-item list).
-    pub fn ints(&self, key: &str) -> Result<Vec<i64>, String> {
+    pub fn ints(&self, key: &str) -> Result<Vec<i64>, InferError> {
         let v = self.value(key)?;
         match &v {
             AttrValue::Int(i) => Ok(vec![*i]),
@@ -79,7 +80,7 @@ impl<'a> AttrReader<'a> {
     }
 
     /// A list of integers or unset.
-    pub fn opt_ints(&self, key: &str) -> Result<Option<Vec<i64>>, String> {
+    pub fn opt_ints(&self, key: &str) -> Result<Option<Vec<i64>>, InferError> {
         match self.value(key)? {
             AttrValue::None => Ok(None),
             _ => self.ints(key).map(Some),
@@ -87,7 +88,7 @@ impl<'a> AttrReader<'a> {
     }
 
     /// A boolean.
-    pub fn bool(&self, key: &str) -> Result<bool, String> {
+    pub fn bool(&self, key: &str) -> Result<bool, InferError> {
         self.read(key, "a boolean", |v| match v {
             AttrValue::Bool(b) => Some(*b),
             AttrValue::Int(i) => Some(*i != 0),
@@ -96,12 +97,12 @@ impl<'a> AttrReader<'a> {
     }
 
     /// A string.
-    pub fn str(&self, key: &str) -> Result<String, String> {
+    pub fn str(&self, key: &str) -> Result<String, InferError> {
         self.read(key, "a string", |v| v.as_str().map(str::to_string))
     }
 
     /// A data type or unset (`void` counts as unset).
-    pub fn opt_dtype(&self, key: &str) -> Result<Option<DataType>, String> {
+    pub fn opt_dtype(&self, key: &str) -> Result<Option<DataType>, InferError> {
         match self.value(key)? {
             AttrValue::None => Ok(None),
             AttrValue::DataType(d) if d.is_void() => Ok(None),
@@ -110,7 +111,7 @@ impl<'a> AttrReader<'a> {
             AttrValue::Str(s) => s
                 .parse()
                 .map(Some)
-                .map_err(|_| format!("{}: bad dtype {s:?}", self.op())),
+                .map_err(|_| infer_err!(Attr; "{}: bad dtype {s:?}", self.op())),
             v => Err(self.bad(key, "a data type", &v)),
         }
     }
@@ -127,7 +128,7 @@ fn int_value(v: &AttrValue) -> Option<i64> {
 /// A typed attribute struct.
 pub trait OpAttrs: Sized {
     /// Read from a call (schema defaults for what it does not carry).
-    fn from_call(call: &Call) -> Result<Self, String>;
+    fn from_call(call: &Call) -> Result<Self, InferError>;
 }
 
 /// A typed attribute struct and its [`OpAttrs`] reader: each field is the
@@ -145,7 +146,7 @@ macro_rules! op_attrs {
         }
 
         impl $crate::op::attrs::OpAttrs for $name {
-            fn from_call(call: &relax_ir::Call) -> Result<$name, String> {
+            fn from_call(call: &relax_ir::Call) -> Result<$name, $crate::op::error::InferError> {
                 let _r = $crate::op::attrs::AttrReader::new(call);
                 Ok($name { $($field: _r.$read(stringify!($field))?,)* })
             }

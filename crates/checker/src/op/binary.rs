@@ -1,5 +1,6 @@
 //! Binary broadcasting operators: arithmetic, comparison, logical and bitwise.
 
+use crate::op::error::infer_err;
 use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
@@ -8,13 +9,13 @@ use super::{ew_ops, InferCtx, OpDef};
 /// TVM's `InferTypeBroadcast`.
 fn broadcast(call: &Call, args: &[StructInfo], ctx: &InferCtx, cmp: bool) -> Res {
     if args.len() != 2 {
-        return Err(format!("{} op should have 2 arguments", op_name(call)));
+        return Err(infer_err!("{} op should have 2 arguments", op_name(call)));
     }
     let (lhs, rhs) = (&args[0], &args[1]);
     for (s, side, i) in [(lhs, "LHS", 0), (rhs, "RHS", 1)] {
         if !matches!(s, StructInfo::Prim(_) | StructInfo::Tensor(_)) {
             let _ = i;
-            return Err(format!(
+            return Err(infer_err!(
                 "Arguments to binary operators must be either R.Tensor or R.Prim types, but {} has {} of type {}",
                 op_name(call),
                 side,

@@ -2,6 +2,7 @@
 //! `call_pure_packed`, ...), shapes, VDevices, printing/assertions and the
 //! memory/VM operators.
 
+use crate::op::error::{infer_err, InferError};
 use relax_ir::{Call, DataType, ExprKind, StructInfo, Target, VDevice};
 
 use super::common::*;
@@ -28,13 +29,13 @@ fn call_tir(call: &Call, _args: &[StructInfo], _ctx: &InferCtx) -> Res {
         return Err("sinfo_args should have exactly 1 output StructInfo.".into());
     }
     if !matches!(call.args.first().map(|e| e.kind()), Some(ExprKind::GlobalVar(_))) {
-        return Err(format!(
+        return Err(infer_err!(
             "{} expects the first argument to be a GlobalVar referring to a TIR PrimFunc.",
             op_name(call)
         ));
     }
     if call.args.len() != 2 {
-        return Err(format!(
+        return Err(infer_err!(
             "Operation {} expects two arguments [callee, arg_tuple], but has {} arguments.",
             op_name(call),
             call.args.len()
@@ -56,7 +57,7 @@ fn call_dps_packed(call: &Call, _args: &[StructInfo], _ctx: &InferCtx) -> Res {
 /// `sinfo_args`.
 fn opaque_call_result(call: &Call, callee: &StructInfo) -> Res {
     match call.args.first().map(|e| e.kind()) {
-        Some(ExprKind::Op(_)) => return Err(format!("{} cannot be used with an op node", op_name(call))),
+        Some(ExprKind::Op(_)) => return Err(infer_err!("{} cannot be used with an op node", op_name(call))),
         // An extern function's StructInfo is opaque with the default derivation
         // (`infer_by_sinfo_args`).
         Some(ExprKind::ExternFunc { .. }) => return Ok(apply_derive_func(DEFAULT_DERIVE, call)),
@@ -65,14 +66,14 @@ fn opaque_call_result(call: &Call, callee: &StructInfo) -> Res {
     match callee {
         StructInfo::Func(f) => {
             if f.params.is_some() {
-                return Err(format!("{} must be called with an opaque function", op_name(call)));
+                return Err(infer_err!("{} must be called with an opaque function", op_name(call)));
             }
             match &f.derive_func {
                 Some(d) => Ok(apply_derive_func(d, call)),
                 None => Ok((*f.ret).clone()),
             }
         }
-        other => Err(format!(
+        other => Err(infer_err!(
             "Callee must have a function type, but has {}",
             kind_name(other)
         )),
@@ -98,7 +99,7 @@ fn call_inplace_packed(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res
     let mut seen = Vec::new();
     for (i, &idx) in indices.iter().enumerate() {
         if idx < -1 || idx >= num_args {
-            return Err(format!(
+            return Err(infer_err!(
                 "In-place index {} is out of range (must be between -1 and {}, inclusive, but is {})",
                 i,
                 num_args - 1,
@@ -107,7 +108,7 @@ fn call_inplace_packed(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res
         }
         if idx != -1 {
             if seen.contains(&idx) {
-                return Err(format!(
+                return Err(infer_err!(
                     "All in-place indices must be unique, but index {idx} appears more than once."
                 ));
             }
@@ -128,7 +129,7 @@ fn call_builtin_with_ctx(call: &Call, _args: &[StructInfo], _ctx: &InferCtx) -> 
     match call.sinfo_args.len() {
         0 => Ok(void()),
         1 => Ok(call.sinfo_args[0].clone()),
-        _ => Err(format!("{} takes at most one StructInfo argument", op_name(call))),
+        _ => Err(infer_err!("{} takes at most one StructInfo argument", op_name(call))),
     }
 }
 
@@ -172,7 +173,7 @@ fn size(_call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 fn tensor_to_shape(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let t = unary_tensor(call, args)?;
     if t.ndim != 1 {
-        return Err(format!(
+        return Err(infer_err!(
             "relax.tensor_to_shape expected argument to be 1-d, but has ndim {}",
             t.ndim
         ));
@@ -262,7 +263,7 @@ fn vm_alloc_tensor(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 
 /// Resolves a VDevice attribute: a `"kind:index:scope"` string names the module's
 /// `index`-th VDevice of that target kind.
-fn vdevice_attr(call: &Call, ctx: &InferCtx, key: &str) -> Result<VDevice, String> {
+fn vdevice_attr(call: &Call, ctx: &InferCtx, key: &str) -> Result<VDevice, InferError> {
     let s = attr(call, key)
         .and_then(|v| v.as_str())
         .ok_or_else(|| format!("{} requires the `{}` attribute", op_name(call), key))?;
@@ -308,7 +309,7 @@ fn assert_op(_call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         _ => false,
     };
     if !ok {
-        return Err(format!(
+        return Err(infer_err!(
             "The argument to assert must be a boolean scalar, but received {}",
             kind_name(cond)
         ));

@@ -2,6 +2,7 @@
 //! result construction, broadcasting, dtype rules, axis normalization, VDevice
 //! merging and constant-folding `PrimExpr` arithmetic.
 
+use crate::op::error::{infer_err, InferError, InferErrorKind};
 use relax_ir::arith::Analyzer;
 use relax_ir::tir::{expr_equal, BinOp};
 use relax_ir::{
@@ -9,7 +10,7 @@ use relax_ir::{
 };
 
 /// The result of an inference function.
-pub(crate) type Res = Result<StructInfo, String>;
+pub(crate) type Res = Result<StructInfo, InferError>;
 
 /// The operator's full name (`relax.add`), for messages.
 pub(crate) fn op_name(call: &Call) -> &str {
@@ -29,9 +30,9 @@ pub(crate) fn kind_name(s: &StructInfo) -> &'static str {
 }
 
 /// Checks the number of arguments.
-pub(crate) fn check_nargs(call: &Call, args: &[StructInfo], n: usize) -> Result<(), String> {
+pub(crate) fn check_nargs(call: &Call, args: &[StructInfo], n: usize) -> Result<(), InferError> {
     if args.len() != n || call.args.len() != n {
-        return Err(format!(
+        return Err(infer_err!(Arity;
             "Operator {} expects {} arguments, but was called with {} arguments",
             op_name(call),
             n,
@@ -42,33 +43,37 @@ pub(crate) fn check_nargs(call: &Call, args: &[StructInfo], n: usize) -> Result<
 }
 
 /// An arity check whose error is TVM's `"{expects}, but got {n} arguments"`.
-pub(crate) fn nargs_is(args: &[StructInfo], n: usize, expects: &str) -> Result<(), String> {
+pub(crate) fn nargs_is(args: &[StructInfo], n: usize, expects: &str) -> Result<(), InferError> {
     if args.len() == n {
         Ok(())
     } else {
-        Err(format!("{expects}, but got {} arguments", args.len()))
+        Err(infer_err!(Arity; "{expects}, but got {} arguments", args.len()))
     }
 }
 
 /// `s` as a tensor, else the error `msg` writes from the kind it has instead.
-pub(crate) fn tensor_or(s: &StructInfo, msg: impl FnOnce(&str) -> String) -> Result<&TensorStructInfo, String> {
+pub(crate) fn tensor_or(s: &StructInfo, msg: impl FnOnce(&str) -> String) -> Result<&TensorStructInfo, InferError> {
     match s {
         StructInfo::Tensor(t) => Ok(t),
-        o => Err(msg(kind_name(o))),
+        o => Err(InferError::new(InferErrorKind::ArgKind, msg(kind_name(o)))),
     }
 }
 
 /// Argument `i` as a tensor (the arity must have been checked).
-pub(crate) fn tensor_arg<'a>(call: &Call, args: &'a [StructInfo], i: usize) -> Result<&'a TensorStructInfo, String> {
+pub(crate) fn tensor_arg<'a>(
+    call: &Call,
+    args: &'a [StructInfo],
+    i: usize,
+) -> Result<&'a TensorStructInfo, InferError> {
     match args.get(i) {
         Some(StructInfo::Tensor(t)) => Ok(t),
-        Some(other) => Err(format!(
+        Some(other) => Err(infer_err!(ArgKind;
             "Operator {} requires argument {} to be a tensor.  However, the argument is instead of type {}",
             op_name(call),
             i,
             kind_name(other)
         )),
-        None => Err(format!("Operator {} is missing argument {}", op_name(call), i)),
+        None => Err(infer_err!(Arity; "Operator {} is missing argument {}", op_name(call), i)),
     }
 }
 
@@ -77,31 +82,31 @@ pub(crate) fn tensor_args<'a>(
     call: &Call,
     args: &'a [StructInfo],
     n: usize,
-) -> Result<Vec<&'a TensorStructInfo>, String> {
+) -> Result<Vec<&'a TensorStructInfo>, InferError> {
     check_nargs(call, args, n)?;
     (0..n).map(|i| tensor_arg(call, args, i)).collect()
 }
 
 /// The single tensor input of a unary operator.
-pub(crate) fn unary_tensor<'a>(call: &Call, args: &'a [StructInfo]) -> Result<&'a TensorStructInfo, String> {
+pub(crate) fn unary_tensor<'a>(call: &Call, args: &'a [StructInfo]) -> Result<&'a TensorStructInfo, InferError> {
     Ok(tensor_args(call, args, 1)?[0])
 }
 
 /// The tensors of a tuple argument (`concat((x, y))`).
-pub(crate) fn tuple_of_tensors<'a>(call: &Call, s: &'a StructInfo) -> Result<Vec<&'a TensorStructInfo>, String> {
+pub(crate) fn tuple_of_tensors<'a>(call: &Call, s: &'a StructInfo) -> Result<Vec<&'a TensorStructInfo>, InferError> {
     match s {
         StructInfo::Tuple(fields) => fields
             .iter()
             .map(|f| match f {
                 StructInfo::Tensor(t) => Ok(t),
-                _ => Err(format!(
+                _ => Err(infer_err!(ArgKind;
                     "{} expects the input to be a Tuple of Tensors. However, the given input is a tuple with a {}",
                     op_name(call),
                     kind_name(f)
                 )),
             })
             .collect(),
-        other => Err(format!(
+        other => Err(infer_err!(ArgKind;
             "{} expects the input to be a Tuple of Tensors. However, the given input is {}",
             op_name(call),
             kind_name(other)
@@ -121,21 +126,21 @@ pub(crate) fn attr<'a>(call: &'a Call, key: &str) -> Option<&'a AttrValue> {
 }
 
 /// An optional integer attribute.
-pub(crate) fn attr_opt_int(call: &Call, key: &str) -> Result<Option<i64>, String> {
+pub(crate) fn attr_opt_int(call: &Call, key: &str) -> Result<Option<i64>, InferError> {
     match attr(call, key) {
         None => Ok(None),
         Some(v) => match v.as_int() {
             Some(i) => Ok(Some(i)),
             None => match v.as_int_list() {
                 Some(l) if l.len() == 1 => Ok(Some(l[0])),
-                _ => Err(format!("{}: attribute `{}` must be an integer", op_name(call), key)),
+                _ => Err(infer_err!(Attr;"{}: attribute `{}` must be an integer", op_name(call), key)),
             },
         },
     }
 }
 
 /// An integer attribute with a default.
-pub(crate) fn attr_int(call: &Call, key: &str, default: i64) -> Result<i64, String> {
+pub(crate) fn attr_int(call: &Call, key: &str, default: i64) -> Result<i64, InferError> {
     Ok(attr_opt_int(call, key)?.unwrap_or(default))
 }
 
@@ -150,12 +155,12 @@ pub(crate) fn attr_str<'a>(call: &'a Call, key: &str, default: &'a str) -> &'a s
 }
 
 /// An optional list of integers (a single integer counts as a one-item list).
-pub(crate) fn attr_opt_ints(call: &Call, key: &str) -> Result<Option<Vec<i64>>, String> {
+pub(crate) fn attr_opt_ints(call: &Call, key: &str) -> Result<Option<Vec<i64>>, InferError> {
     match attr(call, key) {
         None => Ok(None),
         Some(v) => match v.as_int_list() {
             Some(l) => Ok(Some(l)),
-            None => Err(format!(
+            None => Err(infer_err!(Attr;
                 "{}: attribute `{}` must be a list of integers",
                 op_name(call),
                 key
@@ -165,12 +170,12 @@ pub(crate) fn attr_opt_ints(call: &Call, key: &str) -> Result<Option<Vec<i64>>, 
 }
 
 /// A list of integers with a default.
-pub(crate) fn attr_ints(call: &Call, key: &str, default: &[i64]) -> Result<Vec<i64>, String> {
+pub(crate) fn attr_ints(call: &Call, key: &str, default: &[i64]) -> Result<Vec<i64>, InferError> {
     Ok(attr_opt_ints(call, key)?.unwrap_or_else(|| default.to_vec()))
 }
 
 /// An optional list of `PrimExpr`s (integers become `int64` constants).
-pub(crate) fn attr_opt_prims(call: &Call, key: &str) -> Result<Option<Vec<PrimExpr>>, String> {
+pub(crate) fn attr_opt_prims(call: &Call, key: &str) -> Result<Option<Vec<PrimExpr>>, InferError> {
     fn one(v: &AttrValue) -> Option<PrimExpr> {
         match v {
             AttrValue::Int(i) => Some(PrimExpr::int(*i)),
@@ -183,7 +188,7 @@ pub(crate) fn attr_opt_prims(call: &Call, key: &str) -> Result<Option<Vec<PrimEx
         None => Ok(None),
         Some(AttrValue::List(l)) => match l.iter().map(one).collect::<Option<Vec<_>>>() {
             Some(v) => Ok(Some(v)),
-            None => Err(format!(
+            None => Err(infer_err!(Attr;
                 "{}: attribute `{}` must be a list of integers",
                 op_name(call),
                 key
@@ -191,7 +196,7 @@ pub(crate) fn attr_opt_prims(call: &Call, key: &str) -> Result<Option<Vec<PrimEx
         },
         Some(v) => match one(v) {
             Some(e) => Ok(Some(vec![e])),
-            None => Err(format!(
+            None => Err(infer_err!(Attr;
                 "{}: attribute `{}` must be a list of integers",
                 op_name(call),
                 key
@@ -201,13 +206,13 @@ pub(crate) fn attr_opt_prims(call: &Call, key: &str) -> Result<Option<Vec<PrimEx
 }
 
 /// An optional dtype attribute; `None`, absent and `void` all mean "not given".
-pub(crate) fn attr_opt_dtype(call: &Call, key: &str) -> Result<Option<DataType>, String> {
+pub(crate) fn attr_opt_dtype(call: &Call, key: &str) -> Result<Option<DataType>, InferError> {
     match attr(call, key) {
         None => Ok(None),
         Some(v) => match v.as_dtype() {
             Some(d) if d.is_void() => Ok(None),
             Some(d) => Ok(Some(d)),
-            None => Err(format!("{}: attribute `{}` must be a data type", op_name(call), key)),
+            None => Err(infer_err!(Attr;"{}: attribute `{}` must be a data type", op_name(call), key)),
         },
     }
 }
@@ -608,22 +613,22 @@ pub(crate) fn broadcast_or_err(
     an: &Analyzer,
     x1: &[PrimExpr],
     x2: &[PrimExpr],
-) -> Result<Option<Vec<PrimExpr>>, String> {
+) -> Result<Option<Vec<PrimExpr>>, InferError> {
     match broadcast_shapes(an, x1, x2) {
         Broadcast::Shape(s) => Ok(Some(s)),
         Broadcast::Unknown => Ok(None),
-        Broadcast::Conflict(m) => Err(format!("In {}, {}", op_name(call), m)),
+        Broadcast::Conflict(m) => Err(infer_err!(Broadcast; "In {}, {}", op_name(call), m)),
     }
 }
 
 /// The element dtype of a tensor or scalar argument (`None` when the tensor's
 /// dtype is unknown); an error for other kinds.
-fn element_dtype(call: &Call, s: &StructInfo, side: &str) -> Result<Option<DataType>, String> {
+fn element_dtype(call: &Call, s: &StructInfo, side: &str) -> Result<Option<DataType>, InferError> {
     match s {
         StructInfo::Prim(p) => Ok(Some(p.dtype)),
         StructInfo::Tensor(t) if t.dtype.is_void() => Ok(None),
         StructInfo::Tensor(t) => Ok(Some(t.dtype)),
-        other => Err(format!(
+        other => Err(infer_err!(DType;
             "Binary operators must have the same datatype for both operands.  However, {} has an argument on the {}, with type {}, which does not have a datatype.",
             op_name(call),
             side,
@@ -634,7 +639,7 @@ fn element_dtype(call: &Call, s: &StructInfo, side: &str) -> Result<Option<DataT
 
 /// TVM's `InferBinaryArithOpOutDtype`: both dtypes must agree unless one is
 /// `bool`; unknown (`void`) when either is unknown. Returns the LHS dtype.
-pub(crate) fn binary_dtype(call: &Call, lhs: &StructInfo, rhs: &StructInfo) -> Result<DataType, String> {
+pub(crate) fn binary_dtype(call: &Call, lhs: &StructInfo, rhs: &StructInfo) -> Result<DataType, InferError> {
     let Some(l) = element_dtype(call, lhs, "LHS")? else {
         return Ok(DataType::VOID);
     };
@@ -642,7 +647,7 @@ pub(crate) fn binary_dtype(call: &Call, lhs: &StructInfo, rhs: &StructInfo) -> R
         return Ok(DataType::VOID);
     };
     if l != r && !l.is_bool() && !r.is_bool() {
-        return Err(format!(
+        return Err(infer_err!(DType;
             "Binary operators must have the same datatype for both operands.  However, {} uses datatype {} on the LHS, and datatype {} on the RHS.",
             op_name(call),
             l,
@@ -659,13 +664,13 @@ pub(crate) fn is_known_non_float(d: DataType) -> bool {
 
 /// Normalizes axes against `ndim` (negative from the end), rejecting out-of-range
 /// and repeated axes.
-pub(crate) fn normalize_axes(call: &Call, ndim: i32, axes: &[i64]) -> Result<Vec<usize>, String> {
+pub(crate) fn normalize_axes(call: &Call, ndim: i32, axes: &[i64]) -> Result<Vec<usize>, InferError> {
     let mut seen = vec![false; ndim.max(0) as usize];
     let mut out = Vec::with_capacity(axes.len());
     for &axis in axes {
         let nd = ndim as i64;
         if axis < -nd || axis >= nd {
-            return Err(format!(
+            return Err(infer_err!(Axis;
                 "In {}, the input axis {} is out of range. The input tensor has {} dimensions, so axis should be in range [{}, {}).",
                 op_name(call),
                 axis,
@@ -676,7 +681,7 @@ pub(crate) fn normalize_axes(call: &Call, ndim: i32, axes: &[i64]) -> Result<Vec
         }
         let a = if axis < 0 { axis + nd } else { axis } as usize;
         if seen[a] {
-            return Err(format!(
+            return Err(infer_err!(Axis;
                 "In {}, the input axes is required to be non-repetitive. However, there are multiple given axes referring to axis {}",
                 op_name(call),
                 a
@@ -689,13 +694,13 @@ pub(crate) fn normalize_axes(call: &Call, ndim: i32, axes: &[i64]) -> Result<Vec
 }
 
 /// Normalizes one axis.
-pub(crate) fn normalize_axis(call: &Call, ndim: i32, axis: i64) -> Result<usize, String> {
+pub(crate) fn normalize_axis(call: &Call, ndim: i32, axis: i64) -> Result<usize, InferError> {
     Ok(normalize_axes(call, ndim, &[axis])?[0])
 }
 
 /// The VDevice of a binary op (TVM's `InferBinaryArithOpOutVDevice`): one side's
 /// device when the other has none; an error when both differ.
-pub(crate) fn binary_vdevice(call: &Call, lhs: &StructInfo, rhs: &StructInfo) -> Result<Option<VDevice>, String> {
+pub(crate) fn binary_vdevice(call: &Call, lhs: &StructInfo, rhs: &StructInfo) -> Result<Option<VDevice>, InferError> {
     if let Some(StructInfo::Tensor(t)) = call.sinfo_args.first() {
         return Ok(t.vdevice.clone());
     }
@@ -709,7 +714,7 @@ pub(crate) fn binary_vdevice(call: &Call, lhs: &StructInfo, rhs: &StructInfo) ->
         (l, None) => Ok(l),
         (Some(l), Some(r)) => {
             if l != r {
-                return Err(format!(
+                return Err(infer_err!(
                     "Binary operators with Tensor arguments must have the same VDevice for both operands.  However, {} has a LHS on VDevice {}:{}:{} and a RHS on VDevice {}:{}:{}",
                     op_name(call),
                     l.target.kind,

@@ -1,6 +1,7 @@
 //! Tensor creation: `full`, `ones`, `zeros`, `*_like`, `arange`, `eye`,
 //! `eye_like`, `tril`, `triu`, `hamming_window`.
 
+use crate::op::error::{infer_err, InferError};
 use relax_ir::tir::Intrinsic;
 use relax_ir::{Call, DataType, ExprKind, PrimExpr, StructInfo};
 
@@ -12,14 +13,14 @@ fn shape_arg_ndim<'a>(
     call: &Call,
     args: &'a [StructInfo],
     what: &str,
-) -> Result<&'a relax_ir::ShapeStructInfo, String> {
+) -> Result<&'a relax_ir::ShapeStructInfo, InferError> {
     match args.first() {
         Some(StructInfo::Shape(s)) => Ok(s),
-        Some(o) => Err(format!(
+        Some(o) => Err(infer_err!(
             "{what} requires the input shape to be a Shape. However, the given one is {}",
             kind_name(o)
         )),
-        None => Err(format!("{} is missing its shape argument", op_name(call))),
+        None => Err(infer_err!("{} is missing its shape argument", op_name(call))),
     }
 }
 
@@ -32,7 +33,7 @@ fn full(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let fill = match &args[1] {
         StructInfo::Tensor(t) if t.ndim == 0 => t,
         other => {
-            return Err(format!(
+            return Err(infer_err!(
                 "Full requires the input fill value to be zero rank Tensor. However, the given one is {}",
                 kind_name(other)
             ))
@@ -51,7 +52,7 @@ fn full(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 fn full_like(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let ts = tensor_args(call, args, 2)?;
     if ts[1].ndim != 0 {
-        return Err(format!(
+        return Err(infer_err!(
             "FullLike requires the input fill value to be zero rank Tensor. However, the given one has ndim{}",
             ts[1].ndim
         ));
@@ -82,7 +83,7 @@ fn ones_zeros_like(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 }
 
 /// The `PrimExpr` of a `PrimValue` argument (or one whose StructInfo knows it).
-fn prim_arg(call: &Call, args: &[StructInfo], i: usize, what: &str, key: &str) -> Result<PrimExpr, String> {
+fn prim_arg(call: &Call, args: &[StructInfo], i: usize, what: &str, key: &str) -> Result<PrimExpr, InferError> {
     if let Some(ExprKind::PrimValue(v)) = call.args.get(i).map(|e| e.kind()) {
         return Ok(v.clone());
     }
@@ -96,7 +97,7 @@ fn prim_arg(call: &Call, args: &[StructInfo], i: usize, what: &str, key: &str) -
             return Ok(relax_ir::TirVar::new(v.name(), p.dtype).to_expr());
         }
     }
-    Err(format!(
+    Err(infer_err!(
         "{what} expects the `{key}` to be a PrimExpr, but got {}",
         args.get(i).map(kind_name).unwrap_or("nothing")
     ))
@@ -118,7 +119,7 @@ fn eye_like(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         format!("Eye_like expects the input `x` to be a Tensor, but got {k}")
     })?;
     if x.ndim != 2 && x.ndim != -1 {
-        return Err(format!(
+        return Err(infer_err!(
             "Eye_like expects the input tensor to be 2-dimensional, but got {} dimensions",
             x.ndim
         ));
@@ -175,14 +176,14 @@ fn arange(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 fn hamming_window(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let dtype = attr_opt_dtype(call, "dtype")?.unwrap_or(DataType::FLOAT32);
     if dtype.is_integer() {
-        return Err(format!(
+        return Err(infer_err!(
             "Hamming Window expects the datatype to be float but got {dtype}"
         ));
     }
     let w = prim_arg(call, args, 0, "Hamming_window", "window_size")?;
     if let Some(v) = w.as_int() {
         if v < 1 {
-            return Err(format!(
+            return Err(infer_err!(
                 "Hamming_window expects the window_size must be greater than zero but got {v}"
             ));
         }
@@ -195,14 +196,14 @@ fn tril_triu(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     check_nargs(call, args, 2)?;
     let t = tensor_arg(call, args, 0)?;
     if !matches!(args[1], StructInfo::Prim(_)) {
-        return Err(format!(
+        return Err(infer_err!(
             "{} requires that args[1] be a PrimType, but was instead {}",
             op_name(call),
             kind_name(&args[1])
         ));
     }
     if t.ndim != -1 && t.ndim < 2 {
-        return Err(format!(
+        return Err(infer_err!(
             "{} requires the input tensor to have at least two dimensions. However, the given input has {} dimension(s).",
             op_name(call),
             t.ndim

@@ -1,5 +1,6 @@
 //! Indexing: `take`, `strided_slice`.
 
+use crate::op::error::{infer_err, InferError};
 use relax_ir::tir::BinOp;
 use relax_ir::tir::Intrinsic;
 use relax_ir::{Call, DataType, Expr, ExprKind, PrimExpr, StructInfo};
@@ -16,7 +17,7 @@ fn take(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         StructInfo::Tensor(t) => (t.dtype, t.ndim, shape_of(t)),
         StructInfo::Prim(p) => (p.dtype, 0, Some(vec![])),
         other => {
-            return Err(format!(
+            return Err(infer_err!(
                 "Operator {} requires the indices argument to be either a tensor or a scalar value.  However, the argument has type {}",
                 op_name(call),
                 kind_name(other)
@@ -24,13 +25,13 @@ fn take(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         }
     };
     if !idx_dtype.is_void() && !is_int_or_uint(idx_dtype) {
-        return Err(format!(
+        return Err(infer_err!(
             "Take op requires the input indices to have integer dtype. However, the given indices dtype is {idx_dtype}"
         ));
     }
     let axis_attr = attr_opt_int(call, "axis")?;
     if axis_attr.is_none() && data.ndim != 1 {
-        return Err(format!(
+        return Err(infer_err!(
             "Take op expects the input data to be 1-dimensional tensor when the axis is not specified. However, the given data tensor has ndim {}",
             data.ndim
         ));
@@ -159,7 +160,7 @@ fn slice_length(begin: &PrimExpr, end: &PrimExpr, stride: &PrimExpr, extent: &Pr
 fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let n = args.len();
     if !(4..=5).contains(&n) || call.args.len() != n {
-        return Err(format!(
+        return Err(infer_err!(
             "Operator {} accepts either three arguments (data, axes, begin, end) or four arguments (data, axes, begin, end, strides), but received {}",
             op_name(call),
             n
@@ -168,7 +169,7 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let data = match &args[0] {
         StructInfo::Tensor(t) => t,
         other => {
-            return Err(format!(
+            return Err(infer_err!(
                 "Operator {} requires the first argument to be a tensor.  However, the first argument has type {}",
                 op_name(call),
                 kind_name(other)
@@ -187,7 +188,7 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             _ => false,
         };
         if !ok {
-            return Err(format!(
+            return Err(infer_err!(
                 "Operator {} requires the {} argument to be a tuple of int64 PrimExpr values.  However, the {} argument has type {}",
                 op_name(call),
                 name,
@@ -208,7 +209,7 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         return fallback();
     };
     // One index per axis from argument `i` (`Ok(None)`: not known statically).
-    let indices = |i: usize, what: &str| -> Result<Option<Vec<PrimExpr>>, String> {
+    let indices = |i: usize, what: &str| -> Result<Option<Vec<PrimExpr>>, InferError> {
         let Some(v) = unpack_prims(&call.args[i], &args[i]) else {
             return Ok(None);
         };
@@ -233,7 +234,7 @@ fn strided_slice(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         vec![int(1); axes.len()]
     };
     if strides.iter().any(|s| s.as_int() == Some(0)) {
-        return Err(format!("{}: a stride is zero", op_name(call)));
+        return Err(infer_err!("{}: a stride is zero", op_name(call)));
     }
     if strides.len() != axes.len() {
         let when = "when the optional 'strides' argument is provided, ";
@@ -269,8 +270,8 @@ pub static OPS: &[OpDef] = &[
 
 /// TVM's error for `n` values of `what` given for `n_axes` axes (`when`
 /// prefixes the condition, `provided` follows `what` in the first clause).
-fn axes_count_error(call: &Call, when: &str, what: &str, provided: &str, n_axes: usize, n: usize) -> String {
-    format!(
+fn axes_count_error(call: &Call, when: &str, what: &str, provided: &str, n_axes: usize, n: usize) -> InferError {
+    infer_err!(Arity;
         "For operator {}, {when}the number of axes provided must match the number of {what}{provided}.  However, there are {n_axes} axes specified and {n} {what} specified",
         op_name(call)
     )

@@ -1,5 +1,6 @@
 //! Linear algebra: `matmul`, `einsum`, `outer`.
 
+use crate::op::error::{infer_err, InferError};
 use std::collections::{BTreeMap, HashMap};
 
 use relax_ir::{Call, DataType, PrimExpr, StructInfo, VDevice};
@@ -26,13 +27,13 @@ fn matmul(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     }
     let (mut n1, mut n2) = (x1.ndim, x2.ndim);
     if n1 == 0 {
-        return Err(format!(
+        return Err(infer_err!(
             "Matmul operands must not be scalar.  However, the expression {} has a LHS which is scalar (zero-dimensional) tensor.",
             op_name(call)
         ));
     }
     if n2 == 0 {
-        return Err(format!(
+        return Err(infer_err!(
             "Matmul operands must not be scalar.  However, the expression {} has a RHS which is scalar (zero-dimensional) tensor.",
             op_name(call)
         ));
@@ -58,7 +59,7 @@ fn matmul(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let r1 = &s1[x1.ndim as usize - 1];
     let r2 = &s2[n2 as usize - 2];
     if prove_ne(ctx.analyzer, r1, r2) {
-        return Err(format!(
+        return Err(infer_err!(
             "Matmul requires the reduction length of the operands to be equal.  However, the LHS has shape {}, while the RHS has shape {}.  The reduction dimensions of {} and {} are not equal.",
             show_shape(&s1),
             show_shape(&s2),
@@ -77,7 +78,7 @@ fn matmul(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 
 /// Parsed einsum equation: per-input subscripts and the output subscript
 /// (`'\0'` marks an ellipsis).
-fn parse_einsum(eq: &str) -> Result<(Vec<Vec<char>>, Vec<char>), String> {
+fn parse_einsum(eq: &str) -> Result<(Vec<Vec<char>>, Vec<char>), InferError> {
     let chars: Vec<char> = eq.chars().collect();
     let mut inputs = Vec::new();
     let mut current = Vec::new();
@@ -114,7 +115,7 @@ fn parse_einsum(eq: &str) -> Result<(Vec<Vec<char>>, Vec<char>), String> {
             }
             c if c.is_ascii_alphabetic() => current.push(c),
             c => {
-                return Err(format!(
+                return Err(infer_err!(
                     "Cannot parse the Einsum equation: invalid character {c} in equation {eq}"
                 ))
             }
@@ -140,11 +141,11 @@ fn parse_einsum(eq: &str) -> Result<(Vec<Vec<char>>, Vec<char>), String> {
     Ok((inputs, output))
 }
 
-fn broadcast_extent(a: &PrimExpr, b: &PrimExpr) -> Result<PrimExpr, String> {
+fn broadcast_extent(a: &PrimExpr, b: &PrimExpr) -> Result<PrimExpr, InferError> {
     match (a.as_int(), b.as_int()) {
         (Some(x), Some(y)) if x == y => Ok(a.clone()),
         (Some(x), Some(y)) if x == 1 || y == 1 => Ok(PrimExpr::int_of(x.max(y), DataType::INT32)),
-        (Some(x), Some(y)) => Err(format!("Cannot broadcast extents {x} and {y}")),
+        (Some(x), Some(y)) => Err(infer_err!("Cannot broadcast extents {x} and {y}")),
         (Some(_), None) => Ok(b.clone()),
         (None, Some(_)) => Ok(a.clone()),
         (None, None) => Ok(max(a, b)),
@@ -167,7 +168,7 @@ fn einsum(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let mut shapes = Vec::new();
     for t in &ts {
         if t.dtype != dtype {
-            return Err(format!(
+            return Err(infer_err!(
                 "Einsum expects all input tensors to have the same dtype. However, the input contains tensors with dtype {} and {}",
                 dtype, t.dtype
             ));

@@ -12,9 +12,12 @@ use std::sync::LazyLock;
 use relax_ir::arith::Analyzer;
 use relax_ir::{Call, IRModule, StructInfo};
 
+pub use error::{InferError, InferErrorKind};
+
 pub mod attrs;
 mod common;
 pub mod defs;
+pub mod error;
 
 pub mod binary;
 pub mod builtin;
@@ -40,8 +43,8 @@ pub struct InferCtx<'a> {
 }
 
 /// `FInferStructInfo`: given the call and the StructInfo of its (normalized)
-/// arguments, the StructInfo of the result, or an error message.
-pub type InferFn = fn(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Result<StructInfo, String>;
+/// arguments, the StructInfo of the result, or why it has none.
+pub type InferFn = fn(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Result<StructInfo, InferError>;
 
 /// One operator's definition: its name, purity, StructInfo inference and
 /// (when it has one of its own) its legalization. Attributes are typed per

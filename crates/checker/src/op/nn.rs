@@ -1,6 +1,7 @@
 //! Neural network operators: activations, softmax, normalizations, dropout,
 //! losses, padding, convolutions and pooling.
 
+use crate::op::error::{infer_err, InferError};
 use relax_ir::tir::BinOp;
 use relax_ir::{Call, DataType, PrimExpr, StructInfo, TensorStructInfo};
 
@@ -25,7 +26,7 @@ enum Axis {
 struct Layout(Vec<Axis>);
 
 impl Layout {
-    fn parse(s: &str) -> Result<Layout, String> {
+    fn parse(s: &str) -> Result<Layout, InferError> {
         let mut axes = Vec::new();
         let mut factor: Option<i64> = None;
         for c in s.chars() {
@@ -39,7 +40,7 @@ impl Layout {
                 );
             } else if c.is_ascii_uppercase() {
                 if factor.is_some() {
-                    return Err(format!("invalid layout {s}"));
+                    return Err(infer_err!("invalid layout {s}"));
                 }
                 axes.push(Axis::Primal(c));
             } else if c.is_ascii_lowercase() {
@@ -48,7 +49,7 @@ impl Layout {
                     .ok_or_else(|| format!("invalid layout {s}: sub-axis {c} without a factor"))?;
                 axes.push(Axis::Sub(c.to_ascii_uppercase(), f));
             } else {
-                return Err(format!("invalid layout {s}"));
+                return Err(infer_err!("invalid layout {s}"));
             }
         }
         Ok(Layout(axes))
@@ -98,11 +99,11 @@ fn convert_shape(src: &Layout, dst: &Layout, shape: &[PrimExpr]) -> Vec<PrimExpr
 }
 
 /// TVM's `CheckTensorLayout`: the layout, convertible from `tgt`.
-fn check_layout(call: &Call, layout: &str, tgt: &str, name: &str) -> Result<Layout, String> {
+fn check_layout(call: &Call, layout: &str, tgt: &str, name: &str) -> Result<Layout, InferError> {
     let l = Layout::parse(layout)?;
     let t = Layout::parse(tgt)?;
     if l.primals() != t.primals() {
-        return Err(format!(
+        return Err(infer_err!(
             "{} requires the given {name} layout to be convertible from {tgt} layout. However, the given layout {layout} is not convertible.",
             op_name(call)
         ));
@@ -111,9 +112,9 @@ fn check_layout(call: &Call, layout: &str, tgt: &str, name: &str) -> Result<Layo
 }
 
 /// TVM's `CheckNdimPerLayoutAndGetShape`.
-fn ndim_per_layout(call: &Call, t: &TensorStructInfo, layout: &Layout) -> Result<Option<Vec<PrimExpr>>, String> {
+fn ndim_per_layout(call: &Call, t: &TensorStructInfo, layout: &Layout) -> Result<Option<Vec<PrimExpr>>, InferError> {
     if t.ndim != -1 && t.ndim as usize != layout.ndim() {
-        return Err(format!(
+        return Err(infer_err!(
             "In {}, layout requires the input to be {}-dim tensor. However, the given input has ndim {}",
             op_name(call),
             layout.ndim(),
@@ -128,7 +129,7 @@ fn i32c(v: i64) -> PrimExpr {
 }
 
 /// Expands a padding list to `2 * n` entries (begin..., end...).
-fn complete_padding(call: &Call, p: &[i64], n: usize) -> Result<Vec<i64>, String> {
+fn complete_padding(call: &Call, p: &[i64], n: usize) -> Result<Vec<i64>, InferError> {
     if p.len() == 2 * n {
         return Ok(p.to_vec());
     }
@@ -140,7 +141,7 @@ fn complete_padding(call: &Call, p: &[i64], n: usize) -> Result<Vec<i64>, String
         v.extend_from_slice(p);
         return Ok(v);
     }
-    Err(format!(
+    Err(infer_err!(
         "{}: the padding length {} is invalid for {}-d spatial data",
         op_name(call),
         p.len(),
@@ -149,25 +150,25 @@ fn complete_padding(call: &Call, p: &[i64], n: usize) -> Result<Vec<i64>, String
 }
 
 /// `values` when every entry is positive (strides and dilations).
-fn positive(call: &Call, key: &str, values: Vec<i64>) -> Result<Vec<i64>, String> {
+fn positive(call: &Call, key: &str, values: Vec<i64>) -> Result<Vec<i64>, InferError> {
     match values.iter().find(|&&v| v <= 0) {
-        Some(v) => Err(format!("{}: `{}` must be positive, got {}", op_name(call), key, v)),
+        Some(v) => Err(infer_err!("{}: `{}` must be positive, got {}", op_name(call), key, v)),
         None => Ok(values),
     }
 }
 
-fn expand(call: &Call, key: &str, default: i64, n: usize) -> Result<Vec<i64>, String> {
+fn expand(call: &Call, key: &str, default: i64, n: usize) -> Result<Vec<i64>, InferError> {
     fit(call, key, attr_ints(call, key, &vec![default; n])?, n)
 }
 
 /// `n` values from a list of `n` or one.
-fn fit(call: &Call, key: &str, v: Vec<i64>, n: usize) -> Result<Vec<i64>, String> {
+fn fit(call: &Call, key: &str, v: Vec<i64>, n: usize) -> Result<Vec<i64>, InferError> {
     if v.len() == n {
         Ok(v)
     } else if v.len() == 1 {
         Ok(vec![v[0]; n])
     } else {
-        Err(format!(
+        Err(infer_err!(
             "{}: `{}` must have {} entries, got {}",
             op_name(call),
             key,
@@ -227,7 +228,7 @@ fn conv(call: &Call, args: &[StructInfo], ctx: &InferCtx, n: usize, transpose: b
     if !transpose {
         let cin_k = mul(&w[1], &g);
         if prove_ne(an, &d[1], &cin_k) {
-            return Err(format!(
+            return Err(infer_err!(
                 "The channel size of the data should equal to the product of input channel size of the weight and the number of groups. However, the data channel size is {} while the weight input channel size and number of groups are {} and {}",
                 show(&d[1]),
                 show(&w[1]),
@@ -236,7 +237,7 @@ fn conv(call: &Call, args: &[StructInfo], ctx: &InferCtx, n: usize, transpose: b
         }
         let m = floormod(&w[0], &g);
         if prove_ne(an, &m, &int(0)) {
-            return Err(format!(
+            return Err(infer_err!(
                 "Conv{}d expects the number of output channels to be divisible by the number of groups. However, the number of output channels is {} while the number of groups is {}",
                 n,
                 show(&w[0]),
@@ -258,7 +259,7 @@ fn conv(call: &Call, args: &[StructInfo], ctx: &InferCtx, n: usize, transpose: b
         }
     } else {
         if prove_ne(an, &d[1], &w[0]) {
-            return Err(format!(
+            return Err(infer_err!(
                 "Conv{}dTranspose expects the channel size of the data should equal to the input channel size of the weight. However, the data channel size is {} while the weight input channel size is {}",
                 n,
                 show(&d[1]),
@@ -267,7 +268,7 @@ fn conv(call: &Call, args: &[StructInfo], ctx: &InferCtx, n: usize, transpose: b
         }
         let m = floormod(&w[0], &g);
         if prove_ne(an, &m, &int(0)) {
-            return Err(format!(
+            return Err(infer_err!(
                 "Conv{}dTranspose expects the number of input channels to be divisible by the number of groups. However, the number of input channels is {} while the number of groups is {}",
                 n,
                 show(&w[0]),
@@ -276,7 +277,7 @@ fn conv(call: &Call, args: &[StructInfo], ctx: &InferCtx, n: usize, transpose: b
         }
         let out_pad = expand(call, "output_padding", 0, n)?;
         if out_pad.iter().zip(&strides).any(|(p, s)| p >= s) {
-            return Err(format!(
+            return Err(infer_err!(
                 "Conv{}dTranspose expects the output padding less than the strides, but the output padding is{:?} while the strides are{:?}",
                 n, out_pad, strides
             ));
@@ -441,7 +442,7 @@ fn softmax(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         return Ok(StructInfo::Tensor(t.clone()));
     }
     if is_known_non_float(t.dtype) {
-        return Err(format!(
+        return Err(infer_err!(
             "Softmax requires the input tensor to have float dtype. However, the given input dtype is {}",
             t.dtype
         ));
@@ -457,7 +458,7 @@ fn prelu(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         return Ok(StructInfo::Tensor(t.clone()));
     }
     if !t.dtype.is_void() && t.dtype.code != relax_ir::TypeCode::Float {
-        return Err(format!(
+        return Err(infer_err!(
             "Prelu requires the input tensor to have float dtype. However, the given input dtype is {}",
             t.dtype
         ));
@@ -471,7 +472,7 @@ fn pad(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let t = unary_tensor(call, args)?;
     let pw = attr_ints(call, "pad_width", &[])?;
     if t.ndim == -1 || pw.len() != 2 * t.ndim as usize {
-        return Err(format!("{}: Illegal pad_width", op_name(call)));
+        return Err(infer_err!("{}: Illegal pad_width", op_name(call)));
     }
     match shape_of(t) {
         None => Ok(tensor_ndim(t.dtype, t.ndim, None)),
@@ -514,7 +515,7 @@ fn pixel_shuffle(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 }
 
 /// TVM's `NormCheckDtypeAndShape`: true when the shapes cannot be proven equal.
-fn norm_check(call: &Call, ts: &[&TensorStructInfo], axes: &[i64], ctx: &InferCtx) -> Result<bool, String> {
+fn norm_check(call: &Call, ts: &[&TensorStructInfo], axes: &[i64], ctx: &InferCtx) -> Result<bool, InferError> {
     let data = ts[0];
     let mut nonneg = Vec::new();
     if data.ndim != -1 {
@@ -522,7 +523,7 @@ fn norm_check(call: &Call, ts: &[&TensorStructInfo], axes: &[i64], ctx: &InferCt
     }
     let n_axis = axes.len() as i32;
     if is_known_non_float(data.dtype) {
-        return Err(format!(
+        return Err(infer_err!(
             "{} requires the input data to have float dtype. However, the given data dtype is {}",
             op_name(call),
             data.dtype
@@ -530,7 +531,7 @@ fn norm_check(call: &Call, ts: &[&TensorStructInfo], axes: &[i64], ctx: &InferCt
     }
     for (i, t) in ts.iter().enumerate().skip(1) {
         if t.dtype != data.dtype {
-            return Err(format!(
+            return Err(infer_err!(
                 "{} requires all the input tensors to have the same dtype. However, the input {} has dtype {} which is other than the input data's dtype {}",
                 op_name(call),
                 i,
@@ -538,7 +539,7 @@ fn norm_check(call: &Call, ts: &[&TensorStructInfo], axes: &[i64], ctx: &InferCt
                 data.dtype
             ));
         } else if t.ndim != n_axis {
-            return Err(format!(
+            return Err(infer_err!(
                 "{} requires the input {} to have as many dimensions as the length of input axes. However, the given one has ndim {}, which is other than the length of axes {}",
                 op_name(call),
                 i,
@@ -559,7 +560,7 @@ fn norm_check(call: &Call, ts: &[&TensorStructInfo], axes: &[i64], ctx: &InferCt
     for l in lens.iter().skip(1) {
         for d in 0..n_axis as usize {
             if prove_ne(ctx.analyzer, &lens[0][d], &l[d]) {
-                return Err(format!(
+                return Err(infer_err!(
                     "{} requires the input gamma, beta, etc., to have size same as the lengths of the data on the given axes. However, there exists {} and {} that are unequal.",
                     op_name(call),
                     show_shape(&lens[0]),
@@ -620,7 +621,7 @@ fn group_norm_like(call: &Call, args: &[StructInfo], ctx: &InferCtx, group: bool
         let ca = normalize_axis(call, data.ndim, attr_int(call, "channel_axis", 1)?)?;
         let axes = normalize_axes(call, data.ndim, &attr_ints(call, "axes", &[])?)?;
         if axes.contains(&ca) {
-            return Err(format!(
+            return Err(infer_err!(
                 "{} expects that channel_axis must not be in axes, but got channel_axis: {}, axes: {:?}",
                 op_name(call),
                 ca,
@@ -632,7 +633,7 @@ fn group_norm_like(call: &Call, args: &[StructInfo], ctx: &InferCtx, group: bool
     let ds = shape_of(data);
     if group {
         if !data.dtype.is_void() && data.dtype.code != relax_ir::TypeCode::Float {
-            return Err(format!(
+            return Err(infer_err!(
                 "{} expects that data must be float, but got {}",
                 op_name(call),
                 data.dtype
@@ -641,7 +642,7 @@ fn group_norm_like(call: &Call, args: &[StructInfo], ctx: &InferCtx, group: bool
         let groups = attr_int(call, "num_groups", 1)?;
         if let (Some(s), Some(ca)) = (&ds, channel_axis) {
             if prove_ne(an, &floormod(&s[ca], &int(groups)), &int(0)) {
-                return Err(format!(
+                return Err(infer_err!(
                     "{} expects that the size of channel_axis must be divisible by {}, but got {}",
                     op_name(call),
                     groups,
@@ -652,14 +653,14 @@ fn group_norm_like(call: &Call, args: &[StructInfo], ctx: &InferCtx, group: bool
     }
     for (i, t) in ts.iter().enumerate().skip(1) {
         if t.dtype != data.dtype {
-            return Err(format!(
+            return Err(infer_err!(
                 "{} expects that all inputs must have the same dtype, but got {} and {}",
                 op_name(call),
                 t.dtype,
                 data.dtype
             ));
         } else if t.ndim != 1 {
-            return Err(format!(
+            return Err(infer_err!(
                 "{} expects that all inputs must have ndim=1, but got {}",
                 op_name(call),
                 t.ndim
@@ -667,7 +668,7 @@ fn group_norm_like(call: &Call, args: &[StructInfo], ctx: &InferCtx, group: bool
         }
         if let (Some(ca), Some(s), Some(ws)) = (channel_axis, &ds, shape_of(t)) {
             if prove_ne(an, &s[ca], &ws[0]) {
-                return Err(format!(
+                return Err(infer_err!(
                     "{} expects that the size of input {} must be equal to the size of channel_axis, but got {} and {}",
                     op_name(call),
                     i,
@@ -700,7 +701,7 @@ fn cross_entropy(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let dtype = binary_dtype(call, &args[0], &args[1])?;
     let vdev = binary_vdevice(call, &args[0], &args[1])?;
     if p.ndim != -1 && l.ndim != -1 && p.ndim != l.ndim {
-        return Err(format!(
+        return Err(infer_err!(
             "CrossEntropy requires predictions and labels to have the same ndim. However, the ndim of predictions is {} while the ndim of labels is {}",
             p.ndim, l.ndim
         ));
@@ -708,7 +709,7 @@ fn cross_entropy(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     if let (Some(ps), Some(ls)) = (deep_shape_values(p), deep_shape_values(l)) {
         for (i, (a, b)) in ps.iter().zip(&ls).enumerate() {
             if prove_ne(ctx.analyzer, a, b) {
-                return Err(format!(
+                return Err(infer_err!(
                     "CrossEntropy requires the predictions and labels to have the same shape. However, the shape of predictions at dim {} is{} while the shape of labels at this dim is {}",
                     i,
                     show(a),
@@ -720,8 +721,8 @@ fn cross_entropy(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     Ok(tensor(vec![], dtype, vdev))
 }
 
-fn kind_err(which: &str, s: &StructInfo) -> String {
-    format!(
+fn kind_err(which: &str, s: &StructInfo) -> InferError {
+    infer_err!(ArgKind;
         "NLLLoss requires the argument {which} to be Tensor. However, the given one is {}",
         kind_name(s)
     )
@@ -753,7 +754,7 @@ fn nll_loss(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         None => (pred.dtype, pred.vdevice.clone()),
     };
     if !tgt.dtype.is_void() && !is_int_or_uint(tgt.dtype) {
-        return Err(format!(
+        return Err(infer_err!(
             "NLLLoss expects the dtype of targets to be int/uint. However, the dtype of targets is {}",
             tgt.dtype
         ));
@@ -761,7 +762,7 @@ fn nll_loss(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let mut k = -1;
     if pred.ndim != -1 {
         if pred.ndim < 1 {
-            return Err(format!(
+            return Err(infer_err!(
                 "NLLLoss expects the ndim of predictions >= 1. However, the ndim of predictions is {}",
                 pred.ndim
             ));
@@ -771,14 +772,14 @@ fn nll_loss(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     if tgt.ndim != -1 {
         let kt = if tgt.ndim <= 1 { 0 } else { tgt.ndim - 1 };
         if k != -1 && k != kt {
-            return Err(format!(
+            return Err(infer_err!(
                 "NLLLoss expects number of dimensions K inferred from different arguments to be equal. However, K from predictions is {k} while K from targets is {kt}"
             ));
         }
     }
     if let Some(w) = wgt {
         if w.ndim != -1 && w.ndim != 1 {
-            return Err(format!(
+            return Err(infer_err!(
                 "NLLLoss expects the ndim of weights == 1. However, the ndim of weights is {}",
                 w.ndim
             ));
@@ -809,7 +810,7 @@ fn nll_loss(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         } else {
             if let Some(nv) = &n_dim {
                 if prove_ne(an, nv, &ts[0]) {
-                    return Err(format!(
+                    return Err(infer_err!(
                         "NLLLoss expects minibatch size N inferred from different arguments to be equal. However, N from predictions is {} while N from targets is {}",
                         show(nv),
                         show(&ts[0])
@@ -825,7 +826,7 @@ fn nll_loss(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
                 for (i, td) in ts.iter().enumerate().skip(1) {
                     if let Some(o) = out_shape.get(i) {
                         if prove_ne(an, o, td) {
-                            return Err(format!(
+                            return Err(infer_err!(
                                 "Shape mismatch for NLLLoss. The prediction shape at this dim is {} while the target shape at this dim is {}",
                                 show(o),
                                 show(td)
@@ -840,7 +841,7 @@ fn nll_loss(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         if let Some(ws) = deep_shape_values(w) {
             if let (Some(cv), Some(cw)) = (&c_dim, ws.first()) {
                 if prove_ne(an, cv, cw) {
-                    return Err(format!(
+                    return Err(infer_err!(
                         "NLLLoss expects number of classes C inferred from different arguments to be equal. However, C from predictions is {} while C from weights is {}",
                         show(cv),
                         show(cw)
@@ -867,7 +868,7 @@ fn batch_flatten(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         return Ok(tensor_ndim(t.dtype, 2, vd));
     }
     if t.ndim < 2 {
-        return Err(format!(
+        return Err(infer_err!(
             "batch_flatten expects input tensor to have at least 2 dimensions, but got {}",
             t.ndim
         ));

@@ -1,5 +1,6 @@
 //! Search operators: `where`, `argmax`/`argmin`, `bucketize`.
 
+use crate::op::error::infer_err;
 use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
@@ -12,7 +13,7 @@ fn where_(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let (c, x1, x2) = (ts[0], ts[1], ts[2]);
     let vdev = merged_vdevice(ts.iter().copied());
     if !c.dtype.is_void() && !c.dtype.is_bool() {
-        return Err(format!(
+        return Err(infer_err!(
             "Where requires the input condition tensor to have boolean dtype. However, the given condition dtype is {}",
             c.dtype
         ));
@@ -88,7 +89,7 @@ fn arg_reduce(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
 fn bucketize(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let ts = tensor_args(call, args, 2)?;
     if ts[1].ndim != -1 && ts[1].ndim != 1 {
-        return Err(format!(
+        return Err(infer_err!(
             "Bucketize requires boundary to be 1-D array but got {}",
             ts[1].ndim
         ));

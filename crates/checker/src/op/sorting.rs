@@ -1,5 +1,6 @@
 //! Sorting and set operators: `sort`, `argsort`, `topk`, `unique`, `nonzero`.
 
+use crate::op::error::{infer_err, InferError};
 use relax_ir::{Call, DataType, ExprKind, PrimExpr, StructInfo};
 
 use super::common::*;
@@ -51,7 +52,7 @@ fn topk(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         "both" => Ok(StructInfo::Tuple(vec![values, indices])),
         "values" => Ok(values),
         "indices" => Ok(indices),
-        other => Err(format!("Unsupported ret type: {other}")),
+        other => Err(infer_err!("Unsupported ret type: {other}")),
     }
 }
 
@@ -70,15 +71,15 @@ fn unique(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let t = match args.first() {
         Some(StructInfo::Tensor(t)) => t,
         Some(o) => {
-            return Err(format!(
+            return Err(infer_err!(
                 "Cannot treat type `{}` as type `relax.TensorType`",
                 kind_name(o)
             ))
         }
-        None => return Err(format!("{} expects arguments", op_name(call))),
+        None => return Err(infer_err!("{} expects arguments", op_name(call))),
     };
     if args.len() < 5 {
-        return Err(format!("{} expects at least 5 arguments", op_name(call)));
+        return Err(infer_err!("{} expects at least 5 arguments", op_name(call)));
     }
     let axis = if args.len() == 6 { prim_of(call, args, 5) } else { None };
     if t.ndim != -1 {
@@ -86,11 +87,11 @@ fn unique(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
             normalize_axis(call, t.ndim, a)?;
         }
     }
-    let flag = |i: usize| -> Result<bool, String> {
+    let flag = |i: usize| -> Result<bool, InferError> {
         prim_of(call, args, i)
             .and_then(|e| e.as_int())
             .map(|v| v != 0)
-            .ok_or_else(|| format!("{}: argument {} expects to be IntImm", op_name(call), i))
+            .ok_or_else(|| infer_err!(ArgKind; "{}: argument {} expects to be IntImm", op_name(call), i))
     };
     let n_int = [flag(2)?, flag(3)?, flag(4)?];
     let vd = t.vdevice.clone();

@@ -1,6 +1,7 @@
 //! Reductions (`sum`, `mean`, `max`, `min`, `prod`, `std`, `variance`, `median`)
 //! and scans (`cumsum`, `cumprod`).
 
+use crate::op::error::InferError;
 use relax_ir::{Call, DataType, PrimExpr, StructInfo};
 
 use super::attrs::{OpAttrs, StatisticalAttrs};
@@ -17,7 +18,7 @@ struct Reduced {
     keepdims: bool,
 }
 
-fn reduced(call: &Call, t: &relax_ir::TensorStructInfo) -> Result<Reduced, String> {
+fn reduced(call: &Call, t: &relax_ir::TensorStructInfo) -> Result<Reduced, InferError> {
     let StatisticalAttrs {
         axis: axis_attr,
         keepdims,

@@ -1,5 +1,6 @@
 //! Ternary element-wise operators (`ewise_fma`).
 
+use crate::op::error::infer_err;
 use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
@@ -22,9 +23,11 @@ fn ewise_fma(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let dtype = if ts.iter().any(|t| t.dtype.is_void()) {
         DataType::VOID
     } else if ts[0].dtype != ts[1].dtype || ts[1].dtype != ts[2].dtype {
-        return Err(format!(
+        return Err(infer_err!(
             "Data types {}, {}, and {} must be equal for EwiseFMA",
-            ts[0].dtype, ts[1].dtype, ts[2].dtype
+            ts[0].dtype,
+            ts[1].dtype,
+            ts[2].dtype
         ));
     } else {
         ts[0].dtype

@@ -1,6 +1,7 @@
 //! Unary element-wise operators: math functions, `clip` and the `isfinite`
 //! family.
 
+use crate::op::error::infer_err;
 use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
@@ -10,7 +11,7 @@ use super::{ew_ops, InferCtx, OpDef};
 fn unary(call: &Call, args: &[StructInfo], require_float: bool, out: Option<DataType>) -> Res {
     let t = unary_tensor(call, args)?;
     if require_float && is_known_non_float(t.dtype) {
-        return Err(format!(
+        return Err(infer_err!(
             "{} requires the input tensor to have float dtype. However, the given input dtype is {}",
             op_name(call),
             t.dtype

@@ -133,6 +133,7 @@ pub fn infer(c: &Call) -> Result<StructInfo, String> {
             analyzer: &analyzer,
         },
     )
+    .map_err(|e| e.to_string())
 }
 
 /// Infers and renders; panics on an inference error.

@@ -55,9 +55,9 @@ pub const SUPPORTED: &str = "bool, int8..int64, uint8..uint64, float16, float32,
 
 /// The length of the preamble (magic, version, header length) and of the header dict,
 /// from the first 12 bytes (or fewer for version 1) of a `.npy` file.
-fn preamble(bytes: &[u8]) -> std::result::Result<(usize, usize), String> {
+fn preamble(bytes: &[u8]) -> Result<(usize, usize)> {
     if bytes.len() < 10 || !bytes.starts_with(MAGIC) {
-        return Err("not a .npy file (no \\x93NUMPY magic string)".into());
+        return Err(invalid("not a .npy file (no \\x93NUMPY magic string)"));
     }
     let (len, start) = match bytes[6] {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
@@ -68,16 +68,18 @@ fn preamble(bytes: &[u8]) -> std::result::Result<(usize, usize), String> {
                 .ok_or_else(|| "truncated .npy header".to_string())?;
             (u32::from_le_bytes(b) as usize, 12)
         }
-        v => return Err(format!("unsupported .npy format version {v}")),
+        v => return Err(invalid(format!("unsupported .npy format version {v}"))),
     };
     if len > MAX_HEADER {
-        return Err(format!("the .npy header is {len} bytes long (at most {MAX_HEADER})"));
+        return Err(invalid(format!(
+            "the .npy header is {len} bytes long (at most {MAX_HEADER})"
+        )));
     }
     Ok((start, len))
 }
 
 /// Parse the header at the start of `bytes` (which need not hold the data).
-pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
+pub fn parse_header(bytes: &[u8]) -> Result<Header> {
     let (start, len) = preamble(bytes)?;
     let text = bytes
         .get(start..start + len)
@@ -88,23 +90,23 @@ pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
         dict.iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v)
-            .ok_or_else(|| format!("the .npy header has no '{key}'"))
+            .ok_or_else(|| invalid(format!("the .npy header has no '{key}'")))
     };
     let (dtype, big_endian) = match get("descr")? {
         Lit::Str(d) => descr_dtype(d)?,
         _ => {
-            return Err(
-                "the .npy header's 'descr' is not a simple dtype string (structured arrays are not supported)".into(),
-            )
+            return Err(invalid(
+                "the .npy header's 'descr' is not a simple dtype string (structured arrays are not supported)",
+            ))
         }
     };
     let fortran_order = match get("fortran_order")? {
         Lit::Bool(b) => *b,
-        _ => return Err("the .npy header's 'fortran_order' is not True or False".into()),
+        _ => return Err(invalid("the .npy header's 'fortran_order' is not True or False")),
     };
     let dims = match get("shape")? {
         Lit::Tuple(d) => d,
-        _ => return Err("the .npy header's 'shape' is not a tuple".into()),
+        _ => return Err(invalid("the .npy header's 'shape' is not a tuple")),
     };
     let shown = || {
         let d: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
@@ -112,18 +114,24 @@ pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
     };
     let mut numel: u64 = 1;
     for &d in dims {
-        numel = numel
-            .checked_mul(d)
-            .ok_or_else(|| format!("the .npy shape ({}) has an element count that overflows", shown()))?;
+        numel = numel.checked_mul(d).ok_or_else(|| {
+            invalid(format!(
+                "the .npy shape ({}) has an element count that overflows",
+                shown()
+            ))
+        })?;
     }
     let data_bytes = numel
         .checked_mul(dtype.bytes() as u64)
         .filter(|&b| b <= i64::MAX as u64)
-        .ok_or_else(|| format!("the .npy shape ({}) has a byte size that overflows", shown()))?;
+        .ok_or_else(|| invalid(format!("the .npy shape ({}) has a byte size that overflows", shown())))?;
     let shape = dims
         .iter()
-        .map(|&d| i64::try_from(d).map_err(|_| format!("the .npy shape ({}) has a dimension that overflows", shown())))
-        .collect::<std::result::Result<Vec<i64>, String>>()?;
+        .map(|&d| {
+            i64::try_from(d)
+                .map_err(|_| invalid(format!("the .npy shape ({}) has a dimension that overflows", shown())))
+        })
+        .collect::<Result<Vec<i64>>>()?;
     // As NumPy and ndarray require, the product of the non-zero dimensions fits an
     // `isize` even when a zero dimension makes the array empty: strides stay finite.
     shape
@@ -150,7 +158,7 @@ pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
 /// A tensor from the complete bytes of a `.npy` file; the data must be exactly the
 /// size the header claims.
 pub fn decode(bytes: &[u8]) -> Result<Tensor> {
-    let h = parse_header(bytes).map_err(EngineError::Invalid)?;
+    let h = parse_header(bytes)?;
     let data = &bytes[h.data_offset.min(bytes.len())..];
     if data.len() as u64 != h.data_bytes {
         return Err(EngineError::Invalid(format!(
@@ -180,12 +188,12 @@ pub fn read_stream(r: &mut dyn Read, size: Option<u64>, budget: u64, container: 
         r.read_exact(&mut pre[10..12])
             .map_err(|_| EngineError::Invalid("truncated .npy header".into()))?;
     }
-    let (start, len) = preamble(&pre).map_err(EngineError::Invalid)?;
+    let (start, len) = preamble(&pre)?;
     let mut head = pre[..start].to_vec();
     head.resize(start + len, 0);
     r.read_exact(&mut head[start..])
         .map_err(|_| EngineError::Invalid("truncated .npy header".into()))?;
-    let h = parse_header(&head).map_err(EngineError::Invalid)?;
+    let h = parse_header(&head)?;
     let what = format!("a {} tensor of shape {}", h.dtype, shape_text(&h.shape));
     if let Some(size) = size {
         let have = size.saturating_sub(h.data_offset as u64);
@@ -266,9 +274,14 @@ fn fortran_to_c(data: &[u8], shape: &[i64], size: usize) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// An [`EngineError::Invalid`] with `message` (a malformed `.npy` file).
+fn invalid(message: impl Into<String>) -> EngineError {
+    EngineError::Invalid(message.into())
+}
+
 /// The dtype of a `descr` string, and whether it is big-endian.
-fn descr_dtype(descr: &str) -> std::result::Result<(DataType, bool), String> {
-    let bad = || format!("unsupported .npy dtype '{descr}' (supported: {SUPPORTED})");
+fn descr_dtype(descr: &str) -> Result<(DataType, bool)> {
+    let bad = || invalid(format!("unsupported .npy dtype '{descr}' (supported: {SUPPORTED})"));
     let (order, code) = match descr.chars().next() {
         Some(c @ ('<' | '>' | '|' | '=')) => (c, &descr[1..]),
         _ => ('=', descr),
@@ -289,10 +302,10 @@ fn descr_dtype(descr: &str) -> std::result::Result<(DataType, bool), String> {
         "f8" => DataType::FLOAT64,
         "V2" if order == '<' => DataType::new(TypeCode::BFloat, 16, 1),
         "V1" => {
-            return Err(format!(
+            return Err(invalid(format!(
                 "the .npy dtype '{descr}' is ambiguous: ml_dtypes saves int4, uint4, int2 and the float8 \
                  types all as '<V1'; save the array as int8/uint8 (or float32) instead"
-            ))
+            )))
         }
         _ => return Err(bad()),
     };
@@ -376,9 +389,9 @@ enum Lit {
 
 /// Parse a flat Python dict literal of string keys and string, `True`/`False` or
 /// integer-tuple values.
-fn parse_dict(text: &str) -> std::result::Result<Vec<(String, Lit)>, String> {
+fn parse_dict(text: &str) -> Result<Vec<(String, Lit)>> {
     let not_dict =
-        || "the .npy header is not a flat dict {'descr': ..., 'fortran_order': ..., 'shape': (...)}".to_string();
+        || invalid("the .npy header is not a flat dict {'descr': ..., 'fortran_order': ..., 'shape': (...)}");
     let mut p = Lexer {
         s: text.as_bytes(),
         i: 0,
@@ -406,16 +419,15 @@ fn parse_dict(text: &str) -> std::result::Result<Vec<(String, Lit)>, String> {
             Some(b'F') if p.word("False") => Lit::Bool(false),
             _ => {
                 if key == "descr" {
-                    return Err(
-                        "the .npy header's 'descr' is not a simple dtype string (structured arrays are not supported)"
-                            .into(),
-                    );
+                    return Err(invalid(
+                        "the .npy header's 'descr' is not a simple dtype string (structured arrays are not supported)",
+                    ));
                 }
                 return Err(not_dict());
             }
         };
         if out.iter().any(|(k, _)| *k == key) {
-            return Err(format!("the .npy header has '{key}' twice"));
+            return Err(invalid(format!("the .npy header has '{key}' twice")));
         }
         out.push((key, value));
         p.skip_ws();
@@ -485,7 +497,7 @@ impl Lexer<'_> {
     }
     /// `(d0, d1, ...)` of non-negative integers (a trailing comma and Python 2's `L`
     /// suffix allowed).
-    fn tuple(&mut self, key: &str) -> std::result::Result<Vec<u64>, String> {
+    fn tuple(&mut self, key: &str) -> Result<Vec<u64>> {
         self.i += 1;
         let mut dims = Vec::new();
         loop {
@@ -503,16 +515,18 @@ impl Lexer<'_> {
             let tok = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("?");
             let digits = tok.strip_suffix('L').unwrap_or(tok);
             if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-                return Err(format!(
+                return Err(invalid(format!(
                     "the .npy header's '{key}' has a dimension `{tok}` that is not a non-negative integer"
-                ));
+                )));
             }
-            let d: u64 = digits
-                .parse()
-                .map_err(|_| format!("the .npy header's '{key}' has a dimension {tok} that overflows"))?;
+            let d: u64 = digits.parse().map_err(|_| {
+                invalid(format!(
+                    "the .npy header's '{key}' has a dimension {tok} that overflows"
+                ))
+            })?;
             dims.push(d);
             if dims.len() > MAX_NDIM {
-                return Err(format!("the .npy shape has more than {MAX_NDIM} dimensions"));
+                return Err(invalid(format!("the .npy shape has more than {MAX_NDIM} dimensions")));
             }
             self.skip_ws();
             if self.eat(b',') {
@@ -522,7 +536,7 @@ impl Lexer<'_> {
             if self.eat(b')') {
                 return Ok(dims);
             }
-            return Err(format!("the .npy header's '{key}' is not a tuple of integers"));
+            return Err(invalid(format!("the .npy header's '{key}' is not a tuple of integers")));
         }
     }
 }

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 
 use super::{Block, Buffer, For, ForKind, PrimExpr, PrimExprKind, PrimFunc, Stmt, TirVar};
 use crate::visit::free_tir_vars;
-use crate::{BaseFunc, Diagnostic, IRModule, Span};
+use crate::{BaseFunc, Diagnostic, IRModule, Rule, Span, TirRule};
 
 /// Verify every PrimFunc of `module`.
 pub fn verify_module(module: &IRModule) -> Vec<Diagnostic> {
@@ -59,8 +59,8 @@ struct Verifier<'a> {
 }
 
 impl Verifier<'_> {
-    fn error(&mut self, rule: &str, msg: String) {
-        let d = Diagnostic::error(format!("in PrimFunc `{}`: {msg}", self.func), self.span).with_rule(rule);
+    fn error(&mut self, rule: TirRule, msg: String) {
+        let d = Diagnostic::error(format!("in PrimFunc `{}`: {msg}", self.func), self.span).with_rule(Rule::Tir(rule));
         self.errors.push(d);
     }
 
@@ -91,7 +91,7 @@ impl Verifier<'_> {
         let nd = buffer.shape().len();
         if indices.len() != nd {
             self.error(
-                "tir/index-arity",
+                TirRule::IndexArity,
                 format!(
                     "`{}` has {nd} dimension(s) but is accessed with {} index(es)",
                     buffer.name(),
@@ -109,7 +109,7 @@ impl Verifier<'_> {
             PrimExprKind::Var(v) => {
                 if !self.defined(v) {
                     self.error(
-                        "tir/undefined-var",
+                        TirRule::UndefinedVar,
                         format!("Invalid use of undefined variable `{}`", v.name()),
                     );
                 }
@@ -159,7 +159,7 @@ impl Verifier<'_> {
                 self.expr(extent);
                 if *kind != ForKind::ThreadBinding && !self.loops.insert(var.id()) {
                     self.error(
-                        "tir/loop-var-redefined",
+                        TirRule::LoopVarRedefined,
                         format!("loop variable `{}` is defined more than once", var.name()),
                     );
                 }
@@ -197,7 +197,7 @@ impl Verifier<'_> {
                 }
                 if iter_values.len() != block.iter_vars.len() {
                     self.error(
-                        "tir/block-iter-values",
+                        TirRule::BlockIterValues,
                         format!(
                             "block `{}` has {} iteration variable(s) but is given {} value(s)",
                             block.name,

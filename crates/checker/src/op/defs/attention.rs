@@ -13,6 +13,7 @@
 //! which never materialises the `seq x seq` scores; `LegalizeOps` itself keeps
 //! TVM's form.
 
+use crate::op::error::infer_err;
 use relax_ir::tir::{BinOp, Intrinsic};
 use relax_ir::{AttrValue, Attrs, Buffer, Call, DataType, PrimExpr, StructInfo};
 
@@ -31,7 +32,7 @@ use crate::op::{InferCtx, OpDef};
 /// `(B, N, S, S_kv)`.
 fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     if args.len() < 3 || args.len() > 4 {
-        return Err(format!(
+        return Err(infer_err!(
             "{} expects 3 or 4 arguments, got {}",
             op_name(call),
             args.len()
@@ -42,7 +43,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let v = tensor_arg(call, args, 2)?;
     for (t, role) in [(q, "query"), (k, "key"), (v, "value")] {
         if t.ndim != 4 {
-            return Err(format!(
+            return Err(infer_err!(
                 "The {role} should have 4 dimension, namely [batch size, sequence length, number of heads, dimension of heads]."
             ));
         }
@@ -54,7 +55,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let an = ctx.analyzer;
     let same = |a: &PrimExpr, b: &PrimExpr, m1: &str, m2: &str, dim: &str| {
         if prove_ne(an, a, b) {
-            return Err(format!(
+            return Err(infer_err!(
                 "The {m1} {dim} and the {m2} {dim} should be the same. However, the {dim} of {m1} is {} while the {dim} of {m2} is {}",
                 show(a),
                 show(b)
@@ -69,7 +70,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             _ => prove_ne(an, &floormod(a, b), &int(0)),
         };
         if not_multiple {
-            return Err(format!(
+            return Err(infer_err!(
                 "The {m1} {dim} should be a multiple of {m2} {dim}. However, the {dim} of {m1} is {} while the {dim} of {m2} is {}",
                 show(a),
                 show(b)
@@ -86,7 +87,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     if args.len() == 4 {
         let b = tensor_arg(call, args, 3)?;
         if b.ndim != 4 {
-            return Err(format!(
+            return Err(infer_err!(
                 "The bias should have 4 dimensions.However, the bias input has {} dimensions.",
                 b.ndim
             ));
@@ -94,7 +95,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         if let Some(bs) = shape_of(b) {
             let bcast = |a: &PrimExpr, b: &PrimExpr, dim: &str| {
                 if prove_ne(an, a, b) && b.as_int() != Some(1) {
-                    return Err(format!(
+                    return Err(infer_err!(
                         "The query {dim} and the bias {dim} should be the same or broadcastable. However, the {dim} of query is {} while the {dim} of bias is {}",
                         show(a),
                         show(b)

@@ -4,6 +4,7 @@
 //! result to a shape, binds fresh variables to it with `match_cast`, and
 //! slices into a tensor of that symbolic shape.
 
+use crate::op::error::infer_err;
 use relax_ir::tir::{BinOp, Range};
 use relax_ir::{Attrs, Call, DataType, Expr, PrimExpr, StructInfo, TirVar};
 
@@ -23,27 +24,27 @@ fn infer(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     }
     for (t, name) in ts[1..].iter().zip(["begin", "end", "strides"]) {
         if t.ndim != 1 {
-            return Err(format!(
+            return Err(infer_err!(
                 "Dynamic strided slice requires {name} to be 1d tensor (list of values)."
             ));
         }
         let Some(s) = shape_of(t) else {
-            return Err(format!(
+            return Err(infer_err!(
                 "Dynamic strided slice requires the input {name} to have well-defined shape."
             ));
         };
         let Some(k) = s[0].as_int() else {
-            return Err(format!(
+            return Err(infer_err!(
                 "Dynamic strided slice requires the input {name} to have a known integer shape value."
             ));
         };
         if k != data.ndim as i64 {
-            return Err(format!(
+            return Err(infer_err!(
                 "Dynamic strided slice requires the number of indices in {name} to equal the number of axes."
             ));
         }
         if !t.dtype.is_void() && t.dtype != DataType::INT64 {
-            return Err(format!(
+            return Err(infer_err!(
                 "Dynamic strided_slice expects the input {name}values to be all int64. However, {name} has dtype {}.",
                 t.dtype
             ));

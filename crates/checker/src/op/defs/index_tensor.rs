@@ -6,6 +6,7 @@
 //! or too large index reads outside `data`, which the run reports as an
 //! out-of-bounds read when the flat position leaves the buffer.
 
+use crate::op::error::{infer_err, InferError, InferErrorKind};
 use relax_ir::{Call, Expr, ExprKind, PrimExpr, StructInfo};
 
 use crate::op::common::*;
@@ -19,17 +20,23 @@ use crate::op::{InferCtx, OpDef};
 /// data's axes that are not indexed.
 fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     if args.len() != 2 {
-        return Err("Index.Tensor op should have 2 arguments".to_string());
+        return Err(InferError::new(
+            InferErrorKind::Arity,
+            "Index.Tensor op should have 2 arguments",
+        ));
     }
     let data = tensor_arg(call, args, 0)?;
     let indices = tuple_of_tensors(call, &args[1])?;
     if indices.is_empty() {
-        return Err("index_tensor expects a non\u{2011}empty tuple of index tensors".to_string());
+        return Err(InferError::new(
+            InferErrorKind::ArgKind,
+            "index_tensor expects a non\u{2011}empty tuple of index tensors",
+        ));
     }
     let vd = data.vdevice.clone();
     for (i, t) in indices.iter().enumerate() {
         if !t.dtype.is_void() && !t.dtype.is_int() {
-            return Err(format!(
+            return Err(infer_err!(
                 "index_tensor requires every index tensor to have an integer dtype; index {i} has dtype T.{}",
                 t.dtype
             ));
@@ -37,7 +44,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     }
     let k = indices.len();
     if data.ndim != -1 && k > data.ndim as usize {
-        return Err(format!(
+        return Err(infer_err!(
             "index_tensor received {k} index tensors, but data has only {} dimensions",
             data.ndim
         ));
@@ -75,7 +82,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
                 }
                 if let (Some(a), Some(b)) = (lhs.as_int(), rhs.as_int()) {
                     if a != b {
-                        return Err(format!(
+                        return Err(infer_err!(
                             "index_tensor: cannot broadcast index shapes. Mismatch at axis {l}: {} vs {}",
                             show(lhs),
                             show(rhs)

@@ -3,6 +3,7 @@
 //! `p` with its `axis` coordinate replaced by `indices[p]` (negative counts
 //! from the end) is combined with `updates[p]`.
 
+use crate::op::error::infer_err;
 use relax_ir::tir::{BinOp, ForKind};
 use relax_ir::{Call, PrimExpr, StructInfo};
 
@@ -35,13 +36,13 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     }
     if idx.ndim != -1 && upd.ndim != -1 {
         if data.ndim != idx.ndim {
-            return Err(format!(
+            return Err(infer_err!(
                 "ScatterElements op requires the data tensor to have the same rank with indices tensor. However, the given dimensions are indices: {}, data: {}",
                 idx.ndim, data.ndim
             ));
         }
         if idx.ndim != upd.ndim {
-            return Err(format!(
+            return Err(infer_err!(
                 "ScatterElements op requires the indices tensor to have the same rank with updates tensor. However, the given dimensions are indices: {}, updates: {}",
                 idx.ndim, upd.ndim
             ));
@@ -51,7 +52,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     if let (Some(is), Some(us)) = (shape_of(idx), shape_of(upd)) {
         for (a, b) in is.iter().zip(&us) {
             if prove_ne(ctx.analyzer, a, b) {
-                return Err(format!(
+                return Err(infer_err!(
                     "ScatterElements op requires the indices tensor to have the same shape with updates tensor. However, the given shapes are indices: {}, updates: {}",
                     show_shape(&is),
                     show_shape(&us)
@@ -66,7 +67,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 /// index position (outer positions in parallel, the `axis` positions in
 /// order) write the combined update.
 fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
-    let attrs = ScatterElementsAttrs::from_call(ctx.call).map_err(Skip::new)?;
+    let attrs = ScatterElementsAttrs::from_call(ctx.call).map_err(Skip::from)?;
     let (reduction, mut t, data) = scatter_start(ctx, &attrs.reduction, true)?;
     let indices = tensor_input(&mut t, ctx, 1)?;
     let updates = tensor_input(&mut t, ctx, 2)?;

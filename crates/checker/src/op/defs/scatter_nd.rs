@@ -3,6 +3,7 @@
 //! holds `m` coordinates), the slice of `data` at those coordinates is
 //! combined with `updates[p]`.
 
+use crate::op::error::infer_err;
 use relax_ir::tir::ForKind;
 use relax_ir::{Call, PrimExpr, StructInfo};
 
@@ -29,7 +30,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let operands = scatter_operands(call, args, "ScatterND op")?;
     let [data, idx, upd] = operands;
     if data.dtype.is_void() || upd.dtype.is_void() {
-        return Err(format!(
+        return Err(infer_err!(
             "ScatterND op requires the input data and updates to have known dtype. However, the given types are data: {}, updates: {}",
             data.dtype, upd.dtype
         ));
@@ -38,13 +39,13 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let vd = data.vdevice.clone();
     if let (Some(ds), Some(is), Some(us)) = (shape_of(data), shape_of(idx), shape_of(upd)) {
         let Some(k) = is.last().and_then(|d| d.as_int()) else {
-            return Err(format!(
+            return Err(infer_err!(
                 "ScatterND needs a static shape for the last axis of indices, got {}",
                 show_shape(&is)
             ));
         };
         if ds.len() as i64 + is.len() as i64 - k - 1 != us.len() as i64 {
-            return Err(format!(
+            return Err(infer_err!(
                 "ScatterND op requires the updates tensor to have the rank of `data tensor + indices tensor - last axis of indices tensor - 1`. However, the given shapes are data: {}, indices: {}, updates: {}",
                 show_shape(&ds),
                 show_shape(&is),
@@ -52,7 +53,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             ));
         }
         if k > ds.len() as i64 || k < 0 {
-            return Err(format!(
+            return Err(infer_err!(
                 "ScatterND op requires the last axis of indices tensor to be less than or equal to the rank of data tensor. However, the given shapes are data: {}, indices: {}",
                 show_shape(&ds),
                 show_shape(&is)
@@ -62,7 +63,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         expected.extend(ds[k as usize..].iter().cloned());
         let ok = expected.len() == us.len() && expected.iter().zip(&us).all(|(a, b)| prove_eq(ctx.analyzer, a, b));
         if !ok {
-            return Err(format!(
+            return Err(infer_err!(
                 "ScatterND op requires the updates tensor to have the shape with constraint: `updates.shape = indices.shape[:-1] + data.shape[K:]`, but got updates.shape: {}, indices.shape: {}, data.shape: {}",
                 show_shape(&us),
                 show_shape(&is),
@@ -77,7 +78,7 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 /// (`T_transpose`), then runs topi's generic kernel (index positions in
 /// order, the updated slice in parallel).
 fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
-    let attrs = ScatterNdAttrs::from_call(ctx.call).map_err(Skip::new)?;
+    let attrs = ScatterNdAttrs::from_call(ctx.call).map_err(Skip::from)?;
     let (reduction, mut t, data) = scatter_start(ctx, &attrs.reduction, false)?;
     let ind = ctx.placeholder(&mut t, 1)?;
     let updates = tensor_input(&mut t, ctx, 2)?;

@@ -24,7 +24,7 @@ fn div_const(e: &PrimExpr, g: i64) -> PrimExpr {
 /// channel-last data layouts, `OI<spatial>` or `<spatial>IO` kernels, read
 /// through their typed attributes.
 fn conv_nd(ctx: &LegalizeCtx, n: usize) -> Result<Legalized, Skip> {
-    let a = ConvAttrs::from_call(ctx.call).map_err(Skip::new)?;
+    let a = ConvAttrs::from_call(ctx.call).map_err(Skip::from)?;
     let (out_shape, odt) = ctx.out_tensor()?;
     let sp_letters: &[char] = match n {
         1 => &['W'],

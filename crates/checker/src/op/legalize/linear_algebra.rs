@@ -11,7 +11,7 @@ use crate::op::attrs::{MatmulAttrs, OpAttrs};
 /// `matmul`: the accumulation runs in the output dtype (`out_dtype`, else the
 /// operands' common dtype, as inference decided).
 pub(crate) fn matmul(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
-    MatmulAttrs::from_call(ctx.call).map_err(Skip::new)?;
+    MatmulAttrs::from_call(ctx.call).map_err(Skip::from)?;
     let (out_shape, odt) = ctx.out_tensor()?;
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;

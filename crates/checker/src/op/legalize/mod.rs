@@ -165,6 +165,14 @@ impl From<String> for Skip {
     }
 }
 
+/// An inference error (a bad attribute, an argument of the wrong kind) is the
+/// reason of a skip.
+impl From<crate::op::InferError> for Skip {
+    fn from(e: crate::op::InferError) -> Skip {
+        Skip { reason: e.message }
+    }
+}
+
 /// `axis` (negative counts from the end) as an index below `nd`, or a skip
 /// saying it is out of range.
 pub fn norm_axis(axis: i64, nd: usize) -> Result<usize, Skip> {

@@ -1,12 +1,13 @@
 //! Index-driven manipulation: gather, scatter, meshgrid and one_hot.
 
-#[allow(unused_imports)]
 use super::*;
+#[allow(unused_imports)]
+use crate::op::error::{infer_err, InferError};
 
-pub(crate) fn tensor_role<'a>(s: &'a StructInfo, what: &str, role: &str) -> Result<&'a TensorStructInfo, String> {
+pub(crate) fn tensor_role<'a>(s: &'a StructInfo, what: &str, role: &str) -> Result<&'a TensorStructInfo, InferError> {
     match s {
         StructInfo::Tensor(t) => Ok(t),
-        o => Err(format!(
+        o => Err(infer_err!(
             "{what} requires the input {role} to be a Tensor. However, the given one is {}",
             kind_name(o)
         )),
@@ -19,7 +20,7 @@ pub(crate) fn scatter_operands<'a>(
     call: &Call,
     args: &'a [StructInfo],
     what: &str,
-) -> Result<[&'a TensorStructInfo; 3], String> {
+) -> Result<[&'a TensorStructInfo; 3], InferError> {
     check_nargs(call, args, 3)?;
     let role = |i: usize, name: &str| tensor_role(&args[i], what, name);
     Ok([role(0, "data")?, role(1, "indices")?, role(2, "updates")?])
@@ -27,15 +28,15 @@ pub(crate) fn scatter_operands<'a>(
 
 /// A scatter operator's dtype rules: `updates` has `data`'s dtype and the
 /// indices are integers (unknown dtypes pass).
-pub(crate) fn check_scatter_dtypes(what: &str, [data, idx, upd]: [&TensorStructInfo; 3]) -> Result<(), String> {
+pub(crate) fn check_scatter_dtypes(what: &str, [data, idx, upd]: [&TensorStructInfo; 3]) -> Result<(), InferError> {
     if !data.dtype.is_void() && !upd.dtype.is_void() && data.dtype != upd.dtype {
-        return Err(format!(
+        return Err(infer_err!(
             "{what} requires the input data to have same type with updates. However, the given types are data: {}, updates: {}",
             data.dtype, upd.dtype
         ));
     }
     if !idx.dtype.is_void() && !is_int_or_uint(idx.dtype) {
-        return Err(format!(
+        return Err(infer_err!(
             "{what} requires the input indices to have integer dtype. However, the given indices dtype is {}",
             idx.dtype
         ));
@@ -49,7 +50,7 @@ pub(super) fn gather_elements(call: &Call, args: &[StructInfo], _ctx: &InferCtx)
     let data = tensor_role(&args[0], "GatherElements", "data")?;
     let idx = tensor_role(&args[1], "GatherElements", "indices")?;
     if !idx.dtype.is_void() && !idx.dtype.is_int() {
-        return Err(format!(
+        return Err(infer_err!(
             "GatherElements requires the input indices to have int64 dtype. However, the given indices dtype is {}",
             idx.dtype
         ));
@@ -59,7 +60,7 @@ pub(super) fn gather_elements(call: &Call, args: &[StructInfo], _ctx: &InferCtx)
     }
     let axis = attr_int(call, "axis", 0)?;
     if axis < -(data.ndim as i64) || axis >= data.ndim as i64 {
-        return Err(format!(
+        return Err(infer_err!(
             "GatherElements requires axis to be within the input dimension range [{}, {}]. However, the given axis is {}",
             -data.ndim,
             data.ndim - 1,
@@ -67,7 +68,7 @@ pub(super) fn gather_elements(call: &Call, args: &[StructInfo], _ctx: &InferCtx)
         ));
     }
     if data.ndim != idx.ndim {
-        return Err(format!(
+        return Err(infer_err!(
             "GatherElements requires data and indices to have the same rank. However, data rank is {} while indices rank is {}",
             data.ndim, idx.ndim
         ));
@@ -85,10 +86,10 @@ pub(super) fn gather_nd(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Re
     let idx = tensor_role(&args[1], "GatherND", "indices")?;
     let batch_dims = attr_int(call, "batch_dims", 0)?;
     if batch_dims < 0 {
-        return Err(format!("GatherND batch_dims must be non-negative, got {batch_dims}"));
+        return Err(infer_err!("GatherND batch_dims must be non-negative, got {batch_dims}"));
     }
     if !idx.dtype.is_void() && idx.dtype != DataType::INT64 {
-        return Err(format!(
+        return Err(infer_err!(
             "GatherND requires the input indices to have int64 dtype. However, the given indices dtype is {}",
             idx.dtype
         ));
@@ -99,15 +100,17 @@ pub(super) fn gather_nd(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Re
     }
     let bd = batch_dims as i32;
     if bd > data.ndim {
-        return Err(format!(
+        return Err(infer_err!(
             "GatherND batch_dims must be in range [0, data.ndim]. However, got batch_dims={}, data.ndim={}",
-            bd, data.ndim
+            bd,
+            data.ndim
         ));
     }
     if bd > idx.ndim - 1 {
-        return Err(format!(
+        return Err(infer_err!(
             "GatherND batch_dims cannot exceed indices.ndim-1. However, got batch_dims={}, indices.ndim={}",
-            bd, idx.ndim
+            bd,
+            idx.ndim
         ));
     }
     let Some(is) = shape_of(idx) else {
@@ -117,9 +120,10 @@ pub(super) fn gather_nd(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Re
         return Ok(tensor_ndim(data.dtype, -1, vd));
     };
     if l < 0 || l > i64::from(data.ndim) {
-        return Err(format!(
+        return Err(infer_err!(
             "GatherND requires the last dimension of indices to be in [0, {}], got {}",
-            data.ndim, l
+            data.ndim,
+            l
         ));
     }
     let l = l as i32;
@@ -128,7 +132,7 @@ pub(super) fn gather_nd(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Re
         return Ok(tensor_ndim(data.dtype, out_ndim, vd));
     };
     if l > data.ndim - bd {
-        return Err(format!(
+        return Err(infer_err!(
             "GatherND requires the last dimension of indices to be less than or equal to the rank of data minus batch_dims. However, the given shapes are indices: {}, data: {}, with batch_dims={}",
             show_shape(&is),
             show_shape(&ds),
@@ -156,9 +160,10 @@ pub(super) fn meshgrid(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res
     let mut vdev_unknown = false;
     for (i, t) in ts.iter().enumerate() {
         if t.ndim != 1 {
-            return Err(format!(
+            return Err(infer_err!(
                 "meshgrid expects each input tensor to be 1D. Got ndim = {} at index {}",
-                t.ndim, i
+                t.ndim,
+                i
             ));
         }
         if t.dtype.is_void() {
@@ -167,9 +172,10 @@ pub(super) fn meshgrid(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res
         match dtype {
             None => dtype = Some(t.dtype),
             Some(d) if d != t.dtype => {
-                return Err(format!(
+                return Err(infer_err!(
                     "meshgrid expects all input tensors to have the same dtype. Found {} and {}",
-                    t.dtype, d
+                    t.dtype,
+                    d
                 ))
             }
             _ => {}
@@ -205,21 +211,24 @@ pub(super) fn meshgrid(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res
 pub(super) fn one_hot(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     check_nargs(call, args, 3)?;
     let idx = tensor_arg(call, args, 0)?;
-    let prim_dtype = |i: usize| -> Result<DataType, String> {
+    let prim_dtype = |i: usize| -> Result<DataType, InferError> {
         match (call.args[i].kind(), &args[i]) {
             (ExprKind::PrimValue(e), _) => Ok(e.dtype()),
             (_, StructInfo::Prim(p)) => Ok(p.dtype),
-            _ => Err(format!("{}: on_value and off_value must be PrimValues", op_name(call))),
+            _ => Err(infer_err!(
+                "{}: on_value and off_value must be PrimValues",
+                op_name(call)
+            )),
         }
     };
     let (on, off) = (prim_dtype(1)?, prim_dtype(2)?);
     if on != off {
-        return Err(format!(
+        return Err(infer_err!(
             "one_hot: on_value and off_value must have the same dtype, but got {on} and {off}"
         ));
     }
     if !idx.dtype.is_void() && !is_int_or_uint(idx.dtype) {
-        return Err(format!(
+        return Err(infer_err!(
             "one_hot op requires the input indices to have integer dtype. However, the given indices dtype is {}",
             idx.dtype
         ));
@@ -237,7 +246,7 @@ pub(super) fn one_hot(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res 
         axis += s.len() as i64 + 1;
     }
     if axis < 0 || axis > s.len() as i64 {
-        return Err(format!(
+        return Err(infer_err!(
             "one_hot: axis must be in the range of [0, {}], but got {}",
             s.len(),
             axis

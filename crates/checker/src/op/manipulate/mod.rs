@@ -1,6 +1,7 @@
 //! Tensor manipulation: reshape, permute, expand/squeeze, flatten, concat, split,
 //! broadcast_to, collapse_sum, repeat, tile, flip, gather/scatter, ...
 
+use crate::op::error::{infer_err, InferError, InferErrorKind};
 use relax_ir::tir::expr_equal;
 use relax_ir::{Call, DataType, ExprKind, PrimExpr, StructInfo, TensorStructInfo};
 
@@ -12,27 +13,27 @@ use crate::op::legalize as lg;
 #[allow(unused_imports)]
 use gather::*;
 
-fn tensor_of<'a>(call: &Call, s: &'a StructInfo, what: &str, role: &str) -> Result<&'a TensorStructInfo, String> {
+fn tensor_of<'a>(call: &Call, s: &'a StructInfo, what: &str, role: &str) -> Result<&'a TensorStructInfo, InferError> {
     match s {
         StructInfo::Tensor(t) => Ok(t),
-        other => Err(format!(
+        other => Err(infer_err!(ArgKind;
             "{what} requires the input {role} to be Tensor. However, the given one is {}",
             kind_name(other)
-        ))
-        .map_err(|e: String| {
+        )
+        .map_message(|e| {
             if what.is_empty() {
                 format!("{}: {e}", op_name(call))
             } else {
                 e
             }
-        }),
+        })),
     }
 }
 
-fn shape_sinfo<'a>(s: &'a StructInfo, what: &str, role: &str) -> Result<&'a relax_ir::ShapeStructInfo, String> {
+fn shape_sinfo<'a>(s: &'a StructInfo, what: &str, role: &str) -> Result<&'a relax_ir::ShapeStructInfo, InferError> {
     match s {
         StructInfo::Shape(t) => Ok(t),
-        other => Err(format!(
+        other => Err(infer_err!(
             "{what} requires the input {role} to be Shape. However, the given one is {}",
             kind_name(other)
         )),
@@ -52,7 +53,7 @@ fn broadcast_to(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let data = tensor_of(call, &args[0], "broadcast_to", "data")?;
     let tgt = shape_sinfo(&args[1], "broadcast_to", "new shape")?;
     if data.ndim != -1 && tgt.ndim != -1 && tgt.ndim < data.ndim {
-        return Err(format!(
+        return Err(infer_err!(
             "broadcast_to expects the input shape to have the number of ndim at least as the input tensor's. However, the given tensor has ndim {} while the target shape has ndim {}",
             data.ndim, tgt.ndim
         ));
@@ -69,7 +70,7 @@ fn broadcast_to(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             continue;
         }
         if prove_ne(ctx.analyzer, o, t) {
-            return Err(format!(
+            return Err(infer_err!(
                 "broadcast_to expects the input tensor shape is broadcastable to the target shape. The target shape at dim {} is {} while the input tensor shape at dim {} is {}, which are not equal.",
                 tn - i - 1,
                 show(t),
@@ -82,13 +83,17 @@ fn broadcast_to(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 }
 
 /// The tensors of the one tuple argument of `concat`/`stack` (`what`), at least one.
-fn tensors_of_tuple<'a>(call: &Call, args: &'a [StructInfo], what: &str) -> Result<Vec<&'a TensorStructInfo>, String> {
+fn tensors_of_tuple<'a>(
+    call: &Call,
+    args: &'a [StructInfo],
+    what: &str,
+) -> Result<Vec<&'a TensorStructInfo>, InferError> {
     if args.len() != 1 {
-        return Err(format!("{what} op should have 1 argument"));
+        return Err(infer_err!("{what} op should have 1 argument"));
     }
     let ts = tuple_of_tensors(call, &args[0])?;
     if ts.is_empty() {
-        return Err(format!(
+        return Err(infer_err!(
             "{what} op expects at least one tensor in the input Tuple. However, the given input Tuple is empty."
         ));
     }
@@ -113,7 +118,7 @@ fn concat(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             if ndim == -1 {
                 ndim = t.ndim;
             } else if t.ndim != -1 && t.ndim != ndim {
-                return Err(format!(
+                return Err(infer_err!(
                     "Concat expects all input tensors to have same ndim. However, the input contains tensors with ndim {} and {}",
                     ndim, t.ndim
                 ));
@@ -158,7 +163,7 @@ fn concat(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         }
         for s in &shapes[1..] {
             if prove_ne(ctx.analyzer, &s[d], &first[d]) {
-                return Err(format!(
+                return Err(infer_err!(
                     "Concat expects the input tensors to have the same shape on every dimension except the one indicated by the input axis. However, the input contains tensors whose shapes on dimension {} is {} and {}",
                     d,
                     show(&first[d]),
@@ -242,7 +247,7 @@ fn permute_dims(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     }
     if let Some(a) = &axes_attr {
         if t.ndim != -1 && a.len() as i32 != t.ndim {
-            return Err(format!(
+            return Err(infer_err!(
                 "PermuteDims expects the number of input axes to equal the ndim of the input tensor. However, the tensor ndim is {} while the given number of axes is {}",
                 t.ndim,
                 a.len()
@@ -282,7 +287,7 @@ fn reshape(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         let ov = deep_shape_values(data).unwrap_or_default();
         let (np, op) = (product(&converted), product(&ov));
         if prove_ne(ctx.analyzer, &op, &np) {
-            return Err(format!(
+            return Err(infer_err!(
                 "Reshape expects the new shape to be convertible from the old shape. However, the old shape is {}, with product {}, while the new shape is {}, with product {}",
                 show_shape(&ov),
                 show(&op),
@@ -297,7 +302,7 @@ fn reshape(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         let np = product(nv);
         let op = product(&ov);
         if prove_ne(ctx.analyzer, &op, &np) {
-            return Err(format!(
+            return Err(infer_err!(
                 "Reshape expects the new shape to be convertible from the old shape. However, the old shape is {}, with product {}, while the new shape is {}, with product {}",
                 show_shape(&ov),
                 show(&op),
@@ -324,7 +329,11 @@ fn reshape(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 /// does when it builds the call: `-1` (at most one) is inferred from the
 /// element count, `0` copies the input's dimension. `None` when the shape is
 /// not a literal or has no special value.
-fn special_new_shape(call: &Call, data: &TensorStructInfo, ctx: &InferCtx) -> Result<Option<Vec<PrimExpr>>, String> {
+fn special_new_shape(
+    call: &Call,
+    data: &TensorStructInfo,
+    ctx: &InferCtx,
+) -> Result<Option<Vec<PrimExpr>>, InferError> {
     let ExprKind::ShapeExpr(values) = call.args[1].kind() else {
         return Ok(None);
     };
@@ -346,7 +355,7 @@ fn special_new_shape(call: &Call, data: &TensorStructInfo, ctx: &InferCtx) -> Re
         match v.as_int() {
             Some(-1) => {
                 if infer.is_some() {
-                    return Err(format!(
+                    return Err(infer_err!(
                         "Reshape accepts at most one \"-1\" in the new shape. However, there are multiple \"-1\" in the given new shape  {}",
                         shown()
                     ));
@@ -364,7 +373,7 @@ fn special_new_shape(call: &Call, data: &TensorStructInfo, ctx: &InferCtx) -> Re
                 out.push(d.clone());
             }
             Some(k) if k < 0 => {
-                return Err(format!(
+                return Err(infer_err!(
                     "Reshape requires all values in the new shape to be positive except a single \"-1\". However, the given new shape is {}",
                     shown()
                 ))
@@ -431,14 +440,14 @@ fn split(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         .as_int()
         .ok_or_else(|| format!("{}: indices_or_sections must be an integer or a list", op_name(call)))?;
     if n <= 0 {
-        return Err(format!(
+        return Err(infer_err!(
             "{}: the number of sections must be positive, got {}",
             op_name(call),
             n
         ));
     }
     if n > MAX_SECTIONS {
-        return Err(format!(
+        return Err(infer_err!(
             "{}: {} sections is more than the supported {}",
             op_name(call),
             n,
@@ -536,8 +545,8 @@ struct Gathered {
 fn gather_inputs(
     ts: &[&TensorStructInfo],
     dtype_err: impl Fn(DataType, DataType) -> String,
-    mut ndim_check: impl FnMut(&TensorStructInfo) -> Result<(), String>,
-) -> Result<Gathered, String> {
+    mut ndim_check: impl FnMut(&TensorStructInfo) -> Result<(), InferError>,
+) -> Result<Gathered, InferError> {
     let mut dtype: Option<DataType> = None;
     let mut void = false;
     let mut shape_unknown = false;
@@ -547,7 +556,7 @@ fn gather_inputs(
             void = true;
         } else if let Some(d) = dtype {
             if d != t.dtype {
-                return Err(dtype_err(d, t.dtype));
+                return Err(InferError::new(InferErrorKind::DType, dtype_err(d, t.dtype)));
             }
         } else {
             dtype = Some(t.dtype);
@@ -587,9 +596,10 @@ fn stack(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         |d, e| format!("Stack expects all input tensors to have the same dtype. Found {d} and {e}"),
         |t| {
             if t.ndim != -1 && t.ndim != ts[0].ndim {
-                return Err(format!(
+                return Err(infer_err!(
                     "Stack expects all input tensors to have same ndim. Found {} and {}",
-                    ts[0].ndim, t.ndim
+                    ts[0].ndim,
+                    t.ndim
                 ));
             }
             Ok(())
@@ -616,7 +626,7 @@ fn stack(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     for d in 0..shapes[0].len() {
         for s in &shapes[1..] {
             if prove_ne(ctx.analyzer, &s[d], &shapes[0][d]) {
-                return Err(format!(
+                return Err(infer_err!(
                     "Stack expects all input tensors to have identical shapes. Dimension {} differs between tensors: {} vs {}",
                     d,
                     show(&shapes[0][d]),
@@ -634,7 +644,7 @@ fn stack(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
 }
 
 /// TVM's `CheckCollapseShape`.
-fn check_collapse(call: &Call, ctx: &InferCtx, data: &[PrimExpr], target: &[PrimExpr]) -> Result<(), String> {
+fn check_collapse(call: &Call, ctx: &InferCtx, data: &[PrimExpr], target: &[PrimExpr]) -> Result<(), InferError> {
     let mut t_ax = target.len() as i64 - 1;
     for d_ax in (0..data.len()).rev() {
         if t_ax < 0 {
@@ -646,7 +656,7 @@ fn check_collapse(call: &Call, ctx: &InferCtx, data: &[PrimExpr], target: &[Prim
             t_ax -= 1;
         } else if let (Some(a), Some(b)) = (d0.as_int(), d1.as_int()) {
             debug_assert!(a != b);
-            return Err(format!(
+            return Err(infer_err!(
                 "In {}, the data shape at dim {} is {} and the target shape at dim {} is {}, which do not match the rule of collapse sum.",
                 op_name(call),
                 d_ax,
@@ -655,7 +665,7 @@ fn check_collapse(call: &Call, ctx: &InferCtx, data: &[PrimExpr], target: &[Prim
                 show(d1)
             ));
         } else {
-            return Err(format!(
+            return Err(infer_err!(
                 "{} fails to match the axes because of unknown dim or symbolic shape. In this position the dim of data shape is {} while the dim of collapse shape is {}. If it is symbolic, consider use MatchCast first.",
                 op_name(call),
                 show(d0),
@@ -688,7 +698,7 @@ fn collapse_sum_to(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let shape = match &args[1] {
         StructInfo::Shape(s) => s,
         o => {
-            return Err(format!(
+            return Err(infer_err!(
                 "CollapseSumTo requires the input shape to be a Shape. However, the given one is {}",
                 kind_name(o)
             ))
@@ -712,7 +722,7 @@ fn repeat(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let axis_attr = attr_opt_int(call, "axis")?;
     if let Some(a) = axis_attr {
         if t.ndim != -1 && (a < -(t.ndim as i64) || a >= t.ndim as i64) {
-            return Err(format!(
+            return Err(infer_err!(
                 "Repeat requires the input axis belongs range [-data.ty.ndim, data.ty.ndim - 1]. However, the input axis is {}, while ndim is {}",
                 a, t.ndim
             ));
@@ -776,7 +786,7 @@ fn tile(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             let (dim, rep) = (&shape[(i - nd_delta) as usize], reps[(i - l_delta) as usize]);
             if let Some(v) = dim.as_int() {
                 if v.checked_mul(rep).is_none() {
-                    return Err(format!(
+                    return Err(infer_err!(
                         "{}: dimension {i} of the result, {v} * {rep}, overflows int64",
                         op_name(call)
                     ));
@@ -794,7 +804,7 @@ fn flip(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let t = unary_tensor(call, args)?;
     let axis = attr_int(call, "axis", 0)?;
     if t.ndim != -1 && (axis < -(t.ndim as i64) || axis >= t.ndim as i64) {
-        return Err(format!(
+        return Err(infer_err!(
             "Flip requires the input axis belongs range [-ndim, ndim - 1]. However, the input axis is {}, while ndim is {}",
             axis, t.ndim
         ));
@@ -807,13 +817,13 @@ fn reverse_sequence(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let ts = tensor_args(call, args, 2)?;
     let (data, sl) = (ts[0], ts[1]);
     if sl.ndim != -1 && sl.ndim != 1 {
-        return Err(format!(
+        return Err(infer_err!(
             "ReverseSequence requires seq_lengths to be 1-D. However, seq_lengths has ndim {}",
             sl.ndim
         ));
     }
     if !sl.dtype.is_void() && (!sl.dtype.is_int() || (sl.dtype.bits != 32 && sl.dtype.bits != 64)) {
-        return Err(format!(
+        return Err(infer_err!(
             "ReverseSequence requires seq_lengths to have dtype int32 or int64. However, seq_lengths has dtype {}",
             sl.dtype
         ));
@@ -824,7 +834,7 @@ fn reverse_sequence(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
         let nd = data.ndim as i64;
         for (a, name) in [(seq_axis, "seq_axis"), (batch_axis, "batch_axis")] {
             if a < -nd || a >= nd {
-                return Err(format!(
+                return Err(infer_err!(
                     "ReverseSequence requires {name} to belong to range [-ndim, ndim). However, the axis is {a}, while ndim is {nd}"
                 ));
             }
@@ -836,7 +846,7 @@ fn reverse_sequence(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
             let be = &d[batch_axis as usize];
             if let Some(se) = s.first() {
                 if prove_ne(ctx.analyzer, se, be) {
-                    return Err(format!(
+                    return Err(infer_err!(
                         "ReverseSequence requires seq_lengths.shape[0] to equal the batch axis extent. However, seq_lengths.shape[0] is {}, while data.shape[{}] is {}",
                         show(se),
                         batch_axis,
@@ -1002,7 +1012,7 @@ fn layout_transform(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let t = unary_tensor(call, args)?;
     let map = match attr(call, "index_map") {
         Some(relax_ir::AttrValue::Map(m)) => m,
-        _ => return Err(format!("{} requires an index_map", op_name(call))),
+        _ => return Err(infer_err!("{} requires an index_map", op_name(call))),
     };
     let exprs = |key: &str| -> Vec<PrimExpr> {
         map.get(key)
@@ -1022,7 +1032,7 @@ fn layout_transform(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     let results = exprs("results");
     if let Some(relax_ir::AttrValue::PrimExpr(p)) = attr(call, "pad_value") {
         if p.dtype() != t.dtype {
-            return Err(format!(
+            return Err(infer_err!(
                 "layout_transform pad_value dtype ({}) and input dtype ({}) must be the same",
                 p.dtype(),
                 t.dtype
@@ -1035,7 +1045,7 @@ fn layout_transform(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         return Ok(tensor_ndim(t.dtype, out_ndim, vd));
     }
     if params.len() != t.ndim as usize {
-        return Err(format!(
+        return Err(infer_err!(
             "number of dimensions in input must match the number of source dimensions in index map, but got {} != {}",
             t.ndim,
             params.len()

@@ -17,10 +17,44 @@ use crate::relax::NDArray;
 /// Constants by metadata key (`"relax.expr.Constant"`), in index order.
 pub(crate) type Metadata = HashMap<String, Vec<Arc<NDArray>>>;
 
+/// Why a metadata section could not be decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MetadataError {
+    /// What is wrong with the section.
+    pub message: String,
+}
+
+impl MetadataError {
+    /// An error with `message`.
+    pub(crate) fn new(message: impl Into<String>) -> MetadataError {
+        MetadataError {
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for MetadataError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for MetadataError {
+    fn from(message: String) -> MetadataError {
+        MetadataError { message }
+    }
+}
+
+impl From<&str> for MetadataError {
+    fn from(message: &str) -> MetadataError {
+        MetadataError::new(message)
+    }
+}
+
 const NDARRAY_MAGIC: u64 = 0xDD5E_40F0_96B4_A13F;
 
 /// Decode a metadata JSON text.
-pub(crate) fn decode(json: &str) -> Result<Metadata, String> {
+pub(crate) fn decode(json: &str) -> Result<Metadata, MetadataError> {
     let v: Value = serde_json::from_str(json).map_err(|e| format!("the metadata section is not valid JSON: {e}"))?;
     let nodes = v["nodes"]
         .as_array()
@@ -52,9 +86,9 @@ pub(crate) fn decode(json: &str) -> Result<Metadata, String> {
         for item in list["data"].as_array().cloned().unwrap_or_default() {
             let n = node(item.as_u64().ok_or("bad metadata list item")? as usize)?;
             let idx: usize = match &n["attrs"]["data"] {
-                Value::String(s) => s.parse().map_err(|_| "bad constant data index".to_string())?,
+                Value::String(s) => s.parse().map_err(|_| MetadataError::from("bad constant data index"))?,
                 Value::Number(x) => x.as_u64().unwrap_or(u64::MAX) as usize,
-                _ => return Err("a metadata constant has no data".to_string()),
+                _ => return Err("a metadata constant has no data".into()),
             };
             consts.push(
                 arrays
@@ -68,13 +102,13 @@ pub(crate) fn decode(json: &str) -> Result<Metadata, String> {
     Ok(out)
 }
 
-fn decode_ndarray(b64: &str) -> Result<NDArray, String> {
+fn decode_ndarray(b64: &str) -> Result<NDArray, MetadataError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(b64.trim())
         .map_err(|e| format!("a metadata tensor is not valid base64: {e}"))?;
     let mut r = Reader { b: &bytes, pos: 0 };
     if r.u64()? != NDARRAY_MAGIC {
-        return Err("a metadata tensor does not start with TVM's NDArray magic number".to_string());
+        return Err("a metadata tensor does not start with TVM's NDArray magic number".into());
     }
     let _reserved = r.u64()?;
     let _device = (r.u32()?, r.u32()?);
@@ -87,10 +121,14 @@ fn decode_ndarray(b64: &str) -> Result<NDArray, String> {
         1 => TypeCode::UInt,
         2 => TypeCode::Float,
         4 => TypeCode::BFloat,
-        other => return Err(format!("unsupported metadata tensor type code {other}")),
+        other => {
+            return Err(MetadataError::new(format!(
+                "unsupported metadata tensor type code {other}"
+            )))
+        }
     };
     if ndim > 32 {
-        return Err("a metadata tensor has too many dimensions".to_string());
+        return Err("a metadata tensor has too many dimensions".into());
     }
     let mut shape = Vec::with_capacity(ndim);
     for _ in 0..ndim {
@@ -101,7 +139,7 @@ fn decode_ndarray(b64: &str) -> Result<NDArray, String> {
     let dtype = DataType::new(code, bits, lanes);
     let arr = NDArray { dtype, shape, data };
     if arr.numel() * dtype.bytes().max(1) != arr.data.len() {
-        return Err("a metadata tensor's data size does not match its shape".to_string());
+        return Err("a metadata tensor's data size does not match its shape".into());
     }
     Ok(arr)
 }
@@ -112,7 +150,7 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], MetadataError> {
         let end = self
             .pos
             .checked_add(n)
@@ -122,11 +160,11 @@ impl<'a> Reader<'a> {
         self.pos = end;
         Ok(s)
     }
-    fn u64(&mut self) -> Result<u64, String> {
+    fn u64(&mut self) -> Result<u64, MetadataError> {
         let s = self.take(8)?;
         Ok(u64::from_le_bytes(s.try_into().map_err(|_| "truncated")?))
     }
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, MetadataError> {
         let s = self.take(4)?;
         Ok(u32::from_le_bytes(s.try_into().map_err(|_| "truncated")?))
     }

@@ -24,13 +24,14 @@ use crate::span::{LineIndex, Span};
 /// or `@T.prim_func`.
 pub fn parse(source: &str) -> Result<Program, Diagnostic> {
     let lines = LineIndex::new(source);
-    limits::check_nesting(source).map_err(|(at, msg)| Diagnostic::error(msg, lines.span(at)).with_rule("parse"))?;
+    limits::check_nesting(source)
+        .map_err(|(at, msg)| Diagnostic::error(msg, lines.span(at)).with_rule(crate::diagnostic::Rule::Parse))?;
     let suite = ast::Suite::parse(source, "<tvmscript>").map_err(|e| {
         Diagnostic::error(
             format!("invalid Python syntax: {}", e.error),
             lines.span(e.offset.to_usize()),
         )
-        .with_rule("parse")
+        .with_rule(crate::diagnostic::Rule::Parse)
     })?;
     let mut meta = None;
     for stmt in &suite {
@@ -49,10 +50,11 @@ pub fn parse(source: &str) -> Result<Program, Diagnostic> {
                         "expected `metadata = tvm.ir.load_json(\"\"\"...\"\"\")`",
                         lines.span(stmt.range().start().to_usize()),
                     )
-                    .with_rule("parse"));
+                    .with_rule(crate::diagnostic::Rule::Parse));
                 };
                 meta = Some(metadata::decode(json).map_err(|m| {
-                    Diagnostic::error(m, lines.span(stmt.range().start().to_usize())).with_rule("parse")
+                    Diagnostic::error(m.message, lines.span(stmt.range().start().to_usize()))
+                        .with_rule(crate::diagnostic::Rule::Parse)
                 })?);
             }
         }
@@ -119,7 +121,7 @@ pub fn parse(source: &str) -> Result<Program, Diagnostic> {
             "expected an @I.ir_module class or an @R.function / @T.prim_func definition",
             Span::new(1, 1),
         )
-        .with_rule("parse")
+        .with_rule(crate::diagnostic::Rule::Parse)
     })
 }
 
@@ -143,7 +145,7 @@ impl ModuleCx<'_> {
         self.lines.span(node.range().start().to_usize())
     }
     pub(crate) fn err(&self, node: &impl Ranged, msg: impl Into<String>) -> Diagnostic {
-        Diagnostic::error(msg, self.span(node)).with_rule("parse")
+        Diagnostic::error(msg, self.span(node)).with_rule(crate::diagnostic::Rule::Parse)
     }
 
     fn parse_class(&mut self, c: &ast::StmtClassDef) -> Result<IRModule, Diagnostic> {

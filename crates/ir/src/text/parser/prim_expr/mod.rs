@@ -45,7 +45,7 @@ pub fn parse_prim_expr(expr: &ast::Expr, env: &dyn PrimEnv, lines: &LineIndex) -
 
 /// An error at the start of `node`.
 pub(crate) fn err_at(lines: &LineIndex, node: &impl Ranged, msg: impl Into<String>) -> Diagnostic {
-    Diagnostic::error(msg, span_of(lines, node)).with_rule("parse")
+    Diagnostic::error(msg, span_of(lines, node)).with_rule(crate::diagnostic::Rule::Parse)
 }
 
 /// The span of the start of `node`.

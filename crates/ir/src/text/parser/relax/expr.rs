@@ -951,7 +951,8 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 ConstElem::Float(f) => Scalar::Float(*f),
             };
             let bytes = encode(dtype, s).ok_or_else(|| {
-                Diagnostic::error(format!("unsupported constant dtype {dtype}"), *node).with_rule("parse")
+                Diagnostic::error(format!("unsupported constant dtype {dtype}"), *node)
+                    .with_rule(crate::diagnostic::Rule::Parse)
             })?;
             data.extend(bytes);
         }

@@ -344,11 +344,15 @@ impl<'m, 'a> FnCx<'m, 'a> {
             }
             let at = stmts.last().map(|s| self.span(s)).unwrap_or(Span::NONE);
             return Err(
-                Diagnostic::error("an if branch must end by binding a variable (`y = ...`)", at).with_rule("parse"),
+                Diagnostic::error("an if branch must end by binding a variable (`y = ...`)", at)
+                    .with_rule(crate::diagnostic::Rule::Parse),
             );
         }
         let at = stmts.last().map(|s| self.span(s)).unwrap_or(Span::NONE);
-        Err(Diagnostic::error("a Relax function must end with a return statement", at).with_rule("parse"))
+        Err(
+            Diagnostic::error("a Relax function must end with a return statement", at)
+                .with_rule(crate::diagnostic::Rule::Parse),
+        )
     }
 
     /// One statement that adds bindings to `cur`. `dataflow_outputs` is `Some` inside a
@@ -523,7 +527,7 @@ impl<'m, 'a> FnCx<'m, 'a> {
                         format!("both branches of an if must bind the same variable, found `{n1}` and `{n2}`"),
                         sp2,
                     )
-                    .with_rule("parse"));
+                    .with_rule(crate::diagnostic::Rule::Parse));
                 }
                 let then_branch = Expr::new(ExprKind::Seq(SeqExpr {
                     blocks: then_blocks,

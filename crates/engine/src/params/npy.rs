@@ -65,7 +65,7 @@ fn preamble(bytes: &[u8]) -> Result<(usize, usize)> {
             let b: [u8; 4] = bytes
                 .get(8..12)
                 .and_then(|b| b.try_into().ok())
-                .ok_or_else(|| "truncated .npy header".to_string())?;
+                .ok_or_else(|| EngineError::Invalid("truncated .npy header".into()))?;
             (u32::from_le_bytes(b) as usize, 12)
         }
         v => return Err(invalid(format!("unsupported .npy format version {v}"))),
@@ -83,8 +83,8 @@ pub fn parse_header(bytes: &[u8]) -> Result<Header> {
     let (start, len) = preamble(bytes)?;
     let text = bytes
         .get(start..start + len)
-        .ok_or_else(|| "truncated .npy header".to_string())?;
-    let text = std::str::from_utf8(text).map_err(|_| "the .npy header is not text".to_string())?;
+        .ok_or_else(|| EngineError::Invalid("truncated .npy header".into()))?;
+    let text = std::str::from_utf8(text).map_err(|_| EngineError::Invalid("the .npy header is not text".into()))?;
     let dict = parse_dict(text)?;
     let get = |key: &str| {
         dict.iter()
@@ -139,10 +139,10 @@ pub fn parse_header(bytes: &[u8]) -> Result<Header> {
         .filter(|&&d| d != 0)
         .try_fold(1i64, |acc, &d| acc.checked_mul(d))
         .ok_or_else(|| {
-            format!(
+            EngineError::Invalid(format!(
                 "the .npy shape ({}) is too large: its dimensions' product overflows",
                 shown()
-            )
+            ))
         })?;
     Ok(Header {
         dtype,

@@ -3,7 +3,7 @@
 //! Apache TVM's ONNX front end maps it to.
 //!
 //! A converter reads its node's inputs (materializing initializers on first use),
-//! emits Relax calls through [`Ctx::op`] and returns one value per output it
+//! emits Relax calls through `Ctx::op` and returns one value per output it
 //! supports. Shape computations on values known at import time are folded
 //! (symbolic dimensions included) instead of emitted.
 

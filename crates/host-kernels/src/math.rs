@@ -309,10 +309,13 @@ pub fn gelu_tanh_f32(x: f32) -> f32 {
 /// fused multiply-adds, no reassociation), so every lane gives the scalar bits.
 macro_rules! lanes_of {
     ($(#[$m:meta])* $name:ident, $f:path) => {
+        lanes_of!($(#[$m])* $name, $f, f32);
+    };
+    ($(#[$m:meta])* $name:ident, $f:path, $out:ty) => {
         $(#[$m])*
-        pub fn $name(x: &[f32], out: &mut [f32]) {
+        pub fn $name(x: &[f32], out: &mut [$out]) {
             #[inline(always)]
-            fn body(x: &[f32], out: &mut [f32]) {
+            fn body(x: &[f32], out: &mut [$out]) {
                 for (o, v) in out.iter_mut().zip(x) {
                     *o = $f(*v);
                 }
@@ -320,11 +323,11 @@ macro_rules! lanes_of {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f")]
-                unsafe fn avx512(x: &[f32], out: &mut [f32]) {
+                unsafe fn avx512(x: &[f32], out: &mut [$out]) {
                     body(x, out)
                 }
                 #[target_feature(enable = "avx2")]
-                unsafe fn avx2(x: &[f32], out: &mut [f32]) {
+                unsafe fn avx2(x: &[f32], out: &mut [$out]) {
                     body(x, out)
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
@@ -517,37 +520,20 @@ f16_lanes_of!(
     [F16_SQRT_2_OVER_PI, F16_GELU_TANH_CUBIC, 0.0]
 );
 
-/// The `float16` bit patterns of `x` (each rounded to nearest, ties to even, as
-/// `half::f16::from_f32`) into `out`, over the common length; in vector lanes
-/// (AVX-512 / AVX2, chosen at run time).
-pub fn narrow_f16_slice(x: &[f32], out: &mut [u16]) {
-    #[inline(always)]
-    fn body(x: &[f32], out: &mut [u16]) {
-        for (o, v) in out.iter_mut().zip(x) {
-            *o = f32_to_f16_exact(round_f16(*v));
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        unsafe fn avx512(x: &[f32], out: &mut [u16]) {
-            body(x, out)
-        }
-        #[target_feature(enable = "avx2")]
-        unsafe fn avx2(x: &[f32], out: &mut [u16]) {
-            body(x, out)
-        }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the feature the function is compiled for.
-            return unsafe { avx512(x, out) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: as above.
-            return unsafe { avx2(x, out) };
-        }
-    }
-    body(x, out)
+/// The `float16` bits of `v` rounded to nearest, ties to even.
+#[inline(always)]
+fn narrow_f16(v: f32) -> u16 {
+    f32_to_f16_exact(round_f16(v))
 }
+
+lanes_of!(
+    /// The `float16` bit patterns of `x` (each rounded to nearest, ties to even, as
+    /// `half::f16::from_f32`) into `out`, over the common length; in vector lanes
+    /// (AVX-512 / AVX2, chosen at run time).
+    narrow_f16_slice,
+    narrow_f16,
+    u16
+);
 
 /// `_mm_set1_pd` as a function of a constant (for the Horner loops above).
 #[cfg(target_arch = "x86_64")]

@@ -445,23 +445,30 @@ mod tests {
         assert_eq!(half_to_f32(Half::Bf16, 0xc020), -2.5);
     }
 
+    /// An `n x k` weight of values exact in float16 and bfloat16, as `f32` and as the
+    /// little-endian bytes of `kind`.
+    fn half_weights(kind: Half, n: usize, k: usize) -> (Vec<f32>, Vec<u8>) {
+        let wf: Vec<f32> = (0..n * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 64.0).collect();
+        let bytes = wf
+            .iter()
+            .flat_map(|&v| {
+                let bits = match kind {
+                    Half::F16 => f16_bits(v),
+                    Half::Bf16 => (v.to_bits() >> 16) as u16,
+                };
+                bits.to_le_bytes()
+            })
+            .collect();
+        (wf, bytes)
+    }
+
     #[test]
     fn gemv_matches_reference_for_every_row_count() {
         for ((k, n), kind) in [(77, 301), (64, 9), (768, 43)]
             .into_iter()
             .flat_map(|s| [(s, Half::F16), (s, Half::Bf16)])
         {
-            let wf: Vec<f32> = (0..n * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 64.0).collect();
-            let bytes: Vec<u8> = wf
-                .iter()
-                .flat_map(|&v| {
-                    let bits = match kind {
-                        Half::F16 => f16_bits(v),
-                        Half::Bf16 => (v.to_bits() >> 16) as u16,
-                    };
-                    bits.to_le_bytes()
-                })
-                .collect();
+            let (wf, bytes) = half_weights(kind, n, k);
             let mut wide = vec![0f32; n * k];
             widen_half(kind, &bytes, &mut wide).unwrap();
             assert_eq!(wide, wf, "values chosen to be exact in both formats");
@@ -488,17 +495,7 @@ mod tests {
         // n spans two panels and a part; m beyond the GEMV's rows; k with a tail.
         let (k, n) = (77, 2 * PANEL_ROWS + 45);
         for kind in [Half::F16, Half::Bf16] {
-            let wf: Vec<f32> = (0..n * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 64.0).collect();
-            let bytes: Vec<u8> = wf
-                .iter()
-                .flat_map(|&v| {
-                    let bits = match kind {
-                        Half::F16 => f16_bits(v),
-                        Half::Bf16 => (v.to_bits() >> 16) as u16,
-                    };
-                    bits.to_le_bytes()
-                })
-                .collect();
+            let (wf, bytes) = half_weights(kind, n, k);
             for m in [1, HALF_GEMV_ROWS, HALF_GEMV_ROWS + 1, 13] {
                 let a: Vec<f32> = (0..m * k).map(|i| ((i * 13 % 29) as f32 - 14.0) / 8.0).collect();
                 let mut c = vec![0f32; m * n];

@@ -542,3 +542,84 @@ fn long_scans_are_right_or_refused_with_the_reason() {
         }
     }
 }
+
+const LINEAR_LAYERS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, "n", 24), "float32"), w: R.Tensor((40, 24), "float32"), b: R.Tensor((40,), "float32"), h: R.Tensor((1, "n", 24), "float16"), w16: R.Tensor((40, 24), "float16")):
+        n = T.int64()
+        with R.dataflow():
+            wt = R.permute_dims(w, axes=None)
+            y = R.matmul(x, wt)
+            z = R.add(y, b)
+            wt16 = R.permute_dims(w16, axes=[1, 0])
+            y16 = R.matmul(h, wt16)
+            R.output(z, y16)
+        return (z, y16)
+"#;
+
+/// A linear layer as `relax.frontend.nn` and `torch.export` print it (`x @
+/// permute_dims(w)`, TVM's `FuseTransposeMatmul` pattern) runs as one `NT_matmul`
+/// reading `w` untransposed, with a symbolic row count, in float32 and float16, and
+/// on every device gives the product computed here (a decode step must not copy its
+/// weights).
+#[test]
+fn linear_layers_read_their_weights_untransposed() {
+    let n = 3usize;
+    let x: Vec<f32> = (0..n * 24).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
+    let w: Vec<f32> = (0..40 * 24).map(|i| ((i * 5 % 11) as f32 - 5.0) / 4.0).collect();
+    let b: Vec<f32> = (0..40).map(|i| i as f32 / 2.0).collect();
+    let nd = |shape: &[usize], v: Vec<f32>| -> Value {
+        relax_engine::Tensor::from_array(&ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape")).into()
+    };
+    let nd16 = |shape: &[usize], v: &[f32]| -> Value {
+        let v: Vec<f16> = v.iter().map(|&x| f16::from_f32(x)).collect();
+        relax_engine::Tensor::from_array(&ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape")).into()
+    };
+    let args = [
+        nd(&[1, n, 24], x.clone()),
+        nd(&[40, 24], w.clone()),
+        nd(&[40], b.clone()),
+        nd16(&[1, n, 24], &x),
+        nd16(&[40, 24], &w),
+    ];
+    // Every input is a multiple of 1/8 or 1/4 with few bits: the products and sums
+    // are exact in float32 and, at these sizes, in float16.
+    let want: Vec<String> = (0..n)
+        .flat_map(|i| {
+            let (x, w) = (&x, &w);
+            (0..40).map(move |j| (0..24).map(|k| x[i * 24 + k] * w[j * 24 + k]).sum::<f32>())
+        })
+        .collect::<Vec<f32>>()
+        .iter()
+        .enumerate()
+        .map(|(e, y)| (y + b[e % 40]).to_string())
+        .collect();
+    let want16: Vec<String> = (0..n * 40)
+        .map(|e| {
+            let (i, j) = (e / 40, e % 40);
+            f16::from_f32((0..24).map(|k| x[i * 24 + k] * w[j * 24 + k]).sum::<f32>()).to_string()
+        })
+        .collect();
+    let module = parse(LINEAR_LAYERS);
+    for (dev, e) in engines() {
+        let loaded = e.load(&module).unwrap_or_else(|e| panic!("{dev}: {e}"));
+        let names: Vec<&str> = loaded.module().functions.keys().map(|g| g.name()).collect();
+        // The host's kernel library reads the weight untransposed itself
+        // (`relax_host.matmul_bt`); the GPU runs the fused PrimFunc.
+        if dev == "gpu" {
+            assert!(
+                names.iter().any(|n| n.starts_with("NT_matmul")),
+                "{dev}: no NT_matmul in {names:?}"
+            );
+        }
+        assert!(
+            !names.iter().any(|n| n.starts_with("transpose")),
+            "{dev}: a weight is still transposed: {names:?}"
+        );
+        let out = loaded.run("main", &args).unwrap_or_else(|e| panic!("{dev}: {e}"));
+        assert_eq!(strings(&out, Some(0)), want, "{dev} f32 linear layer");
+        assert_eq!(strings(&out, Some(1)), want16, "{dev} f16 linear layer");
+    }
+}

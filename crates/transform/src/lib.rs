@@ -29,6 +29,7 @@ pub mod registry;
 pub mod simplify;
 pub mod static_plan;
 pub mod tir_verify;
+pub mod transpose_matmul;
 
 pub use check::check_and_realize;
 pub use pass::{pass_fn, Pass, PassError, PassInstrument, PassTiming, Pipeline};

@@ -262,6 +262,15 @@ pub static PASSES: &[PassInfo] = &[
         },
     },
     PassInfo {
+        name: "fuse-transpose-matmul",
+        description: "matmul(x, permute_dims(w)) of a 2-D w becomes one NT_matmul PrimFunc reading w untransposed (FuseTransposeMatmul)",
+        opt_level: opt::OPTIMIZE,
+        required: &[],
+        enabled: always,
+        in_pipeline: true,
+        make: |name, _| pass_fn(name, crate::transpose_matmul::fuse_transpose_matmul),
+    },
+    PassInfo {
         name: "decompose-ops-for-inference",
         description: "inference batch norm becomes elementwise arithmetic (DecomposeOpsForInference)",
         opt_level: opt::OPTIMIZE,

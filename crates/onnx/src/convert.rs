@@ -930,7 +930,7 @@ fn convert_loop(ctx: &mut Ctx, node: &Node) -> Result<(), ConvertError> {
                 t
             };
             let e = leaf_of(ctx, scan_in[j].clone())?;
-            let sl = crate::extra::slice_axis(ctx, e, scan_axes[j], idx, idx + 1, 1)?;
+            let sl = crate::ops::slice_axis(ctx, e, scan_axes[j], idx, idx + 1, 1)?;
             let v = ctx.op(
                 "squeeze",
                 vec![sl],

@@ -529,6 +529,9 @@ pub(crate) fn binary_vals(
         let c = ctx.op("astype", vec![eb], &[("dtype", AttrValue::DataType(a.1.dtype))])?;
         eb = leaf(ctx, &c)?;
     }
+    if op == "floor_mod" && a.1.dtype.is_float() {
+        return float_floor_mod(ctx, ea, eb, a.1.dtype);
+    }
     ctx.op(op, vec![ea, eb], &[])
 }
 
@@ -643,4 +646,18 @@ pub(crate) fn binarizer(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertErr
     let a = x(ctx, n, 0)?;
     let c = emit(ctx, "greater", vec![a, scalar(dt, n.float("threshold", 0.0))], &[])?;
     out1(ctx.op("where", vec![c, scalar(dt, 1.0), scalar(dt, 0.0)], &[])?)
+}
+
+/// Float `Mod` with `fmod = 0` (the divisor's sign, as NumPy's `mod`): the truncated
+/// remainder `r = fmod(a, b)`, plus `b` where `r` is nonzero and its sign differs from
+/// `b`'s (so that `-3 mod inf` is `inf`, where `a - floor(a / b) * b` is NaN).
+fn float_floor_mod(ctx: &mut Ctx, a: Expr, b: Expr, dt: DataType) -> Result<TVal, ConvertError> {
+    let r = emit(ctx, "mod", vec![a, b.clone()], &[])?;
+    let nz = emit(ctx, "not_equal", vec![r.clone(), scalar(dt, 0.0)], &[])?;
+    let rn = emit(ctx, "less", vec![r.clone(), scalar(dt, 0.0)], &[])?;
+    let bn = emit(ctx, "less", vec![b.clone(), scalar(dt, 0.0)], &[])?;
+    let differ = emit(ctx, "not_equal", vec![rn, bn], &[])?;
+    let fix = emit(ctx, "logical_and", vec![nz, differ], &[])?;
+    let shifted = emit(ctx, "add", vec![r.clone(), b], &[])?;
+    ctx.op("where", vec![fix, shifted, r], &[])
 }

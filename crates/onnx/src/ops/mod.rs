@@ -23,6 +23,7 @@ use crate::proto::{attribute_type as at, AttributeProto, NodeProto};
 use crate::tensor;
 
 mod attention;
+mod dynamic;
 mod elementwise;
 mod image;
 mod nn;
@@ -32,6 +33,7 @@ mod resize;
 mod rnn;
 mod shape;
 mod signal;
+mod text;
 mod training;
 mod transformer;
 
@@ -290,6 +292,12 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     ("Det", nn::det),
     ("MelWeightMatrix", signal::mel_weight_matrix),
     ("STFT", signal::stft),
+    ("NonZero", dynamic::nonzero),
+    ("Unique", dynamic::unique),
+    ("NonMaxSuppression", dynamic::non_max_suppression),
+    ("FlexAttention", transformer::flex_attention),
+    ("TfIdfVectorizer", text::tfidf_vectorizer),
+    ("QLinearConv", quant::qlinear_conv),
 ];
 
 /// The converter of `op_type`.

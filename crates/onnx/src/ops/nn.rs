@@ -94,10 +94,6 @@ pub(crate) fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
         .filter(|k| (1..=3).contains(k))
         .ok_or_else(|| ConvertError::unsupported("Conv supports 1 to 3 spatial axes"))?;
     let wshape = wv.const_shape().ok_or("the weight needs a static shape")?;
-    let kernel = n.ints("kernel_shape").unwrap_or_else(|| wshape[2..].to_vec());
-    let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
-    let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
-    let pads = spatial_pads(n, spatial_in_dims(&xv).as_deref(), &kernel, &strides, &dil)?;
     let (a, w) = if n.op_type == "ConvInteger" {
         // exact in float32 for 8-bit operands: the int32 result is rounded back
         let a = super::quant::centered_f32(ctx, n, 0, 2)?;
@@ -106,17 +102,7 @@ pub(crate) fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     } else {
         (x(ctx, n, 0)?, x(ctx, n, 1)?)
     };
-    let op = ["nn.conv1d", "nn.conv2d", "nn.conv3d"][k - 1];
-    let mut y = ctx.op(
-        op,
-        vec![a, w],
-        &[
-            ("strides", ints_attr(&strides)),
-            ("padding", ints_attr(&pads)),
-            ("dilation", ints_attr(&dil)),
-            ("groups", AttrValue::Int(n.int("group", 1))),
-        ],
-    )?;
+    let mut y = conv_expr(ctx, n, a, w, &xv, &wshape)?;
     if n.op_type == "ConvInteger" {
         let l = leaf(ctx, &y)?;
         let r = ctx.op("round", vec![l], &[])?;
@@ -127,6 +113,41 @@ pub(crate) fn conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
         y = add_channel_bias(ctx, n, y, k)?;
     }
     out1(y)
+}
+
+/// The convolution of `a` by `w` (of shape `wshape`) with the node's kernel, strides,
+/// dilations, pads and groups; `xv` is the input's value.
+pub(crate) fn conv_expr(
+    ctx: &mut Ctx,
+    n: &Node,
+    a: Expr,
+    w: Expr,
+    xv: &TVal,
+    wshape: &[i64],
+) -> Result<TVal, ConvertError> {
+    let rank = xv.rank().ok_or("input has unknown rank")?;
+    let k = rank
+        .checked_sub(2)
+        .filter(|k| (1..=3).contains(k))
+        .ok_or_else(|| ConvertError::unsupported("Conv supports 1 to 3 spatial axes"))?;
+    if wshape.len() != rank {
+        return Err("the weight's rank differs from the input's".into());
+    }
+    let kernel = n.ints("kernel_shape").unwrap_or_else(|| wshape[2..].to_vec());
+    let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
+    let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
+    let pads = spatial_pads(n, spatial_in_dims(xv).as_deref(), &kernel, &strides, &dil)?;
+    let op = ["nn.conv1d", "nn.conv2d", "nn.conv3d"][k - 1];
+    ctx.op(
+        op,
+        vec![a, w],
+        &[
+            ("strides", ints_attr(&strides)),
+            ("padding", ints_attr(&pads)),
+            ("dilation", ints_attr(&dil)),
+            ("groups", AttrValue::Int(n.int("group", 1))),
+        ],
+    )
 }
 
 /// `y + reshape(bias, (1, C, 1, ...))`.
@@ -209,7 +230,12 @@ pub(crate) fn pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let a = x(ctx, n, 0)?;
     let max = n.op_type == "MaxPool";
     let include_pad = n.int("count_include_pad", 0) != 0;
-    pool_of(ctx, n, a, max, include_pad)
+    let mut outs = pool_of(ctx, n, a.clone(), max, include_pad)?;
+    if max && n.outputs.get(1).is_some_and(|o| !o.is_empty()) {
+        let y = outs.first().cloned().ok_or("no output")?;
+        outs.push(max_pool_indices(ctx, n, a, &y)?);
+    }
+    Ok(outs)
 }
 
 /// Max or average pooling of `a` (the node's input 0 or a function of it) with the
@@ -266,7 +292,7 @@ pub(crate) fn global_pool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertE
 
 pub(crate) fn batch_norm(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     if n.int("training_mode", 0) != 0 {
-        return Err(ConvertError::unsupported("training_mode=1 is not supported"));
+        return batch_norm_training(ctx, n);
     }
     let mut args = Vec::new();
     for i in 0..5 {
@@ -754,4 +780,126 @@ pub(crate) fn det(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
         _ => return Err(convert_err!(Unsupported;"Det of {m}x{m} matrices is not supported (up to 3x3)")),
     };
     out1(tval_leaf(ctx, d)?)
+}
+
+/// The second output of a 2-D `MaxPool`: the flat index (over `N * C * H * W`, rows
+/// first or with `storage_order = 1` columns first) of each window's first maximum.
+/// Each window's taps are gathered by a constant index table (padding taps read as
+/// -inf), their `argmax` picks the tap, and the table gives its index.
+fn max_pool_indices(ctx: &mut Ctx, n: &Node, a: Expr, y: &TVal) -> Result<TVal, ConvertError> {
+    let xv = val(ctx, n, 0)?;
+    let s = xv.const_shape().ok_or("static shapes are needed for the indices")?;
+    let o = y.const_shape().ok_or("static shapes are needed for the indices")?;
+    let (Ok([nb, c, h, w]), Ok([_, _, oh, ow])) =
+        (<[i64; 4]>::try_from(s.as_slice()), <[i64; 4]>::try_from(o.as_slice()))
+    else {
+        return Err(ConvertError::unsupported(
+            "indices of MaxPool are supported for 2-D pooling",
+        ));
+    };
+    let kernel = n.ints("kernel_shape").ok_or("kernel_shape is required")?;
+    let strides = n.ints("strides").unwrap_or_else(|| vec![1; 2]);
+    let dil = n.ints("dilations").unwrap_or_else(|| vec![1; 2]);
+    let pads = spatial_pads(n, Some(&[h, w]), &kernel, &strides, &dil)?;
+    if kernel.len() != 2 || strides.len() != 2 || dil.len() != 2 {
+        return Err("kernel_shape, strides and dilations must have 2 values".into());
+    }
+    let col_major = n.int("storage_order", 0) != 0;
+    let taps = kernel[0] * kernel[1];
+    let (mut table, mut valid) = (Vec::new(), Vec::new());
+    for i in 0..oh {
+        for j in 0..ow {
+            for ki in 0..kernel[0] {
+                for kj in 0..kernel[1] {
+                    let r = i * strides[0] - pads[0] + ki * dil[0];
+                    let q = j * strides[1] - pads[1] + kj * dil[1];
+                    let ok = (0..h).contains(&r) && (0..w).contains(&q);
+                    table.push(if ok { r * w + q } else { 0 });
+                    valid.push(ok);
+                }
+            }
+        }
+    }
+    let konst = |v: &[i64]| {
+        crate::convert::constant(
+            DataType::INT64,
+            vec![v.len() as i64],
+            v.iter().map(|x| x.to_le_bytes().to_vec()),
+        )
+    };
+    let flat = reshape_expr(ctx, a, ints(&[nb, c, h * w]))?;
+    let vals = emit(ctx, "take", vec![flat, konst(&table)], &[("axis", AttrValue::Int(2))])?;
+    let mask = crate::convert::constant(
+        DataType::BOOL,
+        vec![valid.len() as i64],
+        valid.iter().map(|&b| vec![b as u8]),
+    );
+    let vals = emit(ctx, "where", vec![mask, vals, scalar(xv.dtype, f64::NEG_INFINITY)], &[])?;
+    let vals = reshape_expr(ctx, vals, ints(&[nb, c, oh * ow, taps]))?;
+    let am = emit(
+        ctx,
+        "argmax",
+        vec![vals],
+        &[("axis", AttrValue::Int(3)), ("keepdims", AttrValue::Bool(false))],
+    )?;
+    let base: Vec<i64> = (0..oh * ow).map(|p| p * taps).collect();
+    let lin = emit(ctx, "add", vec![am, konst(&base)], &[])?;
+    // the index of each tap in the chosen storage order
+    let stored: Vec<i64> = table
+        .iter()
+        .map(|&t| if col_major { (t % w) * h + t / w } else { t })
+        .collect();
+    let idx = emit(ctx, "take", vec![konst(&stored), lin], &[("axis", AttrValue::Int(0))])?;
+    let off: Vec<i64> = (0..nb * c).map(|k| k * h * w).collect();
+    let off = crate::convert::constant(
+        DataType::INT64,
+        vec![nb, c, 1],
+        off.iter().map(|x| x.to_le_bytes().to_vec()),
+    );
+    let idx = emit(ctx, "add", vec![idx, off], &[])?;
+    ctx.op("reshape", vec![idx, Expr::shape(ints(&[nb, c, oh, ow]))], &[])
+}
+
+/// `BatchNormalization` with `training_mode = 1`: normalized by the batch's mean and
+/// (population) variance over every axis but 1; the running mean and variance updated
+/// as `running * momentum + current * (1 - momentum)` (ONNX's reference).
+fn batch_norm_training(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let rank = rank_of(ctx, n, 0)?;
+    if rank < 2 {
+        return Err("the input must have a channel axis".into());
+    }
+    let dt = val(ctx, n, 0)?.dtype;
+    let eps = n.float("epsilon", 1e-5);
+    let momentum = n.float("momentum", 0.9);
+    let a = x(ctx, n, 0)?;
+    let axes: Vec<i64> = std::iter::once(0).chain(2..rank as i64).collect();
+    let red = |keep: bool| [("axis", ints_attr(&axes)), ("keepdims", AttrValue::Bool(keep))];
+    let m = emit(ctx, "mean", vec![a.clone()], &red(true))?;
+    let d = emit(ctx, "subtract", vec![a, m.clone()], &[])?;
+    let sq = emit(ctx, "multiply", vec![d.clone(), d.clone()], &[])?;
+    let var = emit(ctx, "mean", vec![sq], &red(true))?;
+    let ve = emit(ctx, "add", vec![var.clone(), scalar(dt, eps)], &[])?;
+    let den = emit(ctx, "sqrt", vec![ve], &[])?;
+    let norm = emit(ctx, "divide", vec![d, den], &[])?;
+    let chan: Vec<i64> = (1..rank as i64 - 1).collect();
+    let per_channel = |ctx: &mut Ctx, i: usize| -> Result<Expr, ConvertError> {
+        let e = x(ctx, n, i)?;
+        if chan.is_empty() {
+            return Ok(e);
+        }
+        emit(ctx, "expand_dims", vec![e], &[("axis", ints_attr(&chan))])
+    };
+    let s = per_channel(ctx, 1)?;
+    let b = per_channel(ctx, 2)?;
+    let y = emit(ctx, "multiply", vec![norm, s], &[])?;
+    let y = ctx.op("add", vec![y, b], &[])?;
+    let mut outs = vec![y];
+    for (i, cur) in [(3, m), (4, var)] {
+        let flat = emit(ctx, "squeeze", vec![cur], &[("axis", ints_attr(&axes))])?;
+        let old = x(ctx, n, i)?;
+        let old = emit(ctx, "multiply", vec![old, scalar(dt, momentum)], &[])?;
+        let new = emit(ctx, "multiply", vec![flat, scalar(dt, 1.0 - momentum)], &[])?;
+        outs.push(ctx.op("add", vec![old, new], &[])?);
+    }
+    Ok(outs)
 }

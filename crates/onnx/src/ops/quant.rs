@@ -242,7 +242,7 @@ pub(crate) fn centered_f32(ctx: &mut Ctx, n: &Node, i: usize, z: usize) -> Resul
     // a per-channel zero point of the weight: (M,) as (M, 1, ...)
     let zr = val(ctx, n, z)?.rank().unwrap_or(0);
     let rank = val(ctx, n, i)?.rank().unwrap_or(0);
-    let zp = if zr == 1 && i == 1 && rank > 1 {
+    let zp = if zr == 1 && i > 0 && rank > 1 {
         let m = val(ctx, n, z)?.const_shape().ok_or("zero point shape")?[0];
         let mut dims = vec![1i64; rank];
         dims[0] = m;
@@ -251,4 +251,57 @@ pub(crate) fn centered_f32(ctx: &mut Ctx, n: &Node, i: usize, z: usize) -> Resul
         zp
     };
     emit(ctx, "subtract", vec![a, zp], &[])
+}
+
+/// Input `i` (a scale or zero point) as float32, a 1-D one of several values shaped
+/// `(1, M, 1, ...)` to scale the output channels of a rank-`rank` result.
+fn per_channel_f32(ctx: &mut Ctx, n: &Node, i: usize, rank: usize) -> Result<Expr, ConvertError> {
+    let v = val(ctx, n, i)?;
+    let e = x(ctx, n, i)?;
+    let e = astype(ctx, e, v.dtype, DataType::FLOAT32)?;
+    match v.const_shape().as_deref() {
+        Some([m]) if *m > 1 => {
+            let mut dims = vec![1i64; rank];
+            dims[1] = *m;
+            reshape_expr(ctx, e, ints(&dims))
+        }
+        _ => Ok(e),
+    }
+}
+
+/// `QLinearConv`: the convolution of the centered operands (exact in float32 for
+/// 8-bit values) plus the int32 bias, rescaled by `x_scale * w_scale / y_scale` (per
+/// output channel for a 1-D `w_scale`), rounded, offset by the output zero point and
+/// saturated to its type.
+pub(crate) fn qlinear_conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let xv = val(ctx, n, 0)?;
+    let rank = xv.rank().ok_or("input has unknown rank")?;
+    let wshape = val(ctx, n, 3)?.const_shape().ok_or("the weight needs a static shape")?;
+    let a = centered_f32(ctx, n, 0, 2)?;
+    let w = centered_f32(ctx, n, 3, 5)?;
+    let y = super::nn::conv_expr(ctx, n, a, w, &xv, &wshape)?;
+    let mut y = ctx.leaf(&y)?;
+    let f = DataType::FLOAT32;
+    if n.has(8) {
+        let b = per_channel_f32(ctx, n, 8, rank)?;
+        y = emit(ctx, "add", vec![y, b], &[])?;
+    }
+    let xs = per_channel_f32(ctx, n, 1, rank)?;
+    let ws = per_channel_f32(ctx, n, 4, rank)?;
+    let ys = per_channel_f32(ctx, n, 6, rank)?;
+    let s = emit(ctx, "multiply", vec![xs, ws], &[])?;
+    let s = emit(ctx, "divide", vec![s, ys], &[])?;
+    let mut d = emit(ctx, "multiply", vec![y, s], &[])?;
+    d = emit(ctx, "round", vec![d], &[])?;
+    let out_dt = if n.has(7) {
+        let z = per_channel_f32(ctx, n, 7, rank)?;
+        d = emit(ctx, "add", vec![d, z], &[])?;
+        val(ctx, n, 7)?.dtype
+    } else {
+        xv.dtype
+    };
+    let (lo, hi) = int_range(out_dt)?;
+    let d = emit(ctx, "maximum", vec![d, scalar(f, lo)], &[])?;
+    let d = emit(ctx, "minimum", vec![d, scalar(f, hi)], &[])?;
+    out1(ctx.op("astype", vec![d], &[("dtype", AttrValue::DataType(out_dt))])?)
 }

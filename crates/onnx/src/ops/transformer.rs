@@ -287,3 +287,63 @@ pub(crate) fn linear_attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Con
     let st = astype(ctx, state, f, state_dt)?;
     Ok(vec![tval_leaf(ctx, y)?, tval_leaf(ctx, st)?])
 }
+
+/// The graph attribute `name` applied to `input`: its one output.
+fn apply_mod(ctx: &mut Ctx, n: &Node, name: &str, input: Expr) -> Result<Expr, ConvertError> {
+    let Some(g) = n.attr(name).and_then(|a| a.g.as_deref()) else {
+        return Ok(input);
+    };
+    let v = tval_leaf(ctx, input)?;
+    let outs = crate::convert::apply_graph(ctx, n, g, vec![v])?;
+    let [o] = <[TVal; 1]>::try_from(outs).map_err(|_| convert_err!("`{name}` must have one output"))?;
+    ctx.leaf(&o)
+}
+
+/// `FlexAttention` (domain `ai.onnx.preview`): `softmax(score_mod(Q K^T * scale))`,
+/// through `prob_mod`, times `V`, with grouped-query heads repeated; the scores and
+/// probabilities in float32 for 16-bit inputs (`softmax_precision` when given), the
+/// scale split as `sqrt(scale)` on each of `Q` and `K`, as the operator's reference.
+pub(crate) fn flex_attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let qv = val(ctx, n, 0)?;
+    let dt = qv.dtype;
+    let qs = qv.const_shape().ok_or("static shapes are needed")?;
+    let kshape = val(ctx, n, 1)?.const_shape().ok_or("static shapes are needed")?;
+    let vdt = val(ctx, n, 2)?.dtype;
+    if qs.len() != 4 || kshape.len() != 4 {
+        return Err("Q, K and V must be 4-D".into());
+    }
+    let (qh, kvh, e) = (qs[1], kshape[1], qs[3]);
+    let scale = n.attr_f("scale").unwrap_or(1.0 / (e as f64).sqrt());
+    let sq = ((scale as f32).sqrt()) as f64;
+    let q = x(ctx, n, 0)?;
+    let mut k = x(ctx, n, 1)?;
+    let mut v = x(ctx, n, 2)?;
+    if qh != kvh {
+        if kvh <= 0 || qh % kvh != 0 {
+            return Err(convert_err!(
+                "{qh} query heads are not a multiple of {kvh} key/value heads"
+            ));
+        }
+        let reps = AttrValue::Int(qh / kvh);
+        let axis = ("axis", AttrValue::Int(1));
+        k = emit(ctx, "repeat", vec![k], &[("repeats", reps.clone()), axis.clone()])?;
+        v = emit(ctx, "repeat", vec![v], &[("repeats", reps), axis])?;
+    }
+    let q = emit(ctx, "multiply", vec![q, scalar(dt, sq)], &[])?;
+    let k = emit(ctx, "multiply", vec![k, scalar(dt, sq)], &[])?;
+    let kt = emit(ctx, "permute_dims", vec![k], &[("axes", ints_attr(&[0, 1, 3, 2]))])?;
+    let s = emit(ctx, "matmul", vec![q, kt], &[])?;
+    let cd = match n.attr_i("softmax_precision") {
+        Some(p) => tensor::dtype_of(p as i32).ok_or("bad softmax_precision")?,
+        None if dt.bits < 32 => DataType::FLOAT32,
+        None => dt,
+    };
+    let s = astype(ctx, s, dt, cd)?;
+    let s = apply_mod(ctx, n, "score_mod", s)?;
+    let p = emit(ctx, "nn.softmax", vec![s], &[("axis", AttrValue::Int(-1))])?;
+    let p = apply_mod(ctx, n, "prob_mod", p)?;
+    let v = astype(ctx, v, vdt, cd)?;
+    let o = emit(ctx, "matmul", vec![p, v], &[])?;
+    let o = astype(ctx, o, cd, vdt)?;
+    out1(tval_leaf(ctx, o)?)
+}

@@ -180,17 +180,25 @@ pub(crate) fn max_unpool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertEr
     let xv = val(ctx, n, 0)?;
     let shape = xv.const_shape().ok_or("a static input shape is needed")?;
     let k = shape.len().checked_sub(2).ok_or("the input must have spatial axes")?;
-    let out: Vec<i64> = if n.has(2) {
-        val(ctx, n, 2)?.const_ints().ok_or_else(|| super::must_be_known(n, 2))?
-    } else {
+    // the indices address the inferred shape; a larger `output_shape` pads it with
+    // zeros at the end of each axis (ONNX's reference)
+    let out: Vec<i64> = {
         let kernel = n.ints("kernel_shape").ok_or("kernel_shape is required")?;
         let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
         let pads = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+        if kernel.len() != k || strides.len() != k || pads.len() != 2 * k {
+            return Err("kernel_shape, strides and pads must match the spatial axes".into());
+        }
         let mut o = shape[..2].to_vec();
         for d in 0..k {
             o.push((shape[d + 2] - 1) * strides[d] - pads[d] - pads[d + k] + kernel[d]);
         }
         o
+    };
+    let given: Option<Vec<i64>> = if n.has(2) {
+        Some(val(ctx, n, 2)?.const_ints().ok_or_else(|| super::must_be_known(n, 2))?)
+    } else {
+        None
     };
     let total: i64 = out.iter().product();
     let numel: i64 = shape.iter().product();
@@ -214,7 +222,28 @@ pub(crate) fn max_unpool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertEr
             ("reduction", AttrValue::Str("update".into())),
         ],
     )?;
-    out1(ctx.op("reshape", vec![s, Expr::shape(ints(&out))], &[])?)
+    let Some(given) = given.filter(|g| *g != out) else {
+        return out1(ctx.op("reshape", vec![s, Expr::shape(ints(&out))], &[])?);
+    };
+    if given.len() != out.len() || given.iter().zip(&out).any(|(g, o)| g < o) {
+        return Err(convert_err!(
+            "output_shape {given:?} is smaller than the unpooled shape {out:?}"
+        ));
+    }
+    let r = reshape_expr(ctx, s, ints(&out))?;
+    let mut width = vec![0i64; 2 * out.len()];
+    for (d, (g, o)) in given.iter().zip(&out).enumerate() {
+        width[2 * d + 1] = g - o;
+    }
+    out1(ctx.op(
+        "nn.pad",
+        vec![r],
+        &[
+            ("pad_width", ints_attr(&width)),
+            ("pad_value", AttrValue::Float(0.0)),
+            ("pad_mode", AttrValue::Str("constant".into())),
+        ],
+    )?)
 }
 
 /// `v` reflected into `[lo, hi]` (repeatedly, by the nearer border), elementwise.

@@ -153,6 +153,16 @@ pub(crate) fn reshape_to(ctx: &mut Ctx, n: &Node, v: TVal, dims: Vec<PrimExpr>) 
     {
         return out1(v);
     }
+    // an empty tensor to an empty shape: a new empty tensor (nothing to move)
+    let empty = |s: &[PrimExpr]| s.iter().any(|d| d.as_int() == Some(0));
+    if v.shape.as_deref().is_some_and(empty) && empty(&dims) {
+        let dt = v.dtype;
+        return out1(ctx.op(
+            "full",
+            vec![Expr::shape(dims), scalar(dt, 0.0)],
+            &[("dtype", AttrValue::DataType(dt))],
+        )?);
+    }
     let a = x(ctx, n, 0)?;
     out1(ctx.op("reshape", vec![a, Expr::shape(dims)], &[])?)
 }
@@ -557,11 +567,40 @@ pub(crate) fn gather_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Conv
 
 pub(crate) fn gather_nd(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let (a, i) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
-    out1(ctx.op(
-        "gather_nd",
-        vec![a, i],
-        &[("batch_dims", AttrValue::Int(n.int("batch_dims", 0)))],
-    )?)
+    let b = n.int("batch_dims", 0);
+    let (Some(ds), Some(is)) = (val(ctx, n, 0)?.const_shape(), val(ctx, n, 1)?.const_shape()) else {
+        return out1(ctx.op("gather_nd", vec![a, i], &[("batch_dims", AttrValue::Int(b))])?);
+    };
+    if b <= 0 || b as usize >= is.len() || b as usize > ds.len() || ds[..b as usize] != is[..b as usize] {
+        return out1(ctx.op("gather_nd", vec![a, i], &[("batch_dims", AttrValue::Int(b))])?);
+    }
+    // batch dimensions as a leading index: the data's batch axes flattened into one,
+    // each index tuple prefixed with its flat batch number
+    let b = b as usize;
+    let batches: i64 = ds[..b].iter().product();
+    let mut dshape = vec![batches];
+    dshape.extend_from_slice(&ds[b..]);
+    let a = reshape_expr(ctx, a, ints(&dshape))?;
+    let idt = val(ctx, n, 1)?.dtype;
+    let i = if idt == DataType::INT64 {
+        i
+    } else {
+        emit(
+            ctx,
+            "astype",
+            vec![i],
+            &[("dtype", AttrValue::DataType(DataType::INT64))],
+        )?
+    };
+    let mut one = is.clone();
+    *one.last_mut().ok_or("indices must have a last axis")? = 1;
+    let inner: i64 = one[b..].iter().product();
+    let flat: Vec<i64> = (0..batches)
+        .flat_map(|k| std::iter::repeat_n(k, inner as usize))
+        .collect();
+    let prefix = crate::convert::constant(DataType::INT64, one, flat.iter().map(|v| v.to_le_bytes().to_vec()));
+    let i = concat_exprs(ctx, vec![prefix, i], -1)?;
+    out1(ctx.op("gather_nd", vec![a, i], &[("batch_dims", AttrValue::Int(0))])?)
 }
 
 pub(crate) fn reduction_attr(n: &Node) -> Result<AttrValue, ConvertError> {

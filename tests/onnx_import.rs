@@ -241,6 +241,21 @@ fn unsupported_operator_is_an_error_naming_node_op_and_opset() {
     import_bytes(&bytes, None, &ImportOptions::default()).expect("Relu imports");
 }
 
+/// `NonZero` and `Unique` (output shapes that depend on the values) of a graph input
+/// computed at run time: an import error naming the node and the input, not a panic.
+#[test]
+fn value_dependent_shapes_of_run_time_inputs_are_errors() {
+    for op in ["NonZero", "Unique"] {
+        let bytes = model_with_node(op, "dd").encode_to_vec();
+        let err = import_bytes(&bytes, None, &ImportOptions::default()).expect_err("x is known only at run time");
+        let m = err.to_string();
+        assert!(
+            m.contains("dd") && m.contains(op) && m.contains("(`x`) must be known"),
+            "{m}"
+        );
+    }
+}
+
 #[test]
 fn truncated_and_corrupted_files_give_errors_not_panics() {
     for model in ["cnn.onnx", "attn_dyn.onnx"] {

@@ -723,7 +723,8 @@ fn convert_node(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
     let fail = |e: ConvertError| ImportError::at_node(node, e);
     let training = node.domain == "ai.onnx.preview.training"
         && matches!(node.op_type.as_str(), "Adagrad" | "Adam" | "Momentum")
-        || node.domain == "ai.onnx.ml" && matches!(node.op_type.as_str(), "Binarizer" | "ArrayFeatureExtractor");
+        || node.domain == "ai.onnx.ml" && matches!(node.op_type.as_str(), "Binarizer" | "ArrayFeatureExtractor")
+        || node.domain == "ai.onnx.preview" && node.op_type == "FlexAttention";
     if !node.domain.is_empty() && node.domain != "ai.onnx" && !training {
         return Err(fail(
             convert_err!(Unsupported; "operators of domain `{}` are not supported", node.domain),
@@ -807,6 +808,34 @@ fn convert_if(ctx: &mut Ctx, node: &Node) -> Result<(), ImportError> {
         ctx.set(name, v);
     }
     Ok(())
+}
+
+/// Graph attribute `g` of `node` applied to `inputs` (bound to its inputs in order; its
+/// initializers become values): its nodes converted in place, its outputs' values.
+pub(crate) fn apply_graph(
+    ctx: &mut Ctx,
+    node: &Node,
+    g: &crate::proto::GraphProto,
+    inputs: Vec<TVal>,
+) -> Result<Vec<TVal>, ConvertError> {
+    if g.input.len() != inputs.len() {
+        return Err(convert_err!(
+            "the graph attribute takes {} inputs, it is given {}",
+            g.input.len(),
+            inputs.len()
+        ));
+    }
+    for (i, v) in g.input.iter().zip(inputs) {
+        ctx.set(&i.name, v);
+    }
+    for t in &g.initializer {
+        let a = crate::tensor::to_ndarray(t, None).map_err(|e| ConvertError::new(e.kind, e.message))?;
+        ctx.set(&t.name, crate::ops::array_value(&t.name, a));
+    }
+    for (i, n) in g.node.iter().enumerate() {
+        convert_node(ctx, &Node::new(n, i, node.opset)).map_err(|e| ConvertError::new(e.kind, e.message))?;
+    }
+    g.output.iter().map(|o| ctx.value(&o.name).cloned()).collect()
 }
 
 /// The Relax leaf of value `v` (materialized under a private name).
@@ -930,7 +959,7 @@ fn convert_loop(ctx: &mut Ctx, node: &Node) -> Result<(), ConvertError> {
                 t
             };
             let e = leaf_of(ctx, scan_in[j].clone())?;
-            let sl = crate::extra::slice_axis(ctx, e, scan_axes[j], idx, idx + 1, 1)?;
+            let sl = crate::ops::slice_axis(ctx, e, scan_axes[j], idx, idx + 1, 1)?;
             let v = ctx.op(
                 "squeeze",
                 vec![sl],

@@ -24,15 +24,11 @@
 //! # Ok::<(), relax_onnx::ImportError>(())
 //! ```
 
-mod attention;
 mod config;
 mod convert;
 pub mod error;
-mod extra;
 pub mod ops;
 pub mod proto;
-mod resize;
-mod rnn;
 pub mod tensor;
 
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@ use crate::error::{convert_err, ConvertError};
 use relax_ir::{AttrValue, DataType, Expr};
 
 use crate::convert::{Ctx, TVal};
-use crate::extra::{concat, emit, slice_axis};
+use crate::ops::{concat_exprs as concat, emit, slice_axis};
 use crate::ops::{ints_attr, scalar, tval_leaf, val, x, Node};
 
 fn squeeze0(ctx: &mut Ctx, e: Expr) -> Result<Expr, ConvertError> {

@@ -1,0 +1,479 @@
+//! Image operators: depth and space rearrangements, grids, sampling, unpooling.
+
+use super::*;
+
+pub(crate) fn static4(ctx: &Ctx, n: &Node) -> Result<[i64; 4], ConvertError> {
+    let s = val(ctx, n, 0)?.const_shape().ok_or("a static 4-D input is needed")?;
+    <[i64; 4]>::try_from(s.as_slice()).map_err(|_| ConvertError::from("the input must be 4-D"))
+}
+
+/// `DepthToSpace` (DCR and CRD modes): reshape, transpose, reshape.
+pub(crate) fn depth_to_space(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let [b, c, h, w] = static4(ctx, n)?;
+    let bs = n.int("blocksize", 0);
+    if bs <= 0 || c % (bs * bs) != 0 {
+        return Err(convert_err!("blocksize {bs} does not divide the channels"));
+    }
+    let c2 = c / (bs * bs);
+    let a = x(ctx, n, 0)?;
+    let crd = n.string("mode").as_deref() == Some("CRD");
+    let (dims, perm) = if crd {
+        ([b, c2, bs, bs, h, w], [0, 1, 4, 2, 5, 3])
+    } else {
+        ([b, bs, bs, c2, h, w], [0, 3, 4, 1, 5, 2])
+    };
+    let r = reshape_expr(ctx, a, ints(&dims))?;
+    let t = emit(ctx, "permute_dims", vec![r], &[("axes", ints_attr(&perm))])?;
+    out1(ctx.op("reshape", vec![t, Expr::shape(ints(&[b, c2, h * bs, w * bs]))], &[])?)
+}
+
+/// `SpaceToDepth` (DCR and CRD modes): reshape, transpose, reshape.
+pub(crate) fn space_to_depth(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let [b, c, h, w] = static4(ctx, n)?;
+    let bs = n.int("blocksize", 0);
+    if bs <= 0 || h % bs != 0 || w % bs != 0 {
+        return Err(convert_err!("blocksize {bs} does not divide the spatial dimensions"));
+    }
+    let a = x(ctx, n, 0)?;
+    let r = reshape_expr(ctx, a, ints(&[b, c, h / bs, bs, w / bs, bs]))?;
+    let perm = if n.string("mode").as_deref() == Some("CRD") {
+        [0, 1, 3, 5, 2, 4]
+    } else {
+        [0, 3, 5, 1, 2, 4]
+    };
+    let t = emit(ctx, "permute_dims", vec![r], &[("axes", ints_attr(&perm))])?;
+    out1(ctx.op(
+        "reshape",
+        vec![t, Expr::shape(ints(&[b, c * bs * bs, h / bs, w / bs]))],
+        &[],
+    )?)
+}
+
+/// `AffineGrid`: `theta` applied to the homogeneous coordinates of the output grid
+/// (a constant of the known size), `(N, H, W, 2)` or `(N, D, H, W, 3)`.
+pub(crate) fn affine_grid(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let size = val(ctx, n, 1)?.const_ints().ok_or_else(|| super::must_be_known(n, 1))?;
+    let dt = val(ctx, n, 0)?.dtype;
+    let spatial = &size[2..];
+    let k = spatial.len();
+    if !(2..=3).contains(&k) {
+        return Err(ConvertError::unsupported("AffineGrid supports 2-D and 3-D grids"));
+    }
+    let align = n.int("align_corners", 0) != 0;
+    let coords = |dim: i64| -> Vec<f64> {
+        (0..dim)
+            .map(|i| {
+                if align {
+                    if dim == 1 {
+                        -1.0
+                    } else {
+                        -1.0 + i as f64 * 2.0 / (dim - 1) as f64
+                    }
+                } else {
+                    let step = 2.0 / dim as f64;
+                    -1.0 + step / 2.0 + i as f64 * step
+                }
+            })
+            .collect()
+    };
+    let axes: Vec<Vec<f64>> = spatial.iter().map(|&d| coords(d)).collect();
+    let count: i64 = spatial.iter().product();
+    // rows: x (last spatial axis), y, (z), 1; columns: the grid points in order
+    let mut rows: Vec<Vec<f64>> = vec![Vec::with_capacity(count as usize); k + 1];
+    for p in 0..count {
+        let mut rem = p;
+        let mut idx = vec![0i64; k];
+        for a in (0..k).rev() {
+            idx[a] = rem % spatial[a];
+            rem /= spatial[a];
+        }
+        for (j, row) in rows.iter_mut().enumerate().take(k) {
+            let a = k - 1 - j;
+            row.push(axes[a][idx[a] as usize]);
+        }
+        rows[k].push(1.0);
+    }
+    let g = crate::convert::constant(
+        dt,
+        vec![k as i64 + 1, count],
+        rows.iter().flatten().map(|&v| tensor::encode(dt, v)),
+    );
+    let theta = x(ctx, n, 0)?;
+    let m = emit(ctx, "matmul", vec![theta, g], &[])?;
+    let t = emit(ctx, "permute_dims", vec![m], &[("axes", ints_attr(&[0, 2, 1]))])?;
+    let mut dims = vec![size[0]];
+    dims.extend_from_slice(spatial);
+    dims.push(k as i64);
+    out1(ctx.op("reshape", vec![t, Expr::shape(ints(&dims))], &[])?)
+}
+
+/// `Col2Im`: the sum of the sliding blocks back into the image, as the product with
+/// a constant `(K * L, H * W)` placement matrix.
+pub(crate) fn col2im(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let xv = val(ctx, n, 0)?;
+    let shape = xv.const_shape().ok_or("a static input shape is needed")?;
+    let img = val(ctx, n, 1)?.const_ints().ok_or_else(|| super::must_be_known(n, 1))?;
+    let blk = val(ctx, n, 2)?.const_ints().ok_or_else(|| super::must_be_known(n, 2))?;
+    let k = img.len();
+    if blk.len() != k || shape.len() != 3 {
+        return Err("image_shape and block_shape must match; the input must be 3-D".into());
+    }
+    let dil = n.ints("dilations").unwrap_or_else(|| vec![1; k]);
+    let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
+    let pads = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+    let kk: i64 = blk.iter().product();
+    if kk <= 0 || shape[1] % kk != 0 {
+        return Err("the block size does not divide the channels".into());
+    }
+    let c = shape[1] / kk;
+    let counts: Vec<i64> = (0..k)
+        .map(|d| (img[d] + pads[d] + pads[d + k] - dil[d] * (blk[d] - 1) - 1) / strides[d] + 1)
+        .collect();
+    let l: i64 = counts.iter().product();
+    if l != shape[2] {
+        return Err(convert_err!("{} blocks given, the shapes make {l}", shape[2]));
+    }
+    let hw: i64 = img.iter().product();
+    if kk * l * hw > 1 << 24 {
+        return Err("Col2Im too large".into());
+    }
+    let unravel = |mut i: i64, dims: &[i64]| -> Vec<i64> {
+        let mut v = vec![0; dims.len()];
+        for d in (0..dims.len()).rev() {
+            v[d] = i % dims[d];
+            i /= dims[d];
+        }
+        v
+    };
+    let mut m = vec![0.0f64; (kk * l * hw) as usize];
+    for b in 0..kk {
+        let bi = unravel(b, &blk);
+        for li in 0..l {
+            let lv = unravel(li, &counts);
+            let mut flat = 0i64;
+            let mut inside = true;
+            for d in 0..k {
+                let p = lv[d] * strides[d] - pads[d] + bi[d] * dil[d];
+                if p < 0 || p >= img[d] {
+                    inside = false;
+                }
+                flat = flat * img[d] + p;
+            }
+            if inside {
+                m[((b * l + li) * hw + flat) as usize] += 1.0;
+            }
+        }
+    }
+    let dt = xv.dtype;
+    let mat = crate::convert::constant(dt, vec![kk * l, hw], m.iter().map(|&v| tensor::encode(dt, v)));
+    let a = x(ctx, n, 0)?;
+    let a = reshape_expr(ctx, a, ints(&[shape[0], c, kk * l]))?;
+    let y = emit(ctx, "matmul", vec![a, mat], &[])?;
+    let mut dims = vec![shape[0], c];
+    dims.extend_from_slice(&img);
+    out1(ctx.op("reshape", vec![y, Expr::shape(ints(&dims))], &[])?)
+}
+
+/// `MaxUnpool`: the values scattered to their flat indices in a zero tensor of the
+/// output shape.
+pub(crate) fn max_unpool(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let xv = val(ctx, n, 0)?;
+    let shape = xv.const_shape().ok_or("a static input shape is needed")?;
+    let k = shape.len().checked_sub(2).ok_or("the input must have spatial axes")?;
+    // the indices address the inferred shape; a larger `output_shape` pads it with
+    // zeros at the end of each axis (ONNX's reference)
+    let out: Vec<i64> = {
+        let kernel = n.ints("kernel_shape").ok_or("kernel_shape is required")?;
+        let strides = n.ints("strides").unwrap_or_else(|| vec![1; k]);
+        let pads = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+        if kernel.len() != k || strides.len() != k || pads.len() != 2 * k {
+            return Err("kernel_shape, strides and pads must match the spatial axes".into());
+        }
+        let mut o = shape[..2].to_vec();
+        for d in 0..k {
+            o.push((shape[d + 2] - 1) * strides[d] - pads[d] - pads[d + k] + kernel[d]);
+        }
+        o
+    };
+    let given: Option<Vec<i64>> = if n.has(2) {
+        Some(val(ctx, n, 2)?.const_ints().ok_or_else(|| super::must_be_known(n, 2))?)
+    } else {
+        None
+    };
+    let total: i64 = out.iter().product();
+    let numel: i64 = shape.iter().product();
+    let dt = xv.dtype;
+    let zeros = emit(
+        ctx,
+        "full",
+        vec![Expr::shape(ints(&[total])), scalar(dt, 0.0)],
+        &[("dtype", AttrValue::DataType(dt))],
+    )?;
+    let a = x(ctx, n, 0)?;
+    let a = reshape_expr(ctx, a, ints(&[numel]))?;
+    let i = x(ctx, n, 1)?;
+    let i = reshape_expr(ctx, i, ints(&[numel]))?;
+    let s = emit(
+        ctx,
+        "scatter_elements",
+        vec![zeros, i, a],
+        &[
+            ("axis", AttrValue::Int(0)),
+            ("reduction", AttrValue::Str("update".into())),
+        ],
+    )?;
+    let Some(given) = given.filter(|g| *g != out) else {
+        return out1(ctx.op("reshape", vec![s, Expr::shape(ints(&out))], &[])?);
+    };
+    if given.len() != out.len() || given.iter().zip(&out).any(|(g, o)| g < o) {
+        return Err(convert_err!(
+            "output_shape {given:?} is smaller than the unpooled shape {out:?}"
+        ));
+    }
+    let r = reshape_expr(ctx, s, ints(&out))?;
+    let mut width = vec![0i64; 2 * out.len()];
+    for (d, (g, o)) in given.iter().zip(&out).enumerate() {
+        width[2 * d + 1] = g - o;
+    }
+    out1(ctx.op(
+        "nn.pad",
+        vec![r],
+        &[
+            ("pad_width", ints_attr(&width)),
+            ("pad_value", AttrValue::Float(0.0)),
+            ("pad_mode", AttrValue::Str("constant".into())),
+        ],
+    )?)
+}
+
+/// `v` reflected into `[lo, hi]` (repeatedly, by the nearer border), elementwise.
+pub(crate) fn reflect(ctx: &mut Ctx, v: Expr, lo: f64, hi: f64) -> Result<Expr, ConvertError> {
+    let f = DataType::FLOAT32;
+    let s = |x: f64| scalar(f, x);
+    let rng = hi - lo;
+    if rng <= 0.0 {
+        return emit(ctx, "full_like", vec![v, s(lo)], &[]);
+    }
+    let side = |ctx: &mut Ctx, dx: Expr, near: f64, far_sign: bool| -> Result<Expr, ConvertError> {
+        // n = floor(dx / rng), r = dx - n * rng; even n: near +- r, odd: far -+ r
+        let q = emit(ctx, "divide", vec![dx.clone(), s(rng)], &[])?;
+        let nn = emit(ctx, "floor", vec![q], &[])?;
+        let nr = emit(ctx, "multiply", vec![nn.clone(), s(rng)], &[])?;
+        let r = emit(ctx, "subtract", vec![dx, nr], &[])?;
+        let half = emit(ctx, "multiply", vec![nn.clone(), s(0.5)], &[])?;
+        let fl = emit(ctx, "floor", vec![half.clone()], &[])?;
+        let even = emit(ctx, "equal", vec![half, fl], &[])?;
+        let (near_op, far_op, far) = if far_sign {
+            ("add", "subtract", hi)
+        } else {
+            ("subtract", "add", lo)
+        };
+        let a = emit(ctx, near_op, vec![s(near), r.clone()], &[])?;
+        let b = emit(ctx, far_op, vec![s(far), r], &[])?;
+        emit(ctx, "where", vec![even, a, b], &[])
+    };
+    let below = emit(ctx, "less", vec![v.clone(), s(lo)], &[])?;
+    let above = emit(ctx, "greater", vec![v.clone(), s(hi)], &[])?;
+    let dlo = emit(ctx, "subtract", vec![s(lo), v.clone()], &[])?;
+    let dhi = emit(ctx, "subtract", vec![v.clone(), s(hi)], &[])?;
+    let from_lo = side(ctx, dlo, lo, true)?;
+    let from_hi = side(ctx, dhi, hi, false)?;
+    let t = emit(ctx, "where", vec![above, from_hi, v], &[])?;
+    emit(ctx, "where", vec![below, from_lo, t], &[])
+}
+
+/// `GridSample` (2-D and 3-D; nearest, linear and cubic; zeros, border and reflection
+/// padding): per spatial axis the taps' indices and weights are computed from the
+/// grid, and the input is gathered at each combination of taps.
+pub(crate) fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let xv = val(ctx, n, 0)?;
+    let xs = xv.const_shape().ok_or("a static input shape is needed")?;
+    let gs = val(ctx, n, 1)?.const_shape().ok_or("a static grid shape is needed")?;
+    let k = xs.len().checked_sub(2).ok_or("the input must have spatial axes")?;
+    if !(1..=3).contains(&k) || gs.len() != k + 2 || gs[k + 1] != k as i64 || gs[0] != xs[0] {
+        return Err("the grid must be (N, out..., k) for k spatial axes".into());
+    }
+    let mode = match n.string("mode").as_deref() {
+        None | Some("linear" | "bilinear") => "linear",
+        Some("nearest") => "nearest",
+        Some("cubic" | "bicubic") => "cubic",
+        Some(o) => return Err(convert_err!(Unsupported;"mode `{o}` is not supported")),
+    };
+    let pad = n.string("padding_mode").unwrap_or_else(|| "zeros".into());
+    if !matches!(pad.as_str(), "zeros" | "border" | "reflection") {
+        return Err(convert_err!(Unsupported;"padding_mode `{pad}` is not supported"));
+    }
+    let align = n.int("align_corners", 0) != 0;
+    let f = DataType::FLOAT32;
+    let i64t = DataType::INT64;
+    let s = |v: f64| scalar(f, v);
+    let (nb, c) = (xs[0], xs[1]);
+    let dims = &xs[2..];
+    let q: i64 = gs[1..=k].iter().product();
+    let p: i64 = dims.iter().product();
+    let g = x(ctx, n, 1)?;
+    let g = astype(ctx, g, val(ctx, n, 1)?.dtype, f)?;
+    let g = reshape_expr(ctx, g, ints(&[nb, q, k as i64]))?;
+    // per spatial axis: the taps (index, weight, valid)
+    let mut axes_taps: Vec<Vec<(Expr, Expr, Option<Expr>)>> = Vec::new();
+    for (i, &d) in dims.iter().enumerate() {
+        let comp = k - 1 - i;
+        let gi = slice_axis(ctx, g.clone(), 2, comp as i64, comp as i64 + 1, 1)?;
+        let gi = emit(ctx, "squeeze", vec![gi], &[("axis", ints_attr(&[2]))])?;
+        let df = d as f64;
+        let mut v = if align {
+            let t = emit(ctx, "add", vec![gi, s(1.0)], &[])?;
+            emit(ctx, "multiply", vec![t, s((df - 1.0) / 2.0)], &[])?
+        } else {
+            let t = emit(ctx, "add", vec![gi, s(1.0)], &[])?;
+            let t = emit(ctx, "multiply", vec![t, s(df)], &[])?;
+            let t = emit(ctx, "subtract", vec![t, s(1.0)], &[])?;
+            emit(ctx, "multiply", vec![t, s(0.5)], &[])?
+        };
+        if mode == "nearest" {
+            v = emit(ctx, "round", vec![v], &[])?;
+        }
+        let (lo, hi) = if align { (0.0, df - 1.0) } else { (-0.5, df - 0.5) };
+        match pad.as_str() {
+            "border" => {
+                let t = emit(ctx, "maximum", vec![v, s(0.0)], &[])?;
+                v = emit(ctx, "minimum", vec![t, s(df - 1.0)], &[])?;
+            }
+            "reflection" => v = reflect(ctx, v, lo, hi)?,
+            _ => {}
+        }
+        // the taps' integer positions and weights
+        let (base, offsets, weights): (Expr, Vec<i64>, Vec<Expr>) = match mode {
+            "nearest" => {
+                // truncation toward zero, as a cast to int32 does
+                let t = emit(ctx, "trunc", vec![v], &[])?;
+                (t, vec![0], vec![s(1.0)])
+            }
+            "linear" => {
+                let x0 = emit(ctx, "floor", vec![v.clone()], &[])?;
+                let fr = emit(ctx, "subtract", vec![v, x0.clone()], &[])?;
+                let w0 = emit(ctx, "subtract", vec![s(1.0), fr.clone()], &[])?;
+                (x0, vec![0, 1], vec![w0, fr])
+            }
+            _ => {
+                let x0 = emit(ctx, "floor", vec![v.clone()], &[])?;
+                let t = emit(ctx, "subtract", vec![v, x0.clone()], &[])?;
+                let a = -0.75;
+                let cubic = |ctx: &mut Ctx, z: Expr, near: bool| -> Result<Expr, ConvertError> {
+                    // near (|z| <= 1): ((a+2)z - (a+3)) z z + 1; far: ((a z - 5a) z + 8a) z - 4a
+                    if near {
+                        let m = emit(ctx, "multiply", vec![z.clone(), s(a + 2.0)], &[])?;
+                        let m = emit(ctx, "subtract", vec![m, s(a + 3.0)], &[])?;
+                        let m = emit(ctx, "multiply", vec![m, z.clone()], &[])?;
+                        let m = emit(ctx, "multiply", vec![m, z], &[])?;
+                        emit(ctx, "add", vec![m, s(1.0)], &[])
+                    } else {
+                        let m = emit(ctx, "multiply", vec![z.clone(), s(a)], &[])?;
+                        let m = emit(ctx, "subtract", vec![m, s(5.0 * a)], &[])?;
+                        let m = emit(ctx, "multiply", vec![m, z.clone()], &[])?;
+                        let m = emit(ctx, "add", vec![m, s(8.0 * a)], &[])?;
+                        let m = emit(ctx, "multiply", vec![m, z], &[])?;
+                        emit(ctx, "subtract", vec![m, s(4.0 * a)], &[])
+                    }
+                };
+                let t1 = emit(ctx, "add", vec![t.clone(), s(1.0)], &[])?;
+                let one_t = emit(ctx, "subtract", vec![s(1.0), t.clone()], &[])?;
+                let two_t = emit(ctx, "subtract", vec![s(2.0), t.clone()], &[])?;
+                let w = vec![
+                    cubic(ctx, t1, false)?,
+                    cubic(ctx, t, true)?,
+                    cubic(ctx, one_t, true)?,
+                    cubic(ctx, two_t, false)?,
+                ];
+                (x0, vec![-1, 0, 1, 2], w)
+            }
+        };
+        let mut taps = Vec::new();
+        for (off, w) in offsets.iter().zip(weights) {
+            let pos = emit(ctx, "add", vec![base.clone(), s(*off as f64)], &[])?;
+            let (pos, valid) = match pad.as_str() {
+                "zeros" => {
+                    let ge = emit(ctx, "greater_equal", vec![pos.clone(), s(0.0)], &[])?;
+                    let le = emit(ctx, "less_equal", vec![pos.clone(), s(df - 1.0)], &[])?;
+                    let ok = emit(ctx, "logical_and", vec![ge, le], &[])?;
+                    let t = emit(ctx, "maximum", vec![pos, s(0.0)], &[])?;
+                    (emit(ctx, "minimum", vec![t, s(df - 1.0)], &[])?, Some(ok))
+                }
+                "border" => {
+                    let t = emit(ctx, "maximum", vec![pos, s(0.0)], &[])?;
+                    (emit(ctx, "minimum", vec![t, s(df - 1.0)], &[])?, None)
+                }
+                _ => {
+                    let r = reflect(ctx, pos, lo, hi)?;
+                    let r = emit(ctx, "trunc", vec![r], &[])?;
+                    let t = emit(ctx, "maximum", vec![r, s(0.0)], &[])?;
+                    (emit(ctx, "minimum", vec![t, s(df - 1.0)], &[])?, None)
+                }
+            };
+            let idx = astype(ctx, pos, f, i64t)?;
+            taps.push((idx, w, valid));
+        }
+        axes_taps.push(taps);
+    }
+    let a = x(ctx, n, 0)?;
+    let a = astype(ctx, a, xv.dtype, f)?;
+    let a = reshape_expr(ctx, a, ints(&[nb, c, p]))?;
+    let strides: Vec<i64> = (0..k).map(|i| dims[i + 1..].iter().product()).collect();
+    let mut combos: Vec<Vec<usize>> = vec![vec![]];
+    for taps in &axes_taps {
+        combos = combos
+            .into_iter()
+            .flat_map(|cmb| (0..taps.len()).map(move |t| [cmb.clone(), vec![t]].concat()))
+            .collect();
+    }
+    let mut acc: Option<Expr> = None;
+    for cmb in combos {
+        let mut flat: Option<Expr> = None;
+        let mut weight: Option<Expr> = None;
+        let mut valid: Option<Expr> = None;
+        for (i, &t) in cmb.iter().enumerate() {
+            let (idx, w, ok) = &axes_taps[i][t];
+            let term = emit(ctx, "multiply", vec![idx.clone(), scalar(i64t, strides[i] as f64)], &[])?;
+            flat = Some(match flat {
+                None => term,
+                Some(fl) => emit(ctx, "add", vec![fl, term], &[])?,
+            });
+            weight = Some(match weight {
+                None => w.clone(),
+                Some(wt) => emit(ctx, "multiply", vec![wt, w.clone()], &[])?,
+            });
+            if let Some(ok) = ok {
+                valid = Some(match valid {
+                    None => ok.clone(),
+                    Some(v) => emit(ctx, "logical_and", vec![v, ok.clone()], &[])?,
+                });
+            }
+        }
+        let flat = flat.ok_or("no axes")?;
+        let mut w = weight.ok_or("no axes")?;
+        if let Some(v) = valid {
+            w = emit(ctx, "where", vec![v, w, s(0.0)], &[])?;
+        }
+        let fi = emit(ctx, "expand_dims", vec![flat], &[("axis", ints_attr(&[1]))])?;
+        let fi = emit(ctx, "broadcast_to", vec![fi, Expr::shape(ints(&[nb, c, q]))], &[])?;
+        let got = emit(
+            ctx,
+            "gather_elements",
+            vec![a.clone(), fi],
+            &[("axis", AttrValue::Int(2))],
+        )?;
+        let w = emit(ctx, "broadcast_to", vec![w, Expr::shape(ints(&[nb, q]))], &[])?;
+        let w = emit(ctx, "expand_dims", vec![w], &[("axis", ints_attr(&[1]))])?;
+        let t = emit(ctx, "multiply", vec![got, w], &[])?;
+        acc = Some(match acc {
+            None => t,
+            Some(sum) => emit(ctx, "add", vec![sum, t], &[])?,
+        });
+    }
+    let y = acc.ok_or("no taps")?;
+    let mut out = vec![nb, c];
+    out.extend_from_slice(&gs[1..=k]);
+    let y = reshape_expr(ctx, y, ints(&out))?;
+    let y = astype(ctx, y, f, xv.dtype)?;
+    out1(tval_leaf(ctx, y)?)
+}

@@ -415,3 +415,54 @@ fn a_batch_of_one_folds_into_the_rows() {
     let want: f64 = (0..64).map(|k| x[19 * 64 + k] * w[k * 48 + 47]).sum();
     assert_close(&g[19 * 48 + 47..][..1], &[want], 1e-4, 1e-4, "last element");
 }
+
+/// `NT_matmul` (a weight read untransposed, `w[j, k]`, as `fuse-transpose-matmul`
+/// writes a linear layer): the weight's four reduction steps come in one vec4 load
+/// per column, with the row operand in vec4 loads too or, with a symbolic row count,
+/// one step at a time; both match the host and a product computed here.
+#[test]
+fn an_untransposed_weight_is_read_four_steps_at_a_time() {
+    for (params, rows) in [
+        (
+            r#"x: R.Tensor((1, 3, 64), "float32"), w: R.Tensor((40, 64), "float32")"#,
+            None,
+        ),
+        (
+            r#"x: R.Tensor((1, "n", 64), "float32"), w: R.Tensor((40, 64), "float32")"#,
+            Some(3),
+        ),
+    ] {
+        let src = format!(
+            "@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n        wt = R.permute_dims(w)\n        y = R.matmul(x, wt)\n        return y\n"
+        );
+        let module = relax_ir::text::parse(&src).expect("module parses").into_module();
+        let normalized = relax_checker::normalize::normalize_module(&module).module;
+        let fused = relax_transform::transpose_matmul::fuse_transpose_matmul(&normalized).expect("fuses");
+        let legalized = relax_transform::legalize::legalize_module(&fused).expect("legalizes");
+        let Some(relax_ir::BaseFunc::Prim(f)) = legalized.get("NT_matmul") else {
+            panic!("no NT_matmul")
+        };
+        let opts = ScheduleOptions {
+            subgroups: false,
+            subgroup_matmul: false,
+            vec4_reduction: true,
+            ..ScheduleOptions::default()
+        };
+        let src = relax_jit::emit_program(f, &relax_jit::DeviceCaps::ALL, &opts).expect("emits");
+        let wgsl = &src.kernels[0].wgsl;
+        assert!(wgsl.contains("b1_w_v4"), "weight read as vec4:\n{wgsl}");
+        assert_eq!(
+            wgsl.contains("b0_x_v4"),
+            rows.is_none(),
+            "rows as vec4 only when static:\n{wgsl}"
+        );
+        let Some(gpu) = jit(false, 256) else { return };
+        let inputs = random_f32_inputs(&[vec![1, 3, 64], vec![40, 64]], |i| 17 + i as u64, -1.0, 1.0);
+        let out = HostTensor::zeros(F32, &[1, 3, 40]).expect("out");
+        let (h, g) = host_and_gpu(f, &inputs, &out, &gpu);
+        assert_close(&g, &h, 1e-4, 1e-4, "NT_matmul");
+        let (x, w) = (inputs[0].to_f64_vec(), inputs[1].to_f64_vec());
+        let want: f64 = (0..64).map(|k| x[2 * 64 + k] * w[39 * 64 + k]).sum();
+        assert_close(&g[2 * 40 + 39..][..1], &[want], 1e-4, 1e-4, "last element");
+    }
+}

@@ -576,8 +576,16 @@ fn matmul_kernel(
         ),
         None => unrolled(&jj, tn, store(&ys, jj.to_expr(), y_at)),
     };
-    let update = |x: PrimExpr| {
-        let rhs = expr::map_expr(&rhs, &mut |e| crate::lower::expr_eq(e, &xr).then(|| x.clone()));
+    let update_with = |x: PrimExpr, y: PrimExpr| {
+        let rhs = expr::map_expr(&rhs, &mut |e| {
+            if crate::lower::expr_eq(e, &xr) {
+                Some(x.clone())
+            } else if crate::lower::expr_eq(e, &yr) {
+                Some(y.clone())
+            } else {
+                None
+            }
+        });
         for_loop(
             &ii,
             i32c(tm),
@@ -593,48 +601,84 @@ fn matmul_kernel(
             ),
         )
     };
-    let step = Stmt::Seq(vec![
-        unrolled(&ii, tm, store(&xs, ii.to_expr(), x_at)),
-        y_loads.clone(),
-        update(xr.clone()),
-    ]);
+    let update = |x: PrimExpr| update_with(x, yr.clone());
+    // With four-element row loads along the reduction, the column operand is loaded
+    // four reduction steps at a time too when it is contiguous there (a weight read
+    // untransposed, `NT_matmul`'s `w[j, k]`): `yr4[jj * 4 + kk]`.
+    let y_vec_k = y_split.as_ref().filter(|sp| {
+        y_vec.is_none()
+            && hoisted.is_none()
+            && plain_f32(&mm.y)
+            && kconst.is_some_and(|k| k % 4 == 0)
+            && numel_multiple_of_4(&sp.buf)
+            && contiguous(&sp.inner, &r.reduce)
+            && aligned(&sp.outer, &col_vars)
+    });
+    let x_loads = unrolled(&ii, tm, store(&xs, ii.to_expr(), x_at));
+    let step = Stmt::Seq(vec![x_loads.clone(), y_loads.clone(), update(xr.clone())]);
     let kloop = match &hoisted {
-        None if x_vec.is_some() && kconst.is_some() => {
-            // Four reduction steps per iteration: each row's four weights in one
-            // load into `xr4[ii * 4 + kk]`.
-            let sp = x_vec.expect("checked");
+        None if (x_vec.is_some() || y_vec_k.is_some()) && kconst.is_some() => {
+            // Four reduction steps per iteration: each row's four weights in one load
+            // into `xr4[ii * 4 + kk]` (`x_vec`), and each column's four elements into
+            // `yr4[jj * 4 + kk]` (`y_vec_k`); an operand without its four-element
+            // load is read one step at a time.
             let [k4, kk] = int_vars(["k4", "kk"]);
             let xs4 = Buffer::with_scope("xr4", xdt, vec![PrimExpr::int(tm * 4)], "local");
+            let ys4 = Buffer::with_scope("yr4", ydt, vec![PrimExpr::int(tn * 4)], "local");
             let kbase = mul(k4.to_expr(), i32c(4));
-            let xload = unrolled(
-                &ii,
-                tm,
-                vload4(
-                    &xs4,
-                    mul(ii.to_expr(), i32c(4)),
-                    &sp.buf,
-                    bin(BinOp::Div, add(ld(&sp.base, ii.to_expr()), kbase.clone()), i32c(4)),
-                ),
-            );
-            let x4 = ld(&xs4, add(mul(ii.to_expr(), i32c(4)), kk.to_expr()));
+            let load4 = |dst: &Buffer, lane: &TirVar, n: i64, sp: &Split| {
+                unrolled(
+                    lane,
+                    n,
+                    vload4(
+                        dst,
+                        mul(lane.to_expr(), i32c(4)),
+                        &sp.buf,
+                        bin(BinOp::Div, add(ld(&sp.base, lane.to_expr()), kbase.clone()), i32c(4)),
+                    ),
+                )
+            };
+            let mut loads = Vec::new();
+            let mut per_step = Vec::new();
+            let x = match x_vec {
+                Some(sp) => {
+                    loads.push(load4(&xs4, &ii, tm, sp));
+                    ld(&xs4, add(mul(ii.to_expr(), i32c(4)), kk.to_expr()))
+                }
+                None => {
+                    per_step.push(x_loads.clone());
+                    xr.clone()
+                }
+            };
+            let y = match y_vec_k {
+                Some(sp) => {
+                    loads.push(load4(&ys4, &jj, tn, sp));
+                    ld(&ys4, add(mul(jj.to_expr(), i32c(4)), kk.to_expr()))
+                }
+                None => {
+                    per_step.push(y_loads.clone());
+                    yr.clone()
+                }
+            };
+            per_step.push(update_with(x, y));
             let sub = unrolled(
                 &kk,
                 4,
                 let_(
                     &kv,
-                    expr::cast(add(kbase, kk.to_expr()), kv.dtype()),
-                    kstep(Stmt::Seq(vec![y_loads.clone(), update(x4)])),
+                    expr::cast(add(kbase.clone(), kk.to_expr()), kv.dtype()),
+                    kstep(Stmt::Seq(per_step)),
                 ),
             );
-            Stmt::Alloc {
-                buffer: xs4,
-                body: Box::new(for_loop(
-                    &k4,
-                    i32c(kconst.unwrap_or(0) / 4),
-                    ForKind::Serial,
-                    Stmt::Seq(vec![xload, sub]),
-                )),
-            }
+            loads.push(sub);
+            let used: Vec<Buffer> = [(x_vec.is_some(), xs4), (y_vec_k.is_some(), ys4)]
+                .into_iter()
+                .filter_map(|(used, b)| used.then_some(b))
+                .collect();
+            alloc_all(
+                used,
+                for_loop(&k4, i32c(kconst.unwrap_or(0) / 4), ForKind::Serial, Stmt::Seq(loads)),
+            )
         }
         None => for_loop(&kv, kext.clone(), ForKind::Serial, kstep(step)),
         Some(h) => {

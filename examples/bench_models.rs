@@ -100,7 +100,13 @@ struct Case {
 /// first run).
 fn case(dir: &Path, seq: Option<u64>) -> Result<Case, String> {
     let meta_path = dir.join("meta.json");
-    if !meta_path.is_file() {
+    // prep.py writes a meta.json of its own (the argument list, ONNX Runtime's time):
+    // only one listing programs is a transformer case.
+    let transformer = std::fs::read_to_string(&meta_path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|m| m.get("progs").is_some());
+    if !transformer {
         let tensors = read_npy_inputs(dir).map_err(|e| e.to_string())?;
         return Ok(Case {
             prog: dir.join("prog.py"),

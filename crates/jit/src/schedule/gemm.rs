@@ -703,6 +703,51 @@ fn matmul_kernel(
     // With an epilogue the write-back body is large: a loop the driver might not
     // unroll would index the accumulator dynamically and keep it out of registers
     // for the whole kernel, so it is unrolled here.
+    // The epilogue's loads and calls that read neither the accumulator nor a column
+    // loop (a batch norm's per-channel statistics) are computed once per tile row,
+    // at the row's clamped index, before its columns.
+    let mut row_invariants: Vec<(TirVar, PrimExpr)> = Vec::new();
+    let stored = match epi {
+        None => store(&r.out, out_at, ld(&acc, acc_idx.clone())),
+        Some(e) => {
+            let tile_acc = ld(&acc, acc_idx.clone());
+            let value = expr::map_expr(&e.value, &mut |x| {
+                if matches!(x.kind(), relax_ir::tir::PrimExprKind::BufferLoad { buffer, .. } if *buffer == e.acc) {
+                    return Some(tile_acc.clone());
+                }
+                if expr::loads_buffer(x, &e.acc)
+                    || col_vars.iter().any(|v| expr::uses_var(x, v))
+                    || !x.dtype().is_float()
+                    || load_count(x) == 0
+                {
+                    return None;
+                }
+                let v = TirVar::new(format!("ep{}", row_invariants.len()), x.dtype());
+                row_invariants.push((v.clone(), expr::subst(x, &xmap)));
+                Some(v.to_expr())
+            });
+            store(&e.out, expr::subst(&e.index, &elem_map), expr::subst(&value, &elem_map))
+        }
+    };
+    let row = unrolled(
+        &jj,
+        tn,
+        if_(
+            bin(
+                BinOp::And,
+                bin(BinOp::Lt, irow.clone(), m32.clone()),
+                bin(BinOp::Lt, jcol.clone(), n32.clone()),
+            ),
+            stored,
+        ),
+    );
+    let row = row_invariants
+        .into_iter()
+        .rev()
+        .fold(row, |body, (v, value)| let_(&v, value, body));
+    // With an epilogue the write-back body is large: a loop the driver might not
+    // unroll would index the accumulator dynamically and keep it out of registers
+    // for the whole kernel, so it is unrolled here.
     let write = for_loop(
         &ii,
         i32c(tm),
@@ -711,28 +756,7 @@ fn matmul_kernel(
         } else {
             ForKind::Serial
         },
-        unrolled(
-            &jj,
-            tn,
-            if_(
-                bin(
-                    BinOp::And,
-                    bin(BinOp::Lt, irow.clone(), m32.clone()),
-                    bin(BinOp::Lt, jcol.clone(), n32.clone()),
-                ),
-                match epi {
-                    None => store(&r.out, out_at, ld(&acc, acc_idx.clone())),
-                    Some(e) => {
-                        let tile_acc = ld(&acc, acc_idx.clone());
-                        let value = expr::map_expr(&e.value, &mut |x| {
-                            matches!(x.kind(), relax_ir::tir::PrimExprKind::BufferLoad { buffer, .. } if *buffer == e.acc)
-                                .then(|| tile_acc.clone())
-                        });
-                        store(&e.out, expr::subst(&e.index, &elem_map), expr::subst(&value, &elem_map))
-                    }
-                },
-            ),
-        ),
+        row,
     );
     let mut steps = Vec::new();
     if !col_init.is_empty() {

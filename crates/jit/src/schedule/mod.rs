@@ -10,6 +10,12 @@
 //! * [`gemm`]: matmul-like reductions and implicit GEMMs (convolutions), register
 //!   blocking, each thread computing a `TM x TN` tile of outputs with the operands
 //!   of one `k` step held in registers.
+//! * [`grouped`]: grouped convolutions as one implicit GEMM per group (the
+//!   output-channel loop split into group and channel within the group), built by
+//!   the [`gemm`] schedule.
+//! * [`window_conv`]: convolutions the GEMMs decline (depthwise) as direct
+//!   kernels, each thread a row of outputs whose overlapping input windows are
+//!   loaded once into registers.
 //! * [`pool`]: pooling-shaped reductions (global average pooling, small windows).
 //! * [`reduce`]: few outputs reducing many elements, one workgroup per output with
 //!   a tree reduction in workgroup memory or subgroup operations.
@@ -36,9 +42,11 @@ mod build;
 pub(crate) mod fused_reduction;
 mod gemm;
 mod gpu_op;
+mod grouped;
 pub(crate) mod pool;
 mod reduce;
 mod spatial;
+mod window_conv;
 
 pub(crate) use build::{
     alloc_all, decompose, i32c, if_, int_vars, let_, steps_per_trip, store, to_i32, total_of, unrolled, MAX_LOOP_TRIPS,
@@ -260,6 +268,16 @@ pub const SCHEDULES: &[Rule] = &[
         pattern: Pattern::Reduction(gemm_plain),
     },
     Rule {
+        name: "per-group GEMM (grouped convolution)",
+        naive: false,
+        pattern: Pattern::Reduction(grouped_plain),
+    },
+    Rule {
+        name: "register-tiled direct window convolution (depthwise)",
+        naive: false,
+        pattern: Pattern::Reduction(window_conv_plain),
+    },
+    Rule {
         name: "pooling",
         naive: false,
         pattern: Pattern::Reduction(pool::pool_kernel),
@@ -285,6 +303,16 @@ pub const SCHEDULES: &[Rule] = &[
         pattern: Pattern::Fused(gemm_fused),
     },
     Rule {
+        name: "fused per-group GEMM (grouped convolution)",
+        naive: false,
+        pattern: Pattern::Fused(grouped_fused),
+    },
+    Rule {
+        name: "fused register-tiled direct window convolution (depthwise)",
+        naive: false,
+        pattern: Pattern::Fused(window_conv_fused),
+    },
+    Rule {
         name: "fused pooling window",
         naive: false,
         pattern: Pattern::Fused(pool::fused_window_kernel),
@@ -302,6 +330,22 @@ fn gemm_plain(r: &Reduction, name: &str, opts: &ScheduleOptions) -> Option<GpuKe
 
 fn gemm_fused(r: &Reduction, epi: &Epilogue, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {
     gemm::gemm_kernel(r, Some(epi), name, opts)
+}
+
+fn grouped_plain(r: &Reduction, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {
+    grouped::grouped_gemm(r, None, name, opts)
+}
+
+fn grouped_fused(r: &Reduction, epi: &Epilogue, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {
+    grouped::grouped_gemm(r, Some(epi), name, opts)
+}
+
+fn window_conv_plain(r: &Reduction, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {
+    window_conv::window_conv_kernel(r, None, name, opts)
+}
+
+fn window_conv_fused(r: &Reduction, epi: &Epilogue, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {
+    window_conv::window_conv_kernel(r, Some(epi), name, opts)
 }
 
 fn spatial_any(body: &Stmt, name: &str, opts: &ScheduleOptions) -> Option<GpuKernel> {

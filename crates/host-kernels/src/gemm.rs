@@ -4,9 +4,9 @@
 
 use rayon::prelude::*;
 
-use crate::microkernel;
 use crate::simd::{axpy, dot};
 use crate::{check_len, for_chunks, pieces, Epilogue, KernelError, Result, SendConst, SendPtr};
+use crate::{microkernel, nt};
 
 /// A strided read-only matrix operand: element `(i, j)` is `data[i * rs + j * cs]`.
 #[derive(Clone, Copy, Debug)]
@@ -128,6 +128,26 @@ impl Gemm<'_> {
         }
         let work = m * n * k.max(1);
         let isa = microkernel::detect();
+        if let (Some(isa), 1, 1, true, true) = (isa, a.cs, b.rs, b.cs >= k, k > 0) {
+            // `B` is `Bᵀ` stored row-major (`[n, k]`, a weight read untransposed).
+            let ops = nt::NtOperands {
+                a: a.data.as_ptr(),
+                lda: a.rs,
+                b: b.data.as_ptr(),
+                ldb: b.cs,
+                c: c.as_mut_ptr(),
+                ldc: n,
+            };
+            // SAFETY: the operands were bounds-checked above, the CPU has `isa`,
+            // `k > 0`, and `c` is borrowed mutably.
+            unsafe { nt::gemm_nt(isa, m, k, n, ops, parallel) };
+            if !epilogue.is_identity() {
+                for (i, row) in c.chunks_mut(n).enumerate() {
+                    epilogue.apply_row(channel0 + i, i * n, row);
+                }
+            }
+            return Ok(());
+        }
         let (ap, bp, cp) = (
             SendConst(a.data.as_ptr()),
             SendConst(b.data.as_ptr()),
@@ -142,12 +162,6 @@ impl Gemm<'_> {
                     for i in r0..r1 {
                         std::ptr::write_bytes(cp.0.add(i * n + c0), 0, c1 - c0);
                     }
-                } else if let (Some(isa), 1, 1, true) = (isa, a.cs, b.rs, b.cs >= k) {
-                    // `B` is `Bᵀ` stored row-major (`[n, k]`, a weight read
-                    // untransposed): `Cᵀ = Bᵀ Aᵀ` on the register tiles, with the
-                    // small `A` and `C` blocks transposed through scratch instead of
-                    // the whole weight.
-                    nt_block(isa, k, (ap.0, a.rs), (bp.0, b.cs), (cp.0, n), (r0, r1), (c0, c1));
                 } else if let (Some(isa), 1, 1) = (isa, a.cs, b.cs) {
                     let ops = microkernel::Operands {
                         a: ap.0,
@@ -207,73 +221,6 @@ impl Gemm<'_> {
         }
         Ok(())
     }
-}
-
-/// `C[r0..r1, c0..c1] = A[r0..r1, :] * B[:, c0..c1]` where `B` is given as its
-/// transpose `Bt` (`[n, k]` row-major, row stride `ldbt`): the register tiles
-/// compute `Ct = Bt[c0..c1, :] * At` with `At` (`k x rows`) a transposed copy of the
-/// block's rows of `A`, and `Ct` is transposed into `C`. Copies `rows * (k + cols)`
-/// elements instead of packing the `k x cols` weight.
-///
-/// # Safety
-/// As for [`microkernel::gemm_block`]: the pointers cover the ranges (`A`: rows
-/// `r0..r1` of `k` elements with stride `lda`; `Bt`: rows `c0..c1` of `k` with stride
-/// `ldbt`; `C`: the block with row stride `ldc`) and no other thread writes the block.
-unsafe fn nt_block(
-    isa: microkernel::Isa,
-    k: usize,
-    (a, lda): (*const f32, usize),
-    (bt, ldbt): (*const f32, usize),
-    (c, ldc): (*mut f32, usize),
-    (r0, r1): (usize, usize),
-    (c0, c1): (usize, usize),
-) {
-    let (rows, cols) = (r1 - r0, c1 - c0);
-    NT_SCRATCH.with(|cell| {
-        let mut guard = cell.borrow_mut();
-        let (at, ct) = &mut *guard;
-        at.clear();
-        at.resize(k * rows, 0.0);
-        ct.clear();
-        ct.resize(cols * rows, 0.0);
-        // At[kk][i] = A[r0 + i][kk], in blocks of sixteen columns of A (one cache
-        // line of each row read, sixteen rows of At written).
-        for k0 in (0..k).step_by(16) {
-            let k1 = (k0 + 16).min(k);
-            for i in 0..rows {
-                let src = a.add((r0 + i) * lda);
-                for kk in k0..k1 {
-                    *at.get_unchecked_mut(kk * rows + i) = *src.add(kk);
-                }
-            }
-        }
-        let ops = microkernel::Operands {
-            a: bt.add(c0 * ldbt),
-            lda: ldbt,
-            b: at.as_ptr(),
-            ldb: rows,
-            c: ct.as_mut_ptr(),
-            ldc: rows,
-        };
-        microkernel::gemm_block(isa, k, (0, cols), (0, rows), ops);
-        // C[r0 + i][c0 + j] = Ct[j][i], in blocks of sixteen columns of C (sixteen
-        // rows of Ct read while one cache line of each row of C is written).
-        for j0 in (0..cols).step_by(16) {
-            let j1 = (j0 + 16).min(cols);
-            for i in 0..rows {
-                let dst = c.add((r0 + i) * ldc + c0);
-                for j in j0..j1 {
-                    *dst.add(j) = *ct.get_unchecked(j * rows + i);
-                }
-            }
-        }
-    });
-}
-
-thread_local! {
-    /// Per-thread scratch of [`nt_block`]: the transposed `A` and `C` blocks.
-    static NT_SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// Products with at most this many rows of the left operand run as [`gemv`].

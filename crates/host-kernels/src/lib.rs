@@ -24,6 +24,7 @@ pub mod gemv;
 pub mod library;
 pub mod math;
 mod microkernel;
+mod nt;
 pub mod ordered;
 pub mod pool;
 pub mod simd;
@@ -129,6 +130,21 @@ pub(crate) struct SendConst<T>(pub *const T);
 // SAFETY: the pointee is only read while the borrow it came from is alive.
 unsafe impl<T> Send for SendConst<T> {}
 unsafe impl<T> Sync for SendConst<T> {}
+
+impl<T> SendConst<T> {
+    /// The pointer (a closure that calls this captures the whole wrapper, which may
+    /// cross threads, rather than the bare pointer field).
+    pub(crate) fn get(self) -> *const T {
+        self.0
+    }
+}
+
+impl<T> SendPtr<T> {
+    /// The pointer (see [`SendConst::get`]).
+    pub(crate) fn get(self) -> *mut T {
+        self.0
+    }
+}
 
 /// Below this much work (elements or multiply-adds) a kernel stays on the calling
 /// thread: waking rayon's pool costs more than it saves.

@@ -26,7 +26,7 @@ pub(crate) fn detect() -> Option<Isa> {
 }
 
 /// Every [`Isa`] this CPU supports, best first.
-fn available() -> impl Iterator<Item = Isa> {
+pub(crate) fn available() -> impl Iterator<Item = Isa> {
     [Isa::Avx512, Isa::Avx2].into_iter().filter(|&isa| supported(isa))
 }
 

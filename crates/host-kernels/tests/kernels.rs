@@ -214,6 +214,12 @@ fn matmul_with_transposed_rhs_matches_reference() {
         (32, 128, 512),
         (200, 64, 300),
         (5, 0, 4),
+        (0, 5, 4),
+        (4, 5, 0),
+        (6, 1, 1),
+        (1, 1, 40),
+        (33, 129, 97),
+        (130, 300, 70),
     ] {
         let a = random(m * k, 3);
         let bt = random(n * k, 4);

@@ -1,6 +1,7 @@
 //! GFLOP/s of the matrix products at the shapes of transformer layers: `x @ Wᵀ` with
-//! the weight stored `[n, k]` (as `nn.Linear` keeps it), on one thread and on rayon's
-//! whole pool.
+//! the weight stored `[n, k]` (`bt`, as `nn.Linear` keeps it) and `x @ W` with the
+//! weight stored `[k, n]` (`nn`, as ONNX `MatMul` initializers are), on one thread
+//! and on rayon's whole pool.
 //!
 //! On one thread it also reports GFLOP/s per second of the thread's own CPU time
 //! (`cpu`), which a machine busy with other work disturbs less than the wall clock.
@@ -40,11 +41,15 @@ fn main() {
                 return;
             }
         };
-        for &(m, k, n) in &shapes {
+        for (&(m, k, n), bt) in shapes.iter().flat_map(|s| [(s, true), (s, false)]) {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 13) as f32 * 0.1 - 0.6).collect();
             let w: Vec<f32> = (0..n * k).map(|i| ((i * 5) % 11) as f32 * 0.05 - 0.25).collect();
             let mut c = vec![0f32; m * n];
-            let bm = MatRef { data: &w, rs: 1, cs: k };
+            let bm = if bt {
+                MatRef { data: &w, rs: 1, cs: k }
+            } else {
+                MatRef::row_major(&w, n)
+            };
             let run = |c: &mut [f32]| {
                 sgemm_parallel(m, k, n, MatRef::row_major(&a, k), bm, c, &Epilogue::default(), 0).expect("valid shapes")
             };
@@ -75,7 +80,8 @@ fn main() {
                 String::new()
             };
             println!(
-                "threads {threads} m {m:4} k {k:4} n {n:4}: median {:9.1} us  {gflops:6.1} GFLOP/s (min {:9.1} us {:6.1} GFLOP/s){per_cpu}",
+                "threads {threads} {} m {m:4} k {k:4} n {n:4}: median {:9.1} us  {gflops:6.1} GFLOP/s (min {:9.1} us {:6.1} GFLOP/s){per_cpu}",
+                if bt { "bt" } else { "nn" },
                 med * 1e6,
                 times[0] * 1e6,
                 flop / times[0] / 1e9

@@ -1,12 +1,12 @@
-//! Matrix products: register-tiled AVX-512 / AVX2 kernels on row-major operands
-//! (the `microkernel` module), `matrixmultiply` for strided operands and other CPUs,
-//! split over rayon.
+//! Matrix products: cache-blocked, register-tiled AVX-512 / AVX2 kernels on
+//! row-major operands and transposed weights (the `blocked` module),
+//! `matrixmultiply` for other strides and other CPUs, split over rayon.
 
 use rayon::prelude::*;
 
 use crate::simd::{axpy, dot};
+use crate::{blocked, microkernel};
 use crate::{check_len, for_chunks, pieces, Epilogue, KernelError, Result, SendConst, SendPtr};
-use crate::{microkernel, nt};
 
 /// A strided read-only matrix operand: element `(i, j)` is `data[i * rs + j * cs]`.
 #[derive(Clone, Copy, Debug)]
@@ -128,25 +128,39 @@ impl Gemm<'_> {
         }
         let work = m * n * k.max(1);
         let isa = microkernel::detect();
-        if let (Some(isa), 1, 1, true, true) = (isa, a.cs, b.rs, b.cs >= k, k > 0) {
-            // `B` is `Bᵀ` stored row-major (`[n, k]`, a weight read untransposed).
-            let ops = nt::NtOperands {
+        if let (Some(isa), true) = (isa, k > 0) {
+            let cp = c.as_mut_ptr();
+            let ops = |ldb| blocked::Operands {
                 a: a.data.as_ptr(),
                 lda: a.rs,
                 b: b.data.as_ptr(),
-                ldb: b.cs,
-                c: c.as_mut_ptr(),
+                ldb,
+                c: cp,
                 ldc: n,
             };
-            // SAFETY: the operands were bounds-checked above, the CPU has `isa`,
-            // `k > 0`, and `c` is borrowed mutably.
-            unsafe { nt::gemm_nt(isa, m, k, n, ops, parallel) };
-            if !epilogue.is_identity() {
-                for (i, row) in c.chunks_mut(n).enumerate() {
-                    epilogue.apply_row(channel0 + i, i * n, row);
+            if let (1, 1, true) = (a.cs, b.rs, b.cs >= k) {
+                // `B` is `Bᵀ` stored row-major (`[n, k]`, a weight read untransposed).
+                // SAFETY: the operands were bounds-checked above, the CPU has `isa`,
+                // `k > 0`, and `c` is borrowed mutably.
+                unsafe { blocked::gemm_nt(isa, m, k, n, ops(b.cs), parallel) };
+                if !epilogue.is_identity() {
+                    for (i, row) in c.chunks_mut(n).enumerate() {
+                        epilogue.apply_row(channel0 + i, i * n, row);
+                    }
                 }
+                return Ok(());
             }
-            return Ok(());
+            if let (1, 1) = (a.cs, b.cs) {
+                let ops = ops(b.rs);
+                let rows = |i: usize, cols: std::ops::Range<usize>, row: &mut [f32]| {
+                    if !epilogue.is_identity() {
+                        epilogue.apply_row(channel0 + i, i * n + cols.start, row);
+                    }
+                };
+                // SAFETY: as above.
+                unsafe { blocked::gemm_nn(isa, m, k, n, ops, parallel, &rows) };
+                return Ok(());
+            }
         }
         let (ap, bp, cp) = (
             SendConst(a.data.as_ptr()),
@@ -162,16 +176,6 @@ impl Gemm<'_> {
                     for i in r0..r1 {
                         std::ptr::write_bytes(cp.0.add(i * n + c0), 0, c1 - c0);
                     }
-                } else if let (Some(isa), 1, 1) = (isa, a.cs, b.cs) {
-                    let ops = microkernel::Operands {
-                        a: ap.0,
-                        lda: a.rs,
-                        b: bp.0,
-                        ldb: b.rs,
-                        c: cp.0,
-                        ldc: n,
-                    };
-                    microkernel::gemm_block(isa, k, (r0, r1), (c0, c1), ops);
                 } else {
                     matrixmultiply::sgemm(
                         r1 - r0,

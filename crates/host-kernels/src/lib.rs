@@ -17,6 +17,7 @@
 //! Tensors are row-major; every kernel checks the lengths of its slices against the
 //! shapes it is given and reports a [`KernelError`] instead of panicking.
 
+mod blocked;
 pub mod conv;
 pub mod elementwise;
 pub mod gemm;
@@ -24,7 +25,6 @@ pub mod gemv;
 pub mod library;
 pub mod math;
 mod microkernel;
-mod nt;
 pub mod ordered;
 pub mod pool;
 pub mod simd;

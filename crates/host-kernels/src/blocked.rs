@@ -1,29 +1,41 @@
-//! `C = A Bᵀ` for a weight `B` stored `[n, k]` row-major (`x @ permute_dims(W)`, the
-//! products of every `nn.Linear`), cache-blocked for the register tiles.
+//! Cache-blocked matrix products on the register tiles of [`crate::microkernel`]:
+//! `MR` rows of one operand, read in place (one element of each broadcast per step),
+//! times a panel of `NR` columns of the other, packed so that each step's `NR` values
+//! lie side by side. Both products block `k` in steps of [`KC`], so that a packed
+//! panel (`KC x NR`, 16 KiB for AVX-512) and a tile's rows share L1.
 //!
-//! The tiles compute `Cᵀ = B Aᵀ`: a tile holds `MR` rows of `B` (one element of each
-//! broadcast per step, read straight from the weight, which is never copied) times
-//! `NR` rows of `A` (one vector per step, from a packed copy of `A` in which each
-//! step's `NR` values lie side by side). The loops, outermost first:
+//! [`gemm_nt`]: `C = A Bᵀ` for a weight `B` stored `[n, k]` row-major
+//! (`x @ permute_dims(W)`, the products of every `nn.Linear`). The tiles compute
+//! `Cᵀ = B Aᵀ`: `MR` weight rows (never copied) times a panel of `A`, which is packed
+//! once per call (`m x k` values, small next to the weight for the activations of a
+//! layer), in parallel over its panels. The loops, outermost first:
 //!
 //! - blocks of [`NC_TILES`] x `MR` weight rows, each written out (transposed into
 //!   `C`) once all of `k` is summed: the block of `Cᵀ` stays in a per-thread buffer;
-//! - blocks of [`KC`] steps of `k`: the block's weights (`NC x KC`) stay in L2 while
-//!   every panel of `A` passes over them;
-//! - panels of `NR` rows of `A` (`KC x NR` packed values, in L1);
+//! - blocks of `k`: the block's weights (`NC x KC`) stay in L2 while every panel of
+//!   `A` passes over them;
+//! - panels of `NR` rows of `A` (in L1);
 //! - tiles of `MR` weight rows.
 //!
-//! `A` is packed once per call (`m x k` values, small next to the weight for the
-//! activations of a layer), in parallel over its panels. Threads split the weight
-//! rows. Edges: `A` is packed zero-padded to whole panels, and the last partial tile
-//! of weight rows is copied zero-padded per block of `k`, so every tile runs the same
-//! full-size code; the padding never reaches `C`.
+//! Threads split the weight rows.
+//!
+//! [`gemm_nn`]: `C = A B` for row-major `A` (`m x k`) and `B` (`k x n`): `MR` rows of
+//! `A` (read in place) times a panel of `B`, copied into a per-thread buffer one block
+//! of `k` at a time (plain row copies, with no transposition), so that `B`'s rows,
+//! often a multiple of 4 KiB apart, never compete for the same cache sets. Loops:
+//! blocks of `k`, panels of `B` (each packed once), tiles of `MR` rows of `A`
+//! (whose block stays in L2). Threads split the panels (or the rows of `A` when
+//! there are fewer panels than threads).
+//!
+//! Edges: partial panels are packed zero-padded, the last partial tile of rows is
+//! copied zero-padded per block of `k`, and partial tiles of `C` go through a scratch
+//! tile, so every tile runs the same full-size code; the padding never reaches `C`.
 
 use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use crate::microkernel::Isa;
+use crate::microkernel::{tile, Isa};
 use crate::{SendConst, SendPtr};
 
 /// Steps of `k` per block: a block's panel of `A` (`KC x NR`, 16 KiB for AVX-512)
@@ -36,15 +48,15 @@ const NC_TILES: usize = 8;
 /// Products of fewer multiply-adds than this run on the calling thread alone.
 pub(crate) const SERIAL_WORK: usize = crate::gemm::SERIAL_WORK;
 
-/// The operands: `A` (`m x k`, row stride `lda`), `B` (`n x k`, row stride `ldb`) and
-/// `C` (`m x n`, row stride `ldc`).
+/// The operands: `A` (`m x k`, row stride `lda`), `B` (`n x k` for [`gemm_nt`],
+/// `k x n` for [`gemm_nn`]; row stride `ldb`) and `C` (`m x n`, row stride `ldc`).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct NtOperands {
+pub(crate) struct Operands {
     /// `A`, read.
     pub a: *const f32,
     /// Row stride of `A`.
     pub lda: usize,
-    /// `B` (`[n, k]`), read.
+    /// `B`, read.
     pub b: *const f32,
     /// Row stride of `B`.
     pub ldb: usize,
@@ -57,7 +69,8 @@ pub(crate) struct NtOperands {
 thread_local! {
     /// The calling thread's packed `A`, reused from call to call.
     static PACKED_A: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
-    /// Each thread's block of `Cᵀ` and zero-padded partial weight tile.
+    /// Each thread's block of `Cᵀ` (or packed panel of `B`) and zero-padded partial
+    /// tile of rows.
     static SCRATCH: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
@@ -74,9 +87,9 @@ fn with_buffer<T: Default, R>(cell: &'static std::thread::LocalKey<RefCell<T>>, 
 /// the product is large enough, else on the calling thread.
 ///
 /// # Safety
-/// The pointers must cover the operands as [`NtOperands`] describes them, the CPU
+/// The pointers must cover the operands as [`Operands`] describes them, the CPU
 /// must support `isa`, `k > 0`, and no other thread may access `C` meanwhile.
-pub(crate) unsafe fn gemm_nt(isa: Isa, m: usize, k: usize, n: usize, ops: NtOperands, parallel: bool) {
+pub(crate) unsafe fn gemm_nt(isa: Isa, m: usize, k: usize, n: usize, ops: Operands, parallel: bool) {
     if m == 0 || n == 0 {
         return;
     }
@@ -103,7 +116,7 @@ pub(crate) unsafe fn gemm_nt(isa: Isa, m: usize, k: usize, n: usize, ops: NtOper
         let (b, ldb, c, ldc) = (SendConst(ops.b), ops.ldb, SendPtr(ops.c), ops.ldc);
         let range = |(r0, r1): (usize, usize)| {
             // `A` as packed (what the tiles read of it).
-            let ops = NtOperands {
+            let ops = Operands {
                 a: pa.get(),
                 lda: 0,
                 b: b.get(),
@@ -160,7 +173,7 @@ unsafe fn pack_panel(a: *const f32, lda: usize, m: usize, k: usize, i0: usize, n
 ///
 /// # Safety
 /// As for [`gemm_nt`]; `packed` is `A` packed by [`pack_panel`] for `isa`'s `NR`.
-unsafe fn rows(isa: Isa, m: usize, k: usize, packed: *const f32, ops: NtOperands, range: (usize, usize)) {
+unsafe fn rows(isa: Isa, m: usize, k: usize, packed: *const f32, ops: Operands, range: (usize, usize)) {
     with_buffer(&SCRATCH, |(ct, tail)| match isa {
         // SAFETY: the caller's contract; the CPU supports `isa`.
         #[cfg(target_arch = "x86_64")]
@@ -178,7 +191,7 @@ unsafe fn rows_avx512(
     m: usize,
     k: usize,
     packed: *const f32,
-    ops: NtOperands,
+    ops: Operands,
     range: (usize, usize),
     ct: &mut Vec<f32>,
     tail: &mut Vec<f32>,
@@ -193,7 +206,7 @@ unsafe fn rows_avx2(
     m: usize,
     k: usize,
     packed: *const f32,
-    ops: NtOperands,
+    ops: Operands,
     range: (usize, usize),
     ct: &mut Vec<f32>,
     tail: &mut Vec<f32>,
@@ -208,12 +221,12 @@ unsafe fn rows_tiled<const MR: usize, const NR: usize>(
     m: usize,
     k: usize,
     packed: *const f32,
-    ops: NtOperands,
+    ops: Operands,
     (n0, n1): (usize, usize),
     ct: &mut Vec<f32>,
     tail: &mut Vec<f32>,
 ) {
-    let NtOperands { b, ldb, c, ldc, .. } = ops;
+    let Operands { b, ldb, c, ldc, .. } = ops;
     let panels = m.div_ceil(NR);
     let mpad = panels * NR;
     let nc = MR * NC_TILES;
@@ -283,60 +296,190 @@ unsafe fn rows_tiled<const MR: usize, const NR: usize>(
     }
 }
 
-/// One tile: `C[r][0..NR] (+)= Σ_kk W[r][kk] * P[kk][0..NR]` for `r < MR`, with `W`'s
-/// rows `ldw` apart, `P` packed (`NR` values per step) and `C`'s rows `ldc` apart;
-/// `C` is added to when `accumulate`, else overwritten.
+/// `C = A B` (see the module documentation), on rayon's pool when `parallel` and the
+/// product is large enough, else on the calling thread; then `epilogue(i, row)` on
+/// each row `i` of `C` (columns in `cols`), by the thread that computed it.
 ///
 /// # Safety
-/// `W` covers `MR` rows of `kc`, `P` `kc * NR` values, `C` `MR` rows of `NR`.
-#[inline(always)]
-unsafe fn tile<const MR: usize, const NR: usize>(
-    kc: usize,
-    w: *const f32,
-    ldw: usize,
-    p: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    let mut acc = [[0f32; NR]; MR];
-    if accumulate {
-        for (r, row) in acc.iter_mut().enumerate() {
-            // SAFETY: row `r < MR` of C.
-            *row = unsafe { std::ptr::read_unaligned(c.add(r * ldc) as *const [f32; NR]) };
-        }
+/// The pointers must cover the operands as [`Operands`] describes them, the CPU
+/// must support `isa`, `k > 0`, and no other thread may access `C` meanwhile.
+pub(crate) unsafe fn gemm_nn<E>(isa: Isa, m: usize, k: usize, n: usize, ops: Operands, parallel: bool, epilogue: &E)
+where
+    E: Fn(usize, std::ops::Range<usize>, &mut [f32]) + Sync,
+{
+    if m == 0 || n == 0 {
+        return;
     }
-    // Four steps at a time: each row's address is computed once per four steps.
-    let mut kk = 0;
-    while kk + 4 <= kc {
-        for u in 0..4 {
-            // SAFETY: step `kk + u < kc` of P.
-            let pv: [f32; NR] = unsafe { std::ptr::read_unaligned(p.add((kk + u) * NR) as *const [f32; NR]) };
-            for (r, row) in acc.iter_mut().enumerate() {
-                // SAFETY: row `r < MR`, column `kk + u < kc` of W.
-                let wv = unsafe { *w.add(r * ldw + kk + u) };
-                for (acc, pv) in row.iter_mut().zip(&pv) {
-                    *acc = wv.mul_add(*pv, *acc);
+    let (mr, nr) = tile_shape(isa);
+    let panels = n.div_ceil(nr);
+    let work = m.saturating_mul(n).saturating_mul(k);
+    let threads = rayon::current_num_threads().max(1);
+    let parallel = parallel && threads > 1 && work >= SERIAL_WORK;
+    let (a, lda, b, ldb, c, ldc) = (
+        SendConst(ops.a),
+        ops.lda,
+        SendConst(ops.b),
+        ops.ldb,
+        SendPtr(ops.c),
+        ops.ldc,
+    );
+    let block = |rows: (usize, usize), panels: (usize, usize)| {
+        let ops = Operands {
+            a: a.get(),
+            lda,
+            b: b.get(),
+            ldb,
+            c: c.get(),
+            ldc,
+        };
+        // SAFETY: the caller's contract; the blocks of `C` are disjoint.
+        unsafe { nn_block(isa, k, n, ops, rows, panels) };
+        let cols = panels.0 * nr..(panels.1 * nr).min(n);
+        for i in rows.0..rows.1 {
+            // SAFETY: row `i < m` of `C`, columns below `n`; this block's own.
+            let row = unsafe { std::slice::from_raw_parts_mut(c.get().add(i * ldc + cols.start), cols.len()) };
+            epilogue(i, cols.clone(), row);
+        }
+    };
+    if !parallel {
+        block((0, m), (0, panels));
+    } else if panels >= threads {
+        let per = panels.div_ceil(threads);
+        (0..panels.div_ceil(per))
+            .into_par_iter()
+            .for_each(|t| block((0, m), (t * per, ((t + 1) * per).min(panels))));
+    } else {
+        let per = m.div_ceil(threads).next_multiple_of(mr);
+        (0..m.div_ceil(per))
+            .into_par_iter()
+            .for_each(|t| block((t * per, ((t + 1) * per).min(m)), (0, panels)));
+    }
+}
+
+/// Rows `i0..i1` and panels `p0..p1` (columns `p0 * NR ..`) of `C = A B`.
+///
+/// # Safety
+/// As for [`gemm_nn`].
+unsafe fn nn_block(isa: Isa, k: usize, n: usize, ops: Operands, rows: (usize, usize), panels: (usize, usize)) {
+    with_buffer(&SCRATCH, |(pb, tail)| match isa {
+        // SAFETY: the caller's contract; the CPU supports `isa`.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { nn_avx512(k, n, ops, rows, panels, pb, tail) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { nn_avx2(k, n, ops, rows, panels, pb, tail) },
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => unreachable!("no vector ISA is detected off x86_64"),
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn nn_avx512(
+    k: usize,
+    n: usize,
+    ops: Operands,
+    rows: (usize, usize),
+    panels: (usize, usize),
+    pb: &mut Vec<f32>,
+    tail: &mut Vec<f32>,
+) {
+    // SAFETY: forwarded contract.
+    unsafe { nn_tiled::<12, 32>(k, n, ops, rows, panels, pb, tail) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn nn_avx2(
+    k: usize,
+    n: usize,
+    ops: Operands,
+    rows: (usize, usize),
+    panels: (usize, usize),
+    pb: &mut Vec<f32>,
+    tail: &mut Vec<f32>,
+) {
+    // SAFETY: forwarded contract.
+    unsafe { nn_tiled::<6, 16>(k, n, ops, rows, panels, pb, tail) }
+}
+
+/// The blocked loops of [`gemm_nn`] over rows `i0..i1` and panels `p0..p1`.
+#[inline(always)]
+unsafe fn nn_tiled<const MR: usize, const NR: usize>(
+    k: usize,
+    n: usize,
+    ops: Operands,
+    (i0, i1): (usize, usize),
+    (p0, p1): (usize, usize),
+    pb: &mut Vec<f32>,
+    tail: &mut Vec<f32>,
+) {
+    let Operands { a, lda, b, ldb, c, ldc } = ops;
+    pb.clear();
+    pb.resize(KC * NR, 0.0);
+    tail.clear();
+    tail.resize(MR * KC, 0.0);
+    let tiles = (i1 - i0).div_ceil(MR);
+    let full = (i1 - i0) / MR;
+    let mut scratch = [[0f32; NR]; MR];
+    let mut kb0 = 0;
+    while kb0 < k {
+        let kc = KC.min(k - kb0);
+        if full < tiles {
+            // The last tile's rows of `A`, zero-padded to MR rows of `kc`.
+            let r0 = i0 + full * MR;
+            tail.fill(0.0);
+            for r in 0..i1 - r0 {
+                // SAFETY: row `r0 + r < i1 <= m` of `A`, columns `kb0..kb0 + kc <= k`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(a.add((r0 + r) * lda + kb0), tail.as_mut_ptr().add(r * kc), kc)
+                };
+            }
+        }
+        for p in p0..p1 {
+            let j0 = p * NR;
+            let cols = NR.min(n - j0);
+            if cols < NR {
+                pb.fill(0.0);
+            }
+            for kk in 0..kc {
+                // SAFETY: row `kb0 + kk < k` of `B`, columns `j0..j0 + cols <= n`;
+                // `pb` holds `KC * NR` values.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(b.add((kb0 + kk) * ldb + j0), pb.as_mut_ptr().add(kk * NR), cols)
+                };
+            }
+            for t in 0..tiles {
+                let i = i0 + t * MR;
+                let rows = MR.min(i1 - i);
+                let (w, ldw) = if t < full {
+                    // SAFETY: rows `i..i + MR <= i1` of `A`, columns from `kb0`.
+                    (unsafe { a.add(i * lda + kb0) }, lda)
+                } else {
+                    (tail.as_ptr(), kc)
+                };
+                // SAFETY: row `i < m`, column `j0 < n` of `C`.
+                let cij = unsafe { c.add(i * ldc + j0) };
+                if rows == MR && cols == NR {
+                    // SAFETY: `C` holds this whole tile.
+                    unsafe { tile::<MR, NR>(kc, w, ldw, pb.as_ptr(), cij, ldc, kb0 > 0) };
+                } else {
+                    // A partial tile of `C` through `scratch`.
+                    for (r, srow) in scratch.iter_mut().enumerate().take(rows) {
+                        if kb0 > 0 {
+                            // SAFETY: row `i + r < i1`, columns `j0..j0 + cols` of `C`.
+                            unsafe { std::ptr::copy_nonoverlapping(cij.add(r * ldc), srow.as_mut_ptr(), cols) };
+                        }
+                    }
+                    // SAFETY: `scratch` is a whole tile.
+                    unsafe { tile::<MR, NR>(kc, w, ldw, pb.as_ptr(), scratch.as_mut_ptr() as *mut f32, NR, kb0 > 0) };
+                    for (r, srow) in scratch.iter().enumerate().take(rows) {
+                        // SAFETY: as above.
+                        unsafe { std::ptr::copy_nonoverlapping(srow.as_ptr(), cij.add(r * ldc), cols) };
+                    }
                 }
             }
         }
-        kk += 4;
-    }
-    while kk < kc {
-        // SAFETY: step `kk < kc` of P.
-        let pv: [f32; NR] = unsafe { std::ptr::read_unaligned(p.add(kk * NR) as *const [f32; NR]) };
-        for (r, row) in acc.iter_mut().enumerate() {
-            // SAFETY: row `r < MR`, column `kk < kc` of W.
-            let wv = unsafe { *w.add(r * ldw + kk) };
-            for (acc, pv) in row.iter_mut().zip(&pv) {
-                *acc = wv.mul_add(*pv, *acc);
-            }
-        }
-        kk += 1;
-    }
-    for (r, row) in acc.iter().enumerate() {
-        // SAFETY: row `r < MR` of C.
-        unsafe { std::ptr::write_unaligned(c.add(r * ldc) as *mut [f32; NR], *row) };
+        kb0 += kc;
     }
 }
 
@@ -380,7 +523,7 @@ mod tests {
                     let b = values(n * ldb, 2);
                     for parallel in [false, true] {
                         let mut c = vec![-7.0f32; m * ldc];
-                        let ops = NtOperands {
+                        let ops = Operands {
                             a: a.as_ptr(),
                             lda,
                             b: b.as_ptr(),
@@ -410,6 +553,71 @@ mod tests {
         }
     }
 
+    /// [`gemm_nn`] as [`nt_products_match_reference_at_awkward_sizes`] tests
+    /// [`gemm_nt`], with an epilogue that must see every element of `C` exactly once
+    /// (it adds a value that depends on the row and the column).
+    #[test]
+    fn nn_products_match_reference_at_awkward_sizes() {
+        let shapes = [
+            (1usize, 1usize, 1usize),
+            (1, 7, 1),
+            (5, 1, 9),
+            (13, 17, 1),
+            (1, 300, 45),
+            (33, 129, 97),
+            (32, 128, 128),
+            (65, 300, 200),
+            (70, 257, 131),
+            (130, 64, 13),
+            (7, 40, 300),
+        ];
+        for isa in crate::microkernel::available() {
+            for &(m, k, n) in &shapes {
+                for (pad_a, pad_b, pad_c) in [(0usize, 0usize, 0usize), (3, 5, 2)] {
+                    let (lda, ldb, ldc) = (k + pad_a, n + pad_b, n + pad_c);
+                    let a = values(m * lda, 1);
+                    let b = values(k * ldb, 2);
+                    let mark = |i: usize, j: usize| i as f32 + j as f32 * 0.5;
+                    let epilogue = |i: usize, cols: std::ops::Range<usize>, row: &mut [f32]| {
+                        for (j, v) in cols.zip(row.iter_mut()) {
+                            *v += mark(i, j);
+                        }
+                    };
+                    for parallel in [false, true] {
+                        let mut c = vec![-7.0f32; m * ldc];
+                        let ops = Operands {
+                            a: a.as_ptr(),
+                            lda,
+                            b: b.as_ptr(),
+                            ldb,
+                            c: c.as_mut_ptr(),
+                            ldc,
+                        };
+                        // SAFETY: the buffers hold the strided operands; the CPU has `isa`.
+                        unsafe { gemm_nn(isa, m, k, n, ops, parallel, &epilogue) };
+                        for i in 0..m {
+                            for j in 0..ldc {
+                                let got = c[i * ldc + j];
+                                if j >= n {
+                                    assert_eq!(got, -7.0, "{isa:?} {m}x{k}x{n} padding [{i},{j}]");
+                                    continue;
+                                }
+                                let want: f64 = (0..k)
+                                    .map(|l| a[i * lda + l] as f64 * b[l * ldb + j] as f64)
+                                    .sum::<f64>()
+                                    + mark(i, j) as f64;
+                                assert!(
+                                    (got as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                                    "{isa:?} {m}x{k}x{n} strides ({lda}, {ldb}, {ldc}) parallel {parallel} [{i},{j}]: {got} vs {want}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Nothing is written for an empty product.
     #[test]
     fn empty_products_write_nothing() {
@@ -417,7 +625,7 @@ mod tests {
             for (m, n) in [(0usize, 5usize), (4, 0)] {
                 let (a, b) = (vec![1.0f32; m * 3], vec![1.0f32; n * 3]);
                 let mut c = vec![-7.0f32; 4];
-                let ops = NtOperands {
+                let ops = Operands {
                     a: a.as_ptr(),
                     lda: 3,
                     b: b.as_ptr(),
@@ -427,6 +635,10 @@ mod tests {
                 };
                 // SAFETY: nothing is read or written for an empty product.
                 unsafe { gemm_nt(isa, m, 3, n, ops, true) };
+                assert_eq!(c, [-7.0; 4]);
+                let ops = Operands { ldb: n, ..ops };
+                // SAFETY: as above.
+                unsafe { gemm_nn(isa, m, 3, n, ops, true, &|_, _, _: &mut [f32]| panic!("no rows")) };
                 assert_eq!(c, [-7.0; 4]);
             }
         }

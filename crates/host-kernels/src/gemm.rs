@@ -233,27 +233,62 @@ pub const GEMV_ROWS: usize = 4;
 /// `c = a * b` for a few rows of `a` (`m x k`, row-major) with `b` given as
 /// `b: [k, n]` row-major, or transposed (`bt`: `[n, k]` row-major): matrix-vector
 /// products that read every operand once, in order, instead of packing the matrix
-/// the way a GEMM does. Parallel over the columns of `c` (`m x n`).
+/// the way a GEMM does. Parallel over the columns of `c` (`m x n`). Transposed, each
+/// task reads four rows of `bt` side by side, prefetched ahead, once for all rows of
+/// `a` (see [`crate::simd::dot4`]).
 #[allow(clippy::too_many_arguments)]
 pub fn gemv(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], transposed: bool, c: &mut [f32]) -> Result<()> {
     check_len("gemv A", a.len(), m * k)?;
     check_len("gemv B", b.len(), k * n)?;
     check_len("gemv C", c.len(), m * n)?;
     const COLS: usize = 256;
+    if transposed {
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        // Columns of `c` per task: whole groups of four rows of `bt`, about 128 KiB
+        // of weights each.
+        let cols = ((32_768 / k.max(1)) / 4 * 4).clamp(4, n.next_multiple_of(4));
+        let cp = SendPtr(c.as_mut_ptr());
+        let task = |t: usize| {
+            let (j0, j1) = (t * cols, ((t + 1) * cols).min(n));
+            let mut j = j0;
+            while j < j1 {
+                let rows = 4.min(j1 - j);
+                let w = &b[j * k..(j + rows) * k];
+                for (i, ai) in a.chunks_exact(k.max(1)).take(m).enumerate() {
+                    let mut sums = [0f32; 4];
+                    if rows == 4 {
+                        crate::simd::dot4(w, ai, &mut sums);
+                    } else {
+                        for (r, s) in sums.iter_mut().enumerate().take(rows) {
+                            *s = dot(ai, &w[r * k..(r + 1) * k]);
+                        }
+                    }
+                    for (r, s) in sums.iter().enumerate().take(rows) {
+                        // SAFETY: row `i < m`, column `j + r < j1 <= n` of `c`, which
+                        // holds `m * n` values; tasks write disjoint columns.
+                        unsafe { *cp.get().add(i * n + j + r) = *s };
+                    }
+                }
+                j += rows;
+            }
+        };
+        let tasks = n.div_ceil(cols);
+        if tasks > 1 && m * n * k >= crate::PAR_MIN_WORK {
+            (0..tasks).into_par_iter().for_each(task);
+        } else {
+            (0..tasks).for_each(task);
+        }
+        return Ok(());
+    }
     for (i, row) in c.chunks_mut(n.max(1)).enumerate().take(m) {
         let ai = &a[i * k..(i + 1) * k];
         for_chunks(row, COLS, n * k, |(t, out)| {
             let j0 = t * COLS;
-            if transposed {
-                for (jj, o) in out.iter_mut().enumerate() {
-                    let j = j0 + jj;
-                    *o = dot(ai, &b[j * k..(j + 1) * k]);
-                }
-            } else {
-                out.fill(0.0);
-                for (kk, &av) in ai.iter().enumerate() {
-                    axpy(out, &b[kk * n + j0..kk * n + j0 + out.len()], av);
-                }
+            out.fill(0.0);
+            for (kk, &av) in ai.iter().enumerate() {
+                axpy(out, &b[kk * n + j0..kk * n + j0 + out.len()], av);
             }
         });
     }

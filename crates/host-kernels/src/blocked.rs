@@ -445,8 +445,18 @@ unsafe fn nn_tiled<const MR: usize, const NR: usize>(
                 // SAFETY: row `kb0 + kk < k` of `B`, columns `j0..j0 + cols <= n`;
                 // `pb` holds `KC * NR` values.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(b.add((kb0 + kk) * ldb + j0), pb.as_mut_ptr().add(kk * NR), cols)
-                };
+                    let (src, dst) = (b.add((kb0 + kk) * ldb + j0), pb.as_mut_ptr().add(kk * NR));
+                    if cols == NR {
+                        // A whole row of the panel as one fixed-size copy (vector
+                        // moves in place, not a call to `memcpy` per row).
+                        std::ptr::write_unaligned(
+                            dst as *mut [f32; NR],
+                            std::ptr::read_unaligned(src as *const [f32; NR]),
+                        );
+                    } else {
+                        std::ptr::copy_nonoverlapping(src, dst, cols);
+                    }
+                }
             }
             for t in 0..tiles {
                 let i = i0 + t * MR;

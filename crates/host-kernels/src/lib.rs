@@ -2,9 +2,10 @@
 //! counterpart of a vendor library (MLAS, DNNL) that Relax calls reach through
 //! `call_dps_packed`.
 //!
-//! - [`gemm`]: matrix products on top of `matrixmultiply`'s single-threaded,
-//!   runtime-dispatched SIMD micro-kernels, split over rayon's pool (one level of
-//!   threading only, so the two never oversubscribe the cores).
+//! - [`gemm`]: matrix products on cache-blocked AVX-512 / AVX2 register tiles (the
+//!   `blocked` module: row-major weights and weights stored transposed, `[n, k]`),
+//!   `matrixmultiply` for other strides and other CPUs, split over rayon's pool (one
+//!   level of threading only, so the two never oversubscribe the cores).
 //! - [`conv`]: NCHW/OIHW 2-D convolution as GEMM (1x1 directly, others through
 //!   im2col), depthwise convolution as a direct loop, both with a fused
 //!   [`Epilogue`] (per-channel scale and shift, residual add, ReLU).

@@ -1,11 +1,11 @@
-//! Matrix products: register-tiled AVX-512 / AVX2 kernels on row-major operands
-//! (the `microkernel` module), `matrixmultiply` for strided operands and other CPUs,
-//! split over rayon.
+//! Matrix products: cache-blocked, register-tiled AVX-512 / AVX2 kernels on
+//! row-major operands and transposed weights (the `blocked` module),
+//! `matrixmultiply` for other strides and other CPUs, split over rayon.
 
 use rayon::prelude::*;
 
-use crate::microkernel;
 use crate::simd::{axpy, dot};
+use crate::{blocked, microkernel};
 use crate::{check_len, for_chunks, pieces, Epilogue, KernelError, Result, SendConst, SendPtr};
 
 /// A strided read-only matrix operand: element `(i, j)` is `data[i * rs + j * cs]`.
@@ -128,6 +128,40 @@ impl Gemm<'_> {
         }
         let work = m * n * k.max(1);
         let isa = microkernel::detect();
+        if let (Some(isa), true) = (isa, k > 0) {
+            let cp = c.as_mut_ptr();
+            let ops = |ldb| blocked::Operands {
+                a: a.data.as_ptr(),
+                lda: a.rs,
+                b: b.data.as_ptr(),
+                ldb,
+                c: cp,
+                ldc: n,
+            };
+            if let (1, 1, true) = (a.cs, b.rs, b.cs >= k) {
+                // `B` is `Bᵀ` stored row-major (`[n, k]`, a weight read untransposed).
+                // SAFETY: the operands were bounds-checked above, the CPU has `isa`,
+                // `k > 0`, and `c` is borrowed mutably.
+                unsafe { blocked::gemm_nt(isa, m, k, n, ops(b.cs), parallel) };
+                if !epilogue.is_identity() {
+                    for (i, row) in c.chunks_mut(n).enumerate() {
+                        epilogue.apply_row(channel0 + i, i * n, row);
+                    }
+                }
+                return Ok(());
+            }
+            if let (1, 1) = (a.cs, b.cs) {
+                let ops = ops(b.rs);
+                let rows = |i: usize, cols: std::ops::Range<usize>, row: &mut [f32]| {
+                    if !epilogue.is_identity() {
+                        epilogue.apply_row(channel0 + i, i * n + cols.start, row);
+                    }
+                };
+                // SAFETY: as above.
+                unsafe { blocked::gemm_nn(isa, m, k, n, ops, parallel, &rows) };
+                return Ok(());
+            }
+        }
         let (ap, bp, cp) = (
             SendConst(a.data.as_ptr()),
             SendConst(b.data.as_ptr()),
@@ -142,22 +176,6 @@ impl Gemm<'_> {
                     for i in r0..r1 {
                         std::ptr::write_bytes(cp.0.add(i * n + c0), 0, c1 - c0);
                     }
-                } else if let (Some(isa), 1, 1, true) = (isa, a.cs, b.rs, b.cs >= k) {
-                    // `B` is `Bᵀ` stored row-major (`[n, k]`, a weight read
-                    // untransposed): `Cᵀ = Bᵀ Aᵀ` on the register tiles, with the
-                    // small `A` and `C` blocks transposed through scratch instead of
-                    // the whole weight.
-                    nt_block(isa, k, (ap.0, a.rs), (bp.0, b.cs), (cp.0, n), (r0, r1), (c0, c1));
-                } else if let (Some(isa), 1, 1) = (isa, a.cs, b.cs) {
-                    let ops = microkernel::Operands {
-                        a: ap.0,
-                        lda: a.rs,
-                        b: bp.0,
-                        ldb: b.rs,
-                        c: cp.0,
-                        ldc: n,
-                    };
-                    microkernel::gemm_block(isa, k, (r0, r1), (c0, c1), ops);
                 } else {
                     matrixmultiply::sgemm(
                         r1 - r0,
@@ -209,100 +227,68 @@ impl Gemm<'_> {
     }
 }
 
-/// `C[r0..r1, c0..c1] = A[r0..r1, :] * B[:, c0..c1]` where `B` is given as its
-/// transpose `Bt` (`[n, k]` row-major, row stride `ldbt`): the register tiles
-/// compute `Ct = Bt[c0..c1, :] * At` with `At` (`k x rows`) a transposed copy of the
-/// block's rows of `A`, and `Ct` is transposed into `C`. Copies `rows * (k + cols)`
-/// elements instead of packing the `k x cols` weight.
-///
-/// # Safety
-/// As for [`microkernel::gemm_block`]: the pointers cover the ranges (`A`: rows
-/// `r0..r1` of `k` elements with stride `lda`; `Bt`: rows `c0..c1` of `k` with stride
-/// `ldbt`; `C`: the block with row stride `ldc`) and no other thread writes the block.
-unsafe fn nt_block(
-    isa: microkernel::Isa,
-    k: usize,
-    (a, lda): (*const f32, usize),
-    (bt, ldbt): (*const f32, usize),
-    (c, ldc): (*mut f32, usize),
-    (r0, r1): (usize, usize),
-    (c0, c1): (usize, usize),
-) {
-    let (rows, cols) = (r1 - r0, c1 - c0);
-    NT_SCRATCH.with(|cell| {
-        let mut guard = cell.borrow_mut();
-        let (at, ct) = &mut *guard;
-        at.clear();
-        at.resize(k * rows, 0.0);
-        ct.clear();
-        ct.resize(cols * rows, 0.0);
-        // At[kk][i] = A[r0 + i][kk], in blocks of sixteen columns of A (one cache
-        // line of each row read, sixteen rows of At written).
-        for k0 in (0..k).step_by(16) {
-            let k1 = (k0 + 16).min(k);
-            for i in 0..rows {
-                let src = a.add((r0 + i) * lda);
-                for kk in k0..k1 {
-                    *at.get_unchecked_mut(kk * rows + i) = *src.add(kk);
-                }
-            }
-        }
-        let ops = microkernel::Operands {
-            a: bt.add(c0 * ldbt),
-            lda: ldbt,
-            b: at.as_ptr(),
-            ldb: rows,
-            c: ct.as_mut_ptr(),
-            ldc: rows,
-        };
-        microkernel::gemm_block(isa, k, (0, cols), (0, rows), ops);
-        // C[r0 + i][c0 + j] = Ct[j][i], in blocks of sixteen columns of C (sixteen
-        // rows of Ct read while one cache line of each row of C is written).
-        for j0 in (0..cols).step_by(16) {
-            let j1 = (j0 + 16).min(cols);
-            for i in 0..rows {
-                let dst = c.add((r0 + i) * ldc + c0);
-                for j in j0..j1 {
-                    *dst.add(j) = *ct.get_unchecked(j * rows + i);
-                }
-            }
-        }
-    });
-}
-
-thread_local! {
-    /// Per-thread scratch of [`nt_block`]: the transposed `A` and `C` blocks.
-    static NT_SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
-}
-
 /// Products with at most this many rows of the left operand run as [`gemv`].
 pub const GEMV_ROWS: usize = 4;
 
 /// `c = a * b` for a few rows of `a` (`m x k`, row-major) with `b` given as
 /// `b: [k, n]` row-major, or transposed (`bt`: `[n, k]` row-major): matrix-vector
 /// products that read every operand once, in order, instead of packing the matrix
-/// the way a GEMM does. Parallel over the columns of `c` (`m x n`).
+/// the way a GEMM does. Parallel over the columns of `c` (`m x n`). Transposed, each
+/// task reads four rows of `bt` side by side, prefetched ahead, once for all rows of
+/// `a` (see [`crate::simd::dot4`]).
 #[allow(clippy::too_many_arguments)]
 pub fn gemv(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], transposed: bool, c: &mut [f32]) -> Result<()> {
     check_len("gemv A", a.len(), m * k)?;
     check_len("gemv B", b.len(), k * n)?;
     check_len("gemv C", c.len(), m * n)?;
     const COLS: usize = 256;
+    if transposed {
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        // Columns of `c` per task: whole groups of four rows of `bt`, about 128 KiB
+        // of weights each.
+        let cols = ((32_768 / k.max(1)) / 4 * 4).clamp(4, n.next_multiple_of(4));
+        let cp = SendPtr(c.as_mut_ptr());
+        let task = |t: usize| {
+            let (j0, j1) = (t * cols, ((t + 1) * cols).min(n));
+            let mut j = j0;
+            while j < j1 {
+                let rows = 4.min(j1 - j);
+                let w = &b[j * k..(j + rows) * k];
+                for (i, ai) in a.chunks_exact(k.max(1)).take(m).enumerate() {
+                    let mut sums = [0f32; 4];
+                    if rows == 4 {
+                        crate::simd::dot4(w, ai, &mut sums);
+                    } else {
+                        for (r, s) in sums.iter_mut().enumerate().take(rows) {
+                            *s = dot(ai, &w[r * k..(r + 1) * k]);
+                        }
+                    }
+                    for (r, s) in sums.iter().enumerate().take(rows) {
+                        // SAFETY: row `i < m`, column `j + r < j1 <= n` of `c`, which
+                        // holds `m * n` values; tasks write disjoint columns.
+                        unsafe { *cp.get().add(i * n + j + r) = *s };
+                    }
+                }
+                j += rows;
+            }
+        };
+        let tasks = n.div_ceil(cols);
+        if tasks > 1 && m * n * k >= crate::PAR_MIN_WORK {
+            (0..tasks).into_par_iter().for_each(task);
+        } else {
+            (0..tasks).for_each(task);
+        }
+        return Ok(());
+    }
     for (i, row) in c.chunks_mut(n.max(1)).enumerate().take(m) {
         let ai = &a[i * k..(i + 1) * k];
         for_chunks(row, COLS, n * k, |(t, out)| {
             let j0 = t * COLS;
-            if transposed {
-                for (jj, o) in out.iter_mut().enumerate() {
-                    let j = j0 + jj;
-                    *o = dot(ai, &b[j * k..(j + 1) * k]);
-                }
-            } else {
-                out.fill(0.0);
-                for (kk, &av) in ai.iter().enumerate() {
-                    axpy(out, &b[kk * n + j0..kk * n + j0 + out.len()], av);
-                }
+            out.fill(0.0);
+            for (kk, &av) in ai.iter().enumerate() {
+                axpy(out, &b[kk * n + j0..kk * n + j0 + out.len()], av);
             }
         });
     }

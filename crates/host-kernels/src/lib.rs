@@ -2,9 +2,10 @@
 //! counterpart of a vendor library (MLAS, DNNL) that Relax calls reach through
 //! `call_dps_packed`.
 //!
-//! - [`gemm`]: matrix products on top of `matrixmultiply`'s single-threaded,
-//!   runtime-dispatched SIMD micro-kernels, split over rayon's pool (one level of
-//!   threading only, so the two never oversubscribe the cores).
+//! - [`gemm`]: matrix products on cache-blocked AVX-512 / AVX2 register tiles (the
+//!   `blocked` module: row-major weights and weights stored transposed, `[n, k]`),
+//!   `matrixmultiply` for other strides and other CPUs, split over rayon's pool (one
+//!   level of threading only, so the two never oversubscribe the cores).
 //! - [`conv`]: NCHW/OIHW 2-D convolution as GEMM (1x1 directly, others through
 //!   im2col), depthwise convolution as a direct loop, both with a fused
 //!   [`Epilogue`] (per-channel scale and shift, residual add, ReLU).
@@ -17,6 +18,7 @@
 //! Tensors are row-major; every kernel checks the lengths of its slices against the
 //! shapes it is given and reports a [`KernelError`] instead of panicking.
 
+mod blocked;
 pub mod conv;
 pub mod elementwise;
 pub mod gemm;
@@ -129,6 +131,21 @@ pub(crate) struct SendConst<T>(pub *const T);
 // SAFETY: the pointee is only read while the borrow it came from is alive.
 unsafe impl<T> Send for SendConst<T> {}
 unsafe impl<T> Sync for SendConst<T> {}
+
+impl<T> SendConst<T> {
+    /// The pointer (a closure that calls this captures the whole wrapper, which may
+    /// cross threads, rather than the bare pointer field).
+    pub(crate) fn get(self) -> *const T {
+        self.0
+    }
+}
+
+impl<T> SendPtr<T> {
+    /// The pointer (see [`SendConst::get`]).
+    pub(crate) fn get(self) -> *mut T {
+        self.0
+    }
+}
 
 /// Below this much work (elements or multiply-adds) a kernel stays on the calling
 /// thread: waking rayon's pool costs more than it saves.

@@ -214,6 +214,12 @@ fn matmul_with_transposed_rhs_matches_reference() {
         (32, 128, 512),
         (200, 64, 300),
         (5, 0, 4),
+        (0, 5, 4),
+        (4, 5, 0),
+        (6, 1, 1),
+        (1, 1, 40),
+        (33, 129, 97),
+        (130, 300, 70),
     ] {
         let a = random(m * k, 3);
         let bt = random(n * k, 4);
@@ -503,7 +509,16 @@ fn broadcasting_and_transposes_over_coalescable_axes_match_reference() {
 #[test]
 fn gemv_matches_reference_in_both_orientations() {
     use relax_host_kernels::gemm::gemv;
-    for &(m, k, n) in &[(1usize, 37usize, 300usize), (3, 8, 5), (2, 1, 513), (1, 2048, 1000)] {
+    for &(m, k, n) in &[
+        (1usize, 37usize, 300usize),
+        (3, 8, 5),
+        (2, 1, 513),
+        (1, 2048, 1000),
+        (4, 768, 771),
+        (1, 17, 1),
+        (2, 5, 0),
+        (0, 5, 3),
+    ] {
         let a = random(m * k, 40);
         let b = random(k * n, 41);
         let want: Vec<f32> = (0..m * n)

@@ -80,3 +80,60 @@ fn ten_thousand_chained_lets_are_a_diagnostic_not_a_stack_overflow() {
     let r = check_module(&ok);
     assert!(r.well_formed, "{:?}", r.diagnostics);
 }
+
+/// A function-level `T.match_buffer` whose shape reads a buffer: a local scalar
+/// (`n = T.int64(0)`, a zero-dimensional buffer), an allocated buffer, a parameter
+/// buffer. TVM 0.27's parser rejects each as not well formed (the buffer map binds
+/// the shape at the function's entry, before the body defines the buffer). Found by
+/// the print round-trip fuzzer: the printed signature read `n` as a new shape variable.
+#[test]
+fn buffer_map_shape_reading_a_buffer_is_not_well_formed() {
+    let cases = [
+        (
+            "local scalar",
+            "    n = T.int64(0)\n    A = T.match_buffer(a, (n,), \"float32\")\n",
+            "",
+            "n",
+        ),
+        (
+            "allocated buffer",
+            "    s = T.alloc_buffer((1,), \"int64\")\n    A = T.match_buffer(a, (s[0] + 1,), \"float32\")\n",
+            "",
+            "s",
+        ),
+        (
+            "parameter buffer",
+            "    A = T.match_buffer(a, (T.max(p[0], 4),), \"float32\")\n",
+            ", p: T.Buffer((1,), \"int64\")",
+            "p",
+        ),
+    ];
+    for (what, head, extra, read) in cases {
+        let src = format!(
+            "@T.prim_func\ndef f(a: T.handle{extra}):\n{head}    for i in range(4):\n        A[i] = T.float32(1)\n"
+        );
+        let m = parse(&src)
+            .unwrap_or_else(|e| panic!("{what}: {}", e.message))
+            .into_module();
+        let r = check_module(&m);
+        assert!(!r.well_formed, "{what}: {:?}", r.diagnostics);
+        let d = r
+            .errors()
+            .find(|d| {
+                d.rule
+                    .map(relax_ir::Rule::as_str)
+                    .is_some_and(|x| x.starts_with("well-formed/25"))
+            })
+            .unwrap_or_else(|| panic!("{what}: no well-formed/25 error: {:?}", r.diagnostics));
+        assert!(
+            d.message
+                .contains(&format!("the shape of buffer `A` reads buffer `{read}`")),
+            "{what}: {}",
+            d.message
+        );
+    }
+    // A shape variable, or a buffer read in the body, stays well formed.
+    let ok = "@T.prim_func\ndef f(a: T.handle, p: T.Buffer((1,), \"int64\")):\n    n = T.int64()\n    A = T.match_buffer(a, (n,), \"float32\")\n    for i in range(n):\n        A[i] = T.Cast(\"float32\", p[0])\n";
+    let r = check_module(&parse(ok).expect("parses").into_module());
+    assert!(r.well_formed, "{:?}", r.diagnostics);
+}

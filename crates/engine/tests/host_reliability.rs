@@ -238,3 +238,33 @@ fn recursion_inside_nested_ifs_fails_cleanly_when_the_stack_runs_out() {
         .to_string();
     assert!(err.contains("nested too deeply"), "{err}");
 }
+
+/// A PrimFunc whose loop runs to a variable nothing binds (`n = T.int64()` that no
+/// buffer shape defines) is refused on every device with TVM's message; the host once
+/// ran it zero times and returned the output's uninitialised memory.
+#[test]
+fn a_loop_over_an_unbound_variable_is_refused_on_every_device() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def fill(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+        n = T.int64()
+        for i in range(n):
+            b[i] = a[i] + T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        cls = Module
+        y = R.call_tir(cls.fill, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+"#;
+    let x = tensor(&[4], vec![1.0f32, 2.0, 3.0, 4.0]);
+    for (dev, e) in engines() {
+        let err = e
+            .run(&parse(src), "main", std::slice::from_ref(&x))
+            .expect_err(dev)
+            .to_string();
+        assert!(err.contains("undefined variable `n`"), "{dev}: {err}");
+    }
+}

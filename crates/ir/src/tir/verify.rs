@@ -7,7 +7,12 @@
 //! - a loop variable is defined once (thread-binding loops may share a thread
 //!   variable, as TVM allows);
 //! - every buffer access has one index per buffer dimension;
-//! - a block realize gives one value per block iteration variable.
+//! - a block realize gives one value per block iteration variable;
+//! - the shape, strides and offset of a buffer in the buffer map (a `T.Buffer`
+//!   parameter or a function-level `T.match_buffer`) read no buffer: the buffer map
+//!   binds them at the function's entry, before any buffer of the body exists (TVM's
+//!   parser rejects `A = T.match_buffer(a, (n,))` after `n = T.int64(0)` as not well
+//!   formed; reported as an undefined variable, the buffer's data).
 //!
 //! Each violation is an error (rule `tir/...`) naming the function.
 
@@ -42,8 +47,41 @@ pub fn verify_prim_func(name: &str, f: &PrimFunc) -> Vec<Diagnostic> {
     for (_, b) in &f.buffer_map {
         v.define_buffer_globally(b);
     }
+    for (_, b) in &f.buffer_map {
+        let node = &b.0;
+        let read = node
+            .shape
+            .iter()
+            .chain(&node.strides)
+            .chain(&node.elem_offset)
+            .find_map(first_buffer_read);
+        if let Some(read) = read {
+            v.error(
+                TirRule::UndefinedVar,
+                format!(
+                    "the shape of buffer `{}` reads buffer `{}`, which is not defined where the buffer map binds \
+                     the parameters (a function-level T.match_buffer shape may use parameters and shape variables, \
+                     not a buffer's value)",
+                    b.name(),
+                    read.name()
+                ),
+            );
+        }
+    }
     v.stmt(&f.body);
     v.errors
+}
+
+/// The first buffer that `e` reads (a `BufferLoad` anywhere inside it).
+fn first_buffer_read(e: &PrimExpr) -> Option<Buffer> {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if let PrimExprKind::BufferLoad { buffer, .. } = e.kind() {
+            return Some(buffer.clone());
+        }
+        crate::visit::for_each_prim_child(e, &mut |c| stack.push(c));
+    }
+    None
 }
 
 struct Verifier<'a> {

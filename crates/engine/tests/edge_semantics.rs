@@ -312,3 +312,42 @@ class Module:
         assert!(e.contains("(size 4)"), "{dev}: {e}");
     }
 }
+
+/// Scalar bfloat16 constants keep their values through legalization (their bits
+/// were once read as IEEE half: `1.0` became `1.875`, `0.5` became `1.75`).
+#[test]
+fn bfloat16_scalar_constants_keep_their_values() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3,), "float32")):
+        b = R.astype(x, "bfloat16")
+        y = R.subtract(b, R.const(1.0, "bfloat16"))
+        z = R.add(y, R.const(0.5, "bfloat16"))
+        out = R.astype(z, "float32")
+        return out
+"#;
+    let module = parse(src);
+    for optimize in [false, true] {
+        let e = relax_engine::Engine::new(relax_engine::EngineConfig {
+            device: relax_engine::DeviceChoice::Cpu,
+            optimize,
+            ..relax_engine::EngineConfig::default()
+        });
+        let out = e
+            .run(&module, "main", &[f32s(&[3], vec![2.0, 0.0, -3.0])])
+            .unwrap_or_else(|e| panic!("optimize {optimize}: {e}"));
+        let got: Vec<f32> = field_or_self(&out)
+            .to_array::<f32>()
+            .expect("f32")
+            .iter()
+            .copied()
+            .collect();
+        assert_eq!(got, [1.5, -0.5, -3.5], "optimize {optimize}");
+    }
+}
+
+fn field_or_self(v: &Value) -> &relax_engine::Tensor {
+    v.as_tensor().expect("tensor")
+}

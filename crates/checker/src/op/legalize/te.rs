@@ -105,7 +105,12 @@ pub fn scalar_constant(e: &Expr) -> Option<PrimExpr> {
             64 => f64::from_le_bytes(b.get(..8)?.try_into().ok()?),
             16 => {
                 let h = u16::from_le_bytes(b.get(..2)?.try_into().ok()?);
-                half_to_f64(h)
+                if dt.code == relax_ir::TypeCode::BFloat {
+                    // bfloat16 is the upper half of a float32.
+                    f32::from_bits(u32::from(h) << 16) as f64
+                } else {
+                    half_to_f64(h)
+                }
             }
             _ => return None,
         };
@@ -657,4 +662,32 @@ pub fn scale(v: PrimExpr, c: i64) -> PrimExpr {
 /// `for var in <kind>(extent): body`.
 pub fn loop_over(var: &TirVar, extent: &PrimExpr, kind: ForKind, body: Stmt) -> Stmt {
     Stmt::For(For::from_zero(var.clone(), extent.clone(), kind, body))
+}
+
+#[cfg(test)]
+mod scalar_tests {
+    use super::scalar_constant;
+    use relax_ir::relax::NDArray;
+    use relax_ir::{DataType, Expr, ExprKind, TypeCode};
+
+    fn value(dtype: DataType, bytes: Vec<u8>) -> Option<f64> {
+        let e = Expr::new(ExprKind::Constant {
+            data: std::sync::Arc::new(NDArray::scalar(dtype, bytes)),
+        });
+        scalar_constant(&e)?.as_float()
+    }
+
+    /// A scalar constant inlined into TIR keeps its value in each 16-bit float type:
+    /// bfloat16 `1.0` (`0x3F80`) once decoded as IEEE half bits gave `1.875`, so
+    /// `x - 1.0` on a bfloat16 tensor subtracted 1.875 (ONNX's Celu node test).
+    #[test]
+    fn sixteen_bit_float_constants_keep_their_values() {
+        let bf16 = DataType::new(TypeCode::BFloat, 16, 1);
+        let f16 = DataType::new(TypeCode::Float, 16, 1);
+        assert_eq!(value(bf16, 0x3F80u16.to_le_bytes().to_vec()), Some(1.0));
+        assert_eq!(value(bf16, 0x3F00u16.to_le_bytes().to_vec()), Some(0.5));
+        assert_eq!(value(bf16, 0xC0A0u16.to_le_bytes().to_vec()), Some(-5.0));
+        assert_eq!(value(f16, 0x3C00u16.to_le_bytes().to_vec()), Some(1.0));
+        assert_eq!(value(f16, 0xB800u16.to_le_bytes().to_vec()), Some(-0.5));
+    }
 }

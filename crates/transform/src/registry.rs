@@ -469,6 +469,7 @@ mod tests {
                 "check",
                 "fuse-attention",
                 "dispatch-host-library",
+                "fuse-transpose-matmul",
                 "decompose-ops-for-inference",
                 "simplify-stack-sum",
                 "dead-code-elimination",

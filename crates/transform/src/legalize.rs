@@ -79,6 +79,19 @@ pub fn arg_struct_info(e: &Expr) -> Option<StructInfo> {
     }
 }
 
+/// `R.call_tir(cls.<gname>, (args...), [tir_vars,] out_ty=...)` of a lowered call whose
+/// PrimFunc is in the module as `gname`.
+pub(crate) fn call_tir_of(gname: &str, lowered: Lowered) -> Expr {
+    let mut cargs = vec![
+        Expr::new(ExprKind::GlobalVar(GlobalVar::new(gname))),
+        Expr::tuple(lowered.args),
+    ];
+    if !lowered.tir_vars.is_empty() {
+        cargs.push(Expr::shape(lowered.tir_vars));
+    }
+    Expr::call(Expr::op("relax.call_tir"), cargs, Attrs::new(), vec![lowered.out])
+}
+
 struct Pass {
     module: IRModule,
     /// Generated functions (name, structural hash) for deduplication.
@@ -114,15 +127,8 @@ impl Pass {
 
     /// `R.call_tir` of a lowered call (its PrimFunc added to the module).
     fn call_tir(&mut self, lowered: Lowered) -> Expr {
-        let gname = self.add_prim_func(&lowered.name, lowered.func);
-        let mut cargs = vec![
-            Expr::new(ExprKind::GlobalVar(GlobalVar::new(&gname))),
-            Expr::tuple(lowered.args),
-        ];
-        if !lowered.tir_vars.is_empty() {
-            cargs.push(Expr::shape(lowered.tir_vars));
-        }
-        Expr::call(Expr::op("relax.call_tir"), cargs, Attrs::new(), vec![lowered.out])
+        let gname = self.add_prim_func(&lowered.name, lowered.func.clone());
+        call_tir_of(&gname, lowered)
     }
 
     /// The replacement of `var = call`: bindings to emit first, and the new

@@ -17,9 +17,9 @@ use relax_ir::attrs::AttrValue;
 use relax_ir::mutator::{walk_binding, ExprMutator};
 use relax_ir::relax::Call;
 use relax_ir::structural::structural_equal_prim_func;
-use relax_ir::{Attrs, BaseFunc, Binding, Diagnostic, Expr, ExprKind, GlobalVar, IRModule, PrimFunc, StructInfo};
+use relax_ir::{BaseFunc, Binding, Diagnostic, Expr, IRModule, PrimFunc, StructInfo};
 
-use crate::legalize::arg_struct_info;
+use crate::legalize::{arg_struct_info, call_tir_of};
 
 /// Rewrite every `matmul(x, permute_dims(w))` of a 2-D `w` in the module's Relax
 /// functions into a call of an `NT_matmul` PrimFunc.
@@ -99,17 +99,10 @@ impl Fuser {
                 k += 1;
             }
             self.taken.push(name.clone());
-            self.added.push((name.clone(), lowered.func));
+            self.added.push((name.clone(), lowered.func.clone()));
             name
         });
-        let mut args = vec![
-            Expr::new(ExprKind::GlobalVar(GlobalVar::new(&name))),
-            Expr::tuple(lowered.args),
-        ];
-        if !lowered.tir_vars.is_empty() {
-            args.push(Expr::shape(lowered.tir_vars));
-        }
-        Expr::call(Expr::op("relax.call_tir"), args, Attrs::new(), vec![lowered.out])
+        call_tir_of(&name, lowered)
     }
 
     /// The `NT_matmul` call replacing `c` (bound to a variable of StructInfo `out`).
@@ -163,6 +156,7 @@ impl ExprMutator for Fuser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use relax_ir::ExprKind;
 
     const SRC: &str = r#"
 @I.ir_module

@@ -594,10 +594,9 @@ mod tests {
         assert_eq!(erf_f32(-0.0).to_bits(), (-0.0f32).to_bits());
     }
 
-    /// Four-lane functions against their scalar forms, bit for bit: a stride through
-    /// every `f32` bit pattern (both signs, subnormals, infinities, NaNs), and a dense
-    /// run over the range where the functions are not constant.
-    fn lanes_match(f4: fn(&mut [f32; 4]), f: fn(f32) -> f32) {
+    /// A dense run over the range where the functions are not constant, every 251st
+    /// `f32` bit pattern (both signs, subnormals, infinities, NaNs) and the specials.
+    fn sample_inputs() -> Vec<f32> {
         let dense = (0..400_000u32).map(|i| (i as f32 - 200_000.0) * 5e-5);
         let stride = (0..=u32::MAX).step_by(251).map(f32::from_bits);
         let specials = [
@@ -609,7 +608,14 @@ mod tests {
             f32::MAX,
             f32::MIN_POSITIVE,
         ];
-        let xs: Vec<f32> = dense.chain(stride).chain(specials).collect();
+        dense.chain(stride).chain(specials).collect()
+    }
+
+    /// Four-lane functions against their scalar forms, bit for bit: a stride through
+    /// every `f32` bit pattern (both signs, subnormals, infinities, NaNs), and a dense
+    /// run over the range where the functions are not constant.
+    fn lanes_match(f4: fn(&mut [f32; 4]), f: fn(f32) -> f32) {
+        let xs = sample_inputs();
         for c in xs.chunks(4) {
             let mut v = [0.0f32; 4];
             v[..c.len()].copy_from_slice(c);
@@ -650,18 +656,7 @@ mod tests {
     /// the same bits for every value (NaN stays NaN).
     #[test]
     fn slice_lanes_match_the_scalar_functions() {
-        let dense = (0..400_000u32).map(|i| (i as f32 - 200_000.0) * 5e-5);
-        let stride = (0..=u32::MAX).step_by(251).map(f32::from_bits);
-        let specials = [
-            0.0,
-            -0.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::NAN,
-            f32::MAX,
-            f32::MIN_POSITIVE,
-        ];
-        let xs: Vec<f32> = dense.chain(stride).chain(specials).collect();
+        let xs = sample_inputs();
         type Pair = (fn(&[f32], &mut [f32]), fn(f32) -> f32, &'static str);
         let fs: [Pair; 4] = [
             (gelu_slice, gelu_f32, "gelu"),

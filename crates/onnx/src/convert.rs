@@ -672,18 +672,7 @@ fn known_of(a: &NDArray) -> Option<Known> {
     if a.numel() > 4096 {
         return None;
     }
-    let n = a.numel();
-    if a.dtype.is_float() {
-        (0..n)
-            .map(|i| tensor::elem_f64(a, i))
-            .collect::<Option<Vec<_>>>()
-            .map(Known::Float)
-    } else {
-        (0..n)
-            .map(|i| tensor::elem_i64(a, i).map(PrimExpr::int))
-            .collect::<Option<Vec<_>>>()
-            .map(Known::Int)
-    }
+    crate::ops::known_from_array(a)
 }
 
 /// The dtype and shape of a graph input.

@@ -85,6 +85,74 @@ class Module:
             R.output(r)
         return r
 """, [{"n": 7}, {"n": 40}], "float32", 1e-4),
+    # The nn module's decoding step with grouped-query heads: one query row, the keys and
+    # values of two heads repeated for four, the mask a PrimFunc over the scores.
+    "chain_nn_gqa_decode": ("""@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def mask(x: T.handle, y: T.handle):
+        m = T.int64()
+        A = T.match_buffer(x, (T.int64(1), T.int64(4), T.int64(1), m))
+        B = T.match_buffer(y, (T.int64(1), T.int64(4), T.int64(1), m))
+        for b, h, i, j in T.grid(T.int64(1), T.int64(4), T.int64(1), m):
+            with T.sblock("mask"):
+                v_b, v_h, v_i, v_j = T.axis.remap("SSSS", [b, h, i, j])
+                B[v_b, v_h, v_i, v_j] = T.if_then_else(m + v_i <= v_j + T.int64(1), T.float32(-3.4028234663852886e38), A[v_b, v_h, v_i, v_j])
+
+    @R.function
+    def main(q: R.Tensor((1, 1, 4, 8), dtype="float32"), k: R.Tensor((1, "m", 2, 8), dtype="float32"), v: R.Tensor((1, "m", 2, 8), dtype="float32")):
+        m = T.int64()
+        cls = Module
+        with R.dataflow():
+            kr = R.repeat(k, repeats=2, axis=2)
+            vr = R.repeat(v, repeats=2, axis=2)
+            qt = R.permute_dims(q, axes=[0, 2, 1, 3])
+            kt = R.permute_dims(kr, axes=[0, 2, 3, 1])
+            vt = R.permute_dims(vr, axes=[0, 2, 1, 3])
+            s = R.matmul(qt, kt)
+            d = R.divide(s, R.const(2.8284270763397217, "float32"))
+            a = R.call_tir(cls.mask, (d,), out_ty=R.Tensor((1, 4, 1, m), dtype="float32"))
+            p = R.nn.softmax(a, axis=-1)
+            o = R.matmul(p, vt)
+            r = R.permute_dims(o, axes=[0, 2, 1, 3])
+            R.output(r)
+        return r
+""", [{"m": 5}, {"m": 37}], "float32", 1e-4),
+    # The same in float16 with a prompt of n rows, as a prefill step spells it: scores widened
+    # to float32 for the causal mask and the softmax, the weights narrowed back.
+    "chain_nn_gqa_f16": ("""@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def causal_mask(x: T.handle, y: T.handle):
+        n = T.int64()
+        A = T.match_buffer(x, (T.int64(1), T.int64(4), n, n))
+        B = T.match_buffer(y, (T.int64(1), T.int64(4), n, n))
+        for b, h, i, j in T.grid(T.int64(1), T.int64(4), n, n):
+            with T.sblock("causal_mask"):
+                v_b, v_h, v_i, v_j = T.axis.remap("SSSS", [b, h, i, j])
+                B[v_b, v_h, v_i, v_j] = T.if_then_else(v_i < v_j, T.float32(-3.4028234663852886e38), A[v_b, v_h, v_i, v_j])
+
+    @R.function
+    def main(q: R.Tensor((1, "n", 4, 8), dtype="float16"), k: R.Tensor((1, "n", 2, 8), dtype="float16"), v: R.Tensor((1, "n", 2, 8), dtype="float16")):
+        n = T.int64()
+        cls = Module
+        with R.dataflow():
+            kr = R.repeat(k, repeats=2, axis=2)
+            vr = R.repeat(v, repeats=2, axis=2)
+            qt = R.permute_dims(q, axes=[0, 2, 1, 3])
+            kt = R.permute_dims(kr, axes=[0, 2, 3, 1])
+            vt = R.permute_dims(vr, axes=[0, 2, 1, 3])
+            s = R.matmul(qt, kt)
+            d = R.divide(s, R.const(2.828125, "float16"))
+            w = R.astype(d, dtype="float32")
+            a = R.call_tir(cls.causal_mask, (w,), out_ty=R.Tensor((1, 4, n, n), dtype="float32"))
+            p = R.nn.softmax(a, axis=-1)
+            p16 = R.astype(p, dtype="float16")
+            o = R.matmul(p16, vt)
+            r = R.permute_dims(o, axes=[0, 2, 1, 3])
+            R.output(r)
+        return r
+""", [{"n": 1}, {"n": 9}], "float16", 1e-2),
     # from_onnx's spelling: additive mask, where(isnan(p), 0, p); a fully masked row gives zeros.
     "chain_onnx": ("""@I.ir_module
 class Module:
@@ -107,7 +175,8 @@ class Module:
 
 def params_of(src):
     """(shape template, dtype) of each parameter of `main`, read from its signature."""
-    sig = src[src.index("def main("):src.index("):\n")]
+    start = src.index("def main(")
+    sig = src[start:src.index("):\n", start)]
     out = []
     for shape, dtype in re.findall(r'R\.Tensor\(\(([^)]*)\), dtype="(\w+)"\)', sig):
         dims = [d.strip().strip('"') for d in shape.split(",") if d.strip()]

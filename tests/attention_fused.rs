@@ -157,6 +157,8 @@ fn fused_attention_matches_tvm_and_the_unfused_legalization() {
         ("op_f16", (2, 0)),
         ("op_wide", (1, 0)),
         ("chain_nn", (0, 1)),
+        ("chain_nn_gqa_decode", (0, 1)),
+        ("chain_nn_gqa_f16", (0, 1)),
         ("chain_onnx", (0, 1)),
     ];
     let mut devices = vec![DeviceChoice::Cpu];
@@ -257,6 +259,38 @@ fn transformer_programs_have_their_attention_fused() {
     }
 }
 
+/// A decoding step (one query row) is fused on the host by default, with its
+/// grouped heads read through `repeat` and its mask PrimFunc applied per score: no
+/// `repeat`, `matmul` or mask kernel is left; prompts of several rows are not.
+#[test]
+fn decoding_steps_are_fused_on_the_host_by_default() {
+    let cases = cases();
+    let case = |name: &str| {
+        let c = cases.cases.iter().find(|c| c.name == name).expect("case");
+        relax_ir::text::parse(&c.program).expect("parses").into_module()
+    };
+    let prepared = |module: &relax_ir::IRModule| {
+        let engine = Engine::new(EngineConfig {
+            device: DeviceChoice::Cpu,
+            ..EngineConfig::default()
+        });
+        let loaded = engine.load(module).expect("loads");
+        loaded
+            .module()
+            .functions
+            .keys()
+            .map(|g| g.name().to_string())
+            .collect::<Vec<String>>()
+    };
+    let decode = prepared(&case("chain_nn_gqa_decode"));
+    assert!(decode.iter().any(|n| n.starts_with("fused_attention")), "{decode:?}");
+    for gone in ["repeat", "matmul", "mask"] {
+        assert!(!decode.iter().any(|n| n == gone), "{gone} left in {decode:?}");
+    }
+    let prompt = prepared(&case("chain_nn_gqa_f16"));
+    assert!(!prompt.iter().any(|n| n.starts_with("fused_attention")), "{prompt:?}");
+}
+
 #[test]
 fn unsupported_attention_is_left_for_legalization() {
     // Grouped heads (key heads differ from the query heads), a symbolic head dimension.
@@ -277,4 +311,32 @@ class Module:
         return (a, o, o2)
 "#;
     assert_eq!(fused_sites(src, false), (0, 0));
+    // A PrimFunc between the scores and the softmax that reads a neighbouring score
+    // is not an elementwise map of the scores.
+    let shifted = r#"
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def shift(x: T.handle, y: T.handle):
+        n = T.int64()
+        A = T.match_buffer(x, (T.int64(2), n, n))
+        B = T.match_buffer(y, (T.int64(2), n, n))
+        for h, i, j in T.grid(T.int64(2), n, n):
+            with T.sblock("shift"):
+                v_h, v_i, v_j = T.axis.remap("SSS", [h, i, j])
+                B[v_h, v_i, v_j] = A[v_h, v_i, (v_j + T.int64(1)) % n]
+
+    @R.function
+    def main(q: R.Tensor((2, "n", 8), dtype="float32"), kt: R.Tensor((2, 8, "n"), dtype="float32")):
+        n = T.int64()
+        cls = Module
+        with R.dataflow():
+            s = R.matmul(q, kt)
+            a = R.call_tir(cls.shift, (s,), out_ty=R.Tensor((2, n, n), dtype="float32"))
+            p = R.nn.softmax(a, axis=-1)
+            o = R.matmul(p, q)
+            R.output(o)
+        return o
+"#;
+    assert_eq!(fused_sites(shifted, false), (0, 0));
 }

@@ -76,6 +76,10 @@ pub struct EngineConfig {
     /// legalized form (batched GEMMs and softmax of the native kernel library) is
     /// faster than the fused kernel's scalar code (`examples/bench_attention.rs`).
     pub fuse_attention_host: bool,
+    /// With `optimize`: fuse host attention whose query is one row (a decoding
+    /// step with a KV cache) even without `fuse_attention_host`: there the
+    /// legalized form is a dozen small kernels per layer. On by default.
+    pub fuse_attention_decode: bool,
     /// Check well-formedness after every pass of the preparation pipeline (`None`:
     /// `relax_transform::config::verify_passes_default`, on in debug builds or with
     /// `RELAX_VERIFY_PASSES=1`).
@@ -106,6 +110,7 @@ impl Default for EngineConfig {
             lenient: false,
             fuse_attention: true,
             fuse_attention_host: false,
+            fuse_attention_decode: true,
             verify_passes: None,
             dump_ir: None,
             compile: CompileConfig::default(),
@@ -640,6 +645,7 @@ impl Engine {
             static_memory_plan: c.static_memory_plan,
             fuse_attention_gpu: c.fuse_attention,
             fuse_attention_host: c.fuse_attention_host,
+            fuse_attention_decode: c.fuse_attention_decode,
             unplaced_on_host: !self.unplaced_on_gpu(),
             lenient: None,
             verify: c

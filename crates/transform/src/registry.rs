@@ -53,6 +53,10 @@ pub struct PassContext {
     pub fuse_attention_gpu: bool,
     /// The same for calls on the host.
     pub fuse_attention_host: bool,
+    /// Fuse host attention whose query is one row (a decoding step), where the
+    /// legalized form is a dozen small kernels, even without
+    /// `fuse_attention_host`.
+    pub fuse_attention_decode: bool,
     /// Tensors that no VDevice places live on the host (where they run decides
     /// which calls the host library and attention fusion take).
     pub unplaced_on_host: bool,
@@ -78,6 +82,7 @@ impl Default for PassContext {
             static_memory_plan: true,
             fuse_attention_gpu: true,
             fuse_attention_host: false,
+            fuse_attention_decode: true,
             unplaced_on_host: true,
             lenient: None,
             verify: crate::config::verify_passes_default(),
@@ -95,6 +100,7 @@ impl fmt::Debug for PassContext {
             .field("static_memory_plan", &self.static_memory_plan)
             .field("fuse_attention_gpu", &self.fuse_attention_gpu)
             .field("fuse_attention_host", &self.fuse_attention_host)
+            .field("fuse_attention_decode", &self.fuse_attention_decode)
             .field("unplaced_on_host", &self.unplaced_on_host)
             .field("lenient", &self.lenient.is_some())
             .field("verify", &self.verify)
@@ -157,6 +163,7 @@ fn errors_only(diags: Vec<relax_ir::Diagnostic>) -> Result<(), Vec<relax_ir::Dia
 fn fuse_options(ctx: &PassContext) -> FuseOptions {
     FuseOptions {
         host: ctx.fuse_attention_host,
+        host_one_query: ctx.fuse_attention_decode,
         gpu: ctx.fuse_attention_gpu,
         unplaced_on_host: ctx.unplaced_on_host,
     }
@@ -236,7 +243,7 @@ pub static PASSES: &[PassInfo] = &[
             "attention (R.nn.attention, explicit matmul-softmax-matmul) becomes one fused online-softmax kernel",
         opt_level: opt::OPTIMIZE,
         required: &[],
-        enabled: |c| c.fuse_attention_gpu || c.fuse_attention_host,
+        enabled: |c| c.fuse_attention_gpu || c.fuse_attention_host || c.fuse_attention_decode,
         in_pipeline: true,
         make: |name, ctx| {
             let options = fuse_options(ctx);
@@ -508,6 +515,7 @@ mod tests {
             host_library: false,
             static_memory_plan: false,
             fuse_attention_gpu: false,
+            fuse_attention_decode: false,
             lenient: Some(Arc::new(|_: &str| true)),
             ..base.clone()
         });

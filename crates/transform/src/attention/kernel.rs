@@ -91,6 +91,7 @@ pub(super) fn lower_attention_op(call: &relax_ir::relax::Call, out: &StructInfo)
         zero_empty: false,
         fill: None,
         nan_stays: false,
+        map: None,
     };
     Some(spec.build(t, out.clone()))
 }
@@ -121,6 +122,9 @@ pub(super) struct Access {
     /// The operand is a reshape merging the first two dimensions of `buf` (whose
     /// second has this extent): logical index `r` reads `buf[r / b, r % b, ..]`.
     pub(super) split: Option<PrimExpr>,
+    /// `buf` is the input of `repeat(buf, repeats, axis)` and the operand (a
+    /// permutation of) that repeat: physical index `x` on `axis` reads `x / repeats`.
+    pub(super) repeat: Option<(usize, i64)>,
 }
 
 impl Access {
@@ -134,6 +138,7 @@ impl Access {
             buf,
             axes: None,
             split: None,
+            repeat: None,
         })
     }
 
@@ -183,6 +188,21 @@ impl Access {
                 }
                 p
             }
+        };
+        let phys = match self.repeat {
+            None => phys,
+            Some((a, r)) => phys
+                .into_iter()
+                .enumerate()
+                .map(|(k, x)| {
+                    if k == a {
+                        let x = x.cast(DataType::INT64);
+                        PrimExpr::binary(BinOp::FloorDiv, x, PrimExpr::int(r))
+                    } else {
+                        x
+                    }
+                })
+                .collect(),
         };
         let x = PrimExpr::load(&self.buf, phys);
         if self.buf.dtype() == DataType::FLOAT32 {
@@ -234,6 +254,8 @@ pub(super) struct Spec {
     /// With `zero_empty`: only a row whose exponentials sum to exactly 0 gives
     /// zeros; a NaN sum stays NaN (torch's guard for rows of `-inf` scores).
     pub(super) nan_stays: bool,
+    /// An elementwise map of the scores (after the bias), with the scores' shape.
+    pub(super) map: Option<(ScoreMap, Vec<PrimExpr>)>,
 }
 
 pub(super) fn f32c(v: f64) -> PrimExpr {
@@ -370,6 +392,9 @@ impl Spec {
         let mut score = bin(BinOp::Mul, at(&st, 2), f32c(self.scale));
         if let Some(b) = &self.bias {
             score = bin(BinOp::Add, score, b.load(&self.bias_idx(&rv, je.clone())));
+        }
+        if let Some((map, shape)) = &self.map {
+            score = map.apply(score, &self.bias_idx(&rv, je.clone()), shape);
         }
         let accumulate = over("ve", self.dv, &|x| {
             let vv = self.v.load(&self.v_idx(&rv, je.clone(), x.clone()));

@@ -67,7 +67,9 @@ use relax_ir::{
 use crate::legalize::arg_struct_info;
 
 mod kernel;
+mod score_map;
 use kernel::{lower_attention_op, Access, Layout, Spec};
+use score_map::ScoreMap;
 
 /// Name hint of the generated PrimFuncs.
 pub const KERNEL_NAME: &str = "fused_attention";
@@ -78,6 +80,9 @@ pub struct FuseOptions {
     /// Rewrite calls on the host (a host `VDevice`, or unplaced with
     /// `unplaced_on_host`).
     pub host: bool,
+    /// Rewrite host calls whose query is one row (a decoding step), even without
+    /// `host`.
+    pub host_one_query: bool,
     /// Rewrite calls on a GPU `VDevice` (or unplaced without `unplaced_on_host`).
     pub gpu: bool,
     /// Unplaced tensors live on the host.
@@ -89,6 +94,7 @@ impl Default for FuseOptions {
     fn default() -> FuseOptions {
         FuseOptions {
             host: true,
+            host_one_query: true,
             gpu: true,
             unplaced_on_host: true,
         }
@@ -99,7 +105,9 @@ impl Default for FuseOptions {
 const GPU_KINDS: &[&str] = &["webgpu", "vulkan", "metal", "cuda", "rocm", "opencl"];
 
 impl FuseOptions {
-    fn applies(&self, out: &StructInfo) -> bool {
+    /// Whether a call whose result is `out` (its query rows counted by
+    /// dimension `query_axis`) is rewritten.
+    fn applies(&self, out: &StructInfo, query_axis: usize) -> bool {
         let on_host = match out {
             StructInfo::Tensor(t) => match &t.vdevice {
                 None => self.unplaced_on_host,
@@ -108,7 +116,7 @@ impl FuseOptions {
             _ => return false,
         };
         if on_host {
-            self.host
+            self.host || (self.host_one_query && query_rows(out, query_axis) == Some(1))
         } else {
             self.gpu
         }
@@ -200,14 +208,19 @@ impl ExprMutator for Rewriter<'_> {
                 continue;
             };
             let new = value.as_call().and_then(|call| {
-                let out = var.struct_info().filter(|si| self.options.applies(si))?;
+                let out = var.struct_info()?;
+                let rank = match out {
+                    StructInfo::Tensor(t) if t.ndim >= 2 => t.ndim as usize,
+                    _ => return None,
+                };
                 match call.op.as_op()? {
-                    "relax.nn.attention" => {
+                    // (batch, seq, heads, head_dim)
+                    "relax.nn.attention" if self.options.applies(out, 1) => {
                         let l = lower_attention_op(call, out)?;
                         self.n_op += 1;
                         Some(l)
                     }
-                    "relax.matmul" if b.is_dataflow => {
+                    "relax.matmul" if b.is_dataflow && self.options.applies(out, rank - 2) => {
                         let l = self.chain(call, out).or_else(|| self.chain_export(call, out))?;
                         self.n_chain += 1;
                         Some(l)
@@ -327,6 +340,22 @@ impl Rewriter<'_> {
             return None;
         }
         let mut cur = x.clone();
+        // An elementwise map of the scores (a mask PrimFunc).
+        let mut map_fn: Option<ScoreMap> = None;
+        if let Some(c) = self.bound_call(&cur, 1, "relax.call_tir") {
+            let (gv, arg) = match c.args.as_slice() {
+                [f, args] => match (f.kind(), args.kind()) {
+                    (ExprKind::GlobalVar(g), ExprKind::Tuple(a)) if a.len() == 1 => {
+                        (g.name().to_string(), a[0].clone())
+                    }
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            let (_, ss) = tensor_of(&arg)?;
+            map_fn = Some(ScoreMap::of(self.module.prim_func(&gv)?, &ss)?);
+            cur = arg;
+        }
         // + mask
         let mut mask: Option<Expr> = None;
         if let Some(add) = self.bound_call(&cur, 1, "relax.add") {
@@ -431,6 +460,7 @@ impl Rewriter<'_> {
             scale,
             causal,
             zero_empty,
+            map: map_fn.map(|m| (m, os[..r - 1].iter().cloned().chain([skv.clone()]).collect())),
         };
         Some(spec.build(t, out.clone()))
     }
@@ -558,6 +588,7 @@ impl Rewriter<'_> {
             zero_empty: true,
             fill: None,
             nan_stays: true,
+            map: None,
         };
         Some(spec.build(t, out.clone()))
     }
@@ -690,18 +721,54 @@ impl Rewriter<'_> {
                     }
                 }
                 if axes.len() == n {
-                    let si = arg_struct_info(x)?;
-                    let buf = t.placeholder(x, si.as_tensor()?).ok()?;
+                    let (x, repeat) = match self.repeated(x) {
+                        Some((y, r)) => (y, Some(r)),
+                        None => (x.clone(), None),
+                    };
+                    let si = arg_struct_info(&x)?;
+                    let buf = t.placeholder(&x, si.as_tensor()?).ok()?;
                     return Some(Access {
                         buf,
                         axes: Some(axes),
                         shape: es,
                         split: None,
+                        repeat,
                     });
                 }
             }
         }
-        Access::plain(t, e)
+        match self.repeated(e) {
+            Some((x, r)) => {
+                let mut a = Access::plain(t, &x)?;
+                a.shape = tensor_of(e)?.1;
+                a.repeat = Some(r);
+                Some(a)
+            }
+            None => Access::plain(t, e),
+        }
+    }
+
+    /// `(x, (axis, r))` when `e` is `repeat(x, r, axis)` with a constant `r >= 1`
+    /// and an axis (grouped-query attention's key and value heads).
+    fn repeated(&self, e: &Expr) -> Option<(Expr, (usize, i64))> {
+        let c = self.def_call(e).filter(|c| c.op.as_op() == Some("relax.repeat"))?;
+        let x = c.args.first()?;
+        let n = tensor_of(x)?.1.len() as i64;
+        let r = c.attrs.get_int("repeats")?;
+        let a = c.attrs.get_int("axis")?;
+        let a = if a < 0 { a + n } else { a };
+        if r < 1 || !(0..n).contains(&a) {
+            return None;
+        }
+        Some((x.clone(), (a as usize, r)))
+    }
+}
+
+/// The extent of dimension `axis` of tensor `out`, when a constant.
+fn query_rows(out: &StructInfo, axis: usize) -> Option<i64> {
+    match out {
+        StructInfo::Tensor(t) => t.shape_values()?.get(axis)?.as_int(),
+        _ => None,
     }
 }
 

@@ -30,11 +30,17 @@
 //!   (ONNX's guard for fully masked rows) makes a row whose exponentials all
 //!   vanish (or are NaN) an output of zeros, as the unfused program gives.
 //!   Operands that are `permute_dims` of another tensor are read through the
-//!   permutation (no transposed copy).
+//!   permutation (no transposed copy), and keys and values that are
+//!   `repeat(x, r, axis)` (grouped-query attention's shared heads) through the
+//!   repeat (`x` at index `i / r`). Between the scores and the softmax, an
+//!   `R.call_tir` of an elementwise PrimFunc of the scores (the `nn` module's
+//!   `causal_mask`: `if_then_else(i < j, min_value, x)`) is applied to each
+//!   score inside the kernel (`score_map`).
 //!
 //! Calls the kernel does not cover are left alone for `LegalizeOps`: head
-//! dimensions that are not constants, grouped heads, non-float dtypes, a
-//! sliding window, batch dimensions that neither agree nor broadcast from 1.
+//! dimensions that are not constants, `R.nn.attention` with grouped heads,
+//! non-float dtypes, a sliding window, batch dimensions that neither agree nor
+//! broadcast from 1.
 //!
 //! The kernel is one TIR block over the output rows with serial loops over the
 //! keys inside, so the host runs rows in parallel and the GPU's default
@@ -49,7 +55,11 @@
 //! The engine applies it to GPU calls by default and to host calls on request
 //! (`EngineConfig::fuse_attention_host`): on the host the legalized form, whose
 //! matmuls run as native GEMMs, measured faster than the fused kernel's scalar
-//! code (`examples/bench_attention.rs`).
+//! code (`examples/bench_attention.rs`) - except for a query of one row (a
+//! decoding step over a KV cache), where the legalized form is a dozen small
+//! kernels per layer (`repeat`, transposes of the cache, two matmuls, the mask,
+//! the softmax, casts) and the fused kernel reads the cache once: those are
+//! fused on the host too (`EngineConfig::fuse_attention_decode`, on by default).
 
 use std::collections::HashMap;
 

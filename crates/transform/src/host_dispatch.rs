@@ -871,20 +871,9 @@ impl BlockRewrite<'_> {
             return None;
         }
         let (_, c) = self.call_at(d)?;
-        if op_name(c)? != "relax.permute_dims" {
-            return None;
-        }
-        let x = c.args.first()?;
-        let t = static_tensor_if(&arg_struct_info(x)?, gemm_dtype).filter(|t| self.on_host(t))?;
-        if t.shape.len() != 2 {
-            return None;
-        }
-        match c.attrs.get("axes") {
-            None | Some(AttrValue::None) => {}
-            Some(a) if a.as_int_list()? == [1, 0] => {}
-            _ => return None,
-        }
-        Some((d, x.clone()))
+        let x = crate::transpose_matmul::transposed_matrix(c)?;
+        static_tensor_if(&arg_struct_info(&x)?, gemm_dtype).filter(|t| self.on_host(t))?;
+        Some((d, x))
     }
 
     /// Whether `var` (bound at `i`) is the right operand of its only user, a 2-D

@@ -65,8 +65,9 @@ struct Fuser {
     changed: bool,
 }
 
-/// The matrix `w` when `c` is `permute_dims(w)` swapping the two axes of a 2-D tensor.
-fn transposed_matrix(c: &Call) -> Option<Expr> {
+/// The matrix `w` when `c` is `permute_dims(w)` swapping the two axes of a 2-D
+/// tensor (also what `dispatch-host-library` reads untransposed).
+pub(crate) fn transposed_matrix(c: &Call) -> Option<Expr> {
     if c.op.as_op()? != "relax.permute_dims" {
         return None;
     }

@@ -22,7 +22,9 @@
 //! on the same tokens (the best of `--runs` each) and their logits compared: the caches
 //! should add next to nothing to the full-sequence forward pass.
 //!
-//! Options: `[DIR] [--device cpu|gpu|auto] [--tokens N] [--runs N] [--prefill-tokens N]`.
+//! Options: `[DIR] [--device cpu|gpu|auto] [--tokens N] [--runs N] [--prefill-tokens N]
+//! [--unfused-decode]` (the last runs a decoding step's attention as legalized on the host,
+//! `EngineConfig::fuse_attention_decode` off, for a same-machine comparison).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -71,11 +73,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut tokens: Option<usize> = None;
     let mut runs = 3usize;
     let mut prefill_tokens = 128usize;
+    let mut fuse_decode = true;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--device" => device = args.next().ok_or("--device needs a value")?,
             "--tokens" => tokens = Some(args.next().ok_or("--tokens needs a value")?.parse()?),
+            "--unfused-decode" => fuse_decode = false,
             "--runs" => runs = args.next().ok_or("--runs needs a value")?.parse::<usize>()?.max(1),
             "--prefill-tokens" => {
                 prefill_tokens = args
@@ -115,6 +119,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let engine = Engine::new(EngineConfig {
         device: choice,
+        fuse_attention_decode: fuse_decode,
         ..EngineConfig::default()
     });
     println!("device: {}", engine.device_summary());

@@ -602,6 +602,169 @@ fn low_precision_casts_match_ml_dtypes() {
     }
 }
 
+/// Sub-byte ONNX tensors are read packed (low bits first) from `raw_data` and from
+/// `int32_data` (one packed byte per value, as `onnx.helper.make_tensor` writes them)
+/// and held one per byte; float8 ones from `int32_data` (one per value).
+#[test]
+fn packed_low_precision_tensors_are_read() {
+    let tensor = |data_type: i32, dims: Vec<i64>, int32_data: Vec<i32>, raw: Vec<u8>| proto::TensorProto {
+        data_type,
+        dims,
+        int32_data,
+        raw_data: raw,
+        name: "t".into(),
+        ..Default::default()
+    };
+    let read = |t: &proto::TensorProto| relax_onnx::tensor::to_ndarray(t, None).expect("reads");
+    // make_tensor('a', INT4, [5], [-8, 7, 1, 2, -1]).int32_data == [120, 33, 15]
+    let a = read(&tensor(proto::data_type::INT4, vec![5], vec![120, 33, 15], vec![]));
+    assert_eq!(a.dtype.to_string(), "int4");
+    assert_eq!(a.data, [-8i8, 7, 1, 2, -1].map(|v| v as u8));
+    let a = read(&tensor(proto::data_type::INT4, vec![5], vec![], vec![0x78, 0x21, 0x0f]));
+    assert_eq!(a.data, [-8i8, 7, 1, 2, -1].map(|v| v as u8));
+    // make_tensor('a', INT2, [5], [-2, 1, 1, 0, -1]).int32_data == [22, 3]
+    let a = read(&tensor(proto::data_type::INT2, vec![5], vec![22, 3], vec![]));
+    assert_eq!(a.data, [-2i8, 1, 1, 0, -1].map(|v| v as u8));
+    let a = read(&tensor(proto::data_type::UINT2, vec![5], vec![22, 3], vec![]));
+    assert_eq!(a.data, [2, 1, 1, 0, 3]);
+    let a = read(&tensor(proto::data_type::UINT4, vec![3], vec![], vec![0xf1, 0x07]));
+    assert_eq!(a.data, [1, 15, 7]);
+    // make_tensor('a', FLOAT4E2M1, [3], [1.0, 2.0, 6.0]).int32_data == [66, 7]
+    let a = read(&tensor(proto::data_type::FLOAT4E2M1, vec![3], vec![66, 7], vec![]));
+    assert_eq!(a.dtype.to_string(), "float4_e2m1fn");
+    let vals: Vec<f64> = (0..3).map(|i| relax_onnx::tensor::elem_f64(&a, i).unwrap()).collect();
+    assert_eq!(vals, [1.0, 2.0, 6.0]);
+    // make_tensor('a', FLOAT8E4M3FN, [3], [1.0, 2.0, 448.0]).int32_data == [56, 64, 126]
+    let a = read(&tensor(
+        proto::data_type::FLOAT8E4M3FN,
+        vec![3],
+        vec![56, 64, 126],
+        vec![],
+    ));
+    assert_eq!(a.dtype.to_string(), "float8_e4m3fn");
+    let vals: Vec<f64> = (0..3).map(|i| relax_onnx::tensor::elem_f64(&a, i).unwrap()).collect();
+    assert_eq!(vals, [1.0, 2.0, 448.0]);
+    // packing is the inverse of unpacking
+    let d: relax_ir::DataType = "int4".parse().unwrap();
+    let held = [-8i8, 7, 1, 2, -1].map(|v| v as u8);
+    assert_eq!(relax_onnx::tensor::pack(d, &held), [0x78, 0x21, 0x0f]);
+    // sizes are checked in packed bytes
+    let err = relax_onnx::tensor::to_ndarray(&tensor(proto::data_type::INT4, vec![5], vec![], vec![0x78, 0x21]), None)
+        .expect_err("two bytes hold four int4 values");
+    assert!(err.to_string().contains("needs 3"), "{err}");
+    let err = relax_onnx::tensor::to_ndarray(&tensor(proto::data_type::INT4, vec![5], vec![120, 33], vec![]), None)
+        .expect_err("two packed values");
+    assert!(err.to_string().contains("int32_data"), "{err}");
+}
+
+/// TVM 0.27's `LegalizeOps()(mod).script()` of casts to `float8_e4m3fn`, `int4` and
+/// `float4_e2m1fn`.
+const TVM_LOW_PRECISION_CASTS: &str = r#"# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def cast(x: T.Buffer((T.int64(4),), "float32"), compute: T.Buffer((T.int64(4),), "float8_e4m3fn")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0 in range(T.int64(4)):
+            with T.sblock("compute"):
+                v_i0 = T.axis.spatial(T.int64(4), i0)
+                T.reads(x[v_i0])
+                T.writes(compute[v_i0])
+                compute[v_i0] = T.Cast("float8_e4m3fn", x[v_i0])
+
+    @T.prim_func(private=True, s_tir=True)
+    def cast1(y: T.Buffer((T.int64(4),), "float8_e4m3fn"), compute: T.Buffer((T.int64(4),), "int4")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0 in range(T.int64(4)):
+            with T.sblock("compute"):
+                v_i0 = T.axis.spatial(T.int64(4), i0)
+                T.reads(y[v_i0])
+                T.writes(compute[v_i0])
+                compute[v_i0] = T.Cast("int4", y[v_i0])
+
+    @T.prim_func(private=True, s_tir=True)
+    def cast2(x: T.Buffer((T.int64(4),), "float32"), compute: T.Buffer((T.int64(4),), "float4_e2m1fn")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0 in range(T.int64(4)):
+            with T.sblock("compute"):
+                v_i0 = T.axis.spatial(T.int64(4), i0)
+                T.reads(x[v_i0])
+                T.writes(compute[v_i0])
+                compute[v_i0] = T.Cast("float4_e2m1fn", x[v_i0])
+
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tuple(R.Tensor((4,), dtype="float8_e4m3fn"), R.Tensor((4,), dtype="int4"), R.Tensor((4,), dtype="float4_e2m1fn")):
+        cls = Module
+        y = R.call_tir(cls.cast, (x,), out_ty=R.Tensor((4,), dtype="float8_e4m3fn"))
+        z = R.call_tir(cls.cast1, (y,), out_ty=R.Tensor((4,), dtype="int4"))
+        w = R.call_tir(cls.cast2, (x,), out_ty=R.Tensor((4,), dtype="float4_e2m1fn"))
+        return (y, z, w)
+"#;
+
+/// The low-precision dtypes parse and print under TVM's names: TVM's legalized
+/// program parses, prints as it parses again, and runs.
+#[test]
+fn low_precision_dtypes_parse_and_print_as_tvm() {
+    let module = relax_ir::text::parse(TVM_LOW_PRECISION_CASTS)
+        .unwrap_or_else(|d| panic!("{d}"))
+        .into_module();
+    let text = print_program(&Program::Module(module.clone()));
+    for s in [
+        r#"T.Buffer((T.int64(4),), "float8_e4m3fn")"#,
+        r#"T.Cast("int4", y[v_i0])"#,
+        r#"R.Tensor((4,), dtype="float4_e2m1fn")"#,
+    ] {
+        assert!(text.contains(s), "{s} missing from\n{text}");
+    }
+    let again = relax_ir::text::parse(&text).expect("reparses").into_module();
+    assert_eq!(print_program(&Program::Module(again)), text);
+    let x: Vec<u8> = [0.3f32, -465.0, 1e-3, 7.5]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let x = Tensor::from_bytes(relax_ir::DataType::FLOAT32, &[4], x).expect("x");
+    let out = engine(DeviceChoice::Cpu)
+        .load(&module)
+        .expect("loads")
+        .run("main", &[Value::Tensor(x)])
+        .expect("runs");
+    let f = out.as_tuple().expect("tuple");
+    let bytes = |i: usize| f[i].as_tensor().expect("tensor").to_bytes().expect("bytes");
+    // ml_dtypes: [0.3, -465, 1e-3, 7.5] as float8_e4m3fn, that as int4, x as float4_e2m1fn
+    assert_eq!(bytes(0), [0x2a, 0xff, 0x01, 0x4f]);
+    assert_eq!(bytes(1), [0, 0, 0, 7]);
+    assert_eq!(bytes(2), [0x01, 0x0f, 0x00, 0x07]);
+    // constants of these dtypes print as their values and parse back to the same bits
+    let src = r#"# from tvm.script import relax as R
+@R.function
+def main() -> R.Tuple(R.Tensor((3,), dtype="float8_e5m2"), R.Tensor((3,), dtype="int4")):
+    return (R.const([0.5, -57344.0, 1.52587890625e-05], "float8_e5m2"), R.const([-8, 7, -1], "int4"))
+"#;
+    let module = relax_ir::text::parse(src)
+        .unwrap_or_else(|d| panic!("{d}"))
+        .into_module();
+    let text = print_program(&Program::Module(module));
+    assert!(text.contains("-57344.0"), "{text}");
+    let again = relax_ir::text::parse(&text).expect("reparses").into_module();
+    assert_eq!(print_program(&Program::Module(again.clone())), text);
+    let out = engine(DeviceChoice::Cpu)
+        .load(&again)
+        .expect("loads")
+        .run("main", &[])
+        .expect("runs");
+    let f = out.as_tuple().expect("tuple");
+    let bytes = |i: usize| f[i].as_tensor().expect("tensor").to_bytes().expect("bytes");
+    assert_eq!(bytes(0), [0x38, 0xfb, 0x01]);
+    assert_eq!(bytes(1), [0xf8, 0x07, 0xff]);
+}
+
 /// One node test: import `dir/model.onnx`, run it on `device` with
 /// `test_data_set_0/input_*.pb`, compare with `output_*.pb`. `Ok(())` when it passes,
 /// else the reason (prefixed `import:` when the importer refused the model).

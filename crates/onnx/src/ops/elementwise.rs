@@ -333,6 +333,16 @@ pub(crate) fn low_precision_cast(
     saturate: bool,
 ) -> Result<TVal, ConvertError> {
     let dtype = [("dtype", AttrValue::DataType(to))];
+    if to
+        .mini_float()
+        .is_some_and(|f| f.specials == relax_ir::MiniSpecials::E8M0)
+    {
+        // ONNX rounds on the exponent bits (`round_mode`, `0 -> 2^-127`); `astype`
+        // rounds to the nearest power of two and makes 0 NaN, as ml_dtypes.
+        return Err(
+            convert_err!(Unsupported;"conversion to FLOAT8E8M0 is not supported (ONNX's round_mode differs from the nearest power of two)"),
+        );
+    }
     if let Some(f) = to.mini_float() {
         let (mut e, mut dt) = (e, from);
         if !dt.is_float() {

@@ -407,6 +407,364 @@ fn real_onnx_models_from_dir() {
     }
 }
 
+/// The values `low_precision_casts_match_ml_dtypes` casts (as `float32`).
+const CAST_VALUES: [f32; 35] = [
+    0.0,
+    -0.0,
+    f32::NAN,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    1.0,
+    -1.0,
+    448.0,
+    464.0,
+    465.0,
+    240.0,
+    248.0,
+    57344.0,
+    61440.0,
+    61439.0,
+    6.0,
+    7.0,
+    1e6,
+    -1e6,
+    1e-7,
+    -1e-7,
+    0.001953125,
+    0.0009765625,
+    0.0029296875,
+    7.629_394_5e-6,
+    3.814_697_3e-6,
+    1.144_409_2e-5,
+    0.25,
+    0.75,
+    1.25,
+    0.4765625,
+    0.1,
+    -3.5,
+    3.0,
+    5.0,
+];
+
+/// `np.array(CAST_VALUES, np.float32).astype(ml_dtypes.<dtype>).view(np.uint8)`
+/// (ml_dtypes 0.6.0).
+const CAST_BITS: [(&str, [u8; 35]); 6] = [
+    (
+        "float8_e4m3fn",
+        [
+            0x00, 0x80, 0x7f, 0x7f, 0xff, 0x38, 0xb8, 0x7e, 0x7e, 0x7f, 0x77, 0x78, 0x7f, 0x7f, 0x7f, 0x4c, 0x4e, 0x7f,
+            0xff, 0x00, 0x80, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x28, 0x34, 0x3a, 0x2f, 0x1d, 0xc6, 0x44, 0x4a,
+        ],
+    ),
+    (
+        "float8_e4m3fnuz",
+        [
+            0x00, 0x00, 0x80, 0x80, 0x80, 0x40, 0xc0, 0x80, 0x80, 0x80, 0x7f, 0x80, 0x80, 0x80, 0x80, 0x54, 0x56, 0x80,
+            0x80, 0x00, 0x00, 0x02, 0x01, 0x03, 0x00, 0x00, 0x00, 0x30, 0x3c, 0x42, 0x37, 0x25, 0xce, 0x4c, 0x52,
+        ],
+    ),
+    (
+        "float8_e5m2",
+        [
+            0x00, 0x80, 0x7e, 0x7c, 0xfc, 0x3c, 0xbc, 0x5f, 0x5f, 0x5f, 0x5c, 0x5c, 0x7b, 0x7c, 0x7b, 0x46, 0x47, 0x7c,
+            0xfc, 0x00, 0x80, 0x18, 0x14, 0x1a, 0x00, 0x00, 0x01, 0x34, 0x3a, 0x3d, 0x38, 0x2e, 0xc3, 0x42, 0x45,
+        ],
+    ),
+    (
+        "float8_e5m2fnuz",
+        [
+            0x00, 0x00, 0x80, 0x80, 0x80, 0x40, 0xc0, 0x63, 0x63, 0x63, 0x60, 0x60, 0x7f, 0x80, 0x7f, 0x4a, 0x4b, 0x80,
+            0x80, 0x00, 0x00, 0x1c, 0x18, 0x1e, 0x01, 0x00, 0x02, 0x38, 0x3e, 0x41, 0x3c, 0x32, 0xc7, 0x46, 0x49,
+        ],
+    ),
+    (
+        "float4_e2m1fn",
+        [
+            0x00, 0x08, 0x08, 0x07, 0x0f, 0x02, 0x0a, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07,
+            0x0f, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x01, 0x00, 0x0e, 0x05, 0x06,
+        ],
+    ),
+    (
+        "float8_e8m0fnu",
+        [
+            0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0xff, 0x88, 0x88, 0x88, 0x87, 0x87, 0x8f, 0x8f, 0x8f, 0x82, 0x82, 0x93,
+            0xff, 0x68, 0xff, 0x76, 0x75, 0x77, 0x6e, 0x6d, 0x6f, 0x7d, 0x7f, 0x7f, 0x7e, 0x7c, 0xff, 0x81, 0x81,
+        ],
+    ),
+];
+
+/// `R.astype` from `float32` to each float8 type, `float4_e2m1fn` and `float8_e8m0fnu`
+/// gives `ml_dtypes`' bits on the host and the GPU (special values, overflow, ties,
+/// subnormals); casting back to `float32` and the sub-byte integer casts (wrapping
+/// from `int32`, saturating from `float32`) agree on both devices.
+#[test]
+fn low_precision_casts_match_ml_dtypes() {
+    let n = CAST_VALUES.len();
+    let mut outs = Vec::new();
+    let mut body = String::new();
+    for (k, (dt, _)) in CAST_BITS.iter().enumerate() {
+        body += &format!("            c{k} = R.astype(x, \"{dt}\")\n");
+        body += &format!("            b{k} = R.astype(c{k}, \"float32\")\n");
+        outs.push(format!("c{k}"));
+        outs.push(format!("b{k}"));
+    }
+    for (k, dt) in ["int4", "uint4", "int2", "uint2"].iter().enumerate() {
+        body += &format!("            i{k} = R.astype(y, \"{dt}\")\n");
+        body += &format!("            f{k} = R.astype(x, \"{dt}\")\n");
+        body += &format!("            w{k} = R.astype(i{k}, \"int32\")\n");
+        outs.extend([format!("i{k}"), format!("f{k}"), format!("w{k}")]);
+    }
+    let src = format!(
+        "# from tvm.script import relax as R\n@R.function\ndef main(x: R.Tensor(({n},), dtype=\"float32\"), y: R.Tensor(({n},), dtype=\"int32\")):\n        with R.dataflow():\n{body}            t = ({},)\n            R.output(t)\n        return t\n",
+        outs.join(", ")
+    );
+    let module = relax_ir::text::parse(&src)
+        .unwrap_or_else(|d| panic!("{d}\n{src}"))
+        .into_module();
+    let xs: Vec<u8> = CAST_VALUES.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let ys: Vec<i32> = (0..n as i32).map(|i| i - 17).collect();
+    let yb: Vec<u8> = ys.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let args = [
+        Value::Tensor(Tensor::from_bytes(relax_ir::DataType::FLOAT32, &[n as i64], xs).expect("x")),
+        Value::Tensor(Tensor::from_bytes(relax_ir::DataType::INT32, &[n as i64], yb).expect("y")),
+    ];
+    let mut results: Vec<Vec<Vec<u8>>> = Vec::new();
+    for device in devices() {
+        let out = engine(device)
+            .load(&module)
+            .unwrap_or_else(|e| panic!("{device:?}: {e}"))
+            .run("main", &args)
+            .unwrap_or_else(|e| panic!("{device:?}: {e}"));
+        let fields = out.as_tuple().expect("a tuple").to_vec();
+        let bytes: Vec<Vec<u8>> = fields
+            .iter()
+            .map(|f| f.as_tensor().expect("tensor").to_bytes().expect("bytes"))
+            .collect();
+        for (k, (dt, want)) in CAST_BITS.iter().enumerate() {
+            assert_eq!(bytes[2 * k], want.to_vec(), "{dt} {device:?}");
+            // back to float32: the format's value of each code
+            let f = dt.parse::<relax_ir::DataType>().unwrap().mini_float().unwrap();
+            for (i, c) in bytes[2 * k + 1].chunks_exact(4).enumerate() {
+                let got = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                let want = f.decode(want[i]) as f32;
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "{dt} -> float32 {device:?}: element {i}: {got} != {want}"
+                );
+            }
+        }
+        // int4 (wrap from int32, saturate from float32) and the others
+        let base = 2 * CAST_BITS.len();
+        for (k, bits) in [(0, 4u32), (1, 4), (2, 2), (3, 2)] {
+            let signed = k % 2 == 0;
+            let wrap = |v: i64| -> i64 {
+                let m = v & ((1 << bits) - 1);
+                if signed && m >> (bits - 1) == 1 {
+                    m - (1 << bits)
+                } else {
+                    m
+                }
+            };
+            let (lo, hi) = if signed {
+                (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+            } else {
+                (0, (1i64 << bits) - 1)
+            };
+            let i_bytes = &bytes[base + 3 * k];
+            let f_bytes = &bytes[base + 3 * k + 1];
+            for i in 0..n {
+                let w = wrap(ys[i] as i64);
+                let stored = if signed {
+                    i_bytes[i] as i8 as i64
+                } else {
+                    i_bytes[i] as i64
+                };
+                assert_eq!(stored, w, "int {bits} {signed} {device:?} element {i}");
+                let v = CAST_VALUES[i];
+                let sat = if v.is_nan() { 0 } else { (v as i64).clamp(lo, hi) };
+                let stored = if signed {
+                    f_bytes[i] as i8 as i64
+                } else {
+                    f_bytes[i] as i64
+                };
+                assert_eq!(stored, sat, "float -> int {bits} {signed} {device:?} element {i} ({v})");
+            }
+            let back: Vec<i32> = bytes[base + 3 * k + 2]
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            assert_eq!(back, ys.iter().map(|&y| wrap(y as i64) as i32).collect::<Vec<_>>());
+        }
+        results.push(bytes);
+    }
+    if results.len() == 2 {
+        assert_eq!(results[0], results[1], "host and GPU differ");
+    }
+}
+
+/// Sub-byte ONNX tensors are read packed (low bits first) from `raw_data` and from
+/// `int32_data` (one packed byte per value, as `onnx.helper.make_tensor` writes them)
+/// and held one per byte; float8 ones from `int32_data` (one per value).
+#[test]
+fn packed_low_precision_tensors_are_read() {
+    let tensor = |data_type: i32, dims: Vec<i64>, int32_data: Vec<i32>, raw: Vec<u8>| proto::TensorProto {
+        data_type,
+        dims,
+        int32_data,
+        raw_data: raw,
+        name: "t".into(),
+        ..Default::default()
+    };
+    let read = |t: &proto::TensorProto| relax_onnx::tensor::to_ndarray(t, None).expect("reads");
+    // make_tensor('a', INT4, [5], [-8, 7, 1, 2, -1]).int32_data == [120, 33, 15]
+    let a = read(&tensor(proto::data_type::INT4, vec![5], vec![120, 33, 15], vec![]));
+    assert_eq!(a.dtype.to_string(), "int4");
+    assert_eq!(a.data, [-8i8, 7, 1, 2, -1].map(|v| v as u8));
+    let a = read(&tensor(proto::data_type::INT4, vec![5], vec![], vec![0x78, 0x21, 0x0f]));
+    assert_eq!(a.data, [-8i8, 7, 1, 2, -1].map(|v| v as u8));
+    // make_tensor('a', INT2, [5], [-2, 1, 1, 0, -1]).int32_data == [22, 3]
+    let a = read(&tensor(proto::data_type::INT2, vec![5], vec![22, 3], vec![]));
+    assert_eq!(a.data, [-2i8, 1, 1, 0, -1].map(|v| v as u8));
+    let a = read(&tensor(proto::data_type::UINT2, vec![5], vec![22, 3], vec![]));
+    assert_eq!(a.data, [2, 1, 1, 0, 3]);
+    let a = read(&tensor(proto::data_type::UINT4, vec![3], vec![], vec![0xf1, 0x07]));
+    assert_eq!(a.data, [1, 15, 7]);
+    // make_tensor('a', FLOAT4E2M1, [3], [1.0, 2.0, 6.0]).int32_data == [66, 7]
+    let a = read(&tensor(proto::data_type::FLOAT4E2M1, vec![3], vec![66, 7], vec![]));
+    assert_eq!(a.dtype.to_string(), "float4_e2m1fn");
+    let vals: Vec<f64> = (0..3).map(|i| relax_onnx::tensor::elem_f64(&a, i).unwrap()).collect();
+    assert_eq!(vals, [1.0, 2.0, 6.0]);
+    // make_tensor('a', FLOAT8E4M3FN, [3], [1.0, 2.0, 448.0]).int32_data == [56, 64, 126]
+    let a = read(&tensor(
+        proto::data_type::FLOAT8E4M3FN,
+        vec![3],
+        vec![56, 64, 126],
+        vec![],
+    ));
+    assert_eq!(a.dtype.to_string(), "float8_e4m3fn");
+    let vals: Vec<f64> = (0..3).map(|i| relax_onnx::tensor::elem_f64(&a, i).unwrap()).collect();
+    assert_eq!(vals, [1.0, 2.0, 448.0]);
+    // packing is the inverse of unpacking
+    let d: relax_ir::DataType = "int4".parse().unwrap();
+    let held = [-8i8, 7, 1, 2, -1].map(|v| v as u8);
+    assert_eq!(relax_onnx::tensor::pack(d, &held), [0x78, 0x21, 0x0f]);
+    // sizes are checked in packed bytes
+    let err = relax_onnx::tensor::to_ndarray(&tensor(proto::data_type::INT4, vec![5], vec![], vec![0x78, 0x21]), None)
+        .expect_err("two bytes hold four int4 values");
+    assert!(err.to_string().contains("needs 3"), "{err}");
+    let err = relax_onnx::tensor::to_ndarray(&tensor(proto::data_type::INT4, vec![5], vec![120, 33], vec![]), None)
+        .expect_err("two packed values");
+    assert!(err.to_string().contains("int32_data"), "{err}");
+}
+
+/// TVM 0.27's `LegalizeOps()(mod).script()` of casts to `float8_e4m3fn`, `int4` and
+/// `float4_e2m1fn`.
+const TVM_LOW_PRECISION_CASTS: &str = r#"# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def cast(x: T.Buffer((T.int64(4),), "float32"), compute: T.Buffer((T.int64(4),), "float8_e4m3fn")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0 in range(T.int64(4)):
+            with T.sblock("compute"):
+                v_i0 = T.axis.spatial(T.int64(4), i0)
+                T.reads(x[v_i0])
+                T.writes(compute[v_i0])
+                compute[v_i0] = T.Cast("float8_e4m3fn", x[v_i0])
+
+    @T.prim_func(private=True, s_tir=True)
+    def cast1(y: T.Buffer((T.int64(4),), "float8_e4m3fn"), compute: T.Buffer((T.int64(4),), "int4")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0 in range(T.int64(4)):
+            with T.sblock("compute"):
+                v_i0 = T.axis.spatial(T.int64(4), i0)
+                T.reads(y[v_i0])
+                T.writes(compute[v_i0])
+                compute[v_i0] = T.Cast("int4", y[v_i0])
+
+    @T.prim_func(private=True, s_tir=True)
+    def cast2(x: T.Buffer((T.int64(4),), "float32"), compute: T.Buffer((T.int64(4),), "float4_e2m1fn")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0 in range(T.int64(4)):
+            with T.sblock("compute"):
+                v_i0 = T.axis.spatial(T.int64(4), i0)
+                T.reads(x[v_i0])
+                T.writes(compute[v_i0])
+                compute[v_i0] = T.Cast("float4_e2m1fn", x[v_i0])
+
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tuple(R.Tensor((4,), dtype="float8_e4m3fn"), R.Tensor((4,), dtype="int4"), R.Tensor((4,), dtype="float4_e2m1fn")):
+        cls = Module
+        y = R.call_tir(cls.cast, (x,), out_ty=R.Tensor((4,), dtype="float8_e4m3fn"))
+        z = R.call_tir(cls.cast1, (y,), out_ty=R.Tensor((4,), dtype="int4"))
+        w = R.call_tir(cls.cast2, (x,), out_ty=R.Tensor((4,), dtype="float4_e2m1fn"))
+        return (y, z, w)
+"#;
+
+/// The low-precision dtypes parse and print under TVM's names: TVM's legalized
+/// program parses, prints as it parses again, and runs.
+#[test]
+fn low_precision_dtypes_parse_and_print_as_tvm() {
+    let module = relax_ir::text::parse(TVM_LOW_PRECISION_CASTS)
+        .unwrap_or_else(|d| panic!("{d}"))
+        .into_module();
+    let text = print_program(&Program::Module(module.clone()));
+    for s in [
+        r#"T.Buffer((T.int64(4),), "float8_e4m3fn")"#,
+        r#"T.Cast("int4", y[v_i0])"#,
+        r#"R.Tensor((4,), dtype="float4_e2m1fn")"#,
+    ] {
+        assert!(text.contains(s), "{s} missing from\n{text}");
+    }
+    let again = relax_ir::text::parse(&text).expect("reparses").into_module();
+    assert_eq!(print_program(&Program::Module(again)), text);
+    let x: Vec<u8> = [0.3f32, -465.0, 1e-3, 7.5]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let x = Tensor::from_bytes(relax_ir::DataType::FLOAT32, &[4], x).expect("x");
+    let out = engine(DeviceChoice::Cpu)
+        .load(&module)
+        .expect("loads")
+        .run("main", &[Value::Tensor(x)])
+        .expect("runs");
+    let f = out.as_tuple().expect("tuple");
+    let bytes = |i: usize| f[i].as_tensor().expect("tensor").to_bytes().expect("bytes");
+    // ml_dtypes: [0.3, -465, 1e-3, 7.5] as float8_e4m3fn, that as int4, x as float4_e2m1fn
+    assert_eq!(bytes(0), [0x2a, 0xff, 0x01, 0x4f]);
+    assert_eq!(bytes(1), [0, 0, 0, 7]);
+    assert_eq!(bytes(2), [0x01, 0x0f, 0x00, 0x07]);
+    // constants of these dtypes print as their values and parse back to the same bits
+    let src = r#"# from tvm.script import relax as R
+@R.function
+def main() -> R.Tuple(R.Tensor((3,), dtype="float8_e5m2"), R.Tensor((3,), dtype="int4")):
+    return (R.const([0.5, -57344.0, 1.52587890625e-05], "float8_e5m2"), R.const([-8, 7, -1], "int4"))
+"#;
+    let module = relax_ir::text::parse(src)
+        .unwrap_or_else(|d| panic!("{d}"))
+        .into_module();
+    let text = print_program(&Program::Module(module));
+    assert!(text.contains("-57344.0"), "{text}");
+    let again = relax_ir::text::parse(&text).expect("reparses").into_module();
+    assert_eq!(print_program(&Program::Module(again.clone())), text);
+    let out = engine(DeviceChoice::Cpu)
+        .load(&again)
+        .expect("loads")
+        .run("main", &[])
+        .expect("runs");
+    let f = out.as_tuple().expect("tuple");
+    let bytes = |i: usize| f[i].as_tensor().expect("tensor").to_bytes().expect("bytes");
+    assert_eq!(bytes(0), [0x38, 0xfb, 0x01]);
+    assert_eq!(bytes(1), [0xf8, 0x07, 0xff]);
+}
+
 /// One node test: import `dir/model.onnx`, run it on `device` with
 /// `test_data_set_0/input_*.pb`, compare with `output_*.pb`. `Ok(())` when it passes,
 /// else the reason (prefixed `import:` when the importer refused the model).

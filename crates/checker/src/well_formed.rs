@@ -1072,15 +1072,16 @@ impl<'m> Checker<'m> {
 
     fn check_dtype(&mut self, dt: DataType, what: &str) {
         let ok = match dt.code {
-            TypeCode::Int | TypeCode::UInt => dt.lanes == 1 && matches!(dt.bits, 1 | 8 | 16 | 32 | 64),
+            TypeCode::Int | TypeCode::UInt => dt.lanes == 1 && matches!(dt.bits, 1 | 2 | 4 | 8 | 16 | 32 | 64),
             TypeCode::Float => dt.lanes == 1 && matches!(dt.bits, 8 | 16 | 32 | 64),
             TypeCode::BFloat => dt.lanes == 1 && dt.bits == 16,
             TypeCode::Handle => dt.is_void(),
+            _ => dt.lanes == 1 && dt.mini_float().is_some(),
         };
         if !ok {
             self.err(
                 20,
-                format!("{what} uses unsupported data type {dt} (scalars only: int/uint of 1-64 bits, float16/32/64)"),
+                format!("{what} uses unsupported data type {dt} (scalars only: int/uint of 1-64 bits, float16/32/64, bfloat16, float8/float4 variants)"),
             );
         }
     }

@@ -650,6 +650,9 @@ pub(crate) fn decode_scalar(dtype: DataType, b: &[u8]) -> PrimValue {
             Scalar::Int(((raw << shift) as i64) >> shift)
         }
         UInt => Scalar::Int(raw as i64),
+        _ if dtype.mini_float().is_some() => {
+            Scalar::Float(dtype.mini_float().map_or(f64::NAN, |f| f.decode(raw as u8)))
+        }
         Float if dtype.bits == 16 => Scalar::Float(f16::from_bits(raw as u16).to_f64()),
         Float if dtype.bits == 32 => Scalar::Float(f32::from_bits(raw as u32) as f64),
         BFloat => Scalar::Float(f32::from_bits((raw as u32) << 16) as f64),

@@ -18,7 +18,7 @@ pub mod visit;
 
 pub use attrs::{AttrValue, Attrs};
 pub use diagnostic::{Diagnostic, Rule, RuleCategory, Severity, StructInfoRule, TirRule, VDeviceRule};
-pub use dtype::{DataType, TypeCode};
+pub use dtype::{DataType, MiniFloat, MiniSpecials, TypeCode};
 pub use module::{BaseFunc, GlobalInfo, IRModule, Target, VDevice};
 pub use relax::{
     Binding, BindingBlock, Call, Expr, ExprKind, FuncStructInfo, Function, GlobalVar, NDArray, PrimStructInfo, SeqExpr,

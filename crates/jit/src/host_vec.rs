@@ -50,7 +50,7 @@ fn round_chunk(dt: DataType, x: &mut [f64; CH], len: usize) {
 fn vcompile(env: &mut Env, e: &PrimExpr, v: &TirVar, slot: usize) -> Option<VFn> {
     use PrimExprKind as K;
     let dt = e.dtype();
-    if !dt.is_float() || dt.lanes != 1 || dt.code == TypeCode::BFloat {
+    if !dt.is_float() || dt.lanes != 1 || dt.code == TypeCode::BFloat || dt.mini_float().is_some() {
         return None;
     }
     if !crate::expr::uses_var(e, v) {

@@ -157,11 +157,11 @@ pub fn unary_f64(op: Intrinsic) -> Option<fn(f64) -> f64> {
 pub fn limit(dtype: DataType, max: bool) -> Option<Scalar> {
     Some(match (dtype.code, dtype.bits) {
         (TypeCode::UInt, 1) => Scalar::I(max as i64),
-        (TypeCode::Int, b @ 8..=64) => {
+        (TypeCode::Int, b @ 2..=64) => {
             let m = ((1u128 << (b - 1)) - 1) as i64;
             Scalar::I(if max { m } else { -m - 1 })
         }
-        (TypeCode::UInt, b @ 8..=63) => Scalar::I(if max { ((1u128 << b) - 1) as i64 } else { 0 }),
+        (TypeCode::UInt, b @ 2..=63) => Scalar::I(if max { ((1u128 << b) - 1) as i64 } else { 0 }),
         (TypeCode::UInt, 64) => Scalar::I(if max { -1 } else { 0 }),
         (TypeCode::Float, 16) => Scalar::F(if max { 65504.0 } else { -65504.0 }),
         (TypeCode::Float, 32) => Scalar::F(if max { f32::MAX as f64 } else { f32::MIN as f64 }),
@@ -170,6 +170,9 @@ pub fn limit(dtype: DataType, max: bool) -> Option<Scalar> {
             let v = half::bf16::MAX.to_f64();
             Scalar::F(if max { v } else { -v })
         }
-        _ => return None,
+        _ => {
+            let v = dtype.mini_float()?.max();
+            Scalar::F(if max { v } else { -v })
+        }
     })
 }

@@ -327,6 +327,12 @@ impl Writer<'_> {
             TypeCode::Float => 2,
             TypeCode::BFloat => 3,
             TypeCode::Handle => 4,
+            TypeCode::Float8E4M3FN => 5,
+            TypeCode::Float8E4M3FNUZ => 6,
+            TypeCode::Float8E5M2 => 7,
+            TypeCode::Float8E5M2FNUZ => 8,
+            TypeCode::Float8E8M0FNU => 9,
+            TypeCode::Float4E2M1FN => 10,
         });
         self.u8(d.bits);
         self.out.extend_from_slice(&d.lanes.to_le_bytes());
@@ -451,6 +457,12 @@ impl Reader<'_> {
             2 => TypeCode::Float,
             3 => TypeCode::BFloat,
             4 => TypeCode::Handle,
+            5 => TypeCode::Float8E4M3FN,
+            6 => TypeCode::Float8E4M3FNUZ,
+            7 => TypeCode::Float8E5M2,
+            8 => TypeCode::Float8E5M2FNUZ,
+            9 => TypeCode::Float8E8M0FNU,
+            10 => TypeCode::Float4E2M1FN,
             _ => return None,
         };
         let bits = self.u8()?;

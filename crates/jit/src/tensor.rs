@@ -43,6 +43,9 @@ pub fn host_elem_bytes(dtype: DataType) -> Result<usize> {
     }
     match (dtype.code, dtype.bits) {
         (TypeCode::UInt, 1) => Ok(1),
+        // Sub-byte integers and floats narrower than 16 bits: one element per byte.
+        (TypeCode::Int | TypeCode::UInt, 2 | 4) => Ok(1),
+        _ if dtype.mini_float().is_some() => Ok(1),
         (TypeCode::Int | TypeCode::UInt, 8 | 16 | 32 | 64) => Ok(dtype.bits as usize / 8),
         (TypeCode::Float, 16 | 32 | 64) => Ok(dtype.bits as usize / 8),
         (TypeCode::BFloat, 16) => Ok(2),
@@ -216,7 +219,10 @@ pub fn read_f64(dtype: DataType, b: &[u8], i: usize) -> f64 {
         (TypeCode::BFloat, 16) => half::bf16::from_le_bytes(rd::<2>(b, i)).to_f64(),
         (TypeCode::Float, 32) => f32::from_le_bytes(rd::<4>(b, i)) as f64,
         (TypeCode::Float, 64) => f64::from_le_bytes(rd::<8>(b, i)),
-        _ => read_i64(dtype, b, i) as f64,
+        _ => match dtype.mini_float() {
+            Some(f) => f.decode(b[i]),
+            None => read_i64(dtype, b, i) as f64,
+        },
     }
 }
 
@@ -224,8 +230,8 @@ pub fn read_f64(dtype: DataType, b: &[u8], i: usize) -> f64 {
 pub fn read_i64(dtype: DataType, b: &[u8], i: usize) -> i64 {
     match (dtype.code, dtype.bits) {
         (TypeCode::UInt, 1) => (b[i] != 0) as i64,
-        (TypeCode::Int, 8) => b[i] as i8 as i64,
-        (TypeCode::UInt, 8) => b[i] as i64,
+        (TypeCode::Int, 2 | 4 | 8) => crate::expr::wrap_int(b[i] as i8 as i64, dtype),
+        (TypeCode::UInt, 2 | 4 | 8) => crate::expr::wrap_int(b[i] as i64, dtype),
         (TypeCode::Int, 16) => i16::from_le_bytes(rd::<2>(b, i)) as i64,
         (TypeCode::UInt, 16) => u16::from_le_bytes(rd::<2>(b, i)) as i64,
         (TypeCode::Int, 32) => i32::from_le_bytes(rd::<4>(b, i)) as i64,
@@ -242,6 +248,7 @@ pub fn write_f64(dtype: DataType, b: &mut [u8], i: usize, v: f64) {
         (TypeCode::BFloat, 16) => b[i * 2..i * 2 + 2].copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
         (TypeCode::Float, 32) => b[i * 4..i * 4 + 4].copy_from_slice(&(v as f32).to_le_bytes()),
         (TypeCode::Float, 64) => b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes()),
+        _ if dtype.mini_float().is_some() => b[i] = dtype.mini_float().map_or(0, |f| f.encode(v)),
         _ => write_i64(dtype, b, i, if dtype.is_bool() { (v != 0.0) as i64 } else { v as i64 }),
     }
 }
@@ -250,7 +257,7 @@ pub fn write_f64(dtype: DataType, b: &mut [u8], i: usize, v: f64) {
 pub fn write_i64(dtype: DataType, b: &mut [u8], i: usize, v: i64) {
     match (dtype.code, dtype.bits) {
         (TypeCode::UInt, 1) => b[i] = (v != 0) as u8,
-        (TypeCode::Int | TypeCode::UInt, 8) => b[i] = v as u8,
+        (TypeCode::Int | TypeCode::UInt, 2 | 4 | 8) => b[i] = crate::expr::wrap_int(v, dtype) as u8,
         (TypeCode::Int | TypeCode::UInt, 16) => b[i * 2..i * 2 + 2].copy_from_slice(&(v as u16).to_le_bytes()),
         (TypeCode::Int | TypeCode::UInt, 32) => b[i * 4..i * 4 + 4].copy_from_slice(&(v as u32).to_le_bytes()),
         (TypeCode::Int | TypeCode::UInt, 64) => b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes()),

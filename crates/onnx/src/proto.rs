@@ -41,6 +41,16 @@ pub mod data_type {
     pub const COMPLEX64: i32 = 14;
     pub const COMPLEX128: i32 = 15;
     pub const BFLOAT16: i32 = 16;
+    pub const FLOAT8E4M3FN: i32 = 17;
+    pub const FLOAT8E4M3FNUZ: i32 = 18;
+    pub const FLOAT8E5M2: i32 = 19;
+    pub const FLOAT8E5M2FNUZ: i32 = 20;
+    pub const UINT4: i32 = 21;
+    pub const INT4: i32 = 22;
+    pub const FLOAT4E2M1: i32 = 23;
+    pub const FLOAT8E8M0: i32 = 24;
+    pub const UINT2: i32 = 25;
+    pub const INT2: i32 = 26;
 }
 
 /// `TensorProto.DataLocation.EXTERNAL`.

@@ -30,6 +30,16 @@ pub fn dtype_of(onnx: i32) -> Option<DataType> {
         dt::UINT32 => DataType::UINT32,
         dt::UINT64 => DataType::uint(64),
         dt::BFLOAT16 => DataType::new(TypeCode::BFloat, 16, 1),
+        dt::FLOAT8E4M3FN => DataType::new(TypeCode::Float8E4M3FN, 8, 1),
+        dt::FLOAT8E4M3FNUZ => DataType::new(TypeCode::Float8E4M3FNUZ, 8, 1),
+        dt::FLOAT8E5M2 => DataType::new(TypeCode::Float8E5M2, 8, 1),
+        dt::FLOAT8E5M2FNUZ => DataType::new(TypeCode::Float8E5M2FNUZ, 8, 1),
+        dt::FLOAT8E8M0 => DataType::new(TypeCode::Float8E8M0FNU, 8, 1),
+        dt::FLOAT4E2M1 => DataType::new(TypeCode::Float4E2M1FN, 4, 1),
+        dt::UINT4 => DataType::uint(4),
+        dt::INT4 => DataType::int(4),
+        dt::UINT2 => DataType::uint(2),
+        dt::INT2 => DataType::int(2),
         _ => return None,
     })
 }
@@ -54,10 +64,17 @@ pub fn onnx_type_name(onnx: i32) -> String {
         dt::COMPLEX64 => "COMPLEX64",
         dt::COMPLEX128 => "COMPLEX128",
         dt::BFLOAT16 => "BFLOAT16",
-        17..=20 => "FLOAT8",
-        21 | 22 | 25 | 26 => "sub-byte integer",
-        23 | 27 | 28 => "sub-byte float",
-        24 => "FLOAT8E8M0",
+        dt::FLOAT8E4M3FN => "FLOAT8E4M3FN",
+        dt::FLOAT8E4M3FNUZ => "FLOAT8E4M3FNUZ",
+        dt::FLOAT8E5M2 => "FLOAT8E5M2",
+        dt::FLOAT8E5M2FNUZ => "FLOAT8E5M2FNUZ",
+        dt::UINT4 => "UINT4",
+        dt::INT4 => "INT4",
+        dt::FLOAT4E2M1 => "FLOAT4E2M1",
+        dt::FLOAT8E8M0 => "FLOAT8E8M0",
+        dt::UINT2 => "UINT2",
+        dt::INT2 => "INT2",
+        27 | 28 => "sub-byte float",
         _ => return format!("element type {onnx}"),
     };
     n.to_string()
@@ -107,10 +124,13 @@ pub fn to_ndarray(t: &TensorProto, base_dir: Option<&Path>) -> Result<NDArray, I
             "tensor `{name}` is segmented, which is not supported"
         )));
     }
-    let (numel, nbytes) = checked_size(name, &t.dims, dtype)?;
+    let (numel, held) = checked_size(name, &t.dims, dtype)?;
+    // Sub-byte elements are packed in the file (low bits first), one per byte here.
+    let per_byte = packed_per_byte(dtype);
+    let nbytes = if per_byte > 1 { numel.div_ceil(per_byte) } else { held };
     let shape = t.dims.clone();
     let data = if t.data_location == DATA_LOCATION_EXTERNAL {
-        read_external(t, base_dir, nbytes)?
+        unpack(dtype, &read_external(t, base_dir, nbytes)?, numel)
     } else if !t.raw_data.is_empty() || numel == 0 {
         if t.raw_data.len() != nbytes {
             return Err(ImportError::new(format!(
@@ -119,11 +139,68 @@ pub fn to_ndarray(t: &TensorProto, base_dir: Option<&Path>) -> Result<NDArray, I
                 t.dims
             )));
         }
-        t.raw_data.clone()
+        unpack(dtype, &t.raw_data, numel)
+    } else if per_byte > 1 {
+        // `int32_data`: one packed byte per value.
+        if t.int32_data.len() != nbytes {
+            return Err(count_mismatch(name, "int32_data", t.int32_data.len(), nbytes));
+        }
+        let packed: Vec<u8> = t.int32_data.iter().map(|&v| v as u8).collect();
+        unpack(dtype, &packed, numel)
     } else {
         typed_data(t, dtype, numel)?
     };
     Ok(NDArray { dtype, shape, data })
+}
+
+/// Elements per byte of `dtype` in ONNX's packed form (4-bit types two, 2-bit types
+/// four; others one).
+fn packed_per_byte(dtype: DataType) -> usize {
+    match dtype.bits {
+        4 => 2,
+        2 => 4,
+        _ => 1,
+    }
+}
+
+/// `numel` packed sub-byte elements as one byte each: integers sign- or
+/// zero-extended, `float4_e2m1fn` codes in the low bits. Other dtypes as they are.
+pub fn unpack(dtype: DataType, packed: &[u8], numel: usize) -> Vec<u8> {
+    let per = packed_per_byte(dtype);
+    if per == 1 {
+        return packed.to_vec();
+    }
+    let bits = dtype.bits as u32;
+    let mask = (1u8 << bits) - 1;
+    (0..numel)
+        .map(|i| {
+            let b = packed.get(i / per).copied().unwrap_or(0);
+            let v = (b >> ((i % per) as u32 * bits)) & mask;
+            if dtype.is_int() && v >> (bits - 1) == 1 {
+                v | !mask
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+/// One-byte-per-element data of a sub-byte `dtype` packed as ONNX stores it (low bits
+/// first); other dtypes as they are.
+pub fn pack(dtype: DataType, data: &[u8]) -> Vec<u8> {
+    let per = packed_per_byte(dtype);
+    if per == 1 {
+        return data.to_vec();
+    }
+    let bits = dtype.bits as u32;
+    let mask = (1u8 << bits) - 1;
+    data.chunks(per)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .fold(0u8, |acc, (k, &v)| acc | ((v & mask) << (k as u32 * bits)))
+        })
+        .collect()
 }
 
 fn count_mismatch(name: &str, field: &str, have: usize, want: usize) -> ImportError {
@@ -178,7 +255,14 @@ fn typed_data(t: &TensorProto, dtype: DataType, numel: usize) -> Result<Vec<u8>,
                 .iter()
                 .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
         }
-        dt::INT8 | dt::UINT8 | dt::BOOL => {
+        dt::INT8
+        | dt::UINT8
+        | dt::BOOL
+        | dt::FLOAT8E4M3FN
+        | dt::FLOAT8E4M3FNUZ
+        | dt::FLOAT8E5M2
+        | dt::FLOAT8E5M2FNUZ
+        | dt::FLOAT8E8M0 => {
             check("int32_data", t.int32_data.len())?;
             t.int32_data.iter().for_each(|&v| out.push(v as u8));
         }
@@ -272,11 +356,11 @@ pub fn elem_i64(a: &NDArray, i: usize) -> Option<i64> {
     let b = a.dtype.bytes().max(1);
     let s = a.data.get(i * b..(i + 1) * b)?;
     Some(match (a.dtype.code, a.dtype.bits) {
-        (TypeCode::Int, 8) => s[0] as i8 as i64,
+        (TypeCode::Int, 2 | 4 | 8) => s[0] as i8 as i64,
         (TypeCode::Int, 16) => i16::from_le_bytes([s[0], s[1]]) as i64,
         (TypeCode::Int, 32) => i32::from_le_bytes(s.try_into().ok()?) as i64,
         (TypeCode::Int, 64) => i64::from_le_bytes(s.try_into().ok()?),
-        (TypeCode::UInt, 1 | 8) => s[0] as i64,
+        (TypeCode::UInt, 1 | 2 | 4 | 8) => s[0] as i64,
         (TypeCode::UInt, 16) => u16::from_le_bytes([s[0], s[1]]) as i64,
         (TypeCode::UInt, 32) => u32::from_le_bytes(s.try_into().ok()?) as i64,
         (TypeCode::UInt, 64) => u64::from_le_bytes(s.try_into().ok()?) as i64,
@@ -293,6 +377,7 @@ pub fn elem_f64(a: &NDArray, i: usize) -> Option<f64> {
         (TypeCode::Float, 64) => f64::from_le_bytes(s.try_into().ok()?),
         (TypeCode::Float, 16) => half::f16::from_bits(u16::from_le_bytes([s[0], s[1]])).to_f64(),
         (TypeCode::BFloat, 16) => half::bf16::from_bits(u16::from_le_bytes([s[0], s[1]])).to_f64(),
+        _ if a.dtype.mini_float().is_some() => a.dtype.mini_float()?.decode(s[0]),
         _ => elem_i64(a, i)? as f64,
     })
 }
@@ -305,6 +390,9 @@ pub fn encode(dtype: DataType, v: f64) -> Vec<u8> {
         (TypeCode::Float, 16) => half::f16::from_f64(v).to_bits().to_le_bytes().to_vec(),
         (TypeCode::BFloat, 16) => half::bf16::from_f64(v).to_bits().to_le_bytes().to_vec(),
         (TypeCode::UInt, 1) => vec![(v != 0.0) as u8],
+        _ if dtype.mini_float().is_some() => vec![dtype.mini_float().map_or(0, |f| f.encode(v))],
+        (TypeCode::Int, 2 | 4) => vec![(((v as i64) << (64 - dtype.bits)) >> (64 - dtype.bits)) as u8],
+        (TypeCode::UInt, 2 | 4) => vec![(v as i64 as u8) & ((1u8 << dtype.bits) - 1)],
         (_, 8) => vec![v as i64 as u8],
         (_, 16) => (v as i64 as u16).to_le_bytes().to_vec(),
         (_, 32) => (v as i64 as u32).to_le_bytes().to_vec(),

@@ -453,6 +453,13 @@ fn to_storage(dt: DataType, bytes: &[u8], st: StorageTy) -> Vec<u8> {
     }
     let n = bytes.len() / (dt.bits as usize).div_ceil(8).max(1);
     let mut out = vec![0u8; n * 4];
+    if let (Some(f), StorageTy::F32) = (dt.mini_float(), st) {
+        for (i, &b) in bytes.iter().enumerate().take(n) {
+            let v = f.decode(b) as f32;
+            out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        return out;
+    }
     if (dt.code, dt.bits, st) == (TypeCode::Float, 16, StorageTy::F32) {
         for (i, h) in bytes.chunks_exact(2).enumerate() {
             let v = half::f16::from_le_bytes([h[0], h[1]]).to_f32();
@@ -477,6 +484,12 @@ fn from_storage(dt: DataType, out: &mut [u8], st: StorageTy, bytes: &[u8]) -> Re
     }
     let n = out.len() / (dt.bits as usize).div_ceil(8).max(1);
     let words = bytes.get(..n * 4).ok_or_else(|| short(n * 4))?;
+    if let (Some(f), StorageTy::F32) = (dt.mini_float(), st) {
+        for (i, w) in words.chunks_exact(4).enumerate() {
+            out[i] = f.encode(f64::from(f32::from_le_bytes([w[0], w[1], w[2], w[3]])));
+        }
+        return Ok(());
+    }
     if (dt.code, dt.bits, st) == (TypeCode::Float, 16, StorageTy::F32) {
         for (i, w) in words.chunks_exact(4).enumerate() {
             let h = half::f16::from_f32(f32::from_le_bytes([w[0], w[1], w[2], w[3]]));

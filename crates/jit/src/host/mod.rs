@@ -191,6 +191,18 @@ fn compile_stmt(env: &mut Env, s: &Stmt) -> Result<SFn> {
                         }
                     }
                 }
+                _ if bdt.mini_float().is_some() => {
+                    let val = compile_f(env, value)?;
+                    match bdt.mini_float() {
+                        Some(f) => st!(u8, val, move |v: f64| f.encode(v)),
+                        None => {
+                            return Err(JitError::UnsupportedDtype {
+                                dtype: bdt,
+                                context: "on the host".into(),
+                            })
+                        }
+                    }
+                }
                 _ if bdt.is_bool() && value.dtype().is_float() => {
                     // A float stored as a bool is `!= 0`, as `T.Cast("bool", x)`.
                     let val = compile_f(env, value)?;
@@ -201,6 +213,7 @@ fn compile_stmt(env: &mut Env, s: &Stmt) -> Result<SFn> {
                     let val = compile_i(env, value)?;
                     match bdt.bits {
                         1 => st!(u8, val, |v: i64| (v != 0) as u8),
+                        2 | 4 => st!(u8, val, move |v: i64| wrap_int(v, bdt) as u8),
                         8 => st!(u8, val, |v: i64| v as u8),
                         16 => st!(u16, val, |v: i64| v as u16),
                         32 => st!(u32, val, |v: i64| v as u32),

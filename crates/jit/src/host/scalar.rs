@@ -10,7 +10,10 @@ pub(super) fn round_to(dtype: DataType, v: f64) -> f64 {
         (TypeCode::Float, 32) => v as f32 as f64,
         (TypeCode::Float, 16) => half::f16::from_f64(v).to_f64(),
         (TypeCode::BFloat, 16) => bf16_from_f64(v).to_f64(),
-        _ => v,
+        _ => match dtype.mini_float() {
+            Some(f) => f.decode(f.encode(v)),
+            None => v,
+        },
     }
 }
 
@@ -277,6 +280,17 @@ pub(super) fn compile(env: &mut Env, e: &PrimExpr) -> Result<CE> {
                 (TypeCode::UInt, 1) => ld!(u8, |v: u8| (v != 0) as i64, I),
                 (TypeCode::Int, 8) => ld!(i8, |v: i8| v as i64, I),
                 (TypeCode::UInt, 8) => ld!(u8, |v: u8| v as i64, I),
+                // One element per byte, sign- or zero-extended (wrapped again: the
+                // bytes may come from outside).
+                (TypeCode::Int | TypeCode::UInt, 2 | 4) => {
+                    ld!(u8, move |v: u8| crate::expr::wrap_int(v as i8 as i64, bdt), I)
+                }
+                _ if bdt.mini_float().is_some() => {
+                    let Some(f) = bdt.mini_float() else {
+                        return Err(unsupported(env, "a float format"));
+                    };
+                    ld!(u8, move |v: u8| f.decode(v), F)
+                }
                 (TypeCode::Int, 16) => ld!(i16, |v: i16| v as i64, I),
                 (TypeCode::UInt, 16) => ld!(u16, |v: u16| v as i64, I),
                 (TypeCode::Int, 32) => ld!(i32, |v: i32| v as i64, I),

@@ -45,6 +45,20 @@ impl Em<'_> {
                 if (from == W::F64 || to == W::F64) && from != to && !(from.is_float() && to.is_float()) {
                     // f64 <-> int conversions go through f32 / i32 lanes that drivers support.
                 }
+                if from.is_float() && dtype.is_sub_byte_int() {
+                    // Saturated to the sub-byte range as on the host: through the
+                    // 8-bit helper (NaN is 0), then clamped.
+                    let x = self.conv(&s, from, W::F32)?;
+                    let b = dtype.bits;
+                    return Ok(if dtype.is_int() {
+                        self.helpers.insert("sat_f32_i8");
+                        let m = 1i64 << (b - 1);
+                        (format!("clamp(sat_f32_i8({x}), {}i, {}i)", -m, m - 1), to)
+                    } else {
+                        self.helpers.insert("sat_f32_u8");
+                        (format!("min(sat_f32_u8({x}), {}u)", (1u64 << b) - 1), to)
+                    });
+                }
                 if let (true, Some(h)) = (from.is_float(), sat_cast_helper(*dtype, to)) {
                     // Out-of-range floats saturate and NaN becomes 0, as on the host
                     // (WGSL's own conversion wraps narrow types and clamps inexactly).

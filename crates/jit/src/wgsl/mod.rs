@@ -619,6 +619,7 @@ pub const HELPERS: &[(&str, &str)] = helpers![
     sign_i64,
     cmp_i64,
     to_f16_f32,
+    to_mini_f32,
 ];
 
 impl Em<'_> {
@@ -649,8 +650,11 @@ impl Em<'_> {
         };
         Ok(match (dt.code, dt.bits) {
             (TypeCode::UInt, 1) => W::Bool,
-            (TypeCode::Int, 8 | 16 | 32 | 64) => W::I32,
-            (TypeCode::UInt, 8 | 16 | 32) => W::U32,
+            (TypeCode::Int, 2 | 4 | 8 | 16 | 32 | 64) => W::I32,
+            (TypeCode::UInt, 2 | 4 | 8 | 16 | 32) => W::U32,
+            // Floats narrower than 16 bits are computed in f32 and rounded to their
+            // format at casts and stores (`to_mini_f32`).
+            _ if dt.mini_float().is_some() => W::F32,
             (TypeCode::UInt, 64) => W::U32,
             // Without SHADER_F16, float16 is computed in f32 and rounded to
             // float16 at casts and stores (`to_f16_f32`).
@@ -717,6 +721,22 @@ impl Em<'_> {
         if dt.code == TypeCode::Float && dt.bits == 16 && !self.caps.f16 {
             self.helpers.insert("to_f16_f32");
             format!("to_f16_f32({s})")
+        } else if let Some(f) = dt.mini_float() {
+            self.helpers.insert("to_mini_f32");
+            // (mantissa bits, smallest normal exponent, largest value, specials)
+            let kind = match f.specials {
+                relax_ir::MiniSpecials::Ieee => 0,
+                relax_ir::MiniSpecials::Fn => 1,
+                relax_ir::MiniSpecials::Fnuz => 2,
+                relax_ir::MiniSpecials::None => 3,
+                relax_ir::MiniSpecials::E8M0 => 4,
+            };
+            format!(
+                "to_mini_f32({s}, {}i, {}i, {:?}f, {kind}u)",
+                f.mbits,
+                1 - f.bias,
+                f.max() as f32
+            )
         } else if dt.is_integer() && !dt.is_bool() && dt.bits < 32 {
             if dt.is_int() {
                 format!("extractBits({s}, 0u, {}u)", dt.bits)

@@ -66,13 +66,13 @@ pub enum BufRef {
 pub enum StorageTy {
     /// `f16`
     F16,
-    /// `f32`
+    /// `f32` (also widened float16 without `SHADER_F16`, float8 and float4 variants)
     F32,
     /// `f64`
     F64,
-    /// `i32` (also widened bool / int8 / int16)
+    /// `i32` (also widened bool / int2 / int4 / int8 / int16)
     I32,
-    /// `u32` (also widened uint8 / uint16)
+    /// `u32` (also widened uint2 / uint4 / uint8 / uint16)
     U32,
     /// `i64`
     I64,
@@ -91,8 +91,12 @@ impl StorageTy {
             return Err(bad("on the GPU (vector lanes)"));
         }
         Ok(match (dt.code, dt.bits) {
-            (TypeCode::UInt, 1) | (TypeCode::Int, 8 | 16 | 32) => StorageTy::I32,
-            (TypeCode::UInt, 8 | 16 | 32) => StorageTy::U32,
+            (TypeCode::UInt, 1) | (TypeCode::Int, 2 | 4 | 8 | 16 | 32) => StorageTy::I32,
+            (TypeCode::UInt, 2 | 4 | 8 | 16 | 32) => StorageTy::U32,
+            // Floats narrower than 16 bits: widened to f32 words (decoded on upload,
+            // encoded on read-back), computed in f32 and rounded to the format at
+            // casts and stores (`to_mini_f32`).
+            _ if dt.mini_float().is_some() => StorageTy::F32,
             (TypeCode::Int, 64) if caps.i64 => StorageTy::I64,
             (TypeCode::UInt, 64) if caps.i64 => StorageTy::U64,
             (TypeCode::Float, 16) if caps.f16 => StorageTy::F16,

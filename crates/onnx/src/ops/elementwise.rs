@@ -312,8 +312,68 @@ pub(crate) fn onnx_dtype(to: i64) -> Result<DataType, ConvertError> {
         .ok_or_else(|| convert_err!(Unsupported;"cast to {} is not supported", tensor::onnx_type_name(t)))
 }
 
+/// Whether `dt` is one of the low-precision types (a float narrower than 16 bits or an
+/// integer narrower than 8), whose casts the importer spells out.
+pub(crate) fn low_precision(dt: DataType) -> bool {
+    dt.mini_float().is_some() || dt.is_sub_byte_int()
+}
+
+/// `e` (of dtype `from`) as `to`, one of the [`low_precision`] types, with ONNX's
+/// rules: a float8 target with `saturate` clips to its largest finite value first
+/// (NaN kept: `where(isnan(x), x, clip(x))`), without it values past the range become
+/// infinity or NaN as the format has them (the plain `astype`, rounding to nearest
+/// even); `float4e2m1` always saturates (its `astype` does); an integer target
+/// takes the value truncated to `int32` and wrapped to its bits (`-9.0 -> int4` is
+/// `7`, as ONNX's reference).
+pub(crate) fn low_precision_cast(
+    ctx: &mut Ctx,
+    e: Expr,
+    from: DataType,
+    to: DataType,
+    saturate: bool,
+) -> Result<TVal, ConvertError> {
+    let dtype = [("dtype", AttrValue::DataType(to))];
+    if to
+        .mini_float()
+        .is_some_and(|f| f.specials == relax_ir::MiniSpecials::E8M0)
+    {
+        // ONNX rounds on the exponent bits (`round_mode`, `0 -> 2^-127`); `astype`
+        // rounds to the nearest power of two and makes 0 NaN, as ml_dtypes.
+        return Err(
+            convert_err!(Unsupported;"conversion to FLOAT8E8M0 is not supported (ONNX's round_mode differs from the nearest power of two)"),
+        );
+    }
+    if let Some(f) = to.mini_float() {
+        let (mut e, mut dt) = (e, from);
+        if !dt.is_float() {
+            e = astype(ctx, e, dt, DataType::FLOAT32)?;
+            dt = DataType::FLOAT32;
+        }
+        let float8 = to.bits == 8 && f.specials != relax_ir::MiniSpecials::E8M0;
+        if saturate && float8 {
+            let m = f.max();
+            let lo = emit(ctx, "maximum", vec![e.clone(), scalar(dt, -m)], &[])?;
+            let c = emit(ctx, "minimum", vec![lo, scalar(dt, m)], &[])?;
+            let nan = emit(ctx, "isnan", vec![e.clone()], &[])?;
+            e = emit(ctx, "where", vec![nan, e, c], &[])?;
+        }
+        return ctx.op("astype", vec![e], &dtype);
+    }
+    let e = if from.is_float() {
+        astype(ctx, e, from, DataType::INT32)?
+    } else {
+        e
+    };
+    ctx.op("astype", vec![e], &dtype)
+}
+
 pub(crate) fn cast_to(ctx: &mut Ctx, n: &Node, to: DataType) -> Result<Vec<TVal>, ConvertError> {
     let v = val(ctx, n, 0)?;
+    if low_precision(to) && v.dtype != to {
+        let a = x(ctx, n, 0)?;
+        let from = v.dtype;
+        return out1(low_precision_cast(ctx, a, from, to, n.int("saturate", 1) != 0)?);
+    }
     if let Some(k) = &v.known {
         let folded = match (k, to.is_float()) {
             (Known::Int(vals), false) => Some(Known::Int(if to.is_bool() {

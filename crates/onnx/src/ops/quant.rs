@@ -83,8 +83,24 @@ pub(crate) fn quantize_linear(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Conv
                 .ok_or_else(|| convert_err!(Unsupported;"output_dtype {t} is not supported"))?,
         }
     };
-    let (lo, hi) = int_range(out_dt)?;
     let f = DataType::FLOAT32;
+    if out_dt.mini_float().is_some() {
+        // Float targets: `x / scale + zero_point` cast to the format (rounded to
+        // nearest even; saturated unless `saturate` is 0).
+        let a = x(ctx, n, 0)?;
+        let a = astype(ctx, a, xv.dtype, f)?;
+        let s = per_axis(ctx, n, 1, rank, axis, &dim)?;
+        let s = astype(ctx, s, val(ctx, n, 1)?.dtype, f)?;
+        let mut q = emit(ctx, "divide", vec![a, s], &[])?;
+        if n.has(2) {
+            let z = per_axis(ctx, n, 2, rank, axis, &dim)?;
+            let z = astype(ctx, z, out_dt, f)?;
+            q = emit(ctx, "add", vec![q, z], &[])?;
+        }
+        let sat = n.int("saturate", 1) != 0;
+        return out1(super::elementwise::low_precision_cast(ctx, q, f, out_dt, sat)?);
+    }
+    let (lo, hi) = int_range(out_dt)?;
     let a = x(ctx, n, 0)?;
     let a = astype(ctx, a, xv.dtype, f)?;
     let s = per_axis(ctx, n, 1, rank, axis, &dim)?;

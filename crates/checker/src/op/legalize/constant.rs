@@ -69,7 +69,17 @@ pub fn encode(values: &[f64], dtype: DataType) -> Option<Vec<u8>> {
                 return None;
             }
             // truncation toward zero, then two's complement wrap-around
-            let i = v.trunc() as i128 as u64;
+            let mut i = v.trunc() as i128 as u64;
+            if dtype.bits < 8 {
+                // sub-byte integers: wrapped to their bits, held one per byte (sign-
+                // or zero-extended)
+                let s = 64 - u32::from(dtype.bits);
+                i = if dtype.is_int() {
+                    (((i << s) as i64) >> s) as u64
+                } else {
+                    (i << s) >> s
+                };
+            }
             out.extend_from_slice(&i.to_le_bytes()[..n]);
         } else {
             return None;

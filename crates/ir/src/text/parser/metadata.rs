@@ -121,6 +121,12 @@ fn decode_ndarray(b64: &str) -> Result<NDArray, MetadataError> {
         1 => TypeCode::UInt,
         2 => TypeCode::Float,
         4 => TypeCode::BFloat,
+        10 => TypeCode::Float8E4M3FN,
+        11 => TypeCode::Float8E4M3FNUZ,
+        12 => TypeCode::Float8E5M2,
+        13 => TypeCode::Float8E5M2FNUZ,
+        14 => TypeCode::Float8E8M0FNU,
+        17 => TypeCode::Float4E2M1FN,
         other => {
             return Err(MetadataError::new(format!(
                 "unsupported metadata tensor type code {other}"
@@ -182,6 +188,13 @@ pub(crate) fn encode_ndarray_for_test(a: &NDArray) -> String {
         TypeCode::Int => 0u8,
         TypeCode::UInt => 1,
         TypeCode::Float => 2,
+        // TVM's codes (`DataType::TypeCode`).
+        TypeCode::Float8E4M3FN => 10,
+        TypeCode::Float8E4M3FNUZ => 11,
+        TypeCode::Float8E5M2 => 12,
+        TypeCode::Float8E5M2FNUZ => 13,
+        TypeCode::Float8E8M0FNU => 14,
+        TypeCode::Float4E2M1FN => 17,
         _ => 4,
     };
     b.extend([code, a.dtype.bits]);

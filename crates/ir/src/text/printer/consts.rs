@@ -127,7 +127,10 @@ pub fn encode(dtype: DataType, v: Scalar) -> Option<Vec<u8>> {
         (TypeCode::Float, 32) => (f as f32).to_le_bytes().to_vec(),
         (TypeCode::Float, 64) => f.to_le_bytes().to_vec(),
         (TypeCode::BFloat, 16) => (((f as f32).to_bits() >> 16) as u16).to_le_bytes().to_vec(),
-        _ => return None,
+        // sub-byte integers: wrapped to their bits, one per byte (sign- or zero-extended)
+        (TypeCode::Int, 2 | 4) => vec![((i << (64 - dtype.bits)) >> (64 - dtype.bits)) as u8],
+        (TypeCode::UInt, 2 | 4) => vec![(i as u8) & ((1u8 << dtype.bits) - 1)],
+        _ => vec![dtype.mini_float()?.encode(f)],
     })
 }
 
@@ -149,7 +152,9 @@ pub fn decode(arr: &NDArray, idx: usize) -> Option<Scalar> {
         (TypeCode::Float, 32) => Scalar::Float(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
         (TypeCode::Float, 64) => Scalar::Float(f64::from_le_bytes(b.try_into().ok()?)),
         (TypeCode::BFloat, 16) => Scalar::Float(f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16) as f64),
-        _ => return None,
+        (TypeCode::Int, 2 | 4) => Scalar::Int(b[0] as i8 as i64),
+        (TypeCode::UInt, 2 | 4) => Scalar::Int(b[0] as i64),
+        _ => Scalar::Float(d.mini_float()?.decode(b[0])),
     })
 }
 

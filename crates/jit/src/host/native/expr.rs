@@ -26,6 +26,10 @@ impl Gen<'_, '_> {
         if dt.lanes > 1 {
             return Err(self.unsupported(format!("vector type {dt} on the host")));
         }
+        if dt.mini_float().is_some() {
+            // Rounded to the format by the closures (`round_to`), not in registers.
+            return Err(self.unsupported(format!("{dt} values in native host code")));
+        }
         Ok(match e.kind() {
             K::IntImm { value, dtype } => (self.iconst(wrap_int(*value, *dtype)), Ty::I),
             K::FloatImm { value, dtype } => self.fconst(*value, fty(*dtype)),

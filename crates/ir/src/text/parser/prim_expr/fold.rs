@@ -152,6 +152,10 @@ pub(super) fn limit_value(dt: DataType, max: bool) -> Option<PrimExpr> {
             PrimExpr::float_of(if max { v } else { -v }, e)
         }
         TypeCode::Handle => return None,
+        _ => {
+            let v = e.mini_float()?.max();
+            PrimExpr::float_of(if max { v } else { -v }, e)
+        }
     })
 }
 

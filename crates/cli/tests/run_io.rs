@@ -270,9 +270,8 @@ def main(x: R.Tensor((3,), dtype="bfloat16")) -> R.Tensor((3,), dtype="bfloat16"
     return x
 "#;
 
-/// int4, uint4 and int2 inputs from JSON (every value of their range), printed back.
-/// (The parameters leave the dtype open: the checker refuses sub-byte dtypes in
-/// annotations.)
+/// int4, uint4 and int2 inputs from JSON (every value of their range), printed back,
+/// through parameters that leave the dtype open (the JSON names it).
 #[test]
 fn sub_byte_integers_from_inputs_json() {
     let d = dir("int4");

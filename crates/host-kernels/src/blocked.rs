@@ -40,7 +40,7 @@ use crate::{SendConst, SendPtr};
 
 /// Steps of `k` per block: a block's panel of `A` (`KC x NR`, 16 KiB for AVX-512)
 /// and tile of weights (`MR x KC`) share L1.
-const KC: usize = 128;
+pub(crate) const KC: usize = 128;
 
 /// Tiles of weight rows per block (the rows whose `Cᵀ` is kept in the buffer).
 const NC_TILES: usize = 8;

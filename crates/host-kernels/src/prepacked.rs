@@ -9,8 +9,9 @@
 //! row-major `A`: per block of [`KC`] steps, each panel's block (in L1) passes under
 //! every tile of `MR` rows of `A`, read in place; a last partial tile of rows is
 //! copied step-major into a tile of fewer rows (a third or two thirds of `MR`, where
-//! that holds it) rather than padded to `MR`. Threads split the panels (or the rows, when there are
-//! fewer panels than threads).
+//! that holds it) rather than padded to `MR`. Threads take groups of panels (or of
+//! rows, when there are fewer panels than threads), a few per thread, as they come
+//! free.
 //!
 //! The sums are the same as those of [`crate::gemm::sgemm_parallel`]'s blocked
 //! kernels: each output is one fused multiply-add chain over `k` in order, blocked
@@ -24,6 +25,9 @@ use rayon::prelude::*;
 use crate::gemm::MatRef;
 use crate::microkernel::{self, tile, tile_packed, Isa};
 use crate::{KernelError, Result, SendConst, SendPtr};
+
+/// Tasks per thread of a parallel product.
+const TASKS_PER_THREAD: usize = 4;
 
 /// Steps of `k` per block (as in the unpacked kernels, so that sums agree).
 const KC: usize = crate::blocked::KC;
@@ -168,17 +172,23 @@ pub fn gemm_prepacked(m: usize, a: &[f32], lda: usize, b: &PackedB, c: &mut [f32
         // has `isa` (detected when `b` was packed).
         unsafe { pp_block(isa, ops, rows, panels) };
     };
+    // Up to `TASKS_PER_THREAD` tasks per thread, taken as threads come free: nothing
+    // is packed per task, so a thread slowed by other work on its core leaves the
+    // rest of the product to the others instead of holding every one up.
+    let tasks = threads * TASKS_PER_THREAD;
     if !parallel {
         block((0, m), (0, panels));
     } else if panels >= threads {
-        let per = panels.div_ceil(threads);
+        let per = panels.div_ceil(tasks.min(panels));
         (0..panels.div_ceil(per))
             .into_par_iter()
+            .with_max_len(1)
             .for_each(|t| block((0, m), (t * per, ((t + 1) * per).min(panels))));
     } else {
-        let per = m.div_ceil(threads).next_multiple_of(mr);
+        let per = m.div_ceil(tasks).next_multiple_of(mr);
         (0..m.div_ceil(per))
             .into_par_iter()
+            .with_max_len(1)
             .for_each(|t| block((t * per, ((t + 1) * per).min(m)), (0, panels)));
     }
     Ok(())
@@ -387,6 +397,8 @@ mod tests {
             (200, 96, 64),
             (16, 33, 40),
             (20, 260, 64),
+            // One panel, rows split over threads.
+            (300, 400, 20),
         ];
         for (isa, &(m, k, n)) in microkernel::available().flat_map(|i| shapes.iter().map(move |s| (i, s))) {
             for transposed in [false, true] {

@@ -6,7 +6,8 @@
 //! a `[n, k]` one read transposed) as panels of `NR` columns, each `k` steps of
 //! `NR` values side by side (zero past column `n`): the layout the register tiles
 //! of [`crate::microkernel`] read. [`gemm_prepacked`] computes `C = A B` for a
-//! row-major `A`: per block of [`KC`] steps, each panel's block (in L1) passes under
+//! row-major `A`: per group of panels (whose block of `C` stays in L2) and block of
+//! [`KC`] steps, each panel's block (in L1) passes under
 //! every tile of `MR` rows of `A`, read in place; a last partial tile of rows is
 //! copied step-major into a tile of fewer rows (a third or two thirds of `MR`, where
 //! that holds it) rather than padded to `MR`. Threads take groups of panels (or of
@@ -25,6 +26,9 @@ use rayon::prelude::*;
 use crate::gemm::MatRef;
 use crate::microkernel::{self, tile, tile_packed, Isa};
 use crate::{KernelError, Result, SendConst, SendPtr};
+
+/// Values of `C` per group of panels (256 KiB, in L2 with the panels' blocks).
+const C_BLOCK: usize = 1 << 16;
 
 /// Tasks per thread of a parallel product.
 const TASKS_PER_THREAD: usize = 4;
@@ -306,62 +310,70 @@ unsafe fn pp_tiled<const MR: usize, const NR: usize, const M1: usize, const M2: 
     buf.clear();
     buf.resize(mr_last * KC.min(k), 0.0);
     let mut scratch = [[0f32; NR]; MR];
-    let mut kb0 = 0;
-    while kb0 < k {
-        let kc = KC.min(k - kb0);
-        if full < tiles {
-            // The last tile, step-major: `buf[kk * mr_last + r]`.
-            let dst = &mut buf[..mr_last * kc];
-            dst.fill(0.0);
-            for r in 0..rows_last {
-                // SAFETY: row `last + r < i1 <= m` of `A`, columns `kb0..kb0 + kc <= k`.
-                let src = unsafe { std::slice::from_raw_parts(a.add((last + r) * lda + kb0), kc) };
-                for (kk, &v) in src.iter().enumerate() {
-                    dst[kk * mr_last + r] = v;
+    // Groups of panels whose block of `C` (at most `C_BLOCK` values) stays in L2
+    // while every block of `k` adds to it.
+    let group = (C_BLOCK / ((i1 - i0) * NR)).max(1);
+    let mut g0 = p0;
+    while g0 < p1 {
+        let g1 = (g0 + group).min(p1);
+        let mut kb0 = 0;
+        while kb0 < k {
+            let kc = KC.min(k - kb0);
+            if full < tiles {
+                // The last tile, step-major: `buf[kk * mr_last + r]`.
+                let dst = &mut buf[..mr_last * kc];
+                dst.fill(0.0);
+                for r in 0..rows_last {
+                    // SAFETY: row `last + r < i1 <= m` of `A`, columns `kb0..kb0 + kc <= k`.
+                    let src = unsafe { std::slice::from_raw_parts(a.add((last + r) * lda + kb0), kc) };
+                    for (kk, &v) in src.iter().enumerate() {
+                        dst[kk * mr_last + r] = v;
+                    }
                 }
             }
-        }
-        for p in p0..p1 {
-            let j0 = p * NR;
-            let cols = NR.min(n - j0);
-            // SAFETY: panel `p` holds `k * NR` values; steps `kb0..kb0 + kc`.
-            let bp = unsafe { b.add(p * k * NR + kb0 * NR) };
-            for t in 0..tiles {
-                let i = i0 + t * MR;
-                let (rows, mr) = if t < full { (MR, MR) } else { (rows_last, mr_last) };
-                // SAFETY: row `i < m`, column `j0 < n` of `C`.
-                let cij = unsafe { c.add(i * ldc + j0) };
-                // The tile into `C` itself, or through `scratch` where partial.
-                let partial = rows != mr || cols != NR;
-                let (dst, ldd) = if partial {
-                    if kb0 > 0 {
-                        for (r, srow) in scratch.iter_mut().enumerate().take(rows) {
-                            // SAFETY: row `i + r < i1`, columns `j0..j0 + cols` of `C`.
-                            unsafe { std::ptr::copy_nonoverlapping(cij.add(r * ldc), srow.as_mut_ptr(), cols) };
+            for p in g0..g1 {
+                let j0 = p * NR;
+                let cols = NR.min(n - j0);
+                // SAFETY: panel `p` holds `k * NR` values; steps `kb0..kb0 + kc`.
+                let bp = unsafe { b.add(p * k * NR + kb0 * NR) };
+                for t in 0..tiles {
+                    let i = i0 + t * MR;
+                    let (rows, mr) = if t < full { (MR, MR) } else { (rows_last, mr_last) };
+                    // SAFETY: row `i < m`, column `j0 < n` of `C`.
+                    let cij = unsafe { c.add(i * ldc + j0) };
+                    // The tile into `C` itself, or through `scratch` where partial.
+                    let partial = rows != mr || cols != NR;
+                    let (dst, ldd) = if partial {
+                        if kb0 > 0 {
+                            for (r, srow) in scratch.iter_mut().enumerate().take(rows) {
+                                // SAFETY: row `i + r < i1`, columns `j0..j0 + cols` of `C`.
+                                unsafe { std::ptr::copy_nonoverlapping(cij.add(r * ldc), srow.as_mut_ptr(), cols) };
+                            }
+                        }
+                        (scratch.as_mut_ptr() as *mut f32, NR)
+                    } else {
+                        (cij, ldc)
+                    };
+                    // (No closure here: it would not inherit the caller's target features.)
+                    if t < full {
+                        // SAFETY: rows `i..i + MR <= i1` of `A`, columns from `kb0`; `dst`
+                        // holds `MR` rows of `NR`.
+                        unsafe { tile::<MR, NR>(kc, a.add(i * lda + kb0), lda, bp, dst, ldd, kb0 > 0) };
+                    } else {
+                        // SAFETY: `buf` holds the step-major tile; `dst` `mr` rows of `NR`.
+                        unsafe { tile_mr::<MR, NR, M1, M2>(mr, kc, buf.as_ptr(), bp, dst, ldd, kb0 > 0) };
+                    }
+                    if partial {
+                        for (r, srow) in scratch.iter().enumerate().take(rows) {
+                            // SAFETY: as above.
+                            unsafe { std::ptr::copy_nonoverlapping(srow.as_ptr(), cij.add(r * ldc), cols) };
                         }
                     }
-                    (scratch.as_mut_ptr() as *mut f32, NR)
-                } else {
-                    (cij, ldc)
-                };
-                // (No closure here: it would not inherit the caller's target features.)
-                if t < full {
-                    // SAFETY: rows `i..i + MR <= i1` of `A`, columns from `kb0`; `dst`
-                    // holds `MR` rows of `NR`.
-                    unsafe { tile::<MR, NR>(kc, a.add(i * lda + kb0), lda, bp, dst, ldd, kb0 > 0) };
-                } else {
-                    // SAFETY: `buf` holds the step-major tile; `dst` `mr` rows of `NR`.
-                    unsafe { tile_mr::<MR, NR, M1, M2>(mr, kc, buf.as_ptr(), bp, dst, ldd, kb0 > 0) };
-                }
-                if partial {
-                    for (r, srow) in scratch.iter().enumerate().take(rows) {
-                        // SAFETY: as above.
-                        unsafe { std::ptr::copy_nonoverlapping(srow.as_ptr(), cij.add(r * ldc), cols) };
-                    }
                 }
             }
+            kb0 += kc;
         }
-        kb0 += kc;
+        g0 = g1;
     }
 }
 

@@ -43,6 +43,7 @@ pub mod params;
 mod place;
 mod prim;
 pub mod value;
+mod weight_cache;
 
 pub use device::{describe_vdevice, is_gpu_kind, resolve_vdevice, DeviceBackend, DeviceChoice, DeviceMemory};
 pub use engine::{Engine, EngineConfig, Loaded, PreparePass, PrintSink, RunStats};

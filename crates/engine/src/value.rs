@@ -203,6 +203,11 @@ impl Closure {
 pub(crate) struct Storage {
     pub(crate) data: RwLock<StorageData>,
     pub(crate) nbytes: usize,
+    /// Bumped by every [`Storage::write`]: what was derived from the bytes at one
+    /// version (the packed weights of [`crate::weight_cache`]) is stale at another.
+    pub(crate) version: std::sync::atomic::AtomicU64,
+    /// Data derived from the bytes and kept with them (see [`crate::weight_cache`]).
+    pub(crate) derived: crate::weight_cache::Slot,
 }
 
 /// Host or device memory.
@@ -284,6 +289,8 @@ impl Storage {
         Arc::new(Storage {
             data: RwLock::new(StorageData::Host(bytes)),
             nbytes,
+            version: Default::default(),
+            derived: Default::default(),
         })
     }
     pub(crate) fn device(buf: Arc<dyn DeviceMemory>) -> Arc<Storage> {
@@ -291,6 +298,8 @@ impl Storage {
         Arc::new(Storage {
             data: RwLock::new(StorageData::Device(buf)),
             nbytes,
+            version: Default::default(),
+            derived: Default::default(),
         })
     }
     pub(crate) fn read(&self) -> Result<RwLockReadGuard<'_, StorageData>> {
@@ -298,10 +307,15 @@ impl Storage {
             .read()
             .map_err(|_| EngineError::Internal("tensor storage lock poisoned".into()))
     }
+    /// Lock the bytes for writing; what was derived from them before is stale from
+    /// now on (the version moves on before the bytes can change).
     pub(crate) fn write(&self) -> Result<RwLockWriteGuard<'_, StorageData>> {
-        self.data
+        let guard = self
+            .data
             .write()
-            .map_err(|_| EngineError::Internal("tensor storage lock poisoned".into()))
+            .map_err(|_| EngineError::Internal("tensor storage lock poisoned".into()))?;
+        self.version.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Ok(guard)
     }
 }
 

@@ -6,11 +6,16 @@
 //! On one thread it also reports GFLOP/s per second of the thread's own CPU time
 //! (`cpu`), which a machine busy with other work disturbs less than the wall clock.
 //!
+//! Each shape is timed three ways, interleaved: `unpacked` (`sgemm_parallel`, which
+//! packs per call), `prepacked` (the weight packed once, [`gemm_prepacked`]) and, on
+//! the first repetition only, `pack` (packing the weight once).
+//!
 //! Usage: `cargo run --release -p relax-host-kernels --example gemm_bench [-- REPEAT]`
 
 use std::time::Instant;
 
 use relax_host_kernels::gemm::MatRef;
+use relax_host_kernels::prepacked::{gemm_prepacked, PackedB};
 use relax_host_kernels::{sgemm_parallel, Epilogue};
 
 /// Seconds of CPU time the calling thread has used.
@@ -50,42 +55,65 @@ fn main() {
             } else {
                 MatRef::row_major(&w, n)
             };
-            let run = |c: &mut [f32]| {
+            let packed = PackedB::pack(k, n, bm).expect("valid shapes");
+            let unpacked = |c: &mut [f32]| {
                 sgemm_parallel(m, k, n, MatRef::row_major(&a, k), bm, c, &Epilogue::default(), 0).expect("valid shapes")
             };
-            let mut cpu = Vec::new();
-            let mut times: Vec<f64> = pool.install(|| {
-                // Small products repeat more, so that each timing is well above the clock.
-                let inner = (50_000_000 / (m * n * k)).max(1);
-                run(&mut c);
-                (0..repeat)
-                    .map(|_| {
+            let prepacked = |c: &mut [f32]| match &packed {
+                Some(p) => gemm_prepacked(m, &a, k, p, c, true).expect("valid shapes"),
+                None => unpacked(c),
+            };
+            // Small products repeat more, so that each timing is well above the clock.
+            let inner = (50_000_000 / (m * n * k)).max(1);
+            let mut stats = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
+            pool.install(|| {
+                unpacked(&mut c);
+                prepacked(&mut c);
+                for _ in 0..repeat {
+                    for (v, (times, cpu)) in stats.iter_mut().enumerate() {
                         let (t, t_cpu) = (Instant::now(), thread_cpu_s());
                         for _ in 0..inner {
-                            run(&mut c);
+                            if v == 0 {
+                                unpacked(&mut c)
+                            } else {
+                                prepacked(&mut c)
+                            }
                         }
                         cpu.push((thread_cpu_s() - t_cpu) / inner as f64);
-                        t.elapsed().as_secs_f64() / inner as f64
-                    })
-                    .collect()
+                        times.push(t.elapsed().as_secs_f64() / inner as f64);
+                    }
+                }
             });
-            times.sort_by(|x, y| x.total_cmp(y));
-            let med = times[times.len() / 2];
-            cpu.sort_by(|x, y| x.total_cmp(y));
-            let flop = 2.0 * (m * n * k) as f64;
-            let gflops = flop / med / 1e9;
-            let per_cpu = if threads == 1 {
-                format!("  cpu {:6.1} GFLOP/s", flop / cpu[cpu.len() / 2] / 1e9)
-            } else {
-                String::new()
+            let t_pack = {
+                let t = Instant::now();
+                let _ = PackedB::pack(k, n, bm);
+                t.elapsed().as_secs_f64()
             };
-            println!(
-                "threads {threads} {} m {m:4} k {k:4} n {n:4}: median {:9.1} us  {gflops:6.1} GFLOP/s (min {:9.1} us {:6.1} GFLOP/s){per_cpu}",
-                if bt { "bt" } else { "nn" },
-                med * 1e6,
-                times[0] * 1e6,
-                flop / times[0] / 1e9
-            );
+            let flop = 2.0 * (m * n * k) as f64;
+            for (v, (times, cpu)) in stats.iter_mut().enumerate() {
+                times.sort_by(|x, y| x.total_cmp(y));
+                cpu.sort_by(|x, y| x.total_cmp(y));
+                let med = times[times.len() / 2];
+                let per_cpu = if threads == 1 {
+                    format!("  cpu {:6.1} GFLOP/s", flop / cpu[cpu.len() / 2] / 1e9)
+                } else {
+                    String::new()
+                };
+                let pack = if v == 1 {
+                    format!("  (pack once {:.1} us)", t_pack * 1e6)
+                } else {
+                    String::new()
+                };
+                println!(
+                    "threads {threads} {} {:9} m {m:4} k {k:4} n {n:4}: median {:9.1} us {:6.1} GFLOP/s (min {:9.1} us {:6.1} GFLOP/s){per_cpu}{pack}",
+                    if bt { "bt" } else { "nn" },
+                    if v == 0 { "unpacked" } else { "prepacked" },
+                    med * 1e6,
+                    flop / med / 1e9,
+                    times[0] * 1e6,
+                    flop / times[0] / 1e9
+                );
+            }
         }
     }
 }

@@ -40,7 +40,7 @@ use crate::{SendConst, SendPtr};
 
 /// Steps of `k` per block: a block's panel of `A` (`KC x NR`, 16 KiB for AVX-512)
 /// and tile of weights (`MR x KC`) share L1.
-const KC: usize = 128;
+pub(crate) const KC: usize = 128;
 
 /// Tiles of weight rows per block (the rows whose `Cᵀ` is kept in the buffer).
 const NC_TILES: usize = 8;
@@ -99,8 +99,9 @@ pub(crate) unsafe fn gemm_nt(isa: Isa, m: usize, k: usize, n: usize, ops: Operan
     let threads = rayon::current_num_threads().max(1);
     let parallel = parallel && threads > 1 && work >= SERIAL_WORK;
     with_buffer(&PACKED_A, |packed| {
-        packed.clear();
-        packed.resize(panels * k * nr, 0.0);
+        // Every value is written by `pack_panel` (no clearing pass).
+        grow(packed, panels * k * nr);
+        let packed = &mut packed[..panels * k * nr];
         let (a, lda) = (SendConst(ops.a), ops.lda);
         let pack = |(p, dst): (usize, &mut [f32])| {
             // SAFETY: rows `p * nr ..` below `m` of `A` are covered (the caller's
@@ -148,6 +149,14 @@ fn tile_shape(isa: Isa) -> (usize, usize) {
     }
 }
 
+/// Make `v` at least `n` long (new values zero, old ones kept: the callers write
+/// every value they read).
+fn grow(v: &mut Vec<f32>, n: usize) {
+    if v.len() < n {
+        v.resize(n, 0.0);
+    }
+}
+
 /// Pack rows `i0 .. i0 + nr` of `A` (`m x k`, row stride `lda`) into `dst`
 /// (`k * nr` values, `dst[kk * nr + j] = A[i0 + j][kk]`, zero past row `m`).
 ///
@@ -155,6 +164,11 @@ fn tile_shape(isa: Isa) -> (usize, usize) {
 /// The rows of `A` below `m` of the panel are readable, `k` elements each.
 unsafe fn pack_panel(a: *const f32, lda: usize, m: usize, k: usize, i0: usize, nr: usize, dst: &mut [f32]) {
     let rows = nr.min(m - i0);
+    if rows < nr {
+        for step in dst.chunks_exact_mut(nr) {
+            step[rows..].fill(0.0);
+        }
+    }
     // Sixteen columns of `A` at a time: one cache line of each row read while
     // sixteen rows of the panel are written.
     for k0 in (0..k).step_by(16) {
@@ -230,10 +244,9 @@ unsafe fn rows_tiled<const MR: usize, const NR: usize>(
     let panels = m.div_ceil(NR);
     let mpad = panels * NR;
     let nc = MR * NC_TILES;
-    ct.clear();
-    ct.resize(nc * mpad, 0.0);
-    tail.clear();
-    tail.resize(MR * KC, 0.0);
+    // Every value of `Cᵀ` read is written by a tile first; `tail` is cleared where used.
+    grow(ct, nc * mpad);
+    grow(tail, MR * KC);
     let mut nb0 = n0;
     while nb0 < n1 {
         let nb1 = (nb0 + nc).min(n1);
@@ -414,10 +427,9 @@ unsafe fn nn_tiled<const MR: usize, const NR: usize>(
     tail: &mut Vec<f32>,
 ) {
     let Operands { a, lda, b, ldb, c, ldc } = ops;
-    pb.clear();
-    pb.resize(KC * NR, 0.0);
-    tail.clear();
-    tail.resize(MR * KC, 0.0);
+    // Both are cleared where a partial panel or tile needs zeros.
+    grow(pb, KC * NR);
+    grow(tail, MR * KC);
     let tiles = (i1 - i0).div_ceil(MR);
     let full = (i1 - i0) / MR;
     let mut scratch = [[0f32; NR]; MR];

@@ -24,7 +24,7 @@ impl<'a> MatRef<'a> {
     pub fn row_major(data: &'a [f32], cols: usize) -> MatRef<'a> {
         MatRef { data, rs: cols, cs: 1 }
     }
-    fn check(&self, what: &str, rows: usize, cols: usize) -> Result<()> {
+    pub(crate) fn check(&self, what: &str, rows: usize, cols: usize) -> Result<()> {
         if rows == 0 || cols == 0 {
             return Ok(());
         }

@@ -28,6 +28,7 @@ pub mod math;
 mod microkernel;
 pub mod ordered;
 pub mod pool;
+pub mod prepacked;
 pub mod simd;
 
 use std::fmt;

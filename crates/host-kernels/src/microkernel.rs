@@ -41,6 +41,62 @@ fn supported(isa: Isa) -> bool {
     }
 }
 
+/// [`tile`] with `W` packed step-major: `W[r][kk]` is `w[kk * MR + r]` (the `MR`
+/// values of one step side by side, read as one stream).
+///
+/// # Safety
+/// `w` covers `kc * MR` values, `P` `kc * NR` values, `C` `MR` rows of `NR`.
+#[inline(always)]
+pub(crate) unsafe fn tile_packed<const MR: usize, const NR: usize>(
+    kc: usize,
+    w: *const f32,
+    p: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    let mut acc = [[0f32; NR]; MR];
+    if accumulate {
+        for (r, row) in acc.iter_mut().enumerate() {
+            // SAFETY: row `r < MR` of C.
+            *row = unsafe { std::ptr::read_unaligned(c.add(r * ldc) as *const [f32; NR]) };
+        }
+    }
+    let mut kk = 0;
+    while kk + 4 <= kc {
+        for u in 0..4 {
+            // SAFETY: step `kk + u < kc` of P and of W.
+            let pv: [f32; NR] = unsafe { std::ptr::read_unaligned(p.add((kk + u) * NR) as *const [f32; NR]) };
+            let wk = unsafe { w.add((kk + u) * MR) };
+            for (r, row) in acc.iter_mut().enumerate() {
+                // SAFETY: value `r < MR` of the step.
+                let wv = unsafe { *wk.add(r) };
+                for (acc, pv) in row.iter_mut().zip(&pv) {
+                    *acc = wv.mul_add(*pv, *acc);
+                }
+            }
+        }
+        kk += 4;
+    }
+    while kk < kc {
+        // SAFETY: step `kk < kc` of P and of W.
+        let pv: [f32; NR] = unsafe { std::ptr::read_unaligned(p.add(kk * NR) as *const [f32; NR]) };
+        let wk = unsafe { w.add(kk * MR) };
+        for (r, row) in acc.iter_mut().enumerate() {
+            // SAFETY: value `r < MR` of the step.
+            let wv = unsafe { *wk.add(r) };
+            for (acc, pv) in row.iter_mut().zip(&pv) {
+                *acc = wv.mul_add(*pv, *acc);
+            }
+        }
+        kk += 1;
+    }
+    for (r, row) in acc.iter().enumerate() {
+        // SAFETY: row `r < MR` of C.
+        unsafe { std::ptr::write_unaligned(c.add(r * ldc) as *mut [f32; NR], *row) };
+    }
+}
+
 /// One tile: `C[r][0..NR] (+)= Σ_kk W[r][kk] * P[kk][0..NR]` for `r < MR`, with `W`'s
 /// rows `ldw` apart, `P` packed (`NR` values per step) and `C`'s rows `ldc` apart;
 /// `C` is added to when `accumulate`, else overwritten.

@@ -13,8 +13,13 @@
 //! `NaN`/`inf`/`-0.0`/denormals and the integer extremes in the data, attributes and
 //! constants at `0`, `±1`, `2^31±1`, `2^63-1`, `int64` indices past `2^32`, hand-written
 //! TIR whose indices go through narrowing casts, and (a few) tensors past `2^23`
-//! elements. Integers and bools are compared exactly, floats with a relative tolerance
-//! of their precision; errors must agree (both paths fail).
+//! elements. Float constants and float attributes (`clip` bounds) of every float dtype,
+//! `float16` and `bfloat16` included, take special values (NaN, `±inf`, `-0.0`,
+//! denormals, the largest finite value); a scalar constant that legalization inlines
+//! into TIR also has a twin binding that reads the same value from an input, and the
+//! twins must agree on every path (a constant decoded wrongly shows even where every
+//! path shares the mistake). Integers and bools are compared exactly, floats with a
+//! relative tolerance of their precision; errors must agree (both paths fail).
 //!
 //! Budgets: `RELAX_DIFF_PROGRAMS` programs (default 60), `RELAX_DIFF_LARGE` programs
 //! over more than 8M elements (default 1), `RELAX_DIFF_SEED` picks the seed. A long run:
@@ -148,6 +153,51 @@ fn literal(v: i128, dt: &str) -> String {
     }
 }
 
+/// A float constant of dtype `dt` for the program's text: often a special value (NaN,
+/// `±inf`, `-0.0`, the smallest denormal, the smallest normal, the largest finite value),
+/// else an ordinary one whose bits read differently as IEEE half and as bfloat16 (`1.0`,
+/// `0.5`, `-5.0`, `1.875`). Returns the literal and the value (exact in `dt`).
+fn float_const(rng: &mut Rng, dt: &str) -> (String, f64) {
+    let (denormal, normal, max) = match dt {
+        // 2^-24, 2^-14 and 65504.
+        "float16" => (5.960_464_477_539_063e-8, 6.103_515_625e-5, 65504.0),
+        // 2^-133, 2^-126 and (2 - 2^-7) * 2^127.
+        "bfloat16" => (
+            9.183_549_615_799_121e-41,
+            f32::MIN_POSITIVE as f64,
+            3.389_531_389_251_535_5e38,
+        ),
+        "float32" => (f32::from_bits(1) as f64, f32::MIN_POSITIVE as f64, f32::MAX as f64),
+        _ => (f64::from_bits(1), f64::MIN_POSITIVE, f64::MAX),
+    };
+    let v = *rng.pick(&[
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        -0.0,
+        denormal,
+        -denormal,
+        normal,
+        max,
+        -max,
+        1.0,
+        0.5,
+        -5.0,
+        1.875,
+    ]);
+    let text = if v.is_nan() {
+        "float(\"nan\")".to_string()
+    } else if v.is_infinite() {
+        format!("float(\"{}inf\")", if v < 0.0 { "-" } else { "" })
+    } else if v == 0.0 {
+        "-0.0".to_string()
+    } else {
+        // `{:?}` of an f64 reads back to the same f64.
+        format!("{v:?}")
+    };
+    (text, v)
+}
+
 /// One element as a number (encoded by [`encode`] for its dtype).
 #[derive(Clone, Copy)]
 enum Num {
@@ -226,6 +276,10 @@ struct Program {
     inputs: Vec<Value>,
     /// Whether the GPU may refuse it for a dtype (`float64`, `bfloat16`).
     gpu_may_refuse: bool,
+    /// Pairs of results (indices into the flattened outputs) that must agree on every
+    /// path: the same computation with a float constant written into the program
+    /// (`R.const`, inlined into TIR by legalization) and passed as an input.
+    twins: Vec<(usize, usize)>,
 }
 
 /// The program under construction: parameters, inputs and bindings.
@@ -237,6 +291,10 @@ struct Builder {
     body: Vec<String>,
     special: bool,
     dtypes: Vec<&'static str>,
+    /// The twin binding [`step`] just wrote, to be paired with the binding it returns.
+    pending_twin: Option<String>,
+    /// Names of bindings that must agree (see [`Program::twins`]).
+    twins: Vec<(String, String)>,
 }
 
 impl Builder {
@@ -279,6 +337,8 @@ fn generate(rng: &mut Rng) -> Program {
         body: Vec::new(),
         special: rng.below(3) == 0,
         dtypes: Vec::new(),
+        pending_twin: None,
+        twins: Vec::new(),
     };
     let n_inputs = 1 + rng.below(3);
     for i in 0..n_inputs {
@@ -307,6 +367,9 @@ fn generate(rng: &mut Rng) -> Program {
         };
         b.body.push(format!("    {name} = {expr}"));
         b.dtypes.push(dtype);
+        if let Some(t) = b.pending_twin.take() {
+            b.twins.push((name.clone(), t));
+        }
         b.vals.push(Val { name, dims, dtype });
     }
     if b.vals.len() == n_inputs {
@@ -329,17 +392,20 @@ fn generate(rng: &mut Rng) -> Program {
     }
     text.push_str(&format!("    return ({},)\n", outs.join(", ")));
     let gpu_may_refuse = b.dtypes.iter().any(|d| matches!(*d, "float64" | "bfloat16"));
+    let at = |n: &str| outs.iter().position(|o| o == n);
+    let twins = b.twins.iter().filter_map(|(x, y)| Some((at(x)?, at(y)?))).collect();
     Program {
         text,
         inputs: b.inputs,
         gpu_may_refuse,
+        twins,
     }
 }
 
 /// One binding over `a` (and maybe other values): its expression, dims and dtype.
 fn step(rng: &mut Rng, b: &mut Builder, a: &Val) -> Option<(String, Vec<Dim>, &'static str)> {
     let dt = a.dtype;
-    Some(match rng.below(14) {
+    Some(match rng.below(17) {
         0 | 1 => {
             // A binary operator on two values of the same shape and dtype (or itself).
             let same: Vec<&Val> = b.vals.iter().filter(|v| v.dims == a.dims && v.dtype == dt).collect();
@@ -434,6 +500,27 @@ fn step(rng: &mut Rng, b: &mut Builder, a: &Val) -> Option<(String, Vec<Dim>, &'
             };
             (e, a.dims.clone(), out)
         }
+        5 if is_float(dt) && rng.below(2) == 0 => {
+            // A broadcast against a float constant at a special value (NaN, inf, -0.0,
+            // denormals, the largest finite value), either order.
+            let (c, _) = float_const(rng, dt);
+            let op = *rng.pick(&[
+                "add",
+                "subtract",
+                "multiply",
+                "divide",
+                "maximum",
+                "minimum",
+                "floor_divide",
+            ]);
+            let k = format!("R.const({c}, \"{dt}\")");
+            let (x, y) = if rng.below(2) == 0 {
+                (a.name.clone(), k)
+            } else {
+                (k, a.name.clone())
+            };
+            (format!("R.{op}({x}, {y})"), a.dims.clone(), dt)
+        }
         5 => {
             // A broadcast against a constant at an edge value the dtype holds.
             let c = edge_for(rng, dt);
@@ -502,9 +589,22 @@ fn step(rng: &mut Rng, b: &mut Builder, a: &Val) -> Option<(String, Vec<Dim>, &'
             (format!("R.astype({}, \"{to}\")", a.name), a.dims.clone(), to)
         }
         9 if a.dims.len() == 2 && is_float(dt) => {
-            // x @ x^T
+            // x @ x^T. A 16-bit float product accumulates in float32 (`out_dtype`): in
+            // its own dtype the host kernel library sums in f32 and rounds once, where
+            // the TIR rounds after every add (docs/semantics.md, "float16 matmul
+            // accumulation"), and a cancelling sum differs past any tolerance (case 863
+            // of seed 20261128: bfloat16 1.125 / 1.03125).
             let t = format!("R.permute_dims({}, axes=[1, 0])", a.name);
-            (format!("R.matmul({}, {t})", a.name), vec![a.dims[0], a.dims[0]], dt)
+            let dims = vec![a.dims[0], a.dims[0]];
+            if dt.ends_with("16") {
+                (
+                    format!("R.matmul({}, {t}, out_dtype=\"float32\")", a.name),
+                    dims,
+                    "float32",
+                )
+            } else {
+                (format!("R.matmul({}, {t})", a.name), dims, dt)
+            }
         }
         10 if a.dims.len() >= 2 => {
             // tril/triu with a diagonal at an edge value (k past the int32 limits).
@@ -512,6 +612,28 @@ fn step(rng: &mut Rng, b: &mut Builder, a: &Val) -> Option<(String, Vec<Dim>, &'
             let k = if rng.below(2) == 0 { -k } else { k };
             let op = rng.pick(&["tril", "triu"]);
             (format!("R.{op}({}, k={k})", a.name), a.dims.clone(), dt)
+        }
+        11 if is_float(dt) && rng.below(2) == 0 => {
+            // clip with float bounds at special values (attributes of the tensor's
+            // dtype or of another float dtype), converted to the tensor's dtype.
+            let bound = |rng: &mut Rng| {
+                let bdt = if rng.below(2) == 0 {
+                    dt
+                } else {
+                    *rng.pick(&["float16", "bfloat16", "float32", "float64"])
+                };
+                let (c, v) = float_const(rng, bdt);
+                let c = if v.is_nan() {
+                    "\"nan\"".to_string()
+                } else if v.is_infinite() {
+                    format!("\"{}inf\"", if v < 0.0 { "-" } else { "" })
+                } else {
+                    c
+                };
+                format!("R.prim_value(T.{bdt}({c}))")
+            };
+            let (lo, hi) = (bound(rng), bound(rng));
+            (format!("R.clip({}, {lo}, {hi})", a.name), a.dims.clone(), dt)
         }
         11 if !is_bool(dt) => {
             // clip with bounds at edge values.
@@ -553,6 +675,46 @@ fn step(rng: &mut Rng, b: &mut Builder, a: &Val) -> Option<(String, Vec<Dim>, &'
                 rng.pick(&conds).name.clone()
             };
             (format!("R.where({c}, {}, {})", o.name, a.name), a.dims.clone(), dt)
+        }
+        14 | 15 if is_float(dt) || rng.below(3) == 0 => {
+            // Twins: a scalar float constant (often float16/bfloat16, often special)
+            // written into the program, which legalization inlines into TIR, and the same
+            // value passed as a 0-d input. Both results must agree on every path.
+            let cdt = if is_float(dt) {
+                dt
+            } else {
+                *rng.pick(&["float16", "bfloat16"])
+            };
+            let (lit, v) = float_const(rng, cdt);
+            let x = if cdt == dt {
+                a.name.clone()
+            } else {
+                format!("R.astype({}, \"{cdt}\")", a.name)
+            };
+            let name = format!("c{}", b.params.len());
+            let value = tensor(cdt, &[], || Num::F(v));
+            let p = b.param(name, Vec::new(), cdt, value);
+            let k = format!("R.const({lit}, \"{cdt}\")");
+            let form = rng.below(4);
+            let op = *rng.pick(&["add", "subtract", "multiply", "divide", "maximum", "minimum"]);
+            let make = |c: &str| match form {
+                0 => format!("R.full_like({x}, {c})"),
+                1 => {
+                    let op = ["less", "greater_equal"][(v.to_bits() % 2) as usize];
+                    format!("R.where(R.{op}({x}, {c}), {x}, {c})")
+                }
+                _ => format!("R.{op}({x}, {c})"),
+            };
+            let twin = format!("t{}", b.body.len());
+            b.body.push(format!("    {twin} = {}", make(&p.name)));
+            b.dtypes.push(cdt);
+            b.vals.push(Val {
+                name: twin.clone(),
+                dims: a.dims.clone(),
+                dtype: cdt,
+            });
+            b.pending_twin = Some(twin);
+            (make(&k), a.dims.clone(), cdt)
         }
         _ if a.dims.iter().all(|d| *d != Dim::N) => {
             let count: usize = b.shape_of(&a.dims).iter().product();
@@ -610,6 +772,7 @@ fn generate_tir(rng: &mut Rng) -> Program {
         text,
         inputs,
         gpu_may_refuse: false,
+        twins: Vec::new(),
     }
 }
 
@@ -685,6 +848,7 @@ fn generate_nn(rng: &mut Rng) -> Program {
         text,
         inputs,
         gpu_may_refuse: false,
+        twins: Vec::new(),
     }
 }
 
@@ -713,6 +877,7 @@ fn generate_large(rng: &mut Rng) -> Program {
         text,
         inputs: vec![input],
         gpu_may_refuse: false,
+        twins: Vec::new(),
     }
 }
 
@@ -831,6 +996,27 @@ fn compare(a: &Result<Vec<Out>, String>, b: &Result<Vec<Out>, String>, how: Matc
             None
         }
     }
+}
+
+/// The first pair of twin results (see [`Program::twins`]) that disagree, if any; with
+/// `finite_only`, only where both values are finite (the GPU driver's relaxed float
+/// math may fold one twin's NaN or infinity and not the other's).
+fn twin_difference(outs: &Result<Vec<Out>, String>, twins: &[(usize, usize)], finite_only: bool) -> Option<String> {
+    let outs = outs.as_ref().ok()?;
+    for &(x, y) in twins {
+        let (Some(p), Some(q)) = (outs.get(x), outs.get(y)) else {
+            continue;
+        };
+        for (i, (u, v)) in p.values.iter().zip(&q.values).enumerate() {
+            if !agree(*u, *v, p.dtype) && !(finite_only && !(u.is_finite() && v.is_finite())) {
+                return Some(format!(
+                    "results {x} and {y} (a constant written in the program / the same value as an input) differ at [{i}] ({}): {u} / {v}",
+                    p.dtype
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Run `text` on `engine` with `inputs`: the results, or the error's text.
@@ -1012,14 +1198,22 @@ fn random_programs_agree_on_every_path() {
                 inputs.join(" ")
             ));
         };
+        if let Some(why) = twin_difference(&want, &p.twins, false) {
+            report("reference", why);
+        }
         for (what, engine, how) in &paths {
             let got = run(engine, &module, &p.inputs);
             if let Some(why) = compare(&want, &got, *how) {
+                report(what, why);
+            } else if let Some(why) = twin_difference(&got, &p.twins, false) {
                 report(what, why);
             }
         }
         if let Some(gpu) = &gpu {
             let got = run(gpu, &module, &p.inputs);
+            if let Some(why) = twin_difference(&got, &p.twins, !strict) {
+                report("GPU", why);
+            }
             match (&want, &got) {
                 // docs/semantics.md: float64 math and bfloat16 are refused on the GPU by name.
                 (_, Err(e)) if p.gpu_may_refuse && e.contains("not supported") && e.contains("on the GPU") => {

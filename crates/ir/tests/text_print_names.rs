@@ -328,3 +328,25 @@ class Module:
         gv: R.Tensor((m_1,), dtype="float32") = R.match_cast(z, R.Tensor((m_1,), dtype="float32"))
         gv1: R.Tensor((4,), dtype="float32") = R.add(m, m)
         return (gv1, gv)"#;
+
+/// A buffer matched in the body (its shape has a variable of a dtype the signature
+/// cannot spell, here `int16`) whose shape also has an `int64` variable that no buffer
+/// of the signature defines: the printed body declared the `int16` one only, and the
+/// bare `int64` name did not re-parse (`undefined name c`; found by the `parse`
+/// libFuzzer target from a TVM corpus program). Both are declared in the body now.
+#[test]
+fn int64_shape_variable_of_a_body_matched_buffer_is_declared() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(var_x: T.handle, y: T.Buffer((4,), "float32")):
+        n, c = T.int16(), T.int64()
+        x = T.match_buffer(var_x, (n, c))
+        for i in range(c):
+            y[0] = x[0, i]
+"#;
+    let printed = print_stable(src);
+    assert!(printed.contains("c = T.int64()"), "{printed}");
+    assert!(printed.contains("n = T.int16()"), "{printed}");
+}

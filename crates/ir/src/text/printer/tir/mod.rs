@@ -306,6 +306,25 @@ impl Printer {
                 }
             }
         }
+        let is_odd = |b: &Buffer| {
+            let mut odd = false;
+            for s in b.shape() {
+                collect_vars(s, &mut |v| odd |= odd_vars.contains(&v.id()));
+            }
+            odd
+        };
+        // The `int64` shape variables (bare names) that a buffer of the signature
+        // defines; one that only buffers matched in the body use is declared there
+        // (`c = T.int64()`): a bare name in the body is not a signature's TypeVar.
+        let mut in_signature: HashSet<u64> = HashSet::new();
+        for b in buffers.values().filter(|b| !is_odd(b)) {
+            for s in b.shape() {
+                collect_vars(s, &mut |v| {
+                    in_signature.insert(v.id());
+                });
+            }
+        }
+        let mut declared: HashSet<u64> = HashSet::new();
         let mut bound: HashSet<u64> = HashSet::new();
         let mut params = Vec::new();
         for p in &f.params {
@@ -313,11 +332,17 @@ impl Printer {
                 // A shape variable of a dtype the signature cannot spell (a quoted name
                 // is int32, a bare one int64) is declared in the body, where every
                 // buffer over it is matched (`T.match_buffer`).
-                let mut odd = false;
-                for s in b.shape() {
-                    collect_vars(s, &mut |v| odd |= odd_vars.contains(&v.id()));
-                }
-                if odd {
+                if is_odd(b) {
+                    let mut exprs: Vec<&PrimExpr> = b.shape().iter().collect();
+                    exprs.extend(b.0.strides.iter());
+                    exprs.extend(b.0.elem_offset.iter());
+                    for e in exprs {
+                        collect_vars(e, &mut |v| {
+                            if tv_ids.contains(&v.id()) && !in_signature.contains(&v.id()) && declared.insert(v.id()) {
+                                docs.push(Doc::Line(format!("{} = {}()", self.names.var(v), type_ann_call(v))));
+                            }
+                        });
+                    }
                     let h = self.define_var(p);
                     let bname = self.define_buffer(b);
                     let mut none = HashSet::new();

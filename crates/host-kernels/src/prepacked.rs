@@ -5,9 +5,9 @@
 //! [`PackedB`] holds `B` (`k x n`, from any strides: a row-major `[k, n]` weight or
 //! a `[n, k]` one read transposed) as panels of `NR` columns, each `k` steps of
 //! `NR` values side by side (zero past column `n`): the layout the register tiles
-//! of [`crate::microkernel`] read. [`gemm_prepacked`] computes `C = A B` for a
+//! of the crate's microkernel read. [`gemm_prepacked`] computes `C = A B` for a
 //! row-major `A`: per group of panels (whose block of `C` stays in L2) and block of
-//! [`KC`] steps, each panel's block (in L1) passes under
+//! `KC` steps, each panel's block (in L1) passes under
 //! every tile of `MR` rows of `A`, read in place; a last partial tile of rows is
 //! copied step-major into a tile of fewer rows (a third or two thirds of `MR`, where
 //! that holds it) rather than padded to `MR`. Threads take groups of panels (or of
@@ -16,7 +16,7 @@
 //!
 //! The sums are the same as those of [`crate::gemm::sgemm_parallel`]'s blocked
 //! kernels: each output is one fused multiply-add chain over `k` in order, blocked
-//! at the same [`KC`] steps, so the results are bit for bit those of the unpacked
+//! at the same `KC` steps, so the results are bit for bit those of the unpacked
 //! product on the same CPU.
 
 use std::cell::RefCell;

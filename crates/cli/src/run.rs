@@ -486,6 +486,11 @@ fn encode(v: &Json, dtype: DataType, out: &mut Vec<u8>) -> Result<(), String> {
             },
             _ => return Err(bad()),
         };
+        if let Some(m) = dtype.mini_float().filter(|_| dtype.lanes == 1) {
+            // float8 and float4 values: one byte per element, rounded to the nearest.
+            out.push(m.encode(x));
+            return Ok(());
+        }
         match dtype.bits {
             16 if dtype.code == relax_ir::TypeCode::BFloat => out.extend(half::bf16::from_f64(x).to_le_bytes()),
             16 => out.extend(half::f16::from_f64(x).to_le_bytes()),
@@ -708,6 +713,12 @@ fn json_element(dtype: DataType) -> Result<fn(&[u8]) -> Json, String> {
             let x = f64::from_le_bytes(le(b));
             float_json(x.to_string(), x)
         },
+        (TypeCode::Float8E4M3FN, 8) => |b| mini_json(TypeCode::Float8E4M3FN, 8, b),
+        (TypeCode::Float8E4M3FNUZ, 8) => |b| mini_json(TypeCode::Float8E4M3FNUZ, 8, b),
+        (TypeCode::Float8E5M2, 8) => |b| mini_json(TypeCode::Float8E5M2, 8, b),
+        (TypeCode::Float8E5M2FNUZ, 8) => |b| mini_json(TypeCode::Float8E5M2FNUZ, 8, b),
+        (TypeCode::Float8E8M0FNU, 8) => |b| mini_json(TypeCode::Float8E8M0FNU, 8, b),
+        (TypeCode::Float4E2M1FN, 4) => |b| mini_json(TypeCode::Float4E2M1FN, 4, b),
         _ => return Err(format!("a {dtype} result cannot be printed as JSON")),
     };
     Ok(f)
@@ -715,6 +726,18 @@ fn json_element(dtype: DataType) -> Result<fn(&[u8]) -> Json, String> {
 
 /// A float as JSON: the shortest decimal that reads back to the same value of its
 /// own type; `"nan"`, `"inf"`, `"-inf"` for non-finite values.
+/// A float8 or float4 element (one byte) as JSON: its exact value.
+fn mini_json(code: relax_ir::TypeCode, bits: u8, b: &[u8]) -> Json {
+    let dt = DataType { code, bits, lanes: 1 };
+    match (dt.mini_float(), b.first()) {
+        (Some(m), Some(&byte)) => {
+            let x = m.decode(byte);
+            float_json(x.to_string(), x)
+        }
+        _ => Json::Null,
+    }
+}
+
 fn float_json(shortest: String, x: f64) -> Json {
     if x.is_nan() {
         json!("nan")

@@ -459,3 +459,54 @@ def main() -> R.Tensor((2, 0), dtype="float32"):
     assert_eq!(j["outputs"][0]["data"], json!([[], []]));
     assert_eq!(j["outputs"][0]["shape"], json!([2, 0]));
 }
+
+/// float8 and float4 inputs from JSON (rounded to the nearest value of the type) and
+/// results as JSON (their exact values), on the host and the GPU: the values
+/// `ml_dtypes` 0.6 gives for the same casts.
+#[test]
+fn low_precision_floats_through_inputs_json() {
+    let d = dir("float8");
+    let prog = r#"# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((6,), dtype="float32"), y: R.Tensor((4,), dtype="float8_e5m2")):
+    a = R.astype(x, dtype="float8_e4m3fn")
+    b = R.astype(x, dtype="float4_e2m1fn")
+    c = R.astype(y, dtype="float32")
+    return (a, b, c, y)
+"#;
+    std::fs::write(d.join("prog.py"), prog).expect("prog");
+    let inputs = json!([
+        {"dtype": "float32", "shape": [6], "data": [0.3, 1.0, -2.5, 500.0, "nan", 0.75]},
+        {"dtype": "float8_e5m2", "shape": [4], "data": [1.5, -0.1, "inf", 60000]},
+    ]);
+    std::fs::write(d.join("in.json"), inputs.to_string()).expect("inputs");
+    // ml_dtypes: x.astype(float8_e4m3fn), x.astype(float4_e2m1fn), y.astype(float8_e5m2).
+    let e4m3 = json!([0.3125, 1.0, -2.5, "nan", "nan", 0.75]);
+    let e2m1 = json!([0.5, 1.0, -2.0, 6.0, -0.0, 1.0]);
+    let e5m2 = json!([1.5, -0.09375, "inf", 57344.0]);
+    for device in ["cpu", "gpu"] {
+        let o = relax(
+            &d,
+            &[
+                "run",
+                "prog.py",
+                "--device",
+                device,
+                "--inputs-json",
+                "in.json",
+                "--json",
+            ],
+        );
+        if device == "gpu" && o.status.code() != Some(0) && stderr(&o).contains("adapter") {
+            println!("no wgpu adapter: skipping the GPU half");
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(0), "{device}: {}", stderr(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+        assert_eq!(j["outputs"][0]["dtype"], json!("float8_e4m3fn"), "{device}");
+        assert_eq!(j["outputs"][0]["data"], e4m3, "{device}");
+        assert_eq!(j["outputs"][1]["data"], e2m1, "{device}");
+        assert_eq!(j["outputs"][2]["data"], e5m2, "{device}");
+        assert_eq!(j["outputs"][3]["data"], e5m2, "{device}");
+    }
+}

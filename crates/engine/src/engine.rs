@@ -398,11 +398,11 @@ pub(crate) struct Program {
     /// PrimFuncs reachable as `ExternFunc` through their `global_symbol`.
     pub prim_symbols: HashMap<String, GlobalVar>,
     /// Free variables of local functions, by the address of their `Function` node.
-    free_var_cache: Mutex<HashMap<usize, Arc<[Var]>>>,
+    free_var_cache: Mutex<rustc_hash::FxHashMap<usize, Arc<[Var]>>>,
     /// Memory plans of dataflow blocks, by the address of their bindings.
-    release_plans: Mutex<HashMap<usize, Arc<Vec<Vec<Var>>>>>,
+    release_plans: Mutex<rustc_hash::FxHashMap<usize, Arc<Vec<Vec<Var>>>>>,
     /// Compiled kernels, by PrimFunc name and device (compiled on first use).
-    kernels: Mutex<HashMap<(GlobalVar, Place), KernelSlot>>,
+    kernels: Mutex<rustc_hash::FxHashMap<(GlobalVar, Place), KernelSlot>>,
     cache_kernels: bool,
 }
 

@@ -2,7 +2,9 @@
 //! Semantics" prescribe, with scoping of Relax and shape variables, closures,
 //! recursion and the structural checks at function entry and exit.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 use relax_ir::relax::{Binding, Call, ExprKind, Function, SeqExpr, StructInfo};
@@ -20,13 +22,14 @@ use crate::value::{Closure, ClosureFunc, PrimFuncValue, PrimValue, Scalar, Tenso
 /// The variables of one function activation.
 #[derive(Default)]
 pub(crate) struct Frame {
-    /// Relax variables in scope.
-    pub vars: HashMap<Var, Value>,
+    /// Relax variables in scope (hashed by identity with `FxHash`: looked up on
+    /// every use).
+    pub vars: FxHashMap<Var, Value>,
     /// Shape variables in scope.
     pub shapes: ShapeEnv,
     /// Variables bound to a fresh allocation (`builtin.alloc_tensor`,
     /// `memory.alloc_tensor`): the outputs of a destination-passing call.
-    pub allocated: HashSet<Var>,
+    pub allocated: FxHashSet<Var>,
 }
 
 /// Stack an evaluation keeps in reserve (for kernels, compilers and library code
@@ -161,7 +164,7 @@ impl Interp {
                 let mut frame = Frame {
                     vars: c.captured.iter().cloned().collect(),
                     shapes: (*c.captured_shapes).clone(),
-                    allocated: HashSet::new(),
+                    allocated: FxHashSet::default(),
                 };
                 if let Some(sv) = &c.self_var {
                     frame.vars.insert(sv.clone(), Value::Closure(c.clone()));

@@ -8,8 +8,6 @@
 //! bound from the corresponding part of the value; then every check runs left to
 //! right with the bound values.
 
-use std::collections::HashMap;
-
 use relax_ir::relax::{ExprKind, StructInfo};
 use relax_ir::text::printer::prim_expr::{print_prim_expr, PrimContext};
 use relax_ir::tir::{PrimExpr, PrimExprKind, TirVar};
@@ -92,7 +90,7 @@ pub(crate) struct MatchCtx<'a> {
     /// Shape variables in scope (extended by bindings).
     pub shapes: &'a mut ShapeEnv,
     /// Relax variables in scope (for shapes given as a `Var`).
-    pub vars: &'a HashMap<Var, Value>,
+    pub vars: &'a rustc_hash::FxHashMap<Var, Value>,
     /// Shape variables bound by this match, in order.
     pub newly_bound: &'a mut Vec<TirVar>,
 }

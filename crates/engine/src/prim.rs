@@ -1,8 +1,6 @@
 //! Evaluation of `PrimExpr`s (shape dimensions, `PrimValue`s) in the current
 //! shape-variable context, with TIR's integer semantics.
 
-use std::collections::HashMap;
-
 use relax_ir::tir::{BinOp, Intrinsic, PrimExpr, PrimExprKind, TirVar};
 use relax_ir::DataType;
 
@@ -10,7 +8,9 @@ use crate::error::{EngineError, Result};
 use crate::value::{PrimValue, Scalar};
 
 /// Values of the shape variables in scope.
-pub(crate) type ShapeEnv = HashMap<TirVar, PrimValue>;
+/// Values of the shape variables in scope (hashed by identity with `FxHash`: the
+/// interpreter looks them up on every binding).
+pub(crate) type ShapeEnv = rustc_hash::FxHashMap<TirVar, PrimValue>;
 
 /// Truncate `v` to the range of integer type `dtype` (two's complement wrap-around).
 pub(crate) fn wrap_int(v: i64, dtype: DataType) -> i64 {
@@ -389,7 +389,7 @@ mod tests {
 
     #[test]
     fn integer_division_semantics() {
-        let env = ShapeEnv::new();
+        let env = ShapeEnv::default();
         let b = |op, a, c| eval_int(&PrimExpr::binary(op, i(a), i(c)), &env).unwrap();
         assert_eq!(b(BinOp::FloorDiv, -7, 2), -4);
         assert_eq!(b(BinOp::FloorMod, -7, 2), 1);
@@ -407,7 +407,7 @@ mod tests {
     #[test]
     fn variables_select_and_wrapping() {
         let n = TirVar::new("n", DataType::INT64);
-        let mut env = ShapeEnv::new();
+        let mut env = ShapeEnv::default();
         let e = PrimExpr::select(
             PrimExpr::binary(BinOp::Lt, n.to_expr(), i(4)),
             n.to_expr() * i(10),
@@ -426,7 +426,7 @@ mod tests {
 
     #[test]
     fn intrinsic_calls() {
-        let env = ShapeEnv::new();
+        let env = ShapeEnv::default();
         let call = |op: Intrinsic, args: Vec<PrimExpr>| {
             let dt = args.first().map_or(DataType::INT64, PrimExpr::dtype);
             eval_prim(&PrimExpr::intrinsic_call(op, dt, args), &env)
@@ -463,7 +463,7 @@ mod tests {
     #[test]
     fn integer_overflow_is_an_error_not_a_panic() {
         let n = TirVar::new("n", DataType::INT64);
-        let mut env = ShapeEnv::new();
+        let mut env = ShapeEnv::default();
         env.insert(n.clone(), PrimValue::int64(2));
         let min = || i(i64::MIN);
         let minus_one = n.to_expr() - i(3);
@@ -504,7 +504,7 @@ mod tests {
 
     #[test]
     fn shifts_by_the_width_or_more_shift_every_bit_out() {
-        let env = ShapeEnv::new();
+        let env = ShapeEnv::default();
         let sh = |op, v: i64, s: i64, dt: DataType| {
             let e = PrimExpr::intrinsic_call(op, dt, vec![PrimExpr::int_of(v, dt), PrimExpr::int_of(s, dt)]);
             eval_int(&e, &env).unwrap()

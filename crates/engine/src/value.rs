@@ -2,14 +2,12 @@
 //! types, closures, packed functions, TIR `PrimFunc`s, opaque objects and null.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use half::f16;
 use ndarray::{ArrayD, IxDyn};
 use relax_ir::relax::NDArray;
-use relax_ir::tir::TirVar;
 use relax_ir::{DataType, Expr, GlobalVar, VDevice, Var};
 
 use crate::device::{describe_vdevice, DeviceMemory};
@@ -179,7 +177,7 @@ pub struct Closure {
     pub(crate) program: Arc<Program>,
     pub(crate) func: ClosureFunc,
     pub(crate) captured: Vec<(Var, Value)>,
-    pub(crate) captured_shapes: Arc<HashMap<TirVar, PrimValue>>,
+    pub(crate) captured_shapes: Arc<crate::prim::ShapeEnv>,
     pub(crate) self_var: Option<Var>,
     /// Leading arguments bound by `make_closure`.
     pub(crate) bound_args: Vec<Value>,

@@ -339,24 +339,67 @@ pub fn broadcast_to(x: &[f32], x_shape: &[usize], out: &mut [f32], out_shape: &[
     binary(BinaryOp::Add, x, x_shape, &zero, &[], out, out_shape, false)
 }
 
-/// Softmax along the last axis of `x: [rows, cols]`.
+/// The sum of `f(x[i])` in eight interleaved partial sums (element `i` into sum
+/// `i % 8`, added pairwise at the end): a loop that vectorises, where one running
+/// sum is bound by the latency of each addition.
+#[inline(always)]
+fn sum_in_lanes(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut sums = [0.0f32; 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for (s, v) in sums.iter_mut().zip(c) {
+            *s += f(*v);
+        }
+    }
+    for (s, v) in sums.iter_mut().zip(chunks.remainder()) {
+        *s += f(*v);
+    }
+    ((sums[0] + sums[4]) + (sums[1] + sums[5])) + ((sums[2] + sums[6]) + (sums[3] + sums[7]))
+}
+
+/// Softmax along the last axis of `x: [rows, cols]`: the row's maximum (NaN
+/// ignored, as `f32::max` does), `exp(x - max)` in vector lanes
+/// ([`crate::math::exp_nonpositive_f32`]), their sum in eight interleaved partial
+/// sums, each multiplied by its inverse. Rows run on rayon's pool in pieces of at least
+/// `GRAIN` elements when there is enough work.
 pub fn softmax(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
     check_len("softmax input", x.len(), rows * cols)?;
     check_len("softmax output", out.len(), rows * cols)?;
     if cols == 0 {
         return Ok(());
     }
-    out.par_chunks_mut(cols).zip(x.par_chunks(cols)).for_each(|(o, x)| {
-        let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0.0f32;
-        for (o, x) in o.iter_mut().zip(x) {
-            *o = (x - m).exp();
-            sum += *o;
+    let rows_per_piece = GRAIN.div_ceil(cols);
+    let work = rows * cols * 24;
+    for_chunks(out, rows_per_piece * cols, work, |(p, o)| {
+        let x = &x[p * rows_per_piece * cols..];
+        for (o, x) in o.chunks_exact_mut(cols).zip(x.chunks_exact(cols)) {
+            softmax_row(x, o);
         }
-        let inv = 1.0 / sum;
-        o.iter_mut().for_each(|v| *v *= inv);
     });
     Ok(())
+}
+
+/// One row of [`softmax`].
+fn softmax_row(x: &[f32], o: &mut [f32]) {
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for (m, v) in lanes.iter_mut().zip(c) {
+            *m = m.max(*v);
+        }
+    }
+    let m = chunks
+        .remainder()
+        .iter()
+        .chain(&lanes)
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
+    for (o, x) in o.iter_mut().zip(x) {
+        *o = x - m;
+    }
+    crate::math::exp_nonpositive_slice_in_place(o);
+    let inv = 1.0 / sum_in_lanes(o, |v| v);
+    o.iter_mut().for_each(|v| *v *= inv);
 }
 
 /// Mean over the innermost `inner` elements of each of `outer` rows (global average
@@ -458,8 +501,8 @@ pub fn layer_norm(
     let work = rows * cols * 4;
     for_chunks(out, cols, work, |(r, o)| {
         let row = &x[r * cols..(r + 1) * cols];
-        let mean = row.iter().sum::<f32>() / cols as f32;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / cols as f32;
+        let mean = sum_in_lanes(row, |v| v) / cols as f32;
+        let var = sum_in_lanes(row, |v| (v - mean) * (v - mean)) / cols as f32;
         let inv = 1.0 / (var + eps).sqrt();
         for (((o, v), g), b) in o.iter_mut().zip(row).zip(gamma).zip(beta) {
             *o = (v - mean) * inv * g + b;

@@ -135,6 +135,27 @@ fn exp_neg_f32(r: f32) -> f32 {
     horner(&EXP_TAYLOR, f) * f32::from_bits(((ki + 127) as u32) << 23)
 }
 
+/// `exp(r)` for `r <= 0` (and NaN) in `f32` arithmetic, as softmax needs it after
+/// subtracting the row's maximum: [`exp_neg_f32`]'s `2^k * p(f)` with `r` clamped
+/// at -104 (where `exp` rounds to zero) and `2^k` applied as two factors, so that
+/// results in the subnormal range are right too. Within about an ulp of the
+/// correctly rounded `exp`; NaN stays NaN, `-inf` gives 0. Branch free.
+#[inline(always)]
+pub fn exp_nonpositive_f32(r: f32) -> f32 {
+    // `max` keeps a NaN `r` NaN only if it is the first operand: `f32::max`
+    // returns the other operand for NaN, so select explicitly.
+    let c = if r.is_nan() { r } else { r.max(-104.0) };
+    let j = c * std::f32::consts::LOG2_E + EXP_MAGIC;
+    let k = j - EXP_MAGIC;
+    let ki = j.to_bits() as i32 - EXP_MAGIC.to_bits() as i32;
+    let f = (c - k * EXP_LN2_HI) - k * EXP_LN2_LO;
+    // k in [-151, 0]: 2^(k/2) and 2^(k - k/2) are both normal.
+    let h = ki >> 1;
+    let s1 = f32::from_bits((h.wrapping_add(127) as u32) << 23);
+    let s2 = f32::from_bits((ki.wrapping_sub(h).wrapping_add(127) as u32) << 23);
+    horner(&EXP_TAYLOR, f) * s1 * s2
+}
+
 /// The error function of a `float32` value, in `f32` arithmetic: `x + x * P(x^2)`
 /// below `|x| = 0.921875`, `1 - exp(-x^2 + G(|x|))` (sign restored) up to 4, and
 /// `±1` beyond (where `erf` rounds to 1). Within one ulp of `erf` computed in `f64`
@@ -365,6 +386,38 @@ lanes_of!(
     tanh_f32
 );
 
+/// [`exp_nonpositive_f32`] of every element of `v`, in place, in AVX-512 or AVX2
+/// lanes when the CPU has them (chosen at run time): the same bits as the scalar
+/// function.
+pub fn exp_nonpositive_slice_in_place(v: &mut [f32]) {
+    #[inline(always)]
+    fn body(v: &mut [f32]) {
+        for x in v.iter_mut() {
+            *x = exp_nonpositive_f32(*x);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512(v: &mut [f32]) {
+            body(v)
+        }
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(v: &mut [f32]) {
+            body(v)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            return unsafe { avx512(v) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { avx2(v) };
+        }
+    }
+    body(v)
+}
+
 /// The `f32` value of the `float16` bit pattern `h` (exact), branch free.
 #[inline(always)]
 pub fn f16_to_f32(h: u16) -> f32 {
@@ -592,6 +645,44 @@ mod tests {
         assert!(erf_f32(-f32::NAN).is_nan());
         assert_eq!(erf_f32(0.0).to_bits(), 0.0f32.to_bits());
         assert_eq!(erf_f32(-0.0).to_bits(), (-0.0f32).to_bits());
+    }
+
+    #[test]
+    fn exp_of_nonpositive_values_within_an_ulp_and_lanes_bit_equal() {
+        use super::{exp_nonpositive_f32, exp_nonpositive_slice_in_place};
+        // Every 3rd float from -0.0 down to -110 (normal and subnormal results).
+        let mut xs = Vec::new();
+        let mut bits = (-0.0f32).to_bits();
+        while f32::from_bits(bits) >= -110.0 {
+            xs.push(f32::from_bits(bits));
+            bits += 3;
+        }
+        xs.extend([0.0, f32::NEG_INFINITY, -1e30, f32::MIN, f32::NAN, -f32::NAN]);
+        let mut worst = (0, 0.0f32);
+        for &x in &xs {
+            let got = exp_nonpositive_f32(x);
+            if x.is_nan() {
+                assert!(got.is_nan(), "exp({x})");
+                continue;
+            }
+            let u = ulps(got, libm::exp(f64::from(x)) as f32);
+            if u > worst.0 {
+                worst = (u, x);
+            }
+        }
+        assert!(worst.0 <= 1, "exp({}) is {} ulps off", worst.1, worst.0);
+        assert_eq!(exp_nonpositive_f32(0.0), 1.0);
+        assert_eq!(exp_nonpositive_f32(-0.0), 1.0);
+        assert_eq!(exp_nonpositive_f32(f32::NEG_INFINITY), 0.0);
+        let mut lanes = xs.clone();
+        exp_nonpositive_slice_in_place(&mut lanes);
+        for (x, l) in xs.iter().zip(&lanes) {
+            assert_eq!(
+                l.to_bits(),
+                exp_nonpositive_f32(*x).to_bits(),
+                "lanes differ at exp({x})"
+            );
+        }
     }
 
     /// A dense run over the range where the functions are not constant, every 251st

@@ -401,6 +401,8 @@ pub(crate) struct Program {
     free_var_cache: Mutex<rustc_hash::FxHashMap<usize, Arc<[Var]>>>,
     /// Memory plans of dataflow blocks, by the address of their bindings.
     release_plans: Mutex<rustc_hash::FxHashMap<usize, Arc<Vec<Vec<Var>>>>>,
+    /// Which parameters each PrimFunc stores to (see [`Program::written_params`]).
+    written_cache: Mutex<rustc_hash::FxHashMap<GlobalVar, Option<Arc<[bool]>>>>,
     /// Compiled kernels, by PrimFunc name and device (compiled on first use).
     kernels: Mutex<rustc_hash::FxHashMap<(GlobalVar, Place), KernelSlot>>,
     cache_kernels: bool,
@@ -496,6 +498,24 @@ impl Program {
             cache.insert(key, plan.clone());
         }
         plan
+    }
+
+    /// Which parameters of the PrimFunc `gv` its body stores to, computed once per
+    /// PrimFunc; `None` when that cannot be told (every argument is then writable).
+    pub(crate) fn written_params(&self, gv: &GlobalVar) -> Option<Arc<[bool]>> {
+        if let Ok(cache) = self.written_cache.lock() {
+            if let Some(w) = cache.get(gv) {
+                return w.clone();
+            }
+        }
+        let w: Option<Arc<[bool]>> = match self.module.functions.get(gv) {
+            Some(BaseFunc::Prim(f)) => crate::interp::written_params(f).map(Arc::from),
+            _ => None,
+        };
+        if let Ok(mut cache) = self.written_cache.lock() {
+            cache.insert(gv.clone(), w.clone());
+        }
+        w
     }
 
     /// The free Relax variables of the function expression `e` (cached).
@@ -740,6 +760,7 @@ impl Engine {
                 prim_symbols,
                 free_var_cache: Mutex::default(),
                 release_plans: Mutex::default(),
+                written_cache: Mutex::default(),
                 kernels: Mutex::default(),
                 cache_kernels: self.config.cache_kernels,
             }),

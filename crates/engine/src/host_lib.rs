@@ -21,6 +21,7 @@ use crate::packed::{PackedFunc, PackedRegistry, Purity};
 use crate::value::{Tensor, Value};
 use crate::weight_cache::{self, Probe};
 use relax_jit::KernelArg;
+use smallvec::SmallVec;
 
 /// Register every kernel of [`HostKernel::all`] under its symbol in `registry`.
 pub(crate) fn register(registry: &PackedRegistry) {
@@ -188,21 +189,21 @@ const PREPACKED_MAX_ROWS: i64 = 64;
 const PARALLEL_ELEMENTS: usize = 1 << 15;
 
 /// An input: its elements and shape.
-type In<'a> = (&'a [f32], Vec<usize>);
+type In<'a> = (&'a [f32], &'a [usize]);
 
 /// The arguments of one library call: tensors (the output last) and the other values.
 struct Call {
-    tensors: Vec<Tensor>,
-    shapes: Vec<Vec<i64>>,
-    floats: Vec<f64>,
+    tensors: SmallVec<[Tensor; 4]>,
+    shapes: SmallVec<[Vec<i64>; 2]>,
+    floats: SmallVec<[f64; 4]>,
 }
 
 impl Call {
     fn new(args: &[Value]) -> Result<Call> {
         let mut c = Call {
-            tensors: vec![],
-            shapes: vec![],
-            floats: vec![],
+            tensors: SmallVec::new(),
+            shapes: SmallVec::new(),
+            floats: SmallVec::new(),
         };
         for a in args {
             match a {
@@ -452,7 +453,7 @@ impl Call {
                 return Err(KernelError(format!("expected {want} tensors, got {}", t.dtype())));
             }
         }
-        let staged: Vec<StagedArg> = self
+        let staged: SmallVec<[StagedArg; 6]> = self
             .tensors
             .iter()
             .enumerate()
@@ -461,7 +462,7 @@ impl Call {
         let mut stats = StagingStats::default();
         let r = with_kernel_args(&staged, &mut stats, |kargs| {
             let (outs, ins) = kargs.split_last_mut().ok_or_else(|| KernelError("no output".into()))?;
-            let mut inputs: Vec<(Cow<'_, [f32]>, Vec<usize>)> = Vec::with_capacity(ins.len());
+            let mut inputs: SmallVec<[(Cow<'_, [f32]>, SmallVec<[usize; 6]>); 4]> = SmallVec::new();
             for a in ins.iter() {
                 let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
                     return Err(KernelError("scalar among tensor arguments".into()));
@@ -472,7 +473,7 @@ impl Call {
                 return Err(KernelError("the output is not a writable tensor".into()));
             };
             let out_shape = dims(shape);
-            let refs: Vec<In<'_>> = inputs.iter().map(|(d, s)| (d.as_ref(), s.clone())).collect();
+            let refs: SmallVec<[In<'_>; 4]> = inputs.iter().map(|(d, s)| (d.as_ref(), &s[..])).collect();
             f(&refs, bytes, &out_shape)
         });
         r.map_err(|e| KernelError(e.to_string()))?
@@ -490,7 +491,7 @@ fn half_kind(d: DataType) -> Option<Half> {
     }
 }
 
-fn dims(shape: &[i64]) -> Vec<usize> {
+fn dims(shape: &[i64]) -> SmallVec<[usize; 6]> {
     shape.iter().map(|&d| d.max(0) as usize).collect()
 }
 

@@ -232,13 +232,12 @@ impl Interp {
     /// parameters its body stores to; when the body cannot tell, the arguments that
     /// `allocated` marks as fresh allocations (destination passing), or all of them.
     fn call_prim_func(&mut self, gv: &GlobalVar, args: Vec<Value>, allocated: Option<Vec<bool>>) -> Result<Value> {
-        let written = match self.prog.module.functions.get(gv) {
-            Some(BaseFunc::Prim(f)) => written_params(f),
-            _ => None,
-        }
-        .or_else(|| allocated.filter(|a| a.iter().any(|&x| x)));
+        let written = self
+            .prog
+            .written_params(gv)
+            .or_else(|| allocated.filter(|a| a.iter().any(|&x| x)).map(Arc::from));
         let mut staged = Vec::with_capacity(args.len());
-        let mut seen: Vec<*const crate::value::Storage> = Vec::new();
+        let mut seen: smallvec::SmallVec<[*const crate::value::Storage; 8]> = smallvec::SmallVec::new();
         for (i, a) in args.into_iter().enumerate() {
             staged.push(match a {
                 Value::Tensor(t) => {
@@ -578,7 +577,7 @@ fn user_binding_name(bindings: &[Binding], i: usize) -> &str {
 /// `None` (all writable) when a statement could write through a pointer instead
 /// (an `Evaluate` of an external call, a block's `match_buffer` alias) or when the
 /// body stores nothing.
-fn written_params(f: &relax_ir::PrimFunc) -> Option<Vec<bool>> {
+pub(crate) fn written_params(f: &relax_ir::PrimFunc) -> Option<Vec<bool>> {
     let mut stored = HashSet::new();
     let mut opaque = false;
     relax_ir::visit::for_each_stmt(&f.body, &mut |s| match s {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use relax_jit::KernelArg;
+use smallvec::SmallVec;
 
 use crate::engine::{CopyKind, Stats};
 use crate::error::{EngineError, Result};
@@ -50,7 +51,9 @@ pub(crate) fn with_kernel_args<R>(
     f: impl FnOnce(&mut [KernelArg<'_>]) -> R,
 ) -> Result<R> {
     // Distinct storages, sorted by address (a global lock order), with write intent.
-    let mut storages: Vec<(*const Storage, &Arc<Storage>, bool)> = Vec::new();
+    // Small vectors: a kernel call takes a handful of arguments, and these live
+    // only for the call (no heap allocation per call).
+    let mut storages: SmallVec<[(*const Storage, &Arc<Storage>, bool); 8]> = SmallVec::new();
     for a in args {
         if let StagedArg::Tensor(t, w) = a {
             let p = Arc::as_ptr(&t.0.storage);
@@ -68,7 +71,7 @@ pub(crate) fn with_kernel_args<R>(
         }
     }
     storages.sort_by_key(|(p, _, _)| *p as usize);
-    let mut locks = Vec::with_capacity(storages.len());
+    let mut locks: SmallVec<[Lock<'_>; 8]> = SmallVec::with_capacity(storages.len());
     for (_, s, w) in &storages {
         locks.push(if *w {
             Lock::Write(s.write()?)
@@ -79,7 +82,7 @@ pub(crate) fn with_kernel_args<R>(
     let index_of = |t: &Tensor| storages.iter().position(|(p, _, _)| *p == Arc::as_ptr(&t.0.storage));
 
     // Host copies: inputs aliasing a written storage, and device-resident tensors.
-    let mut temps: Vec<Option<Vec<u8>>> = Vec::with_capacity(args.len());
+    let mut temps: SmallVec<[Option<Vec<u8>>; 8]> = SmallVec::with_capacity(args.len());
     for a in args {
         let mut temp = None;
         if let StagedArg::Tensor(t, w) = a {
@@ -115,7 +118,7 @@ pub(crate) fn with_kernel_args<R>(
         W(Option<&'a mut [u8]>),
         Device,
     }
-    let mut wholes: Vec<Whole<'_>> = locks
+    let mut wholes: SmallVec<[Whole<'_>; 8]> = locks
         .iter_mut()
         .map(|l| match l {
             Lock::Read(g) => match &**g {
@@ -128,7 +131,7 @@ pub(crate) fn with_kernel_args<R>(
             },
         })
         .collect();
-    let mut kargs: Vec<KernelArg<'_>> = Vec::with_capacity(args.len());
+    let mut kargs: SmallVec<[KernelArg<'_>; 8]> = SmallVec::with_capacity(args.len());
     let mut temp_iter = temps.iter_mut();
     for a in args {
         let temp = temp_iter.next().and_then(|t| t.as_mut()).map(|t| t.as_mut_slice());

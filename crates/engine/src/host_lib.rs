@@ -106,13 +106,13 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
                 elementwise::channel_affine(x.0, shape[0], shape[1], inner, &scale, &shift, false, out)
             })
         }
-        HostKernel::BroadcastTo => c.run(|ins, out, shape| elementwise::broadcast_to(ins[0].0, &ins[0].1, out, shape)),
+        HostKernel::BroadcastTo => c.run(|ins, out, shape| elementwise::broadcast_to(ins[0].0, ins[0].1, out, shape)),
         HostKernel::PermuteDims => {
             let axes = c.shape_param(0)?;
             if c.tensors.first().is_some_and(|t| t.dtype().bits == 16) {
                 return c.run_u16(|x, shape, out| elementwise::transpose(x, shape, &axes, out));
             }
-            c.run(|ins, out, _| elementwise::transpose(ins[0].0, &ins[0].1, &axes, out))
+            c.run(|ins, out, _| elementwise::transpose(ins[0].0, ins[0].1, &axes, out))
         }
         HostKernel::Concat => {
             let axis = *c
@@ -462,7 +462,7 @@ impl Call {
         let mut stats = StagingStats::default();
         let r = with_kernel_args(&staged, &mut stats, |kargs| {
             let (outs, ins) = kargs.split_last_mut().ok_or_else(|| KernelError("no output".into()))?;
-            let mut inputs: SmallVec<[(Cow<'_, [f32]>, SmallVec<[usize; 6]>); 4]> = SmallVec::new();
+            let mut inputs: SmallVec<[(Cow<'_, [f32]>, Dims); 4]> = SmallVec::new();
             for a in ins.iter() {
                 let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
                     return Err(KernelError("scalar among tensor arguments".into()));
@@ -491,7 +491,10 @@ fn half_kind(d: DataType) -> Option<Half> {
     }
 }
 
-fn dims(shape: &[i64]) -> SmallVec<[usize; 6]> {
+/// A shape as non-negative extents (no heap allocation up to rank 6).
+type Dims = SmallVec<[usize; 6]>;
+
+fn dims(shape: &[i64]) -> Dims {
     shape.iter().map(|&d| d.max(0) as usize).collect()
 }
 
@@ -710,7 +713,7 @@ fn binary_kernel(op: BinaryOp, relu: bool, c: &Call) -> KResult {
         let [a, b] = ins else {
             return Err(KernelError("expected two inputs".into()));
         };
-        elementwise::binary(op, a.0, &a.1, b.0, &b.1, out, shape, relu)
+        elementwise::binary(op, a.0, a.1, b.0, b.1, out, shape, relu)
     })
 }
 

@@ -2,7 +2,7 @@
 //! a prepared module that can be run many times, from many threads.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use relax_gpu_runtime::{GpuError, GpuRuntime, RuntimeStats};
@@ -14,6 +14,8 @@ use crate::error::{BackendError, EngineError, Result};
 use crate::gpu::{CompileConfig, GpuBackend};
 use crate::interp::{free_vars, Interp};
 use crate::packed::{PackedFunc, PackedRegistry, Purity};
+pub use crate::stats::RunStats;
+pub(crate) use crate::stats::{CopyKind, Stats};
 use crate::value::Value;
 use relax_jit::{CompiledKernel, GpuExecutor, KernelExecutor};
 
@@ -115,160 +117,6 @@ impl Default for EngineConfig {
             dump_ir: None,
             compile: CompileConfig::default(),
         }
-    }
-}
-
-/// Counters of work done by a loaded module (all runs together).
-#[derive(Default)]
-pub(crate) struct Stats {
-    pub kernels_run: AtomicU64,
-    pub host_kernels_run: AtomicU64,
-    pub gpu_kernels_run: AtomicU64,
-    pub kernels_compiled: AtomicU64,
-    pub kernel_cache_hits: AtomicU64,
-    pub host_kernel_ns: AtomicU64,
-    pub gpu_kernel_ns: AtomicU64,
-    pub packed_calls: AtomicU64,
-    pub copies: AtomicU64,
-    pub bytes_copied: AtomicU64,
-    pub uploads: AtomicU64,
-    pub bytes_uploaded: AtomicU64,
-    pub downloads: AtomicU64,
-    pub bytes_downloaded: AtomicU64,
-    pub device_copies: AtomicU64,
-    pub bytes_device_copied: AtomicU64,
-    pub allocations: AtomicU64,
-    pub bytes_allocated: AtomicU64,
-    pub device_allocations: AtomicU64,
-    pub runs: AtomicU64,
-}
-
-/// The kind of a data copy, for the statistics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CopyKind {
-    /// Host memory to host memory.
-    Host,
-    /// Host to device.
-    Upload,
-    /// Device to host.
-    Download,
-    /// Device to device.
-    Device,
-}
-
-impl Stats {
-    pub(crate) fn record_copy(&self, kind: CopyKind, bytes: u64) {
-        let add = |a: &AtomicU64, n: u64| {
-            a.fetch_add(n, Ordering::Relaxed);
-        };
-        add(&self.copies, 1);
-        add(&self.bytes_copied, bytes);
-        match kind {
-            CopyKind::Host => {}
-            CopyKind::Upload => {
-                add(&self.uploads, 1);
-                add(&self.bytes_uploaded, bytes);
-            }
-            CopyKind::Download => {
-                add(&self.downloads, 1);
-                add(&self.bytes_downloaded, bytes);
-            }
-            CopyKind::Device => {
-                add(&self.device_copies, 1);
-                add(&self.bytes_device_copied, bytes);
-            }
-        }
-    }
-    pub(crate) fn record_alloc(&self, bytes: usize) {
-        self.allocations.fetch_add(1, Ordering::Relaxed);
-        self.bytes_allocated.fetch_add(bytes as u64, Ordering::Relaxed);
-    }
-}
-
-/// A snapshot of a loaded module's statistics (all runs together).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RunStats {
-    /// Completed calls of `Loaded::run`.
-    pub runs: u64,
-    /// TIR kernels executed (host and GPU).
-    pub kernels_run: u64,
-    /// Kernels executed on the host.
-    pub host_kernels_run: u64,
-    /// Kernels executed on the GPU.
-    pub gpu_kernels_run: u64,
-    /// PrimFuncs compiled (once per PrimFunc and device).
-    pub kernels_compiled: u64,
-    /// Kernel calls served by an already compiled kernel.
-    pub kernel_cache_hits: u64,
-    /// Nanoseconds spent running host kernels.
-    pub host_kernel_ns: u64,
-    /// Nanoseconds spent running GPU kernels (submission only, unless
-    /// [`EngineConfig::profile`] waits for completion).
-    pub gpu_kernel_ns: u64,
-    /// Packed-function calls.
-    pub packed_calls: u64,
-    /// Data copies of every kind (`to_vdevice`, arguments placed on their device,
-    /// staging of kernel arguments).
-    pub copies: u64,
-    /// Bytes moved by those copies.
-    pub bytes_copied: u64,
-    /// Host-to-device copies (part of `copies`).
-    pub uploads: u64,
-    /// Bytes uploaded.
-    pub bytes_uploaded: u64,
-    /// Device-to-host copies (part of `copies`).
-    pub downloads: u64,
-    /// Bytes read back.
-    pub bytes_downloaded: u64,
-    /// Device-to-device copies (part of `copies`).
-    pub device_copies: u64,
-    /// Bytes copied on the device.
-    pub bytes_device_copied: u64,
-    /// Tensor and storage allocations made by operators.
-    pub allocations: u64,
-    /// Bytes allocated by those.
-    pub bytes_allocated: u64,
-    /// Of those allocations, the ones in device memory.
-    pub device_allocations: u64,
-}
-
-impl std::fmt::Display for RunStats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "runs:              {}", self.runs)?;
-        writeln!(
-            f,
-            "kernels run:       {} ({} host, {} GPU)",
-            self.kernels_run, self.host_kernels_run, self.gpu_kernels_run
-        )?;
-        writeln!(
-            f,
-            "kernels compiled:  {} (cache hits {})",
-            self.kernels_compiled, self.kernel_cache_hits
-        )?;
-        writeln!(
-            f,
-            "kernel time:       host {:.3} ms, GPU {:.3} ms",
-            self.host_kernel_ns as f64 / 1e6,
-            self.gpu_kernel_ns as f64 / 1e6
-        )?;
-        writeln!(
-            f,
-            "copies:            {} ({} bytes): {} uploads ({} B), {} readbacks ({} B), {} device-to-device ({} B)",
-            self.copies,
-            self.bytes_copied,
-            self.uploads,
-            self.bytes_uploaded,
-            self.downloads,
-            self.bytes_downloaded,
-            self.device_copies,
-            self.bytes_device_copied
-        )?;
-        writeln!(
-            f,
-            "allocations:       {} ({} bytes; {} on the device)",
-            self.allocations, self.bytes_allocated, self.device_allocations
-        )?;
-        write!(f, "packed calls:      {}", self.packed_calls)
     }
 }
 
@@ -873,30 +721,7 @@ impl Loaded {
 
     /// A snapshot of the statistics of all runs so far.
     pub fn stats(&self) -> RunStats {
-        let s = &self.program.stats;
-        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        RunStats {
-            runs: g(&s.runs),
-            kernels_run: g(&s.kernels_run),
-            host_kernels_run: g(&s.host_kernels_run),
-            gpu_kernels_run: g(&s.gpu_kernels_run),
-            kernels_compiled: g(&s.kernels_compiled),
-            kernel_cache_hits: g(&s.kernel_cache_hits),
-            host_kernel_ns: g(&s.host_kernel_ns),
-            gpu_kernel_ns: g(&s.gpu_kernel_ns),
-            packed_calls: g(&s.packed_calls),
-            copies: g(&s.copies),
-            bytes_copied: g(&s.bytes_copied),
-            uploads: g(&s.uploads),
-            bytes_uploaded: g(&s.bytes_uploaded),
-            downloads: g(&s.downloads),
-            bytes_downloaded: g(&s.bytes_downloaded),
-            device_copies: g(&s.device_copies),
-            bytes_device_copied: g(&s.bytes_device_copied),
-            allocations: g(&s.allocations),
-            bytes_allocated: g(&s.bytes_allocated),
-            device_allocations: g(&s.device_allocations),
-        }
+        self.program.stats.snapshot()
     }
 
     /// Counters of the GPU runtime this module's tensors use (device memory held by

@@ -42,6 +42,7 @@ pub mod packed;
 pub mod params;
 mod place;
 mod prim;
+mod stats;
 pub mod value;
 mod weight_cache;
 

@@ -403,8 +403,9 @@ impl Interp {
             let mut r = Ok(());
             let plan = block.is_dataflow.then(|| self.prog.release_plan(block));
             for (i, b) in block.bindings.iter().enumerate() {
-                let name = user_binding_name(&block.bindings, i);
-                r = self.eval_binding(b, frame, &mut scope_shapes, name);
+                // The name errors give is worked out only for an error.
+                let name = || user_binding_name(&block.bindings, i);
+                r = self.eval_binding(b, frame, &mut scope_shapes, &name);
                 if r.is_err() {
                     break;
                 }
@@ -441,20 +442,20 @@ impl Interp {
         result
     }
 
-    /// Evaluate one binding; errors name the binding `name`.
-    fn eval_binding(
+    /// Evaluate one binding; errors name the binding `name()`.
+    fn eval_binding<'n>(
         &mut self,
         b: &Binding,
         frame: &mut Frame,
         scope_shapes: &mut Vec<relax_ir::TirVar>,
-        name: &str,
+        name: &dyn Fn() -> &'n str,
     ) -> Result<()> {
         match b {
             Binding::VarBinding { var, value, .. } => {
                 let v = if matches!(value.kind(), ExprKind::Function(_)) {
                     self.make_closure(value, frame, Some(var))?
                 } else {
-                    self.eval(value, frame).map_err(|e| e.in_binding(name))?
+                    self.eval(value, frame).map_err(|e| e.in_binding(name()))?
                 };
                 // `extent: T.int64 = source` also binds the symbolic variable `extent`.
                 if let Some(relax_ir::StructInfo::Prim(p)) = var.struct_info() {

@@ -2,7 +2,6 @@
 //! `ExternFunc`, `call_packed`, `call_pure_packed`, `call_inplace_packed` and
 //! `call_dps_packed`.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
@@ -77,7 +76,7 @@ impl fmt::Debug for PackedFunc {
 /// The global table of packed functions, shared by an `Engine` and what it loads.
 #[derive(Default)]
 pub struct PackedRegistry {
-    map: RwLock<HashMap<String, PackedFunc>>,
+    map: RwLock<rustc_hash::FxHashMap<String, PackedFunc>>,
 }
 
 impl PackedRegistry {

@@ -178,7 +178,12 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
         other => return Err(Skip::new(format!("layout {other} (only NCHW and NCDHW)"))),
     };
     let method = attrs.method.as_str();
-    if !matches!(method, "bilinear" | "nearest") && !(method == "bicubic" && !three_d) {
+    let supported = match method {
+        "bilinear" | "nearest" => true,
+        "bicubic" => !three_d,
+        _ => false,
+    };
+    if !supported {
         return Err(Skip::new(format!("method {method} with layout {}", attrs.layout)));
     }
     let pad = attrs.padding_mode.as_str();

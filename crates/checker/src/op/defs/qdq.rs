@@ -201,9 +201,9 @@ fn arith(op: BinOp, a: PrimExpr, b: PrimExpr) -> PrimExpr {
     let (a, b) = (cast(a, t), cast(b, t));
     let val = |e: &PrimExpr| e.as_int().map(|v| v as f64).or_else(|| e.as_float());
     match (op, val(&a), val(&b)) {
-        (BinOp::Add | BinOp::Sub, _, Some(z)) if z == 0.0 => a,
-        (BinOp::Add, Some(z), _) if z == 0.0 => b,
-        (BinOp::Mul | BinOp::Div, _, Some(o)) if o == 1.0 => a,
+        (BinOp::Add | BinOp::Sub, _, Some(0.0)) => a,
+        (BinOp::Add, Some(0.0), _) => b,
+        (BinOp::Mul | BinOp::Div, _, Some(1.0)) => a,
         (BinOp::Min, Some(x), Some(y)) => {
             if x <= y {
                 a

@@ -89,12 +89,17 @@ pub struct RunOptions {
     /// it is produced and release it after its last use instead.
     #[arg(long = "no-static-memory-plan")]
     pub no_static_memory_plan: bool,
-    /// Lenient mode: `R.call_packed` of a packed function the engine knows to be pure
-    /// (such as `vm.builtin.tensor_to_shape`), inside a dataflow block, runs as
-    /// `R.call_pure_packed` with a warning instead of being rejected by the purity rule
-    /// (TVM's importers write such calls; `tvm.compile` runs them).
-    #[arg(long)]
+    /// Lenient mode, the default of `relax run`: `R.call_packed` of a packed function
+    /// the engine knows to be pure (such as `vm.builtin.tensor_to_shape`), inside a
+    /// dataflow block, runs as `R.call_pure_packed` with a warning instead of being
+    /// rejected by the purity rule (TVM's importers write such calls; `tvm.compile`
+    /// runs them without any flag). Kept for compatibility; see `--strict`.
+    #[arg(long, conflicts_with = "strict")]
     pub lenient: bool,
+    /// Strict mode: reject an `R.call_packed` of a pure packed function inside a
+    /// dataflow block, as `relax check` and TVM's well-formedness check do.
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub cache: crate::cache::CacheArgs,
 }
@@ -137,7 +142,9 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         let module = parse_source(&source).map_err(|c| Fail(c, String::new()))?.into_module();
         (source, module, None)
     };
-    if opts.lenient {
+    // `relax run` is lenient unless asked to be strict, as `tvm.compile` is.
+    let lenient = opts.lenient || !opts.strict;
+    if lenient {
         let (m, warnings) = crate::common::lenient(&module);
         for w in &warnings {
             crate::common::report(&source, w);
@@ -174,7 +181,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         optimize: !opts.no_optimize,
         profile: opts.profile,
         static_memory_plan: !opts.no_static_memory_plan,
-        lenient: opts.lenient,
+        lenient,
         dump_ir: opts.dump_ir.clone(),
         compile: opts.cache.compile_config(),
         ..EngineConfig::default()

@@ -128,6 +128,27 @@ pub(crate) fn call_op(it: &mut Interp, name: &str, call: &Call, frame: &mut Fram
             let v = one_arg(it, call, frame, short)?;
             tensor_to_shape(v.expect_tensor("tensor_to_shape")?)
         }
+        // TVM runs these through their `FCallPacked` functions (`relax.run.nonzero`,
+        // `relax.run.unique`), on the host, whatever device holds the input.
+        "nonzero" => {
+            let v = one_arg(it, call, frame, short)?;
+            nonzero(v.expect_tensor("nonzero")?)
+        }
+        "unique" => {
+            let args = it.eval_args(&call.args, frame)?;
+            unique(&args)
+        }
+        // TVM legalizes `size(x)` to `prod(shape_to_tensor(shape_of(x)))`: the
+        // element count as a 0-d `int64` tensor.
+        "size" => {
+            let v = one_arg(it, call, frame, short)?;
+            let n = v.expect_tensor("size")?.shape().iter().product::<i64>();
+            Ok(Value::Tensor(Tensor::from_bytes(
+                DataType::INT64,
+                &[],
+                n.to_le_bytes().to_vec(),
+            )?))
+        }
         "builtin.alloc_tensor" => {
             let args = it.eval_args(&call.args, frame)?;
             let shape = args
@@ -224,6 +245,226 @@ pub(crate) fn register_standard_packed(registry: &crate::packed::PackedRegistry)
         let v = args.first().ok_or_else(|| EngineError::msg("expects a tensor"))?;
         tensor_to_shape(v.expect_tensor("tensor_to_shape")?)
     }));
+    registry.register(PackedFunc::new("relax.run.nonzero", Purity::Pure, |args| {
+        let v = args.first().ok_or_else(|| EngineError::msg("expects a tensor"))?;
+        nonzero(v.expect_tensor("nonzero")?)
+    }));
+    registry.register(PackedFunc::new("relax.run.unique", Purity::Pure, unique));
+}
+
+/// The element size in bytes of a tensor `op` reads element by element; sub-byte
+/// types other than `bool` (packed `int4`, `float4_e2m1fn`) are not supported.
+fn element_bytes(t: &Tensor, op: &str) -> Result<usize> {
+    let d = t.dtype();
+    if d.lanes != 1 || (d.bits < 8 && !d.is_bool()) {
+        return Err(EngineError::Type(format!("R.{op}: data type {d} is not supported")));
+    }
+    Ok(d.bytes().max(1))
+}
+
+/// `R.nonzero(x)`: the coordinates of the nonzero elements, one row per axis
+/// (`int64`, shape `(max(ndim, 1), count)`, in row-major order of the elements);
+/// numpy's `np.stack(np.atleast_1d(x).nonzero())`. NaN is nonzero.
+fn nonzero(t: &Tensor) -> Result<Value> {
+    let n = element_bytes(t, "nonzero")?;
+    let d = t.dtype();
+    let shape: Vec<i64> = if t.ndim() == 0 { vec![1] } else { t.shape().to_vec() };
+    let hits: Vec<usize> = t.with_bytes(|b| {
+        b.chunks_exact(n)
+            .enumerate()
+            .filter(|(_, c)| match crate::value::decode_scalar(d, c).value {
+                Scalar::Int(v) => v != 0,
+                Scalar::Float(f) => f != 0.0,
+            })
+            .map(|(i, _)| i)
+            .collect()
+    })?;
+    let (rank, k) = (shape.len(), hits.len());
+    let mut coords = vec![0i64; rank * k];
+    for (j, &flat) in hits.iter().enumerate() {
+        let mut r = flat as i64;
+        for a in (0..rank).rev() {
+            let e = shape[a].max(1);
+            coords[a * k + j] = r % e;
+            r /= e;
+        }
+    }
+    let bytes = coords.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Ok(Value::Tensor(Tensor::from_bytes(
+        DataType::INT64,
+        &[rank as i64, k as i64],
+        bytes,
+    )?))
+}
+
+/// A decoded element, ordered as numpy sorts: integers by value, floats by value
+/// with NaN last (`-0.0` equals `0.0`).
+#[derive(Clone, Copy)]
+enum Key {
+    Int(i128),
+    Float(f64),
+}
+
+impl Key {
+    fn of(d: DataType, bytes: &[u8]) -> Key {
+        let p = crate::value::decode_scalar(d, bytes);
+        match p.value {
+            Scalar::Int(v) if d.is_uint() => Key::Int(i128::from(v as u64)),
+            Scalar::Int(v) => Key::Int(i128::from(v)),
+            Scalar::Float(f) => Key::Float(f),
+        }
+    }
+    fn cmp(&self, other: &Key) -> std::cmp::Ordering {
+        match (self, other) {
+            (Key::Int(a), Key::Int(b)) => a.cmp(b),
+            (Key::Float(a), Key::Float(b)) => a.partial_cmp(b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan())),
+            (Key::Int(_), Key::Float(_)) => std::cmp::Ordering::Less,
+            (Key::Float(_), Key::Int(_)) => std::cmp::Ordering::Greater,
+        }
+    }
+    /// Equality; `nan_equal` makes NaN equal to NaN (numpy's flattened `unique`
+    /// does, its `axis` form compares rows with NaN unequal to everything).
+    fn eq(&self, other: &Key, nan_equal: bool) -> bool {
+        match (self, other) {
+            (Key::Int(a), Key::Int(b)) => a == b,
+            (Key::Float(a), Key::Float(b)) => a == b || (nan_equal && a.is_nan() && b.is_nan()),
+            _ => false,
+        }
+    }
+}
+
+/// `R.unique(x, sorted, return_index, return_inverse, return_counts[, axis])`, as
+/// TVM's `relax.run.unique` (numpy's `np.unique`): the unique elements (or the
+/// unique slices along `axis`), ascending or, unsorted, in order of first
+/// occurrence; then, as asked, the index of each one's first occurrence, the
+/// position of every input element (slice) among them (1-d), and their counts
+/// (all `int64`). A 0-d input counts as a 1-element vector.
+fn unique(args: &[Value]) -> Result<Value> {
+    let t = args
+        .first()
+        .ok_or_else(|| arity("unique", "a tensor"))?
+        .expect_tensor("unique")?;
+    let flag = |i: usize| -> Result<bool> {
+        args.get(i).and_then(Value::as_int).map(|v| v != 0).ok_or_else(|| {
+            arity(
+                "unique",
+                "the flags sorted, return_index, return_inverse and return_counts",
+            )
+        })
+    };
+    let (sorted, want_index, want_inverse, want_counts) = (flag(1)?, flag(2)?, flag(3)?, flag(4)?);
+    let axis = match args.get(5) {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_int()
+                .ok_or_else(|| EngineError::Type(format!("R.unique: axis must be an integer, got {}", v.describe())))?,
+        ),
+    };
+    let n = element_bytes(t, "unique")?;
+    let d = t.dtype();
+    let shape = t.shape().to_vec();
+    // Items: the elements (flattened), or the slices along `axis`: `outer` blocks of
+    // `len` items of `inner` elements.
+    let (outer, len, inner, axis) = match axis {
+        None => (1usize, t.numel().max(1), 1usize, None),
+        Some(a) => {
+            let nd = shape.len() as i64;
+            let a = if a < 0 { a + nd } else { a };
+            if a < 0 || a >= nd {
+                return Err(EngineError::Type(format!(
+                    "R.unique: axis {a} is out of range for a tensor of rank {nd}"
+                )));
+            }
+            let a = a as usize;
+            let dims = |s: &[i64]| s.iter().map(|&x| x.max(0) as usize).product::<usize>();
+            (
+                dims(&shape[..a]),
+                shape[a].max(0) as usize,
+                dims(&shape[a + 1..]),
+                Some(a),
+            )
+        }
+    };
+    let bytes = t.to_bytes()?;
+    let keys: Vec<Key> = bytes.chunks_exact(n).map(|c| Key::of(d, c)).collect();
+    let elem = |item: usize, o: usize, k: usize| (o * len + item) * inner + k;
+    let row_cmp = |a: usize, b: usize| {
+        for o in 0..outer {
+            for k in 0..inner {
+                let c = keys[elem(a, o, k)].cmp(&keys[elem(b, o, k)]);
+                if c != std::cmp::Ordering::Equal {
+                    return c;
+                }
+            }
+        }
+        std::cmp::Ordering::Equal
+    };
+    let nan_equal = axis.is_none();
+    let row_eq = |a: usize, b: usize| {
+        (0..outer).all(|o| (0..inner).all(|k| keys[elem(a, o, k)].eq(&keys[elem(b, o, k)], nan_equal)))
+    };
+    let items = if t.numel() == 0 && axis.is_none() { 0 } else { len };
+    let mut perm: Vec<usize> = (0..items).collect();
+    perm.sort_by(|&a, &b| row_cmp(a, b)); // stable: equal items keep their order
+                                          // Groups of equal items: (first index, count), in sorted order.
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    let mut group_of = vec![0usize; items];
+    for (pos, &i) in perm.iter().enumerate() {
+        let same = pos > 0 && row_eq(perm[pos - 1], i);
+        if !same {
+            groups.push((i, 0));
+        }
+        let g = groups.len() - 1;
+        groups[g].1 += 1;
+        group_of[i] = g;
+    }
+    // Unsorted: groups in order of first occurrence.
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    if !sorted {
+        order.sort_by_key(|&g| groups[g].0);
+    }
+    let mut rank = vec![0usize; groups.len()];
+    for (r, &g) in order.iter().enumerate() {
+        rank[g] = r;
+    }
+    let ng = groups.len();
+    let mut values = Vec::with_capacity(ng * outer * inner * n);
+    for o in 0..outer {
+        for &g in &order {
+            let first = groups[g].0;
+            for k in 0..inner {
+                let e = elem(first, o, k) * n;
+                values.extend_from_slice(&bytes[e..e + n]);
+            }
+        }
+    }
+    let vshape: Vec<i64> = match axis {
+        None => vec![ng as i64],
+        Some(a) => {
+            let mut s = shape.clone();
+            s[a] = ng as i64;
+            s
+        }
+    };
+    let ints = |v: Vec<i64>| -> Result<Value> {
+        let len = v.len() as i64;
+        let b = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        Ok(Value::Tensor(Tensor::from_bytes(DataType::INT64, &[len], b)?))
+    };
+    let mut out = vec![Value::Tensor(Tensor::from_bytes(d, &vshape, values)?)];
+    if want_index {
+        out.push(ints(order.iter().map(|&g| groups[g].0 as i64).collect())?);
+    }
+    if want_inverse {
+        out.push(ints(group_of.iter().map(|&g| rank[g] as i64).collect())?);
+    }
+    if want_counts {
+        out.push(ints(order.iter().map(|&g| groups[g].1 as i64).collect())?);
+    }
+    if out.len() == 1 {
+        return Ok(out.remove(0));
+    }
+    Ok(Value::tuple(out))
 }
 
 fn tensor_to_shape(t: &Tensor) -> Result<Value> {

@@ -5,11 +5,12 @@
 //! `R.call_packed("vm.builtin.tensor_to_shape", ...)` inside `R.dataflow()` for
 //! grouped-query attention). TVM's well-formedness check rejects them, as the
 //! strict check here does (`struct-info/purity`), yet `tvm.compile` runs them.
-//! This rewrite, run before the check when the user asks for it (`relax run
-//! --lenient`, `EngineConfig::lenient`), makes the purity explicit where the
-//! runtime vouches for it, with one `lenient/pure-packed` warning per call. A
-//! call of a packed function not known to be pure is left alone: the check
-//! still rejects it.
+//! This rewrite, run before the check (by `relax run` unless it is given
+//! `--strict`, as `tvm.compile` accepts these programs; by `relax check
+//! --lenient`; with `EngineConfig::lenient` in the library), makes the purity
+//! explicit where the runtime vouches for it, with one `lenient/pure-packed`
+//! warning per call. A call of a packed function not known to be pure is left
+//! alone: the check still rejects it.
 
 use relax_ir::mutator::{walk_binding, walk_block, ExprMutator};
 use relax_ir::relax::BindingBlock;

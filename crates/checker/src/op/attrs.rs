@@ -101,6 +101,14 @@ impl<'a> AttrReader<'a> {
         self.read(key, "a string", |v| v.as_str().map(str::to_string))
     }
 
+    /// A data type (required: unset or `void` is an error).
+    pub fn dtype(&self, key: &str) -> Result<DataType, InferError> {
+        match self.opt_dtype(key)? {
+            Some(d) => Ok(d),
+            None => Err(infer_err!(Attr; "{}: attribute `{key}` must be a data type", self.op())),
+        }
+    }
+
     /// A data type or unset (`void` counts as unset).
     pub fn opt_dtype(&self, key: &str) -> Result<Option<DataType>, InferError> {
         match self.value(key)? {

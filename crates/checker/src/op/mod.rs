@@ -140,6 +140,8 @@ pub static FAMILIES: &[(&str, &[OpDef])] = &[
     ("index", &[defs::dynamic_strided_slice::DEF]),
     ("manipulate", &[defs::index_tensor::DEF]),
     ("nn", &[defs::attention::DEF]),
+    ("qdq", &[defs::qdq::QUANTIZE, defs::qdq::DEQUANTIZE]),
+    ("image", &[defs::grid_sample::DEF]),
 ];
 
 /// Every registered operator's definition, family by family.

@@ -193,6 +193,11 @@ const TABLE: &[&str] = &[
     "tril: x, k=0:p", "triu: x, k=0:p",
     // datatype
     "astype: x, dtype:@dtype", "wrap_param: data, dtype='float32':@dtype",
+    // quantization
+    "quantize: data, scale, zero_point, axis=-1:@int, out_dtype='int8':@dtype | order: out_dtype axis",
+    "dequantize: data, scale, zero_point, axis=-1:@int, out_dtype='float32':@dtype | order: out_dtype axis",
+    // image
+    "image.grid_sample: data, grid, method='bilinear':@str, layout='NCHW':@str, padding_mode='zeros':@str, align_corners=False:@bool",
     // manipulation
     "broadcast_to: x, shape:shape", "collapse_sum_to: data, shape:shape", "reshape: x, shape:shape",
     "concat: tensors:tuple, axis=0:@optint", "stack: tensors:tuple, axis=0:@optint", "expand_dims: x, axis:@ints", "flip: data, axis:@int",

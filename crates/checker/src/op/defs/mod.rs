@@ -4,7 +4,9 @@
 
 pub mod attention;
 pub mod dynamic_strided_slice;
+pub mod grid_sample;
 pub mod index_tensor;
+pub mod qdq;
 pub mod scatter_elements;
 pub mod scatter_nd;
 

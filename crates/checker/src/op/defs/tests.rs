@@ -887,3 +887,305 @@ class Module:
         "{msgs:?}"
     );
 }
+
+const QDQ_IN: &str = r#"
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), s: R.Tensor((3,), dtype="float32"), z: R.Tensor((3,), dtype="uint8"), s0: R.Tensor((), dtype="float16"), z0: R.Tensor((1,), dtype="float16"), q: R.Tensor((2, 3), dtype="int8"), q8: R.Tensor((2, 3), dtype="float8_e5m2")) -> R.Tuple(R.Tensor((2, 3), dtype="uint8"), R.Tensor((2, 3), dtype="int8"), R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float16"), R.Tensor((2, 3), dtype="float8_e4m3fn"), R.Tensor((2, 3), dtype="float32")):
+        a: R.Tensor((2, 3), dtype="uint8") = R.quantize(x, s, z, out_dtype="uint8", axis=1)
+        b: R.Tensor((2, 3), dtype="int8") = R.quantize(x, R.const(0.5, "float32"), R.const(3, "int8"), out_dtype="int8", axis=-1)
+        c: R.Tensor((2, 3), dtype="float32") = R.dequantize(q, s, z, out_dtype="float32", axis=-1)
+        d: R.Tensor((2, 3), dtype="float16") = R.dequantize(q, s0, z0, out_dtype="float16", axis=0)
+        e: R.Tensor((2, 3), dtype="float8_e4m3fn") = R.quantize(x, s0, z0, out_dtype="float8_e4m3fn", axis=0)
+        f: R.Tensor((2, 3), dtype="float32") = R.dequantize(q8, s, R.const(2, "int8"), out_dtype="float32", axis=1)
+        return (a, b, c, d, e, f)
+"#;
+
+/// TVM 0.27's `LegalizeOps` output for [`QDQ_IN`], except that TVM's `T.round`
+/// (which its LLVM target rounds half to even) is written `T.nearbyint`, the
+/// same rounding here.
+const QDQ_TVM: &str = r#"
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def dequantize(q: T.Buffer((T.int64(2), T.int64(3)), "int8"), s: T.Buffer((T.int64(3),), "float32"), z: T.Buffer((T.int64(3),), "uint8"), dequantized: T.Buffer((T.int64(2), T.int64(3)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0, i1 in T.grid(T.int64(2), T.int64(3)):
+            with T.sblock("dequantized"):
+                v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
+                T.reads(q[v_i0, v_i1], z[v_i1], s[v_i1])
+                T.writes(dequantized[v_i0, v_i1])
+                dequantized[v_i0, v_i1] = T.Cast("float32", T.Cast("int32", q[v_i0, v_i1]) - T.Cast("int32", z[v_i1])) * s[v_i1]
+
+    @T.prim_func(private=True, s_tir=True)
+    def dequantize1(q: T.Buffer((T.int64(2), T.int64(3)), "int8"), s0: T.Buffer((), "float16"), z0: T.Buffer((T.int64(1),), "float16"), dequantized: T.Buffer((T.int64(2), T.int64(3)), "float16")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0, i1 in T.grid(T.int64(2), T.int64(3)):
+            with T.sblock("dequantized"):
+                v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
+                T.reads(q[v_i0, v_i1], z0[T.int64(0)], s0[()])
+                T.writes(dequantized[v_i0, v_i1])
+                dequantized[v_i0, v_i1] = T.Cast("float16", T.max(T.min(T.Cast("float32", T.Cast("float16", T.Cast("int32", q[v_i0, v_i1])) - z0[T.int64(0)]) * T.Cast("float32", s0[()]), T.float32(65504.0)), T.float32(-65504.0)))
+
+    @T.prim_func(private=True, s_tir=True)
+    def dequantize2(q8: T.Buffer((T.int64(2), T.int64(3)), "float8_e5m2"), s: T.Buffer((T.int64(3),), "float32"), dequantized: T.Buffer((T.int64(2), T.int64(3)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0, i1 in T.grid(T.int64(2), T.int64(3)):
+            with T.sblock("dequantized"):
+                v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
+                T.reads(q8[v_i0, v_i1], s[v_i1])
+                T.writes(dequantized[v_i0, v_i1])
+                dequantized[v_i0, v_i1] = T.Cast("float32", T.Cast("int32", q8[v_i0, v_i1]) - 2) * s[v_i1]
+
+    @T.prim_func(private=True, s_tir=True)
+    def quantize(x: T.Buffer((T.int64(2), T.int64(3)), "float32"), s: T.Buffer((T.int64(3),), "float32"), z: T.Buffer((T.int64(3),), "uint8"), quantized: T.Buffer((T.int64(2), T.int64(3)), "uint8")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0, i1 in T.grid(T.int64(2), T.int64(3)):
+            with T.sblock("quantized"):
+                v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
+                T.reads(x[v_i0, v_i1], s[v_i1], z[v_i1])
+                T.writes(quantized[v_i0, v_i1])
+                quantized[v_i0, v_i1] = T.Cast("uint8", T.max(T.min(T.nearbyint(x[v_i0, v_i1] / s[v_i1]) + T.Cast("float32", z[v_i1]), T.float32(255.0)), T.float32(0.0)))
+
+    @T.prim_func(private=True, s_tir=True)
+    def quantize1(x: T.Buffer((T.int64(2), T.int64(3)), "float32"), quantized: T.Buffer((T.int64(2), T.int64(3)), "int8")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0, i1 in T.grid(T.int64(2), T.int64(3)):
+            with T.sblock("quantized"):
+                v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
+                T.reads(x[v_i0, v_i1])
+                T.writes(quantized[v_i0, v_i1])
+                quantized[v_i0, v_i1] = T.Cast("int8", T.max(T.min(T.nearbyint(x[v_i0, v_i1] / T.float32(0.5)) + T.float32(3.0), T.float32(127.0)), T.float32(-128.0)))
+
+    @T.prim_func(private=True, s_tir=True)
+    def quantize2(x: T.Buffer((T.int64(2), T.int64(3)), "float32"), s0: T.Buffer((), "float16"), z0: T.Buffer((T.int64(1),), "float16"), quantized: T.Buffer((T.int64(2), T.int64(3)), "float8_e4m3fn")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0, i1 in T.grid(T.int64(2), T.int64(3)):
+            with T.sblock("quantized"):
+                v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
+                T.reads(x[v_i0, v_i1], s0[()], z0[T.int64(0)])
+                T.writes(quantized[v_i0, v_i1])
+                quantized[v_i0, v_i1] = T.Cast("float8_e4m3fn", T.max(T.min(x[v_i0, v_i1] / T.Cast("float32", s0[()]) + T.Cast("float32", z0[T.int64(0)]), T.float32(448.0)), T.float32(-448.0)))
+
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), s: R.Tensor((3,), dtype="float32"), z: R.Tensor((3,), dtype="uint8"), s0: R.Tensor((), dtype="float16"), z0: R.Tensor((1,), dtype="float16"), q: R.Tensor((2, 3), dtype="int8"), q8: R.Tensor((2, 3), dtype="float8_e5m2")) -> R.Tuple(R.Tensor((2, 3), dtype="uint8"), R.Tensor((2, 3), dtype="int8"), R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float16"), R.Tensor((2, 3), dtype="float8_e4m3fn"), R.Tensor((2, 3), dtype="float32")):
+        cls = Module
+        a = R.call_tir(cls.quantize, (x, s, z), out_ty=R.Tensor((2, 3), dtype="uint8"))
+        b = R.call_tir(cls.quantize1, (x,), out_ty=R.Tensor((2, 3), dtype="int8"))
+        c = R.call_tir(cls.dequantize, (q, s, z), out_ty=R.Tensor((2, 3), dtype="float32"))
+        d = R.call_tir(cls.dequantize1, (q, s0, z0), out_ty=R.Tensor((2, 3), dtype="float16"))
+        e = R.call_tir(cls.quantize2, (x, s0, z0), out_ty=R.Tensor((2, 3), dtype="float8_e4m3fn"))
+        f = R.call_tir(cls.dequantize2, (q8, s), out_ty=R.Tensor((2, 3), dtype="float32"))
+        return (a, b, c, d, e, f)
+"#;
+
+/// `quantize`/`dequantize`: per-axis, singleton and scalar-constant parameters,
+/// float16 and float8 outputs, a float8 input (read through `int32`).
+#[test]
+fn quantize_dequantize_match_tvm() {
+    assert_matches_tvm(QDQ_IN, QDQ_TVM);
+}
+
+const GATHER_ND_BATCH_IN: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(data: R.Tensor((2, 2, 2), dtype="int32"), indices: R.Tensor((2, 1), dtype="int64")) -> R.Tensor((2, 2), dtype="int32"):
+        with R.dataflow():
+            gv: R.Tensor((2, 2), dtype="int32") = R.gather_nd(data, indices, batch_dims=1)
+            R.output(gv)
+        return gv
+"#;
+
+const GATHER_ND_BATCH_TVM: &str = r#"
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def te_gather_nd(data: T.Buffer((T.int64(2), T.int64(2), T.int64(2)), "int32"), indices: T.Buffer((T.int64(2), T.int64(1)), "int64"), T_gather_nd: T.Buffer((T.int64(2), T.int64(2)), "int32")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        T_transpose = T.sblock_alloc_buffer((T.int64(1), T.int64(2)), "int64")
+        for ax0, ax1 in T.grid(T.int64(1), T.int64(2)):
+            with T.sblock("T_transpose"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(indices[v_ax1, v_ax0])
+                T.writes(T_transpose[v_ax0, v_ax1])
+                T_transpose[v_ax0, v_ax1] = indices[v_ax1, v_ax0]
+        for ax0, ax1 in T.grid(T.int64(2), T.int64(2)):
+            with T.sblock("T_gather_nd"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(data[v_ax0, T_transpose[T.int64(0), v_ax0], v_ax1], T_transpose[T.int64(0), v_ax0])
+                T.writes(T_gather_nd[v_ax0, v_ax1])
+                T_gather_nd[v_ax0, v_ax1] = data[v_ax0, T_transpose[T.int64(0), v_ax0], v_ax1]
+
+    @R.function
+    def main(data: R.Tensor((2, 2, 2), dtype="int32"), indices: R.Tensor((2, 1), dtype="int64")) -> R.Tensor((2, 2), dtype="int32"):
+        cls = Module
+        with R.dataflow():
+            gv = R.call_tir(cls.te_gather_nd, (data, indices), out_ty=R.Tensor((2, 2), dtype="int32"))
+            R.output(gv)
+        return gv
+"#;
+
+/// `gather_nd` with `batch_dims = 1` (ONNX's `GatherND` example): the leading
+/// output axis indexes the batch axis of the data.
+#[test]
+fn gather_nd_batch_dims_matches_tvm() {
+    assert_matches_tvm(GATHER_ND_BATCH_IN, GATHER_ND_BATCH_TVM);
+}
+
+/// `quantize`/`dequantize` inference: TVM 0.27's dtype, axis and size rules and
+/// messages.
+#[test]
+fn quantize_dequantize_inference() {
+    let src = |op: &str, x: &str, s: &str, z: &str, axis: i64, od: &str| {
+        format!(
+            r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor({x}), s: R.Tensor({s}), z: R.Tensor({z})):
+        r = R.{op}(x, s, z, axis={axis}, out_dtype="{od}")
+        return r
+"#
+        )
+    };
+    let f32x = r#"(2, 3), dtype="float32""#;
+    let ok = check(&src(
+        "quantize",
+        f32x,
+        r#"(3,), dtype="float32""#,
+        r#"(3,), dtype="uint8""#,
+        1,
+        "uint8",
+    ));
+    assert!(ok.is_valid(), "{:?}", ok.diagnostics);
+    assert_eq!(sinfo_of(&ok, "r"), r#"R.Tensor((2, 3), dtype="uint8")"#);
+    // Every dimension 1: applies to every element, whatever the axis's extent.
+    let ok = check(&src(
+        "quantize",
+        f32x,
+        r#"(1, 1), dtype="float16""#,
+        r#"(1,), dtype="int16""#,
+        -1,
+        "float8_e5m2",
+    ));
+    assert!(ok.is_valid(), "{:?}", ok.diagnostics);
+    assert_eq!(sinfo_of(&ok, "r"), r#"R.Tensor((2, 3), dtype="float8_e5m2")"#);
+    let ok = check(&src(
+        "dequantize",
+        r#"(2, 3), dtype="float8_e4m3fn""#,
+        r#"(), dtype="float32""#,
+        r#"(), dtype="float16""#,
+        0,
+        "float16",
+    ));
+    assert!(ok.is_valid(), "{:?}", ok.diagnostics);
+    assert_eq!(sinfo_of(&ok, "r"), r#"R.Tensor((2, 3), dtype="float16")"#);
+    let scalar = r#"(), dtype="float32""#;
+    let zp = r#"(), dtype="int8""#;
+    for (op, x, s, z, axis, od, msg) in [
+        ("quantize", f32x, scalar, zp, 0, "int32", "Unsupported output datatype attribute for operation: 'int32"),
+        ("quantize", r#"(2, 3), dtype="float64""#, scalar, zp, 0, "int8", "Unsupported input datatype for operation: float64"),
+        ("quantize", f32x, r#"(), dtype="bfloat16""#, zp, 0, "int8", "scale param datatype should be one of [float16, float32], but got bfloat16"),
+        ("quantize", f32x, scalar, r#"(), dtype="float32""#, 0, "int8", "zero_point param datatype should be one of ['int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'float16'], but got float32"),
+        ("quantize", f32x, scalar, zp, 2, "int8", "relax.quantize: axis param is out of range (2)"),
+        ("quantize", f32x, r#"(2,), dtype="float32""#, zp, 1, "int8", "Size mismatch: relax.quantize: the input shape at dim 1 is 'T.int64(3)', but size of scale param is 'T.int64(2)'"),
+        ("quantize", f32x, r#"(1, 3), dtype="float32""#, zp, 1, "int8", "but size of scale param is 'T.int64(1)'"),
+        ("quantize", f32x, scalar, r#"dtype="int8", ndim=1"#, 1, "int8", "must be known"),
+        ("dequantize", r#"(2, 3), dtype="int8""#, scalar, zp, 0, "bfloat16", "Unsupported output datatype attribute for operation: bfloat16"),
+        ("dequantize", r#"(2, 3), dtype="int64""#, scalar, zp, 0, "float32", "Unsupported input datatype for operation: float32"),
+        ("dequantize", r#"(2, 3), dtype="int8""#, scalar, r#"(2,), dtype="int8""#, -3, "float32", "relax.dequantize: axis param is out of range (-3)"),
+    ] {
+        let bad = check(&src(op, x, s, z, axis, od));
+        let got = format!("{:?}", bad.diagnostics);
+        assert!(!bad.is_valid() && got.contains(msg), "{op} {x} {s} {z} {axis} {od}: {got}");
+    }
+}
+
+/// `image.grid_sample` inference: the data's batch and channels with the grid's
+/// spatial extents, by layout; a rank other than the layout's is an error.
+#[test]
+fn grid_sample_inference() {
+    let src = |x: &str, g: &str, extra: &str| {
+        format!(
+            r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor({x}), g: R.Tensor({g})):
+        r = R.image.grid_sample(x, g{extra})
+        return r
+"#
+        )
+    };
+    for (x, g, extra, want) in [
+        (
+            r#"(1, 3, 4, 5), dtype="float32""#,
+            r#"(1, 2, 6, 7), dtype="float32""#,
+            "",
+            r#"R.Tensor((1, 3, 6, 7), dtype="float32")"#,
+        ),
+        (
+            r#"(1, 3, 4, 5, 6), dtype="float32""#,
+            r#"(1, 3, 6, 7, 8), dtype="float32""#,
+            r#", layout="NCDHW""#,
+            r#"R.Tensor((1, 3, 6, 7, 8), dtype="float32")"#,
+        ),
+        (
+            r#"(1, 4, 5, 3), dtype="float16""#,
+            r#"(1, 2, 6, 7), dtype="float32""#,
+            r#", layout="NHWC""#,
+            r#"R.Tensor((1, 6, 7, 3), dtype="float16")"#,
+        ),
+        (
+            r#"dtype="float32", ndim=4"#,
+            r#"(1, 2, 6, 7), dtype="float32""#,
+            "",
+            r#"R.Tensor(dtype="float32", ndim=4)"#,
+        ),
+    ] {
+        let ok = check(&src(x, g, extra));
+        assert!(ok.is_valid(), "{x}: {:?}", ok.diagnostics);
+        assert_eq!(sinfo_of(&ok, "r"), want);
+    }
+    let bad = check(&src(
+        r#"(1, 3, 4), dtype="float32""#,
+        r#"(1, 2, 6, 7), dtype="float32""#,
+        "",
+    ));
+    let got = format!("{:?}", bad.diagnostics);
+    assert!(
+        !bad.is_valid()
+            && got.contains("layout NCHW requires the input to be 4-dim tensor. However, the given input has ndim 3"),
+        "{got}"
+    );
+    // An unsupported layout is left as a call, with the reason.
+    let r = check(&src(
+        r#"(1, 4, 5, 3), dtype="float32""#,
+        r#"(1, 2, 6, 7), dtype="float32""#,
+        r#", layout="NHWC""#,
+    ));
+    let (_, skipped) = crate::op::legalize::legalize_module_report(&r.module);
+    assert!(skipped.iter().any(|d| d.message.contains("layout NHWC")), "{skipped:?}");
+}

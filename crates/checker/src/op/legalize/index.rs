@@ -227,14 +227,14 @@ fn gather_elements(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     Ok(lowered)
 }
 
-/// `gather_nd(x, indices)` (`batch_dims = 0`): the last axis of `indices`
-/// holds `m` coordinates into the leading axes of `x`; TVM first moves that
-/// axis to the front (`T_transpose`).
+/// `gather_nd(x, indices, batch_dims)`: the last axis of `indices` holds `m`
+/// coordinates into the axes of `x` after its `batch_dims` leading (batch) axes,
+/// which the output's leading axes index; TVM first moves that axis of `indices`
+/// to the front (`T_transpose`), as topi's `gather_nd`.
 fn gather_nd(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let (out_shape, _) = ctx.out_tensor()?;
-    if crate::op::common::attr_int(ctx.call, "batch_dims", 0)? != 0 {
-        return Err(Skip::new("batch_dims other than 0 is not supported"));
-    }
+    let b = crate::op::common::attr_int(ctx.call, "batch_dims", 0)?;
+    let b = usize::try_from(b).ok().or_skip("a negative batch_dims")?;
     let mut t = Te::new();
     let x = ctx.placeholder(&mut t, 0)?;
     let ind = ctx.placeholder(&mut t, 1)?;
@@ -245,13 +245,16 @@ fn gather_nd(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     }
     let m = is[k - 1].as_int().and_then(|m| usize::try_from(m).ok());
     let m = m.or_skip("the last dimension of the indices is symbolic")?;
-    if m > x.shape().len() || out_shape.len() != k - 1 + x.shape().len() - m {
-        return Err(Skip::new("the indices' last dimension does not fit the data's rank"));
+    let xr = x.shape().len();
+    if m + b > xr || b > k - 1 || out_shape.len() != k - 1 + xr - m - b {
+        return Err(Skip::new(
+            "the indices' last dimension and batch_dims do not fit the data's rank",
+        ));
     }
     let tr = last_axis_first(&mut t, &ind);
     let outer = k - 1;
     t.compute("T_gather_nd", &out_shape, "ax", |i| {
-        let mut idx = Vec::new();
+        let mut idx: Vec<PrimExpr> = i[..b].to_vec();
         for j in 0..m {
             let mut ti = vec![PrimExpr::int(j as i64)];
             ti.extend(i[..outer].iter().cloned());

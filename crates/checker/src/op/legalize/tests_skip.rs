@@ -16,7 +16,7 @@ x: R.Tensor((1, 8, 8, 3), dtype="float32"), w: R.Tensor((3, 3, 3, 4), dtype="flo
 # pooling
 x: R.Tensor((1, 3, 8, 8), dtype="int32") | R.nn.adaptive_avg_pool2d(x, output_size=[2, 2]) | dtype int32 is not supported by nn.adaptive_avg_pool2d
 # indexing
-x: R.Tensor((4, 5, 6), dtype="float32"), i: R.Tensor((4, 2), dtype="int64") | R.gather_nd(x, i, batch_dims=1) | batch_dims other than 0 is not supported
+x: R.Tensor((4, 5, 6), dtype="float32"), i: R.Tensor(dtype="int64", ndim=2) | R.gather_nd(x, i, batch_dims=1) | the output shape is not known
 # manipulation
 x: R.Tensor((2, 3), dtype="float32") | R.nn.pad(x, pad_width=[0, 0, 3, 3], pad_mode="reflect") | a reflect padding as wide as its dimension
 # reductions

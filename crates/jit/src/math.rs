@@ -84,7 +84,7 @@ pub fn unary_f32(op: Intrinsic) -> Option<fn(f32) -> f32> {
         I::Sinh => f32::sinh,
         I::Cosh => f32::cosh,
         I::Tanh => tanh_f32,
-        I::Round => f32::round,
+        I::Round => f32::round_ties_even,
         I::Sigmoid => sigmoid_f32,
         I::Erf => relax_host_kernels::math::erf_f32,
         _ => return None,
@@ -111,7 +111,8 @@ pub fn sigmoid(x: f64) -> f64 {
     }
 }
 
-/// Round half to even (`T.nearbyint`, `T.round` in TVM rounds half away from zero).
+/// Round half to even (`T.nearbyint`; `T.round` too: TVM 0.27 lowers both to
+/// `llvm.nearbyint` on the host, and WGSL's `round` rounds half to even).
 pub fn nearbyint(x: f64) -> f64 {
     x.round_ties_even()
 }
@@ -145,7 +146,7 @@ pub fn unary_f64(op: Intrinsic) -> Option<fn(f64) -> f64> {
         I::Floor => f64::floor,
         I::Ceil => f64::ceil,
         I::Trunc => f64::trunc,
-        I::Round => f64::round,
+        I::Round => f64::round_ties_even,
         I::Nearbyint => nearbyint,
         I::Erf => erf,
         I::Sigmoid => sigmoid,

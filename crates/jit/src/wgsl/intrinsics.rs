@@ -93,7 +93,9 @@ impl Em<'_> {
             I::Floor => Some("floor"),
             I::Ceil => Some("ceil"),
             I::Trunc => Some("trunc"),
-            I::Nearbyint => Some("round"),
+            // WGSL's `round` rounds half to even, as TVM's `T.round` and `T.nearbyint`
+            // do (`llvm.nearbyint` on the host).
+            I::Nearbyint | I::Round => Some("round"),
             _ => None,
         };
         if let Some(f) = simple {
@@ -188,14 +190,13 @@ impl Em<'_> {
                 let helper = if op == I::Asinh { "asinh_f32" } else { "acosh_f32" };
                 self.fcall(op, helper, args, dtype, Some(helper))?
             }
-            I::Tanh | I::Sigmoid | I::Erf | I::Round => {
+            I::Tanh | I::Sigmoid | I::Erf => {
                 // Helper functions of the same name (see `HELPERS`).
                 n(1)?;
                 let helper = match op {
                     I::Tanh => "tanh_f32",
                     I::Sigmoid => "sigmoid_f32",
-                    I::Erf => "erf_f32",
-                    _ => "round_f32",
+                    _ => "erf_f32",
                 };
                 self.fcall(op, helper, args, dtype, Some(helper))?
             }

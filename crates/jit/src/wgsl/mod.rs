@@ -609,7 +609,6 @@ pub const HELPERS: &[(&str, &str)] = helpers![
     sigmoid_f32,
     erf_f32,
     pow_f32,
-    round_f32,
     isnan_f32,
     isinf_f32,
     isfinite_f32,

@@ -36,37 +36,40 @@ impl Jit {
     /// The GPU program of `f`, compiled on first use (per structural hash).
     pub fn gpu_program(&self, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
-        let (p, hit) = self.gpu_cache.get_or_build(f, || {
-            let t0 = Instant::now();
-            let source = self.program_source(f)?;
-            let ours = t0.elapsed();
-            let t1 = Instant::now();
-            let mut pipelines = Vec::new();
-            for k in &source.kernels {
-                let storage: Vec<relax_gpu_runtime::Access> = k
-                    .bindings
-                    .iter()
-                    .map(|b| match b.access {
-                        Access::Read => relax_gpu_runtime::Access::Read,
-                        Access::ReadWrite => relax_gpu_runtime::Access::ReadWrite,
-                    })
-                    .collect();
-                let layout = KernelLayout::new(storage, 4 * k.uniforms.len() as u32);
-                let wgsl = self.oob.register(&k.name, &k.oob_sites, &k.wgsl);
-                pipelines.push(rt.create_kernel(&wgsl, "main", &layout).map_err(gpu_err)?);
-            }
-            let c = &self.counters;
-            c.ours_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
-            c.driver_ns.fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            c.gpu_programs.fetch_add(1, Ordering::Relaxed);
-            c.kernels.fetch_add(pipelines.len() as u64, Ordering::Relaxed);
-            self.pipelines_unsaved.store(true, Ordering::Release);
-            Ok(Arc::new(GpuProgram { source, pipelines }))
-        })?;
+        let (p, hit) = self.gpu_cache.get_or_build(f, || self.build_gpu_program(rt, f))?;
         if hit {
             self.counters.gpu_hits.fetch_add(1, Ordering::Relaxed);
         }
         Ok(p)
+    }
+
+    /// Compile `f`'s program: its source (see `program_source`) and pipelines.
+    fn build_gpu_program(&self, rt: &GpuRuntime, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
+        let t0 = Instant::now();
+        let source = self.program_source(f)?;
+        let ours = t0.elapsed();
+        let t1 = Instant::now();
+        let mut pipelines = Vec::new();
+        for k in &source.kernels {
+            let storage: Vec<relax_gpu_runtime::Access> = k
+                .bindings
+                .iter()
+                .map(|b| match b.access {
+                    Access::Read => relax_gpu_runtime::Access::Read,
+                    Access::ReadWrite => relax_gpu_runtime::Access::ReadWrite,
+                })
+                .collect();
+            let layout = KernelLayout::new(storage, 4 * k.uniforms.len() as u32);
+            let wgsl = self.oob.register(&k.name, &k.oob_sites, &k.wgsl);
+            pipelines.push(rt.create_kernel(&wgsl, "main", &layout).map_err(gpu_err)?);
+        }
+        let c = &self.counters;
+        c.ours_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
+        c.driver_ns.fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        c.gpu_programs.fetch_add(1, Ordering::Relaxed);
+        c.kernels.fetch_add(pipelines.len() as u64, Ordering::Relaxed);
+        self.pipelines_unsaved.store(true, Ordering::Release);
+        Ok(Arc::new(GpuProgram { source, pipelines }))
     }
 
     /// Run `f` on the GPU, every kernel dispatched in one submission.
@@ -236,6 +239,9 @@ impl Jit {
                     g
                 }
             };
+            if k.name.ends_with(crate::schedule::FEW_ROWS_SUFFIX) {
+                self.counters.few_rows.fetch_add(1, Ordering::Relaxed);
+            }
             let mut ubytes = Vec::with_capacity(4 * k.uniforms.len());
             for u in &k.uniforms {
                 let v = vars.get(&u.var.id());

@@ -41,6 +41,7 @@ mod bound;
 mod build;
 pub(crate) mod fused_reduction;
 mod gemm;
+pub use gemm::{FEW_ROWS_MAX, FEW_ROWS_SUFFIX};
 mod gpu_op;
 mod grouped;
 pub(crate) mod pool;
@@ -96,6 +97,12 @@ pub struct GpuKernel {
     pub grid: Grid,
     /// Variables standing for thread builtins.
     pub builtins: Vec<(TirVar, Builtin)>,
+    /// Other kernels computing the same stage, each for a range of the run-time
+    /// extents (a GEMM with a symbolic row count: one for few rows, one for many).
+    /// Every grid, this kernel's included, is zero outside its range, and the
+    /// ranges do not overlap, so exactly one of them dispatches. [`schedule`] lists
+    /// them after this kernel.
+    pub alternatives: Vec<GpuKernel>,
 }
 
 /// Tuning knobs of the default schedule.
@@ -145,6 +152,11 @@ pub struct ScheduleOptions {
     /// where one thread per output in the register-tiled GEMM measured faster
     /// (ResNet-50's classifier on lavapipe: 3.9 ms vs 7-14 ms).
     pub subgroup_matmul: bool,
+    /// A matmul whose row count is symbolic also gets a few-row kernel, dispatched
+    /// instead of the register-tiled one when the rows at run time are at most this
+    /// many (0: never). See `FEW_ROWS_MAX`, the default; `for_adapter` takes
+    /// `RELAX_GPU_FEW_ROWS` when set.
+    pub few_rows_max: u32,
 }
 
 impl Default for ScheduleOptions {
@@ -162,6 +174,7 @@ impl Default for ScheduleOptions {
             subgroups: false,
             subgroup_min_size: 0,
             subgroup_matmul: false,
+            few_rows_max: FEW_ROWS_MAX as u32,
         }
     }
 }
@@ -183,6 +196,9 @@ impl ScheduleOptions {
             subgroup_matmul: adapter.subgroups && !adapter.is_software(),
             ..ScheduleOptions::default()
         };
+        if let Some(n) = crate::config::gpu_few_rows() {
+            o.few_rows_max = n;
+        }
         if adapter.is_software() {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
             o.parallel_groups = crate::config::lavapipe_threads()
@@ -205,7 +221,10 @@ pub fn schedule(lf: &LoweredFunc, opts: &ScheduleOptions) -> Result<Vec<GpuKerne
     let mut out = Vec::new();
     for (n, st) in lf.stages.iter().enumerate() {
         let name = format!("{}_{}", sanitize(&lf.name), n);
-        out.push(schedule_stage(st, name, opts)?);
+        let mut k = schedule_stage(st, name, opts)?;
+        let alternatives = std::mem::take(&mut k.alternatives);
+        out.push(k);
+        out.extend(alternatives);
     }
     Ok(out)
 }

@@ -96,6 +96,7 @@ pub(super) fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) 
         workgroup_size: wg,
         grid,
         builtins,
+        alternatives: Vec::new(),
     }
 }
 

@@ -70,3 +70,11 @@ pub fn gpu_few_rows() -> Option<u32> {
             .and_then(|v| v.trim().parse::<u32>().ok())
     })
 }
+
+/// Whether GPU programs are compiled generic in their channel counts where that
+/// keeps their schedule (`RELAX_GPU_GENERIC=0` turns it off, a mode for comparing
+/// whole runs).
+pub fn gpu_generic() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("RELAX_GPU_GENERIC").map_or(true, |v| v != "0"))
+}

@@ -33,10 +33,24 @@ fn gpu_err(e: relax_gpu_runtime::GpuError) -> JitError {
 }
 
 impl Jit {
-    /// The GPU program of `f`, compiled on first use (per structural hash).
+    /// The GPU program of `f`, compiled on first use (per structural hash). With
+    /// `ScheduleOptions::generic_channels`, a function whose channel counts can be
+    /// symbolic without changing its schedule (see `specialize::generic_version`)
+    /// runs the program of that generic version, which every function differing
+    /// from it only in those counts shares (one pipeline for all of them).
     pub fn gpu_program(&self, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
-        let (p, hit) = self.gpu_cache.get_or_build(f, || self.build_gpu_program(rt, f))?;
+        let (p, hit) = self.gpu_cache.get_or_build(f, || {
+            if self.options.generic_channels && params_fit(f, self.caps.max_binding_bytes) {
+                if let Some(g) = crate::specialize::generic_version(f, &self.options) {
+                    // A generic version that fails to compile leaves `f` to compile as it is.
+                    if let Ok((p, _)) = self.gpu_cache.get_or_build(&g, || self.build_gpu_program(rt, &g)) {
+                        return Ok(p);
+                    }
+                }
+            }
+            self.build_gpu_program(rt, f)
+        })?;
         if hit {
             self.counters.gpu_hits.fetch_add(1, Ordering::Relaxed);
         }
@@ -296,6 +310,18 @@ impl Jit {
         }
         batch.submit().map_err(gpu_err)
     }
+}
+
+/// Whether every buffer parameter of `f` has a constant shape whose elements fit in
+/// one storage binding of `max_bytes` (at 8 bytes an element): a generic version
+/// of `f` is bound whole, as a function of symbolic shape is.
+fn params_fit(f: &PrimFunc, max_bytes: u64) -> bool {
+    f.buffer_map.iter().all(|(_, b)| {
+        b.shape()
+            .iter()
+            .try_fold(8u64, |n, d| n.checked_mul(u64::try_from(d.as_int()?).ok()?))
+            .is_some_and(|n| n <= max_bytes)
+    })
 }
 
 /// Whether a kernel of `prog` binds whole a tensor argument larger than one storage

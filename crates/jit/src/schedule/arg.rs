@@ -555,5 +555,6 @@ fn build(a: ArgReduce, name: &str, opts: &ScheduleOptions) -> GpuKernel {
         grid: Grid::Linear(stotal),
         builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
         alternatives: Vec::new(),
+        schedule: "",
     }
 }

@@ -89,6 +89,7 @@ pub(super) fn bound_kernel(lf: &LoweredFunc, body: &Stmt, n: usize) -> Result<Gp
         grid: Grid::Dims(grid),
         builtins,
         alternatives: Vec::new(),
+        schedule: "",
     })
 }
 

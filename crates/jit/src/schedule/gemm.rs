@@ -941,6 +941,7 @@ fn matmul_kernel(
         grid: Grid::Linear(grid),
         builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
         alternatives: Vec::new(),
+        schedule: "",
     }
 }
 
@@ -1184,7 +1185,16 @@ pub(crate) fn affine(e: &PrimExpr, vars: &[TirVar]) -> Option<(Vec<i64>, i64)> {
 /// first) plus a multiple of 4: loops of extent 1 may have any coefficient.
 fn contiguous(e: &PrimExpr, loops: &[(TirVar, PrimExpr)]) -> bool {
     let vars: Vec<TirVar> = loops.iter().map(|(v, _)| v.clone()).collect();
-    let Some((c, k)) = affine(e, &vars) else {
+    // A loop of extent 1 is always 0 (its coefficient may be symbolic: a batch of
+    // one over a symbolic channel count).
+    let mut unit = expr::VarMap::new();
+    for (v, ext) in loops {
+        if const_extent(ext) == Some(1) {
+            unit.insert(v.id(), PrimExpr::int_of(0, v.dtype()));
+        }
+    }
+    let e = expr::simplify(&expr::subst(e, &unit));
+    let Some((c, k)) = affine(&e, &vars) else {
         return false;
     };
     let mut stride = 1i64;

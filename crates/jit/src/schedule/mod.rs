@@ -103,6 +103,9 @@ pub struct GpuKernel {
     /// ranges do not overlap, so exactly one of them dispatches. [`schedule`] lists
     /// them after this kernel.
     pub alternatives: Vec<GpuKernel>,
+    /// The name of the row of [`SCHEDULES`] that built it (empty for a kernel
+    /// that binds its threads itself).
+    pub schedule: &'static str,
 }
 
 /// Tuning knobs of the default schedule.
@@ -157,6 +160,19 @@ pub struct ScheduleOptions {
     /// many (0: never). See `FEW_ROWS_MAX`, the default; `for_adapter` takes
     /// `RELAX_GPU_FEW_ROWS` when set.
     pub few_rows_max: u32,
+    /// Compile a function whose channel counts (dimension 1 of its 4-D buffers) can
+    /// be symbolic without changing its schedule (elementwise and injective ones
+    /// unless `generic_reductions`) as that generic version, shared
+    /// by every function that differs from it only in those counts (layers of
+    /// different widths then share one pipeline). `for_adapter` takes
+    /// `RELAX_GPU_GENERIC=0` to turn it off.
+    pub generic_channels: bool,
+    /// With `generic_channels`, also functions with other schedules than the
+    /// spatial one (a convolution over a symbolic count of input channels). Off by
+    /// default: on lavapipe SqueezeNet's generic 1x1 convolutions, scheduled and
+    /// emitted as the constant ones but for the reduction's bound (a uniform), ran
+    /// 3-10x slower.
+    pub generic_reductions: bool,
 }
 
 impl Default for ScheduleOptions {
@@ -175,6 +191,8 @@ impl Default for ScheduleOptions {
             subgroup_min_size: 0,
             subgroup_matmul: false,
             few_rows_max: FEW_ROWS_MAX as u32,
+            generic_channels: true,
+            generic_reductions: false,
         }
     }
 }
@@ -199,6 +217,7 @@ impl ScheduleOptions {
         if let Some(n) = crate::config::gpu_few_rows() {
             o.few_rows_max = n;
         }
+        o.generic_channels = crate::config::gpu_generic();
         if adapter.is_software() {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
             o.parallel_groups = crate::config::lavapipe_threads()
@@ -388,7 +407,11 @@ fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<Gp
             Pattern::Any(f) => f(&st.body, &name, opts),
             Pattern::Plain(_) => None,
         };
-        if let Some(k) = kernel {
+        if let Some(mut k) = kernel {
+            k.schedule = rule.name;
+            for a in &mut k.alternatives {
+                a.schedule = rule.name;
+            }
             return Ok(k);
         }
     }

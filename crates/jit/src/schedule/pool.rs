@@ -243,6 +243,7 @@ fn linear_kernel(
         grid: Grid::Linear(groups),
         builtins,
         alternatives: Vec::new(),
+        schedule: "",
     }
 }
 

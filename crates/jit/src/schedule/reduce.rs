@@ -187,6 +187,7 @@ fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> G
         grid: Grid::Linear(stotal),
         builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
         alternatives: Vec::new(),
+        schedule: "",
     }
 }
 
@@ -314,6 +315,7 @@ fn subgroup_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
             (nsg, Builtin::NumSubgroups),
         ],
         alternatives: Vec::new(),
+        schedule: "",
     })
 }
 

@@ -97,6 +97,7 @@ pub(super) fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) 
         grid,
         builtins,
         alternatives: Vec::new(),
+        schedule: "",
     }
 }
 

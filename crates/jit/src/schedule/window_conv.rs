@@ -216,6 +216,7 @@ pub(super) fn window_conv_kernel(
         grid: Grid::Linear(groups),
         builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
         alternatives: Vec::new(),
+        schedule: "",
     })
 }
 

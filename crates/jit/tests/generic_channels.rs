@@ -134,3 +134,33 @@ fn gpu_options_default_generic(rt: &relax_gpu_runtime::GpuRuntime) -> bool {
     let o = ScheduleOptions::for_adapter(rt.adapter_info());
     o.generic_channels && !o.generic_reductions
 }
+
+/// Timings (set `RELAX_BENCH_GENERIC=1`): an elementwise function (`x + b`
+/// over `[1, C, 28, 28]`) compiled generic in its channels and with them constant,
+/// on device-resident tensors, alternating.
+#[test]
+fn generic_elementwise_timed() {
+    if std::env::var_os("RELAX_BENCH_GENERIC").is_none() {
+        return;
+    }
+    let (Some(gpu), Some(fixed)) = (jit(true), jit(false)) else {
+        return;
+    };
+    let rt = gpu.gpu().expect("gpu").clone();
+    for c in [128i64, 480] {
+        let f = one(
+            &format!(r#"x: R.Tensor((1, {c}, 28, 28), "float32"), b: R.Tensor((1, {c}, 1, 1), "float32")"#),
+            "y = R.add(x, b)",
+        );
+        let n = (c * 28 * 28) as usize;
+        let x = rt.upload(&f32_bytes(&vec![0.5f32; n])).expect("x");
+        let b = rt.upload(&f32_bytes(&vec![0.25f32; c as usize])).expect("b");
+        let y = rt.alloc((n * 4) as u64).expect("y");
+        let (sx, sb) = ([1, c, 28, 28], [1, c, 1, 1]);
+        for round in 0..2 {
+            let t = |j: &Jit| time_resident(j, &f, &[(&x, &sx), (&b, &sb), (&y, &sx)], 9) * 1e3;
+            let (g, s) = (t(&gpu), t(&fixed));
+            eprintln!("x + b C={c} (round {round}): generic {g:.3} ms, constant {s:.3} ms");
+        }
+    }
+}

@@ -72,9 +72,8 @@ pub fn gpu_few_rows() -> Option<u32> {
 }
 
 /// Whether GPU programs are compiled generic in their channel counts where that
-/// keeps their schedule (`RELAX_GPU_GENERIC=0` turns it off, a mode for comparing
-/// whole runs).
+/// keeps their schedule (`RELAX_GPU_GENERIC=1` turns it on; off by default).
 pub fn gpu_generic() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("RELAX_GPU_GENERIC").map_or(true, |v| v != "0"))
+    *ON.get_or_init(|| std::env::var("RELAX_GPU_GENERIC").is_ok_and(|v| v == "1"))
 }

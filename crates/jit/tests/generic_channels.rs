@@ -86,16 +86,18 @@ fn convolutions_differing_in_channels_share_one_pipeline() {
     }
 }
 
-/// With the default options only elementwise and injective functions are made
-/// generic: two ReLUs and two concatenations differing in channels share a program
+/// With `generic_channels` alone, only elementwise and injective functions are
+/// made generic: two ReLUs and two concatenations differing in channels share a program
 /// each, two 1x1 convolutions (a reduction over the channels) keep one each.
 #[test]
-fn by_default_only_elementwise_functions_are_generic() {
+fn without_generic_reductions_only_elementwise_functions_are_generic() {
     let Some(rt) = shared_runtime() else { return };
-    let gpu = jit_with(rt.clone(), ScheduleOptions::for_adapter(rt.adapter_info()));
-    if !gpu_options_default_generic(&rt) {
-        return;
-    }
+    let opts = ScheduleOptions {
+        generic_channels: true,
+        generic_reductions: false,
+        ..ScheduleOptions::for_adapter(rt.adapter_info())
+    };
+    let gpu = jit_with(rt, opts);
     let relu = |c: i64| {
         one(
             &format!(r#"x: R.Tensor((1, {c}, 7, 7), "float32")"#),
@@ -126,13 +128,6 @@ fn by_default_only_elementwise_functions_are_generic() {
             assert_gpu_matches_host_on_random(&gpu, f, 80 + t as u64, what);
         }
     }
-}
-
-/// Whether the options `for_adapter` gives make programs generic (not turned off by
-/// `RELAX_GPU_GENERIC=0`).
-fn gpu_options_default_generic(rt: &relax_gpu_runtime::GpuRuntime) -> bool {
-    let o = ScheduleOptions::for_adapter(rt.adapter_info());
-    o.generic_channels && !o.generic_reductions
 }
 
 /// Timings (set `RELAX_BENCH_GENERIC=1`): an elementwise function (`x + b`

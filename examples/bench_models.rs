@@ -21,7 +21,8 @@
 //! `--seq` (default: its first run). `R.nn.attention` counts as its two products.
 //!
 //! Usage: `cargo run --release --example bench_models -- DIR [--device cpu|gpu]
-//! [--model NAME] [--repeat N] [--budget-s S] [--seq L]` (`scripts/bench_models.sh` runs it
+//! [--model NAME] [--repeat N] [--budget-s S] [--seq L] [--profile]` (`--profile`: GPU time
+//! per PrimFunc too, each kernel waited for, as `PROFILE <model> <ms> ms/call <n> calls <name>`) (`scripts/bench_models.sh` runs it
 //! for both devices next to ONNX Runtime and TVM).
 
 use std::path::{Path, PathBuf};
@@ -40,6 +41,7 @@ struct Options {
     repeat: usize,
     budget: Duration,
     seq: Option<u64>,
+    profile: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -51,6 +53,7 @@ fn parse_args() -> Result<Options, String> {
         repeat: 10,
         budget: Duration::from_secs(60),
         seq: None,
+        profile: false,
     };
     let mut dir = None;
     while let Some(a) = args.next() {
@@ -70,6 +73,7 @@ fn parse_args() -> Result<Options, String> {
                     .map_err(|e| format!("--repeat: {e}"))?
                     .max(1)
             }
+            "--profile" => o.profile = true,
             "--budget-s" => {
                 let s: f64 = value("--budget-s")?.parse().map_err(|e| format!("--budget-s: {e}"))?;
                 o.budget = Duration::from_secs_f64(s.max(0.0));
@@ -233,6 +237,7 @@ fn bench(o: &Options, name: &str) -> Result<(), String> {
     let work = gflop(&module, &entry);
     let engine = Engine::new(EngineConfig {
         device: o.device,
+        profile: o.profile,
         ..EngineConfig::default()
     });
     let loaded = engine.load(&module).map_err(|e| format!("{name}: {e}"))?;
@@ -249,6 +254,12 @@ fn bench(o: &Options, name: &str) -> Result<(), String> {
     }
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
+    if o.profile {
+        for k in loaded.gpu_profile() {
+            let per = k.time.as_secs_f64() * 1e3 / k.calls.max(1) as f64;
+            println!("PROFILE {name} {per:.3} ms/call {} calls {}", k.calls, k.name);
+        }
+    }
     let device = if o.device == DeviceChoice::Gpu { "gpu" } else { "cpu" };
     println!(
         "RESULT {name} {device} {median:.3} {} {work:.4} {first:.1}",

@@ -58,3 +58,22 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
         _ => None,
     }
 }
+
+/// The most rows for which a GPU matmul with a symbolic row count runs its few-row
+/// kernel (`RELAX_GPU_FEW_ROWS`; 0 turns the few-row kernels off, a mode for
+/// comparing whole runs), when set.
+pub fn gpu_few_rows() -> Option<u32> {
+    static N: OnceLock<Option<u32>> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("RELAX_GPU_FEW_ROWS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    })
+}
+
+/// Whether GPU programs are compiled generic in their channel counts where that
+/// keeps their schedule (`RELAX_GPU_GENERIC=1` turns it on; off by default).
+pub fn gpu_generic() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("RELAX_GPU_GENERIC").is_ok_and(|v| v == "1"))
+}

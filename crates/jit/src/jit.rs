@@ -43,6 +43,9 @@ pub struct JitCounters {
     pub disk_cache_misses: u64,
     /// GPU programs written to the persistent kernel cache.
     pub disk_cache_writes: u64,
+    /// Dispatches of the few-row kernel of a matmul with a symbolic row count (the
+    /// row count at run time was small; see `FEW_ROWS_MAX`).
+    pub few_row_dispatches: u64,
 }
 
 #[derive(Default)]
@@ -57,6 +60,7 @@ pub(crate) struct Counters {
     pub disk_hits: AtomicU64,
     pub disk_misses: AtomicU64,
     pub disk_writes: AtomicU64,
+    pub few_rows: AtomicU64,
 }
 
 /// The JIT: lowers, schedules and compiles PrimFuncs on first use, and runs them
@@ -232,6 +236,7 @@ impl Jit {
             disk_cache_hits: c.disk_hits.load(Ordering::Relaxed),
             disk_cache_misses: c.disk_misses.load(Ordering::Relaxed),
             disk_cache_writes: c.disk_writes.load(Ordering::Relaxed),
+            few_row_dispatches: c.few_rows.load(Ordering::Relaxed),
         }
     }
 

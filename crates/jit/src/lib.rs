@@ -55,7 +55,7 @@ pub use jit::{Jit, JitCounters};
 pub use kernel::{CompiledKernel, GpuExecutor, HostExecutor, KernelArg, KernelDevice, KernelExecutor};
 pub use profile::{KernelProfile, Profiler};
 pub use program::{emit_program, ProgramSource};
-pub use schedule::{Grid, ScheduleOptions};
+pub use schedule::{Grid, ScheduleOptions, FEW_ROWS_MAX};
 pub use tensor::HostTensor;
 pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformField};
 

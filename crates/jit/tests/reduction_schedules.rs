@@ -418,8 +418,8 @@ fn a_batch_of_one_folds_into_the_rows() {
 
 /// `NT_matmul` (a weight read untransposed, `w[j, k]`, as `fuse-transpose-matmul`
 /// writes a linear layer): the weight's four reduction steps come in one vec4 load
-/// per column, with the row operand in vec4 loads too or, with a symbolic row count,
-/// one step at a time; both match the host and a product computed here.
+/// per column, with the row operand in vec4 loads too (with a symbolic row count as
+/// well); both match the host and a product computed here.
 #[test]
 fn an_untransposed_weight_is_read_four_steps_at_a_time() {
     for (params, rows) in [
@@ -451,11 +451,8 @@ fn an_untransposed_weight_is_read_four_steps_at_a_time() {
         let src = relax_jit::emit_program(f, &relax_jit::DeviceCaps::ALL, &opts).expect("emits");
         let wgsl = &src.kernels[0].wgsl;
         assert!(wgsl.contains("b1_w_v4"), "weight read as vec4:\n{wgsl}");
-        assert_eq!(
-            wgsl.contains("b0_x_v4"),
-            rows.is_none(),
-            "rows as vec4 only when static:\n{wgsl}"
-        );
+        // A symbolic count of 64-element rows is a multiple of 4 elements too.
+        assert!(wgsl.contains("b0_x_v4"), "rows as vec4 ({rows:?}):\n{wgsl}");
         let Some(gpu) = jit(false, 256) else { return };
         let inputs = random_f32_inputs(&[vec![1, 3, 64], vec![40, 64]], |i| 17 + i as u64, -1.0, 1.0);
         let out = HostTensor::zeros(F32, &[1, 3, 40]).expect("out");

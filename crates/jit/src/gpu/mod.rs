@@ -33,40 +33,57 @@ fn gpu_err(e: relax_gpu_runtime::GpuError) -> JitError {
 }
 
 impl Jit {
-    /// The GPU program of `f`, compiled on first use (per structural hash).
+    /// The GPU program of `f`, compiled on first use (per structural hash). With
+    /// `ScheduleOptions::generic_channels`, a function whose channel counts can be
+    /// symbolic without changing its schedule (see `specialize::generic_version`)
+    /// runs the program of that generic version, which every function differing
+    /// from it only in those counts shares (one pipeline for all of them).
     pub fn gpu_program(&self, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
         let (p, hit) = self.gpu_cache.get_or_build(f, || {
-            let t0 = Instant::now();
-            let source = self.program_source(f)?;
-            let ours = t0.elapsed();
-            let t1 = Instant::now();
-            let mut pipelines = Vec::new();
-            for k in &source.kernels {
-                let storage: Vec<relax_gpu_runtime::Access> = k
-                    .bindings
-                    .iter()
-                    .map(|b| match b.access {
-                        Access::Read => relax_gpu_runtime::Access::Read,
-                        Access::ReadWrite => relax_gpu_runtime::Access::ReadWrite,
-                    })
-                    .collect();
-                let layout = KernelLayout::new(storage, 4 * k.uniforms.len() as u32);
-                let wgsl = self.oob.register(&k.name, &k.oob_sites, &k.wgsl);
-                pipelines.push(rt.create_kernel(&wgsl, "main", &layout).map_err(gpu_err)?);
+            if self.options.generic_channels && params_fit(f, self.caps.max_binding_bytes) {
+                if let Some(g) = crate::specialize::generic_version(f, &self.options) {
+                    // A generic version that fails to compile leaves `f` to compile as it is.
+                    if let Ok((p, _)) = self.gpu_cache.get_or_build(&g, || self.build_gpu_program(rt, &g)) {
+                        return Ok(p);
+                    }
+                }
             }
-            let c = &self.counters;
-            c.ours_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
-            c.driver_ns.fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            c.gpu_programs.fetch_add(1, Ordering::Relaxed);
-            c.kernels.fetch_add(pipelines.len() as u64, Ordering::Relaxed);
-            self.pipelines_unsaved.store(true, Ordering::Release);
-            Ok(Arc::new(GpuProgram { source, pipelines }))
+            self.build_gpu_program(rt, f)
         })?;
         if hit {
             self.counters.gpu_hits.fetch_add(1, Ordering::Relaxed);
         }
         Ok(p)
+    }
+
+    /// Compile `f`'s program: its source (see `program_source`) and pipelines.
+    fn build_gpu_program(&self, rt: &GpuRuntime, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
+        let t0 = Instant::now();
+        let source = self.program_source(f)?;
+        let ours = t0.elapsed();
+        let t1 = Instant::now();
+        let mut pipelines = Vec::new();
+        for k in &source.kernels {
+            let storage: Vec<relax_gpu_runtime::Access> = k
+                .bindings
+                .iter()
+                .map(|b| match b.access {
+                    Access::Read => relax_gpu_runtime::Access::Read,
+                    Access::ReadWrite => relax_gpu_runtime::Access::ReadWrite,
+                })
+                .collect();
+            let layout = KernelLayout::new(storage, 4 * k.uniforms.len() as u32);
+            let wgsl = self.oob.register(&k.name, &k.oob_sites, &k.wgsl);
+            pipelines.push(rt.create_kernel(&wgsl, "main", &layout).map_err(gpu_err)?);
+        }
+        let c = &self.counters;
+        c.ours_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
+        c.driver_ns.fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        c.gpu_programs.fetch_add(1, Ordering::Relaxed);
+        c.kernels.fetch_add(pipelines.len() as u64, Ordering::Relaxed);
+        self.pipelines_unsaved.store(true, Ordering::Release);
+        Ok(Arc::new(GpuProgram { source, pipelines }))
     }
 
     /// Run `f` on the GPU, every kernel dispatched in one submission.
@@ -236,6 +253,9 @@ impl Jit {
                     g
                 }
             };
+            if k.name.ends_with(crate::schedule::FEW_ROWS_SUFFIX) {
+                self.counters.few_rows.fetch_add(1, Ordering::Relaxed);
+            }
             let mut ubytes = Vec::with_capacity(4 * k.uniforms.len());
             for u in &k.uniforms {
                 let v = vars.get(&u.var.id());
@@ -290,6 +310,18 @@ impl Jit {
         }
         batch.submit().map_err(gpu_err)
     }
+}
+
+/// Whether every buffer parameter of `f` has a constant shape whose elements fit in
+/// one storage binding of `max_bytes` (at 8 bytes an element): a generic version
+/// of `f` is bound whole, as a function of symbolic shape is.
+fn params_fit(f: &PrimFunc, max_bytes: u64) -> bool {
+    f.buffer_map.iter().all(|(_, b)| {
+        b.shape()
+            .iter()
+            .try_fold(8u64, |n, d| n.checked_mul(u64::try_from(d.as_int()?).ok()?))
+            .is_some_and(|n| n <= max_bytes)
+    })
 }
 
 /// Whether a kernel of `prog` binds whole a tensor argument larger than one storage

@@ -554,5 +554,7 @@ fn build(a: ArgReduce, name: &str, opts: &ScheduleOptions) -> GpuKernel {
         workgroup_size: [nt as u32, 1, 1],
         grid: Grid::Linear(stotal),
         builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
+        alternatives: Vec::new(),
+        schedule: "",
     }
 }

@@ -88,6 +88,8 @@ pub(super) fn bound_kernel(lf: &LoweredFunc, body: &Stmt, n: usize) -> Result<Gp
         workgroup_size: wg,
         grid: Grid::Dims(grid),
         builtins,
+        alternatives: Vec::new(),
+        schedule: "",
     })
 }
 

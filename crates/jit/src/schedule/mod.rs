@@ -41,6 +41,7 @@ mod bound;
 mod build;
 pub(crate) mod fused_reduction;
 mod gemm;
+pub use gemm::{FEW_ROWS_MAX, FEW_ROWS_SUFFIX};
 mod gpu_op;
 mod grouped;
 pub(crate) mod pool;
@@ -96,6 +97,15 @@ pub struct GpuKernel {
     pub grid: Grid,
     /// Variables standing for thread builtins.
     pub builtins: Vec<(TirVar, Builtin)>,
+    /// Other kernels computing the same stage, each for a range of the run-time
+    /// extents (a GEMM with a symbolic row count: one for few rows, one for many).
+    /// Every grid, this kernel's included, is zero outside its range, and the
+    /// ranges do not overlap, so exactly one of them dispatches. [`schedule`] lists
+    /// them after this kernel.
+    pub alternatives: Vec<GpuKernel>,
+    /// The name of the row of [`SCHEDULES`] that built it (empty for a kernel
+    /// that binds its threads itself).
+    pub schedule: &'static str,
 }
 
 /// Tuning knobs of the default schedule.
@@ -145,6 +155,26 @@ pub struct ScheduleOptions {
     /// where one thread per output in the register-tiled GEMM measured faster
     /// (ResNet-50's classifier on lavapipe: 3.9 ms vs 7-14 ms).
     pub subgroup_matmul: bool,
+    /// A matmul whose row count is symbolic also gets a few-row kernel, dispatched
+    /// instead of the register-tiled one when the rows at run time are at most this
+    /// many (0: never). See `FEW_ROWS_MAX`, the default; `for_adapter` takes
+    /// `RELAX_GPU_FEW_ROWS` when set.
+    pub few_rows_max: u32,
+    /// Compile a function whose channel counts (dimension 1 of its 4-D buffers) can
+    /// be symbolic without changing its schedule (elementwise and injective ones
+    /// unless `generic_reductions`) as that generic version, shared by every
+    /// function that differs from it only in those counts (layers of different
+    /// widths then share one pipeline). Off by default: DenseNet-121 on lavapipe
+    /// went from 200 pipelines to 96 but its steady inference from 2.7 s to 4.8 s
+    /// and its first one did not get faster. `for_adapter` takes
+    /// `RELAX_GPU_GENERIC=1` to turn it on.
+    pub generic_channels: bool,
+    /// With `generic_channels`, also functions with other schedules than the
+    /// spatial one (a convolution over a symbolic count of input channels). Off by
+    /// default: on lavapipe SqueezeNet's generic 1x1 convolutions, scheduled and
+    /// emitted as the constant ones but for the reduction's bound (a uniform), ran
+    /// 3-10x slower.
+    pub generic_reductions: bool,
 }
 
 impl Default for ScheduleOptions {
@@ -162,6 +192,9 @@ impl Default for ScheduleOptions {
             subgroups: false,
             subgroup_min_size: 0,
             subgroup_matmul: false,
+            few_rows_max: FEW_ROWS_MAX as u32,
+            generic_channels: false,
+            generic_reductions: false,
         }
     }
 }
@@ -183,6 +216,10 @@ impl ScheduleOptions {
             subgroup_matmul: adapter.subgroups && !adapter.is_software(),
             ..ScheduleOptions::default()
         };
+        if let Some(n) = crate::config::gpu_few_rows() {
+            o.few_rows_max = n;
+        }
+        o.generic_channels = crate::config::gpu_generic();
         if adapter.is_software() {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
             o.parallel_groups = crate::config::lavapipe_threads()
@@ -205,7 +242,10 @@ pub fn schedule(lf: &LoweredFunc, opts: &ScheduleOptions) -> Result<Vec<GpuKerne
     let mut out = Vec::new();
     for (n, st) in lf.stages.iter().enumerate() {
         let name = format!("{}_{}", sanitize(&lf.name), n);
-        out.push(schedule_stage(st, name, opts)?);
+        let mut k = schedule_stage(st, name, opts)?;
+        let alternatives = std::mem::take(&mut k.alternatives);
+        out.push(k);
+        out.extend(alternatives);
     }
     Ok(out)
 }
@@ -369,7 +409,11 @@ fn schedule_stage(st: &Stage, name: String, opts: &ScheduleOptions) -> Result<Gp
             Pattern::Any(f) => f(&st.body, &name, opts),
             Pattern::Plain(_) => None,
         };
-        if let Some(k) = kernel {
+        if let Some(mut k) = kernel {
+            k.schedule = rule.name;
+            for a in &mut k.alternatives {
+                a.schedule = rule.name;
+            }
             return Ok(k);
         }
     }

@@ -242,6 +242,8 @@ fn linear_kernel(
         workgroup_size: [threads as u32, 1, 1],
         grid: Grid::Linear(groups),
         builtins,
+        alternatives: Vec::new(),
+        schedule: "",
     }
 }
 

@@ -186,6 +186,8 @@ fn cross_thread_kernel(r: &Reduction, name: String, opts: &ScheduleOptions) -> G
         workgroup_size: [nt as u32, 1, 1],
         grid: Grid::Linear(stotal),
         builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
+        alternatives: Vec::new(),
+        schedule: "",
     }
 }
 
@@ -312,6 +314,8 @@ fn subgroup_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
             (sgid, Builtin::SubgroupId),
             (nsg, Builtin::NumSubgroups),
         ],
+        alternatives: Vec::new(),
+        schedule: "",
     })
 }
 

@@ -71,9 +71,20 @@ pub(super) fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) 
         }
         let total = total_of(&loops);
         let gid = TirVar::new("gid", DataType::INT32);
+        // Loops of extent 1 (a batch of one) are 0: the outermost loop left takes
+        // the quotient undivided, so a symbolic extent outside the innermost loops
+        // (a generic channel count) costs no division by a uniform.
+        let (units, rest): (Vec<_>, Vec<_>) = loops
+            .iter()
+            .cloned()
+            .partition(|(_, e)| expr::simplify(e).as_int() == Some(1));
+        let inner = units
+            .iter()
+            .rev()
+            .fold(inner, |body, (v, _)| let_(v, PrimExpr::int_of(0, v.dtype()), body));
         let guarded = if_(
             bin(BinOp::Lt, gid.to_expr(), to_i32(&total)),
-            decompose(gid.to_expr(), &loops, inner),
+            decompose(gid.to_expr(), &rest, inner),
         );
         let b = let_(
             &gid,
@@ -96,6 +107,8 @@ pub(super) fn spatial_kernel(body: &Stmt, name: String, opts: &ScheduleOptions) 
         workgroup_size: wg,
         grid,
         builtins,
+        alternatives: Vec::new(),
+        schedule: "",
     }
 }
 

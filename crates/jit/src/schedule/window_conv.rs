@@ -215,6 +215,8 @@ pub(super) fn window_conv_kernel(
         workgroup_size: [THREADS as u32, 1, 1],
         grid: Grid::Linear(groups),
         builtins: vec![(bx, Builtin::GroupLinear), (tx, Builtin::Local(0))],
+        alternatives: Vec::new(),
+        schedule: "",
     })
 }
 

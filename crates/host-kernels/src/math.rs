@@ -136,7 +136,7 @@ fn exp_neg_f32(r: f32) -> f32 {
 }
 
 /// `exp(r)` for `r <= 0` (and NaN) in `f32` arithmetic, as softmax needs it after
-/// subtracting the row's maximum: [`exp_neg_f32`]'s `2^k * p(f)` with `r` clamped
+/// subtracting the row's maximum: `2^k * p(f)` (the polynomial of the erf helpers) with `r` clamped
 /// at -104 (where `exp` rounds to zero) and `2^k` applied as two factors, so that
 /// results in the subnormal range are right too. Within about an ulp of the
 /// correctly rounded `exp`; NaN stays NaN, `-inf` gives 0. Branch free.

@@ -24,7 +24,7 @@ const MIN_GEMM_EXTENT: i64 = 16;
 
 /// The most rows for which a matmul with a symbolic row count runs its few-row
 /// kernel by default (`ScheduleOptions::few_rows_max`): register tiles of
-/// [`FEW_ROWS_TILE`] in workgroups of one row of threads, consecutive threads on
+/// `FEW_ROWS_TILE` in workgroups of one row of threads, consecutive threads on
 /// consecutive columns. Above it, the register tiles of the options. Measured on
 /// lavapipe (2 busy cores; `x @ w.T` with `w` of 4096 x 768, per call): few-row
 /// kernel 24, 27, 43, 86, 172 ms for 1, 4, 8, 16, 32 rows; the options' 8 x 8 tiles

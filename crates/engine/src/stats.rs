@@ -1,41 +1,9 @@
-//! The counters of a loaded module: one definition ([`counters!`]) gives the live
+//! The counters of a loaded module: one definition ([`relax_jit::counters!`]) gives the live
 //! atomic counters the engine updates and the [`RunStats`] snapshot users read.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Defines, from one list of documented fields, a struct of `AtomicU64` counters
-/// (`$live`, updated while running) and a plain `u64` snapshot of them (`$snap`),
-/// with `$live::snapshot`.
-macro_rules! counters {
-    (
-        $(#[$lm:meta])* live $live:ident;
-        $(#[$sm:meta])* snapshot $snap:ident;
-        { $($(#[$fm:meta])* $field:ident,)* }
-    ) => {
-        $(#[$lm])*
-        #[derive(Default)]
-        pub(crate) struct $live {
-            $(pub $field: AtomicU64,)*
-        }
-
-        $(#[$sm])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub struct $snap {
-            $($(#[$fm])* pub $field: u64,)*
-        }
-
-        impl $live {
-            /// The current values.
-            pub(crate) fn snapshot(&self) -> $snap {
-                $snap {
-                    $($field: self.$field.load(Ordering::Relaxed),)*
-                }
-            }
-        }
-    };
-}
-
-counters! {
+relax_jit::counters! {
     /// Counters of work done by a loaded module (all runs together).
     live Stats;
     /// A snapshot of a loaded module's statistics (all runs together).

@@ -2,7 +2,7 @@
 //! keyed by the PrimFunc's structural hash, with counters.
 
 use dashmap::DashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -18,49 +18,38 @@ use crate::program::{emit_program, ProgramSource};
 use crate::schedule::ScheduleOptions;
 use crate::wgsl::DeviceCaps;
 
-/// Counters of the JIT (monotonic for the life of the [`Jit`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct JitCounters {
+crate::counters! {
+    /// The JIT's live counters.
+    live Counters;
+    /// Counters of the JIT (monotonic for the life of the [`Jit`]).
+    snapshot JitCounters;
+    {
     /// GPU programs compiled (one per distinct PrimFunc and device).
-    pub gpu_programs_compiled: u64,
+    gpu_programs_compiled,
     /// GPU kernels (pipelines) created.
-    pub kernels_compiled: u64,
+    kernels_compiled,
     /// GPU calls served from the cache.
-    pub gpu_cache_hits: u64,
+    gpu_cache_hits,
     /// Host programs compiled.
-    pub host_programs_compiled: u64,
+    host_programs_compiled,
     /// Host calls served from the cache.
-    pub host_cache_hits: u64,
+    host_cache_hits,
     /// Nanoseconds spent in our part of compilation (lowering, scheduling, WGSL,
     /// naga validation, host closure building).
-    pub our_compile_ns: u64,
+    our_compile_ns,
     /// Nanoseconds spent in the driver creating pipelines.
-    pub driver_compile_ns: u64,
+    driver_compile_ns,
     /// GPU programs taken from the persistent kernel cache (lowered again, but not
     /// scheduled, emitted or validated).
-    pub disk_cache_hits: u64,
+    disk_cache_hits,
     /// GPU programs looked up in the persistent kernel cache and not found there.
-    pub disk_cache_misses: u64,
+    disk_cache_misses,
     /// GPU programs written to the persistent kernel cache.
-    pub disk_cache_writes: u64,
+    disk_cache_writes,
     /// Dispatches of the few-row kernel of a matmul with a symbolic row count (the
     /// row count at run time was small; see `FEW_ROWS_MAX`).
-    pub few_row_dispatches: u64,
-}
-
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub gpu_programs: AtomicU64,
-    pub kernels: AtomicU64,
-    pub gpu_hits: AtomicU64,
-    pub host_programs: AtomicU64,
-    pub host_hits: AtomicU64,
-    pub ours_ns: AtomicU64,
-    pub driver_ns: AtomicU64,
-    pub disk_hits: AtomicU64,
-    pub disk_misses: AtomicU64,
-    pub disk_writes: AtomicU64,
-    pub few_rows: AtomicU64,
+    few_row_dispatches,
+    }
 }
 
 /// The JIT: lowers, schedules and compiles PrimFuncs on first use, and runs them
@@ -224,20 +213,7 @@ impl Jit {
 
     /// Current counters.
     pub fn counters(&self) -> JitCounters {
-        let c = &self.counters;
-        JitCounters {
-            gpu_programs_compiled: c.gpu_programs.load(Ordering::Relaxed),
-            kernels_compiled: c.kernels.load(Ordering::Relaxed),
-            gpu_cache_hits: c.gpu_hits.load(Ordering::Relaxed),
-            host_programs_compiled: c.host_programs.load(Ordering::Relaxed),
-            host_cache_hits: c.host_hits.load(Ordering::Relaxed),
-            our_compile_ns: c.ours_ns.load(Ordering::Relaxed),
-            driver_compile_ns: c.driver_ns.load(Ordering::Relaxed),
-            disk_cache_hits: c.disk_hits.load(Ordering::Relaxed),
-            disk_cache_misses: c.disk_misses.load(Ordering::Relaxed),
-            disk_cache_writes: c.disk_writes.load(Ordering::Relaxed),
-            few_row_dispatches: c.few_rows.load(Ordering::Relaxed),
-        }
+        self.counters.snapshot()
     }
 
     /// Lower, schedule and emit the WGSL of every kernel of `f` (validated by naga).
@@ -252,13 +228,13 @@ impl Jit {
             let lowered = Arc::new(lower::lower(f)?);
             let k = Arc::new(HostKernel::compile(lowered)?);
             self.counters
-                .ours_ns
+                .our_compile_ns
                 .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            self.counters.host_programs.fetch_add(1, Ordering::Relaxed);
+            self.counters.host_programs_compiled.fetch_add(1, Ordering::Relaxed);
             Ok(k)
         })?;
         if hit {
-            self.counters.host_hits.fetch_add(1, Ordering::Relaxed);
+            self.counters.host_cache_hits.fetch_add(1, Ordering::Relaxed);
         }
         Ok(k)
     }
@@ -294,16 +270,16 @@ impl Jit {
         if let Some(bytes) = disk.get(EntryKind::Kernels, &name, &key) {
             let lowered = Arc::new(lower::lower(f)?);
             if let Some(source) = crate::program_record::decode(&bytes, lowered) {
-                self.counters.disk_hits.fetch_add(1, Ordering::Relaxed);
+                self.counters.disk_cache_hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(source);
             }
         }
-        self.counters.disk_misses.fetch_add(1, Ordering::Relaxed);
+        self.counters.disk_cache_misses.fetch_add(1, Ordering::Relaxed);
         let source = emit_program(f, &self.caps, &self.options)?;
         crate::gpu::oob::static_check(&source.lowered)?;
         if let Some(record) = crate::program_record::encode(&source) {
             if disk.put(EntryKind::Kernels, &name, &key, &record).is_ok() {
-                self.counters.disk_writes.fetch_add(1, Ordering::Relaxed);
+                self.counters.disk_cache_writes.fetch_add(1, Ordering::Relaxed);
             }
         }
         Ok(source)

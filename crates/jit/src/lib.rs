@@ -27,6 +27,7 @@
 
 mod args;
 pub mod config;
+mod counters;
 pub mod disk_cache;
 mod error;
 mod expr;

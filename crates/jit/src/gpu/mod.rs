@@ -52,7 +52,7 @@ impl Jit {
             self.build_gpu_program(rt, f)
         })?;
         if hit {
-            self.counters.gpu_hits.fetch_add(1, Ordering::Relaxed);
+            self.counters.gpu_cache_hits.fetch_add(1, Ordering::Relaxed);
         }
         Ok(p)
     }
@@ -78,10 +78,11 @@ impl Jit {
             pipelines.push(rt.create_kernel(&wgsl, "main", &layout).map_err(gpu_err)?);
         }
         let c = &self.counters;
-        c.ours_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
-        c.driver_ns.fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        c.gpu_programs.fetch_add(1, Ordering::Relaxed);
-        c.kernels.fetch_add(pipelines.len() as u64, Ordering::Relaxed);
+        c.our_compile_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
+        c.driver_compile_ns
+            .fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        c.gpu_programs_compiled.fetch_add(1, Ordering::Relaxed);
+        c.kernels_compiled.fetch_add(pipelines.len() as u64, Ordering::Relaxed);
         self.pipelines_unsaved.store(true, Ordering::Release);
         Ok(Arc::new(GpuProgram { source, pipelines }))
     }
@@ -254,7 +255,7 @@ impl Jit {
                 }
             };
             if k.name.ends_with(crate::schedule::FEW_ROWS_SUFFIX) {
-                self.counters.few_rows.fetch_add(1, Ordering::Relaxed);
+                self.counters.few_row_dispatches.fetch_add(1, Ordering::Relaxed);
             }
             let mut ubytes = Vec::with_capacity(4 * k.uniforms.len());
             for u in &k.uniforms {

@@ -334,10 +334,9 @@ fn legalize_quantize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legaliz
         let z = qparam(&zp, i, axis).unwrap_or_else(|_| PrimExpr::int_of(0, DataType::INT32));
         let scaled = arith(BinOp::Div, PrimExpr::load(&data, i.to_vec()), s);
         let rounded = if rounds {
-            // TVM writes `te.round` (`T.round`), which its LLVM target rounds half to
-            // even in 0.27: `T.nearbyint` is that rounding here.
+            // TVM writes `te.round` (`T.round`: half to even, on both devices).
             let dt = scaled.dtype();
-            PrimExpr::call("nearbyint", dt, vec![scaled])
+            PrimExpr::call("round", dt, vec![scaled])
         } else {
             scaled
         };

@@ -905,9 +905,7 @@ class Module:
         return (a, b, c, d, e, f)
 "#;
 
-/// TVM 0.27's `LegalizeOps` output for [`QDQ_IN`], except that TVM's `T.round`
-/// (which its LLVM target rounds half to even) is written `T.nearbyint`, the
-/// same rounding here.
+/// TVM 0.27's `LegalizeOps` output for [`QDQ_IN`].
 const QDQ_TVM: &str = r#"
 # from tvm.script import ir as I
 # from tvm.script import tirx as T
@@ -958,7 +956,7 @@ class Module:
                 v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
                 T.reads(x[v_i0, v_i1], s[v_i1], z[v_i1])
                 T.writes(quantized[v_i0, v_i1])
-                quantized[v_i0, v_i1] = T.Cast("uint8", T.max(T.min(T.nearbyint(x[v_i0, v_i1] / s[v_i1]) + T.Cast("float32", z[v_i1]), T.float32(255.0)), T.float32(0.0)))
+                quantized[v_i0, v_i1] = T.Cast("uint8", T.max(T.min(T.round(x[v_i0, v_i1] / s[v_i1]) + T.Cast("float32", z[v_i1]), T.float32(255.0)), T.float32(0.0)))
 
     @T.prim_func(private=True, s_tir=True)
     def quantize1(x: T.Buffer((T.int64(2), T.int64(3)), "float32"), quantized: T.Buffer((T.int64(2), T.int64(3)), "int8")):
@@ -969,7 +967,7 @@ class Module:
                 v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
                 T.reads(x[v_i0, v_i1])
                 T.writes(quantized[v_i0, v_i1])
-                quantized[v_i0, v_i1] = T.Cast("int8", T.max(T.min(T.nearbyint(x[v_i0, v_i1] / T.float32(0.5)) + T.float32(3.0), T.float32(127.0)), T.float32(-128.0)))
+                quantized[v_i0, v_i1] = T.Cast("int8", T.max(T.min(T.round(x[v_i0, v_i1] / T.float32(0.5)) + T.float32(3.0), T.float32(127.0)), T.float32(-128.0)))
 
     @T.prim_func(private=True, s_tir=True)
     def quantize2(x: T.Buffer((T.int64(2), T.int64(3)), "float32"), s0: T.Buffer((), "float16"), z0: T.Buffer((T.int64(1),), "float16"), quantized: T.Buffer((T.int64(2), T.int64(3)), "float8_e4m3fn")):

@@ -15,13 +15,17 @@
 //! The work per inference is 2 x the multiply-adds of every `R.nn.conv2d` and
 //! `R.matmul` in `main`, counted from their StructInfo.
 //!
-//! A model directory is either prep.py's (`prog.py` and `in*.npy`, entry `main`) or a
-//! transformer case of the transformer generator (`meta.json` listing the programs and,
+//! A model directory is either prep.py's (`prog.py` and `in*.npy`, entry `main`), an
+//! ONNX model (`model.onnx` and no `prog.py`: imported here by `relax-onnx`, its weights
+//! bound by name, `in*.npy` its graph inputs), or a transformer case of the transformer generator (`meta.json` listing the programs and,
 //! per sequence length, the argument files): its first static program is timed at
 //! `--seq` (default: its first run). `R.nn.attention` counts as its two products.
+//! Where the directory holds `expected.npy` (a reference output), the first output
+//! tensor is compared with it: `CHECK <model> <device> max|err| <e> max|ref| <m>`.
 //!
 //! Usage: `cargo run --release --example bench_models -- DIR [--device cpu|gpu]
-//! [--model NAME] [--repeat N] [--budget-s S] [--seq L] [--profile]` (`--profile`: GPU time
+//! [--model NAME] [--repeat N] [--budget-s S] [--seq L] [--hand-n N] [--profile]` (`--hand-n`: the
+//! hand matmul's size, a multiple of 64, default 1024; `--profile`: GPU time
 //! per PrimFunc too, each kernel waited for, as `PROFILE <model> <ms> ms/call <n> calls <name>`) (`scripts/bench_models.sh` runs it
 //! for both devices next to ONNX Runtime and TVM).
 
@@ -29,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use relax_wgpu::engine::params::{read_npy, read_npy_inputs};
-use relax_wgpu::engine::{DeviceChoice, Engine, EngineConfig, Value};
+use relax_wgpu::engine::{DeviceChoice, Engine, EngineConfig, Params, Value};
 use relax_wgpu::ir::{Binding, ExprKind, IRModule, StructInfo};
 
 const MODELS: [&str; 3] = ["squeezenet", "shufflenet", "resnet50"];
@@ -42,6 +46,7 @@ struct Options {
     budget: Duration,
     seq: Option<u64>,
     profile: bool,
+    hand_n: u32,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -54,6 +59,7 @@ fn parse_args() -> Result<Options, String> {
         budget: Duration::from_secs(60),
         seq: None,
         profile: false,
+        hand_n: 1024,
     };
     let mut dir = None;
     while let Some(a) = args.next() {
@@ -78,6 +84,9 @@ fn parse_args() -> Result<Options, String> {
                 let s: f64 = value("--budget-s")?.parse().map_err(|e| format!("--budget-s: {e}"))?;
                 o.budget = Duration::from_secs_f64(s.max(0.0));
             }
+            "--hand-n" => {
+                o.hand_n = value("--hand-n")?.parse().map_err(|e| format!("--hand-n: {e}"))?;
+            }
             "--seq" => o.seq = Some(value("--seq")?.parse().map_err(|e| format!("--seq: {e}"))?),
             _ if a.starts_with("--") => return Err(format!("unknown option {a}")),
             _ => dir = Some(PathBuf::from(a)),
@@ -94,6 +103,7 @@ fn parse_args() -> Result<Options, String> {
 
 /// What to time in a model directory: the program file, its entry and its arguments.
 struct Case {
+    /// The TVMScript program, or the ONNX model (`model.onnx`).
     prog: PathBuf,
     entry: String,
     args: Vec<Value>,
@@ -112,8 +122,14 @@ fn case(dir: &Path, seq: Option<u64>) -> Result<Case, String> {
         .is_some_and(|m| m.get("progs").is_some());
     if !transformer {
         let tensors = read_npy_inputs(dir).map_err(|e| e.to_string())?;
+        let onnx = dir.join("model.onnx");
+        let prog = if dir.join("prog.py").is_file() || !onnx.is_file() {
+            dir.join("prog.py")
+        } else {
+            onnx
+        };
         return Ok(Case {
-            prog: dir.join("prog.py"),
+            prog,
             entry: "main".into(),
             args: tensors.into_iter().map(Value::Tensor).collect(),
         });
@@ -206,7 +222,7 @@ fn gflop(module: &IRModule, entry: &str) -> f64 {
 
 /// GFLOP/s of the hand 8x8 matmul on the engine's adapter, or `None` (with a note)
 /// when there is no adapter.
-fn hand_gflops() -> Option<f64> {
+fn hand_gflops(n: u32) -> Option<f64> {
     use relax_wgpu::gpu_runtime::{reference, GpuRuntime};
     let rt = match GpuRuntime::shared_default() {
         Ok(rt) => rt,
@@ -215,9 +231,9 @@ fn hand_gflops() -> Option<f64> {
             return None;
         }
     };
-    match reference::hand_matmul_gflops(&rt, 1024, 5) {
+    match reference::hand_matmul_gflops(&rt, n, 5) {
         Ok(g) => {
-            eprintln!("hand 8x8 matmul 1024^3 on {}: {g:.2} GFLOP/s", rt.adapter_info());
+            eprintln!("hand 8x8 matmul {n}^3 on {}: {g:.2} GFLOP/s", rt.adapter_info());
             Some(g)
         }
         Err(e) => {
@@ -230,37 +246,55 @@ fn hand_gflops() -> Option<f64> {
 fn bench(o: &Options, name: &str) -> Result<(), String> {
     let dir = o.dir.join(name);
     let Case { prog, entry, args } = case(&dir, o.seq)?;
-    let src = std::fs::read_to_string(&prog).map_err(|e| format!("{}: {e}", prog.display()))?;
-    let module = relax_wgpu::ir::text::parse(&src)
-        .map_err(|d| format!("{name}: {d}"))?
-        .into_module();
-    let work = gflop(&module, &entry);
     let engine = Engine::new(EngineConfig {
         device: o.device,
         profile: o.profile,
         ..EngineConfig::default()
     });
-    let loaded = engine.load(&module).map_err(|e| format!("{name}: {e}"))?;
     let warm = Instant::now();
-    loaded.run(&entry, &args).map_err(|e| format!("{name}: {e}"))?;
+    let (loaded, weights, work) = if prog.extension().is_some_and(|e| e == "onnx") {
+        let model = engine
+            .load_onnx(&prog, &relax_onnx::ImportOptions::default())
+            .map_err(|e| format!("{name}: {e}"))?;
+        let work = gflop(&model.imported.module, &entry);
+        (model.loaded, model.weights, work)
+    } else {
+        let src = std::fs::read_to_string(&prog).map_err(|e| format!("{}: {e}", prog.display()))?;
+        let module = relax_wgpu::ir::text::parse(&src)
+            .map_err(|d| format!("{name}: {d}"))?
+            .into_module();
+        let work = gflop(&module, &entry);
+        let loaded = engine.load(&module).map_err(|e| format!("{name}: {e}"))?;
+        (loaded, Params::new(), work)
+    };
+    let run = || loaded.run_named(&entry, &args, &weights);
+    let out = run().map_err(|e| format!("{name}: {e}"))?;
     let first = warm.elapsed().as_secs_f64() * 1e3;
+    let device = if o.device == DeviceChoice::Gpu { "gpu" } else { "cpu" };
+    let expected = dir.join("expected.npy");
+    if expected.is_file() {
+        check_output(name, device, &out, &expected)?;
+    }
     eprintln!("{name} {:?}: first inference {first:.0} ms", o.device);
     let start = Instant::now();
     let mut times = Vec::new();
     while times.len() < o.repeat && (times.is_empty() || start.elapsed() < o.budget) {
         let t = Instant::now();
-        loaded.run(&entry, &args).map_err(|e| format!("{name}: {e}"))?;
+        run().map_err(|e| format!("{name}: {e}"))?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
+    println!("STATS {name} {device} {:?}", loaded.stats());
+    if let Some(g) = loaded.gpu_runtime_stats() {
+        println!("GPUSTATS {name} {g:?}");
+    }
     if o.profile {
         for k in loaded.gpu_profile() {
             let per = k.time.as_secs_f64() * 1e3 / k.calls.max(1) as f64;
             println!("PROFILE {name} {per:.3} ms/call {} calls {}", k.calls, k.name);
         }
     }
-    let device = if o.device == DeviceChoice::Gpu { "gpu" } else { "cpu" };
     println!(
         "RESULT {name} {device} {median:.3} {} {work:.4} {first:.1}",
         times.len()
@@ -269,11 +303,11 @@ fn bench(o: &Options, name: &str) -> Result<(), String> {
     // network runs; the better of the two (the conservative choice for the ratio on
     // a machine whose load varies).
     let hand = if o.device == DeviceChoice::Gpu {
-        let first = hand_gflops();
+        let first = hand_gflops(o.hand_n);
         for _ in 0..2 {
-            loaded.run(&entry, &args).map_err(|e| format!("{name}: {e}"))?;
+            run().map_err(|e| format!("{name}: {e}"))?;
         }
-        match (first, hand_gflops()) {
+        match (first, hand_gflops(o.hand_n)) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         }
@@ -288,6 +322,36 @@ fn bench(o: &Options, name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Compare the first output tensor of `out` with the reference in `expected` and print
+/// `CHECK <model> <device> max|err| <e> max|ref| <m>`.
+fn check_output(name: &str, device: &str, out: &Value, expected: &Path) -> Result<(), String> {
+    let first = match out {
+        Value::Tuple(items) => items.first().cloned().ok_or(format!("{name}: empty result"))?,
+        v => v.clone(),
+    };
+    let got = first
+        .as_tensor()
+        .ok_or(format!("{name}: the first output is not a tensor"))?
+        .to_f64_values()
+        .map_err(|e| format!("{name}: {e}"))?;
+    let want = read_npy(expected)
+        .map_err(|e| format!("{}: {e}", expected.display()))?
+        .to_f64_values()
+        .map_err(|e| format!("{name}: {e}"))?;
+    if got.len() != want.len() {
+        return Err(format!(
+            "{name}: {} output elements, the reference has {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    let err = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
+    let scale = want.iter().map(|w| w.abs()).fold(0.0, f64::max);
+    let err = if got.iter().any(|g| g.is_nan()) { f64::NAN } else { err };
+    println!("CHECK {name} {device} max|err| {err:.3e} max|ref| {scale:.3e}");
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let o = match parse_args() {
         Ok(o) => o,
@@ -299,7 +363,10 @@ fn main() -> std::process::ExitCode {
     let mut failed = false;
     for name in &o.models {
         let dir = o.dir.join(name);
-        if !dir.join("prog.py").is_file() && !dir.join("meta.json").is_file() {
+        if !["prog.py", "meta.json", "model.onnx"]
+            .iter()
+            .any(|f| dir.join(f).is_file())
+        {
             eprintln!("{name}: not in {}, skipped", o.dir.display());
             continue;
         }

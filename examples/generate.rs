@@ -6,7 +6,8 @@
 //! compile the kernels, then timed), checks the tokens against TVM's, and reports the
 //! decode speed against the memory-bandwidth floor: a decode step reads every weight once,
 //! so it cannot beat `bandwidth / weight bytes` tokens per second; the bandwidth is
-//! measured here with a STREAM-like triad (`a[i] = b[i] + s * c[i]`, all threads).
+//! measured here: on the host with a STREAM-like triad (`a[i] = b[i] + s * c[i]`, all
+//! threads), on the GPU with a device-to-device copy of 256 MiB.
 //!
 //! ```sh
 //! cargo run --release --example generate                       # the tiny decoder of the tests
@@ -23,8 +24,9 @@
 //! should add next to nothing to the full-sequence forward pass.
 //!
 //! Options: `[DIR] [--device cpu|gpu|auto] [--tokens N] [--runs N] [--prefill-tokens N]
-//! [--unfused-decode]` (the last runs a decoding step's attention as legalized on the host,
-//! `EngineConfig::fuse_attention_decode` off, for a same-machine comparison).
+//! [--unfused-decode] [--profile]` (`--unfused-decode` runs a decoding step's attention as
+//! legalized on the host, `EngineConfig::fuse_attention_decode` off, for a same-machine
+//! comparison; `--profile` prints the GPU time per kernel, each kernel waited for).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -74,12 +76,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut runs = 3usize;
     let mut prefill_tokens = 128usize;
     let mut fuse_decode = true;
+    let mut profile = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--device" => device = args.next().ok_or("--device needs a value")?,
             "--tokens" => tokens = Some(args.next().ok_or("--tokens needs a value")?.parse()?),
             "--unfused-decode" => fuse_decode = false,
+            "--profile" => profile = true,
             "--runs" => runs = args.next().ok_or("--runs needs a value")?.parse::<usize>()?.max(1),
             "--prefill-tokens" => {
                 prefill_tokens = args
@@ -120,6 +124,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let engine = Engine::new(EngineConfig {
         device: choice,
         fuse_attention_decode: fuse_decode,
+        profile,
         ..EngineConfig::default()
     });
     println!("device: {}", engine.device_summary());
@@ -136,7 +141,35 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         t.elapsed().as_secs_f64() * 1e3
     );
     let compiled = loaded.stats().kernels_compiled;
+    let (before, gpu_before) = (loaded.stats(), loaded.gpu_runtime_stats());
     let mut g = dec.generate(&prompt, n)?;
+    // What one generation does (prefill and `n - 1` decode steps): kernels, packed
+    // calls, copies, and on the GPU its dispatches and queue submissions.
+    let after = loaded.stats();
+    println!(
+        "per generation: {} kernels ({} on the GPU), {} packed calls, {} uploads, {} downloads",
+        after.kernels_run - before.kernels_run,
+        after.gpu_kernels_run - before.gpu_kernels_run,
+        after.packed_calls - before.packed_calls,
+        after.uploads - before.uploads,
+        after.downloads - before.downloads
+    );
+    if profile {
+        // GPU time per kernel over every run so far (each kernel waited for), most first.
+        let mut p = loaded.gpu_profile();
+        p.sort_by_key(|k| std::cmp::Reverse(k.time));
+        for k in p.iter().take(20) {
+            let ms = k.time.as_secs_f64() * 1e3;
+            println!("profile: {ms:9.3} ms {:6} calls {}", k.calls, k.name);
+        }
+    }
+    if let (Some(a), Some(b)) = (loaded.gpu_runtime_stats(), gpu_before) {
+        println!(
+            "per generation on the GPU: {} dispatches, {} submissions",
+            a.dispatches - b.dispatches,
+            a.submits - b.submits
+        );
+    }
     for _ in 1..runs {
         let again = dec.generate(&prompt, n)?;
         if again.tokens != g.tokens {
@@ -199,10 +232,22 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         None
     };
-    let bw = triad_bandwidth();
+    // The floor of the device that ran: the GPU's memory bandwidth (a device-to-device
+    // copy) for a GPU run, the host's (a triad) otherwise.
+    let gpu_bw = match choice {
+        DeviceChoice::Gpu => {
+            let rt = relax_wgpu::gpu_runtime::GpuRuntime::shared_default()?;
+            Some(relax_wgpu::gpu_runtime::reference::copy_bandwidth(&rt, 1 << 28, 5)?)
+        }
+        _ => None,
+    };
+    let (bw, what) = match gpu_bw {
+        Some(b) => (b, "GPU memory bandwidth (device copy)"),
+        None => (triad_bandwidth(), "host memory bandwidth (triad)"),
+    };
     let floor = bw / weight_bytes as f64;
     println!(
-        "host memory bandwidth (triad): {:.2} GB/s; weights {:.1} MB -> floor {:.1} tokens/s",
+        "{what}: {:.2} GB/s; weights {:.1} MB -> floor {:.1} tokens/s",
         bw / 1e9,
         weight_bytes as f64 / 1e6,
         floor

@@ -404,7 +404,8 @@ fn run_resident(
         bufs.push(buf);
     }
     // Upload host inputs, once while the same unchanged host memory is passed again
-    // (the JIT keeps them resident, keyed by the storage's identity and contents).
+    // (the JIT keeps them resident, keyed by the storage's identity and write version:
+    // every write lock of a storage moves its version on, read here under the lock).
     let mut temps: Vec<Option<Arc<relax_gpu_runtime::DeviceBuffer>>> = Vec::with_capacity(args.len());
     for (a, b) in args.iter().zip(&bufs) {
         let temp = match (a, b) {
@@ -419,7 +420,8 @@ fn run_resident(
                     .bytes()
                     .get(range)
                     .ok_or_else(|| BackendError::from("tensor view exceeds its storage"))?;
-                let (buf, uploaded) = jit.resident_upload(&owner, t.0.offset, bytes)?;
+                let version = t.0.storage.version.load(std::sync::atomic::Ordering::Acquire);
+                let (buf, uploaded) = jit.resident_upload(&owner, t.0.offset, version, bytes)?;
                 if uploaded {
                     it.prog.stats.record_copy(CopyKind::Upload, bytes.len() as u64);
                 }

@@ -200,11 +200,21 @@ class Module:
     let want2: Vec<f32> = f32s(&x).iter().zip(f32s(&y2)).map(|(x, y)| (x + y) * y).collect();
     assert_eq!(f32s(&loaded.run("main", &[x.clone(), y2]).unwrap()), want2);
     assert_eq!(loaded.stats().uploads, 3);
+    // So are contents written in place into a tensor that is resident already (same
+    // storage, same length: only its write version tells them apart).
+    assert_eq!(f32s(&loaded.run("main", &[x.clone(), y.clone()]).unwrap()), want);
+    let uploads = loaded.stats().uploads;
+    let y_new = input(0.75);
+    let y_new_values = y_new.as_tensor().unwrap().to_array::<f32>().unwrap();
+    y.as_tensor().unwrap().assign(&y_new_values).unwrap();
+    let want3: Vec<f32> = f32s(&x).iter().zip(f32s(&y_new)).map(|(x, y)| (x + y) * y).collect();
+    assert_eq!(f32s(&loaded.run("main", &[x.clone(), y.clone()]).unwrap()), want3);
+    assert_eq!(loaded.stats().uploads, uploads + 1);
     // `Auto` (the default) takes a real adapter too; with a CPU-type adapter
     // (lavapipe) unplaced work stays on the host: add and multiply in the host
     // kernel library.
     let auto = Engine::default().load(&module).unwrap();
-    assert_eq!(f32s(&auto.run("main", &[x, y]).unwrap()), want);
+    assert_eq!(f32s(&auto.run("main", &[x, y]).unwrap()), want3);
     let s = auto.stats();
     let software = relax_gpu_runtime::GpuRuntime::shared_default().is_ok_and(|rt| rt.adapter_info().is_software());
     if software {

@@ -41,3 +41,27 @@ pub fn hand_matmul_gflops(rt: &GpuRuntime, n: u32, reps: usize) -> GpuResult<f64
     let t = times[times.len() / 2];
     Ok(2.0 * f64::from(n).powi(3) / t / 1e9)
 }
+
+/// Device memory bandwidth in bytes per second: a copy of `bytes` bytes (rounded
+/// down to a multiple of 4, at most the adapter's binding limit) between two device
+/// buffers, counting each byte read and written, the best of `reps` timed copies
+/// after one warm-up, each timed to completion. The floor a memory-bound GPU kernel
+/// (a decode step reading every weight once) is measured against.
+pub fn copy_bandwidth(rt: &GpuRuntime, bytes: u64, reps: usize) -> GpuResult<f64> {
+    let bytes = bytes.min(rt.max_binding_bytes()) / 4 * 4;
+    if bytes == 0 {
+        return Err(GpuError::InvalidArgument("copy bandwidth of zero bytes".into()));
+    }
+    let src = rt.alloc(bytes)?;
+    let dst = rt.alloc(bytes)?;
+    let mut best = f64::INFINITY;
+    for i in 0..=reps.max(1) {
+        let t = Instant::now();
+        rt.copy(&src, 0, &dst, 0, bytes)?;
+        rt.synchronize()?;
+        if i > 0 {
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+    }
+    Ok(2.0 * bytes as f64 / best)
+}

@@ -829,3 +829,16 @@ fn held_batches_are_bounded_and_flushed() {
     let s = rt.stats();
     assert_eq!(s.bind_groups_created, 1, "one uniform arena: one bind group: {s:?}");
 }
+
+/// The reference measurements run and give plausible figures: the copy bandwidth is
+/// positive and finite, the hand matmul's too, and bad sizes are errors.
+#[test]
+fn reference_measurements() {
+    let Some(rt) = runtime() else { return };
+    let bw = relax_gpu_runtime::reference::copy_bandwidth(&rt, 1 << 20, 2).expect("copy bandwidth");
+    assert!(bw.is_finite() && bw > 1e6, "{bw} bytes/s");
+    assert!(relax_gpu_runtime::reference::copy_bandwidth(&rt, 3, 1).is_err());
+    let g = relax_gpu_runtime::reference::hand_matmul_gflops(&rt, 64, 1).expect("hand matmul");
+    assert!(g.is_finite() && g > 0.0, "{g} GFLOP/s");
+    assert!(relax_gpu_runtime::reference::hand_matmul_gflops(&rt, 65, 1).is_err());
+}

@@ -77,3 +77,27 @@ pub fn gpu_generic() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var("RELAX_GPU_GENERIC").is_ok_and(|v| v == "1"))
 }
+
+/// The fewest workgroups a GPU GEMM aims for before its register tiles shrink
+/// (`RELAX_GPU_MIN_GEMM_GROUPS`; 0 keeps the tiles), when set. See
+/// `ScheduleOptions::min_gemm_groups`.
+pub fn gpu_min_gemm_groups() -> Option<u32> {
+    static N: OnceLock<Option<u32>> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("RELAX_GPU_MIN_GEMM_GROUPS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    })
+}
+
+/// Threads of a GPU GEMM workgroup as `ROWSxCOLS` (`RELAX_GPU_GEMM_THREADS`, such as
+/// `16x16`; the product at most 256), when set. See `ScheduleOptions::matmul_threads`.
+pub fn gpu_gemm_threads() -> Option<(u32, u32)> {
+    static N: OnceLock<Option<(u32, u32)>> = OnceLock::new();
+    *N.get_or_init(|| {
+        let v = std::env::var("RELAX_GPU_GEMM_THREADS").ok()?;
+        let (r, c) = v.trim().split_once('x')?;
+        let (r, c) = (r.parse::<u32>().ok()?, c.parse::<u32>().ok()?);
+        (r >= 1 && c >= 1 && r * c <= 256).then_some((r, c))
+    })
+}

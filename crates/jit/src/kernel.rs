@@ -72,27 +72,30 @@ impl GpuExecutor {
     }
 }
 
-/// A PrimFunc whose GPU program is in the JIT's cache.
+/// A PrimFunc and its GPU program (from the JIT's cache, held here so that a call
+/// does not look it up again).
 struct GpuKernel {
     jit: Arc<Jit>,
     name: String,
     func: PrimFunc,
+    program: Arc<crate::gpu::GpuProgram>,
 }
 
 impl KernelExecutor for GpuExecutor {
     fn compile(&self, name: &str, func: &PrimFunc) -> Result<Arc<dyn CompiledKernel>> {
-        self.0.gpu_program(func)?;
+        let program = self.0.gpu_program(func)?;
         Ok(Arc::new(GpuKernel {
             jit: self.0.clone(),
             name: name.to_string(),
             func: func.clone(),
+            program,
         }))
     }
 }
 
 impl CompiledKernel for GpuKernel {
     fn run(&self, args: &mut [KernelArg<'_>]) -> Result<()> {
-        self.jit.run_gpu_named(&self.name, &self.func, args)
+        self.jit.run_gpu_program(&self.name, &self.func, &self.program, args)
     }
     fn device(&self) -> KernelDevice {
         KernelDevice::Gpu

@@ -56,7 +56,7 @@ pub use jit::{Jit, JitCounters};
 pub use kernel::{CompiledKernel, GpuExecutor, HostExecutor, KernelArg, KernelDevice, KernelExecutor};
 pub use profile::{KernelProfile, Profiler};
 pub use program::{emit_program, ProgramSource};
-pub use schedule::{Grid, ScheduleOptions, FEW_ROWS_MAX};
+pub use schedule::{Grid, ScheduleOptions, FEW_ROWS_MAX, HARDWARE_MIN_GEMM_GROUPS};
 pub use tensor::HostTensor;
 pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformField};
 

@@ -106,13 +106,27 @@ impl Jit {
     /// [`Jit::run_gpu`] with the name the caller knows `f` by (its global name in a
     /// module), used by the profile; empty: the PrimFunc's own name.
     pub fn run_gpu_named(&self, name: &str, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
-        let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?.clone();
         let prog = self.gpu_program(f)?;
+        self.run_gpu_program(name, f, &prog, args)
+    }
+
+    /// [`Jit::run_gpu_named`] with `f`'s program already at hand (from
+    /// [`Jit::gpu_program`]): a compiled kernel keeps it, so a call does not look it
+    /// up again (a structural hash and comparison of the whole PrimFunc per dispatch
+    /// was most of the host's time per GPU kernel call).
+    pub(crate) fn run_gpu_program(
+        &self,
+        name: &str,
+        f: &PrimFunc,
+        prog: &Arc<GpuProgram>,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<()> {
+        let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?.clone();
         let lf = &prog.source.lowered;
         let shapes = check_args(lf, args)?;
         // A tensor of symbolic size past one storage binding: the kernels compiled for
         // these sizes (cached per size), whose emitter binds it in chunks.
-        if !lf.shape_binds.is_empty() && oversized_unchunked(&rt, &prog, args, &shapes) {
+        if !lf.shape_binds.is_empty() && oversized_unchunked(&rt, prog, args, &shapes) {
             let values = lf
                 .shape_binds
                 .iter()
@@ -121,7 +135,7 @@ impl Jit {
             let g = crate::specialize::specialize(f, &values);
             return self.run_gpu_named(name, &g, args);
         }
-        let (read, written) = buffer_use(&prog, args.len());
+        let (read, written) = buffer_use(prog, args.len());
         // Temporaries for the host tensors the kernels bind.
         let mut temps: HashMap<usize, (DeviceBuffer, StorageTy)> = HashMap::new();
         let mut scalars = Vec::with_capacity(args.len());
@@ -137,7 +151,7 @@ impl Jit {
                         });
                     }
                     let numel: i64 = shapes[i].iter().product();
-                    check_extent(numel, &format!("argument {i} of `{}`", lf.name))?;
+                    check_extent(numel, || format!("argument {i} of `{}`", lf.name))?;
                     let need = numel.max(0) as u64 * u64::from(dtype.bits / 8);
                     if buf.len() < need {
                         return Err(JitError::BadArgs(format!(
@@ -160,7 +174,7 @@ impl Jit {
                     }
                     if read[i] {
                         let st = StorageTy::of(*dtype, &self.caps)?;
-                        check_extent(n as i64, &format!("argument {i} of `{}`", lf.name))?;
+                        check_extent(n as i64, || format!("argument {i} of `{}`", lf.name))?;
                         let staged = to_storage(*dtype, bytes, st);
                         let buf = upload(&rt, &staged).map_err(|e| too_large(&rt, lf, i, e))?;
                         temps.insert(i, (buf, st));
@@ -175,7 +189,7 @@ impl Jit {
                 bound.insert(i, *buf);
             }
         }
-        self.dispatch_program(&rt, &prog, &scalars, &shapes, &bound, name)?;
+        self.dispatch_program(&rt, prog, &scalars, &shapes, &bound, name)?;
         if temps.is_empty() {
             return Ok(());
         }
@@ -204,7 +218,7 @@ impl Jit {
         let mut scratch = Vec::new();
         for b in &lf.scratch {
             let n = eval_int(&b.shape()[0], &vars)?;
-            check_extent(n, &format!("scratch buffer `{}`", b.name()))?;
+            check_extent(n, || format!("scratch buffer `{}`", b.name()))?;
             let st = StorageTy::of(b.dtype(), &self.caps)?;
             let len = (n.max(1) as u64) * st.bytes() as u64;
             scratch.push(rt.alloc(len.div_ceil(4) * 4).map_err(gpu_err)?);
@@ -434,10 +448,13 @@ fn too_large(rt: &GpuRuntime, lf: &crate::lower::LoweredFunc, i: usize, e: JitEr
     }
 }
 
-fn check_extent(n: i64, what: &str) -> Result<()> {
+/// Refuse `n` elements past 32-bit indexing; `what` names the tensor (worked out only
+/// for the error: this runs for every argument of every dispatch).
+fn check_extent(n: i64, what: impl FnOnce() -> String) -> Result<()> {
     if n > i32::MAX as i64 {
         return Err(JitError::TooLarge(format!(
-            "{what} has {n} elements (GPU kernels index with 32 bits)"
+            "{} has {n} elements (GPU kernels index with 32 bits)",
+            what()
         )));
     }
     Ok(())

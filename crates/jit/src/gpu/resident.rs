@@ -3,8 +3,11 @@
 //!
 //! An entry is keyed by the identity of the host memory's owner (held weakly, so a
 //! freed owner can never be mistaken for a new one at the same address), the byte
-//! range, and a hash of the contents, so a tensor written in place since its upload
-//! is uploaded again.
+//! range, and the owner's write version: the caller passes a number that moves on
+//! whenever the bytes may have changed (the engine's storages count their write
+//! locks), so a tensor written in place since its upload is uploaded again. A hit
+//! needs no pass over the bytes (hashing them cost a pass over every weight on every
+//! run).
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -21,7 +24,7 @@ const MAX_RESIDENT_BYTES: u64 = 1 << 30;
 
 struct Entry {
     owner: Weak<dyn Any + Send + Sync>,
-    hash: u64,
+    version: u64,
     buf: Arc<DeviceBuffer>,
 }
 
@@ -31,21 +34,6 @@ pub(crate) struct ResidentCache {
     entries: Mutex<HashMap<(usize, usize, usize), Entry>>,
 }
 
-/// A fast 64-bit hash of `bytes` (words mixed with a multiply-rotate).
-fn content_hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = bytes.len() as u64 ^ K;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
-    }
-    for &b in chunks.remainder() {
-        h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-    }
-    h
-}
-
 fn owner_addr(w: &Weak<dyn Any + Send + Sync>) -> usize {
     w.as_ptr() as *const () as usize
 }
@@ -53,23 +41,25 @@ fn owner_addr(w: &Weak<dyn Any + Send + Sync>) -> usize {
 impl Jit {
     /// A device buffer holding `bytes` (host memory owned by `owner`, starting at
     /// byte `offset` of it), padded to a multiple of 4 bytes. The buffer is reused
-    /// while `owner` is alive and the bytes are unchanged; returns it and whether it
-    /// was uploaded now.
+    /// while `owner` is alive and its write `version` is the one of the upload; the
+    /// caller must change `version` whenever the bytes may have changed (it is the
+    /// only check: the bytes are not compared). Returns the buffer and whether it was
+    /// uploaded now.
     pub fn resident_upload(
         &self,
         owner: &Arc<dyn Any + Send + Sync>,
         offset: usize,
+        version: u64,
         bytes: &[u8],
     ) -> Result<(Arc<DeviceBuffer>, bool)> {
         let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
         let weak = Arc::downgrade(owner);
         let key = (owner_addr(&weak), offset, bytes.len());
-        let hash = content_hash(bytes);
         let cache = &self.resident;
         {
             let entries = lock(&cache.entries)?;
             if let Some(e) = entries.get(&key) {
-                if e.hash == hash && e.owner.upgrade().is_some_and(|o| Arc::ptr_eq(&o, owner)) {
+                if e.version == version && e.owner.upgrade().is_some_and(|o| Arc::ptr_eq(&o, owner)) {
                     return Ok((e.buf.clone(), false));
                 }
             }
@@ -80,7 +70,7 @@ impl Jit {
             key,
             Entry {
                 owner: weak,
-                hash,
+                version,
                 buf: buf.clone(),
             },
         );
@@ -111,21 +101,4 @@ fn upload_padded(rt: &GpuRuntime, bytes: &[u8]) -> Result<DeviceBuffer> {
     let mut v = bytes.to_vec();
     v.resize(bytes.len().div_ceil(4).max(1) * 4, 0);
     rt.upload(&v).map_err(gpu)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::content_hash;
-
-    #[test]
-    fn hash_sees_every_byte() {
-        let a = vec![1u8; 1001];
-        let mut b = a.clone();
-        b[1000] = 2;
-        assert_ne!(content_hash(&a), content_hash(&b));
-        b[1000] = 1;
-        b[3] = 0;
-        assert_ne!(content_hash(&a), content_hash(&b));
-        assert_eq!(content_hash(&a), content_hash(&a.clone()));
-    }
 }

@@ -115,6 +115,14 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
             o.matmul_tile = ((m.max(1) as u32).next_power_of_two().min(tm), 1);
             o.matmul_threads = (1, threads);
         }
+        let cols = const_extent(&r.spatial[mm.j].1);
+        let batch = r
+            .spatial
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| *n != mm.i && *n != mm.j)
+            .try_fold(1i64, |a, (_, (_, e))| const_extent(e).map(|n| a.saturating_mul(n)));
+        o.matmul_tile = fill_groups(rows, cols, batch, &o);
         let plan = GemmPlan::of_matmul(mm);
         let split = rows.is_none() && opts.few_rows_max > 0;
         let mut k = matmul_kernel(r, &plan, epi, name.to_string(), &o);
@@ -157,6 +165,15 @@ pub fn gemm_kernel(r: &Reduction, epi: Option<&Epilogue>, name: &str, opts: &Sch
         (Some(m), Some(n), Some(b)) if opts.parallel_groups > 0 => balanced_threads(m, n, b, opts),
         _ => gemm_threads(rows, cols, opts),
     };
+    if o.min_gemm_groups > 0 {
+        // Smaller register tiles for a small convolution, then threads for them.
+        o.matmul_tile = fill_groups(rows, cols, batch, &o);
+        let tiled = ScheduleOptions {
+            matmul_tile: o.matmul_tile,
+            ..*opts
+        };
+        o.matmul_threads = gemm_threads(rows, cols, &tiled);
+    }
     // The largest convolutions (a classifier's 1x1 convolution, ResNet's
     // projections) take the four-element weight loads whatever the option: a few
     // kernels' longer driver compile buys a third off the network's biggest layers.
@@ -315,6 +332,36 @@ const SIMD_LANES: i64 = 8;
 
 /// Fixed cost of one workgroup, in invocation-tiles (launch and tile setup).
 const GROUP_OVERHEAD: i64 = 4;
+
+/// The register tile (rows, cols per thread) for a GEMM of `rows x cols` outputs
+/// (times `batch`) in workgroups of `opts.matmul_threads`: `opts.matmul_tile`, or,
+/// while that makes fewer than `opts.min_gemm_groups` workgroups, smaller tiles
+/// (each side halved, the longer first, down to one output per thread). Unknown
+/// extents keep the tile.
+fn fill_groups(rows: Option<i64>, cols: Option<i64>, batch: Option<i64>, opts: &ScheduleOptions) -> (u32, u32) {
+    let (mut tm, mut tn) = opts.matmul_tile;
+    let (Some(m), Some(n), Some(b)) = (rows, cols, batch) else {
+        return (tm, tn);
+    };
+    let (ty, tx) = (
+        i64::from(opts.matmul_threads.0.max(1)),
+        i64::from(opts.matmul_threads.1.max(1)),
+    );
+    let groups = |tm: u32, tn: u32| {
+        let ceil = |a: i64, d: i64| (a + d - 1) / d.max(1);
+        b.max(1)
+            .saturating_mul(ceil(m, ty * i64::from(tm)))
+            .saturating_mul(ceil(n, tx * i64::from(tn)))
+    };
+    while groups(tm, tn) < i64::from(opts.min_gemm_groups) && (tm > 1 || tn > 1) {
+        if tm >= tn && tm > 1 {
+            tm /= 2;
+        } else {
+            tn /= 2;
+        }
+    }
+    (tm.max(1), tn.max(1))
+}
 
 /// Threads (rows, cols) of an implicit-GEMM workgroup when the adapter runs
 /// `opts.parallel_groups` workgroups at once: of every shape up to the default
@@ -603,10 +650,15 @@ fn matmul_kernel(
     // unrolled, they make the WGSL large enough for naga's front end (superlinear in
     // a function's expressions) to cost milliseconds per kernel, with no measurable
     // gain at run time on lavapipe.
+    let row_loop = if opts.unroll_tiles {
+        ForKind::Unrolled
+    } else {
+        ForKind::Serial
+    };
     let init = for_loop(
         &ii,
         i32c(tm),
-        ForKind::Serial,
+        row_loop,
         unrolled(&jj, tn, store(&acc, acc_idx.clone(), init_at)),
     );
     let kstep = |body: Stmt| {
@@ -690,7 +742,7 @@ fn matmul_kernel(
         for_loop(
             &ii,
             i32c(tm),
-            ForKind::Serial,
+            row_loop,
             unrolled(
                 &jj,
                 tn,
@@ -852,11 +904,7 @@ fn matmul_kernel(
     let write = for_loop(
         &ii,
         i32c(tm),
-        if epi.is_some() {
-            ForKind::Unrolled
-        } else {
-            ForKind::Serial
-        },
+        if epi.is_some() { ForKind::Unrolled } else { row_loop },
         row,
     );
     let mut steps = Vec::new();

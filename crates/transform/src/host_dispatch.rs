@@ -29,9 +29,9 @@
 //! `negative`, `abs`, `square` (`relax_host.<op>`), `nn.gelu` and `nn.gelu_tanh`
 //! (`relax_host.gelu`, `gelu_tanh`: TVM's legalized formulas, step for step, in vector
 //! lanes).
-//! `reshape` becomes a view of the same memory on whatever device
-//! (`vm.builtin.reshape`, as TVM's VM lowers it), which checks at run time that the
-//! element count is kept (symbolic shapes included). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `softmax` over the last axis, `permute_dims`, `concat`,
+//! `reshape`, `squeeze`, `expand_dims` and `flatten` become a view of the same memory on
+//! whatever device (`vm.builtin.reshape`, as TVM's VM lowers reshape), which checks at run
+//! time that the element count is kept (symbolic shapes included). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `softmax` over the last axis, `permute_dims`, `concat`,
 //! `broadcast_to` (an identity `broadcast_to` becomes an alias).
 //!
 //! Argument conventions of the kernels (outputs are appended by `call_dps_packed`):
@@ -545,10 +545,13 @@ impl BlockRewrite<'_> {
                 self.set(i, &var, v);
                 Some(())
             }
-            "relax.reshape" => {
+            "relax.reshape" | "relax.squeeze" | "relax.expand_dims" | "relax.flatten" => {
                 // Any dtype, static or symbolic shapes, any device: a view of the same
                 // memory, as TVM's VM lowers reshape; the builtin checks at run time
-                // that the element count is kept.
+                // that the element count is kept. Squeezing, adding unit axes and
+                // flattening keep the row-major order too: the same view of the result's
+                // shape (TVM legalizes them to copy kernels; a decoding step ran 32 of
+                // them on the GPU per token).
                 let x = call.args.first()?;
                 let xt = arg_struct_info(x)?;
                 let xt = xt.as_tensor()?;

@@ -563,3 +563,43 @@ fn gelu_forms_give_the_bits_of_legalized_tir() {
         );
     }
 }
+
+const VIEWS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 4, 1, 6), "float32"), n: R.Tensor(("n", 1, 3), "float32")):
+        with R.dataflow():
+            a = R.squeeze(x, axis=[0, 2])
+            b = R.expand_dims(a, axis=[1])
+            c = R.flatten(x)
+            d = R.squeeze(n, axis=[1])
+            e = R.add(b, R.const(1.0, "float32"))
+            out = (a, b, c, d, e)
+            R.output(out)
+        return out
+"#;
+
+/// `squeeze`, `expand_dims` and `flatten` (static and symbolic shapes) become views
+/// (`vm.builtin.reshape`) on every device, with the values of their legalized copies.
+#[test]
+fn squeeze_expand_dims_and_flatten_are_views() {
+    let m = checked(relax_ir::text::parse(VIEWS).expect("parses").into_module());
+    for unplaced_on_host in [true, false] {
+        let d = dispatch_host_library_with(&m, DispatchOptions { unplaced_on_host }).expect("dispatches");
+        let got = calls(&d);
+        assert_eq!(got.get("vm.builtin.reshape"), Some(&4), "{got:?}");
+        for op in ["relax.squeeze", "relax.expand_dims", "relax.flatten"] {
+            assert!(!got.contains_key(op), "{op} left: {got:?}");
+        }
+    }
+    let args = [tensor(&[1, 4, 1, 6], 31, false), tensor(&[5, 1, 3], 32, false)];
+    let (lib, tir, stats) = library_and_tir(VIEWS, &args);
+    assert!(stats.packed_calls >= 4, "{stats:?}");
+    let (lib, tir) = (fields::<f32>(&lib), fields::<f32>(&tir));
+    assert_eq!(lib, tir, "views hold the copies' values");
+    assert_eq!(
+        lib.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(),
+        vec![vec![4, 6], vec![4, 1, 6], vec![24], vec![5, 3], vec![4, 1, 6]]
+    );
+}

@@ -7,7 +7,7 @@
 //! decode speed against the memory-bandwidth floor: a decode step reads every weight once,
 //! so it cannot beat `bandwidth / weight bytes` tokens per second; the bandwidth is
 //! measured here: on the host with a STREAM-like triad (`a[i] = b[i] + s * c[i]`, all
-//! threads), on the GPU with a device-to-device copy of 256 MiB.
+//! threads), on the GPU with device-to-device copies of 256 MiB (eight per submission).
 //!
 //! ```sh
 //! cargo run --release --example generate                       # the tiny decoder of the tests

@@ -29,9 +29,10 @@
 //! `negative`, `abs`, `square` (`relax_host.<op>`), `nn.gelu` and `nn.gelu_tanh`
 //! (`relax_host.gelu`, `gelu_tanh`: TVM's legalized formulas, step for step, in vector
 //! lanes).
-//! `reshape`, `squeeze`, `expand_dims` and `flatten` become a view of the same memory on
-//! whatever device (`vm.builtin.reshape`, as TVM's VM lowers reshape), which checks at run
-//! time that the element count is kept (symbolic shapes included). Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `softmax` over the last axis, `permute_dims`, `concat`,
+//! `reshape` and `squeeze` become a view of the same memory on whatever device
+//! (`vm.builtin.reshape`, as TVM's VM lowers reshape), which checks at run time that the
+//! element count is kept (symbolic shapes included); a squeeze only where nothing writes
+//! its input or result in place. Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `softmax` over the last axis, `permute_dims`, `concat`,
 //! `broadcast_to` (an identity `broadcast_to` becomes an alias).
 //!
 //! Argument conventions of the kernels (outputs are appended by `call_dps_packed`):
@@ -120,17 +121,54 @@ fn function(f: &Function, options: DispatchOptions) -> Function {
             *uses.entry(v.id()).or_default() += 1;
         }
     });
+    let inplace = inplace_targets(&f.body);
     Function {
-        body: expr(&f.body, &uses, options),
+        body: expr(&f.body, &uses, &inplace, options),
         ..f.clone()
     }
 }
 
-fn expr(e: &Expr, uses: &HashMap<u64, usize>, options: DispatchOptions) -> Expr {
+/// Variables some call of the function writes in place (`call_tir_inplace`,
+/// `call_inplace_packed` at their `inplace_indices`): a view of one of them (or one of
+/// them being a view) would see writes that a copy does not.
+fn inplace_targets(body: &Expr) -> HashSet<u64> {
+    let mut out = HashSet::new();
+    for_each_expr(body, &mut |e| {
+        let ExprKind::Call(c) = e.kind() else { return };
+        let args: Vec<&Expr> = match c.op.as_op() {
+            Some("relax.call_tir_inplace") => match c.args.get(1).map(|a| a.kind()) {
+                Some(ExprKind::Tuple(items)) => items.iter().collect(),
+                Some(_) => c.args.get(1).into_iter().collect(),
+                None => vec![],
+            },
+            Some("relax.call_inplace_packed") => c.args.iter().skip(1).collect(),
+            _ => return,
+        };
+        // Unreadable indices: every argument counts as written.
+        let indices = match c.attrs.get("inplace_indices") {
+            Some(AttrValue::List(v)) => v.iter().map(|a| a.as_int().unwrap_or(-1)).collect(),
+            Some(a) => vec![a.as_int().unwrap_or(-1)],
+            None => vec![],
+        };
+        let indices: Vec<i64> = if indices.iter().any(|&i| i < 0) {
+            (0..args.len() as i64).collect()
+        } else {
+            indices
+        };
+        for i in indices {
+            if let Some(ExprKind::Var(v)) = usize::try_from(i).ok().and_then(|i| args.get(i)).map(|a| a.kind()) {
+                out.insert(v.id());
+            }
+        }
+    });
+    out
+}
+
+fn expr(e: &Expr, uses: &HashMap<u64, usize>, inplace: &HashSet<u64>, options: DispatchOptions) -> Expr {
     match e.kind() {
         ExprKind::Seq(s) => Expr::with_span(
             ExprKind::Seq(SeqExpr {
-                blocks: s.blocks.iter().map(|b| block(b, uses, options)).collect(),
+                blocks: s.blocks.iter().map(|b| block(b, uses, inplace, options)).collect(),
                 body: s.body.clone(),
             }),
             e.span(),
@@ -142,8 +180,8 @@ fn expr(e: &Expr, uses: &HashMap<u64, usize>, options: DispatchOptions) -> Expr 
         } => Expr::with_span(
             ExprKind::If {
                 cond: cond.clone(),
-                then_branch: expr(then_branch, uses, options),
-                else_branch: expr(else_branch, uses, options),
+                then_branch: expr(then_branch, uses, inplace, options),
+                else_branch: expr(else_branch, uses, inplace, options),
             },
             e.span(),
         ),
@@ -278,6 +316,8 @@ impl Fused {
 struct BlockRewrite<'a> {
     bindings: &'a [Binding],
     uses: &'a HashMap<u64, usize>,
+    /// Variables written in place somewhere in the function (see `inplace_targets`).
+    inplace: &'a HashSet<u64>,
     options: DispatchOptions,
     /// Index of the binding defining each variable of the block.
     def: HashMap<u64, usize>,
@@ -287,10 +327,16 @@ struct BlockRewrite<'a> {
     replaced: HashMap<usize, Option<Binding>>,
 }
 
-fn block(b: &BindingBlock, uses: &HashMap<u64, usize>, options: DispatchOptions) -> BindingBlock {
+fn block(
+    b: &BindingBlock,
+    uses: &HashMap<u64, usize>,
+    inplace: &HashSet<u64>,
+    options: DispatchOptions,
+) -> BindingBlock {
     let mut rw = BlockRewrite {
         bindings: &b.bindings,
         uses,
+        inplace,
         options,
         def: HashMap::new(),
         users: HashMap::new(),
@@ -545,14 +591,24 @@ impl BlockRewrite<'_> {
                 self.set(i, &var, v);
                 Some(())
             }
-            "relax.reshape" | "relax.squeeze" | "relax.expand_dims" | "relax.flatten" => {
+            "relax.reshape" | "relax.squeeze" => {
                 // Any dtype, static or symbolic shapes, any device: a view of the same
                 // memory, as TVM's VM lowers reshape; the builtin checks at run time
-                // that the element count is kept. Squeezing, adding unit axes and
-                // flattening keep the row-major order too: the same view of the result's
-                // shape (TVM legalizes them to copy kernels; a decoding step ran 32 of
-                // them on the GPU per token).
+                // that the element count is kept. Squeezing keeps the row-major order
+                // too: the same view of the result's shape (TVM legalizes it to a copy
+                // kernel; a decoding step ran 20 of them per token). Not `expand_dims`:
+                // left to fusion, it is folded into its consumers' kernels, while as views
+                // ONNX's grid_sample gave a fused kernel more storage buffers than a GPU
+                // stage may bind.
                 let x = call.args.first()?;
+                // TVM copies for a squeeze: a view only where nothing writes the input
+                // or the result in place (the copy would not see it).
+                if op_name(&call) != Some("relax.reshape") {
+                    let written = |e: &Expr| matches!(e.kind(), ExprKind::Var(v) if self.inplace.contains(&v.id()));
+                    if written(x) || self.inplace.contains(&var.id()) {
+                        return None;
+                    }
+                }
                 let xt = arg_struct_info(x)?;
                 let xt = xt.as_tensor()?;
                 let o = var.struct_info()?.as_tensor()?;

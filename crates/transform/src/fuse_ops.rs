@@ -32,6 +32,14 @@ use crate::pattern::{op_info, OpPattern};
 /// Most bindings in one fused group.
 const MAX_GROUP: usize = 64;
 
+/// Most distinct inputs (variables and constants) of one fused group. Every tensor
+/// input is a storage buffer of the fused kernel on a GPU, which may bind 32 per
+/// shader stage on common adapters (lavapipe among them), and the output and the
+/// kernel's own buffers (its out-of-bounds flag) take some too; TVM's `FuseOps`
+/// likewise stops at the target's `max_function_args`. A group that would exceed it
+/// does not take that producer.
+pub const MAX_GROUP_INPUTS: usize = 28;
+
 /// Fuse the `call_tir` chains of every Relax function of `module`.
 pub fn fuse_ops(module: &IRModule) -> IRModule {
     let mut patterns: HashMap<String, (OpPattern, bool)> = HashMap::new();
@@ -93,6 +101,8 @@ struct Group {
     members: Vec<usize>,
     kind: OpPattern,
     tail: usize,
+    /// Its inputs from outside the group (see `input_key`).
+    inputs: HashSet<usize>,
 }
 
 fn vdevice_of(v: &Var) -> Option<Option<relax_ir::VDevice>> {
@@ -165,6 +175,7 @@ impl Fuser<'_> {
             let mut size = 1;
             let mut anchor = n.pattern >= OpPattern::CommReduce;
             let mut take: Vec<usize> = Vec::new();
+            let mut inputs: HashSet<usize> = n.args.iter().map(input_key).collect();
             for a in n.args.iter().filter_map(Expr::as_var) {
                 let Some(&j) = def.get(&a.id()) else { continue };
                 let Some(g) = group_of[j] else { continue };
@@ -183,6 +194,14 @@ impl Fuser<'_> {
                 if !ok || size + groups[g].members.len() > MAX_GROUP {
                     continue;
                 }
+                // The producer's value becomes internal; its group's inputs join.
+                let mut joined = inputs.clone();
+                joined.remove(&(a.id() as usize));
+                joined.extend(groups[g].inputs.iter().copied());
+                if joined.len() > MAX_GROUP_INPUTS {
+                    continue;
+                }
+                inputs = joined;
                 anchor |= gk >= OpPattern::CommReduce;
                 kind = kind.max(gk);
                 size += groups[g].members.len();
@@ -197,7 +216,12 @@ impl Fuser<'_> {
             for &m in &members {
                 group_of[m] = Some(gid);
             }
-            groups.push(Group { members, kind, tail: i });
+            groups.push(Group {
+                members,
+                kind,
+                tail: i,
+                inputs,
+            });
         }
         // Rewrite: each group of two or more becomes a call at its tail.
         let mut replace: HashMap<usize, Binding> = HashMap::new();

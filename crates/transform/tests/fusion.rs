@@ -248,3 +248,52 @@ fn bound_batch_norm_statistics_fold_to_constants() {
         assert_close(&gpu, &reference);
     }
 }
+
+/// A chain of 40 additions, each of a new parameter: fusion stops adding producers
+/// before a group has more than `MAX_GROUP_INPUTS` inputs (every input is a storage
+/// buffer of the fused GPU kernel), and the fused program computes the sum.
+#[test]
+fn fused_groups_keep_their_inputs_bindable() {
+    let n = 40;
+    let params: Vec<String> = (0..n).map(|i| format!("x{i}: R.Tensor((8,), \"float32\")")).collect();
+    let mut body = vec![
+        "        with R.dataflow():".to_string(),
+        "            y0 = R.add(x0, x1)".to_string(),
+    ];
+    for i in 2..n {
+        body.push(format!("            y{} = R.add(y{}, x{i})", i - 1, i - 2));
+    }
+    body.push(format!("            R.output(y{})", n - 2));
+    body.push(format!("        return y{}", n - 2));
+    let text = format!(
+        "@I.ir_module\nclass Module:\n    @R.function\n    def main({}):\n{}\n",
+        params.join(", "),
+        body.join("\n")
+    );
+    let m = relax_ir::text::parse(&text).expect("parses").into_module();
+    let fused = pipeline(&["check", "legalize", "fuse-ops"])
+        .run(m.clone())
+        .expect("fuses");
+    let groups: Vec<usize> = fused
+        .functions
+        .values()
+        .filter_map(|f| match f {
+            BaseFunc::Relax(f) if f.attrs.get_int("Primitive") == Some(1) => Some(f.params.len()),
+            _ => None,
+        })
+        .collect();
+    assert!(groups.len() >= 2, "the chain is split: {groups:?}");
+    assert!(
+        groups.iter().all(|&p| p <= relax_transform::fuse_ops::MAX_GROUP_INPUTS),
+        "{groups:?}"
+    );
+    let args: Vec<Value> = (0..n).map(|i| random_tensor(&[8], 100 + i as u64)).collect();
+    let want: Vec<f32> = (0..8)
+        .map(|j| args.iter().map(|a| f32s(a)[j]).fold(0.0f32, |s, v| s + v))
+        .collect();
+    for device in [DeviceChoice::Cpu, DeviceChoice::Gpu] {
+        if let Some((got, _)) = run(&m, device, true, &args) {
+            assert_close(&got, &want);
+        }
+    }
+}

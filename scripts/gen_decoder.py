@@ -35,6 +35,8 @@ from tvm import relax, te, tirx
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op, spec
 
+from decoder_weights import seeded_weights
+
 PRESETS = {
     # ~31k parameters: small enough to check into the tests.
     "tiny": dict(vocab=128, hidden=32, layers=2, heads=4, kv_heads=2, inter=88, cache=8),
@@ -201,18 +203,7 @@ def export(c, dtype, with_forward=False):
 
 
 def random_params(named_params, seed):
-    rng = np.random.default_rng(seed)
-    out = {}
-    for name, p in named_params:
-        shape = [int(d) for d in p.shape]
-        if "layernorm" in name or name.endswith("norm.weight"):
-            w = 1.0 + 0.1 * rng.standard_normal(shape)
-        elif "embed" in name:
-            w = rng.standard_normal(shape)
-        else:
-            w = rng.standard_normal(shape) / np.sqrt(shape[-1])
-        out[name] = w.astype(p.dtype)
-    return out
+    return seeded_weights([(name, p.shape, p.dtype) for name, p in named_params], seed)
 
 
 def reference(mod, params, names, prompt, steps):

@@ -177,16 +177,9 @@ class Module:
     elif what == "decoder":
         d = args[i]; i += 1
         shapes = json.load(open(os.path.join(d, "param_shapes.json")))
-        rng = np.random.default_rng(shapes["seed"])
-        params = {}
-        for name, shape, dtype in shapes["params"]:
-            if "layernorm" in name or name.endswith("norm.weight"):
-                w = 1.0 + 0.1 * rng.standard_normal(shape)
-            elif "embed" in name:
-                w = rng.standard_normal(shape)
-            else:
-                w = rng.standard_normal(shape) / np.sqrt(shape[-1])
-            params[name] = w.astype(dtype)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+        from decoder_weights import seeded_weights
+        params = seeded_weights(shapes["params"], shapes["seed"])
         np.savez(os.path.join(d, "params.npz"), **params)
         print(f"decoder weights: {sum(v.size for v in params.values())} parameters", flush=True)
     else:

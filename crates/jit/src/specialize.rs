@@ -16,6 +16,11 @@ pub(crate) fn specialize(f: &PrimFunc, values: &HashMap<u64, i64>) -> PrimFunc {
         values,
         buffers: HashMap::new(),
     };
+    map_prim_func(f, &mut m)
+}
+
+/// `f` with its buffers and body rewritten by `m` (parameters and attributes kept).
+fn map_prim_func(f: &PrimFunc, m: &mut impl StmtExprMutator) -> PrimFunc {
     PrimFunc {
         params: f.params.clone(),
         buffer_map: f
@@ -123,20 +128,7 @@ pub(crate) fn generalize(f: &PrimFunc, values: &[i64]) -> PrimFunc {
         vars,
         buffers: HashMap::new(),
     };
-    PrimFunc {
-        params: f.params.clone(),
-        buffer_map: f
-            .buffer_map
-            .iter()
-            .map(|(v, b)| (v.clone(), m.visit_buffer(b)))
-            .collect(),
-        ret_type: f.ret_type,
-        body: m.visit_stmt(&f.body),
-        attrs: f.attrs.clone(),
-        private: f.private,
-        s_tir: f.s_tir,
-        span: f.span,
-    }
+    map_prim_func(f, &mut m)
 }
 
 struct Generalizer {

@@ -287,15 +287,7 @@ fn drop_unit_batch(r: &Reduction, mm: &Matmul, epi: Option<&Epilogue>) -> Option
     let at = |e: &PrimExpr| expr::simplify(&expr::subst(e, &zero));
     let x = at(&mm.x);
     let y = at(&mm.y);
-    let rhs = expr::map_expr(&r.rhs, &mut |e| {
-        if crate::lower::expr_eq(e, &mm.x) {
-            Some(x.clone())
-        } else if crate::lower::expr_eq(e, &mm.y) {
-            Some(y.clone())
-        } else {
-            None
-        }
-    });
+    let rhs = replace_operands(&r.rhs, (&mm.x, &mm.y), (&x, &y));
     let mut spatial = r.spatial.clone();
     spatial.remove(mm.i - 1);
     let folded = Reduction {
@@ -320,6 +312,20 @@ fn drop_unit_batch(r: &Reduction, mm: &Matmul, epi: Option<&Epilogue>) -> Option
         value: at(&e.value),
     });
     Some((folded, epi))
+}
+
+/// `e` with every occurrence of the operand loads `from` (row, column) replaced by
+/// `to` (the same order).
+fn replace_operands(e: &PrimExpr, from: (&PrimExpr, &PrimExpr), to: (&PrimExpr, &PrimExpr)) -> PrimExpr {
+    expr::map_expr(e, &mut |x| {
+        if crate::lower::expr_eq(x, from.0) {
+            Some(to.0.clone())
+        } else if crate::lower::expr_eq(x, from.1) {
+            Some(to.1.clone())
+        } else {
+            None
+        }
+    })
 }
 
 /// Multiply-adds from which an implicit GEMM always reads its row operand four
@@ -633,15 +639,7 @@ fn matmul_kernel(
     // rhs with the loads replaced by the register copies.
     let xr = ld(&xs, ii.to_expr());
     let yr = ld(&ys, jj.to_expr());
-    let rhs = expr::map_expr(&r.rhs, &mut |e| {
-        if crate::lower::expr_eq(e, &mm.x) {
-            Some(xr.clone())
-        } else if crate::lower::expr_eq(e, &mm.y) {
-            Some(yr.clone())
-        } else {
-            None
-        }
-    });
+    let rhs = replace_operands(&r.rhs, (&mm.x, &mm.y), (&xr, &yr));
     elem_map.insert(iv.id(), expr::cast(irow.clone(), iv.dtype()));
     let init_at = expr::subst(&r.init, &elem_map);
     let out_at = expr::subst(&r.out_index, &elem_map);
@@ -730,15 +728,7 @@ fn matmul_kernel(
         None => unrolled(&jj, tn, store(&ys, jj.to_expr(), y_at)),
     };
     let update_with = |x: PrimExpr, y: PrimExpr| {
-        let rhs = expr::map_expr(&rhs, &mut |e| {
-            if crate::lower::expr_eq(e, &xr) {
-                Some(x.clone())
-            } else if crate::lower::expr_eq(e, &yr) {
-                Some(y.clone())
-            } else {
-                None
-            }
-        });
+        let rhs = replace_operands(&rhs, (&xr, &yr), (&x, &y));
         for_loop(
             &ii,
             i32c(tm),

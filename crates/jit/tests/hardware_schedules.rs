@@ -59,3 +59,38 @@ fn small_gemms_take_smaller_unrolled_tiles_and_match_the_host() {
     let src = jit_with(rt, soft).wgsl(&matmul_func(128, 256, 768)).expect("emits");
     assert_eq!(tile_of(&src.kernels[0].wgsl), (64, true));
 }
+
+/// A float16 matmul small enough to take the smallest tiles, unrolled: the GPU gives
+/// the host's values (within float16 rounding of the sum).
+#[test]
+fn small_f16_gemm_with_hardware_options_matches_the_host() {
+    use relax_ir::DataType;
+    use relax_jit::{HostTensor, Jit, KernelArg};
+    let Some(rt) = shared_runtime() else { return };
+    let gpu = jit_with(rt.clone(), hardware(&rt));
+    let f = legalized(
+        r#"a: R.Tensor((40, 72), "float16"), b: R.Tensor((72, 24), "float16")"#,
+        "y = R.matmul(a, b)",
+    )
+    .into_iter()
+    .next()
+    .expect("a PrimFunc");
+    let f16 = DataType::FLOAT16;
+    let inputs = [
+        HostTensor::from_f64s(f16, &[40, 72], &rand_vec(40 * 72, 1, -1.0, 1.0)).expect("a"),
+        HostTensor::from_f64s(f16, &[72, 24], &rand_vec(72 * 24, 2, -1.0, 1.0)).expect("b"),
+    ];
+    let run = |on_gpu: bool| {
+        let mut ins = inputs.to_vec();
+        let mut out = HostTensor::zeros(f16, &[40, 24]).expect("out");
+        let mut args: Vec<KernelArg> = ins.iter_mut().map(KernelArg::from).collect();
+        args.push(KernelArg::from(&mut out));
+        if on_gpu {
+            gpu.run_gpu(&f, &mut args).expect("gpu run");
+        } else {
+            Jit::new(None).run_host(&f, &mut args).expect("host run");
+        }
+        out.to_f64_vec()
+    };
+    assert_close(&run(true), &run(false), 1e-2, 1e-2, "f16 matmul 40x72x24");
+}

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn relax() -> Command {
@@ -14,10 +14,8 @@ fn relax() -> Command {
 }
 
 /// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("relax-run-inputs-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+fn scratch(name: &str) -> common::Scratch {
+    common::Scratch::new("run-inputs", name)
 }
 
 const IDENTITY: &str = "@R.function\ndef main(x: R.Tensor((4,), \"float32\")):\n    return x\n";

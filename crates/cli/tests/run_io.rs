@@ -8,19 +8,16 @@
 mod common;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{npy_bytes, stderr, stdout};
+use common::{npy_bytes, stderr, stdout, Scratch};
 use half::{bf16, f16};
 use serde_json::json;
 
-/// A fresh directory for one test.
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("relax-run-io-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A fresh directory for one test (removed at its end).
+fn dir(name: &str) -> Scratch {
+    Scratch::new("run-io", name)
 }
 
 fn relax(dir: &Path, args: &[&str]) -> Output {

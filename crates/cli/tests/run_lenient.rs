@@ -3,6 +3,8 @@
 //! warning. `relax run --strict` and `relax check` reject it, as TVM's
 //! well-formedness check does.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -35,13 +37,12 @@ class Module:
 const INPUTS: &str = r#"[{"dtype": "float32", "shape": [3, 1], "data": [[1.0], [2.0], [3.0]]},
  {"dtype": "int64", "shape": [2], "data": [3, 4]}]"#;
 
-fn files(name: &str) -> (PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("relax-run-lenient-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+fn files(name: &str) -> (common::Scratch, PathBuf, PathBuf) {
+    let dir = common::Scratch::new("run-lenient", name);
     let (prog, inputs) = (dir.join("prog.py"), dir.join("inputs.json"));
     std::fs::write(&prog, EXPAND).expect("write");
     std::fs::write(&inputs, INPUTS).expect("write");
-    (prog, inputs)
+    (dir, prog, inputs)
 }
 
 fn text(b: &[u8]) -> String {
@@ -49,7 +50,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn run(name: &str, extra: &[&str]) -> Output {
-    let (prog, inputs) = files(name);
+    let (_dir, prog, inputs) = files(name);
     relax()
         .arg("run")
         .arg(&prog)
@@ -85,7 +86,7 @@ fn strict_run_and_check_reject_it() {
     assert!(text(&out.stderr).contains("purity"), "{}", text(&out.stderr));
     let out = run("strict", &["--strict", "--lenient"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    let (prog, _) = files("strict");
+    let (_dir, prog, _) = files("strict");
     let out = relax().arg("check").arg(&prog).output().expect("relax runs");
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("purity"), "{}", text(&out.stderr));

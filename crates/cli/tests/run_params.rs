@@ -19,10 +19,8 @@ def main(x: R.Tensor((2, 3), dtype="float32"), w: R.Tensor((3,), dtype="float32"
 "#;
 
 /// A fresh directory holding the program and `x.npy`.
-fn setup(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("relax-run-params-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
+fn setup(name: &str) -> common::Scratch {
+    let dir = common::Scratch::new("run-params", name);
     std::fs::write(dir.join("prog.py"), PROG).expect("write prog");
     let x = ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).expect("x");
     x.write_npy(std::fs::File::create(dir.join("x.npy")).expect("x.npy"))

@@ -1,6 +1,8 @@
 //! `relax wgsl` on a module with operator calls: LegalizeOps runs first, so the
 //! PrimFuncs it generates are printed too.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -84,7 +86,8 @@ fn wgsl_prints_the_kernels_a_gpu_run_dispatches() {
             )
         })
         .collect();
-    let json = std::env::temp_dir().join(format!("relax_tiny_cnn_inputs_{}.json", std::process::id()));
+    let scratch = common::Scratch::new("tiny-cnn", "inputs");
+    let json = scratch.join("inputs.json");
     std::fs::write(&json, format!("[{}]", inputs.join(", "))).expect("inputs written");
     let json = json.to_str().expect("utf-8 path").to_string();
     let (code, _, err) = relax(&["run", path, "--device", "gpu", "--inputs-json", &json, "--profile"]);

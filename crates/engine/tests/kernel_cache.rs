@@ -4,7 +4,7 @@
 //! would) takes every program from it and computes the same values, equal to the
 //! host's. Skipped when there is no wgpu adapter (Mesa's lavapipe counts).
 
-use std::path::PathBuf;
+mod common;
 
 use ndarray::{ArrayD, IxDyn};
 use relax_engine::{CompileConfig, DeviceChoice, Engine, EngineConfig, Value};
@@ -43,25 +43,6 @@ fn values(v: &Value) -> Vec<f64> {
     v.as_tensor().expect("tensor").to_f64_values().expect("values")
 }
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let d = std::env::temp_dir().join(format!("relax-kernel-cache-{what}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&d).expect("temp dir");
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn gpu_engine(compile: CompileConfig) -> Engine {
     Engine::new(EngineConfig {
         device: DeviceChoice::Gpu,
@@ -91,9 +72,9 @@ fn assert_close(got: &[f64], want: &[f64]) {
 
 #[test]
 fn kernels_compile_at_load_and_a_second_engine_reuses_the_cache() {
-    let dir = TempDir::new("engines");
+    let dir = common::Scratch::new("kernel-cache", "engines");
     let config = CompileConfig {
-        disk_cache: Some(dir.0.clone()),
+        disk_cache: Some(dir.to_path_buf()),
         ..CompileConfig::default()
     };
     let first = gpu_engine(config.clone());
@@ -128,7 +109,7 @@ fn kernels_compile_at_load_and_a_second_engine_reuses_the_cache() {
 
 #[test]
 fn without_prewarm_or_cache_kernels_compile_on_first_call_in_memory() {
-    let dir = TempDir::new("default");
+    let dir = common::Scratch::new("kernel-cache", "default");
     let engine = gpu_engine(CompileConfig {
         prewarm: false,
         ..CompileConfig::default()
@@ -148,5 +129,5 @@ fn without_prewarm_or_cache_kernels_compile_on_first_call_in_memory() {
     assert_close(&out, &host_values());
     // The default configuration writes nothing to disk.
     assert_eq!(EngineConfig::default().compile.disk_cache, None);
-    assert_eq!(std::fs::read_dir(&dir.0).expect("dir").count(), 0);
+    assert_eq!(std::fs::read_dir(&*dir).expect("dir").count(), 0);
 }

@@ -10,7 +10,6 @@
 mod common;
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use common::text::parse;
 use half::{bf16, f16};
@@ -21,11 +20,8 @@ use relax_ir::{DataType, TypeCode};
 const BF16: DataType = DataType::new(TypeCode::BFloat, 16, 1);
 
 /// A fresh temporary directory for one test.
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("relax-params-io-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+fn tmp(name: &str) -> common::Scratch {
+    common::Scratch::new("params-io", name)
 }
 
 /// A version 1.0 `.npy` file: magic, the header dict padded to 64 bytes, `data`.

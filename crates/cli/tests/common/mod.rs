@@ -57,3 +57,8 @@ pub fn stdout(o: &std::process::Output) -> String {
 pub fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+#[path = "scratch.rs"]
+mod scratch;
+#[allow(unused_imports)]
+pub use scratch::Scratch;

@@ -4,6 +4,10 @@
 #[path = "../../../ir/tests/common/relax_build.rs"]
 mod relax_build;
 pub mod rng;
+#[path = "../../../cli/tests/common/scratch.rs"]
+mod scratch;
+#[allow(unused_imports)]
+pub use scratch::Scratch;
 pub mod text;
 
 #[allow(unused_imports)]

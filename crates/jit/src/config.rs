@@ -41,6 +41,31 @@ pub fn host_jit_log() -> JitLog {
     })
 }
 
+/// The host memory limit set by `RELAX_HOST_MEMORY_LIMIT`: bytes, or a number with a
+/// `K`, `M` or `G` suffix (powers of 1024). Unset, empty, zero or unreadable: `None`.
+pub fn host_memory_limit() -> Option<u64> {
+    static N: OnceLock<Option<u64>> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("RELAX_HOST_MEMORY_LIMIT")
+            .ok()
+            .and_then(|v| parse_bytes(&v))
+    })
+}
+
+/// `1234`, `64K`, `512M`, `2G` (case-insensitive, powers of 1024) as bytes; `None` for
+/// anything else, zero or an overflow.
+fn parse_bytes(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let (digits, shift) = match v.chars().last()?.to_ascii_uppercase() {
+        'K' => (&v[..v.len() - 1], 10),
+        'M' => (&v[..v.len() - 1], 20),
+        'G' => (&v[..v.len() - 1], 30),
+        _ => (v, 0),
+    };
+    let n: u64 = digits.trim().parse().ok()?;
+    n.checked_mul(1u64 << shift).filter(|&b| b > 0)
+}
+
 /// The worker count Mesa's lavapipe uses (`LP_NUM_THREADS`), when set.
 pub fn lavapipe_threads() -> Option<u32> {
     static N: OnceLock<Option<u32>> = OnceLock::new();
@@ -100,4 +125,18 @@ pub fn gpu_gemm_threads() -> Option<(u32, u32)> {
         let (r, c) = (r.parse::<u32>().ok()?, c.parse::<u32>().ok()?);
         (r >= 1 && c >= 1 && r * c <= 256).then_some((r, c))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn byte_sizes_parse_with_suffixes() {
+        assert_eq!(super::parse_bytes("1234"), Some(1234));
+        assert_eq!(super::parse_bytes("4M"), Some(4 << 20));
+        assert_eq!(super::parse_bytes(" 2g "), Some(2 << 30));
+        assert_eq!(super::parse_bytes("64k"), Some(64 << 10));
+        for bad in ["", "0", "M", "-1", "1.5G", "99999999999999999999", "17179869184G"] {
+            assert_eq!(super::parse_bytes(bad), None, "{bad}");
+        }
+    }
 }

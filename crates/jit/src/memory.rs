@@ -24,11 +24,14 @@ pub fn default_host_memory_limit() -> u64 {
     machine_memory_bytes().map_or(FALLBACK_LIMIT, |m| m / 4 * 3)
 }
 
-/// The largest host buffer, in bytes, that one allocation may have.
+/// The largest host buffer, in bytes, that one allocation may have (and the most a
+/// weight file may inflate to): `RELAX_HOST_MEMORY_LIMIT` where set, else the default.
 pub fn host_memory_limit() -> u64 {
     match LIMIT.load(Ordering::Relaxed) {
         0 => {
-            let d = default_host_memory_limit().max(1);
+            let d = crate::config::host_memory_limit()
+                .unwrap_or_else(default_host_memory_limit)
+                .max(1);
             LIMIT.store(d, Ordering::Relaxed);
             d
         }

@@ -791,13 +791,6 @@ fn lower_block(ctx: &mut Ctx, iter_values: &[PrimExpr], predicate: Option<&PrimE
 
 pub use relax_ir::tir::expr_equal as expr_eq;
 
-fn strip_cast(e: &PrimExpr) -> &PrimExpr {
-    match e.kind() {
-        PrimExprKind::Cast { value, .. } => strip_cast(value),
-        _ => e,
-    }
-}
-
 /// Recognise a stage that is a perfect loop nest around one reduction block.
 fn detect_reduction(ctx: &mut Ctx, s: &Stmt) -> Result<Option<Reduction>> {
     let mut loops: Vec<(TirVar, PrimExpr, PrimExpr)> = Vec::new();
@@ -976,10 +969,10 @@ fn detect_matmul(
     if op != BinOp::Add || reduce.len() != 1 || spatial.len() < 2 {
         return None;
     }
-    let PrimExprKind::Binary { op: BinOp::Mul, a, b } = strip_cast(rhs).kind() else {
+    let PrimExprKind::Binary { op: BinOp::Mul, a, b } = rhs.without_casts().kind() else {
         return None;
     };
-    let (la, lb) = (strip_cast(a), strip_cast(b));
+    let (la, lb) = (a.without_casts(), b.without_casts());
     if !matches!(la.kind(), PrimExprKind::BufferLoad { .. }) || !matches!(lb.kind(), PrimExprKind::BufferLoad { .. }) {
         return None;
     }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use relax_ir::tir::{BinOp, PrimExpr, PrimExprKind};
+use relax_ir::tir::{BinOp, PrimExprKind};
 
 use crate::args::eval_int;
 use crate::jit::Jit;
@@ -101,14 +101,6 @@ impl Jit {
     }
 }
 
-/// `e` without casts.
-fn strip_casts(e: &PrimExpr) -> &PrimExpr {
-    match e.kind() {
-        PrimExprKind::Cast { value, .. } => strip_casts(value),
-        _ => e,
-    }
-}
-
 /// Flops of one call: 2 per multiply-add of every reduction stage `out += a * b`
 /// (also one fused with its epilogue)
 /// (with the shape variables' values in `vars`); `None` when there is none.
@@ -125,7 +117,10 @@ pub(crate) fn flops_of(lf: &LoweredFunc, vars: &HashMap<u64, i64>) -> Option<f64
         let Some(r) = st.reduction.as_ref().or(fused.as_ref()) else {
             continue;
         };
-        let is_mul = matches!(strip_casts(&r.rhs).kind(), PrimExprKind::Binary { op: BinOp::Mul, .. });
+        let is_mul = matches!(
+            r.rhs.without_casts().kind(),
+            PrimExprKind::Binary { op: BinOp::Mul, .. }
+        );
         if r.op != BinOp::Add || !is_mul {
             continue;
         }

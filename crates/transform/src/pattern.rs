@@ -224,15 +224,8 @@ fn is_fma(out: &Buffer, value: &PrimExpr) -> bool {
     };
     let reads_out = |e: &PrimExpr| matches!(e.kind(), PrimExprKind::BufferLoad { buffer, .. } if buffer == out);
     let is_mul = |e: &PrimExpr| {
-        let e = strip_cast(e);
+        let e = e.without_casts();
         matches!(e.kind(), PrimExprKind::Binary { op: BinOp::Mul, .. })
     };
     (reads_out(a) && is_mul(b)) || (reads_out(b) && is_mul(a))
-}
-
-fn strip_cast(e: &PrimExpr) -> &PrimExpr {
-    match e.kind() {
-        PrimExprKind::Cast { value, .. } => strip_cast(value),
-        _ => e,
-    }
 }

@@ -291,6 +291,14 @@ impl PrimExpr {
     pub fn intrinsic_call(op: super::Intrinsic, dtype: DataType, args: Vec<PrimExpr>) -> PrimExpr {
         PrimExpr::call(op.name(), dtype, args)
     }
+    /// The value inside any number of `T.Cast`s (`self` when it is not a cast).
+    pub fn without_casts(&self) -> &PrimExpr {
+        let mut e = self;
+        while let PrimExprKind::Cast { value, .. } = e.kind() {
+            e = value;
+        }
+        e
+    }
     /// The intrinsic, if this is a call of a known one.
     pub fn as_intrinsic(&self) -> Option<super::Intrinsic> {
         match self.kind() {

@@ -78,13 +78,6 @@ fn upd_val(cmp: BinOp, av: &PrimExpr, xv: &PrimExpr) -> PrimExpr {
     PrimExpr::select(PrimExpr::binary(cmp, av.clone(), xv.clone()), av.clone(), xv.clone())
 }
 
-fn strip_cast(e: &PrimExpr) -> &PrimExpr {
-    match e.kind() {
-        PrimExprKind::Cast { value, .. } => strip_cast(value),
-        _ => e,
-    }
-}
-
 /// A load of `b` at `at`.
 fn is_load_at(e: &PrimExpr, b: &Buffer, at: &PrimExpr) -> bool {
     matches!(e.kind(), PrimExprKind::BufferLoad { buffer, indices } if buffer == b && indices.len() == 1 && expr_eq(&indices[0], at))
@@ -125,7 +118,7 @@ fn is_first_iteration(cond: &PrimExpr, reduce: &[(TirVar, PrimExpr)]) -> bool {
         && reduce.iter().all(|(v, _)| {
             terms.iter().any(|t| match t.kind() {
                 PrimExprKind::Binary { op: BinOp::Eq, a, b } => {
-                    matches!(strip_cast(a).kind(), PrimExprKind::Var(w) if w == v) && b.as_int() == Some(0)
+                    matches!(a.without_casts().kind(), PrimExprKind::Var(w) if w == v) && b.as_int() == Some(0)
                 }
                 _ => false,
             })
@@ -305,7 +298,7 @@ fn index_in_serial_order(xi: &PrimExpr, reduce: &[(TirVar, PrimExpr)]) -> bool {
     let Some(((last, _), outer)) = reduce.split_last() else {
         return false;
     };
-    let e = strip_cast(xi);
+    let e = xi.without_casts();
     if outer.is_empty() {
         return matches!(e.kind(), PrimExprKind::Var(v) if v == last);
     }
@@ -313,19 +306,19 @@ fn index_in_serial_order(xi: &PrimExpr, reduce: &[(TirVar, PrimExpr)]) -> bool {
     let PrimExprKind::Binary { op: BinOp::Add, a, b } = e.kind() else {
         return false;
     };
-    if !matches!(strip_cast(b).kind(), PrimExprKind::Var(v) if v == last) {
+    if !matches!(b.without_casts().kind(), PrimExprKind::Var(v) if v == last) {
         return false;
     }
     let PrimExprKind::Binary {
         op: BinOp::Mul,
         a: hi,
         b: n,
-    } = strip_cast(a).kind()
+    } = a.without_casts().kind()
     else {
         return false;
     };
     let n_last = &reduce[reduce.len() - 1].1;
-    ((n.as_int().is_some() && n.as_int() == n_last.as_int()) || expr_eq(strip_cast(n), strip_cast(n_last)))
+    ((n.as_int().is_some() && n.as_int() == n_last.as_int()) || expr_eq(n.without_casts(), n_last.without_casts()))
         && index_in_serial_order(hi, outer)
 }
 

@@ -35,14 +35,6 @@ pub(super) fn grouped_gemm(
     gemm_kernel(&split, epi.as_ref(), name, opts)
 }
 
-/// `e` without casts.
-fn strip_casts(e: &PrimExpr) -> &PrimExpr {
-    match e.kind() {
-        PrimExprKind::Cast { value, .. } => strip_casts(value),
-        _ => e,
-    }
-}
-
 /// `(v, C)` when `e` is `v // C` (floor or truncating division of a loop variable,
 /// through casts, by a constant `C > 1`).
 fn div_of_var(e: &PrimExpr) -> Option<(TirVar, i64)> {
@@ -54,16 +46,16 @@ fn div_of_var(e: &PrimExpr) -> Option<(TirVar, i64)> {
     else {
         return None;
     };
-    let PrimExprKind::Var(v) = strip_casts(a).kind() else {
+    let PrimExprKind::Var(v) = a.without_casts().kind() else {
         return None;
     };
-    let c = expr::simplify(strip_casts(b)).as_int().filter(|&c| c > 1)?;
+    let c = expr::simplify(b.without_casts()).as_int().filter(|&c| c > 1)?;
     Some((v.clone(), c))
 }
 
 /// The two operands of a multiply-accumulate `rhs` (through casts).
 fn operands(rhs: &PrimExpr) -> Option<(&PrimExpr, &PrimExpr)> {
-    match strip_casts(rhs).kind() {
+    match rhs.without_casts().kind() {
         PrimExprKind::Binary { op: BinOp::Mul, a, b } => Some((a, b)),
         _ => None,
     }
@@ -115,8 +107,8 @@ fn split_groups(r: &Reduction, epi: Option<&Epilogue>) -> Option<(Reduction, Opt
                     b,
                 } = y.kind()
                 {
-                    let is_v = matches!(strip_casts(a).kind(), PrimExprKind::Var(w) if w == v);
-                    if is_v && expr::simplify(strip_casts(b)).as_int() == Some(c) {
+                    let is_v = matches!(a.without_casts().kind(), PrimExprKind::Var(w) if w == v);
+                    if is_v && expr::simplify(b.without_casts()).as_int() == Some(c) {
                         return Some(expr::cast(f.to_expr(), y.dtype()));
                     }
                 }

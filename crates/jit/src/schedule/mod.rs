@@ -41,6 +41,7 @@ mod bound;
 mod build;
 pub(crate) mod fused_reduction;
 mod gemm;
+mod operands;
 pub use gemm::{FEW_ROWS_MAX, FEW_ROWS_SUFFIX};
 mod gpu_op;
 mod grouped;

@@ -19,7 +19,7 @@ use relax_ir::tir::{BinOp, Buffer, ForKind, PrimExpr, PrimExprKind, Stmt, TirVar
 use relax_ir::DataType;
 
 use super::fused_reduction::Epilogue;
-use super::gemm::affine;
+use super::operands::affine;
 use super::{
     decompose, i32c, if_, int_vars, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, GpuOp, Grid,
     ScheduleOptions,

@@ -16,7 +16,7 @@ use relax_ir::tir::{BinOp, Buffer, PrimExpr, PrimExprKind, Stmt, TirVar};
 use relax_ir::DataType;
 
 use super::fused_reduction::Epilogue;
-use super::gemm::affine;
+use super::operands::affine;
 use super::ScheduleOptions;
 use super::{decompose, i32c, if_, int_vars, let_, store, to_i32, total_of, unrolled, Builtin, GpuKernel, Grid};
 use crate::expr::{self, add, bin, mul};
@@ -233,17 +233,9 @@ fn tile_width(wo: i64, s: i64, kw: i64) -> Option<i64> {
     best.or_else(|| fits(2).then_some(2))
 }
 
-/// `e` without casts.
-fn strip_casts(e: &PrimExpr) -> &PrimExpr {
-    match e.kind() {
-        PrimExprKind::Cast { value, .. } => strip_casts(value),
-        _ => e,
-    }
-}
-
 /// The two operands of a product `rhs` (through casts).
 fn operands(rhs: &PrimExpr) -> Option<(&PrimExpr, &PrimExpr)> {
-    match strip_casts(rhs).kind() {
+    match rhs.without_casts().kind() {
         PrimExprKind::Binary { op: BinOp::Mul, a, b } => Some((a, b)),
         _ => None,
     }

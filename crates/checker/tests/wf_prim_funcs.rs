@@ -4,8 +4,12 @@
 //! shape does not. TIR statement trees deeper than the parser's bound are a parse
 //! error rather than a stack overflow later.
 
+#[path = "../../ir/tests/common/texts.rs"]
+mod texts;
+
 use relax_checker::check::check_module;
 use relax_ir::text::parse;
+use texts::chained_lets;
 
 const UNBOUND_EXTENT: &str = r#"
 @I.ir_module
@@ -57,16 +61,6 @@ fn loop_over_an_unbound_variable_is_not_well_formed() {
     let m = parse(BOUND_EXTENT).expect("parses").into_module();
     let r = check_module(&m);
     assert!(r.well_formed, "{:?}", r.diagnostics);
-}
-
-/// A PrimFunc whose body is `n` chained let bindings.
-fn chained_lets(n: usize) -> String {
-    let mut s = String::from("@T.prim_func\ndef f(a: T.Buffer((1,), \"int32\")):\n    x0 = a[0]\n");
-    for i in 1..n {
-        s.push_str(&format!("    x{i} = x{} + 1\n", i - 1));
-    }
-    s.push_str(&format!("    a[0] = x{}\n", n - 1));
-    s
 }
 
 #[test]

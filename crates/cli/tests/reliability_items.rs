@@ -13,7 +13,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{npy_bytes, stderr, stdout};
+use common::texts::{chained_lets, recursion_in_nested_ifs};
+use common::{header, npy_bytes, stderr, stdout, zip_bytes};
 use serde_json::{json, Value};
 
 /// What a case must give.
@@ -75,56 +76,12 @@ fn run_case(
     }
 }
 
-fn header(descr: &str, shape: &str) -> String {
-    format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}")
-}
-
-/// A zip of `entries`, deflated.
-fn zip_bytes(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
-    use std::io::Write;
-    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-    for (name, bytes) in entries {
-        z.start_file(*name, opts).expect("start");
-        z.write_all(bytes).expect("write");
-    }
-    z.finish().expect("finish").into_inner()
-}
-
 const ADD_W: &str = r#"
 @R.function
 def main(x: R.Tensor((2,), "float32"), w: R.Tensor((2,), "float32")):
     y = R.add(x, w)
     return y
 "#;
-
-/// `depth` nested `if`s around the recursive call `f(n - 1)` (TVMScript lines).
-fn nested_ifs(depth: usize, indent: usize, out: &mut String) {
-    let pad = "    ".repeat(indent);
-    if depth == 0 {
-        out.push_str(&format!("{pad}c = R.greater(n, R.const(0, \"int64\"))\n{pad}if c:\n"));
-        out.push_str(&format!(
-            "{pad}    m = R.subtract(n, R.const(1, \"int64\"))\n{pad}    v0 = Module.f(m)\n"
-        ));
-        out.push_str(&format!("{pad}else:\n{pad}    v0 = n\n"));
-        return;
-    }
-    out.push_str(&format!("{pad}if t:\n"));
-    nested_ifs(depth - 1, indent + 1, out);
-    out.push_str(&format!(
-        "{pad}    v{depth} = v{}\n{pad}else:\n{pad}    v{depth} = n\n",
-        depth - 1
-    ));
-}
-
-fn chained_lets(n: usize) -> String {
-    let mut s = String::from("@T.prim_func\ndef f(a: T.Buffer((1,), \"int32\")):\n    x0 = a[0]\n");
-    for i in 1..n {
-        s.push_str(&format!("    x{i} = x{} + 1\n", i - 1));
-    }
-    s.push_str(&format!("    a[0] = x{}\n", n - 1));
-    s
-}
 
 /// A one-PrimFunc module whose `main` calls `body` (a PrimFunc `k(a, b)` over int32
 /// `a: (4,)` writing `b: (4,)`).
@@ -164,7 +121,7 @@ fn cases() -> Vec<Case> {
     let huge = npy_bytes(&header("<f4", "(1000000000000000,)"), &[0u8; 8]);
     v.push(Case {
         args: &["--params", "w.npz"],
-        files: vec![("w.npz", zip_bytes(&[("w.npy", huge)]))],
+        files: vec![("w.npz", zip_bytes(&[("w.npy", huge)], true))],
         ..run_case(
             2,
             "--params .npz entry claiming 10^15 elements (engine/tests/params_io.rs)",
@@ -180,7 +137,7 @@ fn cases() -> Vec<Case> {
     v.push(Case {
         args: &["--params", "w.npz"],
         env: &[("RELAX_HOST_MEMORY_LIMIT", "4M")],
-        files: vec![("w.npz", zip_bytes(&[("w.npy", zeros)]))],
+        files: vec![("w.npz", zip_bytes(&[("w.npy", zeros)], true))],
         ..run_case(
             3,
             "--params .npz entry inflating past the host memory limit (engine/tests/params_io.rs)",
@@ -193,7 +150,7 @@ fn cases() -> Vec<Case> {
     let overflow = npy_bytes(&header("<f4", "(0, 9223372036854775807, 9223372036854775807)"), &[]);
     v.push(Case {
         args: &["--params", "w.npz"],
-        files: vec![("w.npz", zip_bytes(&[("w.npy", overflow.clone())]))],
+        files: vec![("w.npz", zip_bytes(&[("w.npy", overflow.clone())], true))],
         ..run_case(
             4,
             "--params .npz entry of shape (0, 2^63-1, 2^63-1)",
@@ -240,12 +197,7 @@ fn cases() -> Vec<Case> {
             Expect::Error("nested deeper than 256"),
         )
     });
-    let mut rec = String::from(
-        "@I.ir_module\nclass Module:\n  @R.function\n  def main(n: R.Tensor((), \"int64\")) -> R.Tensor((), \"int64\"):\n    t = R.const(True, \"bool\")\n",
-    );
-    nested_ifs(15, 1, &mut rec);
-    rec.push_str("    return v15\n");
-    let rec = rec.replace("Module.f(m)", "Module.main(m)");
+    let rec = recursion_in_nested_ifs("main", 15);
     v.push(run_case(
         6,
         "recursion 9,900 deep inside 15 nested ifs (engine/tests/host_reliability.rs)",

@@ -7,11 +7,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{npy_bytes, stderr, stdout, Scratch};
+use common::{header, npy_bytes, stderr, stdout, zip_bytes, Scratch};
 use half::{bf16, f16};
 use serde_json::json;
 
@@ -28,32 +27,12 @@ fn relax(dir: &Path, args: &[&str]) -> Output {
         .expect("the relax binary runs")
 }
 
-fn header(descr: &str, shape: &str) -> String {
-    format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}")
-}
-
 fn le16(v: &[u16]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 fn f16_bits(v: &[f32]) -> Vec<u16> {
     v.iter().map(|&x| f16::from_f32(x).to_bits()).collect()
-}
-
-/// A stored zip of `entries` (name, bytes).
-fn zip_bytes(entries: &[(&str, Vec<u8>)], deflate: bool) -> Vec<u8> {
-    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let method = if deflate {
-        zip::CompressionMethod::Deflated
-    } else {
-        zip::CompressionMethod::Stored
-    };
-    let opts = zip::write::SimpleFileOptions::default().compression_method(method);
-    for (name, bytes) in entries {
-        z.start_file(*name, opts).expect("start");
-        z.write_all(bytes).expect("write");
-    }
-    z.finish().expect("finish").into_inner()
 }
 
 /// The data of a `.npy` file, after checking that its header is `want`.

@@ -182,34 +182,10 @@ class Module:
     }
 }
 
-/// Lines defining `v{depth}` (indented by `indent` levels): `depth` nested `if`s
-/// around the recursive call `f(n - 1)` (or `n` at 0).
-fn nested_ifs(depth: usize, indent: usize, out: &mut String) {
-    let pad = "    ".repeat(indent);
-    if depth == 0 {
-        out.push_str(&format!("{pad}c = R.greater(n, R.const(0, \"int64\"))\n{pad}if c:\n"));
-        out.push_str(&format!(
-            "{pad}    m = R.subtract(n, R.const(1, \"int64\"))\n{pad}    v0 = Module.f(m)\n"
-        ));
-        out.push_str(&format!("{pad}else:\n{pad}    v0 = n\n"));
-        return;
-    }
-    out.push_str(&format!("{pad}if t:\n"));
-    nested_ifs(depth - 1, indent + 1, out);
-    out.push_str(&format!(
-        "{pad}    v{depth} = v{}\n{pad}else:\n{pad}    v{depth} = n\n",
-        depth - 1
-    ));
-}
-
 #[test]
 fn recursion_inside_nested_ifs_fails_cleanly_when_the_stack_runs_out() {
     // Under the call limit (10,000 calls) but 15 nested `if`s per call.
-    let mut text = String::from(
-        "@I.ir_module\nclass Module:\n  @R.function\n  def f(n: R.Tensor((), \"int64\")) -> R.Tensor((), \"int64\"):\n    t = R.const(True, \"bool\")\n",
-    );
-    nested_ifs(15, 1, &mut text);
-    text.push_str("    return v15\n");
+    let text = common::texts::recursion_in_nested_ifs("f", 15);
     let module = match relax_ir::text::parse(&text) {
         Ok(p) => p.into_module(),
         Err(d) => panic!("{}\n{text}", d.render("t.py", &text, false)),

@@ -9,7 +9,8 @@
 
 mod common;
 
-use std::io::Write;
+use common::files::{header, npy_bytes, zip_bytes};
+
 
 use common::text::parse;
 use half::{bf16, f16};
@@ -22,42 +23,6 @@ const BF16: DataType = DataType::new(TypeCode::BFloat, 16, 1);
 /// A fresh temporary directory for one test.
 fn tmp(name: &str) -> common::Scratch {
     common::Scratch::new("params-io", name)
-}
-
-/// A version 1.0 `.npy` file: magic, the header dict padded to 64 bytes, `data`.
-fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
-    let mut h = header.to_string();
-    while !(10 + h.len() + 1).is_multiple_of(64) {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut b = b"\x93NUMPY\x01\x00".to_vec();
-    b.extend((h.len() as u16).to_le_bytes());
-    b.extend(h.as_bytes());
-    b.extend(data);
-    b
-}
-
-fn header(descr: &str, shape: &str) -> String {
-    format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}")
-}
-
-/// A zip archive of `entries` (name, bytes), deflated when `deflate`.
-fn zip_bytes(entries: &[(&str, Vec<u8>)], deflate: bool) -> Vec<u8> {
-    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let method = if deflate {
-        zip::CompressionMethod::Deflated
-    } else {
-        zip::CompressionMethod::Stored
-    };
-    let opts = zip::write::SimpleFileOptions::default()
-        .compression_method(method)
-        .large_file(true);
-    for (name, bytes) in entries {
-        z.start_file(*name, opts).expect("start");
-        z.write_all(bytes).expect("write");
-    }
-    z.finish().expect("finish").into_inner()
 }
 
 fn f16_bits(t: &Tensor) -> Vec<u16> {

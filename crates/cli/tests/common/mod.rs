@@ -33,21 +33,6 @@ pub fn corpus_inputs(files: &[&str], step: usize, take: usize) -> Option<Vec<Str
     Some(out)
 }
 
-/// A version 1.0 `.npy` file: the magic, the header dictionary `header` padded to a
-/// multiple of 64 bytes, then `data`.
-pub fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
-    let mut h = header.to_string();
-    while !(10 + h.len() + 1).is_multiple_of(64) {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut b = b"\x93NUMPY\x01\x00".to_vec();
-    b.extend((h.len() as u16).to_le_bytes());
-    b.extend(h.as_bytes());
-    b.extend(data);
-    b
-}
-
 /// The standard output of a finished command, as text.
 pub fn stdout(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -58,6 +43,12 @@ pub fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+#[path = "files.rs"]
+mod files;
+#[path = "../../../ir/tests/common/texts.rs"]
+pub mod texts;
+#[allow(unused_imports)]
+pub use files::{header, npy_bytes, zip_bytes};
 #[path = "scratch.rs"]
 mod scratch;
 #[allow(unused_imports)]

@@ -1,11 +1,15 @@
 //! Builders for test modules (IR constructors).
 #![allow(dead_code)]
 
+#[path = "../../../cli/tests/common/files.rs"]
+pub mod files;
 #[path = "../../../ir/tests/common/relax_build.rs"]
 mod relax_build;
 pub mod rng;
 #[path = "../../../cli/tests/common/scratch.rs"]
 mod scratch;
+#[path = "../../../ir/tests/common/texts.rs"]
+pub mod texts;
 #[allow(unused_imports)]
 pub use scratch::Scratch;
 pub mod text;

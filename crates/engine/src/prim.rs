@@ -159,7 +159,7 @@ impl Evaluator<'_> {
                 self.lets.pop();
                 r
             }
-            PrimExprKind::Call { op, dtype, args } => self.call(op, *dtype, args),
+            PrimExprKind::Call { op, dtype, args } => self.call(op.name(), *dtype, args),
             PrimExprKind::StringImm(_)
             | PrimExprKind::BufferLoad { .. }
             | PrimExprKind::Ramp { .. }

@@ -11,7 +11,6 @@ mod common;
 
 use common::files::{header, npy_bytes, zip_bytes};
 
-
 use common::text::parse;
 use half::{bf16, f16};
 use relax_engine::params::{bind_args, npy, parse_npy, printed_name, Params};

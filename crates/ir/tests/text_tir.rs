@@ -668,7 +668,7 @@ def f(a: T.Buffer((4,), "int32"), c: T.Buffer((4,), "int32")):
 "#,
     )
     .unwrap();
-    let found = format!("{:?}", f.body).contains("\"shift_left\"");
+    let found = format!("{:?}", f.body).contains("Intrinsic(ShiftLeft)");
     assert!(found, "`<<` parses to T.shift_left");
 }
 

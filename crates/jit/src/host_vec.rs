@@ -102,7 +102,7 @@ fn vcompile(env: &mut Env, e: &PrimExpr, v: &TirVar, slot: usize) -> Option<VFn>
             }
         }
         K::Call { op, args, dtype } if args.len() == 1 => {
-            let iop = Intrinsic::from_name(op)?;
+            let iop = op.intrinsic()?;
             let f = crate::math::unary_f64(iop)?;
             // As the scalar interpreter: half-precision math and `float32` `erf` in
             // the `f32` functions native code calls.

@@ -225,7 +225,7 @@ fn pure_calls(e: &PrimExpr) -> bool {
     let mut ok = true;
     expr::visit_expr(e, &mut |x| {
         if let PrimExprKind::Call { op, .. } = x.kind() {
-            ok &= Intrinsic::from_name(op).is_some_and(is_pure_math);
+            ok &= op.intrinsic().is_some_and(is_pure_math);
         }
     });
     ok

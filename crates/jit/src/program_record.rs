@@ -393,7 +393,7 @@ impl Writer<'_> {
             }
             PrimExprKind::Call { op, dtype, args } => {
                 self.u8(7);
-                self.str(op);
+                self.str(op.name());
                 self.dtype(*dtype);
                 self.u32(args.len() as u32);
                 for a in args {

@@ -188,7 +188,7 @@ fn schedule_signature(f: &PrimFunc, opts: &crate::schedule::ScheduleOptions) -> 
                 let mut n = 0;
                 crate::expr::visit_stmts(&k.body, &mut |s| {
                     if let relax_ir::tir::Stmt::Evaluate(e) = s {
-                        if matches!(e.kind(), PrimExprKind::Call { op, .. } if op.as_str() == vload4) {
+                        if matches!(e.kind(), PrimExprKind::Call { op, .. } if op.name() == vload4) {
                             n += 1;
                         }
                     }

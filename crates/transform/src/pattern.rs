@@ -208,7 +208,9 @@ fn contains_block(s: &Stmt) -> bool {
 fn loads(e: &PrimExpr, out: &mut Vec<(Buffer, Vec<PrimExpr>)>) -> Option<()> {
     match e.kind() {
         PrimExprKind::BufferLoad { buffer, indices } => out.push((buffer.clone(), indices.clone())),
-        PrimExprKind::Call { op, .. } if op.contains("call_extern") || op.contains("call_packed") => return None,
+        PrimExprKind::Call { op, .. } if op.name().contains("call_extern") || op.name().contains("call_packed") => {
+            return None
+        }
         _ => {}
     }
     let mut ok = true;

@@ -74,7 +74,7 @@ pub fn cmp_expr(a: &PrimExpr, b: &PrimExpr) -> Ordering {
                 dtype: dy,
                 args: ay,
             },
-        ) => ox.cmp(oy).then(dx.cmp(dy)).then_with(|| cmp_list(ax, ay)),
+        ) => ox.name().cmp(oy.name()).then(dx.cmp(dy)).then_with(|| cmp_list(ax, ay)),
         (
             BufferLoad {
                 buffer: bx,

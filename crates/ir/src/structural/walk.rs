@@ -424,7 +424,7 @@ impl<'a, S: Reducer<'a>> Walk<S> {
             }
             P::Call { op, dtype, args } => {
                 self.kind(W, "Call")?;
-                self.atom("intrinsic", Atom::Str(op))?;
+                self.atom("intrinsic", Atom::Str(op.name()))?;
                 self.atom("dtype", Atom::DType(*dtype))?;
                 self.list("args", args, Self::prim)
             }

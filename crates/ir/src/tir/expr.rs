@@ -202,8 +202,8 @@ pub enum PrimExprKind {
     /// An intrinsic call: `op` is the intrinsic's short name as written after `T.`
     /// (`"exp"`, `"if_then_else"`, `"max_value"`, `"tvm_thread_invariant"`, ...).
     Call {
-        /// Intrinsic name.
-        op: String,
+        /// What is called.
+        op: super::CallOp,
         /// Result type.
         dtype: DataType,
         /// Arguments.
@@ -279,8 +279,9 @@ impl PrimExpr {
         }
         PrimExpr::new(PrimExprKind::Cast { dtype, value: self })
     }
-    /// An intrinsic call.
-    pub fn call(op: impl Into<String>, dtype: DataType, args: Vec<PrimExpr>) -> PrimExpr {
+    /// A call: of an intrinsic (an [`Intrinsic`](super::Intrinsic), or its name) or of
+    /// an external operation by name.
+    pub fn call(op: impl Into<super::CallOp>, dtype: DataType, args: Vec<PrimExpr>) -> PrimExpr {
         PrimExpr::new(PrimExprKind::Call {
             op: op.into(),
             dtype,
@@ -289,7 +290,7 @@ impl PrimExpr {
     }
     /// A call of a known intrinsic.
     pub fn intrinsic_call(op: super::Intrinsic, dtype: DataType, args: Vec<PrimExpr>) -> PrimExpr {
-        PrimExpr::call(op.name(), dtype, args)
+        PrimExpr::call(op, dtype, args)
     }
     /// The value inside any number of `T.Cast`s (`self` when it is not a cast).
     pub fn without_casts(&self) -> &PrimExpr {
@@ -302,7 +303,7 @@ impl PrimExpr {
     /// The intrinsic, if this is a call of a known one.
     pub fn as_intrinsic(&self) -> Option<super::Intrinsic> {
         match self.kind() {
-            PrimExprKind::Call { op, .. } => super::Intrinsic::from_name(op),
+            PrimExprKind::Call { op, .. } => op.intrinsic(),
             _ => None,
         }
     }

@@ -6,6 +6,73 @@ use std::fmt;
 
 use super::BinOp;
 
+/// What a TIR call (`PrimExprKind::Call`) calls: an intrinsic of TVM's table, or an
+/// operation known only by its name (an external or packed function, or a back end's
+/// own operation such as the GPU schedules' vector loads).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CallOp {
+    /// A TIR intrinsic.
+    Intrinsic(Intrinsic),
+    /// Anything else, by name.
+    Extern(String),
+}
+
+impl CallOp {
+    /// The intrinsic called `name`, else an external call of that name.
+    pub fn from_name(name: &str) -> CallOp {
+        Intrinsic::from_name(name).map_or_else(|| CallOp::Extern(name.to_string()), CallOp::Intrinsic)
+    }
+
+    /// The name written in the text format (after `T.` for an intrinsic).
+    pub fn name(&self) -> &str {
+        match self {
+            CallOp::Intrinsic(i) => i.name(),
+            CallOp::Extern(n) => n,
+        }
+    }
+
+    /// The intrinsic, when this calls one.
+    pub fn intrinsic(&self) -> Option<Intrinsic> {
+        match self {
+            CallOp::Intrinsic(i) => Some(*i),
+            CallOp::Extern(_) => None,
+        }
+    }
+}
+
+impl From<Intrinsic> for CallOp {
+    fn from(i: Intrinsic) -> CallOp {
+        CallOp::Intrinsic(i)
+    }
+}
+
+impl From<&str> for CallOp {
+    fn from(name: &str) -> CallOp {
+        CallOp::from_name(name)
+    }
+}
+
+impl From<String> for CallOp {
+    fn from(name: String) -> CallOp {
+        match Intrinsic::from_name(&name) {
+            Some(i) => CallOp::Intrinsic(i),
+            None => CallOp::Extern(name),
+        }
+    }
+}
+
+impl From<&String> for CallOp {
+    fn from(name: &String) -> CallOp {
+        CallOp::from_name(name)
+    }
+}
+
+impl fmt::Display for CallOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Declares [`Intrinsic`] with each variant's TIR name.
 macro_rules! intrinsics {
     ($($variant:ident = $name:literal,)*) => {

@@ -11,5 +11,5 @@ pub mod verify;
 pub use buffer::{Buffer, BufferNode, BufferRegion, Range};
 pub use expr::{expr_equal, BinOp, PrimExpr, PrimExprKind, TirVar, TirVarNode};
 pub use function::PrimFunc;
-pub use intrinsic::{DtypeAt, Intrinsic, RetType, Signature};
+pub use intrinsic::{CallOp, DtypeAt, Intrinsic, RetType, Signature};
 pub use stmt::{Block, For, ForKind, IterKind, IterVar, MatchBufferRegion, Stmt, MAX_STMT_TREE_DEPTH};

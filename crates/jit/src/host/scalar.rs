@@ -236,7 +236,7 @@ pub(super) fn compile(env: &mut Env, e: &PrimExpr) -> Result<CE> {
                 }))
             }
         }
-        K::Call { op, dtype, args } => match I::from_name(op) {
+        K::Call { op, dtype, args } => match op.intrinsic() {
             Some(op) => compile_call(env, op, *dtype, args)?,
             None => return Err(unsupported(env, format!("intrinsic T.{op}"))),
         },

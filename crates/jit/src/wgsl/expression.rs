@@ -75,7 +75,7 @@ impl Em<'_> {
                 (format!("!{}", self.conv(&s, w, W::Bool)?), W::Bool)
             }
             K::Select { cond, t, f } => self.select(cond, t, f)?,
-            K::Call { op, args, .. } if GpuOp::from_name(op) == Some(GpuOp::SubgroupShuffleXor) => {
+            K::Call { op, args, .. } if GpuOp::from_name(op.name()) == Some(GpuOp::SubgroupShuffleXor) => {
                 let [v, m] = args.as_slice() else {
                     return Err(JitError::InvalidIr(format!(
                         "{op} takes 2 arguments, {} given",
@@ -92,8 +92,8 @@ impl Em<'_> {
                 self.uses_subgroups = true;
                 (format!("subgroupShuffleXor({vs}, {mask}u)"), vw)
             }
-            K::Call { op, args, .. } if matches!(GpuOp::from_name(op), Some(GpuOp::SubgroupReduce(_))) => {
-                let Some(GpuOp::SubgroupReduce(c)) = GpuOp::from_name(op) else {
+            K::Call { op, args, .. } if matches!(GpuOp::from_name(op.name()), Some(GpuOp::SubgroupReduce(_))) => {
+                let Some(GpuOp::SubgroupReduce(c)) = GpuOp::from_name(op.name()) else {
                     return Err(self.unsupported(format!("intrinsic {op}")));
                 };
                 let wgsl_fn = subgroup_builtin(c);
@@ -110,7 +110,7 @@ impl Em<'_> {
                 self.uses_subgroups = true;
                 (format!("{wgsl_fn}({vs})"), vw)
             }
-            K::Call { op, dtype, args } => match Intrinsic::from_name(op) {
+            K::Call { op, dtype, args } => match op.intrinsic() {
                 Some(op) => self.call(op, *dtype, args)?,
                 None => return Err(self.unsupported(format!("intrinsic T.{op}"))),
             },

@@ -98,11 +98,11 @@ impl Ops {
     }
     /// `floor(x)` as `int32`.
     fn floor_i32(&self, x: PrimExpr) -> PrimExpr {
-        PrimExpr::call("floor", self.dt, vec![x]).cast(DataType::INT32)
+        PrimExpr::intrinsic_call(Intrinsic::Floor, self.dt, vec![x]).cast(DataType::INT32)
     }
     /// `nearbyint(x)` as `int32`.
     fn round_i32(&self, x: PrimExpr) -> PrimExpr {
-        PrimExpr::call("nearbyint", self.dt, vec![x]).cast(DataType::INT32)
+        PrimExpr::intrinsic_call(Intrinsic::Nearbyint, self.dt, vec![x]).cast(DataType::INT32)
     }
     /// `x + k` on an `int32` index.
     fn shift(&self, x: &PrimExpr, k: i64) -> PrimExpr {

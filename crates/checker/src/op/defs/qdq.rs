@@ -9,7 +9,7 @@
 //!   for a float16/float32 input), clipped to float16's range for a float16
 //!   `out_dtype`.
 
-use relax_ir::tir::BinOp;
+use relax_ir::tir::{BinOp, Intrinsic};
 use relax_ir::{Call, DataType, PrimExpr, PrimExprKind, StructInfo, TypeCode};
 
 use crate::op::attrs::{op_attrs, OpAttrs};
@@ -336,7 +336,7 @@ fn legalize_quantize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legaliz
         let rounded = if rounds {
             // TVM writes `te.round` (`T.round`: half to even, on both devices).
             let dt = scaled.dtype();
-            PrimExpr::call("round", dt, vec![scaled])
+            PrimExpr::intrinsic_call(Intrinsic::Round, dt, vec![scaled])
         } else {
             scaled
         };

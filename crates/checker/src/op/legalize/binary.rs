@@ -140,7 +140,7 @@ fn atan2(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 
 /// A bitwise operator (`bitwise_and`, `shift_left`, ...) on integers (and
 /// `bitwise_xor` on booleans for `logical_xor`).
-fn bitwise(ctx: &LegalizeCtx, name: &str, intr: &str) -> Result<Lowered, Skip> {
+fn bitwise(ctx: &LegalizeCtx, name: &str, intr: Intrinsic) -> Result<Lowered, Skip> {
     let dt = ctx.out_tensor()?.1;
     if !dt.is_integer() && !dt.is_bool() {
         return Err(ctx.unsupported_dtype(dt));
@@ -149,9 +149,9 @@ fn bitwise(ctx: &LegalizeCtx, name: &str, intr: &str) -> Result<Lowered, Skip> {
 }
 
 super::by_intrinsic!(bitwise:
-    bitwise_and "bitwise_and" "bitwise_and", bitwise_or "bitwise_or" "bitwise_or",
-    bitwise_xor "bitwise_xor" "bitwise_xor", logical_xor "logical_xor" "bitwise_xor",
-    left_shift "left_shift" "shift_left", right_shift "right_shift" "shift_right",
+    bitwise_and "bitwise_and" BitwiseAnd, bitwise_or "bitwise_or" BitwiseOr,
+    bitwise_xor "bitwise_xor" BitwiseXor, logical_xor "logical_xor" BitwiseXor,
+    left_shift "left_shift" ShiftLeft, right_shift "right_shift" ShiftRight,
 );
 
 /// `log_add_exp(a, b)`: `log(exp(a) + exp(b))`, as topi writes it.

@@ -267,9 +267,9 @@ pub(crate) use typed_legalizations;
 /// PrimFunc builders `$f(ctx)` that call `$helper(ctx, $fname, $intr)`: one
 /// family helper parameterized by the PrimFunc's name and a TIR intrinsic.
 macro_rules! by_intrinsic {
-    ($helper:ident: $($f:ident $fname:literal $intr:literal),* $(,)?) => {$(
+    ($helper:ident: $($f:ident $fname:literal $intr:ident),* $(,)?) => {$(
         fn $f(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
-            $helper(ctx, $fname, $intr)
+            $helper(ctx, $fname, relax_ir::tir::Intrinsic::$intr)
         }
     )*};
 }

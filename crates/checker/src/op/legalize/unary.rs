@@ -37,23 +37,23 @@ fn compute_unary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr) -> Prim
     Ok(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 
-fn intrin(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Result<Lowered, Skip> {
+fn intrin(ctx: &LegalizeCtx, fname: &str, intr: Intrinsic) -> Result<Lowered, Skip> {
     let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
     compute_unary(ctx, fname, |x| PrimExpr::call(intr, dt, vec![x]))
 }
 
 super::by_intrinsic!(intrin:
-    acos "tir_acos" "acos", acosh "tir_acosh" "acosh", asin "tir_asin" "asin", asinh "tir_asinh" "asinh",
-    atan "tir_atan" "atan", atanh "tir_atanh" "atanh", cos "tir_cos" "cos", cosh "tir_cosh" "cosh",
-    exp "tir_exp" "exp", log "tir_log" "log", rsqrt "tir_rsqrt" "rsqrt", sigmoid "tir_sigmoid" "sigmoid",
-    sin "tir_sin" "sin", sinh "tir_sinh" "sinh", sqrt "tir_sqrt" "sqrt", tan "tir_tan" "tan", tanh "tir_tanh" "tanh",
-    erf "tir_erf" "erf",
+    acos "tir_acos" Acos, acosh "tir_acosh" Acosh, asin "tir_asin" Asin, asinh "tir_asinh" Asinh,
+    atan "tir_atan" Atan, atanh "tir_atanh" Atanh, cos "tir_cos" Cos, cosh "tir_cosh" Cosh,
+    exp "tir_exp" Exp, log "tir_log" Log, rsqrt "tir_rsqrt" Rsqrt, sigmoid "tir_sigmoid" Sigmoid,
+    sin "tir_sin" Sin, sinh "tir_sinh" Sinh, sqrt "tir_sqrt" Sqrt, tan "tir_tan" Tan, tanh "tir_tanh" Tanh,
+    erf "tir_erf" Erf,
 );
 
 fn abs(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let dt = ctx.arg_dtype(0)?;
     if dt.is_float() {
-        intrin(ctx, "tir_abs", "fabs")
+        intrin(ctx, "tir_abs", Intrinsic::Fabs)
     } else if dt.is_uint() || dt.is_bool() {
         compute_unary(ctx, "tir_abs", |x| x)
     } else {
@@ -68,7 +68,7 @@ fn abs(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
 }
 
 /// `ceil`/`floor`/`round`/`trunc`: a copy on integers (topi's identity compute).
-fn rounding(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Result<Lowered, Skip> {
+fn rounding(ctx: &LegalizeCtx, fname: &str, intr: Intrinsic) -> Result<Lowered, Skip> {
     let dt = ctx.arg_dtype(0)?;
     if dt.is_float() {
         intrin(ctx, fname, intr)
@@ -78,7 +78,7 @@ fn rounding(ctx: &LegalizeCtx, fname: &str, intr: &str) -> Result<Lowered, Skip>
 }
 
 super::by_intrinsic!(rounding:
-    ceil "tir_ceil" "ceil", floor "tir_floor" "floor", round "tir_round" "nearbyint", trunc "tir_trunc" "trunc",
+    ceil "tir_ceil" Ceil, floor "tir_floor" Floor, round "tir_round" Nearbyint, trunc "tir_trunc" Trunc,
 );
 
 fn negative(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {

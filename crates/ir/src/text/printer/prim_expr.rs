@@ -239,17 +239,17 @@ impl ExprPrinter<'_> {
             PrimExprKind::Select { cond, t, f } => {
                 atom(self.t("Select", &[self.print(cond), self.print(t), self.print(f)]))
             }
-            PrimExprKind::Call { op, dtype, args } => match (bitwise_sugar(op), args.as_slice()) {
+            PrimExprKind::Call { op, dtype, args } => match (bitwise_sugar(op.name()), args.as_slice()) {
                 // TVM prints the bitwise and shift intrinsics as Python operators.
                 (Some((tok, prec)), [a, b]) => {
                     let l = self.child(a, prec, false);
                     let r = self.child(b, prec, true);
                     (format!("{l} {tok} {r}"), prec)
                 }
-                _ if op == "bitwise_not" && args.len() == 1 => {
+                _ if op.name() == "bitwise_not" && args.len() == 1 => {
                     (format!("~{}", self.child(&args[0], Prec::Unary, false)), Prec::Unary)
                 }
-                _ => atom(self.call(op, *dtype, args)),
+                _ => atom(self.call(op.name(), *dtype, args)),
             },
             PrimExprKind::BufferLoad { buffer, indices } => atom(self.load(buffer, indices)),
             PrimExprKind::Let { var, value, body } => atom(format!(

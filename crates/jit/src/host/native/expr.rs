@@ -92,7 +92,7 @@ impl Gen<'_, '_> {
                 let c = nonzero(self.b, c);
                 (self.b.ins().select(c, x, y), ty)
             }
-            K::Call { op, dtype, args } => match I::from_name(op) {
+            K::Call { op, dtype, args } => match op.intrinsic() {
                 Some(op) => self.call(op, *dtype, args)?,
                 None => return Err(self.unsupported(format!("intrinsic T.{op}"))),
             },

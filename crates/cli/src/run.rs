@@ -499,7 +499,9 @@ fn encode(v: &Json, dtype: DataType, out: &mut Vec<u8>) -> Result<(), String> {
             return Ok(());
         }
         match dtype.bits {
-            16 if dtype.code == relax_ir::TypeCode::BFloat => out.extend(half::bf16::from_f64(x).to_le_bytes()),
+            16 if dtype.code == relax_ir::TypeCode::BFloat => {
+                out.extend(relax_ir::dtype::bf16_bits_from_f64(x).to_le_bytes())
+            }
             16 => out.extend(half::f16::from_f64(x).to_le_bytes()),
             32 => out.extend((x as f32).to_le_bytes()),
             64 => out.extend(x.to_le_bytes()),

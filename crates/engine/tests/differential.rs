@@ -384,7 +384,7 @@ fn random_programs_agree_on_every_path() {
                 report("GPU", why);
             }
             match (&want, &got) {
-                // docs/semantics.md: float64 math and bfloat16 are refused on the GPU by name.
+                // docs/semantics.md: float64 math is refused on the GPU by name.
                 (_, Err(e)) if p.gpu_may_refuse && e.contains("not supported") && e.contains("on the GPU") => {
                     refused += 1
                 }
@@ -403,7 +403,7 @@ fn random_programs_agree_on_every_path() {
         }
     }
     eprintln!(
-        "differential: {generated} programs ({large} large) in {:.0} s checked and run on {} host paths ({} fail on every path), {compared} compared with the GPU ({values} values), {refused} refused by the GPU for float64/bfloat16, {relaxed} GPU differences from relaxed float math on NaN/inf (documented), {} disagreements",
+        "differential: {generated} programs ({large} large) in {:.0} s checked and run on {} host paths ({} fail on every path), {compared} compared with the GPU ({values} values), {refused} refused by the GPU for float64, {relaxed} GPU differences from relaxed float math on NaN/inf (documented), {} disagreements",
         started.elapsed().as_secs_f64(),
         paths.len() + 1,
         failed_runs.values().sum::<usize>(),

@@ -543,3 +543,77 @@ fn matmul_overflowing_products_sum_as_tvm() {
         }
     }
 }
+
+/// Case 1306 of seed 20261202: a store through `T.Cast("uint16", ...)` of a value that
+/// does not vary across threads went unchecked on the GPU (the write at 32767 was
+/// dropped and the run succeeded) while the host refused it. The static check now
+/// follows unsigned narrowing casts, and an index with a narrowing cast is checked at
+/// run time whether it varies or not (here through the shape variable `n`).
+#[test]
+fn uniform_narrowing_cast_index_is_checked_on_every_device() {
+    let fixed = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def k(A: T.Buffer((151,), "float32"), B: T.Buffer((191,), "float32")):
+        for j in range(191):
+            with T.block("z"):
+                vj = T.axis.spatial(191, j)
+                B[vj] = A[0] * T.float32(0)
+        for i in range(1):
+            with T.block("b"):
+                vi = T.axis.spatial(1, i)
+                B[T.Cast("int32", T.Cast("uint16", vi * 257 + 32767))] = A[0]
+    @R.function
+    def main(x: R.Tensor((151,), "float32")):
+        cls = Module
+        y = R.call_tir(cls.k, (x,), out_sinfo=R.Tensor((191,), "float32"))
+        return y
+"#;
+    let x = tensor(&[151], vec![1.0f32; 151]);
+    for (dev, out) in run_all(fixed, std::slice::from_ref(&x)) {
+        let e = out.expect_err(dev);
+        assert!(
+            e.contains("out-of-bounds write of `B` at 32767 (size 191)"),
+            "{dev}: {e}"
+        );
+    }
+    let symbolic = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def k(a: T.handle, B: T.Buffer((191,), "float32")):
+        n = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        for j in range(191):
+            with T.block("z"):
+                vj = T.axis.spatial(191, j)
+                B[vj] = T.float32(0)
+        for i in range(1):
+            with T.block("b"):
+                vi = T.axis.spatial(1, i)
+                B[T.Cast("int32", T.Cast("uint16", vi + n + 32766))] = A[0]
+    @R.function
+    def main(x: R.Tensor(("n",), "float32")):
+        cls = Module
+        y = R.call_tir(cls.k, (x,), out_sinfo=R.Tensor((191,), "float32"))
+        return y
+"#;
+    for (n, at) in [(1usize, 32767), (2, 32768)] {
+        let x = tensor(&[n], vec![1.0f32; n]);
+        for (dev, out) in run_all(symbolic, std::slice::from_ref(&x)) {
+            let e = out.expect_err(dev);
+            assert!(
+                e.contains(&format!("out-of-bounds write of `B` at {at} (size 191)")),
+                "{dev} n={n}: {e}"
+            );
+        }
+    }
+    // n = 32771: 32771 + 32766 = 65537 wraps to 1 in uint16, in range: B[1] = 1.
+    let x = tensor(&[32771], vec![1.0f32; 32771]);
+    for (dev, out) in run_all(symbolic, std::slice::from_ref(&x)) {
+        let v = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        let t = v.as_tensor().expect("tensor").to_f64_values().expect("values");
+        assert_eq!(t[..3], [0.0, 1.0, 0.0], "{dev}");
+    }
+}

@@ -623,3 +623,77 @@ fn linear_layers_read_their_weights_untransposed() {
         assert_eq!(strings(&out, Some(1)), want16, "{dev} f16 linear layer");
     }
 }
+
+const BFLOAT16: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((6,), "float32"), y: R.Tensor((6,), "float32")):
+        a = R.astype(x, "bfloat16")
+        b = R.astype(y, "bfloat16")
+        c = R.add(a, b)
+        d = R.multiply(a, b)
+        e = R.sum(a)
+        f = R.exp(a)
+        h = R.divide(a, b)
+        k = R.add(a, R.const(0.1, "bfloat16"))
+        m = R.matmul(R.reshape(a, (2, 3)), R.reshape(b, (3, 2)))
+        return (R.astype(c, "float32"), R.astype(d, "float32"), R.astype(e, "float32"), R.astype(f, "float32"), R.astype(h, "float32"), R.astype(k, "float32"), R.astype(m, "float32"))
+"#;
+
+/// bfloat16 runs on the GPU (held in f32 words, rounded to bfloat16 at casts and
+/// stores) and gives TVM 0.27's values there and on the host, constants rounded to
+/// nearest (`R.const(0.1, "bfloat16")` is 0.10009765625, not the truncated 0.099609375).
+#[test]
+fn bfloat16_matches_tvm_on_every_device() {
+    let values = |out: &Value, i: usize| -> Vec<f64> {
+        out.as_tuple().expect("tuple")[i]
+            .as_tensor()
+            .expect("tensor")
+            .to_f64_values()
+            .expect("values")
+    };
+    let x = tensor(vec![1.5f32, -2.25, 3.0, 0.1, 7.0, -0.5]);
+    let y = tensor(vec![0.5f32, 1.75, -1.0, 2.0, 0.3, 4.0]);
+    // TVM 0.27 (llvm), outputs cast to float32:
+    let want: [&[f64]; 7] = [
+        &[2.0, -0.5, 2.0, 2.09375, 7.3125, 3.5],
+        &[0.75, -3.9375, -3.0, 0.2001953125, 2.109375, -2.0],
+        &[8.875],
+        &[4.46875, 0.10546875, 20.125, 1.1015625, 1096.0, 0.60546875],
+        &[3.0, -1.2890625, -3.0, 0.050048828125, 23.25, -0.125],
+        &[1.6015625, -2.15625, 3.09375, 0.2001953125, 7.09375, -0.400390625],
+        &[3.90625, 10.125, -7.09375, 12.1875],
+    ];
+    let runs = run_all(BFLOAT16, &[x, y]);
+    assert!(runs.iter().any(|(d, _)| *d == "cpu"));
+    for (dev, out) in runs {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!(values(&out, i), *w, "{dev} output {i}");
+        }
+    }
+    // Specials: overflow to infinity, NaN, a bfloat16 subnormal, 65504 -> 65536.
+    // 3.1415927 and 2.7182817 round to the same bfloat16 values as TVM's 3.1415926 and 2.718.
+    let x = tensor(vec![
+        1.0 + 1.0 / 256.0,
+        std::f32::consts::PI,
+        -2.5e38,
+        f32::NAN,
+        1e-40,
+        65504.0,
+    ]);
+    let y = tensor(vec![1.0f32 / 256.0, std::f32::consts::E, -2.5e38, 1.0, 0.0, 3.0]);
+    for (dev, out) in run_all(BFLOAT16, &[x, y]) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        // TVM: [1.0, 5.875, -inf, nan, 9.183549615799121e-41, 65536.0]
+        let c = values(&out, 0);
+        assert_eq!(c[..3], [1.0, 5.875, f64::NEG_INFINITY], "{dev}");
+        assert!(c[3].is_nan(), "{dev}");
+        assert_eq!(c[4..], [9.183549615799121e-41, 65536.0], "{dev}");
+        // TVM: [1.1015625, 3.234375, -2.498948632075642e+38, nan, 0.10009765625, 65536.0]
+        let k = values(&out, 5);
+        assert_eq!(k[..3], [1.1015625, 3.234375, -2.498948632075642e38], "{dev}");
+        assert_eq!(k[4..], [0.10009765625, 65536.0], "{dev}");
+    }
+}

@@ -588,3 +588,50 @@ mod tests {
         }
     }
 }
+
+/// The bits of the `bfloat16` nearest `v` (ties to even), rounded once: through `f32`
+/// rounded to odd, which keeps what the second rounding needs. (Rounding to `f32`
+/// first and then to `bfloat16` can round a value just above a tie down; truncating
+/// an `f32`'s low half rounds toward zero.) NaN stays a quiet NaN; values past
+/// `bfloat16`'s range become infinities.
+pub fn bf16_bits_from_f64(v: f64) -> u16 {
+    let f = v as f32;
+    let mut b = f.to_bits();
+    if f.is_nan() {
+        return ((b >> 16) as u16) | 0x0040;
+    }
+    if !f.is_infinite() && f64::from(f) != v {
+        // Inexact: the truncation toward zero, with its last bit set (round to odd).
+        if f64::from(f).abs() > v.abs() {
+            b -= 1;
+        }
+        b |= 1;
+    }
+    ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+#[cfg(test)]
+mod bf16_tests {
+    use super::bf16_bits_from_f64;
+
+    #[test]
+    fn bfloat16_rounds_once_to_nearest_even() {
+        // 0.1: 0x3DCCCCCD as f32, bfloat16 0x3DCD (0.10009765625), not the truncated 0x3DCC.
+        assert_eq!(bf16_bits_from_f64(0.1), 0x3DCD);
+        assert_eq!(bf16_bits_from_f64(1.0), 0x3F80);
+        assert_eq!(bf16_bits_from_f64(-2.0), 0xC000);
+        // Exactly halfway between 1.0 (0x3F80) and the next (0x3F81): ties to even.
+        assert_eq!(bf16_bits_from_f64(1.0 + 1.0 / 256.0), 0x3F80);
+        assert_eq!(bf16_bits_from_f64(1.0 + 3.0 / 256.0), 0x3F82);
+        // Just above the tie, by less than an f32 ulp: rounds up (double rounding
+        // through f32 would land on the tie and round down to even).
+        assert_eq!(bf16_bits_from_f64(1.0 + 1.0 / 256.0 + 1e-12), 0x3F81);
+        assert_eq!(bf16_bits_from_f64(f64::INFINITY), 0x7F80);
+        assert_eq!(bf16_bits_from_f64(-1e39), 0xFF80);
+        assert_eq!(bf16_bits_from_f64(3.4e38), 0x7F80);
+        assert_eq!(bf16_bits_from_f64(3.38e38), 0x7F7E);
+        assert!(bf16_bits_from_f64(f64::NAN) & 0x7FFF > 0x7F80);
+        assert_eq!(bf16_bits_from_f64(-0.0), 0x8000);
+        assert_eq!(bf16_bits_from_f64(9.183549615799121e-41), 0x0001);
+    }
+}

@@ -76,9 +76,13 @@ pub fn lavapipe_threads() -> Option<u32> {
     })
 }
 
+/// The environment variable naming the cache folder (overrides the platform's
+/// user cache folder).
+pub const CACHE_DIR_ENV: &str = "RELAX_CACHE_DIR";
+
 /// The kernel cache folder set by `RELAX_CACHE_DIR` (non-empty), if any.
 pub fn cache_dir() -> Option<std::path::PathBuf> {
-    match std::env::var_os(crate::disk_cache::CACHE_DIR_ENV) {
+    match std::env::var_os(CACHE_DIR_ENV) {
         Some(d) if !d.is_empty() => Some(std::path::PathBuf::from(d)),
         _ => None,
     }

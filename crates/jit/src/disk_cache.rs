@@ -25,9 +25,7 @@ use std::time::{Duration, SystemTime};
 /// `relax cache clear`).
 pub const FORMAT_VERSION: u32 = 1;
 
-/// The environment variable naming the cache folder (overrides the platform's
-/// user cache folder).
-pub const CACHE_DIR_ENV: &str = "RELAX_CACHE_DIR";
+pub use crate::config::CACHE_DIR_ENV;
 
 /// Default bound on the cache's total size.
 pub const DEFAULT_MAX_BYTES: u64 = 512 << 20;

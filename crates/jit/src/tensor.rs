@@ -245,7 +245,9 @@ pub fn read_i64(dtype: DataType, b: &[u8], i: usize) -> i64 {
 pub fn write_f64(dtype: DataType, b: &mut [u8], i: usize, v: f64) {
     match (dtype.code, dtype.bits) {
         (TypeCode::Float, 16) => b[i * 2..i * 2 + 2].copy_from_slice(&half::f16::from_f64(v).to_le_bytes()),
-        (TypeCode::BFloat, 16) => b[i * 2..i * 2 + 2].copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+        (TypeCode::BFloat, 16) => {
+            b[i * 2..i * 2 + 2].copy_from_slice(&relax_ir::dtype::bf16_bits_from_f64(v).to_le_bytes())
+        }
         (TypeCode::Float, 32) => b[i * 4..i * 4 + 4].copy_from_slice(&(v as f32).to_le_bytes()),
         (TypeCode::Float, 64) => b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes()),
         _ if dtype.mini_float().is_some() => b[i] = dtype.mini_float().map_or(0, |f| f.encode(v)),

@@ -388,7 +388,7 @@ pub fn encode(dtype: DataType, v: f64) -> Vec<u8> {
         (TypeCode::Float, 32) => (v as f32).to_le_bytes().to_vec(),
         (TypeCode::Float, 64) => v.to_le_bytes().to_vec(),
         (TypeCode::Float, 16) => half::f16::from_f64(v).to_bits().to_le_bytes().to_vec(),
-        (TypeCode::BFloat, 16) => half::bf16::from_f64(v).to_bits().to_le_bytes().to_vec(),
+        (TypeCode::BFloat, 16) => relax_ir::dtype::bf16_bits_from_f64(v).to_le_bytes().to_vec(),
         (TypeCode::UInt, 1) => vec![(v != 0.0) as u8],
         _ if dtype.mini_float().is_some() => vec![dtype.mini_float().map_or(0, |f| f.encode(v))],
         (TypeCode::Int, 2 | 4) => vec![(((v as i64) << (64 - dtype.bits)) >> (64 - dtype.bits)) as u8],

@@ -350,7 +350,7 @@ pub(crate) fn generate(rng: &mut Rng) -> Program {
         text.push('\n');
     }
     text.push_str(&format!("    return ({},)\n", outs.join(", ")));
-    let gpu_may_refuse = b.dtypes.iter().any(|d| matches!(*d, "float64" | "bfloat16"));
+    let gpu_may_refuse = b.dtypes.contains(&"float64");
     let at = |n: &str| outs.iter().position(|o| o == n);
     let twins = b.twins.iter().filter_map(|(x, y)| Some((at(x)?, at(y)?))).collect();
     Program {

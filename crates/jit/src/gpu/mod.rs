@@ -510,6 +510,13 @@ fn to_storage(dt: DataType, bytes: &[u8], st: StorageTy) -> Vec<u8> {
         }
         return out;
     }
+    if (dt.code, dt.bits, st) == (TypeCode::BFloat, 16, StorageTy::F32) {
+        for (i, h) in bytes.chunks_exact(2).enumerate() {
+            let v = half::bf16::from_le_bytes([h[0], h[1]]).to_f32();
+            out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        return out;
+    }
     if (dt.code, dt.bits, st) == (TypeCode::Float, 16, StorageTy::F32) {
         for (i, h) in bytes.chunks_exact(2).enumerate() {
             let v = half::f16::from_le_bytes([h[0], h[1]]).to_f32();
@@ -537,6 +544,13 @@ fn from_storage(dt: DataType, out: &mut [u8], st: StorageTy, bytes: &[u8]) -> Re
     if let (Some(f), StorageTy::F32) = (dt.mini_float(), st) {
         for (i, w) in words.chunks_exact(4).enumerate() {
             out[i] = f.encode(f64::from(f32::from_le_bytes([w[0], w[1], w[2], w[3]])));
+        }
+        return Ok(());
+    }
+    if (dt.code, dt.bits, st) == (TypeCode::BFloat, 16, StorageTy::F32) {
+        for (i, w) in words.chunks_exact(4).enumerate() {
+            let h = half::bf16::from_f32(f32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+            out[i * 2..i * 2 + 2].copy_from_slice(&h.to_le_bytes());
         }
         return Ok(());
     }

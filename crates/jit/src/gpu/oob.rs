@@ -190,12 +190,16 @@ fn range(e: &PrimExpr, loops: &HashMap<u64, (i64, i64)>) -> Option<(i128, i128)>
             let (a, b) = loops.get(&v.id())?;
             (*a as i128, *b as i128)
         }
-        K::Cast { value, dtype } if dtype.is_int() && value.dtype().is_int() => {
+        K::Cast { value, dtype } if dtype.is_integer() && !dtype.is_bool() && value.dtype().is_integer() => {
             // A narrowing cast wraps: the range carries over only when it fits the
-            // target type (else the index is not affine and no claim is made).
+            // target type, signed or unsigned (else no claim is made).
             let (lo, hi) = range(value, loops)?;
             let bits = u32::from(dtype.bits).clamp(1, 64);
-            let (min, max) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
+            let (min, max) = if dtype.is_uint() {
+                (0, (1i128 << bits) - 1)
+            } else {
+                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+            };
             if lo < min || hi > max {
                 return None;
             }

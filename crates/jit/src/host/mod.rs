@@ -182,7 +182,7 @@ fn compile_stmt(env: &mut Env, s: &Stmt) -> Result<SFn> {
                         (TypeCode::Float, 32) => st!(f32, val, |v: f64| v as f32),
                         (TypeCode::Float, 64) => st!(f64, val, |v: f64| v),
                         (TypeCode::Float, 16) => st!(u16, val, |v: f64| half::f16::from_f64(v).to_bits()),
-                        (TypeCode::BFloat, 16) => st!(u16, val, |v: f64| half::bf16::from_f64(v).to_bits()),
+                        (TypeCode::BFloat, 16) => st!(u16, val, relax_ir::dtype::bf16_bits_from_f64),
                         _ => {
                             return Err(JitError::UnsupportedDtype {
                                 dtype: bdt,

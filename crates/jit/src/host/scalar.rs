@@ -17,19 +17,10 @@ pub(super) fn round_to(dtype: DataType, v: f64) -> f64 {
     }
 }
 
-/// `v` rounded to `bfloat16` once (to nearest, ties to even): through `f32` rounded
-/// to odd, which keeps what the second rounding needs (`half`'s own `f64`
-/// conversion drops the low 32 bits of the significand before rounding, so a value
-/// just above a tie can round down).
+/// `v` rounded to `bfloat16` once (to nearest, ties to even; see
+/// [`relax_ir::dtype::bf16_bits_from_f64`]).
 pub(crate) fn bf16_from_f64(v: f64) -> half::bf16 {
-    let f = v as f32;
-    if f.is_nan() || f.is_infinite() || f64::from(f) == v {
-        return half::bf16::from_f32(f);
-    }
-    // Inexact: the truncation toward zero, with its last bit set.
-    let b = f.to_bits();
-    let b = if f64::from(f).abs() > v.abs() { b - 1 } else { b };
-    half::bf16::from_f32(f32::from_bits(b | 1))
+    half::bf16::from_bits(relax_ir::dtype::bf16_bits_from_f64(v))
 }
 
 pub(super) fn unsupported(env: &Env, msg: impl Into<String>) -> JitError {

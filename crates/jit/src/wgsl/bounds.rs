@@ -10,7 +10,7 @@
 //! the schedules derive them from the buffers' own shapes (and `oob::static_check`
 //! refuses hand-written ones that certainly leave their buffer). An index that is
 //! not affine in them (`A[i * i]`, a division or remainder by a loop variable, a
-//! cast to fewer than 32 bits) is checked like one read from data.
+//! cast to fewer than 32 bits, varying or not) is checked like one read from data.
 
 use relax_ir::tir::{Buffer, PrimExpr, PrimExprKind};
 
@@ -55,8 +55,11 @@ impl Em<'_> {
                     b,
                     ..
                 } => found |= self.varies(b),
+                // A cast to fewer than 32 bits wraps, varying or not: the index is
+                // checked unless the static check proved it in range (a uniform
+                // `T.Cast("uint16", 32767 + 257 * vi)` once went unchecked).
                 PrimExprKind::Cast { dtype, value } => {
-                    found |= dtype.is_integer() && dtype.bits < 32 && self.varies(value)
+                    found |= dtype.is_integer() && dtype.bits < 32 && value.dtype().is_integer()
                 }
                 _ => {}
             }

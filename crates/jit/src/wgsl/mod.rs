@@ -618,6 +618,7 @@ pub const HELPERS: &[(&str, &str)] = helpers![
     sign_i64,
     cmp_i64,
     to_f16_f32,
+    to_bf16_f32,
     to_mini_f32,
 ];
 
@@ -658,6 +659,8 @@ impl Em<'_> {
             // Without SHADER_F16, float16 is computed in f32 and rounded to
             // float16 at casts and stores (`to_f16_f32`).
             (TypeCode::Float, 16) if !self.caps.f16 => W::F32,
+            // bfloat16 is computed in f32 and rounded at casts and stores (`to_bf16_f32`).
+            (TypeCode::BFloat, 16) => W::F32,
             (TypeCode::Float, 16) => {
                 self.uses_f16 = true;
                 W::F16
@@ -720,6 +723,9 @@ impl Em<'_> {
         if dt.code == TypeCode::Float && dt.bits == 16 && !self.caps.f16 {
             self.helpers.insert("to_f16_f32");
             format!("to_f16_f32({s})")
+        } else if dt.code == TypeCode::BFloat && dt.bits == 16 {
+            self.helpers.insert("to_bf16_f32");
+            format!("to_bf16_f32({s})")
         } else if let Some(f) = dt.mini_float() {
             self.helpers.insert("to_mini_f32");
             // (mantissa bits, smallest normal exponent, largest value, specials)
@@ -778,6 +784,8 @@ impl Em<'_> {
         } else if v.is_infinite()
             || (w == W::F32 && (v as f32).is_infinite())
             || (dt.code == TypeCode::Float && dt.bits == 16 && half::f16::from_f64(v).is_infinite())
+            || (dt.code == TypeCode::BFloat
+                && half::bf16::from_bits(relax_ir::dtype::bf16_bits_from_f64(v)).is_infinite())
         {
             if v > 0.0 {
                 "bitcast<f32>(0x7f800000u)".to_string()
@@ -789,6 +797,16 @@ impl Em<'_> {
                 // float16 computed in f32 (no SHADER_F16): the float16 value.
                 W::F32 if dt.code == TypeCode::Float && dt.bits == 16 => {
                     return Ok((float_lit(half::f16::from_f64(v).to_f64(), "f"), W::F32))
+                }
+                // bfloat16: the bfloat16 value.
+                W::F32 if dt.code == TypeCode::BFloat => {
+                    return Ok((
+                        float_lit(
+                            half::bf16::from_bits(relax_ir::dtype::bf16_bits_from_f64(v)).to_f64(),
+                            "f",
+                        ),
+                        W::F32,
+                    ))
                 }
                 W::F32 => return Ok((float_lit(v as f32 as f64, "f"), W::F32)),
                 W::F16 => return Ok((float_lit(half::f16::from_f64(v).to_f64(), "h"), W::F16)),

@@ -133,7 +133,8 @@ impl Em<'_> {
                 let v = if bdt.is_bool() {
                     let b = self.conv(&vs, vw, W::Bool)?;
                     format!("select(0i, 1i, {b})")
-                } else if (bdt.code == TypeCode::Float && bdt.bits == 16 || bdt.mini_float().is_some())
+                } else if (matches!(bdt.code, TypeCode::Float | TypeCode::BFloat) && bdt.bits == 16
+                    || bdt.mini_float().is_some())
                     && st == StorageTy::F32
                 {
                     let x = self.conv(&vs, vw, W::F32)?;

@@ -103,6 +103,10 @@ impl StorageTy {
             // Without SHADER_F16: widened to f32 words (converted on upload and
             // read-back, computed in f32 and rounded to float16 at stores).
             (TypeCode::Float, 16) => StorageTy::F32,
+            // bfloat16: widened to f32 words likewise (exactly: it is an f32's top
+            // half), computed in f32 and rounded to bfloat16 at casts and stores
+            // (`to_bf16_f32`).
+            (TypeCode::BFloat, 16) => StorageTy::F32,
             (TypeCode::Float, 32) => StorageTy::F32,
             (TypeCode::Float, 64) if caps.f64 => StorageTy::F64,
             (TypeCode::Int | TypeCode::UInt, 64) => return Err(bad("on this GPU (it lacks SHADER_INT64)")),

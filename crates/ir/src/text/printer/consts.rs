@@ -126,7 +126,7 @@ pub fn encode(dtype: DataType, v: Scalar) -> Option<Vec<u8>> {
         (TypeCode::Float, 16) => f32_to_f16_bits(f as f32).to_le_bytes().to_vec(),
         (TypeCode::Float, 32) => (f as f32).to_le_bytes().to_vec(),
         (TypeCode::Float, 64) => f.to_le_bytes().to_vec(),
-        (TypeCode::BFloat, 16) => (((f as f32).to_bits() >> 16) as u16).to_le_bytes().to_vec(),
+        (TypeCode::BFloat, 16) => crate::dtype::bf16_bits_from_f64(f).to_le_bytes().to_vec(),
         // sub-byte integers: wrapped to their bits, one per byte (sign- or zero-extended)
         (TypeCode::Int, 2 | 4) => vec![((i << (64 - dtype.bits)) >> (64 - dtype.bits)) as u8],
         (TypeCode::UInt, 2 | 4) => vec![(i as u8) & ((1u8 << dtype.bits) - 1)],

@@ -110,7 +110,7 @@ impl Gen<'_, '_> {
         match t {
             Ty::F32 => (self.b.ins().f32const(v as f32), t),
             Ty::F16 => (self.b.ins().f32const(half::f16::from_f64(v).to_f32()), t),
-            Ty::BF16 => (self.b.ins().f32const(half::bf16::from_f64(v).to_f32()), t),
+            Ty::BF16 => (self.b.ins().f32const(crate::host::scalar::bf16_from_f64(v).to_f32()), t),
             _ => (self.b.ins().f64const(v), Ty::F64),
         }
     }

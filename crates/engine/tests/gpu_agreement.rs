@@ -697,3 +697,24 @@ fn bfloat16_matches_tvm_on_every_device() {
         assert_eq!(k[4..], [0.10009765625, 65536.0], "{dev}");
     }
 }
+
+/// `tanh` of small arguments is the argument (to the last bit) on every device: the
+/// GPU once used llvmpipe's builtin `tanh`, whose absolute error of 3e-8 made
+/// `tanh(1e-8)` 2.98e-8 and `tanh(x) / x` 3e32 for a subnormal `x` (differential case
+/// 6313 of seed 20261203, in bfloat16).
+#[test]
+fn tanh_of_small_arguments_is_the_argument() {
+    let src = "@R.function\ndef main(x: R.Tensor((6,), \"float32\")):\n    y = R.tanh(x)\n    return y\n";
+    let xs = vec![9.183_55e-41f32, -1e-30, 1e-8, -3e-5, 0.01, 0.06];
+    for (dev, out) in run_all(src, &[tensor(xs.clone())]) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        let got = out.as_tensor().expect("tensor").to_f64_values().expect("values");
+        for (x, y) in xs.iter().zip(&got) {
+            let want = f64::from(*x).tanh();
+            assert!(
+                (y - want).abs() <= 2.0 * f64::from(f32::EPSILON) * want.abs(),
+                "{dev}: tanh({x}) = {y}, want {want}"
+            );
+        }
+    }
+}

@@ -235,6 +235,9 @@ pub(crate) struct Program {
     pub(crate) inputs: Vec<Value>,
     /// Whether the GPU may refuse it for a dtype (`float64`, `bfloat16`).
     pub(crate) gpu_may_refuse: bool,
+    /// The float tolerance every float result is compared with at least: that of the
+    /// least precise float dtype the program computes with (0 when none is 16-bit).
+    pub(crate) float_floor: f64,
     /// Pairs of results (indices into the flattened outputs) that must agree on every
     /// path: the same computation with a float constant written into the program
     /// (`R.const`, inlined into TIR by legalization) and passed as an input.
@@ -353,10 +356,18 @@ pub(crate) fn generate(rng: &mut Rng) -> Program {
     let gpu_may_refuse = b.dtypes.contains(&"float64");
     let at = |n: &str| outs.iter().position(|o| o == n);
     let twins = b.twins.iter().filter_map(|(x, y)| Some((at(x)?, at(y)?))).collect();
+    let float_floor = if b.dtypes.contains(&"bfloat16") {
+        4e-2
+    } else if b.dtypes.contains(&"float16") {
+        1e-2
+    } else {
+        0.0
+    };
     Program {
         text,
         inputs: b.inputs,
         gpu_may_refuse,
+        float_floor,
         twins,
     }
 }
@@ -731,6 +742,7 @@ pub(crate) fn generate_tir(rng: &mut Rng) -> Program {
         text,
         inputs,
         gpu_may_refuse: false,
+        float_floor: 0.0,
         twins: Vec::new(),
     }
 }
@@ -807,6 +819,7 @@ pub(crate) fn generate_nn(rng: &mut Rng) -> Program {
         text,
         inputs,
         gpu_may_refuse: false,
+        float_floor: 0.0,
         twins: Vec::new(),
     }
 }
@@ -836,6 +849,7 @@ pub(crate) fn generate_large(rng: &mut Rng) -> Program {
         text,
         inputs: vec![input],
         gpu_may_refuse: false,
+        float_floor: 0.0,
         twins: Vec::new(),
     }
 }

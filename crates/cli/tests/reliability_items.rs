@@ -612,27 +612,29 @@ fn close(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// `v` with nested lists flattened into one list (a scalar stays as it is).
+fn flatten(v: &Value) -> Value {
+    fn push(v: &Value, out: &mut Vec<Value>) {
+        match v {
+            Value::Array(a) => a.iter().for_each(|x| push(x, out)),
+            x => out.push(x.clone()),
+        }
+    }
+    match v {
+        Value::Array(_) => {
+            let mut f = Vec::new();
+            push(v, &mut f);
+            Value::Array(f)
+        }
+        x => x.clone(),
+    }
+}
+
 /// The flattened `data` of every output of a `--json` result.
 fn outputs(text: &str) -> Result<Vec<Value>, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {text}"))?;
     let outs = v["outputs"].as_array().ok_or_else(|| format!("no outputs: {text}"))?;
-    fn flat(v: &Value, out: &mut Vec<Value>) {
-        match v {
-            Value::Array(a) => a.iter().for_each(|x| flat(x, out)),
-            x => out.push(x.clone()),
-        }
-    }
-    Ok(outs
-        .iter()
-        .map(|o| match &o["data"] {
-            Value::Array(_) => {
-                let mut f = Vec::new();
-                flat(&o["data"], &mut f);
-                Value::Array(f)
-            }
-            x => x.clone(),
-        })
-        .collect())
+    Ok(outs.iter().map(|o| flatten(&o["data"])).collect())
 }
 
 /// Check one finished command against `expect`; `Err` says how it differs.
@@ -644,23 +646,7 @@ fn judge(o: &Output, expect: &Expect) -> Result<(), String> {
             return Err(format!("exit {code:?}: {}", err.trim()));
         }
         let got = outputs(&stdout(o))?;
-        let want: Vec<Value> = want
-            .iter()
-            .map(|w| match w {
-                Value::Array(_) => {
-                    let mut f = Vec::new();
-                    fn flat(v: &Value, out: &mut Vec<Value>) {
-                        match v {
-                            Value::Array(a) => a.iter().for_each(|x| flat(x, out)),
-                            x => out.push(x.clone()),
-                        }
-                    }
-                    flat(w, &mut f);
-                    Value::Array(f)
-                }
-                x => x.clone(),
-            })
-            .collect();
+        let want: Vec<Value> = want.iter().map(flatten).collect();
         // A 0-d result prints its data as a number or as a one-element list.
         let same = got.len() == want.len()
             && got

@@ -353,3 +353,50 @@ fn grid_sample_matches_tvm() {
 fn grid_sample_every_mode_matches_tvm() {
     grid_sample_case(&(0..30).collect::<Vec<_>>());
 }
+
+/// `vision.roi_align` against TVM (`data/roi_align_tvm.json`, made by
+/// `scripts/gen_roi_align_case.py`): average and max, aligned or not, fixed and
+/// adaptive sampling (a reduction whose extent is read from the regions), NCHW and
+/// NHWC, over a symbolic number of regions that lie inside, across and outside
+/// the image, one under a pixel and one reversed (no samples: max gives the
+/// lowest float, as TVM).
+#[test]
+fn roi_align_matches_tvm() {
+    let case: serde_json::Value = serde_json::from_str(include_str!("data/roi_align_tvm.json")).expect("json");
+    let module = parse(case["program"].as_str().expect("program"));
+    let vals = |v: &serde_json::Value| -> Vec<f32> {
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|v| v.as_f64().expect("number") as f32)
+            .collect()
+    };
+    let x = vals(&case["x"]);
+    let (b, c, h, w) = (2, 3, 6, 7);
+    let mut xh = vec![0f32; x.len()];
+    for (i, v) in x.iter().enumerate() {
+        let (n, ch, y, xx) = (i / (c * h * w), i / (h * w) % c, i / w % h, i % w);
+        xh[((n * h + y) * w + xx) * c + ch] = *v;
+    }
+    let args = vec![
+        arr(&[b, c, h, w], x),
+        arr(&[b, h, w, c], xh),
+        arr(&[6, 5], vals(&case["rois"])),
+    ];
+    let outs = case["out"].as_array().expect("outputs");
+    for (dev, engine) in engines() {
+        let out = engine
+            .run(&module, "main", &args)
+            .unwrap_or_else(|err| panic!("{dev}: {err}"));
+        for (i, want) in outs.iter().enumerate() {
+            let (got, want) = (floats(field(&out, i)), vals(want));
+            assert_eq!(got.len(), want.len(), "{dev}: output {i}");
+            for (k, (g, e)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - e).abs() <= 1e-5 + 1e-5 * e.abs(),
+                    "{dev}: output {i}[{k}]: {g} vs {e}"
+                );
+            }
+        }
+    }
+}

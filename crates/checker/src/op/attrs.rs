@@ -55,6 +55,11 @@ impl<'a> AttrReader<'a> {
         self.read(key, "an integer", int_value)
     }
 
+    /// A float (an integer is converted).
+    pub fn float(&self, key: &str) -> Result<f64, InferError> {
+        self.read(key, "a number", AttrValue::as_float)
+    }
+
     /// An integer or unset.
     pub fn opt_int(&self, key: &str) -> Result<Option<i64>, InferError> {
         self.read(key, "an integer or None", |v| match v {

@@ -142,6 +142,7 @@ pub static FAMILIES: &[(&str, &[OpDef])] = &[
     ("nn", &[defs::attention::DEF]),
     ("qdq", &[defs::qdq::QUANTIZE, defs::qdq::DEQUANTIZE]),
     ("image", &[defs::grid_sample::DEF]),
+    ("vision", &[defs::roi_align::DEF]),
 ];
 
 /// Every registered operator's definition, family by family.

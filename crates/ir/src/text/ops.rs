@@ -198,6 +198,8 @@ const TABLE: &[&str] = &[
     "dequantize: data, scale, zero_point, axis=-1:@int, out_dtype='float32':@dtype | order: out_dtype axis",
     // image
     "image.grid_sample: data, grid, method='bilinear':@str, layout='NCHW':@str, padding_mode='zeros':@str, align_corners=False:@bool",
+    // vision
+    "vision.roi_align: data, rois, pooled_size:@rep2, spatial_scale:@float, sample_ratio=-1:@int, aligned=False:@bool, layout='NCHW':@str, mode='avg':@str",
     // manipulation
     "broadcast_to: x, shape:shape", "collapse_sum_to: data, shape:shape", "reshape: x, shape:shape",
     "concat: tensors:tuple, axis=0:@optint", "stack: tensors:tuple, axis=0:@optint", "expand_dims: x, axis:@ints", "flip: data, axis:@int",

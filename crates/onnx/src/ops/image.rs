@@ -477,3 +477,68 @@ pub(crate) fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertE
     let y = astype(ctx, y, f, xv.dtype)?;
     out1(tval_leaf(ctx, y)?)
 }
+
+/// `RoiAlign` (opset 10 and 16) as `R.vision.roi_align` on `[batch, x1, y1, x2,
+/// y2]` rows, average mode. `half_pixel` (opset 16's default) shifts the scaled
+/// corners by half a pixel and keeps regions under one pixel (`aligned`);
+/// `output_half_pixel` clamps them to one pixel. ONNX's `max` mode takes the
+/// maximum of the four weighted corner values of each sample, which TVM's
+/// `roi_align` max mode (the maximum of the interpolated samples) does not, so
+/// it is refused.
+pub(crate) fn roi_align(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let mode = n.string("mode").unwrap_or_else(|| "avg".into());
+    if mode != "avg" {
+        return Err(convert_err!(Unsupported;
+            "RoiAlign mode `{mode}`: ONNX's max mode takes the largest weighted corner value, \
+             which relax.vision.roi_align (the largest interpolated sample) does not compute"));
+    }
+    let default_ct = if n.opset >= 16 {
+        "half_pixel"
+    } else {
+        "output_half_pixel"
+    };
+    let ct = n
+        .string("coordinate_transformation_mode")
+        .unwrap_or_else(|| default_ct.into());
+    let aligned = match ct.as_str() {
+        "half_pixel" => true,
+        "output_half_pixel" => false,
+        o => return Err(convert_err!(Unsupported; "coordinate_transformation_mode `{o}`")),
+    };
+    let scale = n.float("spatial_scale", 1.0);
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(convert_err!("spatial_scale must be a positive number, got {scale}"));
+    }
+    let (ph, pw) = (n.int("output_height", 1), n.int("output_width", 1));
+    if ph <= 0 || pw <= 0 {
+        return Err(convert_err!(
+            "output_height and output_width must be positive, got {ph} and {pw}"
+        ));
+    }
+    let dt = val(ctx, n, 1)?.dtype;
+    if val(ctx, n, 0)?.dtype != dt || !matches!(dt.code, relax_ir::TypeCode::Float) {
+        return Err(convert_err!("X and rois must be of the same float type"));
+    }
+    let mut rois = x(ctx, n, 1)?;
+    if aligned {
+        // ONNX subtracts half a pixel after scaling: (x - 0.5 / scale) * scale.
+        rois = emit(ctx, "subtract", vec![rois, scalar(dt, 0.5 / scale)], &[])?;
+    }
+    let batch = x(ctx, n, 2)?;
+    let batch = emit(ctx, "expand_dims", vec![batch], &[("axis", ints_attr(&[1]))])?;
+    let batch = astype(ctx, batch, val(ctx, n, 2)?.dtype, dt)?;
+    let rois = concat_exprs(ctx, vec![batch, rois], 1)?;
+    let data = x(ctx, n, 0)?;
+    out1(ctx.op(
+        "vision.roi_align",
+        vec![data, rois],
+        &[
+            ("pooled_size", ints_attr(&[ph, pw])),
+            ("spatial_scale", AttrValue::Float(scale)),
+            ("sample_ratio", AttrValue::Int(n.int("sampling_ratio", 0))),
+            ("aligned", AttrValue::Bool(aligned)),
+            ("layout", AttrValue::Str("NCHW".into())),
+            ("mode", AttrValue::Str("avg".into())),
+        ],
+    )?)
+}

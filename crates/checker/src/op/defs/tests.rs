@@ -1187,3 +1187,90 @@ class Module:
     let (_, skipped) = crate::op::legalize::legalize_module_report(&r.module);
     assert!(skipped.iter().any(|d| d.message.contains("layout NHWC")), "{skipped:?}");
 }
+
+/// `vision.roi_align` inference as TVM 0.27: `(num_roi, C, ph, pw)` (NCHW) or
+/// `(num_roi, ph, pw, C)` (NHWC) of the data's dtype, a symbolic region count
+/// kept, `ndim=4` when a shape is unknown; TVM's messages for a wrong rank, a
+/// rois row that is not 5 wide, another layout or mode.
+#[test]
+fn roi_align_inference() {
+    let src = |x: &str, r: &str, extra: &str| {
+        format!(
+            r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor({x}), r: R.Tensor({r})):
+        n = T.int64()
+        y = R.vision.roi_align(x, r, pooled_size=(2, 3), spatial_scale=0.5{extra})
+        return y
+"#
+        )
+    };
+    for (x, r, extra, want) in [
+        (
+            r#"(1, 2, 5, 6), dtype="float32""#,
+            r#"(3, 5), dtype="float32""#,
+            "",
+            r#"R.Tensor((3, 2, 2, 3), dtype="float32")"#,
+        ),
+        (
+            r#"(1, 5, 6, 2), dtype="float16""#,
+            r#"("n", 5), dtype="float16""#,
+            r#", layout="NHWC", mode="max""#,
+            r#"R.Tensor((n, 2, 3, 2), dtype="float16")"#,
+        ),
+        (
+            r#"dtype="float32", ndim=4"#,
+            r#"(3, 5), dtype="float32""#,
+            "",
+            r#"R.Tensor(dtype="float32", ndim=4)"#,
+        ),
+        (
+            r#"(1, 2, 5, 6), dtype="float32""#,
+            r#"dtype="float32", ndim=2"#,
+            "",
+            r#"R.Tensor(dtype="float32", ndim=4)"#,
+        ),
+    ] {
+        let ok = check(&src(x, r, extra));
+        assert!(ok.is_valid(), "{x}: {:?}", ok.diagnostics);
+        assert_eq!(sinfo_of(&ok, "y"), want);
+    }
+    for (x, r, extra, msg) in [
+        (
+            "(1, 2, 5, 6)",
+            "(3, 4)",
+            "",
+            "ROIAlign expects rois to have shape (num_roi, 5), but got last dimension 4",
+        ),
+        (
+            "(1, 2, 5)",
+            "(3, 5)",
+            "",
+            "ROIAlign expects the input data to be 4-D, while the given data has ndim 3",
+        ),
+        (
+            "(1, 2, 5, 6)",
+            "(3, 5, 1)",
+            "",
+            "ROIAlign expects the rois tensor to be 2-D, while the given rois has ndim 3",
+        ),
+        (
+            "(1, 2, 5, 6)",
+            "(3, 5)",
+            r#", layout="NCDHW""#,
+            "ROIAlign only supports NCHW and NHWC layout, but got NCDHW",
+        ),
+        (
+            "(1, 2, 5, 6)",
+            "(3, 5)",
+            r#", mode="min""#,
+            "ROIAlign only supports avg and max mode, but got min",
+        ),
+    ] {
+        let bad = check(&src(&format!("{x}, \"float32\""), &format!("{r}, \"float32\""), extra));
+        let got = format!("{:?}", bad.diagnostics);
+        assert!(!bad.is_valid() && got.contains(msg), "{x} {r} {extra}: {got}");
+    }
+}

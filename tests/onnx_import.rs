@@ -4,8 +4,10 @@
 //! sizes with one loaded module; malformed files give errors, never panics.
 //!
 //! The models and ONNX Runtime's outputs were made by `scripts/gen_onnx_tests.py`.
-//! `real_onnx_models_from_dir` (ignored by default) imports the ImageNet networks of a
-//! directory made by `prep.py` (`<dir>/<name>/{model.onnx, in0000.npy, expected.npy}`):
+//! `real_onnx_models_from_dir` (ignored by default) imports the nine ImageNet networks of
+//! a directory made by `scripts/prep_light_models.py` (or the three of `prep.py`:
+//! `<dir>/<name>/{model.onnx, in0000.npy, expected.npy, meta.json}`), runs them on the
+//! host (and the GPU with `RELAX_ONNX_GPU=1`) and prints a table against ONNX Runtime:
 //! `RELAX_REALMODELS_DIR=DIR cargo test --release --test onnx_import -- --ignored --nocapture`.
 
 use std::path::{Path, PathBuf};
@@ -380,32 +382,78 @@ fn real_onnx_models_from_dir() {
     if std::env::var_os("RELAX_ONNX_GPU").is_some() && gpu_available() {
         devs.push(DeviceChoice::Gpu);
     }
-    for name in ["squeezenet", "shufflenet", "resnet50"] {
+    let runs: usize = std::env::var("RELAX_REALMODELS_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    println!(
+        "| model | device | import+load s | first run s | median run ms | ONNX Runtime ms | ratio | max abs err |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut prepared = 0;
+    for name in LIGHT_MODELS {
         let d = root.join(name);
         if !d.join("model.onnx").is_file() {
             println!("{name}: not prepared, skipped");
             continue;
         }
+        prepared += 1;
         let input = read_npy(&d.join("in0000.npy")).expect("input");
         let expected = read_npy(&d.join("expected.npy")).expect("expected");
+        let ort_ms = std::fs::read_to_string(d.join("meta.json"))
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+            .and_then(|v| v["ort_ms"].as_f64());
         for &dev in &devs {
             let t = std::time::Instant::now();
             let m = engine(dev)
                 .load_onnx(&d.join("model.onnx"), &ImportOptions::default())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let load = t.elapsed();
+            let load = t.elapsed().as_secs_f64();
+            let args = [Value::Tensor(input.clone())];
             let t = std::time::Instant::now();
-            let out = m.run(&[Value::Tensor(input.clone())]).expect("runs");
-            println!(
-                "{name} {dev:?}: import+load {:.2} s, run {:.2} s, {}",
-                load.as_secs_f64(),
-                t.elapsed().as_secs_f64(),
-                m.imported.summary
-            );
+            let out = m.run(&args).unwrap_or_else(|e| panic!("{name} {dev:?}: {e}"));
+            let first = t.elapsed().as_secs_f64();
             compare(&format!("{name} {dev:?}"), &out, &expected);
+            let mut times: Vec<f64> = (0..runs)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    m.run(&args).unwrap_or_else(|e| panic!("{name} {dev:?}: {e}"));
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            let got = f32_values(out.as_tensor().expect("tensor"));
+            let err = got
+                .iter()
+                .zip(&f32_values(&expected))
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            let (ort, ratio) = match ort_ms {
+                Some(o) => (format!("{o:.1}"), format!("{:.2}x", median / o)),
+                None => ("-".into(), "-".into()),
+            };
+            println!("| {name} | {dev:?} | {load:.2} | {first:.2} | {median:.1} | {ort} | {ratio} | {err:.1e} |");
         }
     }
+    println!("{prepared} of {} networks prepared", LIGHT_MODELS.len());
 }
+
+/// The ImageNet networks the `onnx` package ships as light models (directories
+/// made by `scripts/prep_light_models.py`; `prep.py` makes three of them).
+const LIGHT_MODELS: [&str; 9] = [
+    "bvlc_alexnet",
+    "densenet121",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "shufflenet",
+    "squeezenet",
+    "vgg19",
+    "zfnet512",
+];
 
 /// The values `low_precision_casts_match_ml_dtypes` casts (as `float32`).
 const CAST_VALUES: [f32; 35] = [

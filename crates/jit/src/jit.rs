@@ -1,56 +1,25 @@
 //! The [`Jit`] facade: compile-on-first-call caches for host and GPU programs,
-//! keyed by the PrimFunc's structural hash, with counters.
+//! keyed by the PrimFunc's structural hash, with counters. The GPU half lives in
+//! `gpu/` ([`GpuJit`]); what both halves share in `context.rs`.
 
-use dashmap::DashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use relax_ir::structural::StructuralEqual;
-use relax_ir::PrimFunc;
+use relax_gpu_runtime::{DeviceBuffer, GpuRuntime};
+use relax_ir::{DataType, PrimFunc};
 
 use crate::args::KernelArg;
-use crate::disk_cache::{fnv64, DiskCache, EntryKind};
+use crate::context::{JitContext, JitCounters};
+use crate::disk_cache::{DiskCache, EntryKind};
 use crate::error::{JitError, Result};
+use crate::gpu::{GpuJit, GpuProgram};
 use crate::host::HostKernel;
+use crate::kernel_cache::{kernel_hash, KernelCache};
 use crate::lower;
 use crate::program::{emit_program, ProgramSource};
 use crate::schedule::ScheduleOptions;
 use crate::wgsl::DeviceCaps;
-
-crate::counters! {
-    /// The JIT's live counters.
-    live Counters;
-    /// Counters of the JIT (monotonic for the life of the [`Jit`]).
-    snapshot JitCounters;
-    {
-    /// GPU programs compiled (one per distinct PrimFunc and device).
-    gpu_programs_compiled,
-    /// GPU kernels (pipelines) created.
-    kernels_compiled,
-    /// GPU calls served from the cache.
-    gpu_cache_hits,
-    /// Host programs compiled.
-    host_programs_compiled,
-    /// Host calls served from the cache.
-    host_cache_hits,
-    /// Nanoseconds spent in our part of compilation (lowering, scheduling, WGSL,
-    /// naga validation, host closure building).
-    our_compile_ns,
-    /// Nanoseconds spent in the driver creating pipelines.
-    driver_compile_ns,
-    /// GPU programs taken from the persistent kernel cache (lowered again, but not
-    /// scheduled, emitted or validated).
-    disk_cache_hits,
-    /// GPU programs looked up in the persistent kernel cache and not found there.
-    disk_cache_misses,
-    /// GPU programs written to the persistent kernel cache.
-    disk_cache_writes,
-    /// Dispatches of the few-row kernel of a matmul with a symbolic row count (the
-    /// row count at run time was small; see `FEW_ROWS_MAX`).
-    few_row_dispatches,
-    }
-}
 
 /// The JIT: lowers, schedules and compiles PrimFuncs on first use, and runs them
 /// on the host or the GPU.
@@ -63,24 +32,14 @@ crate::counters! {
 /// let n = jit.counters().kernels_compiled;
 /// ```
 pub struct Jit {
-    pub(crate) gpu: Option<Arc<relax_gpu_runtime::GpuRuntime>>,
-    pub(crate) caps: DeviceCaps,
-    pub(crate) options: ScheduleOptions,
+    cx: JitContext,
+    gpu: Option<GpuJit>,
     host_cache: KernelCache<HostKernel>,
-    pub(crate) gpu_cache: KernelCache<crate::gpu::GpuProgram>,
-    pub(crate) counters: Counters,
-    pub(crate) resident: crate::gpu::resident::ResidentCache,
-    pub(crate) profiler: crate::profile::Profiler,
-    pub(crate) oob: crate::gpu::oob::OobState,
-    /// The persistent kernel cache, if any (see [`Jit::with_disk_cache`]).
-    pub(crate) disk: Option<Arc<DiskCache>>,
-    /// Pipelines were created since the driver's pipeline cache was last saved.
-    pub(crate) pipelines_unsaved: AtomicBool,
 }
 
 impl Jit {
     /// A JIT for `gpu` (or host only when `None`).
-    pub fn new(gpu: Option<Arc<relax_gpu_runtime::GpuRuntime>>) -> Jit {
+    pub fn new(gpu: Option<Arc<GpuRuntime>>) -> Jit {
         let caps = match &gpu {
             Some(rt) => DeviceCaps {
                 f16: rt.supports_f16(),
@@ -98,23 +57,17 @@ impl Jit {
     }
 
     /// A JIT with explicit device capabilities and schedule options.
-    pub fn with_options(
-        gpu: Option<Arc<relax_gpu_runtime::GpuRuntime>>,
-        caps: DeviceCaps,
-        options: ScheduleOptions,
-    ) -> Jit {
+    pub fn with_options(gpu: Option<Arc<GpuRuntime>>, caps: DeviceCaps, options: ScheduleOptions) -> Jit {
         Jit {
-            gpu,
-            caps,
-            options,
+            cx: JitContext {
+                caps,
+                options,
+                counters: Default::default(),
+                profiler: Default::default(),
+                disk: None,
+            },
+            gpu: gpu.map(GpuJit::new),
             host_cache: KernelCache::default(),
-            gpu_cache: KernelCache::default(),
-            counters: Counters::default(),
-            resident: Default::default(),
-            profiler: Default::default(),
-            oob: Default::default(),
-            disk: None,
-            pipelines_unsaved: AtomicBool::new(false),
         }
     }
 
@@ -125,30 +78,31 @@ impl Jit {
     /// (Vulkan), the driver's compiled pipelines are kept there too: loaded now, and
     /// saved by [`Jit::save_pipeline_cache`] and when the JIT is dropped.
     pub fn with_disk_cache(mut self, cache: Option<Arc<DiskCache>>) -> Jit {
-        if let (Some(rt), Some(c)) = (&self.gpu, &cache) {
-            if let Some(name) = rt.pipeline_cache_key() {
+        if let (Some(g), Some(c)) = (&self.gpu, &cache) {
+            if let Some(name) = g.rt.pipeline_cache_key() {
                 let key = pipeline_key(name);
                 let data = c.get(EntryKind::Pipelines, name, &key);
-                rt.enable_pipeline_cache(data.as_deref());
+                g.rt.enable_pipeline_cache(data.as_deref());
             }
         }
-        self.disk = cache;
+        self.cx.disk = cache;
         self
     }
 
     /// The persistent kernel cache, if any.
     pub fn disk_cache(&self) -> Option<&Arc<DiskCache>> {
-        self.disk.as_ref()
+        self.cx.disk.as_ref()
     }
 
     /// Store the driver's pipeline cache in the persistent kernel cache when
     /// pipelines were created since it was last stored (a no-op without either).
     /// I/O errors are ignored: the cache only saves time.
     pub fn save_pipeline_cache(&self) {
-        let (Some(rt), Some(c)) = (&self.gpu, &self.disk) else {
+        let (Some(g), Some(c)) = (&self.gpu, &self.cx.disk) else {
             return;
         };
-        if !self.pipelines_unsaved.swap(false, Ordering::AcqRel) {
+        let rt = &g.rt;
+        if !g.pipelines_unsaved.swap(false, Ordering::AcqRel) {
             return;
         }
         let Some(name) = rt.pipeline_cache_key() else { return };
@@ -207,18 +161,18 @@ impl Jit {
     }
 
     /// The GPU runtime, if any.
-    pub fn gpu(&self) -> Option<&Arc<relax_gpu_runtime::GpuRuntime>> {
-        self.gpu.as_ref()
+    pub fn gpu(&self) -> Option<&Arc<GpuRuntime>> {
+        self.gpu.as_ref().map(|g| &g.rt)
     }
 
     /// Current counters.
     pub fn counters(&self) -> JitCounters {
-        self.counters.snapshot()
+        self.cx.counters.snapshot()
     }
 
     /// Lower, schedule and emit the WGSL of every kernel of `f` (validated by naga).
     pub fn wgsl(&self, f: &PrimFunc) -> Result<ProgramSource> {
-        emit_program(f, &self.caps, &self.options)
+        emit_program(f, &self.cx.caps, &self.cx.options)
     }
 
     /// The host program of `f`, compiled on first use.
@@ -227,14 +181,15 @@ impl Jit {
             let t = Instant::now();
             let lowered = Arc::new(lower::lower(f)?);
             let k = Arc::new(HostKernel::compile(lowered)?);
-            self.counters
+            self.cx
+                .counters
                 .our_compile_ns
                 .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            self.counters.host_programs_compiled.fetch_add(1, Ordering::Relaxed);
+            self.cx.counters.host_programs_compiled.fetch_add(1, Ordering::Relaxed);
             Ok(k)
         })?;
         if hit {
-            self.counters.host_cache_hits.fetch_add(1, Ordering::Relaxed);
+            self.cx.counters.host_cache_hits.fetch_add(1, Ordering::Relaxed);
         }
         Ok(k)
     }
@@ -242,6 +197,108 @@ impl Jit {
     /// Run `f` on the host. Tensor arguments are read and written in place.
     pub fn run_host(&self, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
         self.host_kernel(f)?.run(args)
+    }
+}
+
+impl Jit {
+    /// Turn per-kernel profiling on or off (on: every GPU call waits for completion).
+    pub fn set_profiling(&self, on: bool) {
+        self.cx.profiler.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether profiling is on.
+    pub fn profiling(&self) -> bool {
+        self.cx.profiling()
+    }
+
+    /// The profile so far, most time first.
+    pub fn profile(&self) -> Vec<crate::profile::KernelProfile> {
+        self.cx.profiler.snapshot()
+    }
+    /// The GPU half, or [`JitError::NoGpu`].
+    fn gpu_half(&self) -> Result<&GpuJit> {
+        self.gpu.as_ref().ok_or(JitError::NoGpu)
+    }
+
+    /// The GPU program of `f`, compiled on first use (per structural hash). With
+    /// `ScheduleOptions::generic_channels`, a function whose channel counts can be
+    /// symbolic without changing its schedule (see `specialize::generic_version`)
+    /// runs the program of that generic version, which every function differing
+    /// from it only in those counts shares (one pipeline for all of them).
+    pub fn gpu_program(&self, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
+        self.gpu_half()?.program(&self.cx, f)
+    }
+
+    /// Run `f` on the GPU, every kernel dispatched in one submission.
+    /// [`KernelArg::Device`] buffers (see [`Jit::resident_compatible`]) are bound in
+    /// place; host bytes are uploaded to temporaries, and the ones the kernels write
+    /// read back into [`KernelArg::Write`] bytes. A call on device buffers only
+    /// returns after submission (later reads wait for it).
+    pub fn run_gpu(&self, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
+        self.run_gpu_named("", f, args)
+    }
+
+    /// [`Jit::run_gpu`] with the name the caller knows `f` by (its global name in a
+    /// module), used by the profile; empty: the PrimFunc's own name.
+    pub fn run_gpu_named(&self, name: &str, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
+        let g = self.gpu_half()?;
+        let prog = g.program(&self.cx, f)?;
+        g.run_program(&self.cx, name, f, &prog, args)
+    }
+
+    /// [`Jit::run_gpu_named`] with `f`'s program already at hand (from
+    /// [`Jit::gpu_program`]): a compiled kernel keeps it, so a call does not look it
+    /// up again.
+    pub(crate) fn run_gpu_program(
+        &self,
+        name: &str,
+        f: &PrimFunc,
+        prog: &Arc<GpuProgram>,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<()> {
+        self.gpu_half()?.run_program(&self.cx, name, f, prog, args)
+    }
+
+    /// Whether tensors of `dtype` can be bound directly from device memory holding
+    /// their little-endian host bytes (no widening to 32-bit words needed), which is
+    /// what a [`KernelArg::Device`] argument requires.
+    pub fn resident_compatible(&self, dtype: DataType) -> bool {
+        crate::gpu::resident_compatible(&self.cx.caps, dtype)
+    }
+
+    /// Fail with [`JitError::OutOfBounds`] when a GPU kernel run from this thread
+    /// since the last call accessed a buffer out of its bounds (clearing the
+    /// record). Waits for the thread's submitted work; free when no kernel with
+    /// run-time checks ran.
+    pub fn check_gpu_bounds(&self) -> Result<()> {
+        match &self.gpu {
+            Some(g) => g.check_bounds(),
+            None => Ok(()),
+        }
+    }
+
+    /// A device buffer holding `bytes` (host memory owned by `owner`, starting at
+    /// byte `offset` of it), padded to a multiple of 4 bytes. The buffer is reused
+    /// while `owner` is alive and its write `version` is the one of the upload; the
+    /// caller must change `version` whenever the bytes may have changed (it is the
+    /// only check: the bytes are not compared). Returns the buffer and whether it was
+    /// uploaded now.
+    pub fn resident_upload(
+        &self,
+        owner: &Arc<dyn std::any::Any + Send + Sync>,
+        offset: usize,
+        version: u64,
+        bytes: &[u8],
+    ) -> Result<(Arc<DeviceBuffer>, bool)> {
+        self.gpu_half()?.resident_upload(owner, offset, version, bytes)
+    }
+
+    /// Forget every resident upload (their device memory returns to the pool once
+    /// no kernel call holds it).
+    pub fn clear_resident(&self) {
+        if let Some(g) = &self.gpu {
+            g.clear_resident();
+        }
     }
 }
 
@@ -254,92 +311,4 @@ impl Drop for Jit {
 /// The full key of the driver's pipeline cache data for the adapter key `name`.
 fn pipeline_key(name: &str) -> Vec<u8> {
     format!("wgpu pipeline cache\0{}\0{name}", crate::program_record::BUILD_ID).into_bytes()
-}
-
-impl Jit {
-    /// The program source of `f`: from the persistent cache when it holds it, else
-    /// lowered, scheduled, emitted and checked (and then stored there).
-    pub(crate) fn program_source(&self, f: &PrimFunc) -> Result<ProgramSource> {
-        let Some(disk) = &self.disk else {
-            let source = emit_program(f, &self.caps, &self.options)?;
-            crate::gpu::oob::static_check(&source.lowered)?;
-            return Ok(source);
-        };
-        let key = crate::program_record::program_key(f, &self.caps, &self.options);
-        let name = format!("{:016x}{:016x}", kernel_hash(f), fnv64(&[&key]));
-        if let Some(bytes) = disk.get(EntryKind::Kernels, &name, &key) {
-            let lowered = Arc::new(lower::lower(f)?);
-            if let Some(source) = crate::program_record::decode(&bytes, lowered) {
-                self.counters.disk_cache_hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(source);
-            }
-        }
-        self.counters.disk_cache_misses.fetch_add(1, Ordering::Relaxed);
-        let source = emit_program(f, &self.caps, &self.options)?;
-        crate::gpu::oob::static_check(&source.lowered)?;
-        if let Some(record) = crate::program_record::encode(&source) {
-            if disk.put(EntryKind::Kernels, &name, &key, &record).is_ok() {
-                self.counters.disk_cache_writes.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        Ok(source)
-    }
-}
-
-/// One cached program: the function it was built from and its slot.
-type Entry<T> = (PrimFunc, Arc<Mutex<Option<Arc<T>>>>);
-
-/// Compiled programs by structure. A lookup hashes the function (names of the
-/// function, variables and buffers aside) and confirms a hash hit with structural
-/// equality, so a hash collision builds a second program instead of running the
-/// wrong one. Each function is built exactly once, even when several threads ask for
-/// it at the same time (they wait for the first); different functions build
-/// concurrently. A failed build leaves the slot empty.
-pub(crate) struct KernelCache<T>(DashMap<u64, Vec<Entry<T>>>);
-
-impl<T> Default for KernelCache<T> {
-    fn default() -> Self {
-        KernelCache(DashMap::new())
-    }
-}
-
-/// The kernel identity: structure up to renaming, the function's name aside.
-fn kernel_equality() -> StructuralEqual {
-    StructuralEqual::new().ignore_global_symbol(true)
-}
-
-impl<T> KernelCache<T> {
-    /// The program for `f`, built by `build` if absent; `true` when it was cached.
-    pub(crate) fn get_or_build(&self, f: &PrimFunc, build: impl FnOnce() -> Result<Arc<T>>) -> Result<(Arc<T>, bool)> {
-        let eq = kernel_equality();
-        let slot = {
-            let mut bucket = self.0.entry(eq.hash_prim_func(f)).or_default();
-            match bucket.iter().find(|(g, _)| eq.prim_func(g, f).is_ok()) {
-                Some((_, slot)) => slot.clone(),
-                None => {
-                    let slot = Arc::new(Mutex::new(None));
-                    bucket.push((f.clone(), slot.clone()));
-                    slot
-                }
-            }
-        };
-        let mut guard = lock(&slot)?;
-        if let Some(v) = guard.as_ref() {
-            return Ok((v.clone(), true));
-        }
-        let v = build()?;
-        *guard = Some(v.clone());
-        Ok((v, false))
-    }
-}
-
-/// The kernel-cache hash of `f`: equal for functions the JIT compiles to the same
-/// program (the same structure up to renaming of the function, its variables and
-/// buffers). Tests and benchmarks use it to count distinct kernels.
-pub fn kernel_hash(f: &PrimFunc) -> u64 {
-    kernel_equality().hash_prim_func(f)
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {
-    m.lock().map_err(|_| JitError::Poisoned)
 }

@@ -27,6 +27,7 @@
 
 mod args;
 pub mod config;
+mod context;
 mod counters;
 pub mod disk_cache;
 mod error;
@@ -37,6 +38,7 @@ mod host_vec;
 mod inline;
 mod jit;
 mod kernel;
+mod kernel_cache;
 mod loop_trips;
 mod lower;
 mod math;
@@ -49,10 +51,11 @@ mod specialize;
 mod tensor;
 mod wgsl;
 
+pub use context::JitCounters;
 pub use error::{JitError, Result};
 pub use gpu::GpuProgram;
 pub use host::{HostKernel, HostOptions};
-pub use jit::{Jit, JitCounters};
+pub use jit::Jit;
 pub use kernel::{CompiledKernel, GpuExecutor, HostExecutor, KernelArg, KernelDevice, KernelExecutor};
 pub use profile::{KernelProfile, Profiler};
 pub use program::{emit_program, ProgramSource};
@@ -67,7 +70,7 @@ pub use wgsl::{Access, BindingInfo, BufRef, DeviceCaps, KernelSource, UniformFie
 pub mod internals {
     pub use crate::args::eval_int;
     pub use crate::host::native_counters;
-    pub use crate::jit::kernel_hash;
+    pub use crate::kernel_cache::kernel_hash;
     pub use crate::lower::{lower, lower_named, LoweredFunc, ParamSlot};
     pub use crate::math::erf;
     pub use crate::schedule::fused_reduction::detect as detect_fused_reduction;

@@ -4,14 +4,13 @@
 //! PrimFunc.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use relax_ir::tir::{BinOp, PrimExprKind};
 
 use crate::args::eval_int;
-use crate::jit::Jit;
 use crate::lower::LoweredFunc;
 
 /// Time spent in one PrimFunc's kernels over all its calls.
@@ -81,23 +80,6 @@ impl Profiler {
             };
             e.timestamps &= timestamps;
         }
-    }
-}
-
-impl Jit {
-    /// Turn per-kernel profiling on or off (on: every GPU call waits for completion).
-    pub fn set_profiling(&self, on: bool) {
-        self.profiler.enabled.store(on, Ordering::Relaxed);
-    }
-
-    /// Whether profiling is on.
-    pub fn profiling(&self) -> bool {
-        self.profiler.enabled.load(Ordering::Relaxed)
-    }
-
-    /// The profile so far, most time first.
-    pub fn profile(&self) -> Vec<KernelProfile> {
-        self.profiler.snapshot()
     }
 }
 

@@ -2,7 +2,7 @@
 //! cached dispatch of every kernel of a PrimFunc in one submission.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,13 +10,16 @@ use relax_gpu_runtime::{BufferRange, DeviceBuffer, GpuRuntime, Kernel, KernelLay
 use relax_ir::{DataType, PrimFunc, TypeCode};
 
 use crate::args::{check_args, eval_int, KernelArg};
+use crate::context::JitContext;
+use crate::disk_cache::{fnv64, EntryKind};
 use crate::error::{JitError, Result};
-use crate::jit::Jit;
+use crate::kernel_cache::{kernel_hash, KernelCache};
+use crate::lower;
 use crate::lower::ParamSlot;
-use crate::program::ProgramSource;
+use crate::program::{emit_program, ProgramSource};
 use crate::schedule::Grid;
 use crate::tensor::{host_elem_bytes, read_i64, write_i64};
-use crate::wgsl::{Access, BufRef, StorageTy, UniformTy};
+use crate::wgsl::{Access, BufRef, DeviceCaps, StorageTy, UniformTy};
 
 pub(crate) mod oob;
 pub(crate) mod resident;
@@ -32,35 +35,60 @@ fn gpu_err(e: relax_gpu_runtime::GpuError) -> JitError {
     JitError::Gpu(e)
 }
 
-impl Jit {
-    /// The GPU program of `f`, compiled on first use (per structural hash). With
-    /// `ScheduleOptions::generic_channels`, a function whose channel counts can be
-    /// symbolic without changing its schedule (see `specialize::generic_version`)
-    /// runs the program of that generic version, which every function differing
-    /// from it only in those counts shares (one pipeline for all of them).
-    pub fn gpu_program(&self, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
-        let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
-        let (p, hit) = self.gpu_cache.get_or_build(f, || {
-            if self.options.generic_channels && params_fit(f, self.caps.max_binding_bytes) {
-                if let Some(g) = crate::specialize::generic_version(f, &self.options) {
+/// The [`Jit`](crate::Jit)'s GPU half: the runtime, the programs compiled for it,
+/// resident uploads and the out-of-bounds flags.
+pub(crate) struct GpuJit {
+    /// The device.
+    pub(crate) rt: Arc<GpuRuntime>,
+    cache: KernelCache<GpuProgram>,
+    resident: resident::ResidentCache,
+    oob: oob::OobState,
+    /// Pipelines were created since the driver's pipeline cache was last saved.
+    pub(crate) pipelines_unsaved: AtomicBool,
+}
+
+/// Whether tensors of `dtype` can be bound from device memory holding their host
+/// bytes (see `Jit::resident_compatible`).
+pub(crate) fn resident_compatible(caps: &DeviceCaps, dtype: DataType) -> bool {
+    StorageTy::of(dtype, caps).is_ok_and(|st| host_matches(dtype, st))
+}
+
+impl GpuJit {
+    /// The GPU half for `rt`, with empty caches.
+    pub(crate) fn new(rt: Arc<GpuRuntime>) -> GpuJit {
+        GpuJit {
+            rt,
+            cache: KernelCache::default(),
+            resident: Default::default(),
+            oob: Default::default(),
+            pipelines_unsaved: AtomicBool::new(false),
+        }
+    }
+
+    /// The program of `f`, compiled on first use (see `Jit::gpu_program`).
+    pub(crate) fn program(&self, cx: &JitContext, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
+        let (p, hit) = self.cache.get_or_build(f, || {
+            if cx.options.generic_channels && params_fit(f, cx.caps.max_binding_bytes) {
+                if let Some(g) = crate::specialize::generic_version(f, &cx.options) {
                     // A generic version that fails to compile leaves `f` to compile as it is.
-                    if let Ok((p, _)) = self.gpu_cache.get_or_build(&g, || self.build_gpu_program(rt, &g)) {
+                    if let Ok((p, _)) = self.cache.get_or_build(&g, || self.build_program(cx, &g)) {
                         return Ok(p);
                     }
                 }
             }
-            self.build_gpu_program(rt, f)
+            self.build_program(cx, f)
         })?;
         if hit {
-            self.counters.gpu_cache_hits.fetch_add(1, Ordering::Relaxed);
+            cx.counters.gpu_cache_hits.fetch_add(1, Ordering::Relaxed);
         }
         Ok(p)
     }
 
     /// Compile `f`'s program: its source (see `program_source`) and pipelines.
-    fn build_gpu_program(&self, rt: &GpuRuntime, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
+    fn build_program(&self, cx: &JitContext, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
+        let rt = &self.rt;
         let t0 = Instant::now();
-        let source = self.program_source(f)?;
+        let source = self.program_source(cx, f)?;
         let ours = t0.elapsed();
         let t1 = Instant::now();
         let mut pipelines = Vec::new();
@@ -77,7 +105,7 @@ impl Jit {
             let wgsl = self.oob.register(&k.name, &k.oob_sites, &k.wgsl);
             pipelines.push(rt.create_kernel(&wgsl, "main", &layout).map_err(gpu_err)?);
         }
-        let c = &self.counters;
+        let c = &cx.counters;
         c.our_compile_ns.fetch_add(ours.as_nanos() as u64, Ordering::Relaxed);
         c.driver_compile_ns
             .fetch_add(t1.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -87,41 +115,47 @@ impl Jit {
         Ok(Arc::new(GpuProgram { source, pipelines }))
     }
 
-    /// Run `f` on the GPU, every kernel dispatched in one submission.
-    /// [`KernelArg::Device`] buffers (see [`Jit::resident_compatible`]) are bound in
-    /// place; host bytes are uploaded to temporaries, and the ones the kernels write
-    /// read back into [`KernelArg::Write`] bytes. A call on device buffers only
-    /// returns after submission (later reads wait for it).
-    pub fn run_gpu(&self, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
-        self.run_gpu_named("", f, args)
+    /// The program source of `f`: from the persistent cache when it holds it, else
+    /// lowered, scheduled, emitted and checked (and then stored there).
+    fn program_source(&self, cx: &JitContext, f: &PrimFunc) -> Result<ProgramSource> {
+        let Some(disk) = &cx.disk else {
+            let source = emit_program(f, &cx.caps, &cx.options)?;
+            oob::static_check(&source.lowered)?;
+            return Ok(source);
+        };
+        let key = crate::program_record::program_key(f, &cx.caps, &cx.options);
+        let name = format!("{:016x}{:016x}", kernel_hash(f), fnv64(&[&key]));
+        if let Some(bytes) = disk.get(EntryKind::Kernels, &name, &key) {
+            let lowered = Arc::new(lower::lower(f)?);
+            if let Some(source) = crate::program_record::decode(&bytes, lowered) {
+                cx.counters.disk_cache_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(source);
+            }
+        }
+        cx.counters.disk_cache_misses.fetch_add(1, Ordering::Relaxed);
+        let source = emit_program(f, &cx.caps, &cx.options)?;
+        oob::static_check(&source.lowered)?;
+        if let Some(record) = crate::program_record::encode(&source) {
+            if disk.put(EntryKind::Kernels, &name, &key, &record).is_ok() {
+                cx.counters.disk_cache_writes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(source)
     }
 
-    /// Whether tensors of `dtype` can be bound directly from device memory holding
-    /// their little-endian host bytes (no widening to 32-bit words needed), which is
-    /// what a [`KernelArg::Device`] argument requires.
-    pub fn resident_compatible(&self, dtype: DataType) -> bool {
-        StorageTy::of(dtype, &self.caps).is_ok_and(|st| host_matches(dtype, st))
-    }
-
-    /// [`Jit::run_gpu`] with the name the caller knows `f` by (its global name in a
-    /// module), used by the profile; empty: the PrimFunc's own name.
-    pub fn run_gpu_named(&self, name: &str, f: &PrimFunc, args: &mut [KernelArg<'_>]) -> Result<()> {
-        let prog = self.gpu_program(f)?;
-        self.run_gpu_program(name, f, &prog, args)
-    }
-
-    /// [`Jit::run_gpu_named`] with `f`'s program already at hand (from
-    /// [`Jit::gpu_program`]): a compiled kernel keeps it, so a call does not look it
-    /// up again (a structural hash and comparison of the whole PrimFunc per dispatch
-    /// was most of the host's time per GPU kernel call).
-    pub(crate) fn run_gpu_program(
+    /// Run `f`, whose program `prog` is (see `Jit::run_gpu`): a compiled kernel
+    /// keeps its program, so a call does not look it up again (a structural hash and
+    /// comparison of the whole PrimFunc per dispatch was most of the host's time per
+    /// GPU kernel call).
+    pub(crate) fn run_program(
         &self,
+        cx: &JitContext,
         name: &str,
         f: &PrimFunc,
         prog: &Arc<GpuProgram>,
         args: &mut [KernelArg<'_>],
     ) -> Result<()> {
-        let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?.clone();
+        let rt = self.rt.clone();
         let lf = &prog.source.lowered;
         let shapes = check_args(lf, args)?;
         // A tensor of symbolic size past one storage binding: the kernels compiled for
@@ -133,7 +167,8 @@ impl Jit {
                 .filter_map(|b| Some((b.var.id(), *shapes.get(b.param)?.get(b.dim)?)))
                 .collect();
             let g = crate::specialize::specialize(f, &values);
-            return self.run_gpu_named(name, &g, args);
+            let prog = self.program(cx, &g)?;
+            return self.run_program(cx, name, &g, &prog, args);
         }
         let (read, written) = buffer_use(prog, args.len());
         // Temporaries for the host tensors the kernels bind.
@@ -144,7 +179,7 @@ impl Jit {
                 KernelArg::Int(x) => ScalarArg::Int(*x),
                 KernelArg::Float(x) => ScalarArg::Float(*x),
                 KernelArg::Device { buf, dtype, .. } => {
-                    if !self.resident_compatible(*dtype) {
+                    if !resident_compatible(&cx.caps, *dtype) {
                         return Err(JitError::UnsupportedDtype {
                             dtype: *dtype,
                             context: "in device memory without widening (stage it through the host)".into(),
@@ -173,7 +208,7 @@ impl Jit {
                         )));
                     }
                     if read[i] {
-                        let st = StorageTy::of(*dtype, &self.caps)?;
+                        let st = StorageTy::of(*dtype, &cx.caps)?;
                         check_extent(n as i64, || format!("argument {i} of `{}`", lf.name))?;
                         let staged = to_storage(*dtype, bytes, st);
                         let buf = upload(&rt, &staged).map_err(|e| too_large(&rt, lf, i, e))?;
@@ -189,7 +224,7 @@ impl Jit {
                 bound.insert(i, *buf);
             }
         }
-        self.dispatch_program(&rt, prog, &scalars, &shapes, &bound, name)?;
+        self.dispatch_program(cx, prog, &scalars, &shapes, &bound, name)?;
         if temps.is_empty() {
             return Ok(());
         }
@@ -199,19 +234,20 @@ impl Jit {
                 from_storage(*dtype, bytes, *st, &data)?;
             }
         }
-        self.check_gpu_bounds()
+        self.check_bounds()
     }
 
     /// Dispatch every kernel of `prog` in one submission on the bound parameter buffers.
     fn dispatch_program(
         &self,
-        rt: &GpuRuntime,
+        cx: &JitContext,
         prog: &GpuProgram,
         scalars: &[ScalarArg],
         shapes: &[Vec<i64>],
         bufs: &HashMap<usize, &DeviceBuffer>,
         name: &str,
     ) -> Result<()> {
+        let rt = &self.rt;
         let lf = &prog.source.lowered;
         let vars = var_values(lf, scalars, shapes)?;
         let floats = float_vars(lf, scalars);
@@ -219,7 +255,7 @@ impl Jit {
         for b in &lf.scratch {
             let n = eval_int(&b.shape()[0], &vars)?;
             check_extent(n, || format!("scratch buffer `{}`", b.name()))?;
-            let st = StorageTy::of(b.dtype(), &self.caps)?;
+            let st = StorageTy::of(b.dtype(), &cx.caps)?;
             let len = (n.max(1) as u64) * st.bytes() as u64;
             scratch.push(rt.alloc(len.div_ceil(4) * 4).map_err(gpu_err)?);
         }
@@ -269,7 +305,7 @@ impl Jit {
                 }
             };
             if k.name.ends_with(crate::schedule::FEW_ROWS_SUFFIX) {
-                self.counters.few_row_dispatches.fetch_add(1, Ordering::Relaxed);
+                cx.counters.few_row_dispatches.fetch_add(1, Ordering::Relaxed);
             }
             let mut ubytes = Vec::with_capacity(4 * k.uniforms.len());
             for u in &k.uniforms {
@@ -315,12 +351,12 @@ impl Jit {
             }
             batch.dispatch_ranges(pipe, &bound, &ubytes, groups).map_err(gpu_err)?;
         }
-        if self.profiling() {
+        if cx.profiling() {
             let timing = batch.submit_timed().map_err(gpu_err)?;
             let flops = crate::profile::flops_of(lf, &vars);
             let time = timing.gpu.unwrap_or(timing.wall);
             let name = if name.is_empty() { &lf.name } else { name };
-            self.profiler.record(name, time, flops, timing.gpu.is_some());
+            cx.profiler.record(name, time, flops, timing.gpu.is_some());
             return Ok(());
         }
         batch.submit().map_err(gpu_err)

@@ -12,8 +12,8 @@ use dashmap::DashMap;
 use relax_gpu_runtime::{DeviceBuffer, GpuRuntime};
 use relax_ir::tir::{BinOp, Buffer, For, PrimExpr, PrimExprKind, Stmt};
 
+use super::GpuJit;
 use crate::error::{JitError, Result};
-use crate::jit::Jit;
 use crate::wgsl::{FLAG_WORDS, SITE_BASE_DECL};
 
 /// Site descriptions across every kernel compiled, and the per-thread flags.
@@ -60,13 +60,10 @@ impl OobState {
     }
 }
 
-impl Jit {
-    /// Fail with [`JitError::OutOfBounds`] when a GPU kernel run from this thread
-    /// since the last call accessed a buffer out of its bounds (clearing the
-    /// record). Waits for the thread's submitted work; free when no kernel with
-    /// run-time checks ran.
-    pub fn check_gpu_bounds(&self) -> Result<()> {
-        let Some(rt) = self.gpu.as_ref() else { return Ok(()) };
+impl GpuJit {
+    /// See `Jit::check_gpu_bounds`.
+    pub(crate) fn check_bounds(&self) -> Result<()> {
+        let rt = &self.rt;
         let id = std::thread::current().id();
         let buf = match self.oob.flags.get_mut(&id) {
             Some(mut e) if e.1 => {

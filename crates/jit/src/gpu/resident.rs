@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 use relax_gpu_runtime::{DeviceBuffer, GpuRuntime};
 
+use super::GpuJit;
 use crate::error::{JitError, Result};
-use crate::jit::{lock, Jit};
+use crate::kernel_cache::lock;
 
 /// Resident bytes kept before the cache drops every entry whose owner is gone
 /// and, if still above, everything.
@@ -38,21 +39,16 @@ fn owner_addr(w: &Weak<dyn Any + Send + Sync>) -> usize {
     w.as_ptr() as *const () as usize
 }
 
-impl Jit {
-    /// A device buffer holding `bytes` (host memory owned by `owner`, starting at
-    /// byte `offset` of it), padded to a multiple of 4 bytes. The buffer is reused
-    /// while `owner` is alive and its write `version` is the one of the upload; the
-    /// caller must change `version` whenever the bytes may have changed (it is the
-    /// only check: the bytes are not compared). Returns the buffer and whether it was
-    /// uploaded now.
-    pub fn resident_upload(
+impl GpuJit {
+    /// See `Jit::resident_upload`.
+    pub(crate) fn resident_upload(
         &self,
         owner: &Arc<dyn Any + Send + Sync>,
         offset: usize,
         version: u64,
         bytes: &[u8],
     ) -> Result<(Arc<DeviceBuffer>, bool)> {
-        let rt = self.gpu.as_ref().ok_or(JitError::NoGpu)?;
+        let rt = &self.rt;
         let weak = Arc::downgrade(owner);
         let key = (owner_addr(&weak), offset, bytes.len());
         let cache = &self.resident;
@@ -84,9 +80,8 @@ impl Jit {
         Ok((buf, true))
     }
 
-    /// Forget every resident upload (their device memory returns to the pool once
-    /// no kernel call holds it).
-    pub fn clear_resident(&self) {
+    /// See `Jit::clear_resident`.
+    pub(crate) fn clear_resident(&self) {
         if let Ok(mut e) = self.resident.entries.lock() {
             e.clear();
         }

@@ -11,5 +11,6 @@ pub mod check;
 pub mod derive;
 pub mod device;
 pub mod normalize;
-pub mod op;
+/// The operator library (the `relax-op` crate).
+pub use relax_op as op;
 pub mod well_formed;

@@ -195,7 +195,9 @@ pub(crate) unsafe fn tile_avx2<const MR: usize>(
     ldc: usize,
     accumulate: bool,
 ) {
-    use std::arch::x86_64::{_mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_storeu_ps};
+    use std::arch::x86_64::{
+        _mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_storeu_ps,
+    };
     // SAFETY: the caller's contract (AVX2 and FMA; every pointer within its operand).
     unsafe {
         let mut lo = [_mm256_setzero_ps(); MR];
@@ -260,9 +262,7 @@ mod tests {
                     // SAFETY: AVX2 and FMA are present (checked above); `w` covers `MR`
                     // rows of `kc` steps at (`rs`, `ks`), `p` `kc * 16` values, `got`
                     // `MR` rows of `ldc >= 16`.
-                    unsafe {
-                        avx2::<MR>(kc, w.as_ptr(), rs, ks, p.as_ptr(), got.as_mut_ptr(), ldc, accumulate)
-                    };
+                    unsafe { avx2::<MR>(kc, w.as_ptr(), rs, ks, p.as_ptr(), got.as_mut_ptr(), ldc, accumulate) };
                     let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
                     assert!(same, "MR {MR}, strides ({rs}, {ks}), accumulate {accumulate}");
                 }

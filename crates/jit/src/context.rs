@@ -12,7 +12,7 @@ use crate::wgsl::DeviceCaps;
 crate::counters! {
     /// The JIT's live counters.
     live Counters;
-    /// Counters of the JIT (monotonic for the life of the [`Jit`]).
+    /// Counters of the JIT (monotonic for the life of the [`Jit`](crate::Jit)).
     snapshot JitCounters;
     {
     /// GPU programs compiled (one per distinct PrimFunc and device).

@@ -37,7 +37,7 @@ impl KernelProfile {
     }
 }
 
-/// Time per kernel name, summed over calls: the GPU profile of a [`Jit`], and the
+/// Time per kernel name, summed over calls: the GPU profile of a [`Jit`](crate::Jit), and the
 /// host profile an engine keeps with the same type.
 #[derive(Default)]
 pub struct Profiler {

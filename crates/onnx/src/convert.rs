@@ -6,7 +6,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use relax_checker::op::{self as registry, InferCtx};
 use relax_ir::arith::Analyzer;
 use relax_ir::text::ops as sigs;
 use relax_ir::tir::{BinOp, TirVar};
@@ -14,6 +13,7 @@ use relax_ir::{
     AttrValue, Attrs, BaseFunc, Binding, BindingBlock, DataType, Expr, ExprKind, Function, IRModule, NDArray, PrimExpr,
     SeqExpr, Span, StructInfo, Var,
 };
+use relax_op::{self as registry, InferCtx};
 
 use crate::ops::{self, Node};
 use crate::proto::{self, type_proto, ModelProto};

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use relax_checker::op::{InferError, InferErrorKind};
+use relax_op::{InferError, InferErrorKind};
 
 /// What kind of problem stopped a conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

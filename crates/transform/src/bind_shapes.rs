@@ -19,11 +19,11 @@
 
 use std::collections::HashMap;
 
-use relax_checker::op::{InferCtx, OpId};
 use relax_ir::arith::Analyzer;
 use relax_ir::mutator::{walk_binding, walk_block, ExprMutator};
 use relax_ir::relax::{BindingBlock, Call};
 use relax_ir::{Binding, DataType, Expr, ExprKind, IRModule, PrimExpr, StructInfo, TirVar, Var};
+use relax_op::{InferCtx, OpId};
 
 use crate::legalize::arg_struct_info;
 

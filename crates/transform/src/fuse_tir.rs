@@ -7,7 +7,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use relax_checker::op::legalize::te::{loop_over, root_prim_func};
 use relax_ir::attrs::AttrValue;
 use relax_ir::mutator::{walk_prim_expr, walk_stmt, StmtExprMutator};
 use relax_ir::tir::{
@@ -17,6 +16,7 @@ use relax_ir::visit::substitute_prim_expr;
 use relax_ir::{
     Attrs, BaseFunc, Binding, Diagnostic, Expr, ExprKind, Function, GlobalVar, IRModule, PrimFunc, StructInfo,
 };
+use relax_op::legalize::te::{loop_over, root_prim_func};
 
 /// Replace every call of a `Primitive` function by `call_tir` of one fused PrimFunc.
 /// A callee's symbolic sizes take the static sizes it is called with. A group

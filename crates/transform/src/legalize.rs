@@ -5,20 +5,20 @@
 //! PrimFunc.
 //!
 //! The per-operator part (each `OpDef`'s fold and legalization) lives with the
-//! operator definitions in `relax_checker::op::legalize`; this pass walks the
+//! operator definitions in `relax_op::legalize`; this pass walks the
 //! module, asks each bound call's operator for its legalization, adds the
 //! generated PrimFuncs under TVM's names (`add`, `add1`, ...), deduplicated
 //! structurally, and reports every call whose legalization declined as a
 //! `legalize/skipped` warning (the call is left unchanged).
 
-use relax_checker::op::legalize::{Emitter, LegalizeCtx, Legalized, Lowered, Skip};
-use relax_checker::op::OpId;
 use relax_ir::mutator::{walk_binding, walk_block, ExprMutator};
 use relax_ir::relax::{BindingBlock, Call};
 use relax_ir::structural::{structural_equal_prim_func, structural_hash_prim_func};
 use relax_ir::{
     Attrs, BaseFunc, Binding, Diagnostic, Expr, ExprKind, GlobalVar, IRModule, PrimExpr, PrimFunc, StructInfo,
 };
+use relax_op::legalize::{Emitter, LegalizeCtx, Legalized, Lowered, Skip};
+use relax_op::OpId;
 
 struct PassEmitter<'a> {
     pass: &'a mut Pass,

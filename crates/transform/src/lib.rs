@@ -4,7 +4,7 @@
 //! pipeline built from them for a [`PassContext`]; [`pass`] holds the
 //! infrastructure (named passes, [`Pipeline`] with timings, instruments and
 //! well-formedness checks); [`instrument`] has the IR dump; each other module is one pass ([`legalize`] is `LegalizeOps`, the
-//! driver over the operators' legalizations in `relax_checker::op::legalize`;
+//! driver over the operators' legalizations in `relax_op::legalize`;
 //! [`realize_vdevice`] is `RealizeVDevice`). [`check_and_realize`] is the front
 //! end's check: the checker's, with VDevices propagated.
 

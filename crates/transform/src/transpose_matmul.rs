@@ -11,13 +11,13 @@
 
 use std::collections::HashMap;
 
-use relax_checker::op::legalize::linear_algebra::nt_matmul;
-use relax_checker::op::legalize::{LegalizeCtx, Lowered};
 use relax_ir::attrs::AttrValue;
 use relax_ir::mutator::{walk_binding, ExprMutator};
 use relax_ir::relax::Call;
 use relax_ir::structural::structural_equal_prim_func;
 use relax_ir::{BaseFunc, Binding, Diagnostic, Expr, IRModule, PrimFunc, StructInfo};
+use relax_op::legalize::linear_algebra::nt_matmul;
+use relax_op::legalize::{LegalizeCtx, Lowered};
 
 use crate::legalize::{arg_struct_info, call_tir_of};
 

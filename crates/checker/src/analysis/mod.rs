@@ -7,6 +7,7 @@
 //! *definitely* equal when it proves them equal, *definitely* different when it
 //! proves them different, and *possibly* equal otherwise.
 
+pub use relax_op::derive_func::{apply_derive_func, DEFAULT_DERIVE, EMPTY_DERIVE};
 use std::collections::{HashMap, HashSet};
 
 use relax_ir::arith::{Analyzer, Proof};
@@ -19,12 +20,6 @@ use relax_ir::{
 mod subtyping;
 #[allow(unused_imports)]
 pub use subtyping::*;
-
-/// Name of the built-in derivation function of `ExternFunc`s (`default_derive`):
-/// the result is given by the call's `sinfo_args`.
-pub const DEFAULT_DERIVE: &str = "default_derive";
-/// Name of the weakest derivation function (`empty_derive`): always `Object`.
-pub const EMPTY_DERIVE: &str = "empty_derive";
 
 /// The result of a subtyping check `derived <: base`, from worst to best.
 ///
@@ -799,18 +794,6 @@ pub struct CallDerivation {
     pub warnings: Vec<String>,
 }
 
-/// Apply a built-in `derive_func` to a call.
-pub fn apply_derive_func(name: &str, call: &Call) -> StructInfo {
-    match name {
-        EMPTY_DERIVE => StructInfo::Object,
-        _ => match call.sinfo_args.len() {
-            0 => StructInfo::Object,
-            1 => call.sinfo_args[0].clone(),
-            _ => StructInfo::Tuple(call.sinfo_args.clone()),
-        },
-    }
-}
-
 /// `derive_call_ret_struct_info`: beta-reduce the callee's signature against the
 /// arguments' StructInfo (`args`) and return the call's StructInfo.
 ///
@@ -833,11 +816,9 @@ pub fn derive_call_ret_struct_info(
         });
     };
     if params.len() != args.len() {
-        return Err(crate::op::error::infer_err!(Arity;
-            "number of arguments and parameters mismatch: the callee accepts {} parameters, but was called with {} arguments",
+        return Err(crate::op::InferError::new(crate::op::InferErrorKind::Arity, format!("number of arguments and parameters mismatch: the callee accepts {} parameters, but was called with {} arguments",
             params.len(),
-            args.len()
-        ));
+            args.len())));
     }
     let mut checker = BaseChecker::new(ana);
     checker.derive_mode = true;
@@ -846,10 +827,13 @@ pub fn derive_call_ret_struct_info(
     for (i, (p, a)) in params.iter().zip(args).enumerate() {
         match checker.visit(p, a) {
             BaseCheckResult::FailL0 | BaseCheckResult::FailL1 => {
-                return Err(crate::op::error::infer_err!(ArgKind;
-                    "argument {i} type mismatch: expected {}, given {}",
-                    display_struct_info(p),
-                    display_struct_info(a)
+                return Err(crate::op::InferError::new(
+                    crate::op::InferErrorKind::ArgKind,
+                    format!(
+                        "argument {i} type mismatch: expected {}, given {}",
+                        display_struct_info(p),
+                        display_struct_info(a)
+                    ),
                 ));
             }
             BaseCheckResult::FailL2 => warnings.push(format!(

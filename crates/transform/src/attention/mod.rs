@@ -63,8 +63,6 @@
 
 use std::collections::HashMap;
 
-use relax_checker::op::legalize::te::{self, make_iters, nest, Te};
-use relax_checker::op::legalize::Lowered;
 use relax_ir::mutator::ExprMutator;
 use relax_ir::structural::{structural_equal_prim_func, structural_hash_prim_func};
 use relax_ir::tir::{BinOp, Block, BufferRegion, ForKind, Intrinsic, IterKind, Range, Stmt, TirVar};
@@ -73,6 +71,8 @@ use relax_ir::{
     AttrValue, Attrs, BaseFunc, Binding, BindingBlock, Buffer, DataType, Diagnostic, Expr, ExprKind, GlobalVar,
     IRModule, PrimExpr, PrimFunc, Span, StructInfo,
 };
+use relax_op::legalize::te::{self, make_iters, nest, Te};
+use relax_op::legalize::Lowered;
 
 use crate::legalize::arg_struct_info;
 

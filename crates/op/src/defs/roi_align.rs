@@ -1,0 +1,327 @@
+//! `vision.roi_align(data, rois, pooled_size, spatial_scale, sample_ratio=-1,
+//! aligned=False, layout="NCHW", mode="avg")`: for each region of interest
+//! (`rois[i] = [batch_index, x1, y1, x2, y2]`, image coordinates scaled by
+//! `spatial_scale`) a `pooled_size` grid of bins, each the average (or the
+//! maximum) of bilinear samples of `data` on a regular grid in the bin, as TVM's
+//! `relax.vision.roi_align` and topi's `vision.roi_align`.
+
+use relax_ir::tir::{BinOp, Block, BufferRegion, For, ForKind, Intrinsic, IterKind, Range};
+use relax_ir::{Buffer, Call, DataType, PrimExpr, Span, Stmt, StructInfo, TirVar};
+
+use crate::attrs::{op_attrs, OpAttrs};
+use crate::common::*;
+use crate::error::infer_err;
+use crate::legalize::te::{konst, make_iters, min_value, nest, point_region, Te};
+use crate::legalize::{Emitter, LegalizeCtx, Legalized, Lowered, Skip};
+use crate::{InferCtx, OpDef};
+
+op_attrs! {
+    /// The attributes (TVM's `ROIAlignAttrs`).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct RoiAlignAttrs {
+        /// Output bins per region: `[height, width]`.
+        pub pooled_size: Vec<i64> = ints,
+        /// Image coordinates to feature-map coordinates.
+        pub spatial_scale: f64 = float,
+        /// Samples per bin and axis; non-positive: `ceil(region / pooled)`.
+        pub sample_ratio: i64 = int,
+        /// Without the legacy clamp of a region to at least one pixel.
+        pub aligned: bool = bool,
+        /// `"NCHW"` or `"NHWC"`.
+        pub layout: String = str,
+        /// `"avg"` or `"max"`.
+        pub mode: String = str,
+    }
+}
+
+/// StructInfo: `data`'s dtype, shape `(num_roi, C, ph, pw)` (`NCHW`) or
+/// `(num_roi, ph, pw, C)` (`NHWC`); TVM's checks of ranks, the rois' last
+/// extent, the layout and the mode.
+fn infer(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
+    let ts = tensor_args(call, args, 2)?;
+    let (data, rois) = (ts[0], ts[1]);
+    let attrs = RoiAlignAttrs::from_call(call)?;
+    if attrs.pooled_size.len() != 2 {
+        return Err(infer_err!(
+            "ROIAlign expects pooled_size of two values, got {:?}",
+            attrs.pooled_size
+        ));
+    }
+    let nhwc = match attrs.layout.as_str() {
+        "NCHW" => false,
+        "NHWC" => true,
+        other => {
+            return Err(infer_err!(
+                "ROIAlign only supports NCHW and NHWC layout, but got {other}"
+            ))
+        }
+    };
+    if !matches!(attrs.mode.as_str(), "avg" | "max") {
+        return Err(infer_err!(
+            "ROIAlign only supports avg and max mode, but got {}",
+            attrs.mode
+        ));
+    }
+    if data.ndim != -1 && data.ndim != 4 {
+        return Err(infer_err!(
+            "ROIAlign expects the input data to be 4-D, while the given data has ndim {}",
+            data.ndim
+        ));
+    }
+    if rois.ndim != -1 && rois.ndim != 2 {
+        return Err(infer_err!(
+            "ROIAlign expects the rois tensor to be 2-D, while the given rois has ndim {}",
+            rois.ndim
+        ));
+    }
+    let rshape = shape_of(rois);
+    if let Some(last) = rshape.as_ref().and_then(|s| s.get(1)).and_then(|d| d.as_int()) {
+        if last != 5 {
+            return Err(infer_err!(
+                "ROIAlign expects rois to have shape (num_roi, 5), but got last dimension {last}"
+            ));
+        }
+    }
+    let vd = data.vdevice.clone();
+    let (Some(ds), Some(rs)) = (shape_of(data), rshape) else {
+        return Ok(tensor_ndim(data.dtype, 4, vd));
+    };
+    let (ph, pw) = (int(attrs.pooled_size[0]), int(attrs.pooled_size[1]));
+    let channels = ds[if nhwc { 3 } else { 1 }].clone();
+    let out = if nhwc {
+        vec![rs[0].clone(), ph, pw, channels]
+    } else {
+        vec![rs[0].clone(), channels, ph, pw]
+    };
+    Ok(tensor(out, data.dtype, vd))
+}
+
+/// Scalar arithmetic in the coordinate dtype.
+struct Ops {
+    dt: DataType,
+}
+
+impl Ops {
+    fn f(&self, v: f64) -> PrimExpr {
+        konst(v, self.dt)
+    }
+    fn bin(&self, op: BinOp, a: PrimExpr, b: PrimExpr) -> PrimExpr {
+        PrimExpr::binary(op, a, b)
+    }
+    fn add(&self, a: PrimExpr, b: PrimExpr) -> PrimExpr {
+        self.bin(BinOp::Add, a, b)
+    }
+    fn sub(&self, a: PrimExpr, b: PrimExpr) -> PrimExpr {
+        self.bin(BinOp::Sub, a, b)
+    }
+    fn mul(&self, a: PrimExpr, b: PrimExpr) -> PrimExpr {
+        self.bin(BinOp::Mul, a, b)
+    }
+    fn div(&self, a: PrimExpr, b: PrimExpr) -> PrimExpr {
+        self.bin(BinOp::Div, a, b)
+    }
+    fn float(&self, x: PrimExpr) -> PrimExpr {
+        x.cast(self.dt)
+    }
+    /// `cast(int32, f(x))` for `floor`/`ceil`.
+    fn to_i32(&self, f: Intrinsic, x: PrimExpr) -> PrimExpr {
+        PrimExpr::intrinsic_call(f, self.dt, vec![x]).cast(DataType::INT32)
+    }
+}
+
+/// `a && b`.
+fn and(a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(BinOp::And, a, b)
+}
+
+/// `if_then_else(cond, a, b)` of `dt`.
+fn select(dt: DataType, cond: PrimExpr, a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::intrinsic_call(Intrinsic::IfThenElse, dt, vec![cond, a, b])
+}
+
+/// The whole of `buf` as a region.
+fn whole(buf: &Buffer) -> BufferRegion {
+    BufferRegion {
+        buffer: buf.clone(),
+        region: buf
+            .shape()
+            .iter()
+            .map(|e| Range::new(PrimExpr::int_of(0, e.dtype()), e.clone()))
+            .collect(),
+    }
+}
+
+/// Legalization, as topi's `roi_align_nchw`/`roi_align_nhwc`: per output
+/// element, a reduction over the bin's sample grid, whose extent is computed from
+/// the region (data-dependent when `sample_ratio <= 0`), so the reduction loops
+/// sit inside the element's block.
+fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+    let attrs = RoiAlignAttrs::from_call(ctx.call).map_err(Skip::from)?;
+    let nhwc = attrs.layout == "NHWC";
+    let avg = attrs.mode == "avg";
+    let (out_shape, out_dt) = ctx.out_tensor()?;
+    let mut t = Te::new();
+    let data = ctx.placeholder(&mut t, 0)?;
+    let rois = ctx.placeholder(&mut t, 1)?;
+    let dt = rois.dtype();
+    if !(dt.code == relax_ir::TypeCode::Float && dt.bits >= 16) || data.dtype() != dt {
+        return Err(Skip::new("data and rois must be of the same float dtype"));
+    }
+    if data.shape().len() != 4 || rois.shape().len() != 2 || out_shape.len() != 4 {
+        return Err(Skip::new("data must be 4-D and rois 2-D"));
+    }
+    let ds = data.shape();
+    let (height, width) = if nhwc {
+        (ds[1].clone(), ds[2].clone())
+    } else {
+        (ds[2].clone(), ds[3].clone())
+    };
+    let o = Ops { dt };
+    let (pooled_h, pooled_w) = (attrs.pooled_size[0] as f64, attrs.pooled_size[1] as f64);
+    let names: Vec<String> = if nhwc {
+        ["i", "ph", "pw", "c"]
+    } else {
+        ["i", "c", "ph", "pw"]
+    }
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (loops, ivs) = make_iters(&out_shape, &names, IterKind::DataPar);
+    let v: Vec<PrimExpr> = ivs.iter().map(|iv| iv.var.to_expr()).collect();
+    let (i, c, ph, pw) = if nhwc {
+        (v[0].clone(), v[3].clone(), v[1].clone(), v[2].clone())
+    } else {
+        (v[0].clone(), v[1].clone(), v[2].clone(), v[3].clone())
+    };
+    let roi = |k: i64| PrimExpr::load(&rois, vec![i.clone(), PrimExpr::int_of(k, DataType::INT64)]);
+    let scaled = |k: i64| o.mul(roi(k), o.f(attrs.spatial_scale));
+    let batch = roi(0).cast(DataType::INT32);
+    let (start_w, start_h, end_w, end_h) = (scaled(1), scaled(2), scaled(3), scaled(4));
+    let extent = |end: PrimExpr, start: PrimExpr| {
+        let d = o.sub(end, start);
+        if attrs.aligned {
+            d
+        } else {
+            o.bin(BinOp::Max, d, o.f(1.0))
+        }
+    };
+    let roi_h = extent(end_h, start_h.clone());
+    let roi_w = extent(end_w, start_w.clone());
+    let bin_h = o.div(roi_h.clone(), o.f(pooled_h));
+    let bin_w = o.div(roi_w.clone(), o.f(pooled_w));
+    let grid = |r: PrimExpr, pooled: f64| {
+        if attrs.sample_ratio > 0 {
+            PrimExpr::int_of(attrs.sample_ratio, DataType::INT32)
+        } else {
+            o.to_i32(Intrinsic::Ceil, o.div(r, o.f(pooled)))
+        }
+    };
+    let grid_h = grid(roi_h, pooled_h);
+    let grid_w = grid(roi_w, pooled_w);
+    let count = PrimExpr::binary(BinOp::Mul, grid_h.clone(), grid_w.clone());
+    let start_h = o.add(start_h, o.mul(o.float(ph), bin_h.clone()));
+    let start_w = o.add(start_w, o.mul(o.float(pw), bin_w.clone()));
+    let (rh, rw) = (TirVar::new("rh", DataType::INT32), TirVar::new("rw", DataType::INT32));
+    let sample = |start: PrimExpr, r: &TirVar, bin: PrimExpr, g: &PrimExpr| {
+        let off = o.mul(o.add(o.float(r.to_expr()), o.f(0.5)), bin);
+        o.add(start, o.div(off, o.float(g.clone())))
+    };
+    let y = sample(start_h, &rh, bin_h, &grid_h);
+    let x = sample(start_w, &rw, bin_w, &grid_w);
+    let (height_f, width_f) = (o.float(height.clone()), o.float(width.clone()));
+    let outside = [
+        o.bin(BinOp::Lt, y.clone(), o.f(-1.0)),
+        o.bin(BinOp::Lt, x.clone(), o.f(-1.0)),
+        o.bin(BinOp::Gt, y.clone(), height_f.clone()),
+        o.bin(BinOp::Gt, x.clone(), width_f.clone()),
+    ]
+    .into_iter()
+    .reduce(|a, b| PrimExpr::binary(BinOp::Or, a, b))
+    .unwrap_or_else(|| PrimExpr::bool(false));
+    let one_i64 = PrimExpr::int_of(1, DataType::INT64);
+    let max_y = PrimExpr::binary(BinOp::Sub, height.clone(), one_i64.clone());
+    let max_x = PrimExpr::binary(BinOp::Sub, width.clone(), one_i64);
+    let clamp = |p: PrimExpr, max: &PrimExpr| o.bin(BinOp::Min, o.bin(BinOp::Max, p, o.f(0.0)), o.float(max.clone()));
+    let (yc, xc) = (clamp(y, &max_y), clamp(x, &max_x));
+    // topi's `bilinear_sample_nchw`: four guarded corner terms, x outer, y inner.
+    let (y_low, x_low) = (
+        o.to_i32(Intrinsic::Floor, yc.clone()),
+        o.to_i32(Intrinsic::Floor, xc.clone()),
+    );
+    let one_i32 = PrimExpr::int_of(1, DataType::INT32);
+    let y_high = PrimExpr::binary(BinOp::Add, y_low.clone(), one_i32.clone());
+    let x_high = PrimExpr::binary(BinOp::Add, x_low.clone(), one_i32);
+    let wy_h = o.sub(yc, o.float(y_low.clone()));
+    let wx_h = o.sub(xc, o.float(x_low.clone()));
+    let wy_l = o.sub(o.f(1.0), wy_h.clone());
+    let wx_l = o.sub(o.f(1.0), wx_h.clone());
+    let within = |p: &PrimExpr, max: &PrimExpr| {
+        let p = p.clone().cast(DataType::INT64);
+        and(
+            PrimExpr::binary(BinOp::Le, PrimExpr::int_of(0, DataType::INT64), p.clone()),
+            PrimExpr::binary(BinOp::Le, p, max.clone()),
+        )
+    };
+    let n64 = batch.cast(DataType::INT64);
+    let mut val: Option<PrimExpr> = None;
+    for (wx, xp) in [(wx_l, x_low), (wx_h, x_high)] {
+        for (wy, yp) in [(wy_l.clone(), y_low.clone()), (wy_h.clone(), y_high.clone())] {
+            let (yi, xi) = (yp.clone().cast(DataType::INT64), xp.clone().cast(DataType::INT64));
+            let at = if nhwc {
+                vec![n64.clone(), yi, xi, c.clone()]
+            } else {
+                vec![n64.clone(), c.clone(), yi, xi]
+            };
+            let term = select(
+                dt,
+                and(within(&yp, &max_y), within(&xp, &max_x)),
+                o.mul(o.mul(wx.clone(), wy), PrimExpr::load(&data, at)),
+                o.f(0.0),
+            );
+            val = Some(match val {
+                None => term,
+                Some(s) => o.add(s, term),
+            });
+        }
+    }
+    let val = select(dt, outside, o.f(0.0), val.unwrap_or_else(|| o.f(0.0)));
+    let out = Buffer::new(t.unique_name("compute"), out_dt, out_shape.clone());
+    let acc = PrimExpr::load(&out, v.clone());
+    let (init, update) = if avg {
+        (o.f(0.0), o.add(acc, o.div(val, o.float(count))))
+    } else {
+        (min_value(dt), o.bin(BinOp::Max, acc, val))
+    };
+    let store = |value: PrimExpr| Stmt::BufferStore {
+        buffer: out.clone(),
+        value,
+        indices: v.clone(),
+        span: Span::NONE,
+    };
+    let inner = Stmt::For(For::from_zero(rw.clone(), grid_w, ForKind::Serial, store(update)));
+    let body = Stmt::seq(vec![
+        store(init),
+        Stmt::For(For::from_zero(rh.clone(), grid_h, ForKind::Serial, inner)),
+    ]);
+    let block = Block {
+        name: out.name().to_string(),
+        iter_vars: ivs,
+        reads: vec![whole(&rois), whole(&data)],
+        writes: vec![point_region(&out, &v)],
+        init: None,
+        alloc_buffers: Vec::new(),
+        match_buffers: Vec::new(),
+        annotations: Default::default(),
+        body: Box::new(body),
+    };
+    t.push_stage(nest(loops, block), vec![out]);
+    Ok(Legalized::call(Lowered::from_te("roi_align", t, 1, ctx.out.clone())))
+}
+
+/// The operator.
+pub const DEF: OpDef = OpDef {
+    name: "relax.vision.roi_align",
+    pure: true,
+    infer,
+    legalize: Some(legalize),
+};

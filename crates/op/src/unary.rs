@@ -1,0 +1,51 @@
+//! Unary element-wise operators: math functions, `clip` and the `isfinite`
+//! family.
+
+use crate::error::infer_err;
+use relax_ir::{Call, DataType, StructInfo};
+
+use super::common::*;
+use super::{ew_ops, InferCtx, OpDef};
+
+/// TVM's `InferTypeUnary`: the input's StructInfo with the result dtype.
+fn unary(call: &Call, args: &[StructInfo], require_float: bool, out: Option<DataType>) -> Res {
+    let t = unary_tensor(call, args)?;
+    if require_float && is_known_non_float(t.dtype) {
+        return Err(infer_err!(
+            "{} requires the input tensor to have float dtype. However, the given input dtype is {}",
+            op_name(call),
+            t.dtype
+        ));
+    }
+    Ok(with_dtype(t, out.unwrap_or(t.dtype)))
+}
+
+/// Unary arithmetic accepting any dtype.
+pub(crate) fn unary_any(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
+    unary(call, args, false, None)
+}
+
+/// Unary arithmetic requiring a float dtype.
+pub(crate) fn unary_float(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
+    unary(call, args, true, None)
+}
+
+/// `isfinite`/`isinf`/`isnan`: bool result.
+fn unary_check(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
+    unary(call, args, false, Some(DataType::BOOL))
+}
+
+/// `clip(x, min, max)`: the StructInfo of `x`.
+fn clip(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
+    check_nargs(call, args, 3)?;
+    Ok(args[0].clone())
+}
+
+/// The unary operators.
+pub static OPS: &[OpDef] = &ew_ops![unary;
+    unary_any: abs, bitwise_not, ceil, floor, logical_not, negative, round, sign, square, trunc;
+    unary_float: acos, acosh, asin, asinh, atan, atanh, cos, cosh, exp, log, rsqrt, sigmoid, sin,
+        sinh, sqrt, tan, tanh, erf;
+    clip: clip;
+    unary_check: isfinite, isinf, isnan;
+];

@@ -11,7 +11,7 @@ use relax_ir::{Buffer, Call, DataType, PrimExpr, Span, Stmt, StructInfo, TirVar}
 use crate::attrs::{op_attrs, OpAttrs};
 use crate::common::*;
 use crate::error::infer_err;
-use crate::legalize::te::{konst, make_iters, min_value, nest, point_region, Te};
+use crate::legalize::te::{add, konst, make_iters, min_value, mul, nest, point_region, sub, Te};
 use crate::legalize::{Emitter, LegalizeCtx, Legalized, Lowered, Skip};
 use crate::{InferCtx, OpDef};
 
@@ -96,37 +96,14 @@ fn infer(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     Ok(tensor(out, data.dtype, vd))
 }
 
-/// Scalar arithmetic in the coordinate dtype.
-struct Ops {
-    dt: DataType,
+/// `op(a, b)`.
+fn bin(op: BinOp, a: PrimExpr, b: PrimExpr) -> PrimExpr {
+    PrimExpr::binary(op, a, b)
 }
 
-impl Ops {
-    fn f(&self, v: f64) -> PrimExpr {
-        konst(v, self.dt)
-    }
-    fn bin(&self, op: BinOp, a: PrimExpr, b: PrimExpr) -> PrimExpr {
-        PrimExpr::binary(op, a, b)
-    }
-    fn add(&self, a: PrimExpr, b: PrimExpr) -> PrimExpr {
-        self.bin(BinOp::Add, a, b)
-    }
-    fn sub(&self, a: PrimExpr, b: PrimExpr) -> PrimExpr {
-        self.bin(BinOp::Sub, a, b)
-    }
-    fn mul(&self, a: PrimExpr, b: PrimExpr) -> PrimExpr {
-        self.bin(BinOp::Mul, a, b)
-    }
-    fn div(&self, a: PrimExpr, b: PrimExpr) -> PrimExpr {
-        self.bin(BinOp::Div, a, b)
-    }
-    fn float(&self, x: PrimExpr) -> PrimExpr {
-        x.cast(self.dt)
-    }
-    /// `cast(int32, f(x))` for `floor`/`ceil`.
-    fn to_i32(&self, f: Intrinsic, x: PrimExpr) -> PrimExpr {
-        PrimExpr::intrinsic_call(f, self.dt, vec![x]).cast(DataType::INT32)
-    }
+/// `cast(int32, f(x))` for `floor`/`ceil` computed in `dt`.
+fn to_i32(f: Intrinsic, dt: DataType, x: PrimExpr) -> PrimExpr {
+    PrimExpr::intrinsic_call(f, dt, vec![x]).cast(DataType::INT32)
 }
 
 /// `a && b`.
@@ -176,7 +153,9 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
     } else {
         (ds[2].clone(), ds[3].clone())
     };
-    let o = Ops { dt };
+    let f = |v: f64| konst(v, dt);
+    let float = |x: PrimExpr| x.cast(dt);
+    let div = |a: PrimExpr, b: PrimExpr| bin(BinOp::Div, a, b);
     let (pooled_h, pooled_w) = (attrs.pooled_size[0] as f64, attrs.pooled_size[1] as f64);
     let names: Vec<String> = if nhwc {
         ["i", "ph", "pw", "c"]
@@ -194,46 +173,46 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
         (v[0].clone(), v[1].clone(), v[2].clone(), v[3].clone())
     };
     let roi = |k: i64| PrimExpr::load(&rois, vec![i.clone(), PrimExpr::int_of(k, DataType::INT64)]);
-    let scaled = |k: i64| o.mul(roi(k), o.f(attrs.spatial_scale));
+    let scaled = |k: i64| mul(roi(k), f(attrs.spatial_scale));
     let batch = roi(0).cast(DataType::INT32);
     let (start_w, start_h, end_w, end_h) = (scaled(1), scaled(2), scaled(3), scaled(4));
     let extent = |end: PrimExpr, start: PrimExpr| {
-        let d = o.sub(end, start);
+        let d = sub(end, start);
         if attrs.aligned {
             d
         } else {
-            o.bin(BinOp::Max, d, o.f(1.0))
+            bin(BinOp::Max, d, f(1.0))
         }
     };
     let roi_h = extent(end_h, start_h.clone());
     let roi_w = extent(end_w, start_w.clone());
-    let bin_h = o.div(roi_h.clone(), o.f(pooled_h));
-    let bin_w = o.div(roi_w.clone(), o.f(pooled_w));
+    let bin_h = div(roi_h.clone(), f(pooled_h));
+    let bin_w = div(roi_w.clone(), f(pooled_w));
     let grid = |r: PrimExpr, pooled: f64| {
         if attrs.sample_ratio > 0 {
             PrimExpr::int_of(attrs.sample_ratio, DataType::INT32)
         } else {
-            o.to_i32(Intrinsic::Ceil, o.div(r, o.f(pooled)))
+            to_i32(Intrinsic::Ceil, dt, div(r, f(pooled)))
         }
     };
     let grid_h = grid(roi_h, pooled_h);
     let grid_w = grid(roi_w, pooled_w);
     let count = PrimExpr::binary(BinOp::Mul, grid_h.clone(), grid_w.clone());
-    let start_h = o.add(start_h, o.mul(o.float(ph), bin_h.clone()));
-    let start_w = o.add(start_w, o.mul(o.float(pw), bin_w.clone()));
+    let start_h = add(start_h, mul(float(ph), bin_h.clone()));
+    let start_w = add(start_w, mul(float(pw), bin_w.clone()));
     let (rh, rw) = (TirVar::new("rh", DataType::INT32), TirVar::new("rw", DataType::INT32));
     let sample = |start: PrimExpr, r: &TirVar, bin: PrimExpr, g: &PrimExpr| {
-        let off = o.mul(o.add(o.float(r.to_expr()), o.f(0.5)), bin);
-        o.add(start, o.div(off, o.float(g.clone())))
+        let off = mul(add(float(r.to_expr()), f(0.5)), bin);
+        add(start, div(off, float(g.clone())))
     };
     let y = sample(start_h, &rh, bin_h, &grid_h);
     let x = sample(start_w, &rw, bin_w, &grid_w);
-    let (height_f, width_f) = (o.float(height.clone()), o.float(width.clone()));
+    let (height_f, width_f) = (float(height.clone()), float(width.clone()));
     let outside = [
-        o.bin(BinOp::Lt, y.clone(), o.f(-1.0)),
-        o.bin(BinOp::Lt, x.clone(), o.f(-1.0)),
-        o.bin(BinOp::Gt, y.clone(), height_f.clone()),
-        o.bin(BinOp::Gt, x.clone(), width_f.clone()),
+        bin(BinOp::Lt, y.clone(), f(-1.0)),
+        bin(BinOp::Lt, x.clone(), f(-1.0)),
+        bin(BinOp::Gt, y.clone(), height_f.clone()),
+        bin(BinOp::Gt, x.clone(), width_f.clone()),
     ]
     .into_iter()
     .reduce(|a, b| PrimExpr::binary(BinOp::Or, a, b))
@@ -241,20 +220,20 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
     let one_i64 = PrimExpr::int_of(1, DataType::INT64);
     let max_y = PrimExpr::binary(BinOp::Sub, height.clone(), one_i64.clone());
     let max_x = PrimExpr::binary(BinOp::Sub, width.clone(), one_i64);
-    let clamp = |p: PrimExpr, max: &PrimExpr| o.bin(BinOp::Min, o.bin(BinOp::Max, p, o.f(0.0)), o.float(max.clone()));
+    let clamp = |p: PrimExpr, max: &PrimExpr| bin(BinOp::Min, bin(BinOp::Max, p, f(0.0)), float(max.clone()));
     let (yc, xc) = (clamp(y, &max_y), clamp(x, &max_x));
     // topi's `bilinear_sample_nchw`: four guarded corner terms, x outer, y inner.
     let (y_low, x_low) = (
-        o.to_i32(Intrinsic::Floor, yc.clone()),
-        o.to_i32(Intrinsic::Floor, xc.clone()),
+        to_i32(Intrinsic::Floor, dt, yc.clone()),
+        to_i32(Intrinsic::Floor, dt, xc.clone()),
     );
     let one_i32 = PrimExpr::int_of(1, DataType::INT32);
     let y_high = PrimExpr::binary(BinOp::Add, y_low.clone(), one_i32.clone());
     let x_high = PrimExpr::binary(BinOp::Add, x_low.clone(), one_i32);
-    let wy_h = o.sub(yc, o.float(y_low.clone()));
-    let wx_h = o.sub(xc, o.float(x_low.clone()));
-    let wy_l = o.sub(o.f(1.0), wy_h.clone());
-    let wx_l = o.sub(o.f(1.0), wx_h.clone());
+    let wy_h = sub(yc, float(y_low.clone()));
+    let wx_h = sub(xc, float(x_low.clone()));
+    let wy_l = sub(f(1.0), wy_h.clone());
+    let wx_l = sub(f(1.0), wx_h.clone());
     let within = |p: &PrimExpr, max: &PrimExpr| {
         let p = p.clone().cast(DataType::INT64);
         and(
@@ -275,22 +254,22 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
             let term = select(
                 dt,
                 and(within(&yp, &max_y), within(&xp, &max_x)),
-                o.mul(o.mul(wx.clone(), wy), PrimExpr::load(&data, at)),
-                o.f(0.0),
+                mul(mul(wx.clone(), wy), PrimExpr::load(&data, at)),
+                f(0.0),
             );
             val = Some(match val {
                 None => term,
-                Some(s) => o.add(s, term),
+                Some(s) => add(s, term),
             });
         }
     }
-    let val = select(dt, outside, o.f(0.0), val.unwrap_or_else(|| o.f(0.0)));
+    let val = select(dt, outside, f(0.0), val.unwrap_or_else(|| f(0.0)));
     let out = Buffer::new(t.unique_name("compute"), out_dt, out_shape.clone());
     let acc = PrimExpr::load(&out, v.clone());
     let (init, update) = if avg {
-        (o.f(0.0), o.add(acc, o.div(val, o.float(count))))
+        (f(0.0), add(acc, div(val, float(count))))
     } else {
-        (min_value(dt), o.bin(BinOp::Max, acc, val))
+        (min_value(dt), bin(BinOp::Max, acc, val))
     };
     let store = |value: PrimExpr| Stmt::BufferStore {
         buffer: out.clone(),

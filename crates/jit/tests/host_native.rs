@@ -71,6 +71,11 @@ class Module:
             g[i] = T.pow(T.fabs(x[i]), T.float32(1.5))
 
     @T.prim_func
+    def pow_by_tensor(x: T.Buffer((4096,), "float32"), e: T.Buffer((), "float32"), o: T.Buffer((4096,), "float32")):
+        for i in range(4096):
+            o[i] = T.pow(x[i], e[()])
+
+    @T.prim_func
     def tanh32(x: T.Buffer((20000,), "float32"), o: T.Buffer((20000,), "float32")):
         for i in range(20000):
             o[i] = T.tanh(x[i])
@@ -494,6 +499,31 @@ fn squares_and_cubes_match_the_interpreter_bit_for_bit() {
         );
         let c = (f64::from(v) * f64::from(v) * f64::from(v)) as f32;
         assert!(cu[i] == c as f64 || (c.is_nan() && cu[i].is_nan()), "cube of {v}");
+    }
+}
+
+/// `T.pow` whose exponent is read from a buffer (known only at run time, as an
+/// ONNX initializer kept as a parameter): a square is multiplied out inline and
+/// anything else calls the shared `pow`, so for 2, 3, 0.5 and -1 the native code
+/// gives the interpreter's bits, and a square is `x * x` rounded once.
+#[test]
+fn pow_with_a_run_time_exponent_matches_the_interpreter() {
+    let mut x: Vec<f32> = (0..4096)
+        .map(|i| ((i as f32 * 0.618_034).fract() - 0.5) * 10f32.powi(i % 7 - 3))
+        .collect();
+    x[..5].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, -3.0]);
+    for e in [2.0f32, 3.0, 0.5, -1.0] {
+        let exp = In::T(HostTensor::from_slice(&[], &[e]).expect("scalar"));
+        let out = both("pow_by_tensor", &[t(&x), exp, z(DataType::FLOAT32, &[4096])], 0.0);
+        if e == 2.0 {
+            for (v, &got) in x.iter().zip(&out[2].to_f64_vec()) {
+                let want = v * v;
+                assert!(
+                    got == f64::from(want) || (want.is_nan() && got.is_nan()),
+                    "{v} ** 2: {got}"
+                );
+            }
+        }
     }
 }
 

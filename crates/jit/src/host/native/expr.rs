@@ -550,6 +550,30 @@ impl Gen<'_, '_> {
                 };
                 (self.narrow(r, t), t)
             }
+            I::Pow | I::Powf if args.len() == 2 => {
+                // An exponent read at run time (an ONNX initializer kept as a
+                // parameter: RMSNorm's `x ** 2`): a square is multiplied out inline,
+                // as `math::pow` would return it; any other exponent calls it.
+                let Some(f) = shims::binary_f64_addr(op) else {
+                    return Err(self.unsupported(format!("intrinsic T.{op}")));
+                };
+                let t = fty(dtype);
+                let x = self.float(&args[0], Ty::F64)?;
+                let y = self.float(&args[1], Ty::F64)?;
+                let two = self.b.ins().f64const(2.0);
+                let square = self.b.ins().fcmp(FloatCC::Equal, y, two);
+                let (sq, call, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+                let r = self.b.append_block_param(join, types::F64);
+                self.b.ins().brif(square, sq, &[], call, &[]);
+                self.b.switch_to_block(sq);
+                let m = self.b.ins().fmul(x, x);
+                self.b.ins().jump(join, &[BlockArg::Value(m)]);
+                self.b.switch_to_block(call);
+                let c = self.call_f64x2(f, x, y);
+                self.b.ins().jump(join, &[BlockArg::Value(c)]);
+                self.b.switch_to_block(join);
+                (self.narrow(r, t), t)
+            }
             _ => {
                 let Some(f) = shims::binary_f64_addr(op) else {
                     return Err(self.unsupported(format!("intrinsic T.{op}")));

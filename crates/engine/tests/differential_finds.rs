@@ -7,10 +7,10 @@
 
 mod common;
 
-use common::text::{gpu_engine, parse};
+use common::text::{gpu_engine, run_on, strings, strs};
 use half::f16;
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{ArrayValue, DeviceChoice, Engine, EngineConfig, Value};
+use relax_engine::{DeviceChoice, Engine, EngineConfig, Value};
 
 fn tensor<T: Clone>(shape: &[usize], v: Vec<T>) -> Value
 where
@@ -35,41 +35,7 @@ fn engines() -> Vec<(&'static str, Engine)> {
 }
 
 fn run_all(src: &str, args: &[Value]) -> Vec<(&'static str, Result<Value, String>)> {
-    let module = parse(src);
-    engines()
-        .into_iter()
-        .map(|(dev, e)| (dev, e.run(&module, "main", args).map_err(|e| e.to_string())))
-        .collect()
-}
-
-/// Output `i` of a tuple result (or the result when `i` is `None`), each element
-/// written with `Display` (`NaN`, `inf`, `true`, numbers).
-fn strings(out: &Value, i: Option<usize>) -> Vec<String> {
-    let t = match i {
-        Some(i) => out.as_tuple().expect("tuple")[i].as_tensor().expect("tensor"),
-        None => out.as_tensor().expect("tensor"),
-    };
-    fn all<T: std::fmt::Display>(a: &ArrayD<T>) -> Vec<String> {
-        a.iter().map(|x| x.to_string()).collect()
-    }
-    match t.to_array_value().expect("array") {
-        ArrayValue::Bool(a) => all(&a),
-        ArrayValue::I8(a) => all(&a),
-        ArrayValue::I16(a) => all(&a),
-        ArrayValue::I32(a) => all(&a),
-        ArrayValue::I64(a) => all(&a),
-        ArrayValue::U8(a) => all(&a),
-        ArrayValue::U16(a) => all(&a),
-        ArrayValue::U32(a) => all(&a),
-        ArrayValue::U64(a) => all(&a),
-        ArrayValue::F16(a) => all(&a),
-        ArrayValue::F32(a) => all(&a),
-        ArrayValue::F64(a) => all(&a),
-    }
-}
-
-fn s(v: &[&str]) -> Vec<String> {
-    v.iter().map(|x| x.to_string()).collect()
+    run_on(engines(), src, args)
 }
 
 const TAKE: &str = r#"
@@ -101,8 +67,8 @@ fn take_index_times_stride_does_not_wrap() {
     let i = tensor(&[2], vec![1i32, 0]);
     for (dev, out) in run_all(TAKE, &[x.clone(), i, y.clone()]) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
-        assert_eq!(strings(&out, Some(0)), s(&["3", "4", "1", "2"]), "{dev}");
-        assert_eq!(strings(&out, Some(1)), s(&["3", "4", "5", "0", "1", "2"]), "{dev}");
+        assert_eq!(strings(&out, Some(0)), strs(&["3", "4", "1", "2"]), "{dev}");
+        assert_eq!(strings(&out, Some(1)), strs(&["3", "4", "5", "0", "1", "2"]), "{dev}");
     }
 }
 
@@ -134,32 +100,32 @@ fn comparisons_with_nan_are_ieee_on_every_device() {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
         assert_eq!(
             strings(&out, Some(0)),
-            s(&["true", "true", "true", "false"]),
+            strs(&["true", "true", "true", "false"]),
             "{dev} x != y"
         );
         assert_eq!(
             strings(&out, Some(1)),
-            s(&["true", "false", "true", "false"]),
+            strs(&["true", "false", "true", "false"]),
             "{dev} x != x"
         );
         assert_eq!(
             strings(&out, Some(2)),
-            s(&["false", "true", "false", "true"]),
+            strs(&["false", "true", "false", "true"]),
             "{dev} x == x"
         );
         assert_eq!(
             strings(&out, Some(3)),
-            s(&["false", "true", "false", "true"]),
+            strs(&["false", "true", "false", "true"]),
             "{dev} x <= x"
         );
         assert_eq!(
             strings(&out, Some(4)),
-            s(&["false", "false", "false", "false"]),
+            strs(&["false", "false", "false", "false"]),
             "{dev} x < y"
         );
         assert_eq!(
             strings(&out, Some(5)),
-            s(&["true", "false", "false", "false"]),
+            strs(&["true", "false", "false", "false"]),
             "{dev} f16 h != h"
         );
     }
@@ -197,28 +163,32 @@ fn bool_with_float16_and_uint64_operands() {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
         assert_eq!(
             strings(&out, Some(0)),
-            s(&["true", "true", "false"]),
+            strs(&["true", "true", "false"]),
             "{dev} minimum(m, h)"
         );
-        assert_eq!(strings(&out, Some(1)), s(&["true", "true", "true"]), "{dev} add(m, h)");
+        assert_eq!(
+            strings(&out, Some(1)),
+            strs(&["true", "true", "true"]),
+            "{dev} add(m, h)"
+        );
         assert_eq!(
             strings(&out, Some(2)),
-            s(&["false", "true", "false"]),
+            strs(&["false", "true", "false"]),
             "{dev} multiply(m, h)"
         );
         assert_eq!(
             strings(&out, Some(3)),
-            s(&["false", "false", "false"]),
+            strs(&["false", "false", "false"]),
             "{dev} minimum(m, u)"
         );
         assert_eq!(
             strings(&out, Some(4)),
-            s(&["true", "true", "true"]),
+            strs(&["true", "true", "true"]),
             "{dev} subtract(m, u)"
         );
         assert_eq!(
             strings(&out, Some(5)),
-            s(&["true", "false", "true"]),
+            strs(&["true", "false", "true"]),
             "{dev} add(m, b8)"
         );
     }
@@ -245,10 +215,10 @@ fn shifts_by_64_bit_counts_are_judged_at_full_width() {
     let u = tensor(&[3], vec![u64::MAX, 2, 1 << 40]);
     for (dev, out) in run_all(WIDE_SHIFTS, &[x.clone(), u.clone()]) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
-        assert_eq!(strings(&out, Some(0)), s(&["0", "24", "0", "0"]), "{dev} x << x");
-        assert_eq!(strings(&out, Some(1)), s(&["-1", "0", "-1", "0"]), "{dev} x >> x");
-        assert_eq!(strings(&out, Some(2)), s(&["0", "0", "0"]), "{dev} u >> u");
-        assert_eq!(strings(&out, Some(3)), s(&["0", "8", "0"]), "{dev} u << u");
+        assert_eq!(strings(&out, Some(0)), strs(&["0", "24", "0", "0"]), "{dev} x << x");
+        assert_eq!(strings(&out, Some(1)), strs(&["-1", "0", "-1", "0"]), "{dev} x >> x");
+        assert_eq!(strings(&out, Some(2)), strs(&["0", "0", "0"]), "{dev} u >> u");
+        assert_eq!(strings(&out, Some(3)), strs(&["0", "8", "0"]), "{dev} u << u");
     }
 }
 
@@ -272,11 +242,11 @@ fn triangles_of_symbolic_matrices_with_extreme_diagonals() {
     let x = tensor(&[2, 4], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
     for (dev, out) in run_all(TRIANGLES, std::slice::from_ref(&x)) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
-        assert_eq!(strings(&out, Some(0)), s(&["0"; 8]), "{dev} tril");
-        assert_eq!(strings(&out, Some(1)), s(&["0"; 8]), "{dev} triu");
+        assert_eq!(strings(&out, Some(0)), strs(&["0"; 8]), "{dev} tril");
+        assert_eq!(strings(&out, Some(1)), strs(&["0"; 8]), "{dev} triu");
         assert_eq!(
             strings(&out, Some(2)),
-            s(&["1", "2", "3", "4", "5", "6", "7", "8"]),
+            strs(&["1", "2", "3", "4", "5", "6", "7", "8"]),
             "{dev} tril"
         );
     }
@@ -306,8 +276,8 @@ fn widened_index_compared_with_a_large_constant() {
     let a = tensor(&[4], vec![0i32, 16777216, 1073741825, -5]);
     for (dev, out) in run_all(WIDENED_COMPARE, std::slice::from_ref(&a)) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
-        assert_eq!(strings(&out, Some(0)), s(&["0", "1", "1", "0"]), "{dev} >= 2^24");
-        assert_eq!(strings(&out, Some(1)), s(&["1", "1", "0", "1"]), "{dev} <= 2^30");
+        assert_eq!(strings(&out, Some(0)), strs(&["0", "1", "1", "0"]), "{dev} >= 2^24");
+        assert_eq!(strings(&out, Some(1)), strs(&["1", "1", "0", "1"]), "{dev} <= 2^30");
     }
 }
 
@@ -335,7 +305,7 @@ fn conv2d_overflowing_products_sum_as_tvm() {
     ]);
     for (dev, out) in run_all(CONV_OVERFLOW, &[x.clone(), w.clone()]) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
-        assert_eq!(strings(&out, None), s(&["inf", "inf", "NaN"]), "{dev}");
+        assert_eq!(strings(&out, None), strs(&["inf", "inf", "NaN"]), "{dev}");
     }
 }
 
@@ -360,12 +330,12 @@ fn min_and_max_start_from_the_float_range() {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
         assert_eq!(
             strings(&out, Some(0)),
-            s(&["340282350000000000000000000000000000000", "-inf", "1"]),
+            strs(&["340282350000000000000000000000000000000", "-inf", "1"]),
             "{dev} min"
         );
         assert_eq!(
             strings(&out, Some(1)),
-            s(&["inf", "-340282350000000000000000000000000000000", "2"]),
+            strs(&["inf", "-340282350000000000000000000000000000000", "2"]),
             "{dev} max"
         );
     }
@@ -390,12 +360,12 @@ fn times_a_zero_constant_is_ieee_on_every_device() {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
         assert_eq!(
             strings(&out, Some(0)),
-            s(&["NaN", "NaN", "-0", "0", "NaN"]),
+            strs(&["NaN", "NaN", "-0", "0", "NaN"]),
             "{dev} x * 0"
         );
         assert_eq!(
             strings(&out, Some(1)),
-            s(&["NaN", "NaN", "0", "-0", "NaN"]),
+            strs(&["NaN", "NaN", "0", "-0", "NaN"]),
             "{dev} -0 * x"
         );
     }
@@ -428,7 +398,7 @@ fn negative_take_index_into_single_element_rows_fails() {
     let i = tensor(&[3], vec![0i32, 0, 0]);
     for (dev, out) in run_all(TAKE_NEGATIVE, &[x.clone(), i]) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
-        assert_eq!(strings(&out, None), s(&["1.5", "1.5", "1.5"]), "{dev}");
+        assert_eq!(strings(&out, None), strs(&["1.5", "1.5", "1.5"]), "{dev}");
     }
 }
 
@@ -450,8 +420,16 @@ fn uint32_to_int64_zero_extends() {
     let x = tensor(&[3], vec![u32::MAX, 2147483654, 7]);
     for (dev, out) in run_all(UINT32_TO_INT64, std::slice::from_ref(&x)) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
-        assert_eq!(strings(&out, Some(0)), s(&["4294967295", "2147483654", "7"]), "{dev}");
-        assert_eq!(strings(&out, Some(1)), s(&["4294967297", "2147483656", "9"]), "{dev}");
+        assert_eq!(
+            strings(&out, Some(0)),
+            strs(&["4294967295", "2147483654", "7"]),
+            "{dev}"
+        );
+        assert_eq!(
+            strings(&out, Some(1)),
+            strs(&["4294967297", "2147483656", "9"]),
+            "{dev}"
+        );
     }
 }
 
@@ -475,8 +453,8 @@ fn exp_of_a_tiny_argument_is_one_on_every_device() {
     let x = tensor(&[6], vec![-1e-40f32, -t, t, -0.0, 1e-30, -1e-20]);
     for (dev, out) in run_all(EXP_TINY, std::slice::from_ref(&x)) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
-        assert_eq!(strings(&out, Some(0)), s(&["1"; 6]), "{dev} exp");
-        assert_eq!(strings(&out, Some(1)), s(&["1"; 6]), "{dev} uint8");
+        assert_eq!(strings(&out, Some(0)), strs(&["1"; 6]), "{dev} exp");
+        assert_eq!(strings(&out, Some(1)), strs(&["1"; 6]), "{dev} uint8");
     }
 }
 

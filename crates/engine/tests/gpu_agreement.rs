@@ -5,53 +5,19 @@
 
 mod common;
 
-use common::text::{engines, parse};
+use common::text::{engines, parse, run_on, strings, strs};
 use half::f16;
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{ArrayValue, Value};
+use relax_engine::Value;
 
 fn tensor<T: relax_engine::Element>(v: Vec<T>) -> Value {
     let n = v.len();
     relax_engine::Tensor::from_array(&ArrayD::from_shape_vec(IxDyn(&[n]), v).expect("shape")).into()
 }
 
-/// Output `i` of a tuple result (or the result itself when `i` is `None`), each
-/// element written with `Display` (`NaN`, `inf`, `-inf`, numbers, `true`).
-fn strings(out: &Value, i: Option<usize>) -> Vec<String> {
-    let t = match i {
-        Some(i) => out.as_tuple().expect("tuple")[i].as_tensor().expect("tensor"),
-        None => out.as_tensor().expect("tensor"),
-    };
-    fn all<T: std::fmt::Display>(a: &ArrayD<T>) -> Vec<String> {
-        a.iter().map(|x| x.to_string()).collect()
-    }
-    match t.to_array_value().expect("array") {
-        ArrayValue::Bool(a) => all(&a),
-        ArrayValue::I8(a) => all(&a),
-        ArrayValue::I16(a) => all(&a),
-        ArrayValue::I32(a) => all(&a),
-        ArrayValue::I64(a) => all(&a),
-        ArrayValue::U8(a) => all(&a),
-        ArrayValue::U16(a) => all(&a),
-        ArrayValue::U32(a) => all(&a),
-        ArrayValue::U64(a) => all(&a),
-        ArrayValue::F16(a) => all(&a),
-        ArrayValue::F32(a) => all(&a),
-        ArrayValue::F64(a) => all(&a),
-    }
-}
-
-fn same(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
 /// Run `src`'s `main` on every device; the error of each run is returned as text.
 fn run_all(src: &str, args: &[Value]) -> Vec<(&'static str, Result<Value, String>)> {
-    let module = parse(src);
-    engines()
-        .into_iter()
-        .map(|(dev, e)| (dev, e.run(&module, "main", args).map_err(|e| e.to_string())))
-        .collect()
+    run_on(engines(), src, args)
 }
 
 const BIG_REDUCTIONS: &str = r#"
@@ -133,7 +99,7 @@ fn take_from_a_symbolic_length_is_checked_against_it() {
     );
     for (dev, out) in run_all(TAKE_SYMBOLIC, &[x.clone().into(), tensor(vec![1i64, 0])]) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
-        assert_eq!(strings(&out, None), same(&["4", "5", "6", "1", "2", "3"]), "{dev}");
+        assert_eq!(strings(&out, None), strs(&["4", "5", "6", "1", "2", "3"]), "{dev}");
     }
     for (dev, out) in run_all(TAKE_SYMBOLIC, &[x.into(), tensor(vec![0i64, 2])]) {
         let e = out.expect_err(dev);
@@ -242,8 +208,8 @@ fn float_remainder_and_f16_division_by_zero() {
         tensor(vec![f16::from_f32(0.0); 4096]),
     ];
     // TVM: NaN for every remainder by zero; ±inf (NaN for 0 / 0) for the quotients.
-    let nan = same(&["NaN", "NaN", "NaN", "NaN"]);
-    let quot = same(&["inf", "-inf", "NaN", "inf"]);
+    let nan = strs(&["NaN", "NaN", "NaN", "NaN"]);
+    let quot = strs(&["inf", "-inf", "NaN", "inf"]);
     for (dev, out) in run_all(FLOAT_BY_ZERO, &args) {
         let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
         for (i, want) in [&nan, &nan, &quot, &quot, &nan, &nan, &quot, &quot, &nan, &quot]
@@ -397,8 +363,8 @@ fn inf_and_nan_through_subtract_acosh_and_power() {
         assert!((asinh[2] - 88.191376).abs() < 1e-4, "{dev} asinh {asinh:?}");
         assert!((asinh[3] - 1.4436355).abs() < 1e-5, "{dev} asinh {asinh:?}");
         // TVM: [1, 1, 1, 1] for both powers.
-        assert_eq!(get(2)[..4], same(&["1", "1", "1", "1"]), "{dev} power(y, 0)");
-        assert_eq!(get(4)[..4], same(&["1", "1", "1", "1"]), "{dev} power(1, y)");
+        assert_eq!(get(2)[..4], strs(&["1", "1", "1", "1"]), "{dev} power(y, 0)");
+        assert_eq!(get(4)[..4], strs(&["1", "1", "1", "1"]), "{dev} power(1, y)");
     }
 }
 

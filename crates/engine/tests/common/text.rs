@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use ndarray::{ArrayD, IxDyn};
-use relax_engine::{DeviceChoice, Engine, EngineConfig, Loaded, Value};
+use relax_engine::{ArrayValue, DeviceChoice, Engine, EngineConfig, Loaded, Value};
 use relax_ir::IRModule;
 
 /// The module `src` holds; panics with the rendered diagnostic when it does not parse.
@@ -77,4 +77,48 @@ pub fn f32_values(v: &Value) -> Vec<f32> {
         .iter()
         .copied()
         .collect()
+}
+
+/// Run `src`'s `main` with `args` on each of `engines`; a failed run's error as text.
+pub fn run_on(
+    engines: Vec<(&'static str, Engine)>,
+    src: &str,
+    args: &[Value],
+) -> Vec<(&'static str, Result<Value, String>)> {
+    let module = parse(src);
+    engines
+        .into_iter()
+        .map(|(dev, e)| (dev, e.run(&module, "main", args).map_err(|e| e.to_string())))
+        .collect()
+}
+
+/// Output `i` of a tuple result (or the result itself when `i` is `None`), each
+/// element written with `Display` (`NaN`, `inf`, `-inf`, numbers, `true`).
+pub fn strings(out: &Value, i: Option<usize>) -> Vec<String> {
+    let t = match i {
+        Some(i) => out.as_tuple().expect("tuple")[i].as_tensor().expect("tensor"),
+        None => out.as_tensor().expect("tensor"),
+    };
+    fn all<T: std::fmt::Display>(a: &ArrayD<T>) -> Vec<String> {
+        a.iter().map(|x| x.to_string()).collect()
+    }
+    match t.to_array_value().expect("array") {
+        ArrayValue::Bool(a) => all(&a),
+        ArrayValue::I8(a) => all(&a),
+        ArrayValue::I16(a) => all(&a),
+        ArrayValue::I32(a) => all(&a),
+        ArrayValue::I64(a) => all(&a),
+        ArrayValue::U8(a) => all(&a),
+        ArrayValue::U16(a) => all(&a),
+        ArrayValue::U32(a) => all(&a),
+        ArrayValue::U64(a) => all(&a),
+        ArrayValue::F16(a) => all(&a),
+        ArrayValue::F32(a) => all(&a),
+        ArrayValue::F64(a) => all(&a),
+    }
+}
+
+/// Owned copies of `v`.
+pub fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
 }

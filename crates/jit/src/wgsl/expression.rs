@@ -69,7 +69,10 @@ impl Em<'_> {
                 let c = self.conv(&s, from, to)?;
                 (self.wrap_small(c, *dtype), to)
             }
-            K::Binary { op, a, b } => self.binary(*op, a, b, dt)?,
+            K::Binary { op, a, b } => {
+                let (s, w) = self.binary(*op, a, b, dt)?;
+                (self.round_op(s, dt), w)
+            }
             K::Not(a) => {
                 let (s, w) = self.expr(a)?;
                 (format!("!{}", self.conv(&s, w, W::Bool)?), W::Bool)
@@ -111,7 +114,10 @@ impl Em<'_> {
                 (format!("{wgsl_fn}({vs})"), vw)
             }
             K::Call { op, dtype, args } => match op.intrinsic() {
-                Some(op) => self.call(op, *dtype, args)?,
+                Some(op) => {
+                    let (s, w) = self.call(op, *dtype, args)?;
+                    (self.round_op(s, *dtype), w)
+                }
                 None => return Err(self.unsupported(format!("intrinsic T.{op}"))),
             },
             K::BufferLoad { buffer, indices } => {

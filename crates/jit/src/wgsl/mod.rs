@@ -719,6 +719,22 @@ impl Em<'_> {
         })
     }
 
+    /// The result of an operation of `dt`: a `bfloat16` one (or, without
+    /// `shader-f16`, a `float16` one) is held in an `f32` word and rounded to its
+    /// dtype, as every operation's result is on the host and in TVM (which stores
+    /// each intermediate value of a fused chain in that dtype): `exp(x / 3)` of a
+    /// bfloat16 `x` rounds the quotient before the `exp`. Other dtypes pass.
+    fn round_op(&mut self, s: String, dt: DataType) -> String {
+        let widened = (dt.code == TypeCode::BFloat && dt.bits == 16)
+            || (dt.code == TypeCode::Float && dt.bits == 16 && !self.caps.f16);
+        let done = ["to_bf16_f32(", "to_f16_f32("].iter().any(|f| wraps_whole(&s, f));
+        if widened && !done {
+            self.wrap_small(s, dt)
+        } else {
+            s
+        }
+    }
+
     fn wrap_small(&mut self, s: String, dt: DataType) -> String {
         if dt.code == TypeCode::Float && dt.bits == 16 && !self.caps.f16 {
             self.helpers.insert("to_f16_f32");
@@ -891,4 +907,24 @@ fn float_lit(v: f64, suffix: &str) -> String {
     } else {
         format!("{s}{suffix}")
     }
+}
+
+/// Whether `s` is one call of `f` (`"to_bf16_f32("`) over all of it: `s` starts
+/// with `f` and the parenthesis `f` opens closes at the end.
+fn wraps_whole(s: &str, f: &str) -> bool {
+    let Some(rest) = s.strip_prefix(f) else { return false };
+    let mut depth = 1usize;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1 == rest.len();
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }

@@ -595,3 +595,39 @@ class Module:
         assert_eq!(t[..3], [0.0, 1.0, 0.0], "{dev}");
     }
 }
+
+/// A read at a position read from data inside `T.if_then_else` (`roi_align`'s batch
+/// index; gathers guarded by a mask) is checked on the GPU where its arm is taken:
+/// WGSL's `select` evaluates both arms, so such reads went unchecked and an index past
+/// the buffer read robust-access zeros silently while the host failed. Where the
+/// arm is not taken (the guard is false), an out-of-range index is no error on any
+/// device, as TVM's lazy `if_then_else`.
+#[test]
+fn reads_in_taken_select_arms_are_checked_on_every_device() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def k(A: T.Buffer((8,), "float32"), I: T.Buffer((4,), "int32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("b"):
+                vi = T.axis.spatial(4, i)
+                B[vi] = T.if_then_else(I[vi] >= 0, A[I[vi] * 2], T.float32(-1))
+    @R.function
+    def main(a: R.Tensor((8,), "float32"), idx: R.Tensor((4,), "int32")):
+        cls = Module
+        y = R.call_tir(cls.k, (a, idx), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+"#;
+    let a = tensor(&[8], (0..8).map(|v| v as f32).collect::<Vec<_>>());
+    // In range, and a negative index whose arm is not taken (`I[vi] * 2 = -10`).
+    for (dev, out) in run_all(src, &[a.clone(), tensor(&[4], vec![0i32, 3, -5, 1])]) {
+        let out = out.unwrap_or_else(|e| panic!("{dev}: {e}"));
+        assert_eq!(strings(&out, None), strs(&["0", "6", "-1", "2"]), "{dev}");
+    }
+    // Taken arm past the end: `A[7 * 2]`.
+    for (dev, out) in run_all(src, &[a, tensor(&[4], vec![0i32, 7, 1, 2])]) {
+        let e = out.expect_err(dev);
+        assert!(e.contains("out-of-bounds read of `A` at 14 (size 8)"), "{dev}: {e}");
+    }
+}

@@ -88,7 +88,7 @@ impl GpuJit {
     fn build_program(&self, cx: &JitContext, f: &PrimFunc) -> Result<Arc<GpuProgram>> {
         let rt = &self.rt;
         let t0 = Instant::now();
-        let source = self.program_source(cx, f)?;
+        let source = Self::program_source(cx, f)?;
         let ours = t0.elapsed();
         let t1 = Instant::now();
         let mut pipelines = Vec::new();
@@ -117,7 +117,7 @@ impl GpuJit {
 
     /// The program source of `f`: from the persistent cache when it holds it, else
     /// lowered, scheduled, emitted and checked (and then stored there).
-    fn program_source(&self, cx: &JitContext, f: &PrimFunc) -> Result<ProgramSource> {
+    fn program_source(cx: &JitContext, f: &PrimFunc) -> Result<ProgramSource> {
         let Some(disk) = &cx.disk else {
             let source = emit_program(f, &cx.caps, &cx.options)?;
             oob::static_check(&source.lowered)?;

@@ -1,7 +1,8 @@
 //! Out-of-bounds detection in kernels: an access whose index depends on data the
 //! kernel reads (`R.take`, `R.gather_elements`, hand-written gathers and scatters)
-//! is checked against the buffer's length at run time (reads inside the arms of a
-//! `select` are not: WGSL evaluates them even where the program guards them). A violation skips the store
+//! is checked against the buffer's length at run time (in an arm of a `select`, which
+//! WGSL evaluates even where the program does not take it, only where the arm is
+//! taken: `relax_chk_if`). A violation skips the store
 //! (a read yields an out-of-range index, which WGSL's robust buffer access keeps
 //! inside the buffer) and records itself in a small flag buffer that the run reads
 //! back at its end (see `Jit::check_gpu_bounds`), so the run fails as it does on the host.
@@ -37,13 +38,8 @@ pub const FLAG_WORDS: usize = 5;
 
 impl Em<'_> {
     /// Whether an access through `index` is checked: the index reads a tensor (not a
-    /// schedule's own local or workgroup array) and the access is evaluated
-    /// unconditionally (not inside the arms of a `select`, which WGSL evaluates
-    /// eagerly even where the program guards them).
+    /// schedule's own local or workgroup array) or is not affine in loop variables.
     pub(super) fn needs_check(&self, index: &PrimExpr) -> bool {
-        if self.lazy > 0 {
-            return false;
-        }
         let mut found = false;
         visit_expr(index, &mut |x| {
             use relax_ir::tir::BinOp as B;
@@ -112,6 +108,17 @@ impl Em<'_> {
         self.oob_sites
             .push(format!("out-of-bounds {what} of `{}`", buffer.name()));
         let site = self.oob_sites.len();
+        // Inside `select` arms: checked where every enclosing arm is taken.
+        let (suffix, guard) = match self.guards.as_slice() {
+            [] => ("", String::new()),
+            gs => (
+                "_if",
+                format!(
+                    "{}, ",
+                    gs.iter().map(|g| format!("({g})")).collect::<Vec<_>>().join(" && ")
+                ),
+            ),
+        };
         if matches!(iw, W::I64 | W::U64) {
             // A 64-bit index is checked before it is narrowed to `i32`.
             let wide = self.conv(idx, iw, W::I64)?;
@@ -121,9 +128,15 @@ impl Em<'_> {
                 wide
             };
             self.helpers.insert("relax_chk_i64");
-            return Ok(format!("relax_chk_i64({wide}, {len}, {site}u)"));
+            if !suffix.is_empty() {
+                self.helpers.insert("relax_chk_i64_if");
+            }
+            return Ok(format!("relax_chk_i64{suffix}({guard}{wide}, {len}, {site}u)"));
         }
         self.helpers.insert("relax_chk");
-        Ok(format!("relax_chk({idx}, {len}, {site}u)"))
+        if !suffix.is_empty() {
+            self.helpers.insert("relax_chk_if");
+        }
+        Ok(format!("relax_chk{suffix}({guard}{idx}, {len}, {site}u)"))
     }
 }

@@ -56,22 +56,22 @@ impl Em<'_> {
         Ok((combine(&s, &c), w))
     }
 
-    /// `select` of two arms by a condition (`Select` and `T.if_then_else`); the arms
-    /// are emitted lazily (no side effects hoisted out of them).
+    /// `select` of two arms by a condition (`Select` and `T.if_then_else`). WGSL
+    /// evaluates both arms, so an access checked in an arm is checked only where
+    /// that arm is taken (see `bounds`).
     pub(super) fn select(&mut self, cond: &PrimExpr, t: &PrimExpr, f: &PrimExpr) -> Result<(String, W)> {
         let (c, cw) = self.expr(cond)?;
-        self.lazy += 1;
-        let arms = self.expr(t).and_then(|t| Ok((t, self.expr(f)?)));
-        self.lazy -= 1;
-        let ((ts, tw), (fs, fw)) = arms?;
+        let c = self.conv(&c, cw, W::Bool)?;
+        self.guards.push(c.clone());
+        let ts = self.expr(t);
+        self.guards.pop();
+        self.guards.push(format!("!{c}"));
+        let fs = self.expr(f);
+        self.guards.pop();
+        let ((ts, tw), (fs, fw)) = (ts?, fs?);
         let w = tw.max(fw);
         Ok((
-            format!(
-                "select({}, {}, {})",
-                self.conv(&fs, fw, w)?,
-                self.conv(&ts, tw, w)?,
-                self.conv(&c, cw, W::Bool)?
-            ),
+            format!("select({}, {}, {c})", self.conv(&fs, fw, w)?, self.conv(&ts, tw, w)?),
             w,
         ))
     }

@@ -102,8 +102,10 @@ struct Em<'a> {
     lf: &'a LoweredFunc,
     /// Bounds-check sites (see `bounds`).
     oob_sites: Vec<String>,
-    /// Depth of `select` arms being emitted (accesses there are not checked).
-    lazy: usize,
+    /// The conditions under which the `select` arms being emitted are taken (WGSL
+    /// bool expressions, outermost first): an access there is checked only where
+    /// all of them hold.
+    guards: Vec<String>,
     /// Variables whose value varies across threads or iterations (see `Em::varies`).
     varying: HashSet<u64>,
     /// Depth of int64 comparisons being emitted (their int64 operands use i64).
@@ -131,7 +133,7 @@ pub fn emit_kernel(lf: &LoweredFunc, k: &GpuKernel, caps: &DeviceCaps) -> Result
         uses_subgroups: false,
         lf,
         oob_sites: Vec::new(),
-        lazy: 0,
+        guards: Vec::new(),
         varying: HashSet::new(),
         wide: 0,
     };
@@ -615,6 +617,8 @@ pub const HELPERS: &[(&str, &str)] = helpers![
     copysign_f32,
     relax_chk,
     relax_chk_i64,
+    relax_chk_if,
+    relax_chk_i64_if,
     sign_i64,
     cmp_i64,
     to_f16_f32,

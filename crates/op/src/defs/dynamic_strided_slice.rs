@@ -5,7 +5,7 @@
 //! slices into a tensor of that symbolic shape.
 
 use crate::error::infer_err;
-use relax_ir::tir::{BinOp, Range};
+use relax_ir::tir::BinOp;
 use relax_ir::{Attrs, Call, DataType, Expr, PrimExpr, StructInfo, TirVar};
 
 use crate::common::*;
@@ -149,10 +149,7 @@ fn slice(ctx: &LegalizeCtx, out_shape: Vec<PrimExpr>) -> Result<Lowered, Skip> {
     // The data is read at run-time positions: the whole tensor.
     crate::legalize::index::for_each_block(&mut lowered.func.body, &mut |b| {
         for r in b.reads.iter_mut().filter(|r| r.buffer == x) {
-            r.region = shape
-                .iter()
-                .map(|d| Range::new(PrimExpr::int_of(0, d.dtype()), d.clone()))
-                .collect();
+            r.region = crate::legalize::te::whole_region(&x).region;
         }
     });
     Ok(lowered)

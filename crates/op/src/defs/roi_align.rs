@@ -5,13 +5,13 @@
 //! maximum) of bilinear samples of `data` on a regular grid in the bin, as TVM's
 //! `relax.vision.roi_align` and topi's `vision.roi_align`.
 
-use relax_ir::tir::{BinOp, Block, BufferRegion, For, ForKind, Intrinsic, IterKind, Range};
+use relax_ir::tir::{BinOp, Block, For, ForKind, Intrinsic, IterKind};
 use relax_ir::{Buffer, Call, DataType, PrimExpr, Span, Stmt, StructInfo, TirVar};
 
 use crate::attrs::{op_attrs, OpAttrs};
 use crate::common::*;
 use crate::error::infer_err;
-use crate::legalize::te::{add, konst, make_iters, min_value, mul, nest, point_region, sub, Te};
+use crate::legalize::te::{add, konst, make_iters, min_value, mul, nest, point_region, sub, whole_region, Te};
 use crate::legalize::{Emitter, LegalizeCtx, Legalized, Lowered, Skip};
 use crate::{InferCtx, OpDef};
 
@@ -114,18 +114,6 @@ fn and(a: PrimExpr, b: PrimExpr) -> PrimExpr {
 /// `if_then_else(cond, a, b)` of `dt`.
 fn select(dt: DataType, cond: PrimExpr, a: PrimExpr, b: PrimExpr) -> PrimExpr {
     PrimExpr::intrinsic_call(Intrinsic::IfThenElse, dt, vec![cond, a, b])
-}
-
-/// The whole of `buf` as a region.
-fn whole(buf: &Buffer) -> BufferRegion {
-    BufferRegion {
-        buffer: buf.clone(),
-        region: buf
-            .shape()
-            .iter()
-            .map(|e| Range::new(PrimExpr::int_of(0, e.dtype()), e.clone()))
-            .collect(),
-    }
 }
 
 /// Legalization, as topi's `roi_align_nchw`/`roi_align_nhwc`: per output
@@ -285,7 +273,7 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
     let block = Block {
         name: out.name().to_string(),
         iter_vars: ivs,
-        reads: vec![whole(&rois), whole(&data)],
+        reads: vec![whole_region(&rois), whole_region(&data)],
         writes: vec![point_region(&out, &v)],
         init: None,
         alloc_buffers: Vec::new(),

@@ -607,6 +607,18 @@ fn idx_eq(a: &[PrimExpr], b: &[PrimExpr]) -> bool {
             .all(|(x, y)| relax_ir::structural::structural_equal_prim_expr(x, y))
 }
 
+/// The region of all of `buf`.
+pub fn whole_region(buf: &Buffer) -> BufferRegion {
+    BufferRegion {
+        buffer: buf.clone(),
+        region: buf
+            .shape()
+            .iter()
+            .map(|e| Range::new(PrimExpr::int_of(0, e.dtype()), e.clone()))
+            .collect(),
+    }
+}
+
 /// Access regions: one point region per buffer when all accesses agree; when
 /// they differ, the dimensions that differ cover the whole extent.
 pub fn regions(reads: Vec<(Buffer, Vec<Vec<PrimExpr>>)>) -> Vec<BufferRegion> {

@@ -11,12 +11,18 @@ fn every_wgsl_helper_is_valid_and_defines_its_function() {
     for (name, src) in HELPERS {
         assert!(src.contains(&format!("fn {name}(")), "{name} does not define `{name}`");
         // The bounds check writes the kernel's flag buffer, declared by the kernel.
-        let prelude = if name.starts_with("relax_chk") {
+        let mut prelude = if name.starts_with("relax_chk") {
             "@group(0) @binding(0) var<storage, read_write> relax_oob: array<atomic<u32>, 5>;\nconst relax_oob_base: u32 = 0u;\n"
+                .to_string()
         } else {
-            ""
+            String::new()
         };
-        let caps = if name.ends_with("_i64") || name.ends_with("_u64") {
+        // A guarded check (`relax_chk_if`) calls the check it guards.
+        if let Some(base) = name.strip_suffix("_if") {
+            let (_, dep) = HELPERS.iter().find(|(n, _)| *n == base).expect("the guarded check");
+            prelude.push_str(dep);
+        }
+        let caps = if name.contains("_i64") || name.ends_with("_u64") {
             DeviceCaps::ALL
         } else {
             DeviceCaps {

@@ -261,7 +261,7 @@ impl UnaryOp {
             UnaryOp::Log => x.ln(),
             UnaryOp::Sqrt => x.sqrt(),
             UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-            UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryOp::Sigmoid => crate::math::sigmoid_f32(x),
             UnaryOp::Tanh => crate::math::tanh_f32(x),
             UnaryOp::Negative => -x,
             UnaryOp::Abs => x.abs(),
@@ -314,7 +314,7 @@ pub fn unary(op: UnaryOp, x: &[f32], out: &mut [f32]) -> Result<()> {
         UnaryOp::Log => run(x, out, |v| UnaryOp::Log.apply(v)),
         UnaryOp::Sqrt => run(x, out, |v| UnaryOp::Sqrt.apply(v)),
         UnaryOp::Rsqrt => run(x, out, |v| UnaryOp::Rsqrt.apply(v)),
-        UnaryOp::Sigmoid => run(x, out, |v| UnaryOp::Sigmoid.apply(v)),
+        UnaryOp::Sigmoid => run_slices(x, out, crate::math::sigmoid_slice),
         // The same `tanh_f32` per element, in AVX-512 / AVX2 lanes when the CPU has
         // them (the crate's baseline build gets two f64 lanes).
         UnaryOp::Tanh => run_slices(x, out, crate::math::tanh_slice),
@@ -355,6 +355,32 @@ fn sum_in_lanes(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
         *s += f(*v);
     }
     ((sums[0] + sums[4]) + (sums[1] + sums[5])) + ((sums[2] + sums[6]) + (sums[3] + sums[7]))
+}
+
+/// The sum of a row as [`sum_in_lanes`] adds it, unless the row is large enough
+/// that some partial sum could reach the float range (`max|x| * len > f32::MAX / 4`)
+/// or the sum is not finite: then in order from 0, as TVM's legalized reduction
+/// adds (so an overflow or `inf - inf` comes out as it does there).
+fn row_sum(x: &[f32]) -> f32 {
+    let (mut sums, mut big) = ([0.0f32; 8], [0.0f32; 8]);
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for ((s, m), v) in sums.iter_mut().zip(&mut big).zip(c) {
+            *s += *v;
+            *m = m.max(v.abs());
+        }
+    }
+    for ((s, m), v) in sums.iter_mut().zip(&mut big).zip(chunks.remainder()) {
+        *s += *v;
+        *m = m.max(v.abs());
+    }
+    let s = ((sums[0] + sums[4]) + (sums[1] + sums[5])) + ((sums[2] + sums[6]) + (sums[3] + sums[7]));
+    let m = big.iter().copied().fold(0.0f32, f32::max);
+    if s.is_finite() && m * x.len() as f32 <= f32::MAX / 4.0 {
+        s
+    } else {
+        x.iter().sum()
+    }
 }
 
 /// Softmax along the last axis of `x: [rows, cols]`: the row's maximum (NaN
@@ -403,7 +429,8 @@ fn softmax_row(x: &[f32], o: &mut [f32]) {
 }
 
 /// Mean over the innermost `inner` elements of each of `outer` rows (global average
-/// pooling is `mean(x, axis=[2, 3])` of NCHW data).
+/// pooling is `mean(x, axis=[2, 3])` of NCHW data): each row's sum in vector lanes
+/// (see `row_sum`: in order where it could overflow), divided by `inner`.
 pub fn mean_inner(x: &[f32], outer: usize, inner: usize, out: &mut [f32]) -> Result<()> {
     check_len("mean input", x.len(), outer * inner)?;
     check_len("mean output", out.len(), outer)?;
@@ -411,9 +438,13 @@ pub fn mean_inner(x: &[f32], outer: usize, inner: usize, out: &mut [f32]) -> Res
         out.fill(f32::NAN);
         return Ok(());
     }
-    out.par_iter_mut().enumerate().for_each(|(i, o)| {
-        let s: f32 = x[i * inner..(i + 1) * inner].iter().sum();
-        *o = s / inner as f32;
+    // Rows summed by `row_sum`, on rayon's pool only when there is enough work to
+    // pay for waking it.
+    for_chunks(out, 64, outer * inner, |(t, o)| {
+        for (r, o) in o.iter_mut().enumerate() {
+            let row = &x[(t * 64 + r) * inner..(t * 64 + r + 1) * inner];
+            *o = row_sum(row) / inner as f32;
+        }
     });
     Ok(())
 }
@@ -429,7 +460,8 @@ pub enum Reduction {
     Min,
 }
 
-/// Reduce the innermost `inner` elements of each of `outer` rows. A max starts from
+/// Reduce the innermost `inner` elements of each of `outer` rows (sums in vector
+/// lanes, in order where they could overflow: see `row_sum`). A max starts from
 /// the lowest `float32` and a min from the highest, TVM's initial values (as the
 /// legalized reduction): an empty row gives 0 for a sum, -3.4028235e38 for a max and
 /// 3.4028235e38 for a min, and `min([inf])` is 3.4028235e38.
@@ -441,7 +473,7 @@ pub fn reduce_inner(op: Reduction, x: &[f32], outer: usize, inner: usize, out: &
         for (r, o) in o.iter_mut().enumerate() {
             let row = &x[(t * 64 + r) * inner..(t * 64 + r + 1) * inner];
             *o = match op {
-                Reduction::Sum => row.iter().sum(),
+                Reduction::Sum => row_sum(row),
                 Reduction::Max => row.iter().copied().fold(f32::MIN, f32::max),
                 Reduction::Min => row.iter().copied().fold(f32::MAX, f32::min),
             };

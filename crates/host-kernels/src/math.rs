@@ -156,6 +156,20 @@ pub fn exp_nonpositive_f32(r: f32) -> f32 {
     horner(&EXP_TAYLOR, f) * s1 * s2
 }
 
+/// The logistic sigmoid `1 / (1 + e^-x)` of a `float32` value, in `f32` arithmetic:
+/// with `e = exp(-|x|)` ([`exp_nonpositive_f32`], never overflowing), `1 / (1 + e)`
+/// for `x >= 0` and `e / (1 + e)` below. Within two ulps of the sigmoid computed in
+/// `f64` and rounded (tested over every 7th `float32` in `[-105, 105]`); `NaN` stays
+/// `NaN`, `±inf` give 1 and 0. Branch free, so a loop over it vectorises
+/// ([`sigmoid_slice`]); the host JIT's `T.sigmoid` calls it too (the same bits in
+/// native code, the interpreter and the kernel library).
+#[inline(always)]
+pub fn sigmoid_f32(x: f32) -> f32 {
+    let e = exp_nonpositive_f32(-x.abs());
+    let n = if x < 0.0 { e } else { 1.0 };
+    n / (1.0 + e)
+}
+
 /// The error function of a `float32` value, in `f32` arithmetic: `x + x * P(x^2)`
 /// below `|x| = 0.921875`, `1 - exp(-x^2 + G(|x|))` (sign restored) up to 4, and
 /// `±1` beyond (where `erf` rounds to 1). Within one ulp of `erf` computed in `f64`
@@ -384,6 +398,11 @@ lanes_of!(
     /// [`tanh_f32`] of every element of `x` into `out`, in vector lanes.
     tanh_slice,
     tanh_f32
+);
+lanes_of!(
+    /// [`sigmoid_f32`] of every element of `x` into `out`, in vector lanes.
+    sigmoid_slice,
+    sigmoid_f32
 );
 
 /// [`exp_nonpositive_f32`] of every element of `v`, in place, in AVX-512 or AVX2
@@ -645,6 +664,39 @@ mod tests {
         assert!(erf_f32(-f32::NAN).is_nan());
         assert_eq!(erf_f32(0.0).to_bits(), 0.0f32.to_bits());
         assert_eq!(erf_f32(-0.0).to_bits(), (-0.0f32).to_bits());
+    }
+
+    #[test]
+    fn sigmoid_within_two_ulps_and_lanes_bit_equal() {
+        use super::{sigmoid_f32, sigmoid_slice};
+        // Every 7th float of [-105, 105] (results down to subnormal and up to 1).
+        let mut xs = Vec::new();
+        for sign in [0u32, 0x8000_0000] {
+            let mut bits = 0u32;
+            while f32::from_bits(bits) <= 105.0 {
+                xs.push(f32::from_bits(bits | sign));
+                bits += 7;
+            }
+        }
+        xs.extend([f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, 1e30, -1e30]);
+        let mut worst = (0, 0.0f32);
+        for &x in &xs {
+            let want = (1.0 / (1.0 + (-f64::from(x)).exp())) as f32;
+            let u = ulps(sigmoid_f32(x), want);
+            if u > worst.0 {
+                worst = (u, x);
+            }
+        }
+        assert!(worst.0 <= 2, "sigmoid({}) is {} ulps off", worst.1, worst.0);
+        assert_eq!(sigmoid_f32(0.0), 0.5);
+        assert_eq!(sigmoid_f32(f32::INFINITY), 1.0);
+        assert_eq!(sigmoid_f32(f32::NEG_INFINITY), 0.0);
+        assert!(sigmoid_f32(f32::NAN).is_nan());
+        let mut lanes = vec![0.0; xs.len()];
+        sigmoid_slice(&xs, &mut lanes);
+        for (x, l) in xs.iter().zip(&lanes) {
+            assert_eq!(l.to_bits(), sigmoid_f32(*x).to_bits(), "lane of sigmoid({x})");
+        }
     }
 
     #[test]

@@ -404,6 +404,28 @@ fn elementwise_kernels_match_reference() {
         &[0, 1, 2].map(|r| s[r * 4..r * 4 + 4].iter().sum::<f32>() / 4.0),
         "mean",
     );
+    // Long rows (summed in vector lanes) and rows near the float range (summed in
+    // order, as TVM's legalized reduction: the first row overflows on the way, the
+    // second holds `inf - inf`, the third a NaN).
+    let long = random(3 * 1000, 14);
+    let mut m = vec![0.0; 3];
+    elementwise::mean_inner(&long, 3, 1000, &mut m).unwrap();
+    let want: Vec<f32> = (0..3)
+        .map(|r| (long[r * 1000..r * 1000 + 1000].iter().map(|v| *v as f64).sum::<f64>() / 1000.0) as f32)
+        .collect();
+    assert_close(&m, &want, "mean of long rows");
+    let mut big = vec![0.0f32; 3 * 16];
+    big[..4].copy_from_slice(&[3e38, 3e38, -3e38, -3e38]);
+    big[16..20].copy_from_slice(&[f32::INFINITY, 1.0, f32::NEG_INFINITY, 2.0]);
+    big[32] = f32::NAN;
+    let mut sums = vec![0.0; 3];
+    elementwise::reduce_inner(elementwise::Reduction::Sum, &big, 3, 16, &mut sums).unwrap();
+    let in_order: Vec<f32> = big.chunks(16).map(|r| r.iter().sum::<f32>()).collect();
+    assert_eq!(sums[0], f32::INFINITY, "in order, 3e38 + 3e38 overflows");
+    assert_eq!(format!("{sums:?}"), format!("{in_order:?}"));
+    elementwise::mean_inner(&big, 3, 16, &mut m).unwrap();
+    assert_eq!(m[0], f32::INFINITY);
+    assert!(m[1].is_nan() && m[2].is_nan());
     let (g, be, mu, var) = (random(2, 10), random(2, 11), random(2, 12), [0.5f32, 2.0]);
     let (sc, sh) = elementwise::batch_norm_fold(&g, &be, &mu, &var, 1e-5).unwrap();
     let x = random(2 * 2 * 3, 13);

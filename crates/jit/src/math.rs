@@ -85,20 +85,10 @@ pub fn unary_f32(op: Intrinsic) -> Option<fn(f32) -> f32> {
         I::Cosh => f32::cosh,
         I::Tanh => tanh_f32,
         I::Round => f32::round_ties_even,
-        I::Sigmoid => sigmoid_f32,
+        I::Sigmoid => relax_host_kernels::math::sigmoid_f32,
         I::Erf => relax_host_kernels::math::erf_f32,
         _ => return None,
     })
-}
-
-/// Overflow-safe logistic sigmoid in `f32`.
-pub fn sigmoid_f32(x: f32) -> f32 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
 }
 
 /// Overflow-safe logistic sigmoid.

@@ -400,3 +400,70 @@ fn roi_align_matches_tvm() {
         }
     }
 }
+
+/// A region with a coordinate or batch index that is NaN or infinite (TVM's result
+/// is undefined there: LLVM's `fptosi` of the sample count) has no samples and
+/// gives NaN in every output, the same on every device; the finite regions around
+/// it keep TVM's values. Before, the host and the GPU disagreed on such regions.
+#[test]
+fn roi_align_non_finite_regions_give_nan_on_every_device() {
+    let case: serde_json::Value = serde_json::from_str(include_str!("data/roi_align_tvm.json")).expect("json");
+    let module = parse(case["program"].as_str().expect("program"));
+    let vals = |v: &serde_json::Value| -> Vec<f32> {
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|v| v.as_f64().expect("number") as f32)
+            .collect()
+    };
+    let x = vals(&case["x"]);
+    let (b, c, h, w) = (2, 3, 6, 7);
+    let mut xh = vec![0f32; x.len()];
+    for (i, v) in x.iter().enumerate() {
+        let (n, ch, y, xx) = (i / (c * h * w), i / (h * w) % c, i / w % h, i % w);
+        xh[((n * h + y) * w + xx) * c + ch] = *v;
+    }
+    // TVM's first two regions at rows 0 and 5; between them a NaN corner, an
+    // infinite corner, a negative infinite one and a NaN batch index.
+    let tvm_rois = vals(&case["rois"]);
+    let (first, second) = (&tvm_rois[0..5], &tvm_rois[5..10]);
+    let mut rois = first.to_vec();
+    for bad in [
+        [0.0, f32::NAN, 1.0, 4.0, 4.0],
+        [1.0, 0.0, 0.0, 3.0, f32::INFINITY],
+        [0.0, f32::NEG_INFINITY, 0.0, 2.0, 2.0],
+        [f32::NAN, 0.0, 0.0, 2.0, 2.0],
+    ] {
+        rois.extend(bad);
+    }
+    rois.extend(second);
+    let args = vec![arr(&[b, c, h, w], x), arr(&[b, h, w, c], xh), arr(&[6, 5], rois)];
+    let outs = case["out"].as_array().expect("outputs");
+    for (dev, engine) in engines() {
+        let out = engine
+            .run(&module, "main", &args)
+            .unwrap_or_else(|err| panic!("{dev}: {err}"));
+        for (i, want) in outs.iter().enumerate() {
+            let (got, want) = (floats(field(&out, i)), vals(want));
+            // TVM's case has 6 regions; each region's outputs are one row of both.
+            let per = want.len() / 6;
+            assert_eq!(got.len(), 6 * per, "{dev}: output {i}");
+            for (row, tvm_row) in [(0, 0), (5, 1)] {
+                for k in 0..per {
+                    let (g, e) = (got[row * per + k], want[tvm_row * per + k]);
+                    assert!(
+                        (g - e).abs() <= 1e-5 + 1e-5 * e.abs(),
+                        "{dev}: output {i} region {row}[{k}]: {g} vs {e}"
+                    );
+                }
+            }
+            for row in 1..5 {
+                let bad = &got[row * per..(row + 1) * per];
+                assert!(
+                    bad.iter().all(|v| v.is_nan()),
+                    "{dev}: output {i} region {row}: {bad:?}"
+                );
+            }
+        }
+    }
+}

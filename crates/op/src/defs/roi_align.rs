@@ -172,8 +172,8 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
             bin(BinOp::Max, d, f(1.0))
         }
     };
-    let roi_h = extent(end_h, start_h.clone());
-    let roi_w = extent(end_w, start_w.clone());
+    let roi_h = extent(end_h.clone(), start_h.clone());
+    let roi_w = extent(end_w.clone(), start_w.clone());
     let bin_h = div(roi_h.clone(), f(pooled_h));
     let bin_w = div(roi_w.clone(), f(pooled_w));
     let grid = |r: PrimExpr, pooled: f64| {
@@ -183,8 +183,17 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
             to_i32(Intrinsic::Ceil, dt, div(r, f(pooled)))
         }
     };
-    let grid_h = grid(roi_h, pooled_h);
-    let grid_w = grid(roi_w, pooled_w);
+    // A region with a coordinate or batch index that is not finite has no samples
+    // and gives NaN (TVM's result is undefined there: LLVM's `fptosi` of the sample
+    // count; one rule for every device instead).
+    let finite = [roi(0), start_w.clone(), start_h.clone(), end_w.clone(), end_h.clone()]
+        .into_iter()
+        .map(|c| PrimExpr::intrinsic_call(Intrinsic::Isfinite, DataType::BOOL, vec![c]))
+        .reduce(and)
+        .unwrap_or_else(|| PrimExpr::bool(true));
+    let no_samples = |g: PrimExpr| select(DataType::INT32, finite.clone(), g, PrimExpr::int_of(0, DataType::INT32));
+    let grid_h = no_samples(grid(roi_h, pooled_h));
+    let grid_w = no_samples(grid(roi_w, pooled_w));
     let count = PrimExpr::binary(BinOp::Mul, grid_h.clone(), grid_w.clone());
     let start_h = add(start_h, mul(float(ph), bin_h.clone()));
     let start_w = add(start_w, mul(float(pw), bin_w.clone()));
@@ -259,6 +268,7 @@ fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip>
     } else {
         (min_value(dt), bin(BinOp::Max, acc, val))
     };
+    let init = select(dt, finite, init, f(f64::NAN));
     let store = |value: PrimExpr| Stmt::BufferStore {
         buffer: out.clone(),
         value,

@@ -704,15 +704,28 @@ impl<'m> Checker<'m> {
     // ------------------------------------------------------------------
 
     fn check_call_tir(&mut self, name: &str, call: &Call) {
-        if call.args.len() != 2 {
+        // An optional third argument: the shape of symbolic values (`packed_ints`,
+        // TVM's `tir_vars`) passed after the tensors.
+        if !matches!(call.args.len(), 2 | 3) {
             self.err(
                 23,
                 format!(
-                    "{name} expects two arguments (callee, argument tuple), but has {}",
+                    "{name} expects two arguments (callee, argument tuple) or three (callee, argument tuple, \
+                     packed_ints), but has {}",
                     call.args.len()
                 ),
             );
             return;
+        }
+        if let Some(ints) = call.args.get(2) {
+            let sinfo = crate::derive::DeriveCtx::new(Some(self.module)).leaf_struct_info(ints);
+            if !matches!(sinfo, StructInfo::Shape(_)) {
+                self.err(
+                    23,
+                    format!("the third argument of {name} (packed_ints) must be a shape"),
+                );
+                return;
+            }
         }
         let ExprKind::Tuple(fields) = call.args[1].kind() else {
             self.err(23, format!("the arguments of {name} must be given as a tuple literal"));
@@ -724,6 +737,30 @@ impl<'m> Checker<'m> {
         }
         let leaf = |e: &Expr| crate::derive::DeriveCtx::new(Some(self.module)).leaf_struct_info(e);
         let arg_sinfo: Vec<StructInfo> = fields.iter().map(leaf).collect();
+        // The packed ints, as the PrimFunc's scalar parameters after the tensors see
+        // them (a value each when the shape's dimensions are known).
+        let ints: Vec<StructInfo> = match call.args.get(2).map(leaf) {
+            Some(StructInfo::Shape(s)) => match s.values {
+                Some(v) => v
+                    .into_iter()
+                    .map(|d| {
+                        StructInfo::Prim(relax_ir::PrimStructInfo {
+                            dtype: d.dtype(),
+                            value: Some(d),
+                        })
+                    })
+                    .collect(),
+                None => (0..s.ndim.max(0))
+                    .map(|_| {
+                        StructInfo::Prim(relax_ir::PrimStructInfo {
+                            dtype: relax_ir::DataType::INT64,
+                            value: None,
+                        })
+                    })
+                    .collect(),
+            },
+            _ => Vec::new(),
+        };
         let out = &call.sinfo_args[0];
         let outputs: Vec<StructInfo> = match out {
             StructInfo::Tuple(f) => f.clone(),
@@ -817,18 +854,19 @@ impl<'m> Checker<'m> {
         };
         let StructInfo::Func(finfo) = callee else { return };
         let Some(params) = &finfo.params else { return };
-        if fields.len() > params.len() {
+        if fields.len() + ints.len() > params.len() {
             self.err(
                 23,
                 format!(
                     "{name} passes {} arguments, but the PrimFunc only accepts {} in total",
-                    fields.len(),
+                    fields.len() + ints.len(),
                     params.len()
                 ),
             );
             return;
         }
-        let n_in = fields.len();
+        let n_in = fields.len() + ints.len();
+        let arg_sinfo: Vec<StructInfo> = arg_sinfo.into_iter().chain(ints).collect();
         let mut ret: Vec<StructInfo> = params[n_in..].to_vec();
         if let Some(idx) = &inplace {
             for (i, &k) in idx.iter().enumerate() {

@@ -34,9 +34,12 @@ fn call_tir(call: &Call, _args: &[StructInfo], _ctx: &InferCtx) -> Res {
             op_name(call)
         ));
     }
-    if call.args.len() != 2 {
+    // The optional third argument is the `tir_vars` shape of symbolic values the
+    // PrimFunc takes after its tensors.
+    if !matches!(call.args.len(), 2 | 3) {
         return Err(infer_err!(
-            "Operation {} expects two arguments [callee, arg_tuple], but has {} arguments.",
+            "Operation {} expects either two arguments [callee, arg_tuple], or three arguments \
+             [callee, arg_tuple, tir_args], but has {} arguments.",
             op_name(call),
             call.args.len()
         ));

@@ -275,3 +275,65 @@ fn fused_group_takes_its_shape_variables_as_a_parameter() {
     let lowered = passes(&fused, &["fuse-tir"]);
     assert_close(&run_values(&lowered, shape()), &want);
 }
+
+/// A linear layer whose rows are a product of a symbolic size (`n * 17`, a vision
+/// transformer with a symbolic batch) and attention over `n * 9` windows (Swin):
+/// the GPU pipeline's `fuse-transpose-matmul` and `fuse-attention` build `call_tir`s
+/// that take `n` as a `tir_vars` argument, which call_tir's inference refused
+/// ("expects two arguments [callee, arg_tuple], but has 3"). Both now pass and
+/// compute what the unfused module computes.
+const COMPOUND_ROWS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 17, 16), dtype="float32"), w: R.Tensor((16, 16), dtype="float32"), q0: R.Tensor(("n", 9, 2, 9, 4), dtype="float32"), k0: R.Tensor(("n", 9, 2, 4, 9), dtype="float32"), v0: R.Tensor(("n", 9, 2, 9, 4), dtype="float32")):
+        n = T.int64()
+        with R.dataflow():
+            a: R.Tensor((n * 17, 16), dtype="float32") = R.reshape(x, R.shape([n * 17, 16]))
+            wt: R.Tensor((16, 16), dtype="float32") = R.permute_dims(w, axes=[1, 0])
+            y: R.Tensor((n * 17, 16), dtype="float32") = R.matmul(a, wt, out_dtype="float32")
+            q: R.Tensor((n * 9, 2, 9, 4), dtype="float32") = R.reshape(q0, R.shape([n * 9, 2, 9, 4]))
+            k: R.Tensor((n * 9, 2, 4, 9), dtype="float32") = R.reshape(k0, R.shape([n * 9, 2, 4, 9]))
+            v: R.Tensor((n * 9, 2, 9, 4), dtype="float32") = R.reshape(v0, R.shape([n * 9, 2, 9, 4]))
+            s: R.Tensor((n * 9, 2, 9, 9), dtype="float32") = R.matmul(q, k, out_dtype="void")
+            p: R.Tensor((n * 9, 2, 9, 9), dtype="float32") = R.nn.softmax(s, axis=-1)
+            o: R.Tensor((n * 9, 2, 9, 4), dtype="float32") = R.matmul(p, v, out_dtype="void")
+            gv = (y, o)
+            R.output(gv)
+        return gv
+"#;
+
+#[test]
+fn fused_calls_with_compound_symbolic_rows_pass_tir_vars() {
+    let input = passes(&parse(COMPOUND_ROWS), &["check"]);
+    let fused = passes(&input, &["fuse-transpose-matmul", "fuse-attention", "legalize"]);
+    let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(fused.clone()));
+    assert!(text.contains("tir_vars"), "a fused call takes n as tir_vars:\n{text}");
+    let args = || {
+        vec![
+            common::random_tensor(&[2, 17, 16], 1),
+            common::random_tensor(&[16, 16], 2),
+            common::random_tensor(&[2, 9, 2, 9, 4], 3),
+            common::random_tensor(&[2, 9, 2, 4, 9], 4),
+            common::random_tensor(&[2, 9, 2, 9, 4], 5),
+        ]
+    };
+    let unfused = passes(&input, &["legalize"]);
+    let (want, got) = (run_tuple(&unfused, args()), run_tuple(&fused, args()));
+    assert_eq!(want.len(), 2);
+    for (w, g) in want.iter().zip(&got) {
+        assert_close(g, w);
+    }
+}
+
+/// The fields of `main`'s tuple result, as float32 values.
+fn run_tuple(m: &IRModule, args: Vec<Value>) -> Vec<Vec<f32>> {
+    let engine = Engine::new(EngineConfig {
+        device: DeviceChoice::Cpu,
+        optimize: false,
+        host_library: false,
+        ..EngineConfig::default()
+    });
+    let out = engine.load(m).expect("loads").run("main", &args).expect("runs");
+    out.as_tuple().expect("a tuple").iter().map(f32s).collect()
+}

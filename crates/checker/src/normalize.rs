@@ -324,6 +324,16 @@ impl<'m> Normalizer<'m> {
             analysis::definable_tir_vars(p.struct_info().unwrap_or(&StructInfo::Object), &mut defs);
             self.ctx.shape_scope.extend(defs);
         }
+        // The ranges the function's attributes declare for its symbolic variables
+        // (`tir_var_lower_bound`: a sequence length of at least 2), so that derived
+        // shapes simplify as TVM's (`T.min(0, n)` is 0). Malformed attributes are the
+        // passes' concern, not derivation's.
+        let saved_ana = self.ctx.ana.clone();
+        let sinfos = params.iter().filter_map(|p| p.struct_info());
+        for b in relax_ir::relax::bounds::bounds_of(&f.attrs, sinfos).unwrap_or_default() {
+            let lo = b.lower.unwrap_or(if b.non_negative { 0 } else { i64::MIN });
+            self.ctx.ana.bind(&b.var, lo, b.upper.unwrap_or(i64::MAX));
+        }
         let ret_ann = f.ret_struct_info.as_ref().map(|r| self.remap_sinfo(r));
         self.ctx.purity = PurityCtx {
             in_dataflow: false,
@@ -339,6 +349,7 @@ impl<'m> Normalizer<'m> {
             None => self.erase(&body_sinfo),
         };
         self.ctx.purity = saved_purity;
+        self.ctx.ana = saved_ana;
         self.restore_scope(mark);
         Function {
             params,

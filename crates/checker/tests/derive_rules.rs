@@ -424,3 +424,41 @@ class Module:
     assert_eq!(names, vec!["lv", "z", "w"]);
     assert_sinfo(&sinfo_of(&r, "lv"), &tf(&[2, 3]));
 }
+
+/// The function's `tir_var_lower_bound` / `tir_var_upper_bound` attributes take part
+/// in derivation, as in TVM: with `n >= 2`, `strided_slice(x, [1], [0], [1])` of a
+/// `(1, n)` tensor derives `(1, T.min(1, n))` (`T.min(0, n)` is 0), which the
+/// torch.export front end writes as the annotation (Falcon, Gemma and GPT-NeoX with
+/// a symbolic length); without the bound it stays `T.min(1, n) - T.min(0, n)` and the
+/// annotation is flagged as more specific than derivable.
+#[test]
+fn rule14_signature_bounds_simplify_derived_shapes() {
+    let program = |attrs: &str| {
+        format!(
+            r#"
+@R.function
+def main(x: R.Tensor((1, "n"), dtype="int64")):
+    n = T.int64()
+    R.func_attr({{{attrs}}})
+    with R.dataflow():
+        y: R.Tensor((1, T.min(1, n)), dtype="int64") = R.strided_slice(x, (1,), (0,), (1,), (1,), assume_inbound=False)
+        R.output(y)
+    return y
+"#
+        )
+    };
+    let check = |src: &str| {
+        let m = relax_ir::text::parse(src).expect("parses").into_module();
+        check_module(&m)
+    };
+    let bounded = check(&program(
+        r#""tir_var_lower_bound": {"n": 2}, "tir_var_upper_bound": {"n": 16}"#,
+    ));
+    assert!(bounded.diagnostics.is_empty(), "{:?}", bounded.diagnostics);
+    let unbounded = check(&program(r#""num_input": 1"#));
+    assert!(
+        has(&unbounded, false, "struct-info/annotation"),
+        "{:?}",
+        unbounded.diagnostics
+    );
+}

@@ -29,11 +29,11 @@ use std::sync::Arc;
 
 use relax_ir::arith::Analyzer;
 use relax_ir::mutator::{walk_binding, walk_block, ExprMutator};
+use relax_ir::relax::bounds::signature_bounds;
 use relax_ir::tir::BinOp;
-use relax_ir::visit::struct_info_tir_vars;
 use relax_ir::{
-    AttrValue, Attrs, BaseFunc, Binding, BindingBlock, Call, DataType, Diagnostic, Expr, ExprKind, Function, IRModule,
-    PrimExpr, Span, StructInfo, Var,
+    Attrs, BaseFunc, Binding, BindingBlock, Call, DataType, Diagnostic, Expr, ExprKind, Function, IRModule, PrimExpr,
+    Span, StructInfo, Var,
 };
 
 /// The attribute asking for upper-bound storage of dynamically shaped outputs.
@@ -200,56 +200,14 @@ fn attr_error(message: String) -> Diagnostic {
 }
 
 /// Bind the function signature's symbolic variables to the ranges of its
-/// `tir_var_upper_bound` / `tir_var_lower_bound` / `tir_non_negative_var` attributes.
+/// `tir_var_upper_bound` / `tir_var_lower_bound` / `tir_non_negative_var` attributes
+/// (an upper bound gives `[lower or 0, upper]`; a lower bound alone, non-negative).
 fn bind_signature_bounds(f: &Function, ana: &mut Analyzer) -> Result<(), Diagnostic> {
-    let int_map = |key: &str| -> Result<HashMap<String, i64>, Diagnostic> {
-        let mut out = HashMap::new();
-        match f.attrs.get(key) {
-            None => {}
-            Some(AttrValue::Map(m)) => {
-                for (k, v) in m.iter() {
-                    let v = match v {
-                        AttrValue::Int(i) => *i,
-                        AttrValue::PrimExpr(p) => p
-                            .as_int()
-                            .ok_or_else(|| attr_error(format!("`{key}` of `{k}` must be an integer")))?,
-                        other => {
-                            return Err(attr_error(format!(
-                                "`{key}` of `{k}` must be an integer, got {other:?}"
-                            )))
-                        }
-                    };
-                    out.insert(k.to_string(), v);
-                }
-            }
-            Some(other) => {
-                return Err(attr_error(format!(
-                    "`{key}` must be a map from names to integers, got {other:?}"
-                )))
-            }
-        }
-        Ok(out)
-    };
-    let upper = int_map("tir_var_upper_bound")?;
-    let lower = int_map("tir_var_lower_bound")?;
-    let nonneg: HashSet<String> = match f.attrs.get("tir_non_negative_var") {
-        Some(AttrValue::List(l)) => l.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
-        _ => HashSet::new(),
-    };
-    let mut vars = Vec::new();
-    for p in &f.params {
-        if let Some(s) = p.struct_info() {
-            vars.extend(struct_info_tir_vars(s));
-        }
-    }
-    if let Some(r) = &f.ret_struct_info {
-        vars.extend(struct_info_tir_vars(r));
-    }
-    for v in vars {
-        match (upper.get(v.name()), lower.get(v.name())) {
-            (Some(&hi), lo) => ana.bind(&v, lo.copied().unwrap_or(0), hi),
-            (None, Some(&lo)) if lo >= 0 => ana.bind_nonneg(&v),
-            _ if nonneg.contains(v.name()) => ana.bind_nonneg(&v),
+    for b in signature_bounds(f).map_err(attr_error)? {
+        match (b.upper, b.lower) {
+            (Some(hi), lo) => ana.bind(&b.var, lo.unwrap_or(0), hi),
+            (None, Some(lo)) if lo >= 0 => ana.bind_nonneg(&b.var),
+            _ if b.non_negative => ana.bind_nonneg(&b.var),
             _ => {}
         }
     }

@@ -1,5 +1,6 @@
 //! Relax expressions, bindings, functions and `StructInfo`.
 
+pub mod bounds;
 mod expr;
 mod struct_info;
 

@@ -36,14 +36,18 @@ fn run(m: &IRModule, args: &[&[f32]]) -> Vec<f32> {
 }
 
 fn run_values(m: &IRModule, args: Vec<Value>) -> Vec<f32> {
+    f32s(&run_main(m, args))
+}
+
+/// `main` of `m` on the host, unoptimized (the module as the passes left it).
+fn run_main(m: &IRModule, args: Vec<Value>) -> Value {
     let engine = Engine::new(EngineConfig {
         device: DeviceChoice::Cpu,
         optimize: false,
         host_library: false,
         ..EngineConfig::default()
     });
-    let loaded = engine.load(m).expect("loads");
-    f32s(&loaded.run("main", &args).expect("runs"))
+    engine.load(m).expect("loads").run("main", &args).expect("runs")
 }
 
 fn prim_funcs(m: &IRModule) -> Vec<String> {
@@ -328,12 +332,6 @@ fn fused_calls_with_compound_symbolic_rows_pass_tir_vars() {
 
 /// The fields of `main`'s tuple result, as float32 values.
 fn run_tuple(m: &IRModule, args: Vec<Value>) -> Vec<Vec<f32>> {
-    let engine = Engine::new(EngineConfig {
-        device: DeviceChoice::Cpu,
-        optimize: false,
-        host_library: false,
-        ..EngineConfig::default()
-    });
-    let out = engine.load(m).expect("loads").run("main", &args).expect("runs");
+    let out = run_main(m, args);
     out.as_tuple().expect("a tuple").iter().map(f32s).collect()
 }

@@ -37,8 +37,8 @@ pub fn pow(a: f64, b: f64) -> f64 {
     }
 }
 
-/// `tanh` of a `float32` value, as the host kernel library computes it (within an
-/// ulp of the `f64` result; see [`relax_host_kernels::math::tanh_f32`]).
+/// `tanh` of a `float32` value, as the host kernel library computes it (within two
+/// ulps of the `f64` result; see [`relax_host_kernels::math::tanh_f32`]).
 pub fn tanh_f32(x: f32) -> f32 {
     relax_host_kernels::math::tanh_f32(x)
 }

@@ -354,6 +354,30 @@ fn grid_sample_every_mode_matches_tvm() {
     grid_sample_case(&(0..30).collect::<Vec<_>>());
 }
 
+/// `data/roi_align_tvm.json` (made by `scripts/gen_roi_align_case.py`): the case,
+/// its program, and the data in `NCHW` and `NHWC` (`[2, 3, 6, 7]`).
+fn roi_align_case() -> (serde_json::Value, relax_ir::IRModule, [Value; 2]) {
+    let case: serde_json::Value = serde_json::from_str(include_str!("data/roi_align_tvm.json")).expect("json");
+    let module = parse(case["program"].as_str().expect("program"));
+    let x = json_floats(&case["x"]);
+    let (b, c, h, w) = (2, 3, 6, 7);
+    let mut xh = vec![0f32; x.len()];
+    for (i, v) in x.iter().enumerate() {
+        let (n, ch, y, xx) = (i / (c * h * w), i / (h * w) % c, i / w % h, i % w);
+        xh[((n * h + y) * w + xx) * c + ch] = *v;
+    }
+    (case, module, [arr(&[b, c, h, w], x), arr(&[b, h, w, c], xh)])
+}
+
+/// A JSON array of numbers as `f32`s.
+fn json_floats(v: &serde_json::Value) -> Vec<f32> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|v| v.as_f64().expect("number") as f32)
+        .collect()
+}
+
 /// `vision.roi_align` against TVM (`data/roi_align_tvm.json`, made by
 /// `scripts/gen_roi_align_case.py`): average and max, aligned or not, fixed and
 /// adaptive sampling (a reduction whose extent is read from the regions), NCHW and
@@ -362,34 +386,15 @@ fn grid_sample_every_mode_matches_tvm() {
 /// lowest float, as TVM).
 #[test]
 fn roi_align_matches_tvm() {
-    let case: serde_json::Value = serde_json::from_str(include_str!("data/roi_align_tvm.json")).expect("json");
-    let module = parse(case["program"].as_str().expect("program"));
-    let vals = |v: &serde_json::Value| -> Vec<f32> {
-        v.as_array()
-            .expect("array")
-            .iter()
-            .map(|v| v.as_f64().expect("number") as f32)
-            .collect()
-    };
-    let x = vals(&case["x"]);
-    let (b, c, h, w) = (2, 3, 6, 7);
-    let mut xh = vec![0f32; x.len()];
-    for (i, v) in x.iter().enumerate() {
-        let (n, ch, y, xx) = (i / (c * h * w), i / (h * w) % c, i / w % h, i % w);
-        xh[((n * h + y) * w + xx) * c + ch] = *v;
-    }
-    let args = vec![
-        arr(&[b, c, h, w], x),
-        arr(&[b, h, w, c], xh),
-        arr(&[6, 5], vals(&case["rois"])),
-    ];
+    let (case, module, [x, xh]) = roi_align_case();
+    let args = vec![x, xh, arr(&[6, 5], json_floats(&case["rois"]))];
     let outs = case["out"].as_array().expect("outputs");
     for (dev, engine) in engines() {
         let out = engine
             .run(&module, "main", &args)
             .unwrap_or_else(|err| panic!("{dev}: {err}"));
         for (i, want) in outs.iter().enumerate() {
-            let (got, want) = (floats(field(&out, i)), vals(want));
+            let (got, want) = (floats(field(&out, i)), json_floats(want));
             assert_eq!(got.len(), want.len(), "{dev}: output {i}");
             for (k, (g, e)) in got.iter().zip(&want).enumerate() {
                 assert!(
@@ -407,22 +412,8 @@ fn roi_align_matches_tvm() {
 /// it keep TVM's values. Before, the host and the GPU disagreed on such regions.
 #[test]
 fn roi_align_non_finite_regions_give_nan_on_every_device() {
-    let case: serde_json::Value = serde_json::from_str(include_str!("data/roi_align_tvm.json")).expect("json");
-    let module = parse(case["program"].as_str().expect("program"));
-    let vals = |v: &serde_json::Value| -> Vec<f32> {
-        v.as_array()
-            .expect("array")
-            .iter()
-            .map(|v| v.as_f64().expect("number") as f32)
-            .collect()
-    };
-    let x = vals(&case["x"]);
-    let (b, c, h, w) = (2, 3, 6, 7);
-    let mut xh = vec![0f32; x.len()];
-    for (i, v) in x.iter().enumerate() {
-        let (n, ch, y, xx) = (i / (c * h * w), i / (h * w) % c, i / w % h, i % w);
-        xh[((n * h + y) * w + xx) * c + ch] = *v;
-    }
+    let (case, module, [x, xh]) = roi_align_case();
+    let vals = json_floats;
     // TVM's first two regions at rows 0 and 5; between them a NaN corner, an
     // infinite corner, a negative infinite one and a NaN batch index.
     let tvm_rois = vals(&case["rois"]);
@@ -437,7 +428,7 @@ fn roi_align_non_finite_regions_give_nan_on_every_device() {
         rois.extend(bad);
     }
     rois.extend(second);
-    let args = vec![arr(&[b, c, h, w], x), arr(&[b, h, w, c], xh), arr(&[6, 5], rois)];
+    let args = vec![x, xh, arr(&[6, 5], rois)];
     let outs = case["out"].as_array().expect("outputs");
     for (dev, engine) in engines() {
         let out = engine
@@ -465,5 +456,141 @@ fn roi_align_non_finite_regions_give_nan_on_every_device() {
                 );
             }
         }
+    }
+}
+
+/// `image.resize2d` against TVM (`data/resize2d_tvm.json`, made by
+/// `scripts/gen_resize2d_case.py`): nearest with every rounding method (ties
+/// rounded half to even; integer upscaling by `x / factor`), linear and cubic (with
+/// and without `cubic_exclude`), every coordinate transformation mode
+/// (`tf_crop_and_resize` with a region reaching outside the image and its
+/// extrapolation value), NCHW and NHWC, up- and down-sampling, an extent of 1, a
+/// symbolic size (from the shape of `y`), int32 data (truncated) and float16 data
+/// (computed in float32, as topi). Floats within 1e-5 (float16: half an ulp of
+/// float16, for a float32 sum that falls the other side of a rounding boundary).
+#[test]
+fn resize2d_matches_tvm() {
+    let case: serde_json::Value = serde_json::from_str(include_str!("data/resize2d_tvm.json")).expect("json");
+    let module = parse(case["program"].as_str().expect("program"));
+    let nums = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect()
+    };
+    let x: Vec<f32> = nums(&case["x"]).iter().map(|&v| v as f32).collect();
+    let (c, h, w) = (2, 5, 6);
+    let mut xh = vec![0f32; x.len()];
+    for (i, v) in x.iter().enumerate() {
+        let (ch, y, xx) = (i / (h * w), i / w % h, i % w);
+        xh[(y * w + xx) * c + ch] = *v;
+    }
+    let xi: Vec<i32> = nums(&case["xi"]).iter().map(|&v| v as i32).collect();
+    let xf: Vec<half::f16> = x.iter().map(|&v| half::f16::from_f32(v)).collect();
+    let ys: Vec<usize> = nums(&case["y_shape"]).iter().map(|&v| v as usize).collect();
+    let args = vec![
+        arr(&[1, c, h, w], x.clone()),
+        arr(&[1, h, w, c], xh),
+        arr(&[1, c, h, w], xi),
+        arr(&[1, c, h, w], xf),
+        arr(&ys, vec![0f32; ys.iter().product()]),
+    ];
+    let outs = case["out"].as_array().expect("outputs");
+    let dtypes = case["dtypes"].as_array().expect("dtypes");
+    let shapes = case["shapes"].as_array().expect("shapes");
+    for (dev, engine) in engines() {
+        let out = engine
+            .run(&module, "main", &args)
+            .unwrap_or_else(|err| panic!("{dev}: {err}"));
+        for (i, want) in outs.iter().enumerate() {
+            let got = field(&out, i);
+            let want = nums(want);
+            let shape: Vec<i64> = nums(&shapes[i]).iter().map(|&v| v as i64).collect();
+            assert_eq!(got.shape(), &shape[..], "{dev}: output {i} shape");
+            match dtypes[i].as_str().expect("dtype") {
+                "int32" => {
+                    let got = ints::<i32>(got);
+                    let want: Vec<i64> = want.iter().map(|&v| v as i64).collect();
+                    assert_eq!(got, want, "{dev}: output {i}");
+                }
+                "float16" => {
+                    let got: Vec<f32> = got
+                        .to_array::<half::f16>()
+                        .expect("float16")
+                        .iter()
+                        .map(|v| v.to_f32())
+                        .collect();
+                    assert_eq!(got.len(), want.len(), "{dev}: output {i}");
+                    for (k, (g, e)) in got.iter().zip(&want).enumerate() {
+                        let e = *e as f32;
+                        assert!(
+                            (g - e).abs() <= 1e-5 + e.abs() / 2048.0,
+                            "{dev}: output {i}[{k}]: {g} vs {e}"
+                        );
+                    }
+                }
+                _ => {
+                    let got = floats(got);
+                    assert_eq!(got.len(), want.len(), "{dev}: output {i}");
+                    for (k, (g, e)) in got.iter().zip(&want).enumerate() {
+                        let e = *e as f32;
+                        assert!(
+                            (g - e).abs() <= 1e-5 + 1e-5 * e.abs(),
+                            "{dev}: output {i}[{k}]: {g} vs {e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `image.resize2d` where TVM gives no reference (`docs/semantics.md`): an
+/// `out_dtype` other than the data's gives that dtype (the float32 result cast;
+/// TVM's run returns the data's dtype), and `tf_crop_and_resize` to a constant
+/// extent of 1 samples the region's centre (TVM divides by zero while
+/// legalizing).
+#[test]
+fn resize2d_out_dtype_and_unit_extent() {
+    let module = parse(
+        r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 5, 6), dtype="float32")):
+        with R.dataflow():
+            a = R.image.resize2d(x, R.shape([3, 4]), method="cubic")
+            b = R.image.resize2d(x, R.shape([3, 4]), method="cubic", out_dtype="float16")
+            c = R.image.resize2d(x, R.shape([3, 4]), method="cubic", out_dtype="int32")
+            d = R.image.resize2d(x, R.shape([1, 1]), roi=[0.0, 0.0, 1.0, 1.0], coordinate_transformation_mode="tf_crop_and_resize")
+            R.output(a, b, c, d)
+        return (a, b, c, d)
+"#,
+    );
+    let x: Vec<f32> = (0..30).map(|i| (i as f32 * 0.37).sin() * 10.0).collect();
+    let args = vec![arr(&[1, 1, 5, 6], x.clone())];
+    for (dev, engine) in engines() {
+        let out = engine
+            .run(&module, "main", &args)
+            .unwrap_or_else(|err| panic!("{dev}: {err}"));
+        let a = floats(field(&out, 0));
+        let b = field(&out, 1);
+        assert_eq!(b.dtype(), DataType::new(TypeCode::Float, 16, 1), "{dev}");
+        let b: Vec<f32> = b
+            .to_array::<half::f16>()
+            .expect("float16")
+            .iter()
+            .map(|v| v.to_f32())
+            .collect();
+        let want_b: Vec<f32> = a.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
+        assert_eq!(b, want_b, "{dev}: float16 output");
+        let c = ints::<i32>(field(&out, 2));
+        let want_c: Vec<i64> = a.iter().map(|&v| v as i64).collect();
+        assert_eq!(c, want_c, "{dev}: int32 output (truncated)");
+        // The centre of the whole image: row 2, halfway between columns 2 and 3.
+        let d = floats(field(&out, 3));
+        let want = x[2 * 6 + 2] * 0.5 + x[2 * 6 + 3] * 0.5;
+        assert!((d[0] - want).abs() <= 1e-5, "{dev}: {} vs {want}", d[0]);
     }
 }

@@ -142,7 +142,7 @@ pub static FAMILIES: &[(&str, &[OpDef])] = &[
     ("manipulate", &[defs::index_tensor::DEF]),
     ("nn", &[defs::attention::DEF]),
     ("qdq", &[defs::qdq::QUANTIZE, defs::qdq::DEQUANTIZE]),
-    ("image", &[defs::grid_sample::DEF]),
+    ("image", &[defs::grid_sample::DEF, defs::resize2d::DEF]),
     ("vision", &[defs::roi_align::DEF]),
 ];
 

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use crate::attrs::{AttrValue, Attrs};
+use crate::{DataType, PrimExpr};
 
 /// How a call argument written as a Python literal is converted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,10 @@ pub enum AttrKind {
     Pad(u8),
     /// A float.
     Float,
+    /// A list of `n` `float32` constants (TVM's `Array<FloatImm>`, `resize2d`'s
+    /// `roi`): held as `AttrValue::PrimExpr` `FloatImm`s, a number is repeated `n`
+    /// times and `None` gives `n` zeros.
+    FloatImms(u8),
     /// A `float64` scalar `PrimExpr` or `None`.
     OptFloatImm,
     /// A scalar `PrimExpr` or `None`.
@@ -162,7 +167,8 @@ impl OpSig {
 /// The operator table, one line per operator:
 /// `name: param[=default][:kind], ...` with kinds `e p shape tuple dtype str` for
 /// arguments and `@int @optint @ints @optints @intorints @repN @padN @float
-/// @optfloatimm @optprim @bool @str @optstr @dtype @optdtype @indexmap @vdevice @map`
+/// @floatimmsN @optfloatimm @optprim @bool @str @optstr @dtype @optdtype @indexmap
+/// @vdevice @map`
 /// for attributes (no kind: `e`); `| order: a b c` gives the attribute order when it
 /// differs from the parameter order.
 const TABLE: &[&str] = &[
@@ -198,6 +204,7 @@ const TABLE: &[&str] = &[
     "dequantize: data, scale, zero_point, axis=-1:@int, out_dtype='float32':@dtype | order: out_dtype axis",
     // image
     "image.grid_sample: data, grid, method='bilinear':@str, layout='NCHW':@str, padding_mode='zeros':@str, align_corners=False:@bool",
+    "image.resize2d: data, size:shape, roi=None:@floatimms4, layout='NCHW':@str, method='linear':@str, coordinate_transformation_mode='half_pixel':@str, rounding_method='round':@str, cubic_alpha=-0.75:@float, cubic_exclude=0:@int, extrapolation_value=0.0:@float, out_dtype=None:@optdtype",
     // vision
     "vision.roi_align: data, rois, pooled_size:@rep2, spatial_scale:@float, sample_ratio=-1:@int, aligned=False:@bool, layout='NCHW':@str, mode='avg':@str",
     // manipulation
@@ -341,6 +348,7 @@ fn parse_kind(k: &str) -> ParamKind {
         "@pad2" => ParamKind::Attr(T::Pad(2)),
         "@pad3" => ParamKind::Attr(T::Pad(3)),
         "@float" => ParamKind::Attr(T::Float),
+        "@floatimms4" => ParamKind::Attr(T::FloatImms(4)),
         "@optfloatimm" => ParamKind::Attr(T::OptFloatImm),
         "@optprim" => ParamKind::Attr(T::OptPrim),
         "@bool" => ParamKind::Attr(T::Bool),
@@ -460,8 +468,17 @@ pub fn names() -> Vec<&'static str> {
 /// repeated to their arity, dtypes parsed, `None` unset.
 pub fn default_attr(kind: AttrKind, d: &Default) -> AttrValue {
     let list = |l: Vec<i64>| AttrValue::List(l.into_iter().map(AttrValue::Int).collect());
+    let f32s = |v: f64, n: u8| {
+        AttrValue::List(vec![
+            AttrValue::PrimExpr(PrimExpr::float_of(v, DataType::FLOAT32));
+            n as usize
+        ])
+    };
     match (kind, d) {
         (AttrKind::Map, Default::None) => AttrValue::Map(Attrs::new()),
+        (AttrKind::FloatImms(n), Default::None) => f32s(0.0, n),
+        (AttrKind::FloatImms(n), Default::Float(f)) => f32s(*f, n),
+        (AttrKind::FloatImms(n), Default::Int(i)) => f32s(*i as f64, n),
         (_, Default::None) => AttrValue::None,
         (AttrKind::Ints | AttrKind::OptInts, Default::Int(i)) => list(vec![*i]),
         (AttrKind::Rep(n), Default::Int(i)) => list(vec![*i; n as usize]),

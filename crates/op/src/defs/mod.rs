@@ -7,6 +7,7 @@ pub mod dynamic_strided_slice;
 pub mod grid_sample;
 pub mod index_tensor;
 pub mod qdq;
+pub mod resize2d;
 pub mod roi_align;
 pub mod scatter_elements;
 pub mod scatter_nd;

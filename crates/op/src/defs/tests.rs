@@ -1274,3 +1274,177 @@ class Module:
         assert!(!bad.is_valid() && got.contains(msg), "{x} {r} {extra}: {got}");
     }
 }
+
+/// `image.resize2d` inference as TVM 0.27: the data's shape with the layout's
+/// `H` and `W` set to `size` (a symbolic size kept; a split spatial axis's outer
+/// part `ceil(size / factor)`), `out_dtype` or the data's dtype, the rank only when
+/// the data's shape or the size's values are unknown; TVM's messages for a rank
+/// other than the layout's, a size of other than two values, a layout that is not
+/// `NCHW` reordered, a data argument that is not a tensor.
+#[test]
+fn resize2d_inference() {
+    let src = |x: &str, size: &str, extra: &str| {
+        format!(
+            r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: {x}, y: R.Tensor(("n", "m"), dtype="float32"), s: R.Shape(ndim=2)):
+        n = T.int64()
+        m = T.int64()
+        r = R.image.resize2d(x, {size}{extra})
+        return r
+"#
+        )
+    };
+    let t = |s: &str| format!("R.Tensor({s})");
+    for (x, size, extra, want) in [
+        (
+            t(r#"(1, 2, 5, 6), dtype="float32""#),
+            "R.shape([7, 9])",
+            "",
+            r#"R.Tensor((1, 2, 7, 9), dtype="float32")"#,
+        ),
+        (
+            t(r#"(1, 5, 6, 2), dtype="int32""#),
+            "R.shape([3, 4])",
+            r#", layout="NHWC", method="nearest_neighbor""#,
+            r#"R.Tensor((1, 3, 4, 2), dtype="int32")"#,
+        ),
+        (
+            t(r#"(1, 2, 5, 6), dtype="float32""#),
+            "R.shape([n, m])",
+            r#", out_dtype="float16""#,
+            r#"R.Tensor((1, 2, n, m), dtype="float16")"#,
+        ),
+        (
+            t(r#"dtype="float32", ndim=-1"#),
+            "R.shape([7, 9])",
+            "",
+            r#"R.Tensor(dtype="float32", ndim=4)"#,
+        ),
+        (
+            t(r#"(1, 2, 5, 6), dtype="float32""#),
+            "s",
+            "",
+            r#"R.Tensor(dtype="float32", ndim=4)"#,
+        ),
+        (
+            t(r#"(1, 2, 3, 6, 4), dtype="float32""#),
+            "R.shape([5, 7])",
+            r#", layout="NCHW4c""#,
+            r#"R.Tensor((1, 2, 5, 7, 4), dtype="float32")"#,
+        ),
+        (
+            t(r#"(1, 2, 3, 6, 2), dtype="float32""#),
+            "R.shape([5, n])",
+            r#", layout="NCHW2w""#,
+            r#"R.Tensor((1, 2, 5, (n + 1) // 2, 2), dtype="float32")"#,
+        ),
+        (
+            t(r#"(6, 5, 2, 1), dtype="float32""#),
+            "R.shape([3, 7])",
+            r#", layout="WHCN""#,
+            r#"R.Tensor((7, 3, 2, 1), dtype="float32")"#,
+        ),
+    ] {
+        let ok = check(&src(&x, size, extra));
+        assert!(ok.is_valid(), "{x} {extra}: {:?}", ok.diagnostics);
+        assert_eq!(sinfo_of(&ok, "r"), want, "{x} {extra}");
+    }
+    for (x, size, extra, msg) in [
+        (
+            t(r#"(1, 2, 5), dtype="float32""#),
+            "R.shape([7, 9])",
+            "",
+            "In relax.image.resize2d, layout NCHW requires the input to be 4-dim tensor. However, the given input has ndim 3",
+        ),
+        (
+            t(r#"(1, 2, 5, 6), dtype="float32""#),
+            "R.shape([7, 9, 2])",
+            "",
+            "Resize2D expects the given output image size to be a 2-dim shape, while the given one has ndim 3",
+        ),
+        (
+            t(r#"(1, 2, 5), dtype="float32""#),
+            "R.shape([7, 9])",
+            r#", layout="NCH""#,
+            "relax.image.resize2d requires the given data layout to be convertible from NCHW layout. However, the given layout NCH is not convertible.",
+        ),
+        (
+            r#"R.Tuple(R.Tensor((1, 2, 5, 6), dtype="float32"))"#.to_string(),
+            "R.shape([7, 9])",
+            "",
+            "Resize2D expects the input data to be a Tensor, while the given data is ir.Var",
+        ),
+    ] {
+        let bad = check(&src(&x, size, extra));
+        let got = format!("{:?}", bad.diagnostics);
+        assert!(!bad.is_valid() && got.contains(msg), "{x} {size} {extra}: {got}");
+    }
+    // What the legalization does not cover is left as a call, with the reason.
+    for (x, extra, reason) in [
+        (
+            r#"(1, 2, 3, 6, 4), dtype="float32""#,
+            r#", layout="NCHW4c""#,
+            "layout NCHW4c",
+        ),
+        (
+            r#"(1, 2, 5, 6), dtype="float32""#,
+            r#", method="area""#,
+            "method \"area\"",
+        ),
+        (r#"(1, 2, 5, 6), dtype="bool""#, "", "dtype bool"),
+        (
+            r#"(1, 2, 5, 6), dtype="float32""#,
+            r#", method="nearest_neighbor", rounding_method="up""#,
+            "rounding method \"up\"",
+        ),
+    ] {
+        let r = check(&src(&t(x), "R.shape([7, 9])", extra));
+        let (_, skipped) = crate::legalize::legalize_module_report(&r.module);
+        assert!(
+            skipped.iter().any(|d| d.message.contains(reason)),
+            "{extra}: {skipped:?}"
+        );
+    }
+    // `align_corners` to an extent of 1 divides by zero in TVM: left as a call.
+    let r = check(&src(
+        &t(r#"(1, 2, 5, 6), dtype="float32""#),
+        "R.shape([1, 9])",
+        r#", coordinate_transformation_mode="align_corners""#,
+    ));
+    let (_, skipped) = crate::legalize::legalize_module_report(&r.module);
+    assert!(
+        skipped
+            .iter()
+            .any(|d| d.message.contains("align_corners to an extent of 1")),
+        "{skipped:?}"
+    );
+}
+
+/// `image.resize2d` attributes print back as TVM prints them (`roi` a list of
+/// `float32` constants with the values as written, defaults filled in), and the
+/// parser takes a Python number or list for `roi` as TVM's `resize2d` does.
+#[test]
+fn resize2d_prints_as_tvm() {
+    let src = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 5, 6), dtype="float32")):
+        a = R.image.resize2d(x, R.shape([7, 9]))
+        b = R.image.resize2d(x, R.shape([3, 4]), roi=[0.1, 0.2, 0.8, 1], method="cubic", coordinate_transformation_mode="tf_crop_and_resize", out_dtype="float16")
+        c = R.image.resize2d(x, R.shape([3, 4]), roi=0.5)
+        return (a, b, c)
+"#;
+    let m = relax_ir::text::parse(src).expect("parses").into_module();
+    let printed = text(&m);
+    for want in [
+        r#"R.image.resize2d(x, R.shape([7, 9]), roi=[T.float32(0.0), T.float32(0.0), T.float32(0.0), T.float32(0.0)], layout="NCHW", method="linear", coordinate_transformation_mode="half_pixel", rounding_method="round", cubic_alpha=-0.75, cubic_exclude=0, extrapolation_value=0.0, out_dtype=None)"#,
+        r#"R.image.resize2d(x, R.shape([3, 4]), roi=[T.float32(0.10000000000000001), T.float32(0.20000000000000001), T.float32(0.80000000000000004), T.float32(1.0)], layout="NCHW", method="cubic", coordinate_transformation_mode="tf_crop_and_resize", rounding_method="round", cubic_alpha=-0.75, cubic_exclude=0, extrapolation_value=0.0, out_dtype="float16")"#,
+        r#"roi=[T.float32(0.5), T.float32(0.5), T.float32(0.5), T.float32(0.5)]"#,
+    ] {
+        has(&printed, want);
+    }
+}

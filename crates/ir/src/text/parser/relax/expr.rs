@@ -842,6 +842,35 @@ impl<'m, 'a> FnCx<'m, 'a> {
                 },
                 _ => return bad(self, "a number"),
             },
+            AttrKind::FloatImms(n) => {
+                // Python numbers become `float32` constants (TVM's conversion of a
+                // float to `FloatImm`); a `T.float32(...)` is kept as written.
+                let one = |v: &PyVal| -> Option<AttrValue> {
+                    let f = |x: f64| Some(AttrValue::PrimExpr(PrimExpr::float_of(x, DataType::FLOAT32)));
+                    match v {
+                        PyVal::Int(i) => f(*i as f64),
+                        PyVal::Float(x) => f(*x),
+                        PyVal::Prim(p) => match p.kind() {
+                            PrimExprKind::FloatImm { .. } => Some(AttrValue::PrimExpr(p.clone())),
+                            PrimExprKind::IntImm { value, .. } => f(*value as f64),
+                            _ => None,
+                        },
+                        _ => None,
+                    }
+                };
+                let items = match &v {
+                    PyVal::None => Some(vec![
+                        AttrValue::PrimExpr(PrimExpr::float_of(0.0, DataType::FLOAT32));
+                        n as usize
+                    ]),
+                    PyVal::List(l) => l.iter().map(one).collect(),
+                    single => one(single).map(|x| vec![x; n as usize]),
+                };
+                match items {
+                    Some(items) => AttrValue::List(items),
+                    None => return bad(self, "a number or a list of numbers"),
+                }
+            }
             AttrKind::OptFloatImm | AttrKind::OptPrim => match v {
                 PyVal::None => AttrValue::None,
                 PyVal::Int(i) if kind == AttrKind::OptPrim => AttrValue::PrimExpr(PrimExpr::int(i)),

@@ -594,3 +594,41 @@ class Module:
         assert!((d[0] - want).abs() <= 1e-5, "{dev}: {} vs {want}", d[0]);
     }
 }
+
+/// `slice_scatter` against TVM (`data/slice_scatter_tvm.json`, made by
+/// `scripts/gen_slice_scatter_case.py`): a slice along each axis, a step of 2, the
+/// whole axis (the source as it is), int64 data with a negative axis; float results
+/// exact (each output element is one input or source element), on every device.
+#[test]
+fn slice_scatter_matches_tvm() {
+    let case: serde_json::Value = serde_json::from_str(include_str!("data/slice_scatter_tvm.json")).expect("json");
+    let module = parse(case["program"].as_str().expect("program"));
+    let ins = case["inputs"].as_array().expect("inputs");
+    let ints = |v: &serde_json::Value| -> Vec<i64> {
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|v| v.as_i64().expect("integer"))
+            .collect()
+    };
+    let shapes: [&[usize]; 4] = [&[6, 5], &[2, 5], &[6, 3], &[6, 5]];
+    let mut args: Vec<Value> = shapes.iter().zip(ins).map(|(s, v)| arr(s, json_floats(v))).collect();
+    args.push(arr(&[3, 5], ints(&ins[4])));
+    args.push(arr(&[6, 5], ints(&ins[5])));
+    let outs = case["out"].as_array().expect("outputs");
+    for (dev, engine) in engines() {
+        let out = engine
+            .run(&module, "main", &args)
+            .unwrap_or_else(|err| panic!("{dev}: {err}"));
+        for (i, want) in outs.iter().enumerate().take(3) {
+            assert_eq!(floats(field(&out, i)), json_floats(want), "{dev}: output {i}");
+        }
+        let got: Vec<i64> = field(&out, 3)
+            .to_array::<i64>()
+            .expect("int64")
+            .iter()
+            .copied()
+            .collect();
+        assert_eq!(got, ints(&outs[3]), "{dev}: output 3");
+    }
+}

@@ -139,7 +139,7 @@ pub static FAMILIES: &[(&str, &[OpDef])] = &[
     ("builtin", builtin::OPS),
     ("scatter", &[defs::scatter_elements::DEF, defs::scatter_nd::DEF]),
     ("index", &[defs::dynamic_strided_slice::DEF]),
-    ("manipulate", &[defs::index_tensor::DEF]),
+    ("manipulate", &[defs::index_tensor::DEF, defs::slice_scatter::DEF]),
     ("nn", &[defs::attention::DEF]),
     ("qdq", &[defs::qdq::QUANTIZE, defs::qdq::DEQUANTIZE]),
     ("image", &[defs::grid_sample::DEF, defs::resize2d::DEF]),

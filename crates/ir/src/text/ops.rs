@@ -219,6 +219,7 @@ const TABLE: &[&str] = &[
     "scatter_nd: data, indices, updates, reduction='update':@str",
     "gather_elements: data, indices, axis=0:@int", "gather_nd: data, indices, batch_dims=0:@int",
     "one_hot: indices, on_value:p, off_value:p, depth:@int, axis=-1:@int",
+    "slice_scatter: input_tensor, src, start:p, end:p, step:p, axis=0:@int",
     "reverse_sequence: data, seq_lengths, seq_axis=1:@int, batch_axis=0:@int",
     "cumsum: data, axis=None:@optint, dtype=None:@optdtype, exclusive=False:@bool",
     "cumprod: data, axis=None:@optint, dtype=None:@optdtype, exclusive=False:@bool",

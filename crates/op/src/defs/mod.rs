@@ -11,6 +11,7 @@ pub mod resize2d;
 pub mod roi_align;
 pub mod scatter_elements;
 pub mod scatter_nd;
+pub mod slice_scatter;
 
 #[cfg(test)]
 mod tests;

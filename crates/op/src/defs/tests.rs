@@ -1448,3 +1448,35 @@ class Module:
         has(&printed, want);
     }
 }
+
+/// `slice_scatter`: the input's StructInfo, and TVM 0.27's messages for a rank,
+/// dtype, axis, slice length or other extent that does not fit.
+#[test]
+fn slice_scatter_inference() {
+    let src = |s: &str, dtype: &str, call: &str| {
+        format!(
+            r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 5), dtype="float32"), s: R.Tensor({s}, dtype="{dtype}")):
+        r = R.slice_scatter(x, s, {call})
+        return r
+"#
+        )
+    };
+    let ok = check(&src("(2, 5)", "float32", "1, 3, 1, axis=0"));
+    assert!(ok.is_valid(), "{:?}", ok.diagnostics);
+    assert_eq!(sinfo_of(&ok, "r"), r#"R.Tensor((4, 5), dtype="float32")"#);
+    for (s, dtype, call, msg) in [
+        ("(2,)", "float32", "1, 3, 1, axis=0", "SliceScatter op requires the data tensor to have the same rank as the src tensor. However, the given dimensions are src: 1, data: 2"),
+        ("(2, 5)", "float32", "1, 3, 1, axis=2", "SliceScatter requires the input axis to be in the range [-2, 1]. However, the input axis is 2, while ndim is 2"),
+        ("(2, 5)", "int32", "1, 3, 1, axis=0", "SliceScatter op requires the input data to have the same type as src. However, the given types are data: T.float32, src: T.int32"),
+        ("(3, 5)", "float32", "1, 3, 1, axis=0", "SliceScatter op requires the src tensor's dimension at scatter axis (0) to match the number of elements in the slice. Actual src dimension at axis 0: T.int64(3), Expected elements in slice (num_elem): T.int64(2)"),
+        ("(2, 4)", "float32", "1, 3, 1, axis=0", "SliceScatter op requires the data tensor to have the same shape as the src tensor except at the scatter axis (0). Mismatch at dimension 1. data shape: (T.int64(4), T.int64(5)), src shape: (T.int64(2), T.int64(4))"),
+    ] {
+        let bad = check(&src(s, dtype, call));
+        let got = format!("{:?}", bad.diagnostics);
+        assert!(!bad.is_valid() && got.contains(msg), "{s} {dtype} {call}: {got}");
+    }
+}

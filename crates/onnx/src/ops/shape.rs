@@ -552,6 +552,40 @@ pub(crate) fn wrap_negative(ctx: &mut Ctx, i: Expr, dtype: DataType, dim: i64) -
     leaf(ctx, &w)
 }
 
+/// GatherND's indices with negative components counted from the end of the axis each
+/// indexes (ONNX allows `[-s, s - 1]`; Relax's `gather_nd` reads them as they are):
+/// `where(i < 0, i + dims, i)` with `dims` the extents of the indexed data axes,
+/// broadcast along the last axis. Left as they are when those extents or the index
+/// tuple's length are not known at import, or the indices are unsigned.
+fn wrap_negative_nd(ctx: &mut Ctx, n: &Node, batch_dims: i64) -> Result<Expr, ConvertError> {
+    let i = x(ctx, n, 1)?;
+    let it = val(ctx, n, 1)?;
+    if it.dtype.is_uint() || it.const_ints().is_some_and(|c| c.iter().all(|&v| v >= 0)) {
+        return Ok(i);
+    }
+    let (ds, is) = (shape_of(ctx, n, 0)?, shape_of(ctx, n, 1)?);
+    let (Some(k), Ok(b)) = (is.last().and_then(|d| d.as_int()), usize::try_from(batch_dims)) else {
+        return Ok(i);
+    };
+    let dims: Option<Vec<i64>> = (0..k.max(0) as usize)
+        .map(|j| ds.get(b + j).and_then(|d| d.as_int()))
+        .collect();
+    let Some(dims) = dims.filter(|d| !d.is_empty()) else {
+        return Ok(i);
+    };
+    let bound = crate::convert::constant(
+        it.dtype,
+        vec![dims.len() as i64],
+        dims.iter().map(|&d| tensor::encode_int(it.dtype, d)),
+    );
+    let c = emit2(ctx, "less", i.clone(), scalar(it.dtype, 0.0))?;
+    let cl = leaf(ctx, &c)?;
+    let s = emit2(ctx, "add", i.clone(), bound)?;
+    let sl = leaf(ctx, &s)?;
+    let w = ctx.op("where", vec![cl, sl, i], &[])?;
+    leaf(ctx, &w)
+}
+
 pub(crate) fn gather_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let shape = shape_of(ctx, n, 0)?;
     let axis = norm_axis(n.int("axis", 0), shape.len())?;
@@ -566,8 +600,9 @@ pub(crate) fn gather_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, Conv
 }
 
 pub(crate) fn gather_nd(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
-    let (a, i) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
+    let a = x(ctx, n, 0)?;
     let b = n.int("batch_dims", 0);
+    let i = wrap_negative_nd(ctx, n, b)?;
     let (Some(ds), Some(is)) = (val(ctx, n, 0)?.const_shape(), val(ctx, n, 1)?.const_shape()) else {
         return out1(ctx.op("gather_nd", vec![a, i], &[("batch_dims", AttrValue::Int(b))])?);
     };

@@ -30,6 +30,14 @@ fn floats(t: &Tensor) -> Vec<f32> {
     t.to_array::<f32>().expect("float32").iter().copied().collect()
 }
 
+/// `|got - want| <= 1e-5 + rtol * |want|` element by element, lengths equal.
+fn assert_within(got: &[f32], want: &[f32], rtol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (k, (g, e)) in got.iter().zip(want).enumerate() {
+        assert!((g - e).abs() <= 1e-5 + rtol * e.abs(), "{what}[{k}]: {g} vs {e}");
+    }
+}
+
 /// Equal as numbers, NaN equal to NaN (numpy's `unique` may pick `0.0` or `-0.0`
 /// for a group holding both).
 fn same_floats(got: &[f32], want: &[f32], what: &str) {
@@ -327,13 +335,7 @@ fn grid_sample_case(keep: &[usize]) {
                 .map(|v| v.as_f64().expect("number") as f32)
                 .collect();
             let got = floats(field(&out, j));
-            assert_eq!(got.len(), want.len(), "{dev}: output {i}");
-            for (k, (g, e)) in got.iter().zip(&want).enumerate() {
-                assert!(
-                    (g - e).abs() <= 1e-5 + 1e-5 * e.abs(),
-                    "{dev}: output {i}[{k}]: {g} vs {e}"
-                );
-            }
+            assert_within(&got, &want, 1e-5, &format!("{dev}: output {i}"));
         }
     }
 }
@@ -395,13 +397,7 @@ fn roi_align_matches_tvm() {
             .unwrap_or_else(|err| panic!("{dev}: {err}"));
         for (i, want) in outs.iter().enumerate() {
             let (got, want) = (floats(field(&out, i)), json_floats(want));
-            assert_eq!(got.len(), want.len(), "{dev}: output {i}");
-            for (k, (g, e)) in got.iter().zip(&want).enumerate() {
-                assert!(
-                    (g - e).abs() <= 1e-5 + 1e-5 * e.abs(),
-                    "{dev}: output {i}[{k}]: {g} vs {e}"
-                );
-            }
+            assert_within(&got, &want, 1e-5, &format!("{dev}: output {i}"));
         }
     }
 }
@@ -440,13 +436,12 @@ fn roi_align_non_finite_regions_give_nan_on_every_device() {
             let per = want.len() / 6;
             assert_eq!(got.len(), 6 * per, "{dev}: output {i}");
             for (row, tvm_row) in [(0, 0), (5, 1)] {
-                for k in 0..per {
-                    let (g, e) = (got[row * per + k], want[tvm_row * per + k]);
-                    assert!(
-                        (g - e).abs() <= 1e-5 + 1e-5 * e.abs(),
-                        "{dev}: output {i} region {row}[{k}]: {g} vs {e}"
-                    );
-                }
+                assert_within(
+                    &got[row * per..(row + 1) * per],
+                    &want[tvm_row * per..(tvm_row + 1) * per],
+                    1e-5,
+                    &format!("{dev}: output {i} region {row}"),
+                );
             }
             for row in 1..5 {
                 let bad = &got[row * per..(row + 1) * per];
@@ -521,25 +516,12 @@ fn resize2d_matches_tvm() {
                         .iter()
                         .map(|v| v.to_f32())
                         .collect();
-                    assert_eq!(got.len(), want.len(), "{dev}: output {i}");
-                    for (k, (g, e)) in got.iter().zip(&want).enumerate() {
-                        let e = *e as f32;
-                        assert!(
-                            (g - e).abs() <= 1e-5 + e.abs() / 2048.0,
-                            "{dev}: output {i}[{k}]: {g} vs {e}"
-                        );
-                    }
+                    let want: Vec<f32> = want.iter().map(|&e| e as f32).collect();
+                    assert_within(&got, &want, 1.0 / 2048.0, &format!("{dev}: output {i}"));
                 }
                 _ => {
-                    let got = floats(got);
-                    assert_eq!(got.len(), want.len(), "{dev}: output {i}");
-                    for (k, (g, e)) in got.iter().zip(&want).enumerate() {
-                        let e = *e as f32;
-                        assert!(
-                            (g - e).abs() <= 1e-5 + 1e-5 * e.abs(),
-                            "{dev}: output {i}[{k}]: {g} vs {e}"
-                        );
-                    }
+                    let want: Vec<f32> = want.iter().map(|&e| e as f32).collect();
+                    assert_within(&floats(got), &want, 1e-5, &format!("{dev}: output {i}"));
                 }
             }
         }

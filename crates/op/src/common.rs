@@ -87,6 +87,18 @@ pub(crate) fn tensor_args<'a>(
     (0..n).map(|i| tensor_arg(call, args, i)).collect()
 }
 
+/// The value of argument `i` when it is a `PrimValue` or its StructInfo knows it
+/// (`topk`'s `k`, `slice_scatter`'s bounds).
+pub(crate) fn prim_of(call: &Call, args: &[StructInfo], i: usize) -> Option<PrimExpr> {
+    if let Some(ExprKind::PrimValue(v)) = call.args.get(i).map(|e| e.kind()) {
+        return Some(v.clone());
+    }
+    match args.get(i) {
+        Some(StructInfo::Prim(p)) => p.value.clone(),
+        _ => None,
+    }
+}
+
 /// The single tensor input of a unary operator.
 pub(crate) fn unary_tensor<'a>(call: &Call, args: &'a [StructInfo]) -> Result<&'a TensorStructInfo, InferError> {
     Ok(tensor_args(call, args, 1)?[0])

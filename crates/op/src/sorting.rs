@@ -1,7 +1,7 @@
 //! Sorting and set operators: `sort`, `argsort`, `topk`, `unique`, `nonzero`.
 
 use crate::error::{infer_err, InferError};
-use relax_ir::{Call, DataType, ExprKind, PrimExpr, StructInfo};
+use relax_ir::{Call, DataType, StructInfo};
 
 use super::common::*;
 use super::{pure_op, InferCtx, OpDef};
@@ -53,16 +53,6 @@ fn topk(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
         "values" => Ok(values),
         "indices" => Ok(indices),
         other => Err(infer_err!("Unsupported ret type: {other}")),
-    }
-}
-
-fn prim_of(call: &Call, args: &[StructInfo], i: usize) -> Option<PrimExpr> {
-    if let Some(ExprKind::PrimValue(v)) = call.args.get(i).map(|e| e.kind()) {
-        return Some(v.clone());
-    }
-    match args.get(i) {
-        Some(StructInfo::Prim(p)) => p.value.clone(),
-        _ => None,
     }
 }
 

@@ -544,9 +544,14 @@ pub(crate) fn wrap_negative(ctx: &mut Ctx, i: Expr, dtype: DataType, dim: i64) -
     if dtype.is_uint() {
         return Ok(i);
     }
+    wrap_below_zero(ctx, i, dtype, scalar(dtype, dim as f64))
+}
+
+/// `where(i < 0, i + bound, i)` (`bound` a scalar or a tensor broadcast against `i`).
+fn wrap_below_zero(ctx: &mut Ctx, i: Expr, dtype: DataType, bound: Expr) -> Result<Expr, ConvertError> {
     let c = emit2(ctx, "less", i.clone(), scalar(dtype, 0.0))?;
     let cl = leaf(ctx, &c)?;
-    let s = emit2(ctx, "add", i.clone(), scalar(dtype, dim as f64))?;
+    let s = emit2(ctx, "add", i.clone(), bound)?;
     let sl = leaf(ctx, &s)?;
     let w = ctx.op("where", vec![cl, sl, i], &[])?;
     leaf(ctx, &w)
@@ -578,12 +583,7 @@ fn wrap_negative_nd(ctx: &mut Ctx, n: &Node, batch_dims: i64) -> Result<Expr, Co
         vec![dims.len() as i64],
         dims.iter().map(|&d| tensor::encode_int(it.dtype, d)),
     );
-    let c = emit2(ctx, "less", i.clone(), scalar(it.dtype, 0.0))?;
-    let cl = leaf(ctx, &c)?;
-    let s = emit2(ctx, "add", i.clone(), bound)?;
-    let sl = leaf(ctx, &s)?;
-    let w = ctx.op("where", vec![cl, sl, i], &[])?;
-    leaf(ctx, &w)
+    wrap_below_zero(ctx, i, it.dtype, bound)
 }
 
 pub(crate) fn gather_elements(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {

@@ -4,7 +4,7 @@
 
 use crate::error::infer_err;
 use relax_ir::tir::BinOp;
-use relax_ir::{Call, ExprKind, PrimExpr, StructInfo};
+use relax_ir::{Call, PrimExpr, StructInfo};
 
 use crate::attrs::{op_attrs, OpAttrs};
 use crate::common::*;
@@ -18,17 +18,6 @@ op_attrs! {
     pub struct SliceScatterAttrs {
         /// The axis the slice runs along.
         pub axis: i64 = int,
-    }
-}
-
-/// The value of the `PrimValue` argument `i` (`start`, `end`, `step`), if written.
-fn prim_arg(call: &Call, args: &[StructInfo], i: usize) -> Option<PrimExpr> {
-    if let Some(ExprKind::PrimValue(v)) = call.args.get(i).map(|e| e.kind()) {
-        return Some(v.clone());
-    }
-    match args.get(i) {
-        Some(StructInfo::Prim(p)) => p.value.clone(),
-        _ => None,
     }
 }
 
@@ -68,11 +57,9 @@ fn infer(call: &Call, args: &[StructInfo], ctx: &InferCtx) -> Res {
     let axis = attrs.axis.rem_euclid(nd) as usize;
     if let (Some(ds), Some(ss)) = (shape_of(data), shape_of(src)) {
         let an = ctx.analyzer;
-        if let (Some(start), Some(end), Some(step)) = (
-            prim_arg(call, args, 2),
-            prim_arg(call, args, 3),
-            prim_arg(call, args, 4),
-        ) {
+        if let (Some(start), Some(end), Some(step)) =
+            (prim_of(call, args, 2), prim_of(call, args, 3), prim_of(call, args, 4))
+        {
             // `ceil((end - start) / step)` elements.
             let num = floordiv(&add(&sub(&end, &start), &sub(&step, &int(1))), &step);
             let num = simplify(an, &num);
@@ -110,7 +97,7 @@ fn tvm_shape(dims: &[PrimExpr]) -> String {
 fn legalize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
     let attrs = SliceScatterAttrs::from_call(ctx.call).map_err(Skip::from)?;
     let konst = |i: usize| {
-        prim_arg(ctx.call, &ctx.args, i)
+        prim_of(ctx.call, &ctx.args, i)
             .and_then(|p| p.as_int())
             .ok_or_else(|| Skip::new("start, end and step must be constants (topi's slice_scatter)"))
     };

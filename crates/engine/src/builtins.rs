@@ -14,6 +14,7 @@ use crate::interp::{Frame, Interp};
 use crate::kernel::StagedArg;
 use crate::prim::eval_int;
 use crate::value::{Closure, ClosureFunc, HostBytes, PrimValue, Scalar, Storage, StorageObject, Tensor, Value};
+use smallvec::SmallVec;
 
 /// Evaluate a call of the operator `name`.
 pub(crate) fn call_op(it: &mut Interp, name: &str, call: &Call, frame: &mut Frame) -> Result<Value> {
@@ -189,28 +190,40 @@ pub(crate) fn call_op(it: &mut Interp, name: &str, call: &Call, frame: &mut Fram
             )))
         }
         "memory.alloc_tensor" | "vm.alloc_tensor" => {
-            let args = it.eval_args(&call.args, frame)?;
-            let storage = args
-                .first()
-                .and_then(|v| match v {
-                    Value::Object(o) => o.downcast::<StorageObject>().cloned(),
-                    _ => None,
-                })
-                .ok_or_else(|| arity(short, "a storage object"))?;
-            let offset = args
-                .get(1)
-                .and_then(Value::as_int)
+            // The hottest operator of a planned program (one per kernel call): its
+            // arguments are read in place, without a vector of values or a shape object.
+            let [storage, offset, shape, dtype, rest @ ..] = call.args.as_slice() else {
+                return Err(arity(short, "a storage object, an offset, a shape and a data type"));
+            };
+            let storage = match it.eval(storage, frame)? {
+                Value::Object(o) => o.downcast::<StorageObject>().cloned(),
+                _ => None,
+            }
+            .ok_or_else(|| arity(short, "a storage object"))?;
+            let offset = it
+                .eval(offset, frame)?
+                .as_int()
                 .ok_or_else(|| arity(short, "an offset"))?;
-            let shape = args
-                .get(2)
-                .and_then(Value::as_shape)
-                .ok_or_else(|| arity(short, "a shape"))?;
-            let dtype = dtype_arg(&args, 3, short)?;
-            let probe = Tensor::zeros(dtype, &[])?;
+            let shape: SmallVec<[i64; 6]> = match shape.kind() {
+                ExprKind::ShapeExpr(dims) => dims.iter().map(|d| eval_int(d, &frame.shapes)).collect::<Result<_>>()?,
+                _ => SmallVec::from_slice(
+                    it.eval(shape, frame)?
+                        .as_shape()
+                        .ok_or_else(|| arity(short, "a shape"))?,
+                ),
+            };
+            let dtype = match dtype.kind() {
+                ExprKind::DataTypeImm(d) => *d,
+                _ => dtype_arg(&[it.eval(dtype, frame)?], 0, short)?,
+            };
+            for r in rest {
+                it.eval(r, frame)?;
+            }
+            crate::value::check_dtype(dtype)?;
             let numel = shape
                 .iter()
                 .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)));
-            let nbytes = numel.and_then(|n| n.checked_mul(probe.nbytes()));
+            let nbytes = numel.and_then(|n| n.checked_mul(dtype.bytes()));
             let offset = usize::try_from(offset).ok();
             match (nbytes, offset) {
                 (Some(n), Some(o)) if o.checked_add(n).is_some_and(|end| end <= storage.storage.nbytes) => Ok(

@@ -60,9 +60,14 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
             c.run_u16(|x, _, out| elementwise::unary_f16(op, x, out))
         }
         HostKernel::Unary(op) => c.run(|ins, out, _| elementwise::unary(op, ins[0].0, out)),
-        HostKernel::Softmax => c.run(|ins, out, shape| {
+        HostKernel::Softmax | HostKernel::SafeSoftmax => c.run(|ins, out, shape| {
             let cols = shape.last().copied().unwrap_or(1);
-            elementwise::softmax(ins[0].0, out.len() / cols.max(1), cols, out)
+            let rows = out.len() / cols.max(1);
+            if kernel == HostKernel::SafeSoftmax {
+                elementwise::safe_softmax(ins[0].0, rows, cols, out)
+            } else {
+                elementwise::softmax(ins[0].0, rows, cols, out)
+            }
         }),
         HostKernel::Mean => c.run(|ins, out, _| {
             let outer = out.len();

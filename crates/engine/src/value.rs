@@ -349,7 +349,7 @@ fn numel_of(shape: &[i64]) -> Result<usize> {
     })
 }
 
-fn check_dtype(dtype: DataType) -> Result<()> {
+pub(crate) fn check_dtype(dtype: DataType) -> Result<()> {
     if dtype.is_void() || dtype.is_handle() || dtype.lanes != 1 {
         return Err(EngineError::Invalid(format!(
             "tensors cannot have element type {dtype}"

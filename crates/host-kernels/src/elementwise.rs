@@ -1,8 +1,13 @@
 //! Elementwise, normalization and data-movement kernels.
 
 use rayon::prelude::*;
+use smallvec::{smallvec, SmallVec};
 
-use crate::{check_len, for_chunks, KernelError, Result};
+use crate::{check_len, for_chunks, simd, KernelError, Result};
+
+/// Per-axis numbers of one operand (shapes, strides): tensors rarely have more
+/// than eight axes, so these stay off the heap.
+type Dims = SmallVec<[usize; 8]>;
 
 /// Minimum number of elements per parallel task.
 const GRAIN: usize = 1 << 14;
@@ -13,12 +18,12 @@ fn numel(shape: &[usize]) -> usize {
 
 /// Strides (in elements) of `shape` broadcast to `out` (numpy rules: shapes aligned
 /// on the right, size-1 axes repeat).
-fn broadcast_strides(shape: &[usize], out: &[usize]) -> Result<Vec<usize>> {
+fn broadcast_strides(shape: &[usize], out: &[usize]) -> Result<Dims> {
     if shape.len() > out.len() {
         return Err(KernelError(format!("cannot broadcast {shape:?} to {out:?}")));
     }
     let lead = out.len() - shape.len();
-    let mut strides = vec![0; out.len()];
+    let mut strides: Dims = smallvec![0; out.len()];
     let mut acc = 1;
     for i in (0..shape.len()).rev() {
         let (d, o) = (shape[i], out[lead + i]);
@@ -36,9 +41,9 @@ fn broadcast_strides(shape: &[usize], out: &[usize]) -> Result<Vec<usize>> {
 /// `k`'s stride of axis `i` is its stride of axis `i + 1` times that axis's size)
 /// and drop size-1 axes, so that inner loops run over long rows. Returns the
 /// coalesced shape and each operand's strides for it.
-fn coalesce(shape: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Vec<Vec<usize>>) {
-    let mut out_shape: Vec<usize> = Vec::with_capacity(shape.len());
-    let mut out_strides: Vec<Vec<usize>> = vec![Vec::with_capacity(shape.len()); strides.len()];
+fn coalesce(shape: &[usize], strides: &[&[usize]]) -> (Dims, SmallVec<[Dims; 2]>) {
+    let mut out_shape = Dims::new();
+    let mut out_strides: SmallVec<[Dims; 2]> = smallvec![Dims::new(); strides.len()];
     for (i, &d) in shape.iter().enumerate() {
         if d == 1 {
             continue;
@@ -150,22 +155,14 @@ where
             let oa = offset_of(flat - col, out_shape, sa) + col * ia;
             let ob = offset_of(flat - col, out_shape, sb) + col * ib;
             match (ia, ib) {
-                (1, 1) => {
-                    for ((o, x), y) in row.iter_mut().zip(&a[oa..oa + len]).zip(&b[ob..ob + len]) {
-                        *o = f(*x, *y);
-                    }
-                }
+                (1, 1) => simd::map2(row, &a[oa..oa + len], &b[ob..ob + len], &f),
                 (1, 0) => {
                     let y = b[ob];
-                    for (o, x) in row.iter_mut().zip(&a[oa..oa + len]) {
-                        *o = f(*x, y);
-                    }
+                    simd::map1(row, &a[oa..oa + len], |x| f(x, y));
                 }
                 (0, 1) => {
                     let x = a[oa];
-                    for (o, y) in row.iter_mut().zip(&b[ob..ob + len]) {
-                        *o = f(x, *y);
-                    }
+                    simd::map1(row, &b[ob..ob + len], |y| f(x, y));
                 }
                 _ => {
                     for (j, o) in row.iter_mut().enumerate() {
@@ -210,6 +207,9 @@ pub enum UnaryOp {
     Abs,
     /// `x * x`.
     Square,
+    /// `x^3`, computed in `f64` and rounded once (as the host JIT computes
+    /// `T.pow(x, 3)`); the kernel of `power(x, 3)`.
+    Cube,
     /// `x * (0.5 + erf(x / sqrt(2)) * 0.5)` (`R.nn.gelu`).
     Gelu,
     /// `(0.5 x) * (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2)))` (`R.nn.gelu_tanh`).
@@ -218,7 +218,7 @@ pub enum UnaryOp {
 
 impl UnaryOp {
     /// Every operator.
-    pub const ALL: [UnaryOp; 11] = [
+    pub const ALL: [UnaryOp; 12] = [
         UnaryOp::Exp,
         UnaryOp::Log,
         UnaryOp::Sqrt,
@@ -228,6 +228,7 @@ impl UnaryOp {
         UnaryOp::Negative,
         UnaryOp::Abs,
         UnaryOp::Square,
+        UnaryOp::Cube,
         UnaryOp::Gelu,
         UnaryOp::GeluTanh,
     ];
@@ -244,6 +245,8 @@ impl UnaryOp {
             UnaryOp::Negative => "negative",
             UnaryOp::Abs => "abs",
             UnaryOp::Square => "square",
+            // Not a Relax operator: `power(x, 3)` dispatches to it.
+            UnaryOp::Cube => "cube",
             UnaryOp::Gelu => "nn.gelu",
             UnaryOp::GeluTanh => "nn.gelu_tanh",
         }
@@ -266,6 +269,10 @@ impl UnaryOp {
             UnaryOp::Negative => -x,
             UnaryOp::Abs => x.abs(),
             UnaryOp::Square => x * x,
+            UnaryOp::Cube => {
+                let w = f64::from(x);
+                (w * w * w) as f32
+            }
             UnaryOp::Gelu => crate::math::gelu_f32(x),
             UnaryOp::GeluTanh => crate::math::gelu_tanh_f32(x),
         }
@@ -305,9 +312,7 @@ pub fn unary(op: UnaryOp, x: &[f32], out: &mut [f32]) -> Result<()> {
     // One monomorphic loop per operator, so that each vectorizes.
     fn run(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32 + Sync + Send) {
         let work = out.len() * 8;
-        for_chunks(out, GRAIN, work, |(i, o)| {
-            o.iter_mut().zip(&x[i * GRAIN..]).for_each(|(o, x)| *o = f(*x))
-        });
+        for_chunks(out, GRAIN, work, |(i, o)| simd::map1(o, &x[i * GRAIN..], &f));
     }
     match op {
         UnaryOp::Exp => run(x, out, |v| UnaryOp::Exp.apply(v)),
@@ -321,6 +326,7 @@ pub fn unary(op: UnaryOp, x: &[f32], out: &mut [f32]) -> Result<()> {
         UnaryOp::Negative => run(x, out, |v| UnaryOp::Negative.apply(v)),
         UnaryOp::Abs => run(x, out, |v| UnaryOp::Abs.apply(v)),
         UnaryOp::Square => run(x, out, |v| UnaryOp::Square.apply(v)),
+        UnaryOp::Cube => run(x, out, |v| UnaryOp::Cube.apply(v)),
         UnaryOp::Gelu => run_slices(x, out, crate::math::gelu_slice),
         UnaryOp::GeluTanh => run_slices(x, out, crate::math::gelu_tanh_slice),
     }
@@ -389,6 +395,18 @@ fn row_sum(x: &[f32]) -> f32 {
 /// sums, each multiplied by its inverse. Rows run on rayon's pool in pieces of at least
 /// `GRAIN` elements when there is enough work.
 pub fn softmax(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
+    softmax_rows(x, rows, cols, out, false)
+}
+
+/// [`softmax`], except that a row whose elements are all `-inf` gives zeros where
+/// [`softmax`] gives NaN: torch's `_safe_softmax` (what `torch.export` spells out
+/// after every attention softmax: `where(all(x == -inf, axis=-1), 0, softmax(x))`).
+/// Every other row is [`softmax`]'s, to the bit.
+pub fn safe_softmax(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
+    softmax_rows(x, rows, cols, out, true)
+}
+
+fn softmax_rows(x: &[f32], rows: usize, cols: usize, out: &mut [f32], safe: bool) -> Result<()> {
     check_len("softmax input", x.len(), rows * cols)?;
     check_len("softmax output", out.len(), rows * cols)?;
     if cols == 0 {
@@ -399,7 +417,11 @@ pub fn softmax(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<(
     for_chunks(out, rows_per_piece * cols, work, |(p, o)| {
         let x = &x[p * rows_per_piece * cols..];
         for (o, x) in o.chunks_exact_mut(cols).zip(x.chunks_exact(cols)) {
-            softmax_row(x, o);
+            if safe && x.iter().all(|&v| v == f32::NEG_INFINITY) {
+                o.fill(0.0);
+            } else {
+                softmax_row(x, o);
+            }
         }
     });
     Ok(())

@@ -53,6 +53,9 @@ pub enum HostKernel {
     Unary(UnaryOp),
     /// Softmax over the last axis.
     Softmax,
+    /// Softmax over the last axis whose rows of only `-inf` give zeros (torch's
+    /// `_safe_softmax`: `softmax` followed by the guard `torch.export` writes out).
+    SafeSoftmax,
     /// Mean over trailing axes.
     Mean,
     /// Sum, max or min over trailing axes.
@@ -144,7 +147,7 @@ impl HostKernel {
         }
         v.push(HostKernel::Relu);
         v.extend(UnaryOp::ALL.iter().map(|&op| HostKernel::Unary(op)));
-        v.extend([HostKernel::Softmax, HostKernel::Mean]);
+        v.extend([HostKernel::Softmax, HostKernel::SafeSoftmax, HostKernel::Mean]);
         v.extend(REDUCTIONS.iter().map(|&(r, _)| HostKernel::Reduce(r)));
         v.extend([
             HostKernel::ArgReduce { max: true },
@@ -184,6 +187,7 @@ impl HostKernel {
             HostKernel::Relu => s.push_str("relu"),
             HostKernel::Unary(op) => s.push_str(op.name().trim_start_matches("nn.")),
             HostKernel::Softmax => s.push_str("softmax"),
+            HostKernel::SafeSoftmax => s.push_str("safe_softmax"),
             HostKernel::Mean => s.push_str("mean"),
             HostKernel::Reduce(r) => s.push_str(r.name()),
             HostKernel::ArgReduce { max } => s.push_str(if max { "argmax" } else { "argmin" }),
@@ -261,7 +265,7 @@ mod tests {
             assert!(symbols.insert(s.clone()), "{s} twice");
             assert_eq!(HostKernel::from_symbol(&s), Some(*k), "{s}");
         }
-        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 2 + 3 + 2 + 7);
+        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 3 + 3 + 2 + 7);
         assert_eq!(
             HostKernel::Conv2d(ConvFusion {
                 bias: true,

@@ -1,6 +1,69 @@
 //! Inner loops compiled for the CPU's vector extensions, chosen at run time (the
 //! crate is built for the baseline target, so plain loops get 4-wide SSE2 only).
 
+/// Whether the CPU has AVX2 (checked once; the answer is cached by std).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+/// `out[i] = f(x[i])` over the common length, in 8-wide vectors where the CPU has
+/// AVX2 (`f` is inlined into a loop compiled for it; the arithmetic is the same
+/// IEEE operations in any width, so results do not depend on the path).
+#[inline]
+pub fn map1<F: Fn(f32) -> f32>(out: &mut [f32], x: &[f32], f: F) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx2() {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            unsafe { map1_avx2(out, x, &f) };
+            return;
+        }
+    }
+    map1_body(out, x, &f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn map1_avx2<F: Fn(f32) -> f32>(out: &mut [f32], x: &[f32], f: &F) {
+    map1_body(out, x, f)
+}
+
+#[inline(always)]
+fn map1_body<F: Fn(f32) -> f32>(out: &mut [f32], x: &[f32], f: &F) {
+    for (o, v) in out.iter_mut().zip(x) {
+        *o = f(*v);
+    }
+}
+
+/// `out[i] = f(a[i], b[i])` over the common length, as [`map1`].
+#[inline]
+pub fn map2<F: Fn(f32, f32) -> f32>(out: &mut [f32], a: &[f32], b: &[f32], f: &F) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx2() {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            unsafe { map2_avx2(out, a, b, f) };
+            return;
+        }
+    }
+    map2_body(out, a, b, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn map2_avx2<F: Fn(f32, f32) -> f32>(out: &mut [f32], a: &[f32], b: &[f32], f: &F) {
+    map2_body(out, a, b, f)
+}
+
+#[inline(always)]
+fn map2_body<F: Fn(f32, f32) -> f32>(out: &mut [f32], a: &[f32], b: &[f32], f: &F) {
+    for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+        *o = f(*x, *y);
+    }
+}
+
 /// `out[i] += a * x[i]` over the common length.
 #[inline]
 pub fn axpy(out: &mut [f32], x: &[f32], a: f32) {

@@ -531,6 +531,24 @@ impl BlockRewrite<'_> {
                 self.set(i, &var, v);
                 Some(())
             }
+            "relax.power" => {
+                // `x ** 2` and `x ** 3` with a constant exponent (RMSNorm's square,
+                // GPT-2's GELU): the same values as the legalized `T.pow`, which the
+                // host JIT multiplies out (a square is exact in `f32` before its one
+                // rounding; a cube is computed in `f64`).
+                let [x, e] = call.args.as_slice() else { return None };
+                let op = match crate::safe_softmax::scalar_float(e)? {
+                    2.0 => UnaryOp::Square,
+                    3.0 => UnaryOp::Cube,
+                    _ => return None,
+                };
+                if self.arg_tensor(x)?.shape != self.var_tensor(&var)?.shape {
+                    return None;
+                }
+                let v = dps(HostKernel::Unary(op), vec![x.clone()], &var)?;
+                self.set(i, &var, v);
+                Some(())
+            }
             "relax.nn.max_pool2d" | "relax.nn.avg_pool2d" => self.pool(i, &var, &call),
             "relax.nn.dropout" => self.dropout(i, &var, &call),
             "relax.mean" | "relax.sum" | "relax.max" | "relax.min" => self.reduce(i, &var, &call),
@@ -545,6 +563,9 @@ impl BlockRewrite<'_> {
                 let nd = t.shape.len() as i64;
                 if nd == 0 || (axis != -1 && axis != nd - 1) {
                     return None;
+                }
+                if self.safe_softmax(i, &var, x, nd).is_some() {
+                    return Some(());
                 }
                 let v = dps(HostKernel::Softmax, vec![x.clone()], &var)?;
                 self.set(i, &var, v);
@@ -865,6 +886,64 @@ impl BlockRewrite<'_> {
         Some(())
     }
 
+    /// `p = softmax(x)` (binding `i`) followed by torch's guard for fully masked
+    /// rows, `where(guard(x), full_like(p, 0) | 0, p)`: one `relax_host.safe_softmax`
+    /// bound to the `where`'s variable, the guard's bindings removed.
+    fn safe_softmax(&mut self, i: usize, p: &Var, x: &Expr, rank: i64) -> Option<()> {
+        let users = self.users.get(&p.id())?.clone();
+        let (w, wvar, wcall) = users.iter().find_map(|&j| {
+            let (v, c) = self.call_at(j)?;
+            (j > i && op_name(c)? == "relax.where").then(|| (j, v.clone(), c.clone()))
+        })?;
+        let [cond, zeros, sm] = wcall.args.as_slice() else {
+            return None;
+        };
+        if !is_var(sm, p) || is_var(cond, p) || is_var(zeros, p) {
+            return None;
+        }
+        // The zeros: a scalar constant, or `full_like(p, 0)` used only here.
+        let mut removed = vec![];
+        let p_uses = match self.bound(zeros, 1, "relax.full_like") {
+            Some((j, f)) if f.args.first().is_some_and(|a| is_var(a, p)) && f.args.get(1).is_some_and(is_zero) => {
+                removed.push(j);
+                2
+            }
+            _ if is_zero(zeros) => 1,
+            _ => return None,
+        };
+        if self.uses.get(&p.id()).copied() != Some(p_uses) || self.var_tensor(&wvar)?.shape != self.var_tensor(p)?.shape
+        {
+            return None;
+        }
+        let guard =
+            crate::safe_softmax::guard_vars(cond, x.as_var()?, rank, |e, n, op| self.bound(e, n, op).map(|(_, c)| c))?;
+        for v in &guard {
+            removed.push(*self.def.get(&v.id())?);
+        }
+        if removed.iter().any(|j| self.replaced.contains_key(j)) {
+            return None;
+        }
+        let v = dps(HostKernel::SafeSoftmax, vec![x.clone()], &wvar)?;
+        self.remove(i);
+        for j in removed {
+            self.remove(j);
+        }
+        self.set(w, &wvar, v);
+        Some(())
+    }
+
+    /// The call of `op` bound in this block to the variable `e` (binding index and
+    /// call), when the variable has `uses` uses.
+    fn bound(&self, e: &Expr, uses: usize, op: &str) -> Option<(usize, &Call)> {
+        let v = e.as_var()?;
+        if self.uses.get(&v.id()).copied().unwrap_or(0) != uses {
+            return None;
+        }
+        let j = *self.def.get(&v.id())?;
+        let (_, c) = self.call_at(j)?;
+        (op_name(c)? == op).then_some((j, c))
+    }
+
     fn pool(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
         let x = call.args.first()?;
         let t = self.arg_tensor(x)?;
@@ -1105,6 +1184,10 @@ fn trailing_axes(axes: &[i64], nd: usize) -> Option<usize> {
     axes.dedup();
     let k = axes.len() as i64;
     (k > 0 && axes.iter().enumerate().all(|(j, &a)| a == nd - k + j as i64)).then_some(k as usize)
+}
+
+fn is_zero(e: &Expr) -> bool {
+    crate::safe_softmax::scalar_float(e) == Some(0.0)
 }
 
 fn is_var(e: &Expr, v: &Var) -> bool {

@@ -26,6 +26,7 @@ pub mod pass;
 pub mod pattern;
 pub mod realize_vdevice;
 pub mod registry;
+mod safe_softmax;
 pub mod simplify;
 pub mod static_plan;
 pub mod tir_verify;

@@ -632,3 +632,53 @@ class Module:
     assert_eq!(got.get("relax.squeeze"), Some(&1), "{got:?}");
     assert_eq!(got.get("vm.builtin.reshape"), Some(&1), "{got:?}");
 }
+
+/// torch's `_safe_softmax` as `torch.export` + `from_exported_program` print it
+/// after an attention softmax, and the constant powers of RMSNorm and GPT-2's GELU.
+const SAFE_SOFTMAX_AND_POWERS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 3, 4), "float32"), y: R.Tensor((3, 5), "float32")):
+        with R.dataflow():
+            lv74 = R.nn.softmax(x, axis=-1)
+            lv75 = R.equal(x, R.const(float("-inf"), "float32"))
+            lv76 = R.logical_not(lv75)
+            lv77 = R.astype(lv76, dtype="int8")
+            lv78 = R.max(lv77, axis=[-1], keepdims=True)
+            lv79 = R.astype(lv78, dtype="bool")
+            lv80 = R.logical_not(lv79)
+            lv81 = R.full_like(lv74, R.const(0.0, "float32"), dtype=None)
+            lv82 = R.where(lv80, lv81, lv74)
+            sq = R.power(y, R.const(2.0, "float32"))
+            cu = R.power(y, R.const(3.0, "float32"))
+            out = (lv82, sq, cu)
+            R.output(out)
+        return out
+"#;
+
+#[test]
+fn safe_softmax_and_constant_powers_give_what_legalized_tir_does() {
+    // Rows 1 and 4 are fully masked (all -inf), row 2 partly.
+    let mut v: Vec<f32> = (0..24).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.37).collect();
+    v[4..8].fill(f32::NEG_INFINITY);
+    v[9] = f32::NEG_INFINITY;
+    v[16..20].fill(f32::NEG_INFINITY);
+    let x = Value::Tensor(relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[1, 2, 3, 4]), v).expect("shape"),
+    ));
+    let args = [x, tensor(&[3, 5], 31, false)];
+    let (lib, tir, stats) = library_and_tir(SAFE_SOFTMAX_AND_POWERS, &args);
+    // The guard chain is absorbed: three library calls and no TIR kernel.
+    assert_eq!((stats.packed_calls, stats.kernels_run), (3, 0));
+    let (lib, tir) = (fields::<f32>(&lib), fields::<f32>(&tir));
+    let sm = &lib[0].1;
+    assert!(sm[4..8].iter().chain(&sm[16..20]).all(|&p| p == 0.0), "{sm:?}");
+    assert!(sm[..4].iter().all(|&p| p > 0.0) && sm[9] == 0.0 && sm[8] > 0.0);
+    assert_fields_close(&lib[..1], &tir[..1], 1e-6, 1e-5);
+    // The powers to the bit.
+    for k in 1..3 {
+        let bits = |f: &[f32]| f.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&lib[k].1), bits(&tir[k].1), "power {}", k + 1);
+    }
+}

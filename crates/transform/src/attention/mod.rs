@@ -75,6 +75,7 @@ use relax_op::legalize::te::{self, make_iters, nest, Te};
 use relax_op::legalize::Lowered;
 
 use crate::legalize::arg_struct_info;
+use crate::safe_softmax::scalar_float;
 
 mod kernel;
 mod score_map;
@@ -498,21 +499,7 @@ impl Rewriter<'_> {
         if axis != -1 && axis != rank4 - 1 {
             return None;
         }
-        // The guard: logical_not(astype(max(astype(logical_not(equal(x, -inf)), int8), [-1], keepdims), bool)).
-        let g1 = self.bound_call(g, 1, "relax.logical_not")?;
-        let g2 = self.bound_call(g1.args.first()?, 1, "relax.astype")?;
-        let g3 = self.bound_call(g2.args.first()?, 1, "relax.max")?;
-        let axes = g3.attrs.get("axis")?.as_int_list()?;
-        if axes.len() != 1 || (axes[0] != -1 && axes[0] != rank4 - 1) {
-            return None;
-        }
-        let g4 = self.bound_call(g3.args.first()?, 1, "relax.astype")?;
-        let g5 = self.bound_call(g4.args.first()?, 1, "relax.logical_not")?;
-        let g6 = self.bound_call(g5.args.first()?, 1, "relax.equal")?;
-        let [gx, ginf] = g6.args.as_slice() else { return None };
-        if gx.as_var()? != x.as_var()? || scalar_float(ginf) != Some(f64::NEG_INFINITY) {
-            return None;
-        }
+        crate::safe_softmax::guard_vars(g, x.as_var()?, rank4, |e, n, op| self.bound_call(e, n, op))?;
         // x = reshape(matmul(q3, kt3)) + mask
         let add = self.bound_call(x, 2, "relax.add")?;
         let [a0, a1] = add.args.as_slice() else { return None };
@@ -790,11 +777,6 @@ fn tensor_of(e: &Expr) -> Option<(DataType, Vec<PrimExpr>)> {
 }
 
 /// The value of a scalar float constant.
-fn scalar_float(e: &Expr) -> Option<f64> {
-    let c = te::scalar_constant(e)?;
-    c.as_float().or_else(|| c.as_int().map(|i| i as f64))
-}
-
 fn is_zero(e: &Expr) -> bool {
     scalar_float(e) == Some(0.0)
 }

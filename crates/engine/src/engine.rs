@@ -768,10 +768,13 @@ impl Loaded {
             let v = v?;
             bounds.map(|()| v)
         };
+        // Spinning threads would take the CPU from a GPU driver that runs on it
+        // (lavapipe) and only wait on a real GPU: host runs only.
+        let gpu = matches!(self.program.backend.cell.get(), Some(Ok(Opened { gpu: Some(_), .. })));
         if self.stack_size == 0 {
             body()
         } else {
-            run_on_pool(self.stack_size, body)
+            run_on_pool(self.stack_size, !gpu, body)
         }
     }
 }
@@ -794,15 +797,83 @@ fn run_pool(stack_size: usize) -> Option<Arc<rayon::ThreadPool>> {
     Some(pool)
 }
 
-/// Run `body` on a thread of the run pool with a `stack_size` stack. The host kernel
+/// Run `body` on a thread of the run pool with a `stack_size` stack (and with
+/// `spin`, the pool's other threads kept spinning meanwhile: [`KeepWarm`]). The host kernel
 /// library's parallel loops then run on that pool from inside it: the run's own
 /// thread takes part in the work, and no kernel pays for handing itself over to
 /// another thread and waiting to be woken (tens of microseconds per call). Runs
 /// started from several threads at once share the pool's threads. When the pool
 /// cannot be created the run stays on the calling thread.
-fn run_on_pool<T: Send>(stack_size: usize, body: impl FnOnce() -> T + Send) -> T {
+fn run_on_pool<T: Send>(stack_size: usize, spin: bool, body: impl FnOnce() -> T + Send) -> T {
     match run_pool(stack_size) {
-        Some(pool) => pool.install(body),
+        Some(pool) => pool.install(|| {
+            let _warm = KeepWarm::start(spin);
+            body()
+        }),
         None => body(),
+    }
+}
+
+thread_local! {
+    /// Whether this thread is evaluating a run (see [`KeepWarm`]).
+    static IN_RUN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// While a run lasts, the run pool's other threads keep looking for work instead
+/// of going to sleep between kernels: a parallel kernel then starts at once on
+/// every thread, where waking a sleeping thread costs tens of microseconds on a
+/// virtual machine, as much as a small matrix product takes (ONNX Runtime's
+/// thread pool spins between operators too). Each idle thread runs one spinner
+/// job, which executes whatever work the pool has (`rayon::yield_now`) until the
+/// run ends; a spinner that lands on a thread busy with a run returns at once, so
+/// a run never waits on another's spinner.
+struct KeepWarm {
+    /// Cleared when the run ends; `None` when no spinner was started.
+    running: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Whether this is the thread's outermost run (it clears [`IN_RUN`] at the end).
+    outermost: bool,
+}
+
+impl KeepWarm {
+    /// Mark this thread as running, and with `spin`, start the spinners.
+    fn start(spin: bool) -> KeepWarm {
+        use std::sync::atomic::AtomicBool;
+        let outermost = !IN_RUN.with(|r| r.replace(true));
+        let others = rayon::current_num_threads().saturating_sub(1);
+        if !spin || !outermost || others == 0 {
+            return KeepWarm {
+                running: None,
+                outermost,
+            };
+        }
+        let running = Arc::new(AtomicBool::new(true));
+        for _ in 0..others {
+            let running = running.clone();
+            rayon::spawn(move || {
+                if IN_RUN.with(|r| r.get()) {
+                    return;
+                }
+                while running.load(Ordering::Relaxed) {
+                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                        std::hint::spin_loop();
+                    }
+                }
+            });
+        }
+        KeepWarm {
+            running: Some(running),
+            outermost,
+        }
+    }
+}
+
+impl Drop for KeepWarm {
+    fn drop(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.store(false, Ordering::Relaxed);
+        }
+        if self.outermost {
+            IN_RUN.with(|r| r.set(false));
+        }
     }
 }

@@ -271,3 +271,65 @@ fn a_panic_in_a_packed_function_propagates_and_the_engine_stays_usable() {
     let t = out.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
     assert_eq!(t.iter().copied().collect::<Vec<_>>(), [1.0, 2.0]);
 }
+
+const BIG_MATMUL: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((64, 256), dtype="float32"), w: R.Tensor((256, 256), dtype="float32")) -> R.Tensor((64, 256), dtype="float32"):
+        with R.dataflow():
+            a = R.matmul(x, w)
+            b = R.matmul(a, w)
+            R.output(b)
+        return b
+"#;
+
+/// Process CPU time (user + system) in clock ticks, from `/proc/self/stat`.
+#[cfg(target_os = "linux")]
+fn cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command name (which may hold spaces) start after ") ".
+    let rest = &stat[stat.rfind(") ").unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// Host runs keep the run pool's other threads spinning while they last (parallel
+/// matrix products start without waking a sleeping thread): runs from several
+/// threads at once still finish with the right values, and once they are over no
+/// thread keeps spinning (the process uses next to no CPU while it sleeps).
+#[test]
+fn spinning_pool_threads_stop_when_host_runs_end() {
+    let engine = Engine::new(EngineConfig {
+        device: DeviceChoice::Cpu,
+        ..EngineConfig::default()
+    });
+    let loaded = Arc::new(engine.load(&parse(BIG_MATMUL)).unwrap());
+    let x = f32_tensor(&[64, 256], |i| ((i % 13) as f32 - 6.0) * 0.01);
+    let w = f32_tensor(&[256, 256], |i| ((i % 7) as f32 - 3.0) * 0.02);
+    let first = f32_values(&loaded.run("main", &[x.clone(), w.clone()]).unwrap());
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let (loaded, x, w, first) = (loaded.clone(), x.clone(), w.clone(), &first);
+            s.spawn(move || {
+                for _ in 0..25 {
+                    let out = loaded.run("main", &[x.clone(), w.clone()]).unwrap();
+                    assert_eq!(&f32_values(&out), first);
+                }
+            });
+        }
+    });
+    #[cfg(target_os = "linux")]
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let before = cpu_ticks();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let used = cpu_ticks() - before;
+        // A spinner left running would use the whole half second (50 ticks at the
+        // usual 100 Hz); an idle process uses about none.
+        assert!(
+            used < 15,
+            "{used} ticks of CPU time while idle: a pool thread keeps spinning"
+        );
+    }
+}

@@ -60,6 +60,14 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
             c.run_u16(|x, _, out| elementwise::unary_f16(op, x, out))
         }
         HostKernel::Unary(op) => c.run(|ins, out, _| elementwise::unary(op, ins[0].0, out)),
+        HostKernel::Power => c.run(|ins, out, _| {
+            let [x, (&[y], _)] = ins else {
+                return Err(KernelError(
+                    "power: expected a tensor and a one-element exponent".into(),
+                ));
+            };
+            elementwise::power_scalar(x.0, y, out)
+        }),
         HostKernel::Softmax | HostKernel::SafeSoftmax => c.run(|ins, out, shape| {
             let cols = shape.last().copied().unwrap_or(1);
             let rows = out.len() / cols.max(1);

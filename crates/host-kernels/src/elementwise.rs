@@ -333,6 +333,26 @@ pub fn unary(op: UnaryOp, x: &[f32], out: &mut [f32]) -> Result<()> {
     Ok(())
 }
 
+/// `out = x ** y` for a scalar exponent `y` read at run time (an ONNX `Pow` whose
+/// exponent is a weight): as the host JIT's `T.pow`, a square or a cube is
+/// multiplied out in `f64` ([`UnaryOp::Square`], [`UnaryOp::Cube`]), any other
+/// exponent is `f64::powf`, each rounded once to `f32`.
+pub fn power_scalar(x: &[f32], y: f32, out: &mut [f32]) -> Result<()> {
+    match y {
+        2.0 => unary(UnaryOp::Square, x, out),
+        3.0 => unary(UnaryOp::Cube, x, out),
+        _ => {
+            check_len("power output", out.len(), x.len())?;
+            let y = f64::from(y);
+            let work = out.len() * 32;
+            for_chunks(out, GRAIN, work, |(i, o)| {
+                simd::map1(o, &x[i * GRAIN..], |v| f64::from(v).powf(y) as f32)
+            });
+            Ok(())
+        }
+    }
+}
+
 /// Copy `x` broadcast to `out_shape` into `out` (`broadcast_to`).
 pub fn broadcast_to(x: &[f32], x_shape: &[usize], out: &mut [f32], out_shape: &[usize]) -> Result<()> {
     check_len("broadcast_to input", x.len(), numel(x_shape))?;

@@ -51,6 +51,8 @@ pub enum HostKernel {
     Relu,
     /// Elementwise function.
     Unary(UnaryOp),
+    /// `x ** y` with a one-element exponent tensor read at run time.
+    Power,
     /// Softmax over the last axis.
     Softmax,
     /// Softmax over the last axis whose rows of only `-inf` give zeros (torch's
@@ -147,6 +149,7 @@ impl HostKernel {
         }
         v.push(HostKernel::Relu);
         v.extend(UnaryOp::ALL.iter().map(|&op| HostKernel::Unary(op)));
+        v.push(HostKernel::Power);
         v.extend([HostKernel::Softmax, HostKernel::SafeSoftmax, HostKernel::Mean]);
         v.extend(REDUCTIONS.iter().map(|&(r, _)| HostKernel::Reduce(r)));
         v.extend([
@@ -186,6 +189,7 @@ impl HostKernel {
             }
             HostKernel::Relu => s.push_str("relu"),
             HostKernel::Unary(op) => s.push_str(op.name().trim_start_matches("nn.")),
+            HostKernel::Power => s.push_str("power"),
             HostKernel::Softmax => s.push_str("softmax"),
             HostKernel::SafeSoftmax => s.push_str("safe_softmax"),
             HostKernel::Mean => s.push_str("mean"),
@@ -265,7 +269,7 @@ mod tests {
             assert!(symbols.insert(s.clone()), "{s} twice");
             assert_eq!(HostKernel::from_symbol(&s), Some(*k), "{s}");
         }
-        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 3 + 3 + 2 + 7);
+        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 1 + 3 + 3 + 2 + 7);
         assert_eq!(
             HostKernel::Conv2d(ConvFusion {
                 bias: true,

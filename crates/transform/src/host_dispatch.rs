@@ -536,16 +536,20 @@ impl BlockRewrite<'_> {
                 // GPT-2's GELU): the same values as the legalized `T.pow`, which the
                 // host JIT multiplies out (a square is exact in `f32` before its one
                 // rounding; a cube is computed in `f64`).
+                // Any other exponent, or one read at run time (ONNX keeps it as a
+                // weight): `relax_host.power` on a one-element exponent.
                 let [x, e] = call.args.as_slice() else { return None };
-                let op = match crate::safe_softmax::scalar_float(e)? {
-                    2.0 => UnaryOp::Square,
-                    3.0 => UnaryOp::Cube,
-                    _ => return None,
-                };
                 if self.arg_tensor(x)?.shape != self.var_tensor(&var)?.shape {
                     return None;
                 }
-                let v = dps(HostKernel::Unary(op), vec![x.clone()], &var)?;
+                let v = match crate::safe_softmax::scalar_float(e) {
+                    Some(2.0) => dps(HostKernel::Unary(UnaryOp::Square), vec![x.clone()], &var)?,
+                    Some(3.0) => dps(HostKernel::Unary(UnaryOp::Cube), vec![x.clone()], &var)?,
+                    _ if self.arg_tensor(e)?.shape.iter().all(|&d| d == 1) => {
+                        dps(HostKernel::Power, vec![x.clone(), e.clone()], &var)?
+                    }
+                    _ => return None,
+                };
                 self.set(i, &var, v);
                 Some(())
             }

@@ -682,3 +682,39 @@ fn safe_softmax_and_constant_powers_give_what_legalized_tir_does() {
         assert_eq!(bits(&lib[k].1), bits(&tir[k].1), "power {}", k + 1);
     }
 }
+
+/// ONNX `Pow` keeps its exponent as a weight: a one-element tensor read at run time.
+const RUN_TIME_POWER: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 6), "float32"), e: R.Tensor((), "float32")):
+        with R.dataflow():
+            out = R.power(x, e)
+            R.output(out)
+        return out
+"#;
+
+#[test]
+fn powers_with_a_run_time_exponent_give_the_bits_of_legalized_tir() {
+    let m = relax_ir::text::parse(RUN_TIME_POWER).expect("parses").into_module();
+    let x = tensor(&[4, 6], 41, true);
+    for y in [2.0f32, 3.0, 0.5, -1.25, 2.5] {
+        let e = Value::Tensor(relax_engine::Tensor::from_array(
+            &ArrayD::from_shape_vec(IxDyn(&[]), vec![y]).expect("shape"),
+        ));
+        let args = [x.clone(), e];
+        let (lib, stats) = run_main(&m, &args, true);
+        let (tir, _) = run_main(&m, &args, false);
+        assert_eq!(
+            (stats.packed_calls, stats.kernels_run),
+            (1, 0),
+            "x ** {y} ran in the library"
+        );
+        let bits = |v: &Value| -> Vec<u32> {
+            let t = v.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+            t.iter().map(|v| v.to_bits()).collect()
+        };
+        assert_eq!(bits(&lib), bits(&tir), "x ** {y}");
+    }
+}

@@ -24,6 +24,12 @@
 //!   `relax_host.<op>[_relu]`), and ONNX's two-operand `Sum` as TVM imports it,
 //!   `sum(stack((a, b)), axis=[0])`, as an `add`
 //!
+//! - `softmax -> where(guard, 0 | full_like(p, 0), p)` with torch's guard for fully
+//!   masked rows (`_safe_softmax`, see `safe_softmax.rs`): `relax_host.safe_softmax`
+//!
+//! `power(x, y)` with a constant `y` of 2 or 3 (`relax_host.square`, `cube`) or a
+//! one-element `y` read at run time (`relax_host.power`, ONNX's `Pow` exponent kept
+//! as a weight).
 //! `argmax`/`argmin` over the last axis or all elements (`relax_host.argmax`, `argmin`).
 //! Unary elementwise operators: `exp`, `log`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`,
 //! `negative`, `abs`, `square` (`relax_host.<op>`), `nn.gelu` and `nn.gelu_tanh`

@@ -89,6 +89,11 @@ pub struct RunOptions {
     /// it is produced and release it after its last use instead.
     #[arg(long = "no-static-memory-plan")]
     pub no_static_memory_plan: bool,
+    /// Let the host's worker threads sleep between kernels instead of spinning for
+    /// work while a run lasts (spinning is faster when cores are free, slower on a
+    /// machine busy with other work).
+    #[arg(long = "no-spin")]
+    pub no_spin: bool,
     /// Lenient mode, the default of `relax run`: `R.call_packed` of a packed function
     /// the engine knows to be pure (such as `vm.builtin.tensor_to_shape`), inside a
     /// dataflow block, runs as `R.call_pure_packed` with a warning instead of being
@@ -181,6 +186,7 @@ fn run_inner(opts: &RunOptions) -> Result<(), Fail> {
         optimize: !opts.no_optimize,
         profile: opts.profile,
         static_memory_plan: !opts.no_static_memory_plan,
+        spin_threads: !opts.no_spin,
         lenient,
         dump_ir: opts.dump_ir.clone(),
         compile: opts.cache.compile_config(),

@@ -39,6 +39,11 @@ pub struct EngineConfig {
     pub max_call_depth: usize,
     /// Stack size of the thread a run executes on (0: the caller's thread).
     pub stack_size: usize,
+    /// While a host run lasts, keep the run pool's other threads spinning for work
+    /// instead of sleeping between kernels (as ONNX Runtime's `allow_spinning`):
+    /// faster when the machine has cores to spare, slower when other processes
+    /// want them. Runs on a GPU never spin.
+    pub spin_threads: bool,
     /// Check and normalize modules at load (`relax_transform::check_and_realize`):
     /// normal form, StructInfo derivation, purity, well-formedness. A module with
     /// errors is rejected with [`EngineError::Prepare`].
@@ -102,6 +107,7 @@ impl Default for EngineConfig {
             cache_kernels: true,
             max_call_depth: 10_000,
             stack_size: 256 << 20,
+            spin_threads: true,
             check: true,
             legalize: true,
             optimize: true,
@@ -613,6 +619,7 @@ impl Engine {
                 cache_kernels: self.config.cache_kernels,
             }),
             stack_size: self.config.stack_size,
+            spin_threads: self.config.spin_threads,
             pass_timings,
         })
     }
@@ -645,6 +652,7 @@ impl Default for Engine {
 pub struct Loaded {
     program: Arc<Program>,
     stack_size: usize,
+    spin_threads: bool,
     pass_timings: Vec<relax_transform::PassTiming>,
 }
 
@@ -774,7 +782,7 @@ impl Loaded {
         if self.stack_size == 0 {
             body()
         } else {
-            run_on_pool(self.stack_size, !gpu, body)
+            run_on_pool(self.stack_size, self.spin_threads && !gpu, body)
         }
     }
 }
@@ -853,9 +861,14 @@ impl KeepWarm {
                 if IN_RUN.with(|r| r.get()) {
                     return;
                 }
+                // Look for work every few hundred cycles: looking touches the
+                // pool's shared queues, which slows the run's own thread when done
+                // without a pause.
                 while running.load(Ordering::Relaxed) {
                     if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                        std::hint::spin_loop();
+                        for _ in 0..64 {
+                            std::hint::spin_loop();
+                        }
                     }
                 }
             });

@@ -300,25 +300,31 @@ fn cpu_ticks() -> u64 {
 /// thread keeps spinning (the process uses next to no CPU while it sleeps).
 #[test]
 fn spinning_pool_threads_stop_when_host_runs_end() {
-    let engine = Engine::new(EngineConfig {
-        device: DeviceChoice::Cpu,
-        ..EngineConfig::default()
-    });
-    let loaded = Arc::new(engine.load(&parse(BIG_MATMUL)).unwrap());
     let x = f32_tensor(&[64, 256], |i| ((i % 13) as f32 - 6.0) * 0.01);
     let w = f32_tensor(&[256, 256], |i| ((i % 7) as f32 - 3.0) * 0.02);
-    let first = f32_values(&loaded.run("main", &[x.clone(), w.clone()]).unwrap());
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            let (loaded, x, w, first) = (loaded.clone(), x.clone(), w.clone(), &first);
-            s.spawn(move || {
-                for _ in 0..25 {
-                    let out = loaded.run("main", &[x.clone(), w.clone()]).unwrap();
-                    assert_eq!(&f32_values(&out), first);
-                }
-            });
-        }
-    });
+    let mut results = vec![];
+    for spin_threads in [true, false] {
+        let engine = Engine::new(EngineConfig {
+            device: DeviceChoice::Cpu,
+            spin_threads,
+            ..EngineConfig::default()
+        });
+        let loaded = Arc::new(engine.load(&parse(BIG_MATMUL)).unwrap());
+        let first = f32_values(&loaded.run("main", &[x.clone(), w.clone()]).unwrap());
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                let (loaded, x, w, first) = (loaded.clone(), x.clone(), w.clone(), &first);
+                s.spawn(move || {
+                    for _ in 0..25 {
+                        let out = loaded.run("main", &[x.clone(), w.clone()]).unwrap();
+                        assert_eq!(&f32_values(&out), first);
+                    }
+                });
+            }
+        });
+        results.push(first);
+    }
+    assert_eq!(results[0], results[1], "spinning or not, the same bits");
     #[cfg(target_os = "linux")]
     {
         std::thread::sleep(std::time::Duration::from_millis(100));

@@ -258,6 +258,32 @@ fn value_dependent_shapes_of_run_time_inputs_are_errors() {
     }
 }
 
+/// ONNX `RoiAlign` max mode with adaptive sampling (`sampling_ratio` 0: a sample
+/// count per bin that depends on each region at run time) is an import error naming
+/// the node and the attribute, not a panic; with a positive ratio it imports (and
+/// `checked_in_node_tests_pass` runs it).
+#[test]
+fn roialign_max_with_adaptive_sampling_is_an_error() {
+    let path = dir().join("node/test_roialign_mode_max/model.onnx");
+    let bytes = std::fs::read(&path).expect("test_roialign_mode_max");
+    let mut model = ModelProto::decode(bytes.as_slice()).expect("model");
+    import_bytes(&model.encode_to_vec(), None, &ImportOptions::default()).expect("sampling_ratio 2 imports");
+    let node = &mut model.graph.as_mut().expect("graph").node[0];
+    node.name = "roi".into();
+    let a = node
+        .attribute
+        .iter_mut()
+        .find(|a| a.name == "sampling_ratio")
+        .expect("sampling_ratio");
+    a.i = 0;
+    let err = import_bytes(&model.encode_to_vec(), None, &ImportOptions::default()).expect_err("adaptive max mode");
+    let m = err.to_string();
+    assert!(
+        m.contains("roi") && m.contains("RoiAlign") && m.contains("sampling_ratio"),
+        "{m}"
+    );
+}
+
 #[test]
 fn truncated_and_corrupted_files_give_errors_not_panics() {
     for model in ["cnn.onnx", "attn_dyn.onnx"] {

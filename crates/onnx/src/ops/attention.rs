@@ -18,6 +18,9 @@ fn permute(ctx: &mut Ctx, e: Expr, axes: &[i64]) -> Result<Expr, ConvertError> {
     emit(ctx, "permute_dims", vec![e], &[("axes", ints_attr(axes))])
 }
 
+/// `bfloat16`.
+const BF16: DataType = DataType::new(relax_ir::TypeCode::BFloat, 16, 1);
+
 fn reshape(ctx: &mut Ctx, e: Expr, dims: Vec<PrimExpr>) -> Result<Expr, ConvertError> {
     emit(ctx, "reshape", vec![e, Expr::shape(dims)], &[])
 }
@@ -27,6 +30,16 @@ fn astype(ctx: &mut Ctx, e: Expr, from: DataType, to: DataType) -> Result<Expr, 
         return Ok(e);
     }
     emit(ctx, "astype", vec![e], &[("dtype", AttrValue::DataType(to))])
+}
+
+/// `e` (`float32`) rounded to `bfloat16` and back when `bf16`: ONNX's reference
+/// computes `bfloat16` attention one numpy step at a time, each result rounded.
+fn round_bf16(ctx: &mut Ctx, e: Expr, bf16: bool) -> Result<Expr, ConvertError> {
+    if !bf16 {
+        return Ok(e);
+    }
+    let b = astype(ctx, e, DataType::FLOAT32, BF16)?;
+    astype(ctx, b, BF16, DataType::FLOAT32)
 }
 
 /// `R.arange(start, end)` as int64.
@@ -155,10 +168,18 @@ pub fn attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
         Some(s) => s,
         None => 1.0 / (head as f64).sqrt(),
     };
-    let sq = (scale.sqrt() as f32) as f64;
+    let bf16 = io_dt == BF16;
+    let sq = if bf16 {
+        // the reference's scale is a bfloat16 scalar
+        f32::from_bits(u32::from(relax_ir::dtype::bf16_bits_from_f64(scale.sqrt())) << 16) as f64
+    } else {
+        (scale.sqrt() as f32) as f64
+    };
     let qs = emit(ctx, "multiply", vec![q, scalar(dt, sq)], &[])?;
+    let qs = round_bf16(ctx, qs, bf16)?;
     let kt = permute(ctx, k, &[0, 1, 3, 2])?;
     let ks = emit(ctx, "multiply", vec![kt, scalar(dt, sq)], &[])?;
+    let ks = round_bf16(ctx, ks, bf16)?;
 
     // grouped-query attention: each key/value head serves qh / kvh query heads
     let (mut ks, mut v) = (ks, v);
@@ -182,13 +203,17 @@ pub fn attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
             &[("repeats", reps), ("axis", AttrValue::Int(1))],
         )?;
     }
-    let mut qk = emit(ctx, "matmul", vec![qs, ks], &[])?;
+    let qk = emit(ctx, "matmul", vec![qs, ks], &[])?;
+    let mut qk = round_bf16(ctx, qk, bf16)?;
 
     let softcap = n.float("softcap", 0.0);
     if softcap > 0.0 {
         let d = emit(ctx, "divide", vec![qk, scalar(dt, softcap)], &[])?;
+        let d = round_bf16(ctx, d, bf16)?;
         let t = emit(ctx, "tanh", vec![d], &[])?;
+        let t = round_bf16(ctx, t, bf16)?;
         qk = emit(ctx, "multiply", vec![t, scalar(dt, softcap)], &[])?;
+        qk = round_bf16(ctx, qk, bf16)?;
     }
 
     // the additive bias: mask, causal, window and padding terms
@@ -311,7 +336,11 @@ pub fn attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
 
     let qk_biased = match &bias {
         None => qk.clone(),
-        Some(b) => emit(ctx, "add", vec![qk.clone(), b.clone()], &[])?,
+        Some(b) => {
+            let b = round_bf16(ctx, b.clone(), bf16)?;
+            let s = emit(ctx, "add", vec![qk.clone(), b], &[])?;
+            round_bf16(ctx, s, bf16)?
+        }
     };
     let mode = n.int("qk_matmul_output_mode", 0);
     let mut qk_out = if mode == 2 { qk_biased.clone() } else { qk };
@@ -320,9 +349,32 @@ pub fn attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
         Some(p) => crate::tensor::dtype_of(p as i32).ok_or("bad softmax_precision")?,
         None => dt,
     };
+    let stepwise = bf16 && (n.attr_i("softmax_precision").is_none() || sm_dt == BF16);
     let sm_dt = if sm_dt.bits == 16 { DataType::FLOAT32 } else { sm_dt };
     let logits = astype(ctx, qk_biased, dt, sm_dt)?;
-    let mut p = emit(ctx, "nn.softmax", vec![logits], &[("axis", AttrValue::Int(-1))])?;
+    let mut p = if stepwise {
+        // bfloat16 softmax as the reference's numpy steps, each rounded to bfloat16
+        // (the sum too: Relax's bfloat16 `sum` rounds after every addition, as numpy)
+        let x = astype(ctx, logits, sm_dt, BF16)?;
+        let m = emit(
+            ctx,
+            "max",
+            vec![x.clone()],
+            &[("axis", ints_attr(&[-1])), ("keepdims", AttrValue::Bool(true))],
+        )?;
+        let d = emit(ctx, "subtract", vec![x, m], &[])?;
+        let e = emit(ctx, "exp", vec![d], &[])?;
+        let s = emit(
+            ctx,
+            "sum",
+            vec![e.clone()],
+            &[("axis", ints_attr(&[-1])), ("keepdims", AttrValue::Bool(true))],
+        )?;
+        let p = emit(ctx, "divide", vec![e, s], &[])?;
+        astype(ctx, p, BF16, sm_dt)?
+    } else {
+        emit(ctx, "nn.softmax", vec![logits], &[("axis", AttrValue::Int(-1))])?
+    };
     if let Some(b) = &bias {
         // a row whose bias is -inf everywhere attends nothing: its probabilities are 0
         let m = emit(
@@ -344,6 +396,7 @@ pub fn attention(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
         qk_out = astype(ctx, p.clone(), sm_dt, dt)?;
     }
     let p = astype(ctx, p, sm_dt, dt)?;
+    let p = round_bf16(ctx, p, bf16)?;
     let mut y = emit(ctx, "matmul", vec![p, v], &[])?;
     if rank3 {
         y = permute(ctx, y, &[0, 2, 1, 3])?;

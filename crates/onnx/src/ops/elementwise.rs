@@ -126,8 +126,13 @@ pub(crate) fn leaky_relu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertEr
 
 /// `where(x > 0, pos(x), neg(x))` with `neg = scale * (exp(x) - 1) * alpha`-like forms.
 pub(crate) fn elu_like(ctx: &mut Ctx, n: &Node, alpha: f64, gamma: f64, theta: f64) -> Result<Vec<TVal>, ConvertError> {
-    let dt = val(ctx, n, 0)?.dtype;
+    let dt0 = val(ctx, n, 0)?.dtype;
+    // float16 and bfloat16 are computed in float32 and rounded once at the end, as
+    // ONNX's reference does (rounding each step differs by an ulp or two)
+    let narrow = dt0.bits == 16 && matches!(dt0.code, relax_ir::TypeCode::Float | relax_ir::TypeCode::BFloat);
+    let dt = if narrow { DataType::FLOAT32 } else { dt0 };
     let a = x(ctx, n, 0)?;
+    let a = astype(ctx, a, dt0, dt)?;
     // neg = gamma * alpha * (exp(x / theta) - 1)
     let xs = if theta == 1.0 {
         a.clone()
@@ -149,7 +154,11 @@ pub(crate) fn elu_like(ctx: &mut Ctx, n: &Node, alpha: f64, gamma: f64, theta: f
     };
     let c = emit2(ctx, "greater", a, scalar(dt, 0.0))?;
     let c = leaf(ctx, &c)?;
-    out1(ctx.op("where", vec![c, pos, neg], &[])?)
+    if !narrow {
+        return out1(ctx.op("where", vec![c, pos, neg], &[])?);
+    }
+    let y = emit(ctx, "where", vec![c, pos, neg], &[])?;
+    out1(ctx.op("astype", vec![y], &[("dtype", AttrValue::DataType(dt0))])?)
 }
 
 pub(crate) fn elu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {

@@ -288,11 +288,8 @@ pub(crate) fn reflect(ctx: &mut Ctx, v: Expr, lo: f64, hi: f64) -> Result<Expr, 
 pub(crate) fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let xv = val(ctx, n, 0)?;
     let xs = xv.const_shape().ok_or("a static input shape is needed")?;
-    let gs = val(ctx, n, 1)?.const_shape().ok_or("a static grid shape is needed")?;
-    let k = xs.len().checked_sub(2).ok_or("the input must have spatial axes")?;
-    if !(1..=3).contains(&k) || gs.len() != k + 2 || gs[k + 1] != k as i64 || gs[0] != xs[0] {
-        return Err("the grid must be (N, out..., k) for k spatial axes".into());
-    }
+    let gv = val(ctx, n, 1)?;
+    let gs = gv.const_shape().ok_or("a static grid shape is needed")?;
     let mode = match n.string("mode").as_deref() {
         None | Some("linear" | "bilinear") => "linear",
         Some("nearest") => "nearest",
@@ -304,6 +301,26 @@ pub(crate) fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertE
         return Err(convert_err!(Unsupported;"padding_mode `{pad}` is not supported"));
     }
     let align = n.int("align_corners", 0) != 0;
+    let (a, g) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
+    let y = grid_sample_exprs(ctx, (a, xv.dtype, &xs), (g, gv.dtype, &gs), mode, &pad, align)?;
+    out1(tval_leaf(ctx, y)?)
+}
+
+/// ONNX `GridSample` of `data` (`(N, C, in...)`, static) at `grid` (`(N, out...,
+/// k)`, static, normalized coordinates) as taps gathered from the flattened data,
+/// computed in `float32`: `(N, C, out...)` in the data's dtype.
+pub(crate) fn grid_sample_exprs(
+    ctx: &mut Ctx,
+    (a, a_dt, xs): (Expr, DataType, &[i64]),
+    (g, g_dt, gs): (Expr, DataType, &[i64]),
+    mode: &str,
+    pad: &str,
+    align: bool,
+) -> Result<Expr, ConvertError> {
+    let k = xs.len().checked_sub(2).ok_or("the input must have spatial axes")?;
+    if !(1..=3).contains(&k) || gs.len() != k + 2 || gs[k + 1] != k as i64 || gs[0] != xs[0] {
+        return Err("the grid must be (N, out..., k) for k spatial axes".into());
+    }
     let f = DataType::FLOAT32;
     let i64t = DataType::INT64;
     let s = |v: f64| scalar(f, v);
@@ -311,8 +328,7 @@ pub(crate) fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertE
     let dims = &xs[2..];
     let q: i64 = gs[1..=k].iter().product();
     let p: i64 = dims.iter().product();
-    let g = x(ctx, n, 1)?;
-    let g = astype(ctx, g, val(ctx, n, 1)?.dtype, f)?;
+    let g = astype(ctx, g, g_dt, f)?;
     let g = reshape_expr(ctx, g, ints(&[nb, q, k as i64]))?;
     // per spatial axis: the taps (index, weight, valid)
     let mut axes_taps: Vec<Vec<(Expr, Expr, Option<Expr>)>> = Vec::new();
@@ -334,7 +350,7 @@ pub(crate) fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertE
             v = emit(ctx, "round", vec![v], &[])?;
         }
         let (lo, hi) = if align { (0.0, df - 1.0) } else { (-0.5, df - 0.5) };
-        match pad.as_str() {
+        match pad {
             "border" => {
                 let t = emit(ctx, "maximum", vec![v, s(0.0)], &[])?;
                 v = emit(ctx, "minimum", vec![t, s(df - 1.0)], &[])?;
@@ -391,7 +407,7 @@ pub(crate) fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertE
         let mut taps = Vec::new();
         for (off, w) in offsets.iter().zip(weights) {
             let pos = emit(ctx, "add", vec![base.clone(), s(*off as f64)], &[])?;
-            let (pos, valid) = match pad.as_str() {
+            let (pos, valid) = match pad {
                 "zeros" => {
                     let ge = emit(ctx, "greater_equal", vec![pos.clone(), s(0.0)], &[])?;
                     let le = emit(ctx, "less_equal", vec![pos.clone(), s(df - 1.0)], &[])?;
@@ -415,8 +431,7 @@ pub(crate) fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertE
         }
         axes_taps.push(taps);
     }
-    let a = x(ctx, n, 0)?;
-    let a = astype(ctx, a, xv.dtype, f)?;
+    let a = astype(ctx, a, a_dt, f)?;
     let a = reshape_expr(ctx, a, ints(&[nb, c, p]))?;
     let strides: Vec<i64> = (0..k).map(|i| dims[i + 1..].iter().product()).collect();
     let mut combos: Vec<Vec<usize>> = vec![vec![]];
@@ -474,23 +489,21 @@ pub(crate) fn grid_sample(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertE
     let mut out = vec![nb, c];
     out.extend_from_slice(&gs[1..=k]);
     let y = reshape_expr(ctx, y, ints(&out))?;
-    let y = astype(ctx, y, f, xv.dtype)?;
-    out1(tval_leaf(ctx, y)?)
+    astype(ctx, y, f, a_dt)
 }
 
-/// `RoiAlign` (opset 10 and 16) as `R.vision.roi_align` on `[batch, x1, y1, x2,
-/// y2]` rows, average mode. `half_pixel` (opset 16's default) shifts the scaled
-/// corners by half a pixel and keeps regions under one pixel (`aligned`);
-/// `output_half_pixel` clamps them to one pixel. ONNX's `max` mode takes the
-/// maximum of the four weighted corner values of each sample, which TVM's
-/// `roi_align` max mode (the maximum of the interpolated samples) does not, so
-/// it is refused.
+/// `RoiAlign` (opset 10, 16 and 22). Average mode is `R.vision.roi_align` on
+/// `[batch, x1, y1, x2, y2]` rows: `half_pixel` (opset 16's default) shifts the
+/// scaled corners by half a pixel and keeps regions under one pixel (`aligned`);
+/// `output_half_pixel` clamps them to one pixel. ONNX's `max` mode (its reference
+/// and ONNX Runtime) takes, per sample, the largest of the four *weighted* corner
+/// values `w_k * X[corner_k]` and then the largest over the bin's samples, which
+/// TVM's `roi_align` max mode (the largest interpolated sample) does not compute;
+/// it is composed from other Relax operators instead ([`roi_align_max`]).
 pub(crate) fn roi_align(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
     let mode = n.string("mode").unwrap_or_else(|| "avg".into());
-    if mode != "avg" {
-        return Err(convert_err!(Unsupported;
-            "RoiAlign mode `{mode}`: ONNX's max mode takes the largest weighted corner value, \
-             which relax.vision.roi_align (the largest interpolated sample) does not compute"));
+    if !matches!(mode.as_str(), "avg" | "max") {
+        return Err(convert_err!(Unsupported; "RoiAlign mode `{mode}` (ONNX has avg and max)"));
     }
     let default_ct = if n.opset >= 16 {
         "half_pixel"
@@ -519,6 +532,9 @@ pub(crate) fn roi_align(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertErr
     if val(ctx, n, 0)?.dtype != dt || !matches!(dt.code, relax_ir::TypeCode::Float) {
         return Err(convert_err!("X and rois must be of the same float type"));
     }
+    if mode == "max" {
+        return roi_align_max(ctx, n, dt, aligned, scale, [ph, pw]);
+    }
     let mut rois = x(ctx, n, 1)?;
     if aligned {
         // ONNX subtracts half a pixel after scaling: (x - 0.5 / scale) * scale.
@@ -541,4 +557,243 @@ pub(crate) fn roi_align(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertErr
             ("mode", AttrValue::Str("avg".into())),
         ],
     )?)
+}
+
+/// ONNX `RoiAlign` max mode from Relax operators, as ONNX's reference and ONNX
+/// Runtime compute it: each sample `(y, x)` of a bin is outside (below `-1` or past
+/// the height/width: every weight 0) or clamped to `[0, size - 1]`, with corners
+/// `y_low = floor(y)`, `y_high = min(y_low + 1, H - 1)` (likewise for `x`) and
+/// weights `hy*hx, hy*lx, ly*hx, ly*lx`; its value is the largest weighted corner
+/// value and the bin's the largest over its `sampling_ratio^2` samples. The sample
+/// positions (`[R, ph, s]` and `[R, pw, s]`) are elementwise in the regions, the
+/// corners are `take`s of `X` as `[N*H*W, C]` rows, and two `max` reductions end
+/// it. Adaptive sampling (`sampling_ratio` 0, a region-dependent number of samples
+/// per bin) is refused.
+fn roi_align_max(
+    ctx: &mut Ctx,
+    n: &Node,
+    dt: DataType,
+    aligned: bool,
+    scale: f64,
+    [ph, pw]: [i64; 2],
+) -> Result<Vec<TVal>, ConvertError> {
+    let g = n.int("sampling_ratio", 0);
+    if g <= 0 {
+        return Err(convert_err!(Unsupported;
+            "RoiAlign max mode needs a positive sampling_ratio (with {g}, the number of \
+             samples per bin depends on each region at run time)"));
+    }
+    let xs = shape_of(ctx, n, 0)?;
+    if xs.len() != 4 {
+        return Err("RoiAlign's X must be 4-D".into());
+    }
+    let (Some(h), Some(w)) = (xs[2].as_int(), xs[3].as_int()) else {
+        return Err(convert_err!(Unsupported; "RoiAlign max mode needs a static height and width"));
+    };
+    if h <= 0 || w <= 0 {
+        return Err(convert_err!("RoiAlign's X has an empty height or width ({h} x {w})"));
+    }
+    if rank_of(ctx, n, 1)? != 2 || rank_of(ctx, n, 2)? != 1 {
+        return Err("RoiAlign's rois must be 2-D and batch_indices 1-D".into());
+    }
+    let s = |v: f64| scalar(dt, v);
+    let i64t = DataType::INT64;
+    let rois = x(ctx, n, 1)?;
+    let off = if aligned { 0.5 } else { 0.0 };
+    // one corner coordinate of every region as [R, 1, 1]
+    let corner = |ctx: &mut Ctx, k: i64| -> Result<Expr, ConvertError> {
+        let c = slice_axis(ctx, rois.clone(), 1, k, k + 1, 1)?;
+        let c = emit(ctx, "multiply", vec![c, s(scale)], &[])?;
+        let c = emit(ctx, "subtract", vec![c, s(off)], &[])?;
+        emit(ctx, "expand_dims", vec![c], &[("axis", ints_attr(&[2]))])
+    };
+    let (x1, y1, x2, y2) = (corner(ctx, 0)?, corner(ctx, 1)?, corner(ctx, 2)?, corner(ctx, 3)?);
+    // the samples of one axis, [R, pooled, g]: start + p * bin + (i + 0.5) * bin / g,
+    // then whether each is outside, its two corners (int64) and their weights
+    let axis = |ctx: &mut Ctx, start: Expr, end: Expr, pooled: i64, size: i64| {
+        let mut len = emit(ctx, "subtract", vec![end, start.clone()], &[])?;
+        if !aligned {
+            len = emit(ctx, "maximum", vec![len, s(1.0)], &[])?;
+        }
+        let bin = emit(ctx, "divide", vec![len, s(pooled as f64)], &[])?;
+        let p = crate::convert::constant(dt, vec![pooled, 1], (0..pooled).map(|p| tensor::encode(dt, p as f64)));
+        let i = crate::convert::constant(dt, vec![1, g], (0..g).map(|i| tensor::encode(dt, i as f64 + 0.5)));
+        let a = emit(ctx, "multiply", vec![p, bin.clone()], &[])?;
+        let b = emit(ctx, "multiply", vec![i, bin], &[])?;
+        let b = emit(ctx, "divide", vec![b, s(g as f64)], &[])?;
+        let v = emit(ctx, "add", vec![start, a], &[])?;
+        let v = emit(ctx, "add", vec![v, b], &[])?;
+        let lo = emit(ctx, "less", vec![v.clone(), s(-1.0)], &[])?;
+        let hi = emit(ctx, "greater", vec![v.clone(), s(size as f64)], &[])?;
+        let outside = emit(ctx, "logical_or", vec![lo, hi], &[])?;
+        let v = emit(ctx, "maximum", vec![v, s(0.0)], &[])?;
+        let v = emit(ctx, "minimum", vec![v, s((size - 1) as f64)], &[])?;
+        // v >= 0: the cast truncates to floor(v) (and needs no float64 `floor`,
+        // which the GPU lacks)
+        let low = astype(ctx, v.clone(), dt, i64t)?;
+        let high = emit(ctx, "add", vec![low.clone(), scalar(i64t, 1.0)], &[])?;
+        let high = emit(ctx, "minimum", vec![high, scalar(i64t, (size - 1) as f64)], &[])?;
+        let low_f = astype(ctx, low.clone(), i64t, dt)?;
+        let frac = emit(ctx, "subtract", vec![v, low_f], &[])?;
+        let rest = emit(ctx, "subtract", vec![s(1.0), frac.clone()], &[])?;
+        Ok::<_, ConvertError>((outside, [low, high], [rest, frac]))
+    };
+    let (y_out, y_at, y_w) = axis(ctx, y1, y2, ph, h)?;
+    let (x_out, x_at, x_w) = axis(ctx, x1, x2, pw, w)?;
+    // y values as [R, ph, g, 1, 1], x values as [R, 1, 1, pw, g]
+    let ys = |ctx: &mut Ctx, e: Expr| emit(ctx, "expand_dims", vec![e], &[("axis", ints_attr(&[3, 4]))]);
+    let xs_ = |ctx: &mut Ctx, e: Expr| emit(ctx, "expand_dims", vec![e], &[("axis", ints_attr(&[1, 2]))]);
+    let (yo, xo) = (ys(ctx, y_out)?, xs_(ctx, x_out)?);
+    let outside = emit(ctx, "logical_or", vec![yo, xo], &[])?;
+    let b = x(ctx, n, 2)?;
+    let b = astype(ctx, b, val(ctx, n, 2)?.dtype, i64t)?;
+    let b = emit(ctx, "expand_dims", vec![b], &[("axis", ints_attr(&[1, 2, 3, 4]))])?;
+    let base = emit(ctx, "multiply", vec![b, scalar(i64t, (h * w) as f64)], &[])?;
+    // X as [N*H*W, C] rows
+    let data = x(ctx, n, 0)?;
+    let data = emit(ctx, "permute_dims", vec![data], &[("axes", ints_attr(&[0, 2, 3, 1]))])?;
+    let rows = ctx.bin(BinOp::Mul, &xs[0], &PrimExpr::int(h * w));
+    let data = reshape_expr(ctx, data, vec![rows, xs[1].clone()])?;
+    let mut best: Option<Expr> = None;
+    for (yi, xi) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+        let ya = ys(ctx, y_at[yi].clone())?;
+        let ya = emit(ctx, "multiply", vec![ya, scalar(i64t, w as f64)], &[])?;
+        let xa = xs_(ctx, x_at[xi].clone())?;
+        let at = emit(ctx, "add", vec![base.clone(), ya], &[])?;
+        let at = emit(ctx, "add", vec![at, xa], &[])?;
+        let v = emit(ctx, "take", vec![data.clone(), at], &[("axis", AttrValue::Int(0))])?;
+        let (wy, wx) = (ys(ctx, y_w[yi].clone())?, xs_(ctx, x_w[xi].clone())?);
+        let wt = emit(ctx, "multiply", vec![wy, wx], &[])?;
+        let wt = emit(ctx, "where", vec![outside.clone(), s(0.0), wt], &[])?;
+        let wt = emit(ctx, "expand_dims", vec![wt], &[("axis", ints_attr(&[5]))])?;
+        let t = emit(ctx, "multiply", vec![wt, v], &[])?;
+        best = Some(match best {
+            None => t,
+            Some(m) => emit(ctx, "maximum", vec![m, t], &[])?,
+        });
+    }
+    let best = best.ok_or("no corners")?;
+    // [R, ph, g, pw, g, C] -> [R, ph, pw, C] -> [R, C, ph, pw]
+    let m = emit(
+        ctx,
+        "max",
+        vec![best],
+        &[("axis", ints_attr(&[2, 4])), ("keepdims", AttrValue::Bool(false))],
+    )?;
+    out1(ctx.op("permute_dims", vec![m], &[("axes", ints_attr(&[0, 3, 1, 2]))])?)
+}
+
+/// `DeformConv` (opset 19, 2-D, static shapes), as ONNX's reference: every kernel
+/// tap `(a, b)` of output position `(i, j)` reads the input bilinearly (zero outside,
+/// `GridSample` with `align_corners=1`) at `(i * stride - pad + a * dilation +
+/// offset_y, j * stride - pad + b * dilation + offset_x)`, with one offset field per
+/// offset group of channels, times the mask when given; the taps then meet the
+/// weights as in a grouped convolution (one batched `matmul`), plus the bias.
+pub(crate) fn deform_conv(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let xv = val(ctx, n, 0)?;
+    let [nb, c, h, w] = static4(ctx, n)?;
+    let wsh = val(ctx, n, 1)?.const_shape().ok_or("a static weight shape is needed")?;
+    let osh = val(ctx, n, 2)?.const_shape().ok_or("a static offset shape is needed")?;
+    let (Ok([oc, cg, kh, kw]), Ok([on, oo, oh, ow])) = (
+        <[i64; 4]>::try_from(wsh.as_slice()),
+        <[i64; 4]>::try_from(osh.as_slice()),
+    ) else {
+        return Err(convert_err!(Unsupported; "DeformConv supports 2-D convolutions (4-D X, W and offset)"));
+    };
+    let dt = xv.dtype;
+    if !dt.is_float() {
+        return Err("DeformConv needs float data".into());
+    }
+    let group = n.int("group", 1);
+    let og = n.int("offset_group", 1);
+    let kk = kh * kw;
+    if group <= 0 || og <= 0 || c != cg * group || oc % group != 0 || c % og != 0 {
+        return Err(convert_err!(
+            "DeformConv: {c} input channels, weight {wsh:?}, group {group} and offset_group {og} do not fit"
+        ));
+    }
+    if on != nb || oo != og * kk * 2 || oh <= 0 || ow <= 0 {
+        return Err(convert_err!("DeformConv: offset shape {osh:?} does not fit"));
+    }
+    if let Some(ks) = n.ints("kernel_shape") {
+        if ks != [kh, kw] {
+            return Err(convert_err!(
+                "DeformConv: kernel_shape {ks:?} differs from the weight's"
+            ));
+        }
+    }
+    let two = |name: &str| -> Result<[i64; 2], ConvertError> {
+        let v = n.ints(name).unwrap_or_else(|| vec![1, 1]);
+        <[i64; 2]>::try_from(v.as_slice()).map_err(|_| convert_err!("DeformConv: {name} must hold two values"))
+    };
+    let [sh, sw] = two("strides")?;
+    let [dh, dw] = two("dilations")?;
+    let pads = n.ints("pads").unwrap_or_else(|| vec![0; 4]);
+    if pads.len() != 4 {
+        return Err("DeformConv: pads must hold four values".into());
+    }
+    let s = |v: f64| scalar(dt, v);
+    // offsets as [N, og, K, 2, oh, ow]; y and x each [N, og, K, oh, ow]
+    let off = x(ctx, n, 2)?;
+    let off = reshape_expr(ctx, off, ints(&[nb, og, kk, 2, oh, ow]))?;
+    let mut coords = Vec::new();
+    for (axis, (size, base_shape)) in [(h, [1, 1, kk, oh, 1]), (w, [1, 1, kk, 1, ow])].into_iter().enumerate() {
+        let (stride, dil, pad, out) = if axis == 0 {
+            (sh, dh, pads[0], oh)
+        } else {
+            (sw, dw, pads[1], ow)
+        };
+        // tap k = (a, b): a = k / kw, b = k % kw
+        let mut base = Vec::new();
+        for k in 0..kk {
+            let tap = if axis == 0 { k / kw } else { k % kw };
+            for i in 0..out {
+                base.push(tensor::encode(dt, (i * stride - pad + tap * dil) as f64));
+            }
+        }
+        let base = crate::convert::constant(dt, base_shape.to_vec(), base.into_iter());
+        let o = slice_axis(ctx, off.clone(), 3, axis as i64, axis as i64 + 1, 1)?;
+        let o = emit(ctx, "squeeze", vec![o], &[("axis", ints_attr(&[3]))])?;
+        let v = emit(ctx, "add", vec![base, o], &[])?;
+        // normalized as the reference: v / (size - 1) * 2 - 1
+        let v = emit(ctx, "divide", vec![v, s((size - 1) as f64)], &[])?;
+        let v = emit(ctx, "multiply", vec![v, s(2.0)], &[])?;
+        let v = emit(ctx, "subtract", vec![v, s(1.0)], &[])?;
+        let v = emit(ctx, "expand_dims", vec![v], &[("axis", ints_attr(&[5]))])?;
+        coords.push(v);
+    }
+    let xcoord = coords.pop().ok_or("no x")?;
+    let ycoord = coords.pop().ok_or("no y")?;
+    // grid [N*og, K*oh, ow, (x, y)], data [N*og, C/og, H, W]
+    let grid = concat_exprs(ctx, vec![xcoord, ycoord], 5)?;
+    let grid = reshape_expr(ctx, grid, ints(&[nb * og, kk * oh, ow, 2]))?;
+    let cpo = c / og;
+    let data = x(ctx, n, 0)?;
+    let data = reshape_expr(ctx, data, ints(&[nb * og, cpo, h, w]))?;
+    let sampled = grid_sample_exprs(
+        ctx,
+        (data, dt, &[nb * og, cpo, h, w]),
+        (grid, dt, &[nb * og, kk * oh, ow, 2]),
+        "linear",
+        "zeros",
+        true,
+    )?;
+    let mut cols = reshape_expr(ctx, sampled, ints(&[nb, og, cpo, kk, oh, ow]))?;
+    if n.has(4) {
+        let m = x(ctx, n, 4)?;
+        let m = reshape_expr(ctx, m, ints(&[nb, og, 1, kk, oh, ow]))?;
+        cols = emit(ctx, "multiply", vec![cols, m], &[])?;
+    }
+    // grouped convolution: [1, g, oc/g, C/g*K] @ [N, g, C/g*K, oh*ow]
+    let cols = reshape_expr(ctx, cols, ints(&[nb, group, cg * kk, oh * ow]))?;
+    let wt = x(ctx, n, 1)?;
+    let wt = reshape_expr(ctx, wt, ints(&[1, group, oc / group, cg * kk]))?;
+    let y = emit(ctx, "matmul", vec![wt, cols], &[])?;
+    let mut y = reshape_expr(ctx, y, ints(&[nb, oc, oh, ow]))?;
+    if n.has(3) {
+        let b = x(ctx, n, 3)?;
+        let b = reshape_expr(ctx, b, ints(&[1, oc, 1, 1]))?;
+        y = emit(ctx, "add", vec![y, b], &[])?;
+    }
+    out1(tval_leaf(ctx, y)?)
 }

@@ -282,6 +282,7 @@ pub static CONVERTERS: &[(&str, Converter)] = &[
     ("CausalConvWithState", transformer::causal_conv_with_state),
     ("LinearAttention", transformer::linear_attention),
     ("GridSample", image::grid_sample),
+    ("DeformConv", image::deform_conv),
     ("RoiAlign", image::roi_align),
     ("BitCast", quant::bit_cast),
     ("ConvInteger", nn::conv),

@@ -2,8 +2,20 @@
 
 use super::*;
 
+/// `MatMul`; `float16` and `bfloat16` products accumulate in `float32` and are
+/// rounded once (`out_dtype`), as ONNX's reference (numpy) and ONNX Runtime do.
 pub(crate) fn matmul(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let dt = val(ctx, n, 0)?.dtype;
     let (a, b) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
+    if dt.bits == 16 && matches!(dt.code, relax_ir::TypeCode::Float | relax_ir::TypeCode::BFloat) {
+        let y = emit(
+            ctx,
+            "matmul",
+            vec![a, b],
+            &[("out_dtype", AttrValue::DataType(DataType::FLOAT32))],
+        )?;
+        return out1(ctx.op("astype", vec![y], &[("dtype", AttrValue::DataType(dt))])?);
+    }
     out1(ctx.op("matmul", vec![a, b], &[])?)
 }
 

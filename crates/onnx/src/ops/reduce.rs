@@ -54,7 +54,24 @@ pub(crate) fn reduce(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError>
         _ => None,
     };
     if let Some(op) = simple {
-        return out1(ctx.op(op, vec![a], &attrs)?);
+        let y = ctx.op(op, vec![a], &attrs)?;
+        let dt = y.dtype;
+        return match (op, float_reduction_identity(dt)) {
+            ("max" | "min", Some(big)) => {
+                // Relax's max (min) starts from the lowest (highest) finite value, as
+                // TVM's; ONNX's is -inf (+inf): a slice of -inf (+inf) only, or an
+                // empty one, gives that finite value, which becomes the infinity.
+                let (edge, inf) = if op == "max" {
+                    (-big, f64::NEG_INFINITY)
+                } else {
+                    (big, f64::INFINITY)
+                };
+                let y = leaf(ctx, &y)?;
+                let at_edge = emit(ctx, "equal", vec![y.clone(), scalar(dt, edge)], &[])?;
+                out1(ctx.op("where", vec![at_edge, scalar(dt, inf), y], &[])?)
+            }
+            _ => out1(y),
+        };
     }
     match n.op_type.as_str() {
         "ReduceL1" => {
@@ -220,4 +237,15 @@ pub(crate) fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
         ids = emit(ctx, "permute_dims", vec![ids], &[("axes", ints_attr(&perm))])?;
     }
     Ok(vec![tval_leaf(ctx, vals)?, tval_leaf(ctx, ids)?])
+}
+
+/// The largest finite value a Relax `max`/`min` reduction of `dt` starts from (the
+/// legalization's `min_value`/`max_value`), for the float types it applies to.
+fn float_reduction_identity(dt: DataType) -> Option<f64> {
+    match (dt.code, dt.bits) {
+        (relax_ir::TypeCode::Float | relax_ir::TypeCode::BFloat, 16) => Some(65504.0),
+        (relax_ir::TypeCode::Float, 32) => Some(f32::MAX as f64),
+        (relax_ir::TypeCode::Float, 64) => Some(f64::MAX),
+        _ => None,
+    }
 }

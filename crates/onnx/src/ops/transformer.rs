@@ -110,11 +110,18 @@ pub(crate) fn causal_conv_with_state(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal
         };
         concat_exprs(ctx, vec![past, a], 2)?
     };
+    // float16 and bfloat16: the convolution accumulates in float32 and is rounded
+    // once, the SiLU is computed in float32 from that rounded value and rounded
+    // again, as ONNX's reference (rounding every step differs by an ulp or two)
+    let narrow = dt.bits == 16 && matches!(dt.code, relax_ir::TypeCode::Float | relax_ir::TypeCode::BFloat);
+    let ft = if narrow { DataType::FLOAT32 } else { dt };
     let w = x(ctx, n, 1)?;
     let w = reshape_expr(ctx, w, ints(&[c, k]))?;
+    let w = astype(ctx, w, val(ctx, n, 1)?.dtype, ft)?;
+    let padded_f = astype(ctx, padded.clone(), dt, ft)?;
     let mut acc: Option<Expr> = None;
     for j in 0..k {
-        let xs = slice_axis(ctx, padded.clone(), 2, j, j + l, 1)?;
+        let xs = slice_axis(ctx, padded_f.clone(), 2, j, j + l, 1)?;
         let wj = slice_axis(ctx, w.clone(), 1, j, j + 1, 1)?;
         let t = emit(ctx, "multiply", vec![xs, wj], &[])?;
         acc = Some(match acc {
@@ -126,13 +133,17 @@ pub(crate) fn causal_conv_with_state(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal
     if n.has(2) {
         let bias = x(ctx, n, 2)?;
         let bias = reshape_expr(ctx, bias, ints(&[c, 1]))?;
+        let bias = astype(ctx, bias, val(ctx, n, 2)?.dtype, ft)?;
         y = emit(ctx, "add", vec![y, bias], &[])?;
     }
+    y = astype(ctx, y, ft, dt)?;
     match n.string("activation").as_deref() {
         None | Some("none") => {}
         Some("silu" | "swish") => {
-            let s = emit(ctx, "sigmoid", vec![y.clone()], &[])?;
-            y = emit(ctx, "multiply", vec![y, s], &[])?;
+            let yf = astype(ctx, y, dt, ft)?;
+            let s = emit(ctx, "sigmoid", vec![yf.clone()], &[])?;
+            let v = emit(ctx, "multiply", vec![yf, s], &[])?;
+            y = astype(ctx, v, ft, dt)?;
         }
         Some(o) => return Err(convert_err!(Unsupported;"activation `{o}` is not supported")),
     }

@@ -69,9 +69,12 @@ pub fn sgemm_parallel(
 }
 
 /// Products of fewer multiply-adds than this stay on the calling thread: about
-/// ten microseconds of arithmetic, less than handing half of it to another thread
-/// and waiting for it costs (the layers of small transformers, `32 x 128 x 128`).
-pub const SERIAL_WORK: usize = 1 << 20;
+/// three microseconds of arithmetic. The engine keeps its other threads spinning
+/// while a host run lasts, so handing half of a product over costs little more
+/// than that; with sleeping threads it cost about ten microseconds, and the bound
+/// was four times this (measured on small transformers, whose layers are
+/// `32 x 128 x 128` to `32 x 128 x 512`: 1-2.5% faster at this bound).
+pub const SERIAL_WORK: usize = 1 << 18;
 
 /// A matrix product `C = A * B` (`A: m x k`, `B: k x n`) with the epilogue of
 /// [`sgemm_parallel`], before it is given its output.

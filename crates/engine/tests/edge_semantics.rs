@@ -193,6 +193,58 @@ def main(x: R.Tensor((2,), "float64")):
     }
 }
 
+/// `float64` rounding to integers runs on the GPU too, exactly (WGSL's `floor`,
+/// `ceil`, `trunc`, `round` take `f64`; only the transcendental builtins are f32):
+/// values whose fraction f32 cannot hold, halves (to even) and `floor_mod`, equal to
+/// the host's. TVM's ONNX `Range` (a `ceil` of a `float64` length) and float64 `Mod`
+/// ran on the host only before.
+#[test]
+fn float64_rounding_runs_exactly_on_every_device() {
+    let src = r#"
+@R.function
+def main(x: R.Tensor((8,), "float64"), y: R.Tensor((8,), "float64")):
+    a = R.floor(x)
+    b = R.ceil(x)
+    c = R.trunc(x)
+    d = R.round(x)
+    e = R.floor_mod(x, y)
+    return (a, b, c, d, e)
+"#;
+    let big = 1099511627776.5f64; // 2^40 + 0.5
+    let xs = vec![
+        big,
+        -2.5,
+        3.5,
+        -1e300,
+        0.1 + 0.2,
+        7.000000000000001,
+        0.49999999999999994,
+        -3.5,
+    ];
+    let ys = vec![3.0, 2.0, -1.5, 7.0, 0.1, 2.0, 1.0, 2.0];
+    let x: Value = ArrayD::from_shape_vec(IxDyn(&[8]), xs.clone()).expect("shape").into();
+    let y: Value = ArrayD::from_shape_vec(IxDyn(&[8]), ys.clone()).expect("shape").into();
+    let want: [Vec<f64>; 5] = [
+        xs.iter().map(|v| v.floor()).collect(),
+        xs.iter().map(|v| v.ceil()).collect(),
+        xs.iter().map(|v| v.trunc()).collect(),
+        xs.iter().map(|v| v.round_ties_even()).collect(),
+        xs.iter().zip(&ys).map(|(a, b)| a - (a / b).floor() * b).collect(),
+    ];
+    assert_eq!(want[3][0], 1099511627776.0);
+    assert_eq!(want[2][4], 0.0);
+    assert_eq!((want[3][6], want[3][7]), (0.0, -4.0));
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(src), "main", &[x.clone(), y.clone()]).expect(dev);
+        let fields = out.as_tuple().expect("tuple");
+        for (k, w) in want.iter().enumerate() {
+            let got = fields[k].as_tensor().expect("tensor").to_array::<f64>().expect("f64");
+            let got: Vec<f64> = got.iter().copied().collect();
+            assert_eq!(&got, w, "{dev} output {k}");
+        }
+    }
+}
+
 #[test]
 fn a_concat_of_many_inputs_selects_the_right_input() {
     // Past 64 inputs concat legalizes to a balanced tree of selects.

@@ -202,7 +202,7 @@ def main(x: R.Tensor((2,), "float64")):
 fn float64_rounding_runs_exactly_on_every_device() {
     let src = r#"
 @R.function
-def main(x: R.Tensor((8,), "float64"), y: R.Tensor((8,), "float64")):
+def main(x: R.Tensor((9,), "float64"), y: R.Tensor((9,), "float64")):
     a = R.floor(x)
     b = R.ceil(x)
     c = R.trunc(x)
@@ -220,10 +220,11 @@ def main(x: R.Tensor((8,), "float64"), y: R.Tensor((8,), "float64")):
         7.000000000000001,
         0.49999999999999994,
         -3.5,
+        -0.5,
     ];
-    let ys = vec![3.0, 2.0, -1.5, 7.0, 0.1, 2.0, 1.0, 2.0];
-    let x: Value = ArrayD::from_shape_vec(IxDyn(&[8]), xs.clone()).expect("shape").into();
-    let y: Value = ArrayD::from_shape_vec(IxDyn(&[8]), ys.clone()).expect("shape").into();
+    let ys = vec![3.0, 2.0, -1.5, 7.0, 0.1, 2.0, 1.0, 2.0, 2.0];
+    let x: Value = ArrayD::from_shape_vec(IxDyn(&[9]), xs.clone()).expect("shape").into();
+    let y: Value = ArrayD::from_shape_vec(IxDyn(&[9]), ys.clone()).expect("shape").into();
     let want: [Vec<f64>; 5] = [
         xs.iter().map(|v| v.floor()).collect(),
         xs.iter().map(|v| v.ceil()).collect(),
@@ -234,13 +235,19 @@ def main(x: R.Tensor((8,), "float64"), y: R.Tensor((8,), "float64")):
     assert_eq!(want[3][0], 1099511627776.0);
     assert_eq!(want[2][4], 0.0);
     assert_eq!((want[3][6], want[3][7]), (0.0, -4.0));
+    assert_eq!(
+        (want[2][8].to_bits(), want[3][8].to_bits()),
+        ((-0.0f64).to_bits(), (-0.0f64).to_bits())
+    );
     for (dev, engine) in engines() {
         let out = engine.run(&parse(src), "main", &[x.clone(), y.clone()]).expect(dev);
         let fields = out.as_tuple().expect("tuple");
         for (k, w) in want.iter().enumerate() {
             let got = fields[k].as_tensor().expect("tensor").to_array::<f64>().expect("f64");
+            // bit for bit, so that -0 and 0 differ
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             let got: Vec<f64> = got.iter().copied().collect();
-            assert_eq!(&got, w, "{dev} output {k}");
+            assert_eq!(bits(&got), bits(w), "{dev} output {k}: {got:?} for {w:?}");
         }
     }
 }

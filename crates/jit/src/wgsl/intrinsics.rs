@@ -111,7 +111,9 @@ impl Em<'_> {
                 if op == I::Trunc {
                     // lavapipe's f64 `trunc` returns its argument past 2^32; toward
                     // zero through floor and ceil instead
-                    return Ok((format!("select(floor({s}), ceil({s}), {s} < 0.0lf)"), W::F64));
+                    // (a zero result keeps the sign: trunc(-0.5) is -0)
+                    let t = format!("select(floor({s}), ceil({s}), {s} < 0.0lf)");
+                    return Ok((format!("select({t}, -0.0lf, {t} == 0.0lf && {s} < 0.0lf)"), W::F64));
                 }
                 if matches!(op, I::Round | I::Nearbyint) {
                     // lavapipe's f64 `round` is wrong too (3.5 -> 3): half to even from
@@ -121,7 +123,9 @@ impl Em<'_> {
                     let d = format!("(({s}) - {fl})");
                     let odd = format!("({fl} - 2.0lf * floor({fl} * 0.5lf) == 1.0lf)");
                     let up = format!("({d} > 0.5lf || ({d} == 0.5lf && {odd}))");
-                    let rounded = format!("select({fl}, {fl} + 1.0lf, {up})");
+                    let r = format!("select({fl}, {fl} + 1.0lf, {up})");
+                    // a zero result has the argument's sign (round(-0.5) is -0)
+                    let rounded = format!("select({r}, -0.0lf, {r} == 0.0lf && {s} < 0.0lf)");
                     return Ok((
                         format!("select({rounded}, {s}, abs({s}) >= 4503599627370496.0lf)"),
                         W::F64,

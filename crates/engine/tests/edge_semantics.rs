@@ -252,6 +252,36 @@ def main(x: R.Tensor((9,), "float64"), y: R.Tensor((9,), "float64")):
     }
 }
 
+/// `R.max` / `R.min` of `bfloat16` start from TVM's `min_value` / `max_value`
+/// (`-f32::MAX` / `f32::MAX`, infinities in `bfloat16`), so values beyond
+/// `+-65504` and rows of infinities reduce as TVM 0.27 gives (`[-99840, -inf]` for
+/// the max of these rows, checked with `tvm.compile`).
+#[test]
+fn bfloat16_max_and_min_start_from_infinities() {
+    let src = r#"
+@R.function
+def main(x: R.Tensor((3, 3), "bfloat16")):
+    a = R.max(x, axis=[1])
+    b = R.min(x, axis=[1])
+    return (a, b)
+"#;
+    let inf = f64::INFINITY;
+    let rows = [-1e5, -2e5, -3e5, -inf, -inf, -inf, 1e5, 2e5, inf];
+    let bytes: Vec<u8> = rows
+        .iter()
+        .flat_map(|&v| relax_ir::dtype::bf16_bits_from_f64(v).to_le_bytes())
+        .collect();
+    let bf16 = relax_ir::DataType::new(relax_ir::TypeCode::BFloat, 16, 1);
+    let x = Value::Tensor(relax_engine::Tensor::from_bytes(bf16, &[3, 3], bytes).expect("tensor"));
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(src), "main", std::slice::from_ref(&x)).expect(dev);
+        let fields = out.as_tuple().expect("tuple");
+        let get = |k: usize| fields[k].as_tensor().expect("tensor").to_f64_values().expect("values");
+        assert_eq!(get(0), [-99840.0, -inf, inf], "{dev} max");
+        assert_eq!(get(1), [-299008.0, -inf, 99840.0], "{dev} min");
+    }
+}
+
 #[test]
 fn a_concat_of_many_inputs_selects_the_right_input() {
     // Past 64 inputs concat legalizes to a balanced tree of selects.

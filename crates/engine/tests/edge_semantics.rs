@@ -193,6 +193,95 @@ def main(x: R.Tensor((2,), "float64")):
     }
 }
 
+/// `float64` rounding to integers runs on the GPU too, exactly (WGSL's `floor`,
+/// `ceil`, `trunc`, `round` take `f64`; only the transcendental builtins are f32):
+/// values whose fraction f32 cannot hold, halves (to even) and `floor_mod`, equal to
+/// the host's. TVM's ONNX `Range` (a `ceil` of a `float64` length) and float64 `Mod`
+/// ran on the host only before.
+#[test]
+fn float64_rounding_runs_exactly_on_every_device() {
+    let src = r#"
+@R.function
+def main(x: R.Tensor((9,), "float64"), y: R.Tensor((9,), "float64")):
+    a = R.floor(x)
+    b = R.ceil(x)
+    c = R.trunc(x)
+    d = R.round(x)
+    e = R.floor_mod(x, y)
+    return (a, b, c, d, e)
+"#;
+    let big = 1099511627776.5f64; // 2^40 + 0.5
+    let xs = vec![
+        big,
+        -2.5,
+        3.5,
+        -1e300,
+        0.1 + 0.2,
+        7.000000000000001,
+        0.49999999999999994,
+        -3.5,
+        -0.5,
+    ];
+    let ys = vec![3.0, 2.0, -1.5, 7.0, 0.1, 2.0, 1.0, 2.0, 2.0];
+    let x: Value = ArrayD::from_shape_vec(IxDyn(&[9]), xs.clone()).expect("shape").into();
+    let y: Value = ArrayD::from_shape_vec(IxDyn(&[9]), ys.clone()).expect("shape").into();
+    let want: [Vec<f64>; 5] = [
+        xs.iter().map(|v| v.floor()).collect(),
+        xs.iter().map(|v| v.ceil()).collect(),
+        xs.iter().map(|v| v.trunc()).collect(),
+        xs.iter().map(|v| v.round_ties_even()).collect(),
+        xs.iter().zip(&ys).map(|(a, b)| a - (a / b).floor() * b).collect(),
+    ];
+    assert_eq!(want[3][0], 1099511627776.0);
+    assert_eq!(want[2][4], 0.0);
+    assert_eq!((want[3][6], want[3][7]), (0.0, -4.0));
+    assert_eq!(
+        (want[2][8].to_bits(), want[3][8].to_bits()),
+        ((-0.0f64).to_bits(), (-0.0f64).to_bits())
+    );
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(src), "main", &[x.clone(), y.clone()]).expect(dev);
+        let fields = out.as_tuple().expect("tuple");
+        for (k, w) in want.iter().enumerate() {
+            let got = fields[k].as_tensor().expect("tensor").to_array::<f64>().expect("f64");
+            // bit for bit, so that -0 and 0 differ
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let got: Vec<f64> = got.iter().copied().collect();
+            assert_eq!(bits(&got), bits(w), "{dev} output {k}: {got:?} for {w:?}");
+        }
+    }
+}
+
+/// `R.max` / `R.min` of `bfloat16` start from TVM's `min_value` / `max_value`
+/// (`-f32::MAX` / `f32::MAX`, infinities in `bfloat16`), so values beyond
+/// `+-65504` and rows of infinities reduce as TVM 0.27 gives (`[-99840, -inf]` for
+/// the max of these rows, checked with `tvm.compile`).
+#[test]
+fn bfloat16_max_and_min_start_from_infinities() {
+    let src = r#"
+@R.function
+def main(x: R.Tensor((3, 3), "bfloat16")):
+    a = R.max(x, axis=[1])
+    b = R.min(x, axis=[1])
+    return (a, b)
+"#;
+    let inf = f64::INFINITY;
+    let rows = [-1e5, -2e5, -3e5, -inf, -inf, -inf, 1e5, 2e5, inf];
+    let bytes: Vec<u8> = rows
+        .iter()
+        .flat_map(|&v| relax_ir::dtype::bf16_bits_from_f64(v).to_le_bytes())
+        .collect();
+    let bf16 = relax_ir::DataType::new(relax_ir::TypeCode::BFloat, 16, 1);
+    let x = Value::Tensor(relax_engine::Tensor::from_bytes(bf16, &[3, 3], bytes).expect("tensor"));
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(src), "main", std::slice::from_ref(&x)).expect(dev);
+        let fields = out.as_tuple().expect("tuple");
+        let get = |k: usize| fields[k].as_tensor().expect("tensor").to_f64_values().expect("values");
+        assert_eq!(get(0), [-99840.0, -inf, inf], "{dev} max");
+        assert_eq!(get(1), [-299008.0, -inf, 99840.0], "{dev} min");
+    }
+}
+
 #[test]
 fn a_concat_of_many_inputs_selects_the_right_input() {
     // Past 64 inputs concat legalizes to a balanced tree of selects.

@@ -103,6 +103,36 @@ impl Em<'_> {
             if !dtype.is_float() {
                 return Err(self.unsupported(format!("T.{op} on {dtype}")));
             }
+            if matches!(op, I::Floor | I::Ceil | I::Trunc | I::Nearbyint | I::Round) && self.cty(dtype)? == W::F64 {
+                // exact in f64 (GLSL.std.450's Floor, Ceil, Trunc and RoundEven take
+                // 64-bit floats), unlike the transcendental builtins
+                let (s, w) = self.expr(&args[0])?;
+                let s = self.conv(&s, w, W::F64)?;
+                if op == I::Trunc {
+                    // lavapipe's f64 `trunc` returns its argument past 2^32; toward
+                    // zero through floor and ceil instead
+                    // (a zero result keeps the sign: trunc(-0.5) is -0)
+                    let t = format!("select(floor({s}), ceil({s}), {s} < 0.0lf)");
+                    return Ok((format!("select({t}, -0.0lf, {t} == 0.0lf && {s} < 0.0lf)"), W::F64));
+                }
+                if matches!(op, I::Round | I::Nearbyint) {
+                    // lavapipe's f64 `round` is wrong too (3.5 -> 3): half to even from
+                    // f = floor(x) and the exact remainder x - f; from 2^52 on every
+                    // f64 is an integer
+                    let fl = format!("floor({s})");
+                    let d = format!("(({s}) - {fl})");
+                    let odd = format!("({fl} - 2.0lf * floor({fl} * 0.5lf) == 1.0lf)");
+                    let up = format!("({d} > 0.5lf || ({d} == 0.5lf && {odd}))");
+                    let r = format!("select({fl}, {fl} + 1.0lf, {up})");
+                    // a zero result has the argument's sign (round(-0.5) is -0)
+                    let rounded = format!("select({r}, -0.0lf, {r} == 0.0lf && {s} < 0.0lf)");
+                    return Ok((
+                        format!("select({rounded}, {s}, abs({s}) >= 4503599627370496.0lf)"),
+                        W::F64,
+                    ));
+                }
+                return Ok((format!("{f}({s})"), W::F64));
+            }
             return self.fcall(op, f, args, dtype, None);
         }
         Ok(match op {

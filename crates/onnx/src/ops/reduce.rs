@@ -243,7 +243,8 @@ pub(crate) fn topk(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
 /// legalization's `min_value`/`max_value`), for the float types it applies to.
 fn float_reduction_identity(dt: DataType) -> Option<f64> {
     match (dt.code, dt.bits) {
-        (relax_ir::TypeCode::Float | relax_ir::TypeCode::BFloat, 16) => Some(65504.0),
+        // bfloat16's starts from -inf (+inf) already, as TVM's
+        (relax_ir::TypeCode::Float, 16) => Some(65504.0),
         (relax_ir::TypeCode::Float, 32) => Some(f32::MAX as f64),
         (relax_ir::TypeCode::Float, 64) => Some(f64::MAX),
         _ => None,

@@ -166,6 +166,9 @@ pub fn max_value(dtype: DataType) -> PrimExpr {
 fn extreme_value(dtype: DataType, highest: bool) -> PrimExpr {
     if dtype.is_float() {
         let v = match dtype.bits {
+            // TVM's `min_value("bfloat16")` is `-f32::MAX`, which rounds to -inf in
+            // bfloat16 (65504 would cap a bfloat16 max at -65536)
+            16 if dtype.code == relax_ir::TypeCode::BFloat => f32::MAX as f64,
             16 => 65504.0,
             32 => f32::MAX as f64,
             _ => f64::MAX,

@@ -451,6 +451,8 @@ struct GemmPlan {
     /// `float16` operands: widened to `f32`, multiplied by `sgemm` (accumulating
     /// in `f32`), and the result rounded to `float16` once.
     f16: bool,
+    /// `float16` operands widened to a `float32` output (no rounding at the end).
+    f16_in: bool,
 }
 
 impl HostKernel {
@@ -550,6 +552,12 @@ impl HostKernel {
     /// How many stages run as native code (the others are interpreted or GEMM calls).
     pub fn native_stages(&self) -> usize {
         self.stages.iter().filter(|s| matches!(s, HostStage::Native(_))).count()
+    }
+
+    /// How many stages run as one matrix-product call (a GEMM kernel) rather than as
+    /// compiled loops.
+    pub fn gemm_stages(&self) -> usize {
+        self.stages.iter().filter(|s| matches!(s, HostStage::Gemm(_))).count()
     }
 
     /// Run on `args` (one per PrimFunc parameter), on the callers' bytes in place.
@@ -749,15 +757,28 @@ fn compile_stage(env: &mut Env, st: &Stage, native: bool, index: usize) -> Resul
     let dt = r.out.dtype();
     let zero_init = matches!(r.init.kind(), PrimExprKind::FloatImm { value, .. } if *value == 0.0);
     let plain = |e: &PrimExpr| matches!(e.kind(), PrimExprKind::BufferLoad { buffer, .. } if buffer.dtype() == dt);
+    // `float16` operands widened to a `float32` product (`R.matmul(a, b,
+    // out_dtype="float32")` of `float16` tensors, as the ONNX importer writes a
+    // `float16` MatMul): the loads are `T.Cast("float32", x[...])`.
+    let widened = |e: &PrimExpr| match e.kind() {
+        PrimExprKind::Cast { dtype, value } if *dtype == DataType::FLOAT32 => {
+            matches!(value.kind(), PrimExprKind::BufferLoad { buffer, .. } if buffer.dtype() == DataType::FLOAT16)
+        }
+        _ => false,
+    };
+    let f16_in = dt == DataType::FLOAT32 && widened(&mm.x) && widened(&mm.y);
     if !(dt == DataType::FLOAT32 || dt == DataType::FLOAT64 || dt == DataType::FLOAT16)
         || !zero_init
-        || !plain(&mm.x)
-        || !plain(&mm.y)
+        || !(f16_in || (plain(&mm.x) && plain(&mm.y)))
     {
         return generic_stage(env);
     }
     let load_parts = |e: &PrimExpr| match e.kind() {
         PrimExprKind::BufferLoad { buffer, indices } => Some((buffer.clone(), indices[0].clone())),
+        PrimExprKind::Cast { value, .. } => match value.kind() {
+            PrimExprKind::BufferLoad { buffer, indices } => Some((buffer.clone(), indices[0].clone())),
+            _ => None,
+        },
         _ => None,
     };
     let (Some((xb, xi)), Some((yb, yi))) = (load_parts(&mm.x), load_parts(&mm.y)) else {
@@ -781,6 +802,7 @@ fn compile_stage(env: &mut Env, st: &Stage, native: bool, index: usize) -> Resul
         k_ext: compile_i(env, &r.reduce[0].1)?,
         f64: dt == DataType::FLOAT64,
         f16: dt == DataType::FLOAT16,
+        f16_in,
         r: r.clone(),
     };
     Ok(HostStage::Gemm(Box::new(plan)))
@@ -863,7 +885,8 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
         }
     }
     // Data near the float range is summed in the TIR's order (`ordered`).
-    let ordered = !g.f16 && g.out != g.x && g.out != g.y;
+    // (`float16` operands cannot reach the `f32` range: no ordering needed.)
+    let ordered = !g.f16 && !g.f16_in && g.out != g.x && g.out != g.y;
     // SAFETY: every element the plans address was bounds-checked above.
     if ordered && unsafe { ordered::operands_may_overflow(g.f64, &x, &y, &plans, (m, n, kext)) } {
         return (g.generic)(fr);
@@ -879,6 +902,8 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
                         let o = (ob + i * oc[0] + j * oc[1]) as usize;
                         if g.f16 {
                             *(out.ptr as *mut u16).add(o) = 0;
+                        } else if g.f16_in {
+                            *(out.ptr as *mut f32).add(o) = 0.0;
                         } else if g.f64 {
                             *(out.ptr as *mut f64).add(o) = 0.0;
                         } else {
@@ -909,7 +934,7 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
                     )
                 };
             }
-            if g.f16 {
+            if g.f16 || g.f16_in {
                 let (xs, ys) = (
                     widen_f16(x.ptr as *const u16, xb, &xc, m, kext),
                     widen_f16(y.ptr as *const u16, yb, &yc, kext, n),
@@ -933,6 +958,13 @@ fn run_gemm(g: &GemmPlan, fr: &mut Frame) {
                 );
                 for i in 0..m {
                     let row = &o[(i * n) as usize..((i + 1) * n) as usize];
+                    if g.f16_in {
+                        // A `float32` output: stored as computed.
+                        for (j, v) in row.iter().enumerate() {
+                            *(out.ptr as *mut f32).add((ob + i * oc[0] + j as i64 * oc[1]) as usize) = *v;
+                        }
+                        continue;
+                    }
                     if oc[1] == 1 {
                         // SAFETY: the output row `ob + i * oc[0] ..+ n` is in bounds (checked
                         // above with the GEMM's extents), and `half::f16` is a `u16`.

@@ -912,15 +912,11 @@ impl BlockRewrite<'_> {
             return None;
         }
         // The zeros: a scalar constant, or `full_like(p, 0)` used only here.
+        let (fill, p_uses) = crate::safe_softmax::zeros_of(zeros, p, |e, n, op| self.bound(e, n, op).map(|(_, c)| c))?;
         let mut removed = vec![];
-        let p_uses = match self.bound(zeros, 1, "relax.full_like") {
-            Some((j, f)) if f.args.first().is_some_and(|a| is_var(a, p)) && f.args.get(1).is_some_and(is_zero) => {
-                removed.push(j);
-                2
-            }
-            _ if is_zero(zeros) => 1,
-            _ => return None,
-        };
+        if let Some(f) = fill {
+            removed.push(*self.def.get(&f.id())?);
+        }
         if self.uses.get(&p.id()).copied() != Some(p_uses) || self.var_tensor(&wvar)?.shape != self.var_tensor(p)?.shape
         {
             return None;
@@ -1194,10 +1190,6 @@ fn trailing_axes(axes: &[i64], nd: usize) -> Option<usize> {
     axes.dedup();
     let k = axes.len() as i64;
     (k > 0 && axes.iter().enumerate().all(|(j, &a)| a == nd - k + j as i64)).then_some(k as usize)
-}
-
-fn is_zero(e: &Expr) -> bool {
-    crate::safe_softmax::scalar_float(e) == Some(0.0)
 }
 
 fn is_var(e: &Expr, v: &Var) -> bool {

@@ -44,6 +44,28 @@ pub(crate) fn guard_vars<C: Borrow<Call>>(
     (gx.as_var()? == x && scalar_float(ginf) == Some(f64::NEG_INFINITY)).then_some(vars)
 }
 
+/// The zeros of `where(guard, zeros, p)`: `full_like(p, 0)` used only there (its
+/// variable is returned, and `p` has two uses) or a scalar zero constant (`p` has
+/// one use). `bound` as for [`guard_vars`].
+pub(crate) fn zeros_of<C: Borrow<Call>>(
+    zeros: &Expr,
+    p: &Var,
+    bound: impl Fn(&Expr, usize, &str) -> Option<C>,
+) -> Option<(Option<Var>, usize)> {
+    if let Some(f) = bound(zeros, 1, "relax.full_like") {
+        let args = &f.borrow().args;
+        if args.first().and_then(Expr::as_var) == Some(p) && args.get(1).is_some_and(is_zero) {
+            return Some((Some(zeros.as_var()?.clone()), 2));
+        }
+    }
+    is_zero(zeros).then_some((None, 1))
+}
+
+/// Whether `e` is a scalar constant zero.
+pub(crate) fn is_zero(e: &Expr) -> bool {
+    scalar_float(e) == Some(0.0)
+}
+
 /// The value of a scalar constant (a rank-0 tensor or a `PrimValue`).
 pub(crate) fn scalar_float(e: &Expr) -> Option<f64> {
     let c = relax_op::legalize::te::scalar_constant(e)?;

@@ -75,7 +75,7 @@ use relax_op::legalize::te::{self, make_iters, nest, Te};
 use relax_op::legalize::Lowered;
 
 use crate::legalize::arg_struct_info;
-use crate::safe_softmax::scalar_float;
+use crate::safe_softmax::{is_zero, scalar_float};
 
 mod kernel;
 mod score_map;
@@ -487,11 +487,7 @@ impl Rewriter<'_> {
         let (z4, b) = self.merged(p3, true)?;
         let w = self.bound_call(&z4, 1, "relax.where")?;
         let [g, zeros, sm] = w.args.as_slice() else { return None };
-        let sm_uses = match self.bound_call(zeros, 1, "relax.full_like") {
-            Some(f) if f.args.first()?.as_var()? == sm.as_var()? && is_zero(f.args.get(1)?) => 2,
-            _ if is_zero(zeros) => 1,
-            _ => return None,
-        };
+        let (_, sm_uses) = crate::safe_softmax::zeros_of(zeros, sm.as_var()?, |e, n, op| self.bound_call(e, n, op))?;
         let smc = self.bound_call(sm, sm_uses, "relax.nn.softmax")?;
         let x = smc.args.first()?;
         let rank4 = tensor_of(x)?.1.len() as i64;
@@ -777,10 +773,6 @@ fn tensor_of(e: &Expr) -> Option<(DataType, Vec<PrimExpr>)> {
 }
 
 /// The value of a scalar float constant.
-fn is_zero(e: &Expr) -> bool {
-    scalar_float(e) == Some(0.0)
-}
-
 /// Whether extent `m` is `a * b`.
 fn merges(m: &PrimExpr, a: &PrimExpr, b: &PrimExpr) -> bool {
     match (m.as_int(), a.as_int(), b.as_int()) {

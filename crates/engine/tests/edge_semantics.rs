@@ -252,6 +252,99 @@ def main(x: R.Tensor((9,), "float64"), y: R.Tensor((9,), "float64")):
     }
 }
 
+/// float64 `R.mod` (TVM's truncated modulo, C's `fmod`) is exact on the GPU too (a
+/// binary long division in WGSL, since WGSL's `%` rounds): mixed signs, quotients up
+/// to 2^1000, subnormals, zeros keeping the dividend's sign, NaN for a zero divisor
+/// or an infinite dividend, the dividend for an infinite divisor. `R.isinf` /
+/// `R.isfinite` of a float64 past float32's range is not an infinity. ONNX's
+/// `test_mod_mixed_sign_float64` (`Mod` with `fmod=1`) ran on the host only before.
+#[test]
+fn float64_fmod_and_infinity_tests_are_exact_on_every_device() {
+    let src = r#"
+@R.function
+def main(x: R.Tensor((12,), "float64"), y: R.Tensor((12,), "float64")):
+    a = R.mod(x, y)
+    b = R.isinf(x)
+    c = R.isfinite(x)
+    d = R.isnan(a)
+    return (a, b, c, d)
+"#;
+    let tiny = f64::from_bits(3); // a subnormal
+    let xs = vec![
+        -4.3,
+        7.5,
+        1e300,
+        -1e300,
+        0.1,
+        -0.0,
+        -4.0,
+        5e-310,
+        f64::INFINITY,
+        3.0,
+        f64::MAX,
+        2.5,
+    ];
+    let ys = vec![
+        2.1,
+        -2.0,
+        3.0,
+        7.0,
+        1e-300,
+        1.0,
+        2.0,
+        tiny,
+        2.0,
+        0.0,
+        0.3,
+        f64::NEG_INFINITY,
+    ];
+    let x: Value = ArrayD::from_shape_vec(IxDyn(&[12]), xs.clone()).expect("shape").into();
+    let y: Value = ArrayD::from_shape_vec(IxDyn(&[12]), ys.clone()).expect("shape").into();
+    let fmod: Vec<f64> = xs.iter().zip(&ys).map(|(a, b)| a % b).collect(); // Rust's % is C's fmod
+    assert_eq!(fmod[6].to_bits(), (-0.0f64).to_bits());
+    assert!(fmod[8].is_nan() && fmod[9].is_nan());
+    assert_eq!(fmod[11], 2.5);
+    let bits = |v: &[f64]| {
+        v.iter()
+            .map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() })
+            .collect::<Vec<_>>()
+    };
+    for (dev, engine) in engines() {
+        let out = engine.run(&parse(src), "main", &[x.clone(), y.clone()]).expect(dev);
+        let fields = out.as_tuple().expect("tuple");
+        let got: Vec<f64> = fields[0]
+            .as_tensor()
+            .expect("tensor")
+            .to_array::<f64>()
+            .expect("f64")
+            .iter()
+            .copied()
+            .collect();
+        assert_eq!(bits(&got), bits(&fmod), "{dev} fmod: {got:?} for {fmod:?}");
+        for (k, f) in [(1, f64::is_infinite as fn(f64) -> bool), (2, f64::is_finite)] {
+            let got: Vec<bool> = fields[k]
+                .as_tensor()
+                .expect("tensor")
+                .to_array::<bool>()
+                .expect("bool")
+                .iter()
+                .copied()
+                .collect();
+            let want: Vec<bool> = xs.iter().map(|v| f(*v)).collect();
+            assert_eq!(got, want, "{dev} output {k}");
+        }
+        let got: Vec<bool> = fields[3]
+            .as_tensor()
+            .expect("tensor")
+            .to_array::<bool>()
+            .expect("bool")
+            .iter()
+            .copied()
+            .collect();
+        assert_eq!(got, fmod.iter().map(|v| v.is_nan()).collect::<Vec<_>>(), "{dev} isnan");
+    }
+}
+
 /// `R.max` / `R.min` of `bfloat16` start from TVM's `min_value` / `max_value`
 /// (`-f32::MAX` / `f32::MAX`, infinities in `bfloat16`), so values beyond
 /// `+-65504` and rows of infinities reduce as TVM 0.27 gives (`[-99840, -inf]` for

@@ -315,6 +315,12 @@ impl Em<'_> {
                 };
                 (self.conv(&r, W::F32, w)?, w)
             }
+            // float64 truncated modulo: C's fmod, exactly (WGSL's `%` is
+            // `x - y * trunc(x / y)`, which rounds)
+            BinOp::Mod if w == W::F64 => {
+                self.helpers.insert("fmod_f64");
+                (format!("fmod_f64({x}, {y})"), w)
+            }
             BinOp::Div => (format!("({x} / {y})"), w),
             BinOp::Mod => (format!("({x} % {y})"), w),
             // Signed integers: the helper of that name (see `HELPERS`).

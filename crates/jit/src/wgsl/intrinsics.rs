@@ -248,6 +248,10 @@ impl Em<'_> {
                 let (t, _) = self.fcall(op, "", &args[1..], dtype, None)?;
                 (format!("sqrt({s} * {s} + {t} * {t})"), w)
             }
+            I::Fmod if self.cty(dtype)? == W::F64 => {
+                n(2)?;
+                self.binary(BinOp::Mod, &args[0], &args[1], dtype)?
+            }
             I::Fmod => {
                 n(2)?;
                 let (s, w) = self.fcall(op, "", &args[..1], dtype, None)?;
@@ -263,13 +267,18 @@ impl Em<'_> {
                 if !w.is_float() {
                     return Ok(((if op == I::Isfinite { "true" } else { "false" }).to_string(), W::Bool));
                 }
-                let h = match op {
-                    I::Isnan => "isnan_f32",
-                    I::Isinf => "isinf_f32",
+                // float64 keeps its width: the f32 of a finite f64 may be inf
+                let cw = if w == W::F64 { W::F64 } else { W::F32 };
+                let h = match (op, cw) {
+                    (I::Isnan, W::F64) => "isnan_f64",
+                    (I::Isinf, W::F64) => "isinf_f64",
+                    (_, W::F64) => "isfinite_f64",
+                    (I::Isnan, _) => "isnan_f32",
+                    (I::Isinf, _) => "isinf_f32",
                     _ => "isfinite_f32",
                 };
                 self.helpers.insert(h);
-                (format!("{h}({})", self.conv(&s, w, W::F32)?), W::Bool)
+                (format!("{h}({})", self.conv(&s, w, cw)?), W::Bool)
             }
             I::IfThenElse => {
                 n(3)?;

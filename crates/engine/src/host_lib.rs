@@ -11,7 +11,7 @@ use relax_host_kernels::gemv::{widen_half, Half};
 use relax_host_kernels::library::{ConvFusion, HostKernel, MatmulFusion};
 use relax_host_kernels::ordered::{self, Product};
 use relax_host_kernels::pool::{pool2d, Pool2dShape, PoolKind};
-use relax_host_kernels::prepacked::{gemm_prepacked, PackedB};
+use relax_host_kernels::prepacked::{gemm_prepacked, Layout, PackedB};
 use relax_host_kernels::{conv2d, matmul, sgemm_parallel, Conv2dShape, Epilogue, KernelError};
 use relax_ir::DataType;
 
@@ -193,9 +193,10 @@ fn reduce_kernel(r: Reduction, c: &Call) -> KResult {
 }
 
 /// Products of at most this many rows (a short sequence through a linear layer) use
-/// the weight packed ahead: there it is faster than packing per call (32 x 128 x 128:
-/// 7.5 us against 10-13 us). Taller ones keep the per-call blocked kernels, which
-/// were as fast or faster at 128 rows (BERT-base's 128 x 768 x 3072: about 10%).
+/// the weight packed ahead in panels: there it is faster than packing per call (32 x
+/// 128 x 128: 7.5 us against 10-13 us). Taller ones read a `[n, k]` weight in place
+/// and a `[k, n]` one from a copy as `[n, k]` rows ([`Layout::Rows`]; BERT-base's
+/// 128 x 768 x 3072 through ONNX: 80 against 69 GFLOP/s on one core).
 const PREPACKED_MAX_ROWS: i64 = 64;
 
 /// Outputs with at least this many elements are computed on rayon's pool.
@@ -259,7 +260,8 @@ impl Call {
 
     /// The cached packed form of a matrix product's shared 2-D right operand (the
     /// second tensor; `[n, k]` when `transposed`), when the product has rows enough
-    /// to use one but at most [`PREPACKED_MAX_ROWS`], and the operand is not also
+    /// to use one (panels up to [`PREPACKED_MAX_ROWS`], rows of a `[k, n]` operand
+    /// past it), and the operand is not also
     /// the output's memory.
     fn weight_probe(&self, transposed: bool) -> Probe {
         let (Some(a), Some(w), Some(o)) = (self.tensors.first(), self.tensors.get(1), self.tensors.last()) else {
@@ -267,12 +269,18 @@ impl Call {
         };
         let (ashape, wshape) = (a.shape(), w.shape());
         let rows: i64 = ashape.iter().rev().skip(1).product();
+        // A few rows: panels; many: a `[k, n]` weight as `[n, k]` rows (a `[n, k]`
+        // one is read in place).
+        let layout = match (rows <= PREPACKED_MAX_ROWS, transposed) {
+            (true, _) => Layout::Panels,
+            (false, false) => Layout::Rows,
+            (false, true) => return Probe::Skip,
+        };
         if w.dtype() != DataType::FLOAT32
             || a.dtype() != DataType::FLOAT32
             || wshape.len() != 2
             || ashape.len() < 2
             || rows <= GEMV_ROWS as i64
-            || rows > PREPACKED_MAX_ROWS
             || w.shares_memory_with(o)
         {
             return Probe::Skip;
@@ -293,6 +301,7 @@ impl Call {
             k,
             n,
             transposed,
+            layout,
         };
         weight_cache::probe(w, key)
     }
@@ -654,7 +663,11 @@ fn matmul_kernel(f: MatmulFusion, c: &Call) -> KResult {
                 } else {
                     MatRef::row_major(b.0, n)
                 };
-                PackedB::pack(k, n, bm)?.map(|p| {
+                let packed = match key.layout {
+                    Layout::Panels => PackedB::pack(k, n, bm)?,
+                    Layout::Rows => PackedB::rows(k, n, bm)?,
+                };
+                packed.map(|p| {
                     let p = Arc::new(p);
                     weight_cache::store(owner, key, b.0.as_ptr() as *const u8, p.clone());
                     p

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 
-use relax_host_kernels::prepacked::PackedB;
+use relax_host_kernels::prepacked::{Layout, PackedB};
 use relax_ir::relax::NDArray;
 
 use crate::value::{HostBytes, Storage, StorageData, Tensor};
@@ -40,6 +40,8 @@ pub(crate) struct Key {
     pub n: usize,
     /// The tensor is `[n, k]`.
     pub transposed: bool,
+    /// The form kept.
+    pub layout: Layout,
 }
 
 /// One cached form: packed once the tensor was seen unchanged twice.
@@ -173,7 +175,6 @@ mod tests {
     use super::*;
     use crate::{DeviceChoice, Engine, EngineConfig, Value};
 
-    const M: usize = 20;
     const K: usize = 48;
     const N: usize = 40;
     const NC: usize = 24;
@@ -190,7 +191,7 @@ mod tests {
 
     /// `y = x @ wᵀ` (a `[n, k]` weight), `z = x @ v + b` (a `[k, n]` weight) and
     /// `u = x @ c` for a constant `c` of the module.
-    fn module(c: &[f32]) -> relax_ir::IRModule {
+    fn module(m: usize, c: &[f32]) -> relax_ir::IRModule {
         let rows: Vec<String> = c
             .chunks(NC)
             .map(|r| {
@@ -205,7 +206,7 @@ mod tests {
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor(({M}, {K}), "float32"), w: R.Tensor(({N}, {K}), "float32"), v: R.Tensor(({K}, {N}), "float32"), b: R.Tensor(({N},), "float32")):
+    def main(x: R.Tensor(({m}, {K}), "float32"), w: R.Tensor(({N}, {K}), "float32"), v: R.Tensor(({K}, {N}), "float32"), b: R.Tensor(({N},), "float32")):
         with R.dataflow():
             wt = R.permute_dims(w)
             y = R.matmul(x, wt)
@@ -260,7 +261,9 @@ class Module:
 
     /// Weights packed on one run are reused by the next ones with the same results
     /// bit for bit; a weight written between runs, or a new weight tensor, gives the
-    /// new answer; a module constant is packed once for every run.
+    /// new answer; a module constant is packed once for every run. With a few rows
+    /// both weights are packed in panels; with many, the `[k, n]` weight and the
+    /// constant are kept as `[n, k]` rows and the `[n, k]` weight is read in place.
     #[test]
     fn packed_weights_are_reused_until_written() {
         if relax_host_kernels::prepacked::PackedB::pack(1, 1, relax_host_kernels::gemm::MatRef::row_major(&[1.0], 1))
@@ -270,29 +273,34 @@ class Module:
             eprintln!("no AVX2/AVX-512: weights are not packed on this CPU");
             return;
         }
+        reuse_until_written(20, Layout::Panels);
+        reuse_until_written(80, Layout::Rows);
+    }
+
+    fn reuse_until_written(m: usize, layout: Layout) {
         let c = values(K * NC, 4);
-        let module = module(&c);
+        let module = module(m, &c);
         let engine = Engine::new(EngineConfig {
             device: DeviceChoice::Cpu,
             ..EngineConfig::default()
         });
         let loaded = engine.load(&module).expect("loads");
-        let (x, w, v, b) = (values(M * K, 1), values(N * K, 2), values(K * N, 3), values(N, 5));
+        let (x, w, v, b) = (values(m * K, 1), values(N * K, 2), values(K * N, 3), values(N, 5));
         let tensors = [
-            Tensor::from_array(&array(&[M, K], x.clone())),
+            Tensor::from_array(&array(&[m, K], x.clone())),
             Tensor::from_array(&array(&[N, K], w.clone())),
             Tensor::from_array(&array(&[K, N], v.clone())),
             Tensor::from_array(&array(&[N], b.clone())),
         ];
         let args: Vec<Value> = tensors.iter().cloned().map(Value::Tensor).collect();
         let want = |w: &[f32], v: &[f32]| {
-            let y = product(M, K, N, &x, |l, j| w[j * K + l]);
-            let z: Vec<f64> = product(M, K, N, &x, |l, j| v[l * N + j])
+            let y = product(m, K, N, &x, |l, j| w[j * K + l]);
+            let z: Vec<f64> = product(m, K, N, &x, |l, j| v[l * N + j])
                 .iter()
                 .enumerate()
                 .map(|(e, z)| z + b[e % N] as f64)
                 .collect();
-            let u = product(M, K, NC, &x, |l, j| c[l * NC + j]);
+            let u = product(m, K, NC, &x, |l, j| c[l * NC + j]);
             [y, z, u]
         };
         let check = |out: &[Vec<f32>], w: &[f32], v: &[f32], what: &str| {
@@ -311,12 +319,21 @@ class Module:
             let again = outputs(&loaded.run("main", &args).expect("runs"));
             assert_eq!(again, first, "run {run}: the packed weights give the unpacked results");
         }
-        assert_eq!(packed_forms(&tensors[1]), 1, "w is packed");
+        let w_forms = usize::from(layout == Layout::Panels);
+        assert_eq!(packed_forms(&tensors[1]), w_forms, "w is packed ({layout:?})");
         assert_eq!(packed_forms(&tensors[2]), 1, "v is packed");
+        let entries = tensors[2].0.storage.derived.0.lock().expect("not poisoned");
+        assert!(
+            entries
+                .iter()
+                .all(|e| e.key.layout == layout && e.packed.as_ref().is_none_or(|p| p.layout() == layout)),
+            "v is kept as {layout:?}"
+        );
+        drop(entries);
         let constants = CONSTANTS.lock().expect("not poisoned");
         let kept = constants.as_ref().map_or(0, |t| {
             t.values()
-                .filter(|(c, e)| c.strong_count() > 0 && e.iter().any(|e| e.key.n == NC))
+                .filter(|(c, e)| c.strong_count() > 0 && e.iter().any(|e| e.key.n == NC && e.key.layout == layout))
                 .count()
         });
         drop(constants);

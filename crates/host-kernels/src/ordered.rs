@@ -126,8 +126,14 @@ impl Product<'_> {
 
 /// The largest magnitude among the finite elements of `v` (0 for none). Sixteen
 /// independent lanes, so that the loop runs in vector registers (a scan of the
-/// operands of a small product costs about as much as the product otherwise).
+/// operands of a small product costs about as much as the product otherwise), in
+/// AVX2 where the CPU has it.
 fn max_finite_abs(v: &[f32]) -> f32 {
+    crate::simd::with_avx2(|| max_finite_abs_lanes(v))
+}
+
+#[inline(always)]
+fn max_finite_abs_lanes(v: &[f32]) -> f32 {
     // NaN and inf fail `a <= MAX` and count as 0.
     let finite_abs = |x: f32| {
         let a = x.abs();
@@ -152,8 +158,14 @@ fn max_finite_abs(v: &[f32]) -> f32 {
         .fold(0.0f32, |m, a| if a > m { a } else { m })
 }
 
-/// Whether every element of `v` is finite, sixteen independent lanes at a time.
+/// Whether every element of `v` is finite, sixteen independent lanes at a time (in
+/// AVX2 where the CPU has it).
 fn all_finite(v: &[f32]) -> bool {
+    crate::simd::with_avx2(|| all_finite_lanes(v))
+}
+
+#[inline(always)]
+fn all_finite_lanes(v: &[f32]) -> bool {
     const EXP: u32 = 0x7f80_0000;
     let mut chunks = v.chunks_exact(16);
     for c in &mut chunks {

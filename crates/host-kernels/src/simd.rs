@@ -8,6 +8,27 @@ fn has_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
 }
 
+/// `f()`, compiled for AVX2 where the CPU has it: for loops written as plain Rust
+/// over independent lanes (mark what `f` calls `#[inline(always)]`, so that it is
+/// compiled into the AVX2 function).
+#[inline]
+pub fn with_avx2<R, F: FnOnce() -> R>(f: F) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx2() {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            return unsafe { with_avx2_impl(f) };
+        }
+    }
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn with_avx2_impl<R, F: FnOnce() -> R>(f: F) -> R {
+    f()
+}
+
 /// `out[i] = f(x[i])` over the common length, in 8-wide vectors where the CPU has
 /// AVX2 (`f` is inlined into a loop compiled for it; the arithmetic is the same
 /// IEEE operations in any width, so results do not depend on the path).

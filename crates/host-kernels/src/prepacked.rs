@@ -369,9 +369,8 @@ unsafe fn tile_mr<const MR: usize, const NR: usize, const M1: usize, const M2: u
 }
 
 /// The loops of [`gemm_prepacked`] over rows `i0..i1` and panels `p0..p1`: tiles of
-/// `MR` rows of `A` copied step-major into `buf` per block of `k` (read in place
-/// when a group has one panel), and a last partial tile copied step-major there too
-/// (`M1`, `M2` or `MR` rows, zero-padded).
+/// `MR` rows of `A` read in place, and a last partial tile copied step-major into
+/// `buf` (`M1`, `M2` or `MR` rows, zero-padded) per block of `k`.
 #[inline(always)]
 unsafe fn pp_tiled<const MR: usize, const NR: usize, const M1: usize, const M2: usize>(
     ops: Prepacked,
@@ -393,13 +392,8 @@ unsafe fn pp_tiled<const MR: usize, const NR: usize, const M1: usize, const M2: 
     // The last tile's rows and the rows its kernel computes.
     let last = i0 + full * MR;
     let (rows_last, mr_last) = (i1 - last, tile_rows::<MR, M1, M2>(last, i1));
-    // `buf`: the full tiles of this block of `k`, step-major (`MR` values of a step
-    // side by side, when a group has panels enough to reuse them), then the last tile.
-    let kc0 = KC.min(k);
-    let full_len = full * MR * kc0;
     buf.clear();
-    buf.resize(full_len + mr_last * kc0, 0.0);
-    let (packed_tiles, last_tile) = buf.split_at_mut(full_len);
+    buf.resize(mr_last * KC.min(k), 0.0);
     let mut scratch = [[0f32; NR]; MR];
     // Groups of panels whose block of `C` (at most `C_BLOCK` values) stays in L2
     // while every block of `k` adds to it.
@@ -410,28 +404,9 @@ unsafe fn pp_tiled<const MR: usize, const NR: usize, const M1: usize, const M2: 
         let mut kb0 = 0;
         while kb0 < k {
             let kc = KC.min(k - kb0);
-            // Step-major full tiles pay for their copy from the second panel on: each
-            // step's broadcasts then read one stream at fixed offsets (2.0 instead of
-            // 2.5 instructions per fused multiply-add in the tile's loop).
-            let pack_full = g1 - g0 > 1;
-            if pack_full {
-                for t in 0..full {
-                    let dst = &mut packed_tiles[t * MR * kc..(t + 1) * MR * kc];
-                    // SAFETY: rows `i0 + t * MR + r < i1 <= m` of `A` (`r < MR`),
-                    // columns `kb0..kb0 + kc <= k`.
-                    let rows: [&[f32]; MR] = std::array::from_fn(|r| unsafe {
-                        std::slice::from_raw_parts(a.add((i0 + t * MR + r) * lda + kb0), kc)
-                    });
-                    for (kk, step) in dst.chunks_exact_mut(MR).enumerate() {
-                        for (d, row) in step.iter_mut().zip(&rows) {
-                            *d = row[kk];
-                        }
-                    }
-                }
-            }
             if full < tiles {
-                // The last tile, step-major: `last_tile[kk * mr_last + r]`.
-                let dst = &mut last_tile[..mr_last * kc];
+                // The last tile, step-major: `buf[kk * mr_last + r]`.
+                let dst = &mut buf[..mr_last * kc];
                 dst.fill(0.0);
                 for r in 0..rows_last {
                     // SAFETY: row `last + r < i1 <= m` of `A`, columns `kb0..kb0 + kc <= k`.
@@ -465,20 +440,13 @@ unsafe fn pp_tiled<const MR: usize, const NR: usize, const M1: usize, const M2: 
                         (cij, ldc)
                     };
                     // (No closure here: it would not inherit the caller's target features.)
-                    if t < full && pack_full {
-                        // SAFETY: tile `t` of `packed_tiles` is `MR` rows of `kc`
-                        // steps; `dst` holds `MR` rows of `NR`.
-                        unsafe {
-                            tile_packed::<MR, NR>(kc, packed_tiles.as_ptr().add(t * MR * kc), bp, dst, ldd, kb0 > 0)
-                        };
-                    } else if t < full {
+                    if t < full {
                         // SAFETY: rows `i..i + MR <= i1` of `A`, columns from `kb0`; `dst`
                         // holds `MR` rows of `NR`.
                         unsafe { tile::<MR, NR>(kc, a.add(i * lda + kb0), lda, bp, dst, ldd, kb0 > 0) };
                     } else {
-                        // SAFETY: `last_tile` holds the step-major tile; `dst` `mr` rows
-                        // of `NR`.
-                        unsafe { tile_mr::<MR, NR, M1, M2>(mr, kc, last_tile.as_ptr(), bp, dst, ldd, kb0 > 0) };
+                        // SAFETY: `buf` holds the step-major tile; `dst` `mr` rows of `NR`.
+                        unsafe { tile_mr::<MR, NR, M1, M2>(mr, kc, buf.as_ptr(), bp, dst, ldd, kb0 > 0) };
                     }
                     if partial {
                         for (r, srow) in scratch.iter().enumerate().take(rows) {

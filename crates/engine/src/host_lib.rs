@@ -77,6 +77,16 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
                 elementwise::softmax(ins[0].0, rows, cols, out)
             }
         }),
+        HostKernel::SoftmaxNanFill => c.run(|ins, out, shape| {
+            let [x, (&[fill], _)] = ins else {
+                return Err(KernelError(
+                    "softmax_nan_fill: expected a tensor and a one-element fill value".into(),
+                ));
+            };
+            let cols = shape.last().copied().unwrap_or(1);
+            let rows = out.len() / cols.max(1);
+            elementwise::softmax_nan_fill(x.0, rows, cols, fill, out)
+        }),
         HostKernel::Mean => c.run(|ins, out, _| {
             let outer = out.len();
             let inner = ins[0].0.len().checked_div(outer).unwrap_or(0);

@@ -437,7 +437,7 @@ fn row_sum(x: &[f32]) -> f32 {
 /// sums, each multiplied by its inverse. Rows run on rayon's pool in pieces of at least
 /// `GRAIN` elements when there is enough work.
 pub fn softmax(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
-    softmax_rows(x, rows, cols, out, false)
+    softmax_rows(x, rows, cols, out, Guard::None)
 }
 
 /// [`softmax`], except that a row whose elements are all `-inf` gives zeros where
@@ -445,10 +445,29 @@ pub fn softmax(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<(
 /// after every attention softmax: `where(all(x == -inf, axis=-1), 0, softmax(x))`).
 /// Every other row is [`softmax`]'s, to the bit.
 pub fn safe_softmax(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
-    softmax_rows(x, rows, cols, out, true)
+    softmax_rows(x, rows, cols, out, Guard::AllNegInf)
 }
 
-fn softmax_rows(x: &[f32], rows: usize, cols: usize, out: &mut [f32], safe: bool) -> Result<()> {
+/// [`softmax`] with every NaN of the result replaced by `fill`: ONNX exports'
+/// `where(isnan(p), fill, p)` after an attention softmax (a fully masked row, all
+/// `-inf`, gives NaN in [`softmax`], so `fill` there). Every other value is
+/// [`softmax`]'s, to the bit.
+pub fn softmax_nan_fill(x: &[f32], rows: usize, cols: usize, fill: f32, out: &mut [f32]) -> Result<()> {
+    softmax_rows(x, rows, cols, out, Guard::NanFill(fill))
+}
+
+/// What a softmax kernel does past [`softmax_row`].
+#[derive(Clone, Copy)]
+enum Guard {
+    /// Nothing.
+    None,
+    /// Rows of only `-inf` give zeros.
+    AllNegInf,
+    /// NaN results become this value.
+    NanFill(f32),
+}
+
+fn softmax_rows(x: &[f32], rows: usize, cols: usize, out: &mut [f32], guard: Guard) -> Result<()> {
     check_len("softmax input", x.len(), rows * cols)?;
     check_len("softmax output", out.len(), rows * cols)?;
     if cols == 0 {
@@ -458,15 +477,27 @@ fn softmax_rows(x: &[f32], rows: usize, cols: usize, out: &mut [f32], safe: bool
     let rows_per_piece = grain(rows * cols, work).div_ceil(cols);
     for_chunks(out, rows_per_piece * cols, work, |(p, o)| {
         let x = &x[p * rows_per_piece * cols..];
-        for (o, x) in o.chunks_exact_mut(cols).zip(x.chunks_exact(cols)) {
-            if safe && x.iter().all(|&v| v == f32::NEG_INFINITY) {
-                o.fill(0.0);
-            } else {
-                softmax_row(x, o);
-            }
-        }
+        softmax_piece(x, o, cols, guard);
     });
     Ok(())
+}
+
+/// The rows of one piece of [`softmax_rows`].
+fn softmax_piece(x: &[f32], o: &mut [f32], cols: usize, guard: Guard) {
+    for (o, x) in o.chunks_exact_mut(cols).zip(x.chunks_exact(cols)) {
+        match guard {
+            Guard::AllNegInf if x.iter().all(|&v| v == f32::NEG_INFINITY) => o.fill(0.0),
+            Guard::NanFill(fill) => {
+                softmax_row(x, o);
+                for v in o.iter_mut() {
+                    if v.is_nan() {
+                        *v = fill;
+                    }
+                }
+            }
+            _ => softmax_row(x, o),
+        }
+    }
 }
 
 /// One row of [`softmax`].

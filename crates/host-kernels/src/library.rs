@@ -58,6 +58,9 @@ pub enum HostKernel {
     /// Softmax over the last axis whose rows of only `-inf` give zeros (torch's
     /// `_safe_softmax`: `softmax` followed by the guard `torch.export` writes out).
     SafeSoftmax,
+    /// Softmax over the last axis whose NaN results become a scalar read at run time
+    /// (ONNX exports' `where(isnan(p), fill, p)` after an attention softmax).
+    SoftmaxNanFill,
     /// Mean over trailing axes.
     Mean,
     /// Sum, max or min over trailing axes.
@@ -150,7 +153,12 @@ impl HostKernel {
         v.push(HostKernel::Relu);
         v.extend(UnaryOp::ALL.iter().map(|&op| HostKernel::Unary(op)));
         v.push(HostKernel::Power);
-        v.extend([HostKernel::Softmax, HostKernel::SafeSoftmax, HostKernel::Mean]);
+        v.extend([
+            HostKernel::Softmax,
+            HostKernel::SafeSoftmax,
+            HostKernel::SoftmaxNanFill,
+            HostKernel::Mean,
+        ]);
         v.extend(REDUCTIONS.iter().map(|&(r, _)| HostKernel::Reduce(r)));
         v.extend([
             HostKernel::ArgReduce { max: true },
@@ -192,6 +200,7 @@ impl HostKernel {
             HostKernel::Power => s.push_str("power"),
             HostKernel::Softmax => s.push_str("softmax"),
             HostKernel::SafeSoftmax => s.push_str("safe_softmax"),
+            HostKernel::SoftmaxNanFill => s.push_str("softmax_nan_fill"),
             HostKernel::Mean => s.push_str("mean"),
             HostKernel::Reduce(r) => s.push_str(r.name()),
             HostKernel::ArgReduce { max } => s.push_str(if max { "argmax" } else { "argmin" }),
@@ -269,7 +278,7 @@ mod tests {
             assert!(symbols.insert(s.clone()), "{s} twice");
             assert_eq!(HostKernel::from_symbol(&s), Some(*k), "{s}");
         }
-        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 1 + 3 + 3 + 2 + 7);
+        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 1 + 4 + 3 + 2 + 7);
         assert_eq!(
             HostKernel::Conv2d(ConvFusion {
                 bias: true,

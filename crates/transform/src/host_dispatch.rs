@@ -26,6 +26,8 @@
 //!
 //! - `softmax -> where(guard, 0 | full_like(p, 0), p)` with torch's guard for fully
 //!   masked rows (`_safe_softmax`, see `safe_softmax.rs`): `relax_host.safe_softmax`
+//! - `softmax -> where(isnan(p), fill, p)` with a one-element `fill` (ONNX exports'
+//!   guard, `fill` a weight or a constant): `relax_host.softmax_nan_fill`
 //!
 //! `power(x, y)` with a constant `y` of 2 or 3 (`relax_host.square`, `cube`) or a
 //! one-element `y` read at run time (`relax_host.power`, ONNX's `Pow` exponent kept
@@ -574,7 +576,7 @@ impl BlockRewrite<'_> {
                 if nd == 0 || (axis != -1 && axis != nd - 1) {
                     return None;
                 }
-                if self.safe_softmax(i, &var, x, nd).is_some() {
+                if self.safe_softmax(i, &var, x, nd).is_some() || self.softmax_nan_fill(i, &var, x).is_some() {
                     return Some(());
                 }
                 let v = dps(HostKernel::Softmax, vec![x.clone()], &var)?;
@@ -934,6 +936,39 @@ impl BlockRewrite<'_> {
         for j in removed {
             self.remove(j);
         }
+        self.set(w, &wvar, v);
+        Some(())
+    }
+
+    /// `p = softmax(x)` (binding `i`) followed by `where(isnan(p), fill, p)` with a
+    /// one-element `fill` (ONNX exports' guard after an attention softmax, `fill` a
+    /// weight or a constant): one `relax_host.softmax_nan_fill` bound to the
+    /// `where`'s variable, the `isnan` removed.
+    fn softmax_nan_fill(&mut self, i: usize, p: &Var, x: &Expr) -> Option<()> {
+        if self.uses.get(&p.id()).copied() != Some(2) {
+            return None;
+        }
+        let (w, wvar, wcall) = self.users.get(&p.id())?.iter().find_map(|&j| {
+            let (v, c) = self.call_at(j)?;
+            (j > i && op_name(c)? == "relax.where").then(|| (j, v.clone(), c.clone()))
+        })?;
+        let [cond, fill, sm] = wcall.args.as_slice() else {
+            return None;
+        };
+        if !is_var(sm, p) || is_var(fill, p) {
+            return None;
+        }
+        let (n, isnan) = self.bound(cond, 1, "relax.isnan")?;
+        if !isnan.args.first().is_some_and(|a| is_var(a, p))
+            || self.arg_tensor(fill)?.shape.iter().any(|&d| d != 1)
+            || self.var_tensor(&wvar)?.shape != self.var_tensor(p)?.shape
+            || self.replaced.contains_key(&n)
+        {
+            return None;
+        }
+        let v = dps(HostKernel::SoftmaxNanFill, vec![x.clone(), fill.clone()], &wvar)?;
+        self.remove(i);
+        self.remove(n);
         self.set(w, &wvar, v);
         Some(())
     }

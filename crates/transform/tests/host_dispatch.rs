@@ -718,3 +718,56 @@ fn powers_with_a_run_time_exponent_give_the_bits_of_legalized_tir() {
         assert_eq!(bits(&lib), bits(&tir), "x ** {y}");
     }
 }
+
+/// ONNX exports' guard after an attention softmax, `fill` a weight (TVM's
+/// `from_onnx` keeps the 0 as a parameter).
+const SOFTMAX_NAN_FILL: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 3, 4), "float32"), fill: R.Tensor((), "float32")):
+        with R.dataflow():
+            p = R.nn.softmax(x, axis=-1)
+            c = R.isnan(p)
+            out = R.where(c, fill, p)
+            R.output(out)
+        return out
+"#;
+
+/// `where(isnan(softmax(x)), fill, softmax(x))` runs as one library call whose
+/// rows that give NaN (all `-inf`, a NaN, a `+inf`) are `fill`, where the legalized
+/// PrimFuncs give it too, and whose other values are the softmax's.
+#[test]
+fn softmax_with_a_nan_fill_gives_what_legalized_tir_does() {
+    let mut v: Vec<f32> = (0..24).map(|i| ((i * 5 % 13) as f32 - 6.0) * 0.41).collect();
+    v[4..8].fill(f32::NEG_INFINITY); // row 1: fully masked
+    v[9] = f32::NEG_INFINITY; // row 2: partly
+    v[13] = f32::NAN; // row 3
+    v[18] = f32::INFINITY; // row 4
+    let x = Value::Tensor(relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[1, 2, 3, 4]), v).expect("shape"),
+    ));
+    let fill = Value::Tensor(relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[]), vec![0.25f32]).expect("shape"),
+    ));
+    let (lib, tir, stats) = library_and_tir(SOFTMAX_NAN_FILL, &[x, fill]);
+    assert_eq!((stats.packed_calls, stats.kernels_run), (1, 0), "one library call");
+    let values = |v: &Value| -> Vec<f32> {
+        let t = v.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+        t.iter().copied().collect()
+    };
+    let (lib, tir) = (values(&lib), values(&tir));
+    for row in [1, 3, 4] {
+        assert!(
+            lib[row * 4..row * 4 + 4].iter().all(|&p| p == 0.25),
+            "row {row}: {lib:?}"
+        );
+    }
+    assert!(lib[8] > 0.0 && lib[9] == 0.0);
+    for (i, (a, b)) in lib.iter().zip(&tir).enumerate() {
+        assert!(
+            !a.is_nan() && (a - b).abs() <= 1e-6 + 1e-5 * b.abs(),
+            "[{i}]: {a} vs {b}"
+        );
+    }
+}

@@ -22,7 +22,7 @@ fn every_wgsl_helper_is_valid_and_defines_its_function() {
             let (_, dep) = HELPERS.iter().find(|(n, _)| *n == base).expect("the guarded check");
             prelude.push_str(dep);
         }
-        let caps = if name.contains("_i64") || name.ends_with("_u64") {
+        let caps = if name.contains("_i64") || name.ends_with("_u64") || name.ends_with("_f64") {
             DeviceCaps::ALL
         } else {
             DeviceCaps {

@@ -130,6 +130,12 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
             })
         }
         HostKernel::BroadcastTo => c.run(|ins, out, shape| elementwise::broadcast_to(ins[0].0, ins[0].1, out, shape)),
+        HostKernel::TakeRows(mode) => c.run_with_indices(1, |ins, idx, out, _| {
+            let [(data, &[rows, cols])] = ins else {
+                return Err(KernelError("take_rows: expected a matrix and indices".into()));
+            };
+            elementwise::take_rows(data, rows, cols, idx, mode, out)
+        }),
         HostKernel::PermuteDims => {
             let axes = c.shape_param(0)?;
             if c.tensors.first().is_some_and(|t| t.dtype().bits == 16) {
@@ -464,6 +470,45 @@ impl Call {
     }
 
     /// [`Call::run`] for an `int64` output (computed aside, then stored).
+    /// [`Call::run`] for a kernel whose argument `at` is an `int64` or `int32` tensor
+    /// of indices, given to `f` as `i64`s apart from the other inputs.
+    fn run_with_indices(
+        &self,
+        at: usize,
+        f: impl FnOnce(&[In<'_>], &[i64], &mut [f32], &[usize]) -> KResult,
+    ) -> KResult {
+        let t = self
+            .tensors
+            .get(at)
+            .ok_or_else(|| KernelError(format!("missing index argument {at}")))?;
+        let read = |e: EngineError| KernelError(e.to_string());
+        let idx: Vec<i64> = match t.dtype() {
+            d if d == DataType::INT64 => t.to_array::<i64>().map_err(read)?.iter().copied().collect(),
+            d if d == DataType::INT32 => t
+                .to_array::<i32>()
+                .map_err(read)?
+                .iter()
+                .map(|&v| i64::from(v))
+                .collect(),
+            d => return Err(KernelError(format!("indices of {d}, expected int64 or int32"))),
+        };
+        self.with_args_except(
+            DataType::FLOAT32,
+            Some(at),
+            |ins, bytes, shape| match bytemuck_cast_mut(bytes) {
+                Some(out) => f(ins, &idx, out, shape),
+                None => {
+                    let mut tmp = vec![0f32; bytes.len() / 4];
+                    f(ins, &idx, &mut tmp, shape)?;
+                    for (dst, v) in bytes.chunks_exact_mut(4).zip(&tmp) {
+                        dst.copy_from_slice(&v.to_le_bytes());
+                    }
+                    Ok(())
+                }
+            },
+        )
+    }
+
     fn run_i64(&self, f: impl FnOnce(&[In<'_>], &mut [i64], &[usize]) -> KResult) -> KResult {
         self.with_args(DataType::INT64, |ins, bytes, shape| {
             let mut tmp = vec![0i64; bytes.len() / 8];
@@ -478,8 +523,21 @@ impl Call {
     /// Call `f` on the inputs' `f32` elements (borrowed when aligned) and the output's
     /// bytes, after checking that the inputs are `float32` and the output `out`.
     fn with_args(&self, out: DataType, f: impl FnOnce(&[In<'_>], &mut [u8], &[usize]) -> KResult) -> KResult {
+        self.with_args_except(out, None, f)
+    }
+
+    /// [`Call::with_args`] leaving out input `skip` (read by the caller).
+    fn with_args_except(
+        &self,
+        out: DataType,
+        skip: Option<usize>,
+        f: impl FnOnce(&[In<'_>], &mut [u8], &[usize]) -> KResult,
+    ) -> KResult {
         let n = self.tensors.len();
         for (i, t) in self.tensors.iter().enumerate() {
+            if Some(i) == skip {
+                continue;
+            }
             let want = if i + 1 == n { out } else { DataType::FLOAT32 };
             if t.dtype() != want {
                 return Err(KernelError(format!("expected {want} tensors, got {}", t.dtype())));
@@ -495,7 +553,7 @@ impl Call {
         let r = with_kernel_args(&staged, &mut stats, |kargs| {
             let (outs, ins) = kargs.split_last_mut().ok_or_else(|| KernelError("no output".into()))?;
             let mut inputs: SmallVec<[(Cow<'_, [f32]>, Dims); 4]> = SmallVec::new();
-            for a in ins.iter() {
+            for (_, a) in ins.iter().enumerate().filter(|(i, _)| Some(*i) != skip) {
                 let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
                     return Err(KernelError("scalar among tensor arguments".into()));
                 };

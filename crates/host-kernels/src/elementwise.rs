@@ -375,6 +375,42 @@ pub fn power_scalar(x: &[f32], y: f32, out: &mut [f32]) -> Result<()> {
     }
 }
 
+/// How [`take_rows`] treats an index outside `[0, rows)` (`R.take`'s `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TakeMode {
+    /// An error (TVM leaves the read undefined; the legalized kernel's checked read
+    /// fails there too).
+    Fast,
+    /// Clamped to `[0, rows - 1]`.
+    Clip,
+    /// Modulo `rows`, negative indices from the end (topi's
+    /// `((i % rows) + rows) % rows`).
+    Wrap,
+}
+
+/// `take(data, idx, axis=0)` of a `rows x cols` matrix: row `idx[i]` of `data` into
+/// row `i` of `out` (`idx.len() x cols`), the index treated by `mode` (embedding
+/// lookups: a copy of each row rather than a checked read per element).
+pub fn take_rows(data: &[f32], rows: usize, cols: usize, idx: &[i64], mode: TakeMode, out: &mut [f32]) -> Result<()> {
+    check_len("take data", data.len(), rows * cols)?;
+    check_len("take output", out.len(), idx.len() * cols)?;
+    if cols == 0 {
+        return Ok(());
+    }
+    let n = rows as i64;
+    for (o, &i) in out.chunks_exact_mut(cols).zip(idx) {
+        let r = match mode {
+            _ if n == 0 => return Err(KernelError(format!("take: index {i} of an empty axis"))),
+            TakeMode::Fast if (0..n).contains(&i) => i,
+            TakeMode::Fast => return Err(KernelError(format!("take: index {i} is outside [0, {n})"))),
+            TakeMode::Clip => i.clamp(0, n - 1),
+            TakeMode::Wrap => ((i % n) + n) % n,
+        } as usize;
+        o.copy_from_slice(&data[r * cols..(r + 1) * cols]);
+    }
+    Ok(())
+}
+
 /// Copy `x` broadcast to `out_shape` into `out` (`broadcast_to`).
 pub fn broadcast_to(x: &[f32], x_shape: &[usize], out: &mut [f32], out_shape: &[usize]) -> Result<()> {
     check_len("broadcast_to input", x.len(), numel(x_shape))?;

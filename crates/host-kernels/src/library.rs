@@ -4,7 +4,7 @@
 //! [`HostKernel::symbol`] writes it and [`HostKernel::from_symbol`] reads it back, the
 //! only two places that know the spelling.
 
-use crate::elementwise::{BinaryOp, Reduction, UnaryOp};
+use crate::elementwise::{BinaryOp, Reduction, TakeMode, UnaryOp};
 
 /// The prefix of every kernel's symbol.
 pub const SYMBOL_PREFIX: &str = "relax_host.";
@@ -76,6 +76,8 @@ pub enum HostKernel {
     BatchNorm,
     /// Numpy broadcasting to the output's shape.
     BroadcastTo,
+    /// Rows of a matrix picked by integer indices (`take` along axis 0).
+    TakeRows(TakeMode),
     /// Transposition by an axes permutation.
     PermuteDims,
     /// Concatenation along an axis.
@@ -166,6 +168,9 @@ impl HostKernel {
             HostKernel::LayerNorm,
             HostKernel::BatchNorm,
             HostKernel::BroadcastTo,
+            HostKernel::TakeRows(TakeMode::Fast),
+            HostKernel::TakeRows(TakeMode::Clip),
+            HostKernel::TakeRows(TakeMode::Wrap),
             HostKernel::PermuteDims,
             HostKernel::Concat,
             HostKernel::MaxPool2d,
@@ -207,6 +212,11 @@ impl HostKernel {
             HostKernel::LayerNorm => s.push_str("layer_norm"),
             HostKernel::BatchNorm => s.push_str("batch_norm"),
             HostKernel::BroadcastTo => s.push_str("broadcast_to"),
+            HostKernel::TakeRows(mode) => s.push_str(match mode {
+                TakeMode::Fast => "take_rows",
+                TakeMode::Clip => "take_rows_clip",
+                TakeMode::Wrap => "take_rows_wrap",
+            }),
             HostKernel::PermuteDims => s.push_str("permute_dims"),
             HostKernel::Concat => s.push_str("concat"),
             HostKernel::MaxPool2d => s.push_str("max_pool2d"),
@@ -278,7 +288,7 @@ mod tests {
             assert!(symbols.insert(s.clone()), "{s} twice");
             assert_eq!(HostKernel::from_symbol(&s), Some(*k), "{s}");
         }
-        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 1 + 4 + 3 + 2 + 7);
+        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 1 + 4 + 3 + 2 + 10);
         assert_eq!(
             HostKernel::Conv2d(ConvFusion {
                 bias: true,

@@ -33,6 +33,8 @@
 //! one-element `y` read at run time (`relax_host.power`, ONNX's `Pow` exponent kept
 //! as a weight).
 //! `argmax`/`argmin` over the last axis or all elements (`relax_host.argmax`, `argmin`).
+//! `take(data, indices, axis=0)` of a `float32` matrix with `int64`/`int32` indices
+//! (embedding lookups): `relax_host.take_rows[_clip|_wrap]` by `mode`.
 //! Unary elementwise operators: `exp`, `log`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`,
 //! `negative`, `abs`, `square` (`relax_host.<op>`), `nn.gelu` and `nn.gelu_tanh`
 //! (`relax_host.gelu`, `gelu_tanh`: TVM's legalized formulas, step for step, in vector
@@ -68,7 +70,7 @@ use relax_ir::{
     Var,
 };
 
-use relax_host_kernels::elementwise::{BinaryOp, Reduction, UnaryOp};
+use relax_host_kernels::elementwise::{BinaryOp, Reduction, TakeMode, UnaryOp};
 use relax_host_kernels::library::{ConvFusion, HostKernel, MatmulFusion, SYMBOL_PREFIX};
 
 use crate::legalize::arg_struct_info;
@@ -565,6 +567,7 @@ impl BlockRewrite<'_> {
             "relax.nn.dropout" => self.dropout(i, &var, &call),
             "relax.mean" | "relax.sum" | "relax.max" | "relax.min" => self.reduce(i, &var, &call),
             "relax.argmax" | "relax.argmin" => self.arg_reduce(i, &var, &call),
+            "relax.take" => self.take_rows(i, &var, &call),
             "relax.nn.layer_norm" => self.layer_norm(i, &var, &call),
             "relax.nn.batch_norm" => self.batch_norm(i, &var, &call),
             "relax.nn.softmax" => {
@@ -1148,6 +1151,34 @@ impl BlockRewrite<'_> {
             max: op_name(call)? == "relax.argmax",
         };
         let v = dps(kernel, vec![x.clone()], var)?;
+        self.set(i, var, v);
+        Some(())
+    }
+
+    /// `take(data, indices, axis=0)` of a `float32` matrix (an embedding lookup) with
+    /// `int64` or `int32` indices: `relax_host.take_rows[_clip|_wrap]` by `mode`.
+    fn take_rows(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
+        let [data, idx] = call.args.as_slice() else {
+            return None;
+        };
+        let t = self.arg_tensor(data)?;
+        let it = static_tensor_if(&arg_struct_info(idx)?, |d| d == DataType::INT64 || d == DataType::INT32)
+            .filter(|t| self.on_host(t))?;
+        let axis = call.attrs.get("axis").and_then(AttrValue::as_int).unwrap_or(0);
+        if t.shape.len() != 2 || (axis != 0 && axis != -2) {
+            return None;
+        }
+        let mode = match call.attrs.get("mode").and_then(AttrValue::as_str) {
+            None | Some("fast") => TakeMode::Fast,
+            Some("clip") => TakeMode::Clip,
+            Some("wrap") => TakeMode::Wrap,
+            Some(_) => return None,
+        };
+        let want: Vec<i64> = it.shape.iter().copied().chain([t.shape[1]]).collect();
+        if self.var_tensor(var)?.shape != want {
+            return None;
+        }
+        let v = dps(HostKernel::TakeRows(mode), vec![data.clone(), idx.clone()], var)?;
         self.set(i, var, v);
         Some(())
     }

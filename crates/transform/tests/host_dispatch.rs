@@ -771,3 +771,65 @@ fn softmax_with_a_nan_fill_gives_what_legalized_tir_does() {
         );
     }
 }
+
+/// Embedding lookups as the front ends write them.
+const TAKE_ROWS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(w: R.Tensor((7, 5), "float32"), ids: R.Tensor((2, 3), "int64"), j: R.Tensor((4,), "int32")):
+        with R.dataflow():
+            a = R.take(w, ids, axis=0)
+            b = R.take(w, j, axis=0, mode="clip")
+            c = R.take(w, j, axis=0, mode="wrap")
+            out = (a, b, c)
+            R.output(out)
+        return out
+"#;
+
+/// `take` along axis 0 runs as library row copies with the legalized PrimFuncs'
+/// values (every mode; negative and too large indices clipped or wrapped), and an
+/// index outside the rows in `fast` mode is an error on both paths.
+#[test]
+fn take_rows_gives_what_legalized_tir_does() {
+    let m = relax_ir::text::parse(TAKE_ROWS).expect("parses").into_module();
+    let w = tensor(&[7, 5], 51, false);
+    let ids = Value::Tensor(relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![0i64, 6, 3, 3, 1, 5]).expect("shape"),
+    ));
+    let j = Value::Tensor(relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[4]), vec![-1i32, 9, 2, -9]).expect("shape"),
+    ));
+    let args = [w.clone(), ids, j.clone()];
+    let (lib, stats) = run_main(&m, &args, true);
+    let (tir, _) = run_main(&m, &args, false);
+    assert_eq!((stats.packed_calls, stats.kernels_run), (3, 0), "three library calls");
+    let (lib, tir) = (fields::<f32>(&lib), fields::<f32>(&tir));
+    let bits = |f: &[f32]| f.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    for k in 0..3 {
+        assert_eq!(lib[k].0, tir[k].0, "output {k}: shape");
+        assert_eq!(bits(&lib[k].1), bits(&tir[k].1), "output {k}");
+    }
+    let wv = w.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+    let row = |r: usize| wv.iter().skip(r * 5).take(5).copied().collect::<Vec<_>>();
+    assert_eq!(lib[1].1[..5], row(0)[..], "clip: -1 -> 0");
+    assert_eq!(lib[2].1[..5], row(6)[..], "wrap: -1 -> 6");
+    assert_eq!(lib[2].1[15..], row(5)[..], "wrap: -9 -> 5");
+    // Out of range in fast mode: an error, not a read past the rows.
+    let bad = Value::Tensor(relax_engine::Tensor::from_array(
+        &ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![0i64, 7, 3, 3, 1, 5]).expect("shape"),
+    ));
+    for host_library in [true, false] {
+        let engine = Engine::new(EngineConfig {
+            device: DeviceChoice::Cpu,
+            host_library,
+            ..EngineConfig::default()
+        });
+        let loaded = engine.load(&m).expect("loads");
+        let err = loaded.run("main", &[w.clone(), bad.clone(), j.clone()]);
+        assert!(
+            err.is_err(),
+            "host library {host_library}: index 7 of 7 rows is an error"
+        );
+    }
+}

@@ -328,14 +328,23 @@ fn spinning_pool_threads_stop_when_host_runs_end() {
     #[cfg(target_os = "linux")]
     {
         std::thread::sleep(std::time::Duration::from_millis(100));
-        let before = cpu_ticks();
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        let used = cpu_ticks() - before;
-        // A spinner left running would use the whole half second (50 ticks at the
-        // usual 100 Hz); an idle process uses about none.
+        // A spinner left running would use every half second whole (50 ticks at the
+        // usual 100 Hz); an idle process uses about none. The other tests of this
+        // binary may still be running beside this one, so a window they fill is
+        // measured again: one quiet window out of five suffices, a stuck spinner
+        // fills them all.
+        let mut used = Vec::new();
+        for _ in 0..5 {
+            let before = cpu_ticks();
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            used.push(cpu_ticks() - before);
+            if used.last().is_some_and(|&u| u < 15) {
+                break;
+            }
+        }
         assert!(
-            used < 15,
-            "{used} ticks of CPU time while idle: a pool thread keeps spinning"
+            used.last().is_some_and(|&u| u < 15),
+            "{used:?} ticks of CPU time per idle half second: a pool thread keeps spinning"
         );
     }
 }

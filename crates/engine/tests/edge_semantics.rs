@@ -321,26 +321,15 @@ def main(x: R.Tensor((12,), "float64"), y: R.Tensor((12,), "float64")):
             .copied()
             .collect();
         assert_eq!(bits(&got), bits(&fmod), "{dev} fmod: {got:?} for {fmod:?}");
+        let bools = |k: usize| -> Vec<bool> {
+            let t = fields[k].as_tensor().expect("tensor").to_array::<bool>().expect("bool");
+            t.iter().copied().collect()
+        };
         for (k, f) in [(1, f64::is_infinite as fn(f64) -> bool), (2, f64::is_finite)] {
-            let got: Vec<bool> = fields[k]
-                .as_tensor()
-                .expect("tensor")
-                .to_array::<bool>()
-                .expect("bool")
-                .iter()
-                .copied()
-                .collect();
             let want: Vec<bool> = xs.iter().map(|v| f(*v)).collect();
-            assert_eq!(got, want, "{dev} output {k}");
+            assert_eq!(bools(k), want, "{dev} output {k}");
         }
-        let got: Vec<bool> = fields[3]
-            .as_tensor()
-            .expect("tensor")
-            .to_array::<bool>()
-            .expect("bool")
-            .iter()
-            .copied()
-            .collect();
+        let got = bools(3);
         assert_eq!(got, fmod.iter().map(|v| v.is_nan()).collect::<Vec<_>>(), "{dev} isnan");
     }
 }

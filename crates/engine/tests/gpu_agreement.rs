@@ -509,6 +509,43 @@ fn long_scans_are_right_or_refused_with_the_reason() {
     }
 }
 
+const SERIAL_FMOD: &str = r#"
+@I.ir_module
+class Module:
+    @T.prim_func
+    def serial_fmod(a: T.Buffer((64,), "float64"), b: T.Buffer((64,), "float64")):
+        for i in range(64):
+            b[i] = T.truncmod(a[i], T.float64(3.0))
+
+    @R.function
+    def main(x: R.Tensor((64,), "float64")):
+        cls = Module
+        y = R.call_tir(cls.serial_fmod, (x,), out_sinfo=R.Tensor((64,), "float64"))
+        return y
+"#;
+
+/// float64 `fmod` on the GPU loops (a binary long division, up to 4,196 trips a
+/// call): 64 calls in one invocation pass the software adapter's limit, so there the
+/// kernel is refused with the reason, never cut short to a wrong remainder.
+#[test]
+fn serial_float64_remainders_are_right_or_refused_with_the_reason() {
+    let xs: Vec<f64> = (0..64).map(|i| 1e300 / f64::from(i + 1) - f64::from(i)).collect();
+    let x = tensor(xs.clone());
+    for (dev, out) in run_all(SERIAL_FMOD, &[x]) {
+        match out {
+            Ok(v) => {
+                let got = v.as_tensor().expect("tensor").to_array::<f64>().expect("f64");
+                let want: Vec<f64> = xs.iter().map(|a| a % 3.0).collect();
+                assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "{dev}");
+            }
+            Err(e) => {
+                assert_eq!(dev, "gpu", "{e}");
+                assert!(e.contains("loop trips") && e.contains("--device cpu"), "{e}");
+            }
+        }
+    }
+}
+
 const LINEAR_LAYERS: &str = r#"
 @I.ir_module
 class Module:

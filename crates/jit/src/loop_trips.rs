@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use relax_ir::tir::{BinOp, For, ForKind, PrimExpr, Stmt};
+use relax_ir::tir::{BinOp, For, ForKind, Intrinsic, PrimExpr, PrimExprKind, Stmt};
 use relax_ir::DataType;
 
 use crate::expr;
@@ -50,6 +50,11 @@ fn trips(s: &Stmt) -> Option<PrimExpr> {
             Some(expr::mul(e, per_step))
         }
         Stmt::While { .. } => None,
+        // The helpers the emitter calls loop too (counted per call).
+        Stmt::BufferStore { value, indices, .. } => {
+            let calls = std::iter::once(value).chain(indices).map(fmod_f64_calls).sum::<i64>();
+            Some(PrimExpr::int(calls * FMOD_F64_TRIPS))
+        }
         Stmt::If {
             then_branch,
             else_branch,
@@ -64,6 +69,28 @@ fn trips(s: &Stmt) -> Option<PrimExpr> {
         }
         _ => s.children().try_fold(zero(), |acc, c| Some(expr::add(acc, trips(c)?))),
     }
+}
+
+/// Loop trips of one call of `shaders/helpers/fmod_f64.wgsl` at most: its binary
+/// long division doubles and then halves the divisor across the float64 exponent
+/// range (2,098 steps each way, subnormals included).
+const FMOD_F64_TRIPS: i64 = 2 * 2_098;
+
+/// The float64 truncated remainders in `e` (`%`, `T.truncmod`, `T.fmod`), each a
+/// call of the looping helper.
+fn fmod_f64_calls(e: &PrimExpr) -> i64 {
+    let mut n = 0;
+    expr::visit_expr(e, &mut |x| {
+        let is_mod = match x.kind() {
+            PrimExprKind::Binary { op: BinOp::Mod, .. } => true,
+            PrimExprKind::Call { .. } => matches!(x.as_intrinsic(), Some(Intrinsic::Fmod | Intrinsic::Truncmod)),
+            _ => false,
+        };
+        if is_mod && x.dtype() == DataType::FLOAT64 {
+            n += 1;
+        }
+    });
+    n
 }
 
 /// The steps of a loop the WGSL emitter writes as straight-line code (no loop):

@@ -343,16 +343,8 @@ impl Call {
     /// Call `f` on the inputs' `f32` elements and the output's, in place when the
     /// memory is suitably aligned (copied otherwise).
     fn run(&self, f: impl FnOnce(&[In<'_>], &mut [f32], &[usize]) -> KResult) -> KResult {
-        self.with_args(DataType::FLOAT32, |ins, bytes, shape| match bytemuck_cast_mut(bytes) {
-            Some(out) => f(ins, out, shape),
-            None => {
-                let mut tmp = vec![0f32; bytes.len() / 4];
-                f(ins, &mut tmp, shape)?;
-                for (dst, v) in bytes.chunks_exact_mut(4).zip(&tmp) {
-                    dst.copy_from_slice(&v.to_le_bytes());
-                }
-                Ok(())
-            }
+        self.with_args(DataType::FLOAT32, |ins, bytes, shape| {
+            as_f32_out(bytes, |out| f(ins, out, shape))
         })
     }
 
@@ -492,21 +484,9 @@ impl Call {
                 .collect(),
             d => return Err(KernelError(format!("indices of {d}, expected int64 or int32"))),
         };
-        self.with_args_except(
-            DataType::FLOAT32,
-            Some(at),
-            |ins, bytes, shape| match bytemuck_cast_mut(bytes) {
-                Some(out) => f(ins, &idx, out, shape),
-                None => {
-                    let mut tmp = vec![0f32; bytes.len() / 4];
-                    f(ins, &idx, &mut tmp, shape)?;
-                    for (dst, v) in bytes.chunks_exact_mut(4).zip(&tmp) {
-                        dst.copy_from_slice(&v.to_le_bytes());
-                    }
-                    Ok(())
-                }
-            },
-        )
+        self.with_args_except(DataType::FLOAT32, Some(at), |ins, bytes, shape| {
+            as_f32_out(bytes, |out| f(ins, &idx, out, shape))
+        })
     }
 
     fn run_i64(&self, f: impl FnOnce(&[In<'_>], &mut [i64], &[usize]) -> KResult) -> KResult {
@@ -553,7 +533,7 @@ impl Call {
         let r = with_kernel_args(&staged, &mut stats, |kargs| {
             let (outs, ins) = kargs.split_last_mut().ok_or_else(|| KernelError("no output".into()))?;
             let mut inputs: SmallVec<[(Cow<'_, [f32]>, Dims); 4]> = SmallVec::new();
-            for (_, a) in ins.iter().enumerate().filter(|(i, _)| Some(*i) != skip) {
+            for (_, a) in ins.iter().enumerate().filter(|&(i, _)| Some(i) != skip) {
                 let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
                     return Err(KernelError("scalar among tensor arguments".into()));
                 };
@@ -567,6 +547,22 @@ impl Call {
             f(&refs, bytes, &out_shape)
         });
         r.map_err(|e| KernelError(e.to_string()))?
+    }
+}
+
+/// `f` on the output bytes as `f32`s: in place when aligned, else through a copy
+/// written back.
+fn as_f32_out(bytes: &mut [u8], f: impl FnOnce(&mut [f32]) -> KResult) -> KResult {
+    match bytemuck_cast_mut(bytes) {
+        Some(out) => f(out),
+        None => {
+            let mut tmp = vec![0f32; bytes.len() / 4];
+            f(&mut tmp)?;
+            for (dst, v) in bytes.chunks_exact_mut(4).zip(&tmp) {
+                dst.copy_from_slice(&v.to_le_bytes());
+            }
+            Ok(())
+        }
     }
 }
 

@@ -297,7 +297,7 @@ impl UnaryOp {
     }
 }
 
-/// `f(x, out)` over pieces of `GRAIN` elements, on rayon's pool when there are
+/// `f(x, out)` over pieces of `grain` elements, on rayon's pool when there are
 /// enough of them (`f` is costly: a few dozen operations per element).
 fn run_slices(x: &[f32], out: &mut [f32], f: fn(&[f32], &mut [f32])) {
     let work = out.len() * 32;
@@ -470,8 +470,8 @@ fn row_sum(x: &[f32]) -> f32 {
 /// Softmax along the last axis of `x: [rows, cols]`: the row's maximum (NaN
 /// ignored, as `f32::max` does), `exp(x - max)` in vector lanes
 /// ([`crate::math::exp_nonpositive_f32`]), their sum in eight interleaved partial
-/// sums, each multiplied by its inverse. Rows run on rayon's pool in pieces of at least
-/// `GRAIN` elements when there is enough work.
+/// sums, each multiplied by its inverse. Rows run on rayon's pool in pieces of
+/// whole rows (see `grain`) when there is enough work.
 pub fn softmax(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
     softmax_rows(x, rows, cols, out, Guard::None)
 }

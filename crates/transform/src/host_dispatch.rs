@@ -34,7 +34,7 @@
 //! as a weight).
 //! `argmax`/`argmin` over the last axis or all elements (`relax_host.argmax`, `argmin`).
 //! `take(data, indices, axis=0)` of a `float32` matrix with `int64`/`int32` indices
-//! (embedding lookups): `relax_host.take_rows[_clip|_wrap]` by `mode`.
+//! (embedding lookups): `relax_host.take_rows`, `take_rows_clip`, `take_rows_wrap` by `mode`.
 //! Unary elementwise operators: `exp`, `log`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`,
 //! `negative`, `abs`, `square` (`relax_host.<op>`), `nn.gelu` and `nn.gelu_tanh`
 //! (`relax_host.gelu`, `gelu_tanh`: TVM's legalized formulas, step for step, in vector
@@ -905,11 +905,7 @@ impl BlockRewrite<'_> {
     /// rows, `where(guard(x), full_like(p, 0) | 0, p)`: one `relax_host.safe_softmax`
     /// bound to the `where`'s variable, the guard's bindings removed.
     fn safe_softmax(&mut self, i: usize, p: &Var, x: &Expr, rank: i64) -> Option<()> {
-        let users = self.users.get(&p.id())?.clone();
-        let (w, wvar, wcall) = users.iter().find_map(|&j| {
-            let (v, c) = self.call_at(j)?;
-            (j > i && op_name(c)? == "relax.where").then(|| (j, v.clone(), c.clone()))
-        })?;
+        let (w, wvar, wcall) = self.where_user(i, p)?;
         let [cond, zeros, sm] = wcall.args.as_slice() else {
             return None;
         };
@@ -951,10 +947,7 @@ impl BlockRewrite<'_> {
         if self.uses.get(&p.id()).copied() != Some(2) {
             return None;
         }
-        let (w, wvar, wcall) = self.users.get(&p.id())?.iter().find_map(|&j| {
-            let (v, c) = self.call_at(j)?;
-            (j > i && op_name(c)? == "relax.where").then(|| (j, v.clone(), c.clone()))
-        })?;
+        let (w, wvar, wcall) = self.where_user(i, p)?;
         let [cond, fill, sm] = wcall.args.as_slice() else {
             return None;
         };
@@ -974,6 +967,15 @@ impl BlockRewrite<'_> {
         self.remove(n);
         self.set(w, &wvar, v);
         Some(())
+    }
+
+    /// A `where` after binding `i` that uses `p` (its binding index, variable and
+    /// call): the guard that follows a softmax.
+    fn where_user(&self, i: usize, p: &Var) -> Option<(usize, Var, Call)> {
+        self.users.get(&p.id())?.iter().find_map(|&j| {
+            let (v, c) = self.call_at(j)?;
+            (j > i && op_name(c)? == "relax.where").then(|| (j, v.clone(), c.clone()))
+        })
     }
 
     /// The call of `op` bound in this block to the variable `e` (binding index and
@@ -1156,7 +1158,8 @@ impl BlockRewrite<'_> {
     }
 
     /// `take(data, indices, axis=0)` of a `float32` matrix (an embedding lookup) with
-    /// `int64` or `int32` indices: `relax_host.take_rows[_clip|_wrap]` by `mode`.
+    /// `int64` or `int32` indices: `relax_host.take_rows`, `take_rows_clip` or
+    /// `take_rows_wrap` by `mode`.
     fn take_rows(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
         let [data, idx] = call.args.as_slice() else {
             return None;
@@ -1164,7 +1167,8 @@ impl BlockRewrite<'_> {
         let t = self.arg_tensor(data)?;
         let it = static_tensor_if(&arg_struct_info(idx)?, |d| d == DataType::INT64 || d == DataType::INT32)
             .filter(|t| self.on_host(t))?;
-        let axis = call.attrs.get("axis").and_then(AttrValue::as_int).unwrap_or(0);
+        // (Without an axis `take` is of 1-D data only, as TVM's inference requires.)
+        let axis = call.attrs.get("axis").and_then(AttrValue::as_int)?;
         if t.shape.len() != 2 || (axis != 0 && axis != -2) {
             return None;
         }

@@ -131,6 +131,11 @@ fn tensor(shape: &[usize], seed: u64, positive: bool) -> Value {
             }
         })
         .collect();
+    value(shape, v)
+}
+
+/// A tensor value of `shape` holding `v`.
+fn value<T: relax_engine::Element>(shape: &[usize], v: Vec<T>) -> Value {
     Value::Tensor(relax_engine::Tensor::from_array(
         &ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape"),
     ))
@@ -537,9 +542,7 @@ fn gelu_forms_give_the_bits_of_legalized_tir() {
         let v: Vec<f32> = (0..n)
             .map(|i| ((i * 37 + seed * 11) % 487) as f32 / 40.5 - 6.0)
             .collect();
-        Value::Tensor(relax_engine::Tensor::from_array(
-            &ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape"),
-        ))
+        value(shape, v)
     };
     let n = 5;
     let hv: Vec<u8> = (0..2 * n * 19)
@@ -664,9 +667,7 @@ fn safe_softmax_and_constant_powers_give_what_legalized_tir_does() {
     v[4..8].fill(f32::NEG_INFINITY);
     v[9] = f32::NEG_INFINITY;
     v[16..20].fill(f32::NEG_INFINITY);
-    let x = Value::Tensor(relax_engine::Tensor::from_array(
-        &ArrayD::from_shape_vec(IxDyn(&[1, 2, 3, 4]), v).expect("shape"),
-    ));
+    let x = value(&[1, 2, 3, 4], v);
     let args = [x, tensor(&[3, 5], 31, false)];
     let (lib, tir, stats) = library_and_tir(SAFE_SOFTMAX_AND_POWERS, &args);
     // The guard chain is absorbed: three library calls and no TIR kernel.
@@ -700,9 +701,7 @@ fn powers_with_a_run_time_exponent_give_the_bits_of_legalized_tir() {
     let m = relax_ir::text::parse(RUN_TIME_POWER).expect("parses").into_module();
     let x = tensor(&[4, 6], 41, true);
     for y in [2.0f32, 3.0, 0.5, -1.25, 2.5] {
-        let e = Value::Tensor(relax_engine::Tensor::from_array(
-            &ArrayD::from_shape_vec(IxDyn(&[]), vec![y]).expect("shape"),
-        ));
+        let e = value(&[], vec![y]);
         let args = [x.clone(), e];
         let (lib, stats) = run_main(&m, &args, true);
         let (tir, _) = run_main(&m, &args, false);
@@ -744,12 +743,8 @@ fn softmax_with_a_nan_fill_gives_what_legalized_tir_does() {
     v[9] = f32::NEG_INFINITY; // row 2: partly
     v[13] = f32::NAN; // row 3
     v[18] = f32::INFINITY; // row 4
-    let x = Value::Tensor(relax_engine::Tensor::from_array(
-        &ArrayD::from_shape_vec(IxDyn(&[1, 2, 3, 4]), v).expect("shape"),
-    ));
-    let fill = Value::Tensor(relax_engine::Tensor::from_array(
-        &ArrayD::from_shape_vec(IxDyn(&[]), vec![0.25f32]).expect("shape"),
-    ));
+    let x = value(&[1, 2, 3, 4], v);
+    let fill = value(&[], vec![0.25f32]);
     let (lib, tir, stats) = library_and_tir(SOFTMAX_NAN_FILL, &[x, fill]);
     assert_eq!((stats.packed_calls, stats.kernels_run), (1, 0), "one library call");
     let values = |v: &Value| -> Vec<f32> {
@@ -794,12 +789,8 @@ class Module:
 fn take_rows_gives_what_legalized_tir_does() {
     let m = relax_ir::text::parse(TAKE_ROWS).expect("parses").into_module();
     let w = tensor(&[7, 5], 51, false);
-    let ids = Value::Tensor(relax_engine::Tensor::from_array(
-        &ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![0i64, 6, 3, 3, 1, 5]).expect("shape"),
-    ));
-    let j = Value::Tensor(relax_engine::Tensor::from_array(
-        &ArrayD::from_shape_vec(IxDyn(&[4]), vec![-1i32, 9, 2, -9]).expect("shape"),
-    ));
+    let ids = value(&[2, 3], vec![0i64, 6, 3, 3, 1, 5]);
+    let j = value(&[4], vec![-1i32, 9, 2, -9]);
     let args = [w.clone(), ids, j.clone()];
     let (lib, stats) = run_main(&m, &args, true);
     let (tir, _) = run_main(&m, &args, false);
@@ -816,9 +807,7 @@ fn take_rows_gives_what_legalized_tir_does() {
     assert_eq!(lib[2].1[..5], row(6)[..], "wrap: -1 -> 6");
     assert_eq!(lib[2].1[15..], row(5)[..], "wrap: -9 -> 5");
     // Out of range in fast mode: an error, not a read past the rows.
-    let bad = Value::Tensor(relax_engine::Tensor::from_array(
-        &ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![0i64, 7, 3, 3, 1, 5]).expect("shape"),
-    ));
+    let bad = value(&[2, 3], vec![0i64, 7, 3, 3, 1, 5]);
     for host_library in [true, false] {
         let engine = Engine::new(EngineConfig {
             device: DeviceChoice::Cpu,

@@ -67,27 +67,10 @@ pub fn tanh(x: f64) -> f64 {
 /// rounds), in native code and in the interpreter alike.
 pub fn unary_f32(op: Intrinsic) -> Option<fn(f32) -> f32> {
     Some(match op {
-        I::Exp => f32::exp,
-        I::Exp2 => f32::exp2,
-        I::Exp10 => |x| 10f32.powf(x),
-        I::Log => f32::ln,
-        I::Log2 => f32::log2,
-        I::Log10 => f32::log10,
-        I::Log1p => f32::ln_1p,
-        I::Expm1 => f32::exp_m1,
-        I::Sin => f32::sin,
-        I::Cos => f32::cos,
-        I::Tan => f32::tan,
-        I::Asin => f32::asin,
-        I::Acos => f32::acos,
-        I::Atan => f32::atan,
-        I::Sinh => f32::sinh,
-        I::Cosh => f32::cosh,
         I::Tanh => tanh_f32,
-        I::Round => f32::round_ties_even,
         I::Sigmoid => relax_host_kernels::math::sigmoid_f32,
         I::Erf => relax_host_kernels::math::erf_f32,
-        _ => return None,
+        _ => return op.float_math()?.f32,
     })
 }
 
@@ -101,46 +84,14 @@ pub fn sigmoid(x: f64) -> f64 {
     }
 }
 
-/// Round half to even (`T.nearbyint`; `T.round` too: TVM 0.27 lowers both to
-/// `llvm.nearbyint` on the host, and WGSL's `round` rounds half to even).
-pub fn nearbyint(x: f64) -> f64 {
-    x.round_ties_even()
-}
-
-/// The unary float intrinsics.
+/// The unary float intrinsics: those the intrinsic table does not define
+/// ([`Intrinsic::float_math`]) here, the others from it.
 pub fn unary_f64(op: Intrinsic) -> Option<fn(f64) -> f64> {
     Some(match op {
-        I::Exp => f64::exp,
-        I::Exp2 => f64::exp2,
-        I::Exp10 => |x| 10f64.powf(x),
-        I::Log => f64::ln,
-        I::Log2 => f64::log2,
-        I::Log10 => f64::log10,
-        I::Log1p => f64::ln_1p,
-        I::Expm1 => f64::exp_m1,
-        I::Sqrt => f64::sqrt,
-        I::Rsqrt => |x| 1.0 / x.sqrt(),
-        I::Sin => f64::sin,
-        I::Cos => f64::cos,
-        I::Tan => f64::tan,
-        I::Asin => f64::asin,
-        I::Acos => f64::acos,
-        I::Atan => f64::atan,
-        I::Sinh => f64::sinh,
-        I::Cosh => f64::cosh,
         I::Tanh => tanh,
-        I::Asinh => f64::asinh,
-        I::Acosh => f64::acosh,
-        I::Atanh => f64::atanh,
-        I::Fabs | I::Abs => f64::abs,
-        I::Floor => f64::floor,
-        I::Ceil => f64::ceil,
-        I::Trunc => f64::trunc,
-        I::Round => f64::round_ties_even,
-        I::Nearbyint => nearbyint,
         I::Erf => erf,
         I::Sigmoid => sigmoid,
-        _ => return None,
+        _ => return op.float_math().map(|m| m.f64),
     })
 }
 

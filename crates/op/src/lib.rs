@@ -125,6 +125,7 @@ pub fn lookup(name: &str) -> Option<&'static OpDef> {
 /// The operator families: a name and the family's table.
 pub static FAMILIES: &[(&str, &[OpDef])] = &[
     ("unary", unary::OPS),
+    ("unary", unary::FLOAT_MATH),
     ("binary", binary::OPS),
     ("ternary", ternary::OPS),
     ("datatype", datatype::OPS),

@@ -41,11 +41,53 @@ fn clip(call: &Call, args: &[StructInfo], _ctx: &InferCtx) -> Res {
     Ok(args[0].clone())
 }
 
-/// The unary operators.
+/// The unary operators with a legalization of their own (`legalize::unary`).
 pub static OPS: &[OpDef] = &ew_ops![unary;
     unary_any: abs, bitwise_not, ceil, floor, logical_not, negative, round, sign, square, trunc;
-    unary_float: acos, acosh, asin, asinh, atan, atanh, cos, cosh, exp, log, rsqrt, sigmoid, sin,
-        sinh, sqrt, tan, tanh, erf;
     clip: clip;
     unary_check: isfinite, isinf, isnan;
 ];
+
+/// Declares unary float operators that one TIR intrinsic computes: `name =>
+/// Intrinsic` is the whole operator, TVM's `InferTypeUnary` with a float input and
+/// topi's `compute[i...] = T.<intrinsic>(x[i...])` in a PrimFunc `tir_<name>`.
+macro_rules! float_math_ops {
+    ($($name:ident => $intr:ident,)*) => {
+        /// The legalizations of [`FLOAT_MATH`].
+        mod float_math {
+            use crate::legalize::{unary::intrin, with_known_shapes, Emitter, LegalizeCtx, Legalized, Skip};
+            use relax_ir::tir::Intrinsic;
+            $(
+                pub(super) fn $name(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legalized, Skip> {
+                    with_known_shapes(ctx, |ctx| intrin(ctx, concat!("tir_", stringify!($name)), Intrinsic::$intr))
+                }
+            )*
+        }
+
+        /// Unary float operators of one intrinsic each.
+        pub static FLOAT_MATH: &[OpDef] = &[$(
+            crate::pure_op!(concat!("relax.", stringify!($name)), unary_float, float_math::$name),
+        )*];
+    };
+}
+
+float_math_ops! {
+    acos => Acos,
+    acosh => Acosh,
+    asin => Asin,
+    asinh => Asinh,
+    atan => Atan,
+    atanh => Atanh,
+    cos => Cos,
+    cosh => Cosh,
+    exp => Exp,
+    log => Log,
+    rsqrt => Rsqrt,
+    sigmoid => Sigmoid,
+    sin => Sin,
+    sinh => Sinh,
+    sqrt => Sqrt,
+    tan => Tan,
+    tanh => Tanh,
+    erf => Erf,
+}

@@ -113,6 +113,23 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// Whether this is integer arithmetic (`+ - * / %`, floor division and modulo,
+    /// `min`, `max`) rather than a comparison or a logical connective.
+    pub fn is_arith(self) -> bool {
+        matches!(
+            self,
+            BinOp::Add
+                | BinOp::Sub
+                | BinOp::Mul
+                | BinOp::Div
+                | BinOp::Mod
+                | BinOp::FloorDiv
+                | BinOp::FloorMod
+                | BinOp::Min
+                | BinOp::Max
+        )
+    }
+
     /// Whether the result is `bool`.
     pub fn is_comparison(self) -> bool {
         matches!(

@@ -4,29 +4,39 @@
 
 use std::fmt;
 
-use super::BinOp;
+use super::{BinOp, GpuOp};
 
-/// What a TIR call (`PrimExprKind::Call`) calls: an intrinsic of TVM's table, or an
-/// operation known only by its name (an external or packed function, or a back end's
-/// own operation such as the GPU schedules' vector loads).
+/// What a TIR call (`PrimExprKind::Call`) calls: an intrinsic of TVM's table, a GPU
+/// schedule's own operation, or an operation known only by its name (an external or
+/// packed function).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum CallOp {
     /// A TIR intrinsic.
     Intrinsic(Intrinsic),
+    /// A GPU-specific operation of a scheduled kernel (vector loads, subgroup operations).
+    Gpu(GpuOp),
     /// Anything else, by name.
     Extern(String),
 }
 
 impl CallOp {
-    /// The intrinsic called `name`, else an external call of that name.
+    /// The intrinsic or GPU operation called `name`, else an external call of that name.
     pub fn from_name(name: &str) -> CallOp {
-        Intrinsic::from_name(name).map_or_else(|| CallOp::Extern(name.to_string()), CallOp::Intrinsic)
+        CallOp::known(name).unwrap_or_else(|| CallOp::Extern(name.to_string()))
+    }
+
+    /// The intrinsic or GPU operation called `name`.
+    fn known(name: &str) -> Option<CallOp> {
+        Intrinsic::from_name(name)
+            .map(CallOp::Intrinsic)
+            .or_else(|| GpuOp::from_name(name).map(CallOp::Gpu))
     }
 
     /// The name written in the text format (after `T.` for an intrinsic).
     pub fn name(&self) -> &str {
         match self {
             CallOp::Intrinsic(i) => i.name(),
+            CallOp::Gpu(g) => g.name(),
             CallOp::Extern(n) => n,
         }
     }
@@ -35,8 +45,22 @@ impl CallOp {
     pub fn intrinsic(&self) -> Option<Intrinsic> {
         match self {
             CallOp::Intrinsic(i) => Some(*i),
-            CallOp::Extern(_) => None,
+            _ => None,
         }
+    }
+
+    /// The GPU operation, when this calls one.
+    pub fn gpu(&self) -> Option<GpuOp> {
+        match self {
+            CallOp::Gpu(g) => Some(*g),
+            _ => None,
+        }
+    }
+}
+
+impl From<GpuOp> for CallOp {
+    fn from(g: GpuOp) -> CallOp {
+        CallOp::Gpu(g)
     }
 }
 
@@ -54,10 +78,7 @@ impl From<&str> for CallOp {
 
 impl From<String> for CallOp {
     fn from(name: String) -> CallOp {
-        match Intrinsic::from_name(&name) {
-            Some(i) => CallOp::Intrinsic(i),
-            None => CallOp::Extern(name),
-        }
+        CallOp::known(&name).unwrap_or(CallOp::Extern(name))
     }
 }
 
@@ -73,9 +94,33 @@ impl fmt::Display for CallOp {
     }
 }
 
-/// Declares [`Intrinsic`] with each variant's TIR name.
+/// What a unary float intrinsic means, declared with its variant in [`intrinsics!`]
+/// and read by the host executors and the WGSL emitter through
+/// [`Intrinsic::float_math`].
+#[derive(Clone, Copy, Debug)]
+pub struct FloatMath {
+    /// The value in double precision: the host's reference, and its `float64` code.
+    pub f64: fn(f64) -> f64,
+    /// The value in single precision, where the host computes `float32` (and
+    /// `float16`) in `f32` rather than rounding the `f64` result.
+    pub f32: Option<fn(f32) -> f32>,
+    /// The WGSL builtin of the same meaning; `None` where the emitter spells it
+    /// otherwise (a guarded formula or a helper of `shaders/helpers`).
+    pub wgsl: Option<&'static str>,
+}
+
+/// A [`FloatMath`] row: the `f64` function, the `f32` one and the WGSL builtin.
+const fn math(f64: fn(f64) -> f64, f32: Option<fn(f32) -> f32>, wgsl: Option<&'static str>) -> FloatMath {
+    FloatMath { f64, f32, wgsl }
+}
+
+/// Declares [`Intrinsic`] with each variant's TIR name and, for unary float math,
+/// its meaning (`=> math(f64, f32, wgsl)`): one row is the whole definition of an
+/// intrinsic that a Rust function and a WGSL builtin compute.
 macro_rules! intrinsics {
-    ($($variant:ident = $name:literal,)*) => {
+    (@math) => { None };
+    (@math $m:expr) => { Some($m) };
+    ($($variant:ident = $name:literal $(=> $math:expr)?,)*) => {
         /// A TIR intrinsic, named as in TVM (`T.<name>`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Intrinsic {
@@ -103,43 +148,54 @@ macro_rules! intrinsics {
                     _ => None,
                 }
             }
+
+            /// What a unary float intrinsic computes, where its row declares it.
+            pub fn float_math(self) -> Option<FloatMath> {
+                match self {
+                    $(Intrinsic::$variant => intrinsics!(@math $($math)?),)*
+                }
+            }
         }
     };
 }
 
 intrinsics! {
-    // Unary math, computed on the operand's type.
-    Exp = "exp",
-    Exp2 = "exp2",
-    Exp10 = "exp10",
-    Expm1 = "expm1",
-    Log = "log",
-    Log2 = "log2",
-    Log10 = "log10",
-    Log1p = "log1p",
-    Sqrt = "sqrt",
-    Rsqrt = "rsqrt",
+    // Unary math, computed on the operand's type. `T.tanh`, `T.sigmoid` and `T.erf`
+    // have no Rust or WGSL function of their own: the JIT's `math` module and WGSL
+    // helpers define them.
+    Exp = "exp" => math(f64::exp, Some(f32::exp), None),
+    Exp2 = "exp2" => math(f64::exp2, Some(f32::exp2), Some("exp2")),
+    Exp10 = "exp10" => math(|x| 10f64.powf(x), Some(|x| 10f32.powf(x)), None),
+    Expm1 = "expm1" => math(f64::exp_m1, Some(f32::exp_m1), None),
+    Log = "log" => math(f64::ln, Some(f32::ln), Some("log")),
+    Log2 = "log2" => math(f64::log2, Some(f32::log2), Some("log2")),
+    Log10 = "log10" => math(f64::log10, Some(f32::log10), None),
+    Log1p = "log1p" => math(f64::ln_1p, Some(f32::ln_1p), None),
+    Sqrt = "sqrt" => math(f64::sqrt, None, Some("sqrt")),
+    Rsqrt = "rsqrt" => math(|x| 1.0 / x.sqrt(), None, Some("inverseSqrt")),
     Tanh = "tanh",
     Sigmoid = "sigmoid",
-    Fabs = "fabs",
-    Abs = "abs",
-    Floor = "floor",
-    Ceil = "ceil",
-    Round = "round",
-    Nearbyint = "nearbyint",
-    Trunc = "trunc",
+    Fabs = "fabs" => math(f64::abs, None, None),
+    Abs = "abs" => math(f64::abs, None, None),
+    Floor = "floor" => math(f64::floor, None, Some("floor")),
+    Ceil = "ceil" => math(f64::ceil, None, Some("ceil")),
+    // Both round half to even: TVM 0.27 lowers both to `llvm.nearbyint` on the host,
+    // and WGSL's `round` rounds half to even.
+    Round = "round" => math(f64::round_ties_even, Some(f32::round_ties_even), Some("round")),
+    Nearbyint = "nearbyint" => math(f64::round_ties_even, None, Some("round")),
+    Trunc = "trunc" => math(f64::trunc, None, Some("trunc")),
     Erf = "erf",
-    Sin = "sin",
-    Cos = "cos",
-    Tan = "tan",
-    Sinh = "sinh",
-    Cosh = "cosh",
-    Asin = "asin",
-    Acos = "acos",
-    Atan = "atan",
-    Asinh = "asinh",
-    Acosh = "acosh",
-    Atanh = "atanh",
+    Sin = "sin" => math(f64::sin, Some(f32::sin), Some("sin")),
+    Cos = "cos" => math(f64::cos, Some(f32::cos), Some("cos")),
+    Tan = "tan" => math(f64::tan, Some(f32::tan), Some("tan")),
+    Sinh = "sinh" => math(f64::sinh, Some(f32::sinh), Some("sinh")),
+    Cosh = "cosh" => math(f64::cosh, Some(f32::cosh), Some("cosh")),
+    Asin = "asin" => math(f64::asin, Some(f32::asin), None),
+    Acos = "acos" => math(f64::acos, Some(f32::acos), None),
+    Atan = "atan" => math(f64::atan, Some(f32::atan), None),
+    Asinh = "asinh" => math(f64::asinh, None, None),
+    Acosh = "acosh" => math(f64::acosh, None, None),
+    Atanh = "atanh" => math(f64::atanh, None, Some("atanh")),
     Popcount = "popcount",
     Clz = "clz",
     BitwiseNot = "bitwise_not",

@@ -25,9 +25,9 @@
 //!   output with a register accumulator).
 //!
 //! [`fused_reduction`] recognises a reduction fused with its epilogue, the pattern
-//! of the fused rows; [`build`] holds the TIR builders the schedules share, and
-//! [`gpu_op`] the GPU-specific operations they may emit ([`GpuOp`]), which the
-//! WGSL emitter renders. Schedules know nothing of WGSL.
+//! of the fused rows; [`build`] holds the TIR builders the schedules share. The
+//! GPU-specific operations they may emit are typed TIR calls ([`GpuOp`], a
+//! `CallOp` variant), which the WGSL emitter renders. Schedules know nothing of WGSL.
 
 use std::cell::OnceCell;
 
@@ -43,7 +43,6 @@ pub(crate) mod fused_reduction;
 mod gemm;
 mod operands;
 pub use gemm::{FEW_ROWS_MAX, FEW_ROWS_SUFFIX};
-mod gpu_op;
 mod grouped;
 pub(crate) mod pool;
 mod reduce;
@@ -54,7 +53,7 @@ pub(crate) use build::{
     alloc_all, decompose, i32c, if_, int_vars, let_, steps_per_trip, store, to_i32, total_of, unrolled, MAX_LOOP_TRIPS,
 };
 use fused_reduction::Epilogue;
-pub use gpu_op::{GpuOp, SubgroupReduce};
+pub use relax_ir::tir::{GpuOp, SubgroupReduce};
 
 /// A thread-index builtin of a compute shader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -78,7 +78,7 @@ impl Em<'_> {
                 (format!("!{}", self.conv(&s, w, W::Bool)?), W::Bool)
             }
             K::Select { cond, t, f } => self.select(cond, t, f)?,
-            K::Call { op, args, .. } if GpuOp::from_name(op.name()) == Some(GpuOp::SubgroupShuffleXor) => {
+            K::Call { op, args, .. } if op.gpu() == Some(GpuOp::SubgroupShuffleXor) => {
                 let [v, m] = args.as_slice() else {
                     return Err(JitError::InvalidIr(format!(
                         "{op} takes 2 arguments, {} given",
@@ -95,8 +95,8 @@ impl Em<'_> {
                 self.uses_subgroups = true;
                 (format!("subgroupShuffleXor({vs}, {mask}u)"), vw)
             }
-            K::Call { op, args, .. } if matches!(GpuOp::from_name(op.name()), Some(GpuOp::SubgroupReduce(_))) => {
-                let Some(GpuOp::SubgroupReduce(c)) = GpuOp::from_name(op.name()) else {
+            K::Call { op, args, .. } if matches!(op.gpu(), Some(GpuOp::SubgroupReduce(_))) => {
+                let Some(GpuOp::SubgroupReduce(c)) = op.gpu() else {
                     return Err(self.unsupported(format!("intrinsic {op}")));
                 };
                 let wgsl_fn = subgroup_builtin(c);

@@ -78,26 +78,9 @@ impl Em<'_> {
 
     pub(super) fn call(&mut self, op: I, dtype: DataType, args: &[PrimExpr]) -> Result<(String, W)> {
         let n = |k: usize| crate::error::check_arity(op, args, k);
-        let simple = match op {
-            I::Exp2 => Some("exp2"),
-            I::Log => Some("log"),
-            I::Log2 => Some("log2"),
-            I::Sqrt => Some("sqrt"),
-            I::Rsqrt => Some("inverseSqrt"),
-            I::Sin => Some("sin"),
-            I::Cos => Some("cos"),
-            I::Tan => Some("tan"),
-            I::Sinh => Some("sinh"),
-            I::Cosh => Some("cosh"),
-            I::Atanh => Some("atanh"),
-            I::Floor => Some("floor"),
-            I::Ceil => Some("ceil"),
-            I::Trunc => Some("trunc"),
-            // WGSL's `round` rounds half to even, as TVM's `T.round` and `T.nearbyint`
-            // do (`llvm.nearbyint` on the host).
-            I::Nearbyint | I::Round => Some("round"),
-            _ => None,
-        };
+        // A builtin of the intrinsic table's row (WGSL's `round` rounds half to even,
+        // as TVM's `T.round` and `T.nearbyint` do: `llvm.nearbyint` on the host).
+        let simple = op.float_math().and_then(|m| m.wgsl);
         if let Some(f) = simple {
             n(1)?;
             if !dtype.is_float() {

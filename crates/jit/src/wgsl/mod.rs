@@ -858,7 +858,7 @@ fn vload4_parts(s: &Stmt) -> Option<(&Buffer, &Buffer, [&PrimExpr; 2])> {
     let PrimExprKind::Call { op, args, .. } = e.kind() else {
         return None;
     };
-    if GpuOp::from_name(op.name()) != Some(GpuOp::VLoad4) {
+    if op.gpu() != Some(GpuOp::VLoad4) {
         return None;
     }
     let [d, src] = args.as_slice() else { return None };

@@ -37,18 +37,13 @@ fn compute_unary(ctx: &LegalizeCtx, name: &str, f: impl FnOnce(PrimExpr) -> Prim
     Ok(Lowered::from_te(name, t, 1, ctx.out.clone()))
 }
 
-fn intrin(ctx: &LegalizeCtx, fname: &str, intr: Intrinsic) -> Result<Lowered, Skip> {
+/// `compute[i...] = intr(x[i...])` on a float input, function `fname`: the
+/// legalization of a unary float operator of one intrinsic
+/// (`crate::unary::FLOAT_MATH`).
+pub(crate) fn intrin(ctx: &LegalizeCtx, fname: &str, intr: Intrinsic) -> Result<Lowered, Skip> {
     let dt = ctx.arg_dtype_if(0, DataType::is_float)?;
     compute_unary(ctx, fname, |x| PrimExpr::call(intr, dt, vec![x]))
 }
-
-super::by_intrinsic!(intrin:
-    acos "tir_acos" Acos, acosh "tir_acosh" Acosh, asin "tir_asin" Asin, asinh "tir_asinh" Asinh,
-    atan "tir_atan" Atan, atanh "tir_atanh" Atanh, cos "tir_cos" Cos, cosh "tir_cosh" Cosh,
-    exp "tir_exp" Exp, log "tir_log" Log, rsqrt "tir_rsqrt" Rsqrt, sigmoid "tir_sigmoid" Sigmoid,
-    sin "tir_sin" Sin, sinh "tir_sinh" Sinh, sqrt "tir_sqrt" Sqrt, tan "tir_tan" Tan, tanh "tir_tanh" Tanh,
-    erf "tir_erf" Erf,
-);
 
 fn abs(ctx: &LegalizeCtx) -> Result<Lowered, Skip> {
     let dt = ctx.arg_dtype(0)?;
@@ -229,36 +224,18 @@ pub mod lowered {
 pub mod typed {
     super::super::typed_legalizations!(
         abs,
-        acos,
-        acosh,
-        asin,
-        asinh,
-        atan,
-        atanh,
         bitwise_not,
         ceil,
         clip,
-        cos,
-        cosh,
-        erf,
-        exp,
         floor,
         isfinite,
         isinf,
         isnan,
-        log,
         logical_not,
         negative,
         round,
-        rsqrt,
-        sigmoid,
         sign,
-        sin,
-        sinh,
-        sqrt,
         square,
-        tan,
-        tanh,
-        trunc
+        trunc,
     );
 }

@@ -246,7 +246,7 @@ impl ExprPrinter<'_> {
                     let r = self.child(b, prec, true);
                     (format!("{l} {tok} {r}"), prec)
                 }
-                _ if op.name() == "bitwise_not" && args.len() == 1 => {
+                _ if op.intrinsic() == Some(crate::tir::Intrinsic::BitwiseNot) && args.len() == 1 => {
                     (format!("~{}", self.child(&args[0], Prec::Unary, false)), Prec::Unary)
                 }
                 _ => atom(self.call(op.name(), *dtype, args)),

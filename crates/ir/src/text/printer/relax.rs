@@ -223,21 +223,26 @@ impl<'m> Printer<'m> {
         }
     }
 
-    /// Give `v` its printed name at its definition: its own name if still free in the
-    /// function, else the first free `name_<k>` (as TVM's printer renames rebindings).
-    fn define(&self, v: &Var) -> String {
-        if let Some(n) = self.names.borrow().get(&v.id()) {
-            return n.clone();
-        }
-        let base = v.name().to_string();
+    /// `base` if still free in the function, else the first free `base_<k>`; taken.
+    fn take_free(&self, base: &str) -> String {
         let mut taken = self.taken.borrow_mut();
-        let mut name = base.clone();
+        let mut name = base.to_string();
         let mut k = 1;
         while taken.contains(&name) {
             name = format!("{base}_{k}");
             k += 1;
         }
         taken.insert(name.clone());
+        name
+    }
+
+    /// Give `v` its printed name at its definition: its own name if still free in the
+    /// function, else the first free `name_<k>` (as TVM's printer renames rebindings).
+    fn define(&self, v: &Var) -> String {
+        if let Some(n) = self.names.borrow().get(&v.id()) {
+            return n.clone();
+        }
+        let name = self.take_free(v.name());
         if let Some(scope) = self.scopes.borrow_mut().last_mut() {
             scope.push(name.clone());
         }
@@ -258,15 +263,8 @@ impl<'m> Printer<'m> {
 
     /// Give the symbolic variable `v`, declared in the body, a name free in the function.
     fn define_sym(&self, v: &TirVar) -> String {
-        let base = v.name().to_string();
-        let mut taken = self.taken.borrow_mut();
-        let mut name = base.clone();
-        let mut k = 1;
-        while taken.contains(&name) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        taken.insert(name.clone());
+        let base = v.name();
+        let name = self.take_free(base);
         if name != base {
             self.sym_names.borrow_mut().insert(v.id(), name.clone());
         }

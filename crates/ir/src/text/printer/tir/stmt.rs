@@ -150,7 +150,9 @@ impl Printer {
                 self.pop_frame();
             }
             Stmt::Evaluate(e) => match e.kind() {
-                PrimExprKind::Call { op, args, .. } if op.name() == "ret" && args.len() == 1 => {
+                PrimExprKind::Call { op, args, .. }
+                    if op.intrinsic() == Some(crate::tir::Intrinsic::Ret) && args.len() == 1 =>
+                {
                     out.push(Doc::Line(format!("return {}", self.e(&args[0]))));
                 }
                 PrimExprKind::Call { .. } => out.push(Doc::Line(self.e(e))),

@@ -1,13 +1,13 @@
-//! GPU-specific operations that schedules emit into a kernel's TIR and the WGSL
-//! emitter renders. A TIR call names its operator with a string, so each
-//! operation travels as a call named [`GpuOp::name`] (made by [`GpuOp::call`],
-//! read back by [`GpuOp::from_name`]); no other code spells those names.
+//! GPU-specific operations that the JIT's schedules emit into a kernel's TIR and
+//! its WGSL emitter renders (TVM has its own, `tvm_warp_shuffle_xor` and the like).
+//! A TIR call holds one as [`CallOp::Gpu`](super::CallOp::Gpu); the text format
+//! writes it by [`GpuOp::name`].
 
-use relax_ir::tir::{BinOp, PrimExpr};
-use relax_ir::DataType;
+use super::{BinOp, PrimExpr};
+use crate::DataType;
 
 /// The combiner of a subgroup reduction ([`GpuOp::SubgroupReduce`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SubgroupReduce {
     /// Sum.
     Add,
@@ -33,7 +33,7 @@ impl SubgroupReduce {
 }
 
 /// A GPU-specific operation of a scheduled kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GpuOp {
     /// The statement `Evaluate(call(VLoad4, int32, [dst[off], src[i4]]))`:
     /// `dst[off + l] = src[4 * i4 + l]` for `l` in 0..4, one `vec4` load from a
@@ -58,7 +58,7 @@ const ALL: [GpuOp; 6] = [
 ];
 
 impl GpuOp {
-    /// The operator name of its TIR call (outside TVM's intrinsic names).
+    /// The name of its TIR call in the text format (outside TVM's intrinsic names).
     pub fn name(self) -> &'static str {
         match self {
             GpuOp::VLoad4 => "relax.vload4",
@@ -77,7 +77,7 @@ impl GpuOp {
 
     /// The TIR call of this operation.
     pub fn call(self, dtype: DataType, args: Vec<PrimExpr>) -> PrimExpr {
-        PrimExpr::call(self.name(), dtype, args)
+        PrimExpr::call(super::CallOp::Gpu(self), dtype, args)
     }
 }
 

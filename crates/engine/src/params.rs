@@ -375,7 +375,7 @@ fn abbreviate(names: &[&str]) -> String {
     }
 }
 
-/// `(1, 3, 224, 224)`, as TVMScript writes shapes.
+/// `(1, 3, 224, 224)`, `(3,)`, `()`, as TVMScript and NumPy write shapes.
 fn shape_text(shape: &[i64]) -> String {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     if dims.len() == 1 {

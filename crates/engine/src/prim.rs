@@ -329,18 +329,7 @@ fn binary(op: BinOp, x: PrimValue, y: PrimValue, result: DataType) -> Result<Pri
             if needs_nonzero && b == 0 {
                 return Err(arith(format!("division by zero in {op:?}({a}, {b})")));
             }
-            if !matches!(
-                op,
-                BinOp::Add
-                    | BinOp::Sub
-                    | BinOp::Mul
-                    | BinOp::Div
-                    | BinOp::Mod
-                    | BinOp::FloorDiv
-                    | BinOp::FloorMod
-                    | BinOp::Min
-                    | BinOp::Max
-            ) {
+            if !op.is_arith() {
                 return Err(arith(format!("unsupported operator {op:?}")));
             }
             // 64-bit results that do not fit are errors (a wrapped shape would be

@@ -457,6 +457,18 @@ fn si_vars(si: &StructInfo, seen: &mut HashSet<u64>, out: &mut Vec<TirVar>) {
     }
 }
 
+/// How many times each variable (by id) is referenced in `e` (as [`for_each_expr`]
+/// visits it: a binding's own variable is not a reference).
+pub fn var_use_counts(e: &Expr) -> std::collections::HashMap<u64, usize> {
+    let mut uses = std::collections::HashMap::new();
+    for_each_expr(e, &mut |x| {
+        if let ExprKind::Var(v) = x.kind() {
+            *uses.entry(v.id()).or_default() += 1;
+        }
+    });
+    uses
+}
+
 /// Pre-order walk over a Relax expression: `f` is called on `e`, then on every
 /// sub-expression (call operators and arguments, tuple fields, binding values and
 /// SeqExpr results, function bodies, branches, shapes of StructInfo are not visited).

@@ -54,17 +54,26 @@ impl StmtExprMutator for Specializer<'_> {
     }
 
     fn visit_buffer(&mut self, b: &Buffer) -> Buffer {
-        if let Some(nb) = self.buffers.get(&b.id()) {
-            return nb.clone();
-        }
-        let mut node = b.copy_node();
-        node.shape = node.shape.iter().map(|e| self.visit_prim_expr(e)).collect();
-        node.strides = node.strides.iter().map(|e| self.visit_prim_expr(e)).collect();
-        node.elem_offset = node.elem_offset.as_ref().map(|e| self.visit_prim_expr(e));
-        let nb = Buffer::from_node(node);
-        self.buffers.insert(b.id(), nb.clone());
+        let mut buffers = std::mem::take(&mut self.buffers);
+        let nb = rewrite_buffer(self, &mut buffers, b);
+        self.buffers = buffers;
         nb
     }
+}
+
+/// `b` with its shape, strides and offset rewritten by `m`, once per buffer (`done`
+/// keeps the rewritten buffers by id).
+fn rewrite_buffer(m: &mut impl StmtExprMutator, done: &mut HashMap<u64, Buffer>, b: &Buffer) -> Buffer {
+    if let Some(nb) = done.get(&b.id()) {
+        return nb.clone();
+    }
+    let mut node = b.copy_node();
+    node.shape = node.shape.iter().map(|e| m.visit_prim_expr(e)).collect();
+    node.strides = node.strides.iter().map(|e| m.visit_prim_expr(e)).collect();
+    node.elem_offset = node.elem_offset.as_ref().map(|e| m.visit_prim_expr(e));
+    let nb = Buffer::from_node(node);
+    done.insert(b.id(), nb.clone());
+    nb
 }
 
 /// Smallest channel count [`generalize`] makes symbolic: smaller constants (window
@@ -156,15 +165,9 @@ impl StmtExprMutator for Generalizer {
     }
 
     fn visit_buffer(&mut self, b: &Buffer) -> Buffer {
-        if let Some(nb) = self.buffers.get(&b.id()) {
-            return nb.clone();
-        }
-        let mut node = b.copy_node();
-        node.shape = node.shape.iter().map(|e| self.visit_prim_expr(e)).collect();
-        node.strides = node.strides.iter().map(|e| self.visit_prim_expr(e)).collect();
-        node.elem_offset = node.elem_offset.as_ref().map(|e| self.visit_prim_expr(e));
-        let nb = Buffer::from_node(node);
-        self.buffers.insert(b.id(), nb.clone());
+        let mut buffers = std::mem::take(&mut self.buffers);
+        let nb = rewrite_buffer(self, &mut buffers, b);
+        self.buffers = buffers;
         nb
     }
 }
@@ -179,7 +182,6 @@ type KernelSignature = (&'static str, [u32; 3], usize, Option<Vec<i64>>);
 fn schedule_signature(f: &PrimFunc, opts: &crate::schedule::ScheduleOptions) -> Option<Vec<KernelSignature>> {
     let lf = crate::lower::lower(f).ok()?;
     let kernels = crate::schedule::schedule(&lf, opts).ok()?;
-    let vload4 = crate::schedule::GpuOp::VLoad4.name();
     let none = HashMap::new();
     Some(
         kernels
@@ -188,7 +190,7 @@ fn schedule_signature(f: &PrimFunc, opts: &crate::schedule::ScheduleOptions) -> 
                 let mut n = 0;
                 crate::expr::visit_stmts(&k.body, &mut |s| {
                     if let relax_ir::tir::Stmt::Evaluate(e) = s {
-                        if matches!(e.kind(), PrimExprKind::Call { op, .. } if op.name() == vload4) {
+                        if matches!(e.kind(), PrimExprKind::Call { op, .. } if op.gpu() == Some(crate::schedule::GpuOp::VLoad4)) {
                             n += 1;
                         }
                     }

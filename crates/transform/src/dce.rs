@@ -163,15 +163,8 @@ mod tests {
     use super::*;
 
     fn main_bindings(m: &IRModule) -> Vec<String> {
-        let Some(BaseFunc::Relax(f)) = m.get("main") else {
-            panic!("no main")
-        };
-        let ExprKind::Seq(seq) = f.body.kind() else {
-            panic!("not a sequence")
-        };
-        seq.blocks
+        crate::test_util::main_bindings(m)
             .iter()
-            .flat_map(|b| &b.bindings)
             .map(|b| b.var().name().to_string())
             .collect()
     }

@@ -196,11 +196,9 @@ fn fold_into_conv(b: &BindingBlock, tuples: &mut HashMap<u64, Vec<Expr>>, change
     }
     let mut uses: HashMap<u64, usize> = HashMap::new();
     for x in &b.bindings {
-        relax_ir::visit::for_each_expr(x.value(), &mut |e| {
-            if let ExprKind::Var(v) = e.kind() {
-                *uses.entry(v.id()).or_default() += 1;
-            }
-        });
+        for (id, n) in relax_ir::visit::var_use_counts(x.value()) {
+            *uses.entry(id).or_default() += n;
+        }
     }
     let def: HashMap<u64, usize> = b.bindings.iter().enumerate().map(|(i, x)| (x.var().id(), i)).collect();
     let mut bindings = b.bindings.clone();

@@ -21,7 +21,6 @@ use std::collections::{HashMap, HashSet};
 
 use relax_ir::attrs::AttrValue;
 use relax_ir::mutator::{walk_expr, ExprMutator};
-use relax_ir::visit::for_each_expr;
 use relax_ir::{
     Attrs, BaseFunc, Binding, BindingBlock, Expr, ExprKind, Function, GlobalVar, IRModule, SeqExpr, Span, StructInfo,
     Var,
@@ -59,12 +58,7 @@ pub fn fuse_ops(module: &IRModule) -> IRModule {
         if f.attrs.get("Primitive").is_some() {
             continue;
         }
-        let mut uses: HashMap<u64, usize> = HashMap::new();
-        for_each_expr(&f.body, &mut |e| {
-            if let ExprKind::Var(v) = e.kind() {
-                *uses.entry(v.id()).or_default() += 1;
-            }
-        });
+        let uses = relax_ir::visit::var_use_counts(&f.body);
         let mut fuser = Fuser {
             patterns: &patterns,
             uses,

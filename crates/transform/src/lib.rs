@@ -38,3 +38,20 @@ pub use registry::{
     build_pipeline, default_pipeline, lookup, lookup_in, named_pipeline, pass_info, registered_passes, PassContext,
     PassInfo,
 };
+
+/// Helpers of the passes' unit tests.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use relax_ir::{BaseFunc, Binding, ExprKind, IRModule};
+
+    /// The bindings of `main`'s body, every block in order.
+    pub fn main_bindings(m: &IRModule) -> Vec<Binding> {
+        let Some(BaseFunc::Relax(f)) = m.get("main") else {
+            panic!("no main")
+        };
+        let ExprKind::Seq(seq) = f.body.kind() else {
+            panic!("not a sequence")
+        };
+        seq.blocks.iter().flat_map(|b| b.bindings.iter().cloned()).collect()
+    }
+}

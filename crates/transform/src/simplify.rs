@@ -8,18 +8,12 @@ use std::collections::HashMap;
 
 use relax_ir::attrs::AttrValue;
 use relax_ir::mutator::ExprMutator;
-use relax_ir::visit::for_each_expr;
 use relax_ir::{Attrs, Binding, BindingBlock, Diagnostic, Expr, ExprKind, IRModule, StructInfo, Var};
 
 /// Rewrite every stack-then-sum of the module's Relax functions, then re-normalize.
 pub fn simplify_stack_sum(module: &IRModule) -> Result<IRModule, Vec<Diagnostic>> {
     crate::pass::rewrite_relax_functions(module, |func| {
-        let mut uses: HashMap<u64, usize> = HashMap::new();
-        for_each_expr(&func.body, &mut |e| {
-            if let ExprKind::Var(v) = e.kind() {
-                *uses.entry(v.id()).or_default() += 1;
-            }
-        });
+        let uses = relax_ir::visit::var_use_counts(&func.body);
         let mut s = StackSum { uses, changed: false };
         let nf = s.visit_function(func);
         s.changed.then_some(nf)

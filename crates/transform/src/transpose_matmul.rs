@@ -178,15 +178,8 @@ class Module:
 
     /// The called function of each `main` binding's `call_tir`, or the operator.
     fn callees(m: &IRModule) -> Vec<String> {
-        let Some(BaseFunc::Relax(f)) = m.get("main") else {
-            panic!("no main")
-        };
-        let ExprKind::Seq(seq) = f.body.kind() else {
-            panic!("not a sequence")
-        };
-        seq.blocks
+        crate::test_util::main_bindings(m)
             .iter()
-            .flat_map(|b| &b.bindings)
             .map(|b| match b.value().as_call() {
                 Some(c) if c.op.as_op() == Some("relax.call_tir") => match c.args[0].kind() {
                     ExprKind::GlobalVar(g) => g.name().to_string(),

@@ -163,7 +163,7 @@ pub fn decode(bytes: &[u8]) -> Result<Tensor> {
     if data.len() as u64 != h.data_bytes {
         return Err(EngineError::Invalid(format!(
             "the .npy shape {} needs {} bytes of data, the file has {}",
-            shape_text(&h.shape),
+            super::shape_text(&h.shape),
             h.data_bytes,
             data.len()
         )));
@@ -194,13 +194,13 @@ pub fn read_stream(r: &mut dyn Read, size: Option<u64>, budget: u64, container: 
     r.read_exact(&mut head[start..])
         .map_err(|_| EngineError::Invalid("truncated .npy header".into()))?;
     let h = parse_header(&head)?;
-    let what = format!("a {} tensor of shape {}", h.dtype, shape_text(&h.shape));
+    let what = format!("a {} tensor of shape {}", h.dtype, super::shape_text(&h.shape));
     if let Some(size) = size {
         let have = size.saturating_sub(h.data_offset as u64);
         if size < h.data_offset as u64 || have != h.data_bytes {
             return Err(EngineError::Invalid(format!(
                 "the .npy shape {} needs {} bytes of data, the {container} has {have}",
-                shape_text(&h.shape),
+                super::shape_text(&h.shape),
                 h.data_bytes
             )));
         }
@@ -334,23 +334,13 @@ pub fn dtype_descr(dtype: DataType) -> Result<&'static str> {
     d.ok_or_else(|| EngineError::Type(format!("a {dtype} tensor cannot be written as .npy")))
 }
 
-/// `(1, 3, 224, 224)`, `(3,)`, `()`, as NumPy writes shapes.
-fn shape_text(shape: &[i64]) -> String {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    if dims.len() == 1 {
-        format!("({},)", dims[0])
-    } else {
-        format!("({})", dims.join(", "))
-    }
-}
-
 /// The bytes of a `.npy` file (format 1.0, header padded to 64 bytes as NumPy does)
 /// holding `tensor`.
 pub fn encode(tensor: &Tensor) -> Result<Vec<u8>> {
     let descr = dtype_descr(tensor.dtype())?;
     let mut dict = format!(
         "{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}",
-        shape_text(tensor.shape())
+        super::shape_text(tensor.shape())
     );
     // Version 1.0 has a 2-byte header length; longer headers take version 2.0.
     let (version, pre) = if dict.len() + 64 < u16::MAX as usize {

@@ -9,21 +9,6 @@ use crate::dtype::{DataType, TypeCode};
 use crate::tir::{BinOp, Intrinsic, PrimExpr, PrimExprKind, TirVar};
 use crate::visit::map_prim_children;
 
-fn is_arith(op: BinOp) -> bool {
-    matches!(
-        op,
-        BinOp::Add
-            | BinOp::Sub
-            | BinOp::Mul
-            | BinOp::Div
-            | BinOp::Mod
-            | BinOp::FloorDiv
-            | BinOp::FloorMod
-            | BinOp::Min
-            | BinOp::Max
-    )
-}
-
 fn is_signed_scalar(d: DataType) -> bool {
     d.is_int() && d.lanes == 1
 }
@@ -204,7 +189,7 @@ impl Analyzer {
         match e.kind() {
             IntImm { value, .. } => Poly::konst(*value),
             Var(_) => Poly::atom(e.clone()),
-            Binary { op, a, b } if is_arith(*op) && is_signed_scalar(e.dtype()) => {
+            Binary { op, a, b } if op.is_arith() && is_signed_scalar(e.dtype()) => {
                 let dt = e.dtype();
                 let (pa, pb) = (self.poly_m(a, strong), self.poly_m(b, strong));
                 let r = match op {
@@ -223,7 +208,7 @@ impl Analyzer {
                 let s = self.simplify_other(e);
                 match s.kind() {
                     IntImm { value, .. } => Poly::konst(*value),
-                    Binary { op, .. } if is_arith(*op) && is_signed_scalar(s.dtype()) && !s.same_as(e) => {
+                    Binary { op, .. } if op.is_arith() && is_signed_scalar(s.dtype()) && !s.same_as(e) => {
                         self.poly_m(&s, strong)
                     }
                     _ => Poly::atom(s),
@@ -621,7 +606,7 @@ impl Analyzer {
         use PrimExprKind::*;
         match e.kind() {
             IntImm { .. } | FloatImm { .. } | StringImm(_) | Var(_) => e.clone(),
-            Binary { op, .. } if is_arith(*op) && is_signed_scalar(e.dtype()) => {
+            Binary { op, .. } if op.is_arith() && is_signed_scalar(e.dtype()) => {
                 let dt = e.dtype();
                 let mut p = self.poly_m(e, false);
                 // Terms that only cancel in the fully normalized form (`min(m, n) - min(n, m)`,

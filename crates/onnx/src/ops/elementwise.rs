@@ -667,17 +667,22 @@ pub(crate) fn bit_shift(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertErr
     out1(emit2(ctx, op, a, b)?)
 }
 
-/// `Swish`: `x * sigmoid(alpha * x)`.
-pub(crate) fn swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+/// `sigmoid(alpha * a)` of input 0 (`a`), `alpha` the node's attribute (1 by default).
+fn sigmoid_scaled(ctx: &mut Ctx, n: &Node, a: &Expr) -> Result<Expr, ConvertError> {
     let dt = val(ctx, n, 0)?.dtype;
-    let a = x(ctx, n, 0)?;
     let alpha = n.float("alpha", 1.0);
     let s = if alpha == 1.0 {
         a.clone()
     } else {
         emit(ctx, "multiply", vec![a.clone(), scalar(dt, alpha)], &[])?
     };
-    let s = emit(ctx, "sigmoid", vec![s], &[])?;
+    emit(ctx, "sigmoid", vec![s], &[])
+}
+
+/// `Swish`: `x * sigmoid(alpha * x)`.
+pub(crate) fn swish(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
+    let a = x(ctx, n, 0)?;
+    let s = sigmoid_scaled(ctx, n, &a)?;
     out1(ctx.op("multiply", vec![a, s], &[])?)
 }
 
@@ -696,15 +701,8 @@ pub(crate) fn shrink(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError>
 
 /// `SwiGLU`: `a * sigmoid(alpha * a) * b`.
 pub(crate) fn swiglu(ctx: &mut Ctx, n: &Node) -> Result<Vec<TVal>, ConvertError> {
-    let dt = val(ctx, n, 0)?.dtype;
     let (a, b) = (x(ctx, n, 0)?, x(ctx, n, 1)?);
-    let alpha = n.float("alpha", 1.0);
-    let s = if alpha == 1.0 {
-        a.clone()
-    } else {
-        emit(ctx, "multiply", vec![a.clone(), scalar(dt, alpha)], &[])?
-    };
-    let s = emit(ctx, "sigmoid", vec![s], &[])?;
+    let s = sigmoid_scaled(ctx, n, &a)?;
     let sw = emit(ctx, "multiply", vec![a, s], &[])?;
     out1(ctx.op("multiply", vec![sw, b], &[])?)
 }

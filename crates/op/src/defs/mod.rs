@@ -15,3 +15,5 @@ pub mod slice_scatter;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_attention;

@@ -277,10 +277,14 @@ struct Parts {
     axis: usize,
     /// The attributes.
     attrs: QuantizeAttrs,
+    /// The data's shape.
+    shape: Vec<PrimExpr>,
+    /// The names of the compute stage's axes.
+    names: Vec<String>,
 }
 
 /// The builder, the data placeholder, the scale and zero point operands and the
-/// normalized axis.
+/// normalized axis, the parameters checked (the compute closures cannot fail).
 fn operands(ctx: &LegalizeCtx) -> Result<Parts, Skip> {
     let attrs = QuantizeAttrs::from_call(ctx.call).map_err(Skip::from)?;
     let mut t = Te::new();
@@ -290,6 +294,11 @@ fn operands(ctx: &LegalizeCtx) -> Result<Parts, Skip> {
     let nd = data.shape().len() as i64;
     let axis = if attrs.axis < 0 { attrs.axis + nd } else { attrs.axis };
     let axis = usize::try_from(axis).ok().or_skip("the axis is out of range")?;
+    let shape = data.shape().to_vec();
+    let names: Vec<String> = (0..shape.len()).map(|i| format!("i{i}")).collect();
+    let idx_probe: Vec<PrimExpr> = shape.iter().map(|d| PrimExpr::int_of(0, d.dtype())).collect();
+    qparam(&scale, &idx_probe, axis)?;
+    qparam(&zp, &idx_probe, axis)?;
     Ok(Parts {
         t,
         data,
@@ -297,6 +306,8 @@ fn operands(ctx: &LegalizeCtx) -> Result<Parts, Skip> {
         zp,
         axis,
         attrs,
+        shape,
+        names,
     })
 }
 
@@ -309,14 +320,10 @@ fn legalize_quantize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legaliz
         zp,
         axis,
         attrs,
+        shape,
+        names,
     } = operands(ctx)?;
     let od = attrs.out_dtype;
-    let shape = data.shape().to_vec();
-    let names: Vec<String> = (0..shape.len()).map(|i| format!("i{i}")).collect();
-    let idx_probe: Vec<PrimExpr> = shape.iter().map(|d| PrimExpr::int_of(0, d.dtype())).collect();
-    // Validate the parameters before building (the closure cannot fail).
-    qparam(&scale, &idx_probe, axis)?;
-    qparam(&zp, &idx_probe, axis)?;
     // TVM builds the clip bounds in the computation's type: a bound float16 cannot
     // hold (uint16's 65535) fails its legalization.
     let vt = promote(promote(data.dtype(), scale.dtype()), zp.dtype());
@@ -354,13 +361,10 @@ fn legalize_dequantize(ctx: &LegalizeCtx, _em: &mut dyn Emitter) -> Result<Legal
         zp,
         axis,
         attrs,
+        shape,
+        names,
     } = operands(ctx)?;
     let od = attrs.out_dtype;
-    let shape = data.shape().to_vec();
-    let names: Vec<String> = (0..shape.len()).map(|i| format!("i{i}")).collect();
-    let idx_probe: Vec<PrimExpr> = shape.iter().map(|d| PrimExpr::int_of(0, d.dtype())).collect();
-    qparam(&scale, &idx_probe, axis)?;
-    qparam(&zp, &idx_probe, axis)?;
     // TVM computes in float32 for a float or bfloat input, in int32 otherwise
     // (float8 inputs included).
     let dd = data.dtype();

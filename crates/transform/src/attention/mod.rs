@@ -66,7 +66,6 @@ use std::collections::HashMap;
 use relax_ir::mutator::ExprMutator;
 use relax_ir::structural::{structural_equal_prim_func, structural_hash_prim_func};
 use relax_ir::tir::{BinOp, Block, BufferRegion, ForKind, Intrinsic, IterKind, Range, Stmt, TirVar};
-use relax_ir::visit::for_each_expr;
 use relax_ir::{
     AttrValue, Attrs, BaseFunc, Binding, BindingBlock, Buffer, DataType, Diagnostic, Expr, ExprKind, GlobalVar,
     IRModule, PrimExpr, PrimFunc, Span, StructInfo,
@@ -162,12 +161,7 @@ pub fn fuse_attention_report(
         if f.attrs.get("Primitive").is_some() {
             continue;
         }
-        let mut uses: HashMap<u64, usize> = HashMap::new();
-        for_each_expr(&f.body, &mut |e| {
-            if let ExprKind::Var(v) = e.kind() {
-                *uses.entry(v.id()).or_default() += 1;
-            }
-        });
+        let uses = relax_ir::visit::var_use_counts(&f.body);
         let mut r = Rewriter {
             options,
             module: &mut out,

@@ -75,6 +75,9 @@ use relax_host_kernels::library::{ConvFusion, HostKernel, MatmulFusion, SYMBOL_P
 
 use crate::legalize::arg_struct_info;
 
+mod conv;
+mod matmul;
+
 /// Prefix of the global symbols of the host kernel library.
 pub const PREFIX: &str = SYMBOL_PREFIX;
 
@@ -125,12 +128,7 @@ pub fn dispatch_host_library_with(module: &IRModule, options: DispatchOptions) -
 }
 
 fn function(f: &Function, options: DispatchOptions) -> Function {
-    let mut uses: HashMap<u64, usize> = HashMap::new();
-    for_each_expr(&f.body, &mut |e| {
-        if let ExprKind::Var(v) = e.kind() {
-            *uses.entry(v.id()).or_default() += 1;
-        }
-    });
+    let uses = relax_ir::visit::var_use_counts(&f.body);
     let inplace = inplace_targets(&f.body);
     Function {
         body: expr(&f.body, &uses, &inplace, options),
@@ -693,177 +691,6 @@ impl BlockRewrite<'_> {
         }
     }
 
-    fn conv2d(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
-        let [x, w] = call.args.as_slice() else { return None };
-        let xt = self.arg_tensor(x)?;
-        let wt = self.arg_tensor(w)?;
-        let out = self.var_tensor(var)?;
-        if xt.shape.len() != 4 || wt.shape.len() != 4 || out.shape.len() != 4 {
-            return None;
-        }
-        if !is_none_or(call, "data_layout", "NCHW")
-            || !is_none_or(call, "kernel_layout", "OIHW")
-            || !is_none_or(call, "out_layout", "NCHW")
-            || !is_none_or(call, "out_dtype", "float32")
-        {
-            return None;
-        }
-        let stride = pair(&ints(call, "strides").unwrap_or(vec![1, 1]))?;
-        let pad = padding4(&ints(call, "padding").unwrap_or(vec![0]))?;
-        let dil = pair(&ints(call, "dilation").unwrap_or(vec![1, 1]))?;
-        let groups = call.attrs.get_int("groups").unwrap_or(1);
-        let c_out = out.shape[1];
-        let mut params = vec![stride[0], stride[1]];
-        params.extend(pad);
-        params.extend([dil[0], dil[1], groups]);
-        let conv = HostKernel::Conv2d(ConvFusion::default());
-        let mut f = Fused::new(conv, vec![x.clone(), w.clone(), shape_arg(&params)], var, i);
-
-        // Bias, then batch normalization.
-        let bias_like = |b: &TensorInfo| {
-            b.shape.iter().product::<i64>() == c_out
-                && (b.shape.as_slice() == [1, c_out, 1, 1] || b.shape.as_slice() == [c_out, 1, 1])
-        };
-        self.fuse_add(&mut f, &out.shape, HostKernel::with_bias, bias_like);
-        let with_bn = f.kernel.with_batch_norm();
-        if let (Some(kernel), Some((j, tv, c))) = (with_bn, self.sole_call_user_bn(&f.cur, f.last)) {
-            if let Some((k, y, aliases)) = self.bn_getitem(&tv, j, &c, c_out) {
-                f.args.extend(c.args[1..5].iter().cloned());
-                let eps = c.attrs.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
-                f.args.push(Expr::new(ExprKind::PrimValue(PrimExpr::float_of(
-                    eps,
-                    DataType::FLOAT64,
-                ))));
-                f.absorb(k, &y, kernel);
-                f.chain.push(j);
-                for (at, alias_var, value) in aliases {
-                    self.set(at, &alias_var, value);
-                }
-            }
-        }
-        // Residual add.
-        self.fuse_add(&mut f, &out.shape, HostKernel::with_residual, |r| r.shape == out.shape);
-        self.fuse_relu(&mut f);
-        self.finish(f)
-    }
-
-    /// The sole user of `var` when it is an inference `batch_norm` on axis 1 with
-    /// both `center` and `scale`.
-    fn sole_call_user_bn(&self, var: &Var, after: usize) -> Option<(usize, Var, Call)> {
-        let (j, v, c) = self.sole_call_user(var, after, "relax.nn.batch_norm")?;
-        let a = &c.attrs;
-        let axis = a.get_int("axis").unwrap_or(1);
-        if !(axis == 1 || axis == -3)
-            || a.get_bool("training").unwrap_or(true)
-            || !a.get_bool("center").unwrap_or(true)
-            || !a.get_bool("scale").unwrap_or(true)
-            || c.args.len() != 5
-        {
-            return None;
-        }
-        Some((j, v.clone(), c.clone()))
-    }
-
-    /// The bindings `(index, variable, item)` of every use of the tuple `tv` (bound
-    /// at `at`), when each is a later, not yet rewritten `v = tv[item]`.
-    fn tuple_item_users(&self, tv: &Var, at: usize) -> Option<Vec<(usize, Var, usize)>> {
-        let users = self.users.get(&tv.id())?;
-        if self.uses.get(&tv.id()).copied() != Some(users.len()) {
-            return None;
-        }
-        let mut out = Vec::with_capacity(users.len());
-        for &k in users {
-            if k <= at || self.replaced.contains_key(&k) {
-                return None;
-            }
-            let Binding::VarBinding { var, value, .. } = &self.bindings[k] else {
-                return None;
-            };
-            let ExprKind::TupleGetItem { tuple, index } = value.kind() else {
-                return None;
-            };
-            if !is_var(tuple, tv) {
-                return None;
-            }
-            out.push((k, var.clone(), *index));
-        }
-        Some(out)
-    }
-
-    /// For the batch-norm tuple `tv` (bound at `j`): the binding of `tv[0]` (its index
-    /// and variable) when every use of `tv` is a `TupleGetItem` binding, and the
-    /// rewrites of `tv[1]` / `tv[2]` into aliases of the moving mean and variance
-    /// (what inference batch normalization returns).
-    #[allow(clippy::type_complexity)]
-    fn bn_getitem(&self, tv: &Var, j: usize, c: &Call, c_out: i64) -> Option<(usize, Var, Vec<(usize, Var, Expr)>)> {
-        for p in &c.args[1..5] {
-            let t = self.arg_tensor(p)?;
-            if t.shape.as_slice() != [c_out] {
-                return None;
-            }
-        }
-        let mut first = None;
-        let mut aliases = vec![];
-        for (k, var, index) in self.tuple_item_users(tv, j)? {
-            match index {
-                0 if first.is_none() => first = Some((k, var)),
-                1 | 2 => aliases.push((k, var, c.args[2 + index].clone())),
-                _ => return None,
-            }
-        }
-        let (k, y) = first?;
-        self.var_tensor(&y)?;
-        Some((k, y, aliases))
-    }
-
-    fn matmul(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
-        let [a, b] = call.args.as_slice() else { return None };
-        if self.arg_tensor(a).is_none() || self.var_tensor(var).is_none() {
-            // Symbolic or 16-bit float operands: only `x @ permute_dims(W)`.
-            let (d, w) = self.transposed_matrix(b)?;
-            if !self.bt_operands_ok(call, var, b) {
-                return None;
-            }
-            let bt = HostKernel::Matmul(MatmulFusion {
-                transposed_b: true,
-                ..MatmulFusion::default()
-            });
-            let mut f = Fused::new(bt, vec![a.clone(), w], var, i);
-            f.chain.push(d);
-            return self.finish(f);
-        }
-        let at = self.arg_tensor(a)?;
-        let bt = self.arg_tensor(b)?;
-        let out = self.var_tensor(var)?;
-        if !is_none_or(call, "out_dtype", "float32") || at.shape.len() < 2 || bt.shape.len() < 2 {
-            return None;
-        }
-        // Supported: `b` 2-D, or equal batch dimensions.
-        let (ab, bb) = (&at.shape[..at.shape.len() - 2], &bt.shape[..bt.shape.len() - 2]);
-        if !(bb.is_empty() || ab == bb) {
-            return None;
-        }
-        let n = *out.shape.last()?;
-        let mm = HostKernel::Matmul(MatmulFusion::default());
-        let mut f = Fused::new(mm, vec![a.clone(), b.clone()], var, i);
-        if let Some((d, w)) = self.transposed_matrix(b) {
-            f.args[1] = w;
-            f.kernel = HostKernel::Matmul(MatmulFusion {
-                transposed_b: true,
-                ..MatmulFusion::default()
-            });
-            f.chain.push(d);
-        }
-        let bias_like = |bias: &TensorInfo| {
-            bias.shape.iter().product::<i64>() == n
-                && bias.shape.len() <= out.shape.len()
-                && bias.shape.last() == Some(&n)
-        };
-        self.fuse_add(&mut f, &out.shape, HostKernel::with_bias, bias_like);
-        self.fuse_relu(&mut f);
-        self.finish(f)
-    }
-
     /// A broadcasting binary operator (`add`, `subtract`, `multiply`, `divide`),
     /// fused with a following `relu`.
     fn binary(&mut self, op: BinaryOp, i: usize, var: &Var, a: Expr, b: Expr) -> Option<()> {
@@ -990,36 +817,6 @@ impl BlockRewrite<'_> {
         (op_name(c)? == op).then_some((j, c))
     }
 
-    fn pool(&mut self, i: usize, var: &Var, call: &Call) -> Option<()> {
-        let x = call.args.first()?;
-        let t = self.arg_tensor(x)?;
-        let out = self.var_tensor(var)?;
-        if t.shape.len() != 4
-            || out.shape.len() != 4
-            || !is_none_or(call, "layout", "NCHW")
-            || !is_none_or(call, "out_layout", "NCHW")
-            || call.attrs.get_bool("ceil_mode").unwrap_or(false)
-        {
-            return None;
-        }
-        let size = pair(&ints(call, "pool_size")?)?;
-        let stride = pair(&ints(call, "strides").unwrap_or(vec![1, 1]))?;
-        let pad = padding4(&ints(call, "padding").unwrap_or(vec![0]))?;
-        let dil = pair(&ints(call, "dilation").unwrap_or(vec![1, 1]))?;
-        let include_pad = call.attrs.get_bool("count_include_pad").unwrap_or(false);
-        let mut params = vec![size[0], size[1], stride[0], stride[1]];
-        params.extend(pad);
-        params.extend([dil[0], dil[1], include_pad as i64]);
-        let kernel = if op_name(call)? == "relax.nn.max_pool2d" {
-            HostKernel::MaxPool2d
-        } else {
-            HostKernel::AvgPool2d
-        };
-        let v = dps(kernel, vec![x.clone(), shape_arg(&params)], var)?;
-        self.set(i, var, v);
-        Some(())
-    }
-
     /// Inference `dropout` is the identity: `t[0]` of its tuple `t` becomes an alias
     /// of the input (the mask `t[1]` must be unused).
     fn dropout(&mut self, i: usize, tv: &Var, call: &Call) -> Option<()> {
@@ -1041,73 +838,6 @@ impl BlockRewrite<'_> {
         }
         self.remove(i);
         Some(())
-    }
-
-    /// The binding index and operand of `e` when it is a variable of this block bound
-    /// to the transpose of a static 2-D host matrix and used only once.
-    fn transposed_matrix(&self, e: &Expr) -> Option<(usize, Expr)> {
-        let ExprKind::Var(v) = e.kind() else { return None };
-        if self.uses.get(&v.id()).copied() != Some(1) {
-            return None;
-        }
-        let d = *self.def.get(&v.id())?;
-        if self.replaced.contains_key(&d) {
-            return None;
-        }
-        let (_, c) = self.call_at(d)?;
-        let x = crate::transpose_matmul::transposed_matrix(c)?;
-        static_tensor_if(&arg_struct_info(&x)?, gemm_dtype).filter(|t| self.on_host(t))?;
-        Some((d, x))
-    }
-
-    /// Whether `var` (bound at `i`) is the right operand of its only user, a 2-D
-    /// `matmul` that will read the untransposed matrix (see [`Self::matmul`]).
-    fn feeds_matmul_as_transposed_rhs(&self, i: usize, var: &Var) -> bool {
-        let Some((_, _, c)) = self.sole_call_user(var, i, "relax.matmul") else {
-            return false;
-        };
-        let Some(j) = self.sole_user(var, i) else { return false };
-        let Some((out, _)) = self.call_at(j) else { return false };
-        c.args.get(1).is_some_and(|b| is_var(b, var))
-            && self.transposed_matrix(&var.to_expr()).is_some()
-            && self.bt_operands_ok(c, out, &var.to_expr())
-    }
-
-    /// Whether `a @ b` (the matmul `c`, whose result is `out`), with `b` the
-    /// transpose of a static 2-D host matrix `W` of `[N, K]`, can run as
-    /// `relax_host.matmul_bt(a, W)`: `a` is a host tensor of `W`'s dtype
-    /// (`float32`, `float16` or `bfloat16`) of rank >= 2 whose last axis is `K`
-    /// (its other axes may be symbolic), and the result is a host tensor of that
-    /// dtype whose last axis is `N`.
-    fn bt_operands_ok(&self, c: &Call, out: &Var, b: &Expr) -> bool {
-        let Some(a) = c.args.first() else { return false };
-        let Some(w) = arg_struct_info(b).and_then(|si| static_tensor_if(&si, gemm_dtype)) else {
-            return false;
-        };
-        let Some(dtype) = arg_struct_info(b).and_then(|si| si.as_tensor().map(|t| t.dtype)) else {
-            return false;
-        };
-        let [k, n] = w.shape.as_slice() else { return false };
-        let host_with = |si: &StructInfo, last: i64| {
-            si.as_tensor().is_some_and(|t| {
-                t.dtype == dtype
-                    && self.on_host(&TensorInfo {
-                        shape: vec![],
-                        vdevice: t.vdevice.clone(),
-                    })
-                    && t.shape_values()
-                        .is_some_and(|s| s.len() >= 2 && s.last().and_then(PrimExpr::as_int) == Some(last))
-            })
-        };
-        let same_dtype = match c.attrs.get("out_dtype") {
-            None | Some(AttrValue::None) => true,
-            Some(AttrValue::Str(s)) => s.is_empty() || *s == dtype.to_string(),
-            Some(AttrValue::DataType(d)) => d.is_void() || *d == dtype,
-            _ => false,
-        };
-        same_dtype
-            && arg_struct_info(a).is_some_and(|si| host_with(&si, *k))
-            && out.struct_info().is_some_and(|si| host_with(si, *n))
     }
 
     /// `mean` over trailing axes (global average pooling).
@@ -1212,41 +942,6 @@ impl BlockRewrite<'_> {
             var,
         )?;
         self.set(i, var, v);
-        Some(())
-    }
-
-    /// Inference `batch_norm` on axis 1 not fused into a convolution: a per-channel
-    /// scale and shift (`relax_host.batch_norm`); `t[1]`, `t[2]` of its tuple become
-    /// the moving mean and variance.
-    fn batch_norm(&mut self, i: usize, tv: &Var, call: &Call) -> Option<()> {
-        let x = call.args.first()?;
-        let t = self.arg_tensor(x)?;
-        if t.shape.len() < 2 {
-            return None;
-        }
-        let a = &call.attrs;
-        let axis = a.get_int("axis").unwrap_or(1);
-        if !(axis == 1 || axis == 1 - t.shape.len() as i64)
-            || a.get_bool("training").unwrap_or(true)
-            || !a.get_bool("center").unwrap_or(true)
-            || !a.get_bool("scale").unwrap_or(true)
-            || call.args.len() != 5
-        {
-            return None;
-        }
-        let (k, y, aliases) = self.bn_getitem(tv, i, call, t.shape[1])?;
-        let mut args = call.args.clone();
-        let eps = a.get("epsilon").and_then(AttrValue::as_float).unwrap_or(1e-5);
-        args.push(Expr::new(ExprKind::PrimValue(PrimExpr::float_of(
-            eps,
-            DataType::FLOAT64,
-        ))));
-        let value = dps(HostKernel::BatchNorm, args, &y)?;
-        for (at, alias_var, v) in aliases {
-            self.set(at, &alias_var, v);
-        }
-        self.remove(i);
-        self.set(k, &y, value);
         Some(())
     }
 }

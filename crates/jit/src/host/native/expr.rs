@@ -404,6 +404,20 @@ impl Gen<'_, '_> {
         Ok(self.b.inst_results(call)[0])
     }
 
+    /// `op` of `x` (of type `t`) computed in `f64` by the shim, narrowed back to `t`.
+    fn call_f64(&mut self, op: I, x: Value, t: Ty) -> Result<Value> {
+        let f = shims::unary_f64_addr(op).ok_or_else(|| self.unsupported(format!("intrinsic T.{op}")))?;
+        let x = self.widen(x, t);
+        let sig = self.sig("f64", &[types::I64, types::F64], types::F64);
+        let (tramp, fv) = (
+            self.iconst(shims::call_f64 as *const () as usize as i64),
+            self.iconst(f as i64),
+        );
+        let call = self.b.ins().call_indirect(sig, tramp, &[fv, x]);
+        let r = self.b.inst_results(call)[0];
+        Ok(self.narrow(r, t))
+    }
+
     fn call_unary(&mut self, op: I, x: Value, t: Ty) -> Result<Value> {
         if matches!(t, Ty::F16 | Ty::BF16) {
             let ins = self.b.ins();
@@ -422,18 +436,7 @@ impl Gen<'_, '_> {
                     let r = self.call_f32(op, x)?;
                     return Ok(self.round_half(r, t));
                 }
-                _ => {
-                    let f = shims::unary_f64_addr(op).ok_or_else(|| self.unsupported(format!("intrinsic T.{op}")))?;
-                    let x = self.widen(x, t);
-                    let sig = self.sig("f64", &[types::I64, types::F64], types::F64);
-                    let (tramp, fv) = (
-                        self.iconst(shims::call_f64 as *const () as usize as i64),
-                        self.iconst(f as i64),
-                    );
-                    let call = self.b.ins().call_indirect(sig, tramp, &[fv, x]);
-                    let r = self.b.inst_results(call)[0];
-                    return Ok(self.narrow(r, t));
-                }
+                _ => return self.call_f64(op, x, t),
             };
             return Ok(self.round_half(v, t));
         }
@@ -453,18 +456,7 @@ impl Gen<'_, '_> {
                 let (one, _) = self.fconst(1.0, t);
                 self.b.ins().fdiv(one, s)
             }
-            _ => {
-                let f = shims::unary_f64_addr(op).ok_or_else(|| self.unsupported(format!("intrinsic T.{op}")))?;
-                let x = self.widen(x, t);
-                let sig = self.sig("f64", &[types::I64, types::F64], types::F64);
-                let (tramp, fv) = (
-                    self.iconst(shims::call_f64 as *const () as usize as i64),
-                    self.iconst(f as i64),
-                );
-                let call = self.b.ins().call_indirect(sig, tramp, &[fv, x]);
-                let r = self.b.inst_results(call)[0];
-                self.narrow(r, t)
-            }
+            _ => return self.call_f64(op, x, t),
         })
     }
 

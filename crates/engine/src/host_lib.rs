@@ -68,6 +68,14 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
             };
             elementwise::power_scalar(x.0, y, out)
         }),
+        HostKernel::GeluTanhChain => c.run(|ins, out, _| {
+            let [x, (&[half], _), (&[p], _), (&[c1], _), (&[c2], _), (&[one], _)] = ins else {
+                return Err(KernelError(
+                    "gelu_tanh_chain: expected a tensor and five one-element scalars".into(),
+                ));
+            };
+            elementwise::gelu_tanh_chain(x.0, [half, p, c1, c2, one], out)
+        }),
         HostKernel::Softmax | HostKernel::SafeSoftmax => c.run(|ins, out, shape| {
             let cols = shape.last().copied().unwrap_or(1);
             let rows = out.len() / cols.max(1);

@@ -375,6 +375,50 @@ pub fn power_scalar(x: &[f32], y: f32, out: &mut [f32]) -> Result<()> {
     }
 }
 
+/// `x ** y` of one element, as [`power_scalar`] computes it.
+#[inline(always)]
+fn pow_elem(v: f32, y: f32) -> f32 {
+    match y {
+        2.0 => UnaryOp::Square.apply(v),
+        3.0 => UnaryOp::Cube.apply(v),
+        _ => f64::from(v).powf(f64::from(y)) as f32,
+    }
+}
+
+/// The scalars of [`gelu_tanh_chain`]: `[half, p, c1, c2, one]`.
+pub type GeluTanhChain = [f32; 5];
+
+/// `(x * half) * (tanh((x + x ** p * c1) * c2) + one)`: GELU's tanh form as
+/// `torch.export` and ONNX exports spell it, one operator per step, with the
+/// scalars read at run time (ONNX keeps them as weights). Every step rounds to
+/// `f32` as the separate kernels do ([`binary`], [`power_scalar`], `tanh` of
+/// [`unary`]), so the result is the one of running them one by one, bit for bit,
+/// without the seven intermediate tensors.
+pub fn gelu_tanh_chain(x: &[f32], c: GeluTanhChain, out: &mut [f32]) -> Result<()> {
+    check_len("gelu_tanh_chain output", out.len(), x.len())?;
+    let [half, p, c1, c2, one] = c;
+    const BLOCK: usize = 256;
+    let work = out.len() * 40;
+    let g = grain(out.len(), work);
+    for_chunks(out, g, work, |(i, o)| {
+        let xs = &x[i * g..i * g + o.len()];
+        for (xb, ob) in xs.chunks(BLOCK).zip(o.chunks_mut(BLOCK)) {
+            let n = xb.len();
+            let (mut arg, mut t) = ([0f32; BLOCK], [0f32; BLOCK]);
+            let arg = &mut arg[..n];
+            // One loop per exponent kind, so that each vectorizes.
+            match p {
+                2.0 => simd::map1(arg, xb, |v| (v + pow_elem(v, 2.0) * c1) * c2),
+                3.0 => simd::map1(arg, xb, |v| (v + pow_elem(v, 3.0) * c1) * c2),
+                _ => simd::map1(arg, xb, |v| (v + pow_elem(v, p) * c1) * c2),
+            }
+            crate::math::tanh_slice(arg, &mut t[..n]);
+            simd::map2(ob, xb, &t[..n], &|v, t| (v * half) * (t + one));
+        }
+    });
+    Ok(())
+}
+
 /// How [`take_rows`] treats an index outside `[0, rows)` (`R.take`'s `mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TakeMode {

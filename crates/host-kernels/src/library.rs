@@ -53,6 +53,9 @@ pub enum HostKernel {
     Unary(UnaryOp),
     /// `x ** y` with a one-element exponent tensor read at run time.
     Power,
+    /// GELU's tanh form spelled out step by step, its five scalars read at run time
+    /// ([`crate::elementwise::gelu_tanh_chain`]).
+    GeluTanhChain,
     /// Softmax over the last axis.
     Softmax,
     /// Softmax over the last axis whose rows of only `-inf` give zeros (torch's
@@ -155,6 +158,7 @@ impl HostKernel {
         v.push(HostKernel::Relu);
         v.extend(UnaryOp::ALL.iter().map(|&op| HostKernel::Unary(op)));
         v.push(HostKernel::Power);
+        v.push(HostKernel::GeluTanhChain);
         v.extend([
             HostKernel::Softmax,
             HostKernel::SafeSoftmax,
@@ -203,6 +207,7 @@ impl HostKernel {
             HostKernel::Relu => s.push_str("relu"),
             HostKernel::Unary(op) => s.push_str(op.name().trim_start_matches("nn.")),
             HostKernel::Power => s.push_str("power"),
+            HostKernel::GeluTanhChain => s.push_str("gelu_tanh_chain"),
             HostKernel::Softmax => s.push_str("softmax"),
             HostKernel::SafeSoftmax => s.push_str("safe_softmax"),
             HostKernel::SoftmaxNanFill => s.push_str("softmax_nan_fill"),

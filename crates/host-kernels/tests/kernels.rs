@@ -636,3 +636,55 @@ fn arg_reduce_rows_follows_tvm_legalization() {
     }
     assert!(elementwise::arg_reduce_rows(true, &big, rows, cols + 1, &mut out).is_err());
 }
+
+/// The GELU-tanh chain kernel gives, bit for bit, what its seven operators give run
+/// one by one through the library's own kernels (square, cube and other exponents;
+/// signed zeros, infinities, NaN, values where tanh saturates; a length that is not
+/// a multiple of the kernel's block).
+#[test]
+fn gelu_tanh_chain_is_the_operators_one_by_one() {
+    let mut x: Vec<f32> = random(1000, 7).iter().map(|v| v * 8.0).collect();
+    x.extend([
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-30,
+        -1e30,
+        12.5,
+        -12.5,
+        3.0e5,
+    ]);
+    let n = x.len();
+    let scalar = |op: BinaryOp, a: &[f32], s: f32| {
+        let mut out = vec![0f32; a.len()];
+        elementwise::binary(op, a, &[a.len()], &[s], &[], &mut out, &[a.len()], false).unwrap();
+        out
+    };
+    for (c1, p) in [(0.044715f32, 3.0f32), (0.044715, 2.0), (0.5, 1.5)] {
+        let (half, c2, one) = (0.5f32, 0.797_884_6_f32, 1.0f32);
+        let mut pw = vec![0f32; n];
+        elementwise::power_scalar(&x, p, &mut pw).unwrap();
+        let a = scalar(BinaryOp::Mul, &pw, c1);
+        let mut b = vec![0f32; n];
+        elementwise::binary(BinaryOp::Add, &x, &[n], &a, &[n], &mut b, &[n], false).unwrap();
+        let c = scalar(BinaryOp::Mul, &b, c2);
+        let mut t = vec![0f32; n];
+        elementwise::unary(elementwise::UnaryOp::Tanh, &c, &mut t).unwrap();
+        let d = scalar(BinaryOp::Add, &t, one);
+        let h = scalar(BinaryOp::Mul, &x, half);
+        let mut want = vec![0f32; n];
+        elementwise::binary(BinaryOp::Mul, &h, &[n], &d, &[n], &mut want, &[n], false).unwrap();
+        let mut got = vec![0f32; n];
+        elementwise::gelu_tanh_chain(&x, [half, p, c1, c2, one], &mut got).unwrap();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                "p {p}: x {} gives {g}, the operators {w}",
+                x[i]
+            );
+        }
+    }
+    assert!(elementwise::gelu_tanh_chain(&x, [0.5, 3.0, 0.1, 0.1, 1.0], &mut [0f32; 3]).is_err());
+}

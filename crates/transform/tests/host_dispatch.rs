@@ -822,3 +822,97 @@ fn take_rows_gives_what_legalized_tir_does() {
         );
     }
 }
+
+/// GELU's tanh form as `torch.export` spells it (constant scalars, `h` first) and as
+/// ONNX exports do (the scalars are weights, `h` after `tanh`), and a chain whose
+/// `tanh` is used twice (left to the separate operators).
+const GELU_TANH_CHAINS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3, 70), "float32"), e: R.Tensor((), "float32"), c1: R.Tensor((), "float32"), c2: R.Tensor((1,), "float32"), half: R.Tensor((), "float32"), one: R.Tensor((), "float32")):
+        with R.dataflow():
+            h = R.multiply(x, R.const(0.5, "float32"))
+            p = R.power(x, R.const(3.0, "float32"))
+            a = R.multiply(p, R.const(0.044714998453855515, "float32"))
+            b = R.add(x, a)
+            c = R.multiply(b, R.const(0.79788458347320557, "float32"))
+            t = R.tanh(c)
+            d = R.add(t, R.const(1.0, "float32"))
+            y = R.multiply(h, d)
+            p2 = R.power(x, e)
+            a2 = R.multiply(c1, p2)
+            b2 = R.add(a2, x)
+            c2_ = R.multiply(b2, c2)
+            t2 = R.tanh(c2_)
+            h2 = R.multiply(half, x)
+            d2 = R.add(one, t2)
+            y2 = R.multiply(d2, h2)
+            p3 = R.power(x, R.const(3.0, "float32"))
+            a3 = R.multiply(p3, R.const(0.044714998453855515, "float32"))
+            b3 = R.add(x, a3)
+            c3 = R.multiply(b3, R.const(0.79788458347320557, "float32"))
+            t3 = R.tanh(c3)
+            d3 = R.add(t3, R.const(1.0, "float32"))
+            h3 = R.multiply(x, t3)
+            y3 = R.multiply(h3, d3)
+            out = (y, y2, y3)
+            R.output(out)
+        return out
+"#;
+
+/// The two spelled-out GELUs run as one library call each, with the bits of the
+/// legalized PrimFuncs (every step rounded to `f32` as they round it); the third
+/// chain, whose `tanh` has two users, stays as its operators.
+#[test]
+fn spelled_out_gelu_tanh_is_one_call_with_the_bits_of_legalized_tir() {
+    let m = relax_ir::text::parse(GELU_TANH_CHAINS).expect("parses").into_module();
+    let mut xs: Vec<f32> = (0..210).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.11).collect();
+    xs[..4].copy_from_slice(&[0.0, -0.0, 9.5, -9.5]);
+    let x = value(&[3, 70], xs);
+    let scalar = |v: f32| value(&[], vec![v]);
+    let args = [
+        x,
+        scalar(3.0),
+        scalar(0.044715),
+        value(&[1], vec![0.797_884_6f32]),
+        scalar(0.5),
+        scalar(1.0),
+    ];
+    let (lib, stats) = run_main(&m, &args, true);
+    let (tir, _) = run_main(&m, &args, false);
+    let dispatched = relax_transform::host_dispatch::dispatch_host_library(&checked(m)).expect("dispatches");
+    let n = calls(&dispatched);
+    let count = |k: &str| n.get(&format!("{PREFIX}{k}")).copied().unwrap_or(0);
+    assert_eq!(count("gelu_tanh_chain"), 2, "{n:?}");
+    assert_eq!(count("tanh"), 1, "the third chain keeps its tanh: {n:?}");
+    assert!(stats.packed_calls >= 2, "{stats:?}");
+    let (lib, tir) = (fields::<f32>(&lib), fields::<f32>(&tir));
+    for (k, ((_, l), (_, t))) in lib.iter().zip(&tir).enumerate() {
+        for (i, (a, b)) in l.iter().zip(t).enumerate() {
+            assert_eq!(a.to_bits(), b.to_bits(), "field {k} [{i}]: {a} vs {b}");
+        }
+    }
+}
+
+/// `out_dtype="void"` (TVM's unset dtype, as its printer writes a default
+/// `R.matmul`) is the operands' own: the product runs in the library.
+#[test]
+fn a_matmul_with_a_void_out_dtype_runs_in_the_library() {
+    let text = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 32, 128), "float32"), w: R.Tensor((128, 64), "float32")):
+        with R.dataflow():
+            y = R.matmul(x, w, out_dtype="void")
+            out = (y,)
+            R.output(out)
+        return out
+"#;
+    let x = tensor(&[1, 32, 128], 61, false);
+    let w = tensor(&[128, 64], 62, false);
+    let (lib, tir, stats) = library_and_tir(text, &[x, w]);
+    assert_eq!((stats.packed_calls, stats.kernels_run), (1, 0), "one library call");
+    assert_fields_close(&fields::<f32>(&lib), &fields::<f32>(&tir), 1e-5, 1e-5);
+}

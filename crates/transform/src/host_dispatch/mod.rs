@@ -28,6 +28,9 @@
 //!   masked rows (`_safe_softmax`, see `safe_softmax.rs`): `relax_host.safe_softmax`
 //! - `softmax -> where(isnan(p), fill, p)` with a one-element `fill` (ONNX exports'
 //!   guard, `fill` a weight or a constant): `relax_host.softmax_nan_fill`
+//! - GELU's tanh form spelled out step by step (`(x * 0.5) * (tanh((x + x ** 3 *
+//!   0.044715) * sqrt(2 / pi)) + 1)`, the scalars constants or weights):
+//!   `relax_host.gelu_tanh_chain` (see `gelu.rs`)
 //!
 //! `power(x, y)` with a constant `y` of 2 or 3 (`relax_host.square`, `cube`) or a
 //! one-element `y` read at run time (`relax_host.power`, ONNX's `Pow` exponent kept
@@ -76,6 +79,7 @@ use relax_host_kernels::library::{ConvFusion, HostKernel, MatmulFusion, SYMBOL_P
 use crate::legalize::arg_struct_info;
 
 mod conv;
+mod gelu;
 mod matmul;
 
 /// Prefix of the global symbols of the host kernel library.
@@ -265,11 +269,13 @@ fn pair(p: &[i64]) -> Option<[i64; 2]> {
     }
 }
 
+/// Whether attribute `key` of `call` is unset (absent, `None`, empty or `"void"`) or `want`.
 fn is_none_or(call: &Call, key: &str, want: &str) -> bool {
     match call.attrs.get(key) {
         None | Some(AttrValue::None) => true,
-        Some(AttrValue::Str(s)) => s.is_empty() || s == want,
-        Some(AttrValue::DataType(d)) => d.to_string() == want,
+        // "void" is TVM's unset dtype (the operands' own, which callers check).
+        Some(AttrValue::Str(s)) => s.is_empty() || s == "void" || s == want,
+        Some(AttrValue::DataType(d)) => d.is_void() || d.to_string() == want,
         _ => false,
     }
 }
@@ -501,6 +507,9 @@ impl BlockRewrite<'_> {
     fn rewrite(&mut self, i: usize) -> Option<()> {
         let (var, call) = self.call_at(i)?;
         let (var, call) = (var.clone(), call.clone());
+        if op_name(&call) == Some("relax.tanh") && self.gelu_tanh_chain(i, &var, &call).is_some() {
+            return Some(());
+        }
         match op_name(&call)? {
             "relax.nn.conv2d" => self.conv2d(i, &var, &call),
             "relax.matmul" => self.matmul(i, &var, &call),

@@ -76,6 +76,9 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
             };
             elementwise::gelu_tanh_chain(x.0, [half, p, c1, c2, one], out)
         }),
+        HostKernel::RotateHalf => {
+            c.run(|ins, out, shape| elementwise::rotate_half(ins[0].0, shape.last().copied().unwrap_or(0), out))
+        }
         HostKernel::Softmax | HostKernel::SafeSoftmax => c.run(|ins, out, shape| {
             let cols = shape.last().copied().unwrap_or(1);
             let rows = out.len() / cols.max(1);

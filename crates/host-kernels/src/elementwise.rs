@@ -419,6 +419,30 @@ pub fn gelu_tanh_chain(x: &[f32], c: GeluTanhChain, out: &mut [f32]) -> Result<(
     Ok(())
 }
 
+/// `concat(-x[..., h:], x[..., :h])` over rows of `cols = 2h` elements: the
+/// `rotate_half` of rotary position embeddings (Llama, Mistral, Qwen2, Phi), as
+/// Hugging Face writes it and the front ends spell it out (two slices, a negation
+/// and a concatenation). Exact: it moves values and flips signs (as the library's
+/// `negative`; a NaN's sign bit is not specified, see `docs/semantics.md`).
+pub fn rotate_half(x: &[f32], cols: usize, out: &mut [f32]) -> Result<()> {
+    check_len("rotate_half output", out.len(), x.len())?;
+    if cols == 0 || !cols.is_multiple_of(2) || !x.len().is_multiple_of(cols) {
+        return Err(KernelError(format!(
+            "rotate_half: rows of {cols} elements (an even number dividing {})",
+            x.len()
+        )));
+    }
+    let h = cols / 2;
+    for (xr, or) in x.chunks_exact(cols).zip(out.chunks_exact_mut(cols)) {
+        let (lo, hi) = or.split_at_mut(h);
+        for (o, &v) in lo.iter_mut().zip(&xr[h..]) {
+            *o = -v;
+        }
+        hi.copy_from_slice(&xr[..h]);
+    }
+    Ok(())
+}
+
 /// How [`take_rows`] treats an index outside `[0, rows)` (`R.take`'s `mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TakeMode {

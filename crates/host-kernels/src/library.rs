@@ -56,6 +56,9 @@ pub enum HostKernel {
     /// GELU's tanh form spelled out step by step, its five scalars read at run time
     /// ([`crate::elementwise::gelu_tanh_chain`]).
     GeluTanhChain,
+    /// `concat(-x[..., h:], x[..., :h])` over the last axis
+    /// ([`crate::elementwise::rotate_half`]).
+    RotateHalf,
     /// Softmax over the last axis.
     Softmax,
     /// Softmax over the last axis whose rows of only `-inf` give zeros (torch's
@@ -159,6 +162,7 @@ impl HostKernel {
         v.extend(UnaryOp::ALL.iter().map(|&op| HostKernel::Unary(op)));
         v.push(HostKernel::Power);
         v.push(HostKernel::GeluTanhChain);
+        v.push(HostKernel::RotateHalf);
         v.extend([
             HostKernel::Softmax,
             HostKernel::SafeSoftmax,
@@ -208,6 +212,7 @@ impl HostKernel {
             HostKernel::Unary(op) => s.push_str(op.name().trim_start_matches("nn.")),
             HostKernel::Power => s.push_str("power"),
             HostKernel::GeluTanhChain => s.push_str("gelu_tanh_chain"),
+            HostKernel::RotateHalf => s.push_str("rotate_half"),
             HostKernel::Softmax => s.push_str("softmax"),
             HostKernel::SafeSoftmax => s.push_str("safe_softmax"),
             HostKernel::SoftmaxNanFill => s.push_str("softmax_nan_fill"),
@@ -293,7 +298,7 @@ mod tests {
             assert!(symbols.insert(s.clone()), "{s} twice");
             assert_eq!(HostKernel::from_symbol(&s), Some(*k), "{s}");
         }
-        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 1 + 4 + 3 + 2 + 10);
+        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 3 + 4 + 3 + 2 + 10);
         assert_eq!(
             HostKernel::Conv2d(ConvFusion {
                 bias: true,

@@ -688,3 +688,19 @@ fn gelu_tanh_chain_is_the_operators_one_by_one() {
     }
     assert!(elementwise::gelu_tanh_chain(&x, [0.5, 3.0, 0.1, 0.1, 1.0], &mut [0f32; 3]).is_err());
 }
+
+/// `rotate_half` moves the halves of each row, the upper one negated.
+#[test]
+fn rotate_half_moves_halves_and_negates_by_product() {
+    let x = [1.0f32, 2.0, 3.0, f32::NAN, 5.0, -0.0, 0.0, 8.0];
+    let mut out = [0f32; 8];
+    elementwise::rotate_half(&x, 4, &mut out).unwrap();
+    let bits = |v: &[f32]| {
+        v.iter()
+            .map(|x| if x.is_nan() { 0x7fc0_0000 } else { x.to_bits() })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&out), bits(&[-3.0, f32::NAN, 1.0, 2.0, -0.0, -8.0, 5.0, -0.0]));
+    assert!(elementwise::rotate_half(&x, 3, &mut out).is_err());
+    assert!(elementwise::rotate_half(&x, 4, &mut out[..4]).is_err());
+}

@@ -916,3 +916,60 @@ class Module:
     assert_eq!((stats.packed_calls, stats.kernels_run), (1, 0), "one library call");
     assert_fields_close(&fields::<f32>(&lib), &fields::<f32>(&tir), 1e-5, 1e-5);
 }
+
+/// `rotate_half` as the Llama programs spell it (the end bound `2^63 - 1`, axis
+/// `3` or `-1`), and a look-alike that is not one (its second slice stops early).
+const ROTATE_HALF: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 8), "float32")):
+        with R.dataflow():
+            s1 = R.strided_slice(x, (2,), (4,), (9223372036854775807,), (1,), assume_inbound=False)
+            n = R.negative(s1)
+            s0 = R.strided_slice(x, (2,), (0,), (4,), (1,), assume_inbound=False)
+            r = R.concat((n, s0), axis=-1)
+            t1 = R.strided_slice(x, (-1,), (4,), (8,))
+            m = R.negative(t1)
+            t0 = R.strided_slice(x, (-1,), (0,), (4,))
+            q = R.concat((m, t0), axis=2)
+            u1 = R.strided_slice(x, (2,), (4,), (8,), (1,))
+            k = R.negative(u1)
+            u0 = R.strided_slice(x, (2,), (1,), (5,), (1,))
+            w = R.concat((k, u0), axis=-1)
+            out = (r, q, w)
+            R.output(out)
+        return out
+"#;
+
+/// Each spelled-out `rotate_half` is one library call with the legalized
+/// PrimFuncs' bits (signed zeros included; a NaN is a NaN, its sign bit not
+/// specified); the look-alike keeps its slices.
+#[test]
+fn rotate_half_is_one_call_with_the_bits_of_legalized_tir() {
+    let m = relax_ir::text::parse(ROTATE_HALF).expect("parses").into_module();
+    let mut xs: Vec<f32> = (0..48).map(|i| (i as f32 - 20.0) * 0.37).collect();
+    xs[..3].copy_from_slice(&[0.0, -0.0, f32::NAN]);
+    xs[44] = -0.0;
+    xs[5] = f32::NAN;
+    let args = [value(&[2, 3, 8], xs)];
+    let (lib, _) = run_main(&m, &args, true);
+    let (tir, _) = run_main(&m, &args, false);
+    let dispatched = relax_transform::host_dispatch::dispatch_host_library(&checked(m)).expect("dispatches");
+    let n = calls(&dispatched);
+    assert_eq!(n.get(&format!("{PREFIX}rotate_half")).copied(), Some(2), "{n:?}");
+    assert_eq!(
+        n.get("relax.strided_slice").copied(),
+        Some(2),
+        "the look-alike keeps its slices: {n:?}"
+    );
+    let (lib, tir) = (fields::<f32>(&lib), fields::<f32>(&tir));
+    for (k, ((_, l), (_, t))) in lib.iter().zip(&tir).enumerate() {
+        let bits = |v: &[f32]| {
+            v.iter()
+                .map(|x| if x.is_nan() { 0x7fc0_0000 } else { x.to_bits() })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(l), bits(t), "field {k}");
+    }
+}

@@ -31,6 +31,8 @@
 //! - GELU's tanh form spelled out step by step (`(x * 0.5) * (tanh((x + x ** 3 *
 //!   0.044715) * sqrt(2 / pi)) + 1)`, the scalars constants or weights):
 //!   `relax_host.gelu_tanh_chain` (see `gelu.rs`)
+//! - rotary embeddings' `rotate_half`, `concat((-x[..., h:], x[..., :h]), axis=-1)`
+//!   spelled as two slices and a negation: `relax_host.rotate_half` (see `rotary.rs`)
 //!
 //! `power(x, y)` with a constant `y` of 2 or 3 (`relax_host.square`, `cube`) or a
 //! one-element `y` read at run time (`relax_host.power`, ONNX's `Pow` exponent kept
@@ -81,6 +83,7 @@ use crate::legalize::arg_struct_info;
 mod conv;
 mod gelu;
 mod matmul;
+mod rotary;
 
 /// Prefix of the global symbols of the host kernel library.
 pub const PREFIX: &str = SYMBOL_PREFIX;
@@ -615,6 +618,9 @@ impl BlockRewrite<'_> {
                 Some(())
             }
             "relax.concat" => {
+                if self.rotate_half(i, &var, &call).is_some() {
+                    return Some(());
+                }
                 let ExprKind::Tuple(parts) = call.args.first()?.kind() else {
                     return None;
                 };

@@ -44,7 +44,7 @@
 //! `negative`, `abs`, `square` (`relax_host.<op>`), `nn.gelu` and `nn.gelu_tanh`
 //! (`relax_host.gelu`, `gelu_tanh`: TVM's legalized formulas, step for step, in vector
 //! lanes).
-//! `reshape` and `squeeze` become a view of the same memory on whatever device
+//! `reshape` and `squeeze` (and `expand_dims` on the host) become a view of the same memory on whatever device
 //! (`vm.builtin.reshape`, as TVM's VM lowers reshape), which checks at run time that the
 //! element count is kept (symbolic shapes included); a squeeze only where nothing writes
 //! its input or result in place. Single operators: `relu`, `add`, inference `dropout` (an alias of its input), `max_pool2d`, `avg_pool2d`, `softmax` over the last axis, `permute_dims`, `concat`,
@@ -640,16 +640,22 @@ impl BlockRewrite<'_> {
                 self.set(i, &var, v);
                 Some(())
             }
-            "relax.reshape" | "relax.squeeze" => {
+            "relax.reshape" | "relax.squeeze" | "relax.expand_dims" => {
                 // Any dtype, static or symbolic shapes, any device: a view of the same
                 // memory, as TVM's VM lowers reshape; the builtin checks at run time
                 // that the element count is kept. Squeezing keeps the row-major order
                 // too: the same view of the result's shape (TVM legalizes it to a copy
-                // kernel; a decoding step ran 20 of them per token). Not `expand_dims`:
-                // left to fusion, it is folded into its consumers' kernels, while as views
-                // ONNX's grid_sample gave a fused kernel more storage buffers than a GPU
-                // stage may bind.
+                // kernel; a decoding step ran 20 of them per token). `expand_dims` only
+                // on the host: on the GPU, left to fusion, it is folded into its
+                // consumers' kernels, while as views ONNX's grid_sample gave a fused
+                // kernel more storage buffers than a GPU stage may bind.
                 let x = call.args.first()?;
+                if op_name(&call) == Some("relax.expand_dims") {
+                    let vdevice = var.struct_info()?.as_tensor()?.vdevice.clone();
+                    if !self.on_host(&TensorInfo { shape: vec![], vdevice }) {
+                        return None;
+                    }
+                }
                 // TVM copies for a squeeze: a view only where nothing writes the input
                 // or the result in place (the copy would not see it).
                 if op_name(&call) != Some("relax.reshape") {
@@ -691,8 +697,17 @@ impl BlockRewrite<'_> {
             }
             "relax.broadcast_to" => {
                 let x = call.args.first()?;
-                let t = self.arg_tensor(x)?;
-                let o = self.var_tensor(&var)?;
+                let (Some(t), Some(o)) = (self.arg_tensor(x), self.var_tensor(&var)) else {
+                    // Symbolic extents (a shape read from a tensor at run time, as ONNX's
+                    // Expand gives): the kernel reads the shapes at run time.
+                    let host = |si: &StructInfo| self.host_tensor_of(si, false);
+                    if !(arg_struct_info(x).is_some_and(|si| host(&si)) && var.struct_info().is_some_and(host)) {
+                        return None;
+                    }
+                    let v = dps(HostKernel::BroadcastTo, vec![x.clone()], &var)?;
+                    self.set(i, &var, v);
+                    return Some(());
+                };
                 if t.shape == o.shape && t.vdevice.is_none() && o.vdevice.is_none() {
                     // Broadcasting to the same shape is the identity: alias.
                     self.set(i, &var, x.clone());

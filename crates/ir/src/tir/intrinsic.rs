@@ -94,7 +94,7 @@ impl fmt::Display for CallOp {
     }
 }
 
-/// What a unary float intrinsic means, declared with its variant in [`intrinsics!`]
+/// What a unary float intrinsic means, declared with its variant in the `intrinsics!` table
 /// and read by the host executors and the WGSL emitter through
 /// [`Intrinsic::float_math`].
 #[derive(Clone, Copy, Debug)]

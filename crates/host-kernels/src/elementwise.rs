@@ -364,18 +364,16 @@ pub fn power_scalar(x: &[f32], y: f32, out: &mut [f32]) -> Result<()> {
         3.0 => unary(UnaryOp::Cube, x, out),
         _ => {
             check_len("power output", out.len(), x.len())?;
-            let y = f64::from(y);
             let work = out.len() * 32;
             let g = grain(out.len(), work);
-            for_chunks(out, g, work, |(i, o)| {
-                simd::map1(o, &x[i * g..], |v| f64::from(v).powf(y) as f32)
-            });
+            for_chunks(out, g, work, |(i, o)| simd::map1(o, &x[i * g..], |v| pow_elem(v, y)));
             Ok(())
         }
     }
 }
 
-/// `x ** y` of one element, as [`power_scalar`] computes it.
+/// `x ** y` of one element, as [`power_scalar`] computes it: a square or a cube
+/// multiplied out, any other exponent through `f64::powf`, rounded once.
 #[inline(always)]
 fn pow_elem(v: f32, y: f32) -> f32 {
     match y {
@@ -385,16 +383,13 @@ fn pow_elem(v: f32, y: f32) -> f32 {
     }
 }
 
-/// The scalars of [`gelu_tanh_chain`]: `[half, p, c1, c2, one]`.
-pub type GeluTanhChain = [f32; 5];
-
 /// `(x * half) * (tanh((x + x ** p * c1) * c2) + one)`: GELU's tanh form as
 /// `torch.export` and ONNX exports spell it, one operator per step, with the
 /// scalars read at run time (ONNX keeps them as weights). Every step rounds to
 /// `f32` as the separate kernels do ([`binary`], [`power_scalar`], `tanh` of
 /// [`unary`]), so the result is the one of running them one by one, bit for bit,
-/// without the seven intermediate tensors.
-pub fn gelu_tanh_chain(x: &[f32], c: GeluTanhChain, out: &mut [f32]) -> Result<()> {
+/// without the seven intermediate tensors. `c` is `[half, p, c1, c2, one]`.
+pub fn gelu_tanh_chain(x: &[f32], c: [f32; 5], out: &mut [f32]) -> Result<()> {
     check_len("gelu_tanh_chain output", out.len(), x.len())?;
     let [half, p, c1, c2, one] = c;
     const BLOCK: usize = 256;

@@ -25,7 +25,7 @@ impl BlockRewrite<'_> {
             return None;
         }
         let h = cols / 2;
-        let (in_, n) = self.bound(neg, 1, "relax.negative")?;
+        let (ineg, n) = self.bound(neg, 1, "relax.negative")?;
         let (i1, s1) = self.bound(n.args.first()?, 1, "relax.strided_slice")?;
         let (i0, s0) = self.bound(s0, 1, "relax.strided_slice")?;
         let x = s1.args.first()?.clone();
@@ -49,7 +49,7 @@ impl BlockRewrite<'_> {
             return None;
         }
         let value = dps(HostKernel::RotateHalf, vec![x], r)?;
-        for at in [in_, i1, i0] {
+        for at in [ineg, i1, i0] {
             self.remove(at);
         }
         self.set(i, r, value);

@@ -173,11 +173,21 @@ fn fused_attention_matches_tvm_and_the_unfused_legalization() {
         let module = relax_ir::text::parse(&case.program).expect("parses").into_module();
         for &device in &devices {
             let mut results: Vec<Vec<Vec<f64>>> = Vec::new();
-            for fuse in [true, false] {
+            // The fused PrimFunc; on the host also the library's kernel
+            // (`relax_host.attention`, the default there), and the separate
+            // operators (with the library off: no fused attention of any kind).
+            let variants: &[&str] = if device == DeviceChoice::Cpu {
+                &["fused", "library", "unfused"]
+            } else {
+                &["fused", "unfused"]
+            };
+            for &variant in variants {
+                let fuse = variant == "fused";
                 let engine = Engine::new(EngineConfig {
                     device,
                     fuse_attention: fuse,
                     fuse_attention_host: fuse,
+                    host_library: variant != "unfused",
                     ..EngineConfig::default()
                 });
                 let loaded = engine
@@ -185,12 +195,7 @@ fn fused_attention_matches_tvm_and_the_unfused_legalization() {
                     .unwrap_or_else(|e| panic!("{}: load: {e}", case.name));
                 for (ri, run) in case.runs.iter().enumerate() {
                     let args: Vec<Value> = run.inputs.iter().map(|a| Value::Tensor(tensor(a))).collect();
-                    let what = format!(
-                        "{} {} {device:?} {}",
-                        case.name,
-                        run.binding,
-                        if fuse { "fused" } else { "unfused" }
-                    );
+                    let what = format!("{} {} {device:?} {variant}", case.name, run.binding);
                     let out = match loaded.run("main", &args) {
                         Ok(o) => outputs(&o),
                         Err(e) => {
@@ -213,7 +218,7 @@ fn fused_attention_matches_tvm_and_the_unfused_legalization() {
                             results[ri].push(got);
                         } else if let Some(f) = results.get(ri).and_then(|r| r.get(k)) {
                             if let Err(e) = close(f, &got, case.tol) {
-                                failures.push(format!("{what} output {k}: fused vs unfused: {e}"));
+                                failures.push(format!("{what} output {k}: against fused: {e}"));
                             }
                         }
                     }
@@ -339,4 +344,47 @@ class Module:
         return o
 "#;
     assert_eq!(fused_sites(shifted, false), (0, 0));
+}
+
+/// On the host, the float32 attention of every route runs as one call of the
+/// kernel library per layer (`relax_host.attention`, reading the heads through
+/// their transposes and scalar factors), with no softmax or batched product left
+/// for it; the float16 programs keep the separate operators.
+#[test]
+fn host_attention_runs_in_the_kernel_library() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/transformers");
+    let expect = [
+        ("nn_gpt2_f32", "prog_dyn.py", false, true),
+        ("nn_llama_f32", "prog_dyn.py", false, true),
+        ("nn_llama_f16", "prog_dyn.py", false, false),
+        ("hf_gpt2_onnx", "prog_static.py", false, true),
+        ("hf_bert_onnx", "prog_static.py", false, true),
+        ("hf_llama_onnx", "prog_static.py", true, true),
+        ("hf_gpt2_export", "prog_static.py", false, true),
+        ("hf_gpt2_export", "prog_dyn.py", false, true),
+        ("hf_bert_export", "prog_static.py", false, true),
+        ("hf_llama_export", "prog_static.py", false, true),
+    ];
+    for (case, prog, lenient, library) in expect {
+        let path = root.join(case).join(prog);
+        let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let layers = src.matches("R.nn.softmax(").count();
+        let engine = Engine::new(EngineConfig {
+            device: DeviceChoice::Cpu,
+            lenient,
+            ..EngineConfig::default()
+        });
+        let module = relax_ir::text::parse(&src).expect("parses").into_module();
+        let loaded = engine.load(&module).unwrap_or_else(|e| panic!("{case}: load: {e}"));
+        let text = relax_ir::text::print_program(&relax_ir::text::Program::Module(loaded.module().clone()));
+        let calls = text.matches("\"relax_host.attention\"").count();
+        let softmax = text.matches("softmax").count();
+        println!("{case} {prog}: {layers} layers, {calls} library attention calls, {softmax} softmax left");
+        if library {
+            assert_eq!(calls, layers, "{case} {prog}: one library call per attention");
+            assert_eq!(softmax, 0, "{case} {prog}: no softmax left");
+        } else {
+            assert_eq!(calls, 0, "{case} {prog}: float16 stays unfused");
+        }
+    }
 }

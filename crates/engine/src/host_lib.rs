@@ -174,6 +174,62 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
         }
         HostKernel::MaxPool2d => pool_kernel(true, c),
         HostKernel::AvgPool2d => pool_kernel(false, c),
+        HostKernel::Attention => attention_kernel(c),
+    }
+}
+
+/// `relax_host.attention(q, k, v[, bias], params, scale, factors..)`: see
+/// [`relax_host_kernels::attention::decode_params`] for the parameters.
+fn attention_kernel(c: &Call) -> KResult {
+    use relax_host_kernels::attention::{attention, decode_params, Operand, Output, SoftmaxGuard};
+    let params = c
+        .shapes
+        .first()
+        .ok_or_else(|| KernelError("attention: no parameters".into()))?;
+    let p = decode_params(params, &c.floats)?;
+    let big = relax_host_kernels::attention::work(&p.shape) >= relax_host_kernels::attention::PARALLEL_WORK;
+    let body = || {
+        c.run(|ins, out, _| {
+            let fill = p.fill_tensor as usize;
+            if ins.len() != p.operands.len() + fill {
+                return Err(KernelError(format!(
+                    "attention: {} tensors for {} operands",
+                    ins.len(),
+                    p.operands.len() + fill
+                )));
+            }
+            let mut shape = p.shape.clone();
+            if fill == 1 {
+                let Some(&[z]) = ins.last().map(|(d, _)| *d) else {
+                    return Err(KernelError("attention: the fill value is not one element".into()));
+                };
+                shape.guard = SoftmaxGuard::NanFill(z);
+            }
+            let ops: Vec<Operand<'_>> = ins
+                .iter()
+                .zip(&p.operands)
+                .zip(p.factors)
+                .map(|(((data, _), l), factor)| Operand {
+                    data,
+                    rows_at: &l.rows_at,
+                    key_stride: l.key_stride,
+                    inner_stride: l.inner_stride,
+                    factor,
+                })
+                .collect();
+            let output = Output {
+                data: out,
+                rows_at: &p.out_rows,
+                inner_stride: p.out_inner,
+            };
+            attention(&shape, &ops[0], &ops[1], &ops[2], ops.get(3), output)
+        })
+    };
+    // Enough work: the whole call on rayon's pool (one hand-over, see `register`).
+    if big {
+        rayon::scope(|_| body())
+    } else {
+        body()
     }
 }
 
@@ -281,6 +337,8 @@ impl Call {
                     .map_or(0, |k| k.max(0) as usize);
                 out.saturating_mul(k) >= SERIAL_WORK
             }
+            // Decides for itself, from the work its parameters give.
+            HostKernel::Attention => false,
             _ => kernel.is_heavy() || out >= PARALLEL_ELEMENTS,
         }
     }

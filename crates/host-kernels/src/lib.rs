@@ -18,6 +18,7 @@
 //! Tensors are row-major; every kernel checks the lengths of its slices against the
 //! shapes it is given and reports a [`KernelError`] instead of panicking.
 
+pub mod attention;
 mod blocked;
 pub mod conv;
 pub mod elementwise;

@@ -92,6 +92,9 @@ pub enum HostKernel {
     MaxPool2d,
     /// 2-D average pooling.
     AvgPool2d,
+    /// Attention read through strides, one call per attention
+    /// ([`crate::attention::attention`]).
+    Attention,
 }
 
 const BINARY: [(BinaryOp, &str); 4] = [
@@ -183,6 +186,7 @@ impl HostKernel {
             HostKernel::Concat,
             HostKernel::MaxPool2d,
             HostKernel::AvgPool2d,
+            HostKernel::Attention,
         ]);
         v
     }
@@ -231,6 +235,7 @@ impl HostKernel {
             HostKernel::Concat => s.push_str("concat"),
             HostKernel::MaxPool2d => s.push_str("max_pool2d"),
             HostKernel::AvgPool2d => s.push_str("avg_pool2d"),
+            HostKernel::Attention => s.push_str("attention"),
         }
         s
     }
@@ -298,7 +303,7 @@ mod tests {
             assert!(symbols.insert(s.clone()), "{s} twice");
             assert_eq!(HostKernel::from_symbol(&s), Some(*k), "{s}");
         }
-        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 3 + 4 + 3 + 2 + 10);
+        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 3 + 4 + 3 + 2 + 11);
         assert_eq!(
             HostKernel::Conv2d(ConvFusion {
                 bias: true,

@@ -127,6 +127,11 @@ pub fn exp_nonpositive_f32(r: f32) -> f32 {
     let h = ki >> 1;
     let s1 = f32::from_bits((h.wrapping_add(127) as u32) << 23);
     let s2 = f32::from_bits((ki.wrapping_sub(h).wrapping_add(127) as u32) << 23);
+    // At -104 and below `exp` rounds to 0: a zero factor gives it without an
+    // underflowing product (a subnormal result costs a microcode assist per lane on
+    // some CPUs; the masked scores of an attention, `-inf` or `-3.4e38`, all land
+    // here). A NaN `c` compares false too and stays NaN (`NaN * 0`).
+    let s2 = if c > -104.0 { s2 } else { 0.0 };
     horner(&EXP_TAYLOR, f) * s1 * s2
 }
 

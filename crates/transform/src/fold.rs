@@ -230,14 +230,56 @@ impl Folder<'_> {
         }
     }
 
-    /// The constant `value` is when it takes a field of a folded tuple.
+    /// The constant a view of a constant with another shape is
+    /// (`R.call_pure_packed("vm.builtin.reshape", c, R.shape([...]))`, what
+    /// `dispatch-host-library` makes of `reshape`, `expand_dims` and `squeeze` on
+    /// the host): the same bytes with the static shape, when the counts agree.
+    fn reshape_view(&self, value: &Expr) -> Option<Expr> {
+        let c = value.as_call()?;
+        if c.op.as_op() != Some("relax.call_pure_packed") {
+            return None;
+        }
+        let [f, x, shape] = c.args.as_slice() else { return None };
+        match f.kind() {
+            ExprKind::ExternFunc { global_symbol } if global_symbol == crate::host_dispatch::RESHAPE_VIEW => {}
+            _ => return None,
+        }
+        let (ExprKind::Constant { data }, ExprKind::ShapeExpr(dims)) = (x.kind(), shape.kind()) else {
+            return None;
+        };
+        let dims: Vec<i64> = dims
+            .iter()
+            .map(|d| d.as_int().filter(|&d| d >= 0))
+            .collect::<Option<_>>()?;
+        let count = |s: &[i64]| s.iter().try_fold(1i64, |a, &d| a.checked_mul(d));
+        if count(&dims)? != count(&data.shape)? {
+            return None;
+        }
+        Some(Expr::new(ExprKind::Constant {
+            data: Arc::new(NDArray {
+                dtype: data.dtype,
+                shape: dims,
+                data: data.data.clone(),
+            }),
+        }))
+    }
+
+    /// The constant `value` is when it takes a field of a folded tuple (or of a
+    /// tuple of constants written out).
     fn tuple_field(&self, value: &Expr) -> Option<Expr> {
         let ExprKind::TupleGetItem { tuple, index } = value.kind() else {
             return None;
         };
-        let ExprKind::Var(v) = tuple.kind() else { return None };
-        let fields = self.tuples.get(&v.id())?;
-        fields.get(*index).cloned()
+        match tuple.kind() {
+            ExprKind::Var(v) => self.tuples.get(&v.id())?.get(*index).cloned(),
+            // A field of a tuple written out (`(a, b)[0]`, as index_tensor's
+            // legalization takes its indices) that is a constant.
+            ExprKind::Tuple(fields) => fields
+                .get(*index)
+                .filter(|f| matches!(f.kind(), ExprKind::Constant { .. }))
+                .cloned(),
+            _ => None,
+        }
     }
 }
 
@@ -304,10 +346,17 @@ impl Folder<'_> {
     fn fold_binding(&mut self, b: &Binding) -> Vec<Binding> {
         let nb = relax_ir::mutator::walk_binding(self, b);
         if let Binding::VarBinding { var, value, span } = &nb {
+            // A variable bound to a constant (legalization makes `arange` one) is
+            // one wherever it is used.
+            if let ExprKind::Constant { .. } = value.kind() {
+                self.map.insert(var.id(), value.clone());
+                return vec![nb];
+            }
             if let Some(k) = self
                 .eval(value, var)
                 .or_else(|| self.tuple_field(value))
                 .or_else(|| self.shape_conversion(value))
+                .or_else(|| self.reshape_view(value))
             {
                 if let ExprKind::Tuple(fields) = k.kind() {
                     self.tuples.insert(var.id(), fields.clone());

@@ -164,6 +164,7 @@ fn fuse_options(ctx: &PassContext) -> FuseOptions {
     FuseOptions {
         host: ctx.fuse_attention_host,
         host_one_query: ctx.fuse_attention_decode,
+        host_library: ctx.host_library,
         gpu: ctx.fuse_attention_gpu,
         unplaced_on_host: ctx.unplaced_on_host,
     }
@@ -243,7 +244,7 @@ pub static PASSES: &[PassInfo] = &[
             "attention (R.nn.attention, explicit matmul-softmax-matmul) becomes one fused online-softmax kernel",
         opt_level: opt::OPTIMIZE,
         required: &[],
-        enabled: |c| c.fuse_attention_gpu || c.fuse_attention_host || c.fuse_attention_decode,
+        enabled: |c| c.fuse_attention_gpu || c.fuse_attention_host || c.fuse_attention_decode || c.host_library,
         in_pipeline: true,
         make: |name, ctx| {
             let options = fuse_options(ctx);

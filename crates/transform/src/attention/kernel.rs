@@ -5,7 +5,7 @@
 use super::*;
 
 /// The fused kernel for `R.nn.attention`, or `None` when it does not cover the call.
-pub(super) fn lower_attention_op(call: &relax_ir::relax::Call, out: &StructInfo) -> Option<Lowered> {
+pub(super) fn lower_attention_op(call: &relax_ir::relax::Call, out: &StructInfo) -> Option<(Spec, Te)> {
     if call.args.len() < 3 || call.args.len() > 4 {
         return None;
     }
@@ -93,7 +93,7 @@ pub(super) fn lower_attention_op(call: &relax_ir::relax::Call, out: &StructInfo)
         nan_stays: false,
         map: None,
     };
-    Some(spec.build(t, out.clone()))
+    Some((spec, t))
 }
 
 /// `|a - b|` of two extents (int64), folded when both are constants.
@@ -125,6 +125,11 @@ pub(super) struct Access {
     /// `buf` is the input of `repeat(buf, repeats, axis)` and the operand (a
     /// permutation of) that repeat: physical index `x` on `axis` reads `x / repeats`.
     pub(super) repeat: Option<(usize, i64)>,
+    /// The Relax expression `buf` stands for (the argument of the call).
+    pub(super) arg: Expr,
+    /// Each element read is multiplied by this (float32) constant: the operand is
+    /// `multiply(x, c)` of the tensor read.
+    pub(super) factor: Option<f64>,
 }
 
 impl Access {
@@ -139,6 +144,8 @@ impl Access {
             axes: None,
             split: None,
             repeat: None,
+            arg: e.clone(),
+            factor: None,
         })
     }
 
@@ -205,10 +212,14 @@ impl Access {
                 .collect(),
         };
         let x = PrimExpr::load(&self.buf, phys);
-        if self.buf.dtype() == DataType::FLOAT32 {
+        let x = if self.buf.dtype() == DataType::FLOAT32 {
             x
         } else {
             x.cast(DataType::FLOAT32)
+        };
+        match self.factor {
+            Some(c) => PrimExpr::binary(BinOp::Mul, x, f32c(c)),
+            None => x,
         }
     }
 }

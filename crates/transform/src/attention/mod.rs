@@ -77,6 +77,7 @@ use crate::legalize::arg_struct_info;
 use crate::safe_softmax::{is_zero, scalar_float};
 
 mod kernel;
+mod library;
 mod score_map;
 use kernel::{lower_attention_op, Access, Layout, Spec};
 use score_map::ScoreMap;
@@ -93,6 +94,10 @@ pub struct FuseOptions {
     /// Rewrite host calls whose query is one row (a decoding step), even without
     /// `host`.
     pub host_one_query: bool,
+    /// Rewrite host calls that neither `host` nor `host_one_query` takes into a
+    /// call of the native kernel library (`relax_host.attention`) where it covers
+    /// them (float32).
+    pub host_library: bool,
     /// Rewrite calls on a GPU `VDevice` (or unplaced without `unplaced_on_host`).
     pub gpu: bool,
     /// Unplaced tensors live on the host.
@@ -105,6 +110,7 @@ impl Default for FuseOptions {
         FuseOptions {
             host: true,
             host_one_query: true,
+            host_library: false,
             gpu: true,
             unplaced_on_host: true,
         }
@@ -114,21 +120,34 @@ impl Default for FuseOptions {
 /// Target kinds whose tensors live in GPU memory.
 const GPU_KINDS: &[&str] = &["webgpu", "vulkan", "metal", "cuda", "rocm", "opencl"];
 
+/// What a fused attention becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// A generated PrimFunc (`R.call_tir`).
+    Tir,
+    /// The host library's kernel (`R.call_dps_packed("relax_host.attention")`).
+    Library,
+}
+
 impl FuseOptions {
-    /// Whether a call whose result is `out` (its query rows counted by
-    /// dimension `query_axis`) is rewritten.
-    fn applies(&self, out: &StructInfo, query_axis: usize) -> bool {
+    /// What a call whose result is `out` (its query rows counted by dimension
+    /// `query_axis`) is rewritten into, if anything.
+    fn target(&self, out: &StructInfo, query_axis: usize) -> Option<Target> {
         let on_host = match out {
             StructInfo::Tensor(t) => match &t.vdevice {
                 None => self.unplaced_on_host,
                 Some(vd) => !GPU_KINDS.contains(&vd.target.kind.as_str()),
             },
-            _ => return false,
+            _ => return None,
         };
         if on_host {
-            self.host || (self.host_one_query && query_rows(out, query_axis) == Some(1))
+            if self.host || (self.host_one_query && query_rows(out, query_axis) == Some(1)) {
+                Some(Target::Tir)
+            } else {
+                self.host_library.then_some(Target::Library)
+            }
         } else {
-            self.gpu
+            self.gpu.then_some(Target::Tir)
         }
     }
 }
@@ -218,25 +237,28 @@ impl ExprMutator for Rewriter<'_> {
                     StructInfo::Tensor(t) if t.ndim >= 2 => t.ndim as usize,
                     _ => return None,
                 };
-                match call.op.as_op()? {
+                let (target, (spec, t), is_op) = match call.op.as_op()? {
                     // (batch, seq, heads, head_dim)
-                    "relax.nn.attention" if self.options.applies(out, 1) => {
-                        let l = lower_attention_op(call, out)?;
-                        self.n_op += 1;
-                        Some(l)
+                    "relax.nn.attention" => (self.options.target(out, 1)?, lower_attention_op(call, out)?, true),
+                    "relax.matmul" if b.is_dataflow => {
+                        let target = self.options.target(out, rank - 2)?;
+                        let st = self.chain(call, out).or_else(|| self.chain_export(call, out))?;
+                        (target, st, false)
                     }
-                    "relax.matmul" if b.is_dataflow && self.options.applies(out, rank - 2) => {
-                        let l = self.chain(call, out).or_else(|| self.chain_export(call, out))?;
-                        self.n_chain += 1;
-                        Some(l)
-                    }
-                    _ => None,
+                    _ => return None,
+                };
+                let value = match target {
+                    Target::Tir => self.call_tir(spec.build(t, out.clone())),
+                    Target::Library => library::library_call(&spec, out)?,
+                };
+                if is_op {
+                    self.n_op += 1;
+                } else {
+                    self.n_chain += 1;
                 }
+                Some(value)
             });
-            let value = match new {
-                Some(l) => self.call_tir(l),
-                None => value.clone(),
-            };
+            let value = new.unwrap_or_else(|| value.clone());
             self.defs.insert(var.id(), value.clone());
             bindings.push(Binding::VarBinding {
                 var: var.clone(),
@@ -307,7 +329,7 @@ impl Rewriter<'_> {
 
     /// The fused kernel for the chain ending in `mm2 = matmul(p, v)`, when the
     /// chain is one this pass proves equivalent.
-    fn chain(&self, mm2: &relax_ir::relax::Call, out: &StructInfo) -> Option<Lowered> {
+    fn chain(&self, mm2: &relax_ir::relax::Call, out: &StructInfo) -> Option<(Spec, Te)> {
         let [p, v] = mm2.args.as_slice() else { return None };
         let mut cur = p.clone();
         let mut zero_empty = false;
@@ -467,7 +489,7 @@ impl Rewriter<'_> {
             zero_empty,
             map: map_fn.map(|m| (m, os[..r - 1].iter().cloned().chain([skv.clone()]).collect())),
         };
-        Some(spec.build(t, out.clone()))
+        Some((spec, t))
     }
 
     /// The fused kernel for the chain `torch.export` + `from_exported_program`
@@ -476,7 +498,7 @@ impl Rewriter<'_> {
     /// reshaped back for the mask and the softmax, and rows whose scores are all
     /// `-inf` set to zero:
     /// `where(not(astype(max(astype(not(x == -inf), int8), -1), bool)), 0, softmax(x))`.
-    fn chain_export(&self, mm2: &relax_ir::relax::Call, out: &StructInfo) -> Option<Lowered> {
+    fn chain_export(&self, mm2: &relax_ir::relax::Call, out: &StructInfo) -> Option<(Spec, Te)> {
         let [p3, v3] = mm2.args.as_slice() else { return None };
         let (z4, b) = self.merged(p3, true)?;
         let w = self.bound_call(&z4, 1, "relax.where")?;
@@ -552,12 +574,16 @@ impl Rewriter<'_> {
             }
         }
         let mut t = Te::new();
-        let mut acc = |e: &Expr| -> Option<Access> {
-            let mut a = Access::plain(&mut t, e)?;
+        let mut acc = |e: &Expr, through: bool| -> Option<Access> {
+            let mut a = if through {
+                self.access(&mut t, e)?
+            } else {
+                Access::plain(&mut t, e)?
+            };
             a.split = Some(b.clone());
             Some(a)
         };
-        let (qa, ka, va, ba) = (acc(&q4)?, acc(&kt4)?, acc(&v4)?, acc(mask)?);
+        let (qa, ka, va, ba) = (acc(&q4, true)?, acc(&kt4, true)?, acc(&v4, true)?, acc(mask, false)?);
         let spec = Spec {
             layout: Layout::Batched,
             rows: os[..2].to_vec(),
@@ -577,7 +603,7 @@ impl Rewriter<'_> {
             nan_stays: true,
             map: None,
         };
-        Some(spec.build(t, out.clone()))
+        Some((spec, t))
     }
 
     /// `(x, b)` when `e` is `reshape(x)` (or of an identity `broadcast_to(x)`)
@@ -683,56 +709,78 @@ impl Rewriter<'_> {
         Some(k - 1)
     }
 
-    /// How the kernel reads operand `e`: through the permutation when `e` is
-    /// `permute_dims` of a tensor of known shape.
+    /// How the kernel reads operand `e`: through the permutations when `e` is
+    /// `permute_dims` (of `permute_dims` ...) of a tensor of known shape, through
+    /// the repeat of grouped heads, and with the factor when `e` is a float32
+    /// `multiply` of such an operand by a scalar constant (each element read is
+    /// multiplied as that operator would: the same rounding).
     fn access(&self, t: &mut Te, e: &Expr) -> Option<Access> {
-        if let Some(c) = self.def_call(e) {
-            if c.op.as_op() == Some("relax.permute_dims") {
-                let x = c.args.first()?;
-                let (_, xs) = tensor_of(x)?;
-                let (_, es) = tensor_of(e)?;
-                let n = xs.len();
-                let axes: Vec<usize> = match c.attrs.get("axes") {
-                    None | Some(AttrValue::None) => (0..n).rev().collect(),
-                    Some(a) => a
-                        .as_int_list()?
-                        .iter()
-                        .map(|&a| if a < 0 { a + n as i64 } else { a })
-                        .map(|a| usize::try_from(a).ok().filter(|&a| a < n))
-                        .collect::<Option<Vec<usize>>>()?,
+        let es = tensor_of(e)?.1;
+        let mut cur = e.clone();
+        let mut factor = None;
+        if let Some(c) = self.def_call(&cur).filter(|c| c.op.as_op() == Some("relax.multiply")) {
+            if let ([a, b], Some((DataType::FLOAT32, _))) = (c.args.as_slice(), tensor_of(&cur)) {
+                let x = match (scalar_float(b), scalar_float(a)) {
+                    (Some(k), _) => Some((a, k)),
+                    (None, Some(k)) => Some((b, k)),
+                    _ => None,
                 };
-                let mut seen = vec![false; n];
-                for &a in &axes {
-                    if std::mem::replace(&mut seen[a], true) {
-                        return None;
+                if let Some((x, k)) = x {
+                    let xs = tensor_of(x)?.1;
+                    if xs.len() == es.len() && xs.iter().zip(&es).all(|(p, q)| same(p, q)) {
+                        factor = Some(k);
+                        cur = x.clone();
                     }
                 }
-                if axes.len() == n {
-                    let (x, repeat) = match self.repeated(x) {
-                        Some((y, r)) => (y, Some(r)),
-                        None => (x.clone(), None),
-                    };
-                    let si = arg_struct_info(&x)?;
-                    let buf = t.placeholder(&x, si.as_tensor()?).ok()?;
-                    return Some(Access {
-                        buf,
-                        axes: Some(axes),
-                        shape: es,
-                        split: None,
-                        repeat,
-                    });
+            }
+        }
+        // `e[k] = cur[axes[k]]` through every permutation.
+        let mut axes: Option<Vec<usize>> = None;
+        while let Some(c) = self
+            .def_call(&cur)
+            .filter(|c| c.op.as_op() == Some("relax.permute_dims"))
+        {
+            let x = c.args.first()?;
+            let n = tensor_of(x)?.1.len();
+            let a: Vec<usize> = match c.attrs.get("axes") {
+                None | Some(AttrValue::None) => (0..n).rev().collect(),
+                Some(a) => a
+                    .as_int_list()?
+                    .iter()
+                    .map(|&a| if a < 0 { a + n as i64 } else { a })
+                    .map(|a| usize::try_from(a).ok().filter(|&a| a < n))
+                    .collect::<Option<Vec<usize>>>()?,
+            };
+            let mut seen = vec![false; n];
+            for &i in &a {
+                if std::mem::replace(&mut seen[i], true) {
+                    return None;
                 }
             }
-        }
-        match self.repeated(e) {
-            Some((x, r)) => {
-                let mut a = Access::plain(t, &x)?;
-                a.shape = tensor_of(e)?.1;
-                a.repeat = Some(r);
-                Some(a)
+            if a.len() != n || n != es.len() {
+                break;
             }
-            None => Access::plain(t, e),
+            axes = Some(match axes {
+                None => a,
+                Some(prev) => prev.iter().map(|&m| a[m]).collect(),
+            });
+            cur = x.clone();
         }
+        let (x, repeat) = match self.repeated(&cur) {
+            Some((y, r)) => (y, Some(r)),
+            None => (cur, None),
+        };
+        let si = arg_struct_info(&x)?;
+        let buf = t.placeholder(&x, si.as_tensor()?).ok()?;
+        Some(Access {
+            buf,
+            axes,
+            shape: es,
+            split: None,
+            repeat,
+            arg: x,
+            factor,
+        })
     }
 
     /// `(x, (axis, r))` when `e` is `repeat(x, r, axis)` with a constant `r >= 1`

@@ -65,6 +65,10 @@
 //!   `batch_norm`: `x, gamma, beta, mean, var, R.prim_value(eps)`.
 //! - elementwise operators, `sum`/`mean`/`max`/`min`, `softmax`, `broadcast_to`: the
 //!   tensor operands.
+//!
+//! Attention is made a library call (`relax_host.attention`) by `fuse-attention`,
+//! which recognises it (`crate::attention`); a `permute_dims` of a `permute_dims`
+//! used only there becomes one call with the composed axes.
 
 use std::collections::{HashMap, HashSet};
 
@@ -613,7 +617,18 @@ impl BlockRewrite<'_> {
                 if axes.len() as i64 != nd || axes.iter().any(|&a| a < 0 || a >= nd) {
                     return None;
                 }
-                let v = dps(HostKernel::PermuteDims, vec![x.clone(), shape_arg(&axes)], &var)?;
+                // A transpose of a transpose used only here is one transpose (the
+                // attention output's `[2, 0, 1, 3]`, `[1, 2, 0, 3]`, `[0, 2, 1, 3]` of
+                // GPT-2's export): `x = permute(y, a)` gives `y`'s axis `a[axes[k]]`.
+                let (x, axes) = match self.dispatched_permute(x) {
+                    Some((j, y, a)) if a.len() == axes.len() => {
+                        let composed: Vec<i64> = axes.iter().map(|&k| a[k as usize]).collect();
+                        self.remove(j);
+                        (y, composed)
+                    }
+                    _ => (x.clone(), axes),
+                };
+                let v = dps(HostKernel::PermuteDims, vec![x, shape_arg(&axes)], &var)?;
                 self.set(i, &var, v);
                 Some(())
             }
@@ -837,6 +852,32 @@ impl BlockRewrite<'_> {
 
     /// The call of `op` bound in this block to the variable `e` (binding index and
     /// call), when the variable has `uses` uses.
+    /// `(j, y, axes)` when `e` is used once and bound at `j` to a `permute_dims(y,
+    /// axes)` this pass has made a library call.
+    fn dispatched_permute(&self, e: &Expr) -> Option<(usize, Expr, Vec<i64>)> {
+        let v = e.as_var()?;
+        if self.uses.get(&v.id()).copied().unwrap_or(0) != 1 {
+            return None;
+        }
+        let j = *self.def.get(&v.id())?;
+        let Some(Some(Binding::VarBinding { value, .. })) = self.replaced.get(&j) else {
+            return None;
+        };
+        let c = value.as_call()?;
+        let [f, args] = c.args.as_slice() else { return None };
+        match f.kind() {
+            ExprKind::ExternFunc { global_symbol } if *global_symbol == HostKernel::PermuteDims.symbol() => {}
+            _ => return None,
+        }
+        let ExprKind::Tuple(a) = args.kind() else { return None };
+        let [y, axes] = a.as_slice() else { return None };
+        let ExprKind::ShapeExpr(dims) = axes.kind() else {
+            return None;
+        };
+        let axes: Vec<i64> = dims.iter().map(|d| d.as_int()).collect::<Option<_>>()?;
+        Some((j, y.clone(), axes))
+    }
+
     fn bound(&self, e: &Expr, uses: usize, op: &str) -> Option<(usize, &Call)> {
         let v = e.as_var()?;
         if self.uses.get(&v.id()).copied().unwrap_or(0) != uses {

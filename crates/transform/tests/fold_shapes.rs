@@ -72,3 +72,61 @@ fn reshape_by_a_folded_shape_gets_a_static_shape_and_runs() {
     assert_eq!(t.shape(), &[8, 16]);
     assert_eq!(t.iter().copied().collect::<Vec<f32>>(), data);
 }
+
+/// A mask computed from constants only, as `torch.export` spells a causal mask
+/// (`arange`, `+ 0`, `expand_dims` and `reshape` made host views, a field of a tuple
+/// written out, a comparison, `where`): after `fold-constant` it is one constant,
+/// and only the addition of the input is left to run.
+const CONSTANT_MASK: &str = r#"
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 4), dtype="float32")) -> R.Tensor((4, 4), dtype="float32"):
+        with R.dataflow():
+            a: R.Tensor((4,), dtype="int64") = R.arange(0, 4, 1, dtype="int64")
+            b: R.Tensor((4,), dtype="int64") = R.add(a, R.const(0, "int64"))
+            r: R.Tensor((1, 4), dtype="int64") = R.expand_dims(b, axis=[0])
+            c: R.Tensor((4, 1), dtype="int64") = R.reshape(b, R.shape([4, 1]))
+            f: R.Tensor((1, 4), dtype="int64") = (r, c)[0]
+            m: R.Tensor((4, 4), dtype="bool") = R.less_equal(f, c)
+            z: R.Tensor((4, 4), dtype="float32") = R.where(m, R.const(0.0, "float32"), R.const(-1.0, "float32"))
+            gv: R.Tensor((4, 4), dtype="float32") = R.add(z, x)
+            R.output(gv)
+        return gv
+"#;
+
+#[test]
+fn a_mask_of_constants_folds_to_one_constant() {
+    let input = relax_ir::text::parse(CONSTANT_MASK).expect("parses").into_module();
+    let folded = passes(&input, &["check", "dispatch-host-library", "legalize", "fold-constant"]);
+    let Some(BaseFunc::Relax(main)) = folded.get("main") else {
+        panic!("main")
+    };
+    let mut calls = Vec::new();
+    relax_ir::visit::for_each_expr(&main.body, &mut |e| {
+        if let ExprKind::Call(c) = e.kind() {
+            calls.push(c.op.as_op().unwrap_or("?").to_string());
+        }
+    });
+    assert_eq!(calls, vec!["relax.call_dps_packed".to_string()], "only the add is left");
+    let engine = Engine::new(EngineConfig {
+        device: DeviceChoice::Cpu,
+        ..EngineConfig::default()
+    });
+    let data: Vec<f32> = (0..16).map(|i| i as f32).collect();
+    let arg = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[4, 4]), data.clone()).expect("shape");
+    let out = engine
+        .load(&input)
+        .expect("loads")
+        .run("main", &[Value::Tensor(relax_engine::Tensor::from_array(&arg))])
+        .expect("runs");
+    let t = out.as_tensor().expect("a tensor").to_array::<f32>().expect("f32");
+    // m[i, j] = j <= i: 0 there, -1 above the diagonal.
+    let want: Vec<f32> = (0..16)
+        .map(|k| data[k] - if k % 4 <= k / 4 { 0.0 } else { 1.0 })
+        .collect();
+    assert_eq!(t.iter().copied().collect::<Vec<f32>>(), want);
+}

@@ -1014,3 +1014,33 @@ class Module:
     assert_eq!((stats.packed_calls, stats.kernels_run), (1, 0), "one library call");
     assert_eq!(fields::<f32>(&lib), fields::<f32>(&tir));
 }
+
+const PERMUTE_CHAIN: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 4, 3, 2), dtype="float32")) -> R.Tensor((1, 3, 4, 2), dtype="float32"):
+        with R.dataflow():
+            a: R.Tensor((3, 1, 4, 2), dtype="float32") = R.permute_dims(x, axes=[2, 0, 1, 3])
+            b: R.Tensor((1, 4, 3, 2), dtype="float32") = R.permute_dims(a, axes=[1, 2, 0, 3])
+            gv: R.Tensor((1, 3, 4, 2), dtype="float32") = R.permute_dims(b, axes=[0, 2, 1, 3])
+            R.output(gv)
+        return gv
+"#;
+
+/// A chain of transposes (GPT-2's attention output through `torch.export`) is one
+/// library transpose by the composed axes, with the chain's result.
+#[test]
+fn transposes_of_transposes_are_one_call() {
+    let m = checked(relax_ir::text::parse(PERMUTE_CHAIN).expect("parses").into_module());
+    let d = dispatch_host_library_with(&m, DispatchOptions::default()).expect("dispatches");
+    let got = calls(&d);
+    assert_eq!(got.get(&format!("{PREFIX}permute_dims")), Some(&1), "{got:?}");
+    let x: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    let (lib, tir, _) = library_and_tir(PERMUTE_CHAIN, &[value(&[1, 4, 3, 2], x.clone())]);
+    let lib = lib.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+    let tir = tir.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+    assert_eq!(lib, tir);
+    // gv[0, c, b, d] = x[0, b, c, d].
+    assert_eq!(lib[[0, 2, 1, 1]], x[(3 + 2) * 2 + 1]);
+}

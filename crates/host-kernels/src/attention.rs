@@ -210,7 +210,7 @@ pub fn attention(
     let run = |g: usize| -> Result<()> {
         let at = |o: &Operand<'_>| offset(g, &|r| o.rows_at[r]);
         let (q0, k0, v0) = (at(q), at(k), at(v));
-        let b0 = bias.map(|b| at(b));
+        let b0 = bias.map(at);
         let o0 = offset(g, &|r| (out_rows[r], 1));
         with_scratch(sq * d + skv * d + skv * dv + 2 * sq * skv + sq * dv, |buf| {
             let (qb, rest) = buf.split_at_mut(sq * d);

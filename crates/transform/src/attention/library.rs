@@ -200,30 +200,30 @@ pub(super) fn library_call(spec: &Spec, out: &StructInfo) -> Option<Expr> {
     let kq = space.row(query);
     let kr = rows.len();
     let row_slots: Vec<Index> = (0..nr).map(Index::Row).collect();
-    let (q_slots, k_slots, v_slots, b_slots, o_slots): (Vec<Index>, Vec<Index>, Vec<Index>, Vec<Index>, Vec<Index>) =
-        match spec.layout {
-            Layout::Bshd => {
-                use Index::*;
-                (
-                    vec![Row(0), Row(2), Row(1), Inner],
-                    vec![Row(0), Key, Row(1), Inner],
-                    vec![Row(0), Key, Row(1), Inner],
-                    vec![Row(0), Row(1), Row(2), Key],
-                    vec![Row(0), Row(2), Row(1), Inner],
-                )
-            }
-            Layout::Batched => {
-                let batch = &row_slots[..nr - 1];
-                let with = |tail: &[Index]| batch.iter().copied().chain(tail.iter().copied()).collect::<Vec<_>>();
-                (
-                    with(&[Index::Row(nr - 1), Index::Inner]),
-                    with(&[Index::Inner, Index::Key]),
-                    with(&[Index::Key, Index::Inner]),
-                    with(&[Index::Row(nr - 1), Index::Key]),
-                    with(&[Index::Row(nr - 1), Index::Inner]),
-                )
-            }
-        };
+    // The logical index of q, k, v, the bias and the output.
+    let [q_slots, k_slots, v_slots, b_slots, o_slots]: [Vec<Index>; 5] = match spec.layout {
+        Layout::Bshd => {
+            use Index::*;
+            [
+                vec![Row(0), Row(2), Row(1), Inner],
+                vec![Row(0), Key, Row(1), Inner],
+                vec![Row(0), Key, Row(1), Inner],
+                vec![Row(0), Row(1), Row(2), Key],
+                vec![Row(0), Row(2), Row(1), Inner],
+            ]
+        }
+        Layout::Batched => {
+            let batch = &row_slots[..nr - 1];
+            let with = |tail: &[Index]| batch.iter().copied().chain(tail.iter().copied()).collect::<Vec<_>>();
+            [
+                with(&[Index::Row(nr - 1), Index::Inner]),
+                with(&[Index::Inner, Index::Key]),
+                with(&[Index::Key, Index::Inner]),
+                with(&[Index::Row(nr - 1), Index::Key]),
+                with(&[Index::Row(nr - 1), Index::Inner]),
+            ]
+        }
+    };
     let q = operand(&space, kr, &spec.q, &q_slots)?;
     let k = operand(&space, kr, &spec.k, &k_slots)?;
     let v = operand(&space, kr, &spec.v, &v_slots)?;

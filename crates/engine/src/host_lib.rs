@@ -189,7 +189,7 @@ fn attention_kernel(c: &Call) -> KResult {
     let p = decode_params(params, &c.floats)?;
     let big = relax_host_kernels::attention::work(&p.shape) >= relax_host_kernels::attention::PARALLEL_WORK;
     let body = || {
-        c.run(|ins, out, _| {
+        c.run_widened(|ins, out, _| {
             let fill = p.fill_tensor as usize;
             if ins.len() != p.operands.len() + fill {
                 return Err(KernelError(format!(
@@ -526,6 +526,72 @@ impl Call {
                 d.copy_from_slice(&b.to_le_bytes());
             }
             Ok(())
+        });
+        r.map_err(|e| KernelError(e.to_string()))?
+    }
+
+    /// [`Call::run`] for tensors of `float32`, `float16` or `bfloat16`: 16-bit inputs
+    /// are widened to `f32` (exactly), and `f`'s `f32` result is rounded once to the
+    /// output's dtype (to nearest, ties to even).
+    fn run_widened(&self, f: impl FnOnce(&[In<'_>], &mut [f32], &[usize]) -> KResult) -> KResult {
+        let kinds: SmallVec<[Option<Half>; 6]> = self.tensors.iter().map(|t| half_kind(t.dtype())).collect();
+        if kinds.iter().all(Option::is_none) {
+            return self.run(f);
+        }
+        for t in &self.tensors {
+            if t.dtype() != DataType::FLOAT32 && half_kind(t.dtype()).is_none() {
+                return Err(KernelError(format!("expected float tensors, got {}", t.dtype())));
+            }
+        }
+        let n = self.tensors.len();
+        let staged: SmallVec<[StagedArg; 6]> = self
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| StagedArg::Tensor(t.clone(), i + 1 == n))
+            .collect();
+        let mut stats = StagingStats::default();
+        let r = with_kernel_args(&staged, &mut stats, |kargs| {
+            let (outs, ins) = kargs.split_last_mut().ok_or_else(|| KernelError("no output".into()))?;
+            let mut inputs: SmallVec<[(Cow<'_, [f32]>, Dims); 4]> = SmallVec::new();
+            for (a, kind) in ins.iter().zip(&kinds) {
+                let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
+                    return Err(KernelError("scalar among tensor arguments".into()));
+                };
+                let data = match kind {
+                    None => as_f32(bytes),
+                    Some(k) => {
+                        let mut v = vec![0f32; bytes.len() / 2];
+                        widen_half(*k, bytes, &mut v)?;
+                        Cow::Owned(v)
+                    }
+                };
+                inputs.push((data, dims(shape)));
+            }
+            let KernelArg::Write { shape, bytes, .. } = outs else {
+                return Err(KernelError("the output is not a writable tensor".into()));
+            };
+            let out_shape = dims(shape);
+            let refs: SmallVec<[In<'_>; 4]> = inputs.iter().map(|(d, s)| (d.as_ref(), &s[..])).collect();
+            match kinds.last().copied().flatten() {
+                None => as_f32_out(bytes, |out| f(&refs, out, &out_shape)),
+                Some(kind) => {
+                    let mut out = vec![0f32; bytes.len() / 2];
+                    f(&refs, &mut out, &out_shape)?;
+                    let bits: Vec<u16> = match kind {
+                        Half::F16 => {
+                            let mut bits = vec![0u16; out.len()];
+                            relax_host_kernels::math::narrow_f16_slice(&out, &mut bits);
+                            bits
+                        }
+                        Half::Bf16 => out.iter().map(|v| half::bf16::from_f32(*v).to_bits()).collect(),
+                    };
+                    for (d, b) in bytes.chunks_exact_mut(2).zip(&bits) {
+                        d.copy_from_slice(&b.to_le_bytes());
+                    }
+                    Ok(())
+                }
+            }
         });
         r.map_err(|e| KernelError(e.to_string()))?
     }

@@ -147,21 +147,23 @@ fn operand(space: &Space, rows: usize, a: &Access, slots: &[Index]) -> Option<St
 }
 
 /// `R.call_dps_packed("relax_host.attention", ...)` computing `spec`, or `None`
-/// when the library does not cover it (a dtype other than float32, an elementwise
+/// when the library does not cover it (a dtype other than float32 or float16, an elementwise
 /// map of the scores, layouts it cannot stride).
 pub(super) fn library_call(spec: &Spec, out: &StructInfo) -> Option<Expr> {
-    let f32t = DataType::FLOAT32;
+    let (f32t, f16t) = (DataType::FLOAT32, DataType::FLOAT16);
     let operands: Vec<&Access> = [&spec.q, &spec.k, &spec.v]
         .into_iter()
         .chain(spec.bias.as_ref())
         .collect();
-    if spec.dtype != f32t
+    // float32, or float16 computed in float32 (widened as read, the result rounded
+    // once, as the fused PrimFunc computes it).
+    if !(spec.dtype == f32t || spec.dtype == f16t)
         || spec.map.is_some()
         || operands
             .iter()
             .copied()
             .chain(spec.fill.as_ref())
-            .any(|a| a.buf.dtype() != f32t)
+            .any(|a| a.buf.dtype() != spec.dtype && a.buf.dtype() != f32t)
     {
         return None;
     }

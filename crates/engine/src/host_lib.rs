@@ -215,6 +215,7 @@ fn attention_kernel(c: &Call) -> KResult {
                     key_stride: l.key_stride,
                     inner_stride: l.inner_stride,
                     factor,
+                    offset: l.offset,
                 })
                 .collect();
             let output = Output {

@@ -40,6 +40,7 @@ fn main() {
         key_stride: h * d,
         inner_stride: 1,
         factor: f,
+        offset: 0,
     };
     let rows_q: &'static [(usize, usize)] = Box::leak(Box::new(rows_q));
     let rows_kv: &'static [(usize, usize)] = Box::leak(Box::new(rows_kv));

@@ -74,6 +74,8 @@ pub struct Operand<'a> {
     /// Each element is multiplied by this as it is read (a scalar `multiply` the
     /// front end applied to the operand: the same rounding as that operator).
     pub factor: f32,
+    /// Added to every element's offset (a part of a larger tensor).
+    pub offset: usize,
 }
 
 /// Where the output goes: element `(rows, x)` at
@@ -151,7 +153,7 @@ pub fn attention(
     }
     // Every operand's largest offset lies inside it.
     let span = |o: &Operand<'_>, keys: usize, inner: usize| -> Option<usize> {
-        let mut last = 0usize;
+        let mut last = o.offset;
         for (&e, &(st, dvs)) in s.rows.iter().zip(o.rows_at) {
             last = last.checked_add(((e - 1) / dvs).checked_mul(st)?)?;
         }
@@ -193,9 +195,9 @@ pub fn attention(
     // Groups: every row index but the query position, in row-major order.
     let outer: Vec<usize> = (0..nr).filter(|&r| r != qa).collect();
     let groups: usize = outer.iter().map(|&r| s.rows[r]).product();
-    let offset = |g: usize, at: &dyn Fn(usize) -> (usize, usize)| -> usize {
+    let offset = |g: usize, at: &dyn Fn(usize) -> (usize, usize), base: usize| -> usize {
         let mut g = g;
-        let mut off = 0;
+        let mut off = base;
         for &r in outer.iter().rev() {
             let e = s.rows[r];
             let (st, dvs) = at(r);
@@ -208,10 +210,10 @@ pub fn attention(
     let out_rows = out.rows_at;
     let o_inner = out.inner_stride;
     let run = |g: usize| -> Result<()> {
-        let at = |o: &Operand<'_>| offset(g, &|r| o.rows_at[r]);
+        let at = |o: &Operand<'_>| offset(g, &|r| o.rows_at[r], o.offset);
         let (q0, k0, v0) = (at(q), at(k), at(v));
         let b0 = bias.map(at);
-        let o0 = offset(g, &|r| (out_rows[r], 1));
+        let o0 = offset(g, &|r| (out_rows[r], 1), 0);
         with_scratch(sq * d + skv * d + skv * dv + 2 * sq * skv + sq * dv, |buf| {
             let (qb, rest) = buf.split_at_mut(sq * d);
             let (kb, rest) = rest.split_at_mut(skv * d);
@@ -372,6 +374,8 @@ pub struct OperandLayout {
     pub key_stride: usize,
     /// Stride of the head dimension.
     pub inner_stride: usize,
+    /// Offset of the first element.
+    pub offset: usize,
 }
 
 /// A call's parameters, decoded.
@@ -399,7 +403,7 @@ pub struct AttentionParams {
 /// caller reads from a one-element tensor after the operands: [`AttentionParams::fill_tensor`]);
 /// whether there is a bias (0 or 1); then
 /// for `q`, `k`, `v` and the bias (when there is one) `n` pairs (stride, divisor),
-/// the key stride and the head-dimension stride; then the output's `n` strides and
+/// the key stride, the head-dimension stride and the offset of the first element; then the output's `n` strides and
 /// its value-dimension stride. The floats: the scale, then the factors of `q`, `k`,
 /// `v` and the bias.
 pub fn decode_params(p: &[i64], floats: &[f64]) -> Result<AttentionParams> {
@@ -438,6 +442,7 @@ pub fn decode_params(p: &[i64], floats: &[f64]) -> Result<AttentionParams> {
             rows_at,
             key_stride: next("key stride")?,
             inner_stride: next("inner stride")?,
+            offset: next("offset")?,
         });
     }
     let out_rows = (0..n).map(|_| next("output stride")).collect::<Result<Vec<_>>>()?;

@@ -17,10 +17,12 @@ fn random(n: usize, seed: u64) -> Vec<f32> {
 
 /// Offset of `(rows, j, x)` in an operand.
 fn at(o: &Operand<'_>, rows: &[usize], j: usize, x: usize) -> usize {
-    rows.iter()
-        .zip(o.rows_at)
-        .map(|(&r, &(st, d))| r / d * st)
-        .sum::<usize>()
+    o.offset
+        + rows
+            .iter()
+            .zip(o.rows_at)
+            .map(|(&r, &(st, d))| r / d * st)
+            .sum::<usize>()
         + j * o.key_stride
         + x * o.inner_stride
 }
@@ -145,6 +147,7 @@ fn strided_heads_factors_bias_and_causal_bounds_match_the_reference() {
         key_stride: h * d,
         inner_stride: 1,
         factor: f,
+        offset: 0,
     };
     let leak = |v: Vec<f32>| -> &'static [f32] { Box::leak(v.into_boxed_slice()) };
     let leak_rows = |v: &[(usize, usize)]| -> &'static [(usize, usize)] { Box::leak(v.to_vec().into_boxed_slice()) };
@@ -158,6 +161,7 @@ fn strided_heads_factors_bias_and_causal_bounds_match_the_reference() {
         key_stride: 1,
         inner_stride: 0,
         factor: 1.0,
+        offset: 0,
     };
     for causal in [None, Some(0), Some(2)] {
         for with_bias in [false, true] {
@@ -184,6 +188,7 @@ fn strided_heads_factors_bias_and_causal_bounds_match_the_reference() {
         key_stride: 1,
         inner_stride: s,
         factor: 1.0,
+        offset: 0,
     };
     let q2_rows = [(h * d, 1), (s * h * d, 1), (d, 1)];
     let q2 = op(x, leak_rows(&q2_rows), 1.0);
@@ -194,6 +199,7 @@ fn strided_heads_factors_bias_and_causal_bounds_match_the_reference() {
         key_stride: d,
         inner_stride: 1,
         factor: 1.0,
+        offset: 0,
     };
     let shape = AttentionShape {
         rows: vec![s, b, h],
@@ -206,6 +212,53 @@ fn strided_heads_factors_bias_and_causal_bounds_match_the_reference() {
         guard: SoftmaxGuard::None,
     };
     check(&shape, &q2, &kt, &v2, None, "grouped heads, transposed keys");
+    // Queries, keys and values side by side in one `[batch, seq, 3 * heads * dim]`
+    // projection (GPT-2's), each read at its offset.
+    let qkv = leak(random(b * s * 3 * h * d, 5));
+    let w = 3 * h * d;
+    let rows_q = leak_rows(&[(s * w, 1), (d, 1), (w, 1)]);
+    let rows_kv = leak_rows(&[(s * w, 1), (d, 1), (0, 1)]);
+    let part = |rows: &'static [(usize, usize)], k: usize| Operand {
+        data: qkv,
+        rows_at: rows,
+        key_stride: w,
+        inner_stride: 1,
+        factor: 1.0,
+        offset: k * h * d,
+    };
+    let shape = AttentionShape {
+        rows: vec![b, h, s],
+        query_axis: 2,
+        keys: s,
+        head_dim: d,
+        value_dim: d,
+        scale: 0.5,
+        causal: Some(0),
+        guard: SoftmaxGuard::None,
+    };
+    check(
+        &shape,
+        &part(rows_q, 0),
+        &part(rows_kv, 1),
+        &part(rows_kv, 2),
+        None,
+        "one projection, three offsets",
+    );
+    // A value offset whose last element lies past the buffer is an error, not a read.
+    let e = attention(
+        &shape,
+        &part(rows_q, 0),
+        &part(rows_kv, 1),
+        &part(rows_kv, 3),
+        None,
+        Output {
+            data: &mut vec![0f32; b * s * h * d],
+            rows_at: &[s * h * d, d, h * d],
+            inner_stride: 1,
+        },
+    )
+    .unwrap_err();
+    assert!(e.0.contains("v does not hold"), "{e}");
 }
 
 #[test]
@@ -223,6 +276,7 @@ fn rows_without_keys_follow_the_guard() {
         key_stride: key,
         inner_stride: inner,
         factor: 1.0,
+        offset: 0,
     };
     let (q, k, v, b) = (
         o(Box::leak(Box::new(q)), 0, 1),
@@ -319,6 +373,7 @@ fn strides_past_an_operand_or_overlapping_outputs_are_errors() {
         key_stride: key,
         inner_stride: 1,
         factor: 1.0,
+        offset: 0,
     };
     let shape = AttentionShape {
         rows: vec![4],

@@ -130,6 +130,10 @@ pub(super) struct Access {
     /// Each element read is multiplied by this (float32) constant: the operand is
     /// `multiply(x, c)` of the tensor read.
     pub(super) factor: Option<f64>,
+    /// Read by the library kernel only: `buf`'s elements lie in `arg` at these
+    /// strides (one per dimension of `buf`) from this offset (a part of a `split`
+    /// read in place, `crate::attention::Rewriter::read_through_split`).
+    pub(super) view: Option<(Vec<PrimExpr>, PrimExpr)>,
 }
 
 impl Access {
@@ -146,6 +150,7 @@ impl Access {
             repeat: None,
             arg: e.clone(),
             factor: None,
+            view: None,
         })
     }
 

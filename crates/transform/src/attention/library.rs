@@ -89,6 +89,7 @@ struct Strides {
     rows: Vec<(PrimExpr, i64)>,
     key: PrimExpr,
     inner: PrimExpr,
+    offset: PrimExpr,
 }
 
 /// The strides of access `a` read at the logical `slots`.
@@ -122,12 +123,16 @@ fn operand(space: &Space, rows: usize, a: &Access, slots: &[Index]) -> Option<St
             _ => return None,
         }
     }
-    let st = strides(a.buf.shape());
+    let (st, offset) = match &a.view {
+        Some((st, off)) => (st.clone(), off.clone()),
+        None => (strides(a.buf.shape()), PrimExpr::int(0)),
+    };
     let zero = PrimExpr::int(0);
     let mut out = Strides {
         rows: vec![(zero.clone(), 1); rows],
         key: zero.clone(),
         inner: zero,
+        offset,
     };
     for (p, t) in phys.iter().enumerate() {
         for (ix, m) in t {
@@ -288,6 +293,7 @@ pub(super) fn library_call(spec: &Spec, out: &StructInfo) -> Option<Expr> {
         }
         p.push(i64c(&s.key));
         p.push(i64c(&s.inner));
+        p.push(i64c(&s.offset));
     }
     p.extend(o_rows.iter().map(i64c));
     p.push(i64c(&o_inner));

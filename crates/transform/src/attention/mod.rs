@@ -249,7 +249,13 @@ impl ExprMutator for Rewriter<'_> {
                 };
                 let value = match target {
                     Target::Tir => self.call_tir(spec.build(t, out.clone())),
-                    Target::Library => library::library_call(&spec, out)?,
+                    Target::Library => {
+                        let mut spec = spec;
+                        for a in [&mut spec.q, &mut spec.k, &mut spec.v] {
+                            self.read_through_split(a);
+                        }
+                        library::library_call(&spec, out)?
+                    }
                 };
                 if is_op {
                     self.n_op += 1;
@@ -780,7 +786,75 @@ impl Rewriter<'_> {
             repeat,
             arg: x,
             factor,
+            view: None,
         })
+    }
+
+    /// Read operand `a` from the tensor a `split` along its last axis cut it from,
+    /// when `a` reads `t = split(x, ..)[i]` or a `reshape` of `t` that divides its
+    /// last axis (GPT-2's fused query-key-value projection, split in three and
+    /// reshaped into heads): the split's copy is then not needed for it.
+    fn read_through_split(&self, a: &mut Access) {
+        if a.view.is_some() {
+            return;
+        }
+        if let Some((x, strides, offset)) = self.split_view(&a.arg, a.buf.shape()) {
+            a.arg = x;
+            a.view = Some((strides, offset));
+        }
+    }
+
+    /// `(x, strides, offset)` placing the elements of `e` (of shape `shape`) in `x`
+    /// (see [`Rewriter::read_through_split`]).
+    fn split_view(&self, e: &Expr, shape: &[PrimExpr]) -> Option<(Expr, Vec<PrimExpr>, PrimExpr)> {
+        let mut t = e.clone();
+        if let Some(c) = self.def_call(&t).filter(|c| c.op.as_op() == Some("relax.reshape")) {
+            t = c.args.first()?.clone();
+        }
+        let ExprKind::TupleGetItem { tuple, index } = self.defs.get(&t.as_var()?.id())?.kind() else {
+            return None;
+        };
+        let sp = self.def_call(tuple).filter(|c| c.op.as_op() == Some("relax.split"))?;
+        let x = sp.args.first()?;
+        let xs: Vec<i64> = tensor_of(x)?.1.iter().map(|d| d.as_int()).collect::<Option<_>>()?;
+        let ts: Vec<i64> = tensor_of(&t)?.1.iter().map(|d| d.as_int()).collect::<Option<_>>()?;
+        let es: Vec<i64> = shape.iter().map(|d| d.as_int()).collect::<Option<_>>()?;
+        let n = xs.len();
+        let axis = sp.attrs.get_int("axis").unwrap_or(0);
+        if n == 0 || ts.len() != n || (axis != -1 && axis != n as i64 - 1) {
+            return None;
+        }
+        let last = xs[n - 1];
+        let starts: Vec<i64> = match sp.attrs.get("indices_or_sections")? {
+            AttrValue::Int(k) if *k > 0 && last % *k == 0 => (0..*k).map(|i| i * (last / *k)).collect(),
+            a => std::iter::once(0).chain(a.as_int_list()?).collect(),
+        };
+        let start = *starts.get(*index)?;
+        let (lead, w) = (&ts[..n - 1], ts[n - 1]);
+        // `e` keeps `t`'s leading dimensions and divides its last one.
+        if xs[..n - 1] != *lead || es.len() < n - 1 || es[..n - 1] != *lead || es[n - 1..].iter().product::<i64>() != w
+        {
+            return None;
+        }
+        if start < 0 || start + w > last {
+            return None;
+        }
+        let mut strides = vec![0i64; es.len()];
+        let mut acc = 1i64;
+        for p in (n - 1..es.len()).rev() {
+            strides[p] = acc;
+            acc *= es[p];
+        }
+        let mut acc = last;
+        for p in (0..n - 1).rev() {
+            strides[p] = acc;
+            acc *= xs[p];
+        }
+        Some((
+            x.clone(),
+            strides.into_iter().map(PrimExpr::int).collect(),
+            PrimExpr::int(start),
+        ))
     }
 
     /// `(x, (axis, r))` when `e` is `repeat(x, r, axis)` with a constant `r >= 1`

@@ -22,7 +22,7 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use crate::elementwise::{safe_softmax, softmax, softmax_nan_fill};
+use crate::elementwise::{softmax_piece, Guard};
 use crate::gemm::{Gemm, MatRef};
 use crate::{Epilogue, KernelError, Result, SendPtr};
 
@@ -31,9 +31,9 @@ use crate::{Epilogue, KernelError, Result, SendPtr};
 pub enum SoftmaxGuard {
     /// Nothing: a row of only `-inf` scores (or with a NaN) gives NaN.
     None,
-    /// A row of only `-inf` scores gives zeros ([`safe_softmax`], torch's guard).
+    /// A row of only `-inf` scores gives zeros ([`crate::elementwise::safe_softmax`], torch's guard).
     AllNegInf,
-    /// Every NaN probability becomes this value ([`softmax_nan_fill`], ONNX
+    /// Every NaN probability becomes this value ([`crate::elementwise::softmax_nan_fill`], ONNX
     /// exports' `where(isnan(p), fill, p)`).
     NanFill(f32),
 }
@@ -258,25 +258,26 @@ pub fn attention(
                     row[causal_keys(s.causal, i, skv)..].fill(f32::NEG_INFINITY);
                 }
             }
-            let rows_softmax = |x: &[f32], rows: usize, cols: usize, p: &mut [f32]| match s.guard {
-                SoftmaxGuard::None => softmax(x, rows, cols, p),
-                SoftmaxGuard::AllNegInf => safe_softmax(x, rows, cols, p),
-                SoftmaxGuard::NanFill(z) => softmax_nan_fill(x, rows, cols, z, p),
+            // Row by row on this thread (groups are the parallel unit).
+            let guard = match s.guard {
+                SoftmaxGuard::None => Guard::None,
+                SoftmaxGuard::AllNegInf => Guard::AllNegInf,
+                SoftmaxGuard::NanFill(z) => Guard::NanFill(z),
             };
             match s.causal {
-                None => rows_softmax(scores, sq, skv, probs)?,
+                None => softmax_piece(scores, probs, skv, guard),
                 Some(_) => {
                     // Only the keys up to the causal bound: the masked ones' `-inf`
                     // add exact zeros to the sums, so the prefix's softmax is the
                     // row's, to the bit; a row with no key is one of `-inf`.
                     for i in 0..sq {
                         let (x, p) = (&scores[i * skv..(i + 1) * skv], &mut probs[i * skv..(i + 1) * skv]);
-                        let n = causal_keys(s.causal, i, skv);
-                        if n == 0 {
-                            rows_softmax(x, 1, skv, p)?;
-                        } else {
-                            rows_softmax(&x[..n], 1, n, &mut p[..n])?;
-                            p[n..].fill(0.0);
+                        match causal_keys(s.causal, i, skv) {
+                            0 => softmax_piece(x, p, skv, guard),
+                            n => {
+                                softmax_piece(&x[..n], &mut p[..n], n, guard);
+                                p[n..].fill(0.0);
+                            }
                         }
                     }
                 }

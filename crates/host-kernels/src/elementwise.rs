@@ -557,7 +557,7 @@ pub fn softmax_nan_fill(x: &[f32], rows: usize, cols: usize, fill: f32, out: &mu
 
 /// What a softmax kernel does past [`softmax_row`].
 #[derive(Clone, Copy)]
-enum Guard {
+pub(crate) enum Guard {
     /// Nothing.
     None,
     /// Rows of only `-inf` give zeros.
@@ -581,8 +581,8 @@ fn softmax_rows(x: &[f32], rows: usize, cols: usize, out: &mut [f32], guard: Gua
     Ok(())
 }
 
-/// The rows of one piece of [`softmax_rows`].
-fn softmax_piece(x: &[f32], o: &mut [f32], cols: usize, guard: Guard) {
+/// The rows of one piece of [`softmax_rows`] (on the calling thread).
+pub(crate) fn softmax_piece(x: &[f32], o: &mut [f32], cols: usize, guard: Guard) {
     for (o, x) in o.chunks_exact_mut(cols).zip(x.chunks_exact(cols)) {
         match guard {
             Guard::AllNegInf if x.iter().all(|&v| v == f32::NEG_INFINITY) => o.fill(0.0),

@@ -76,6 +76,14 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
             };
             elementwise::gelu_tanh_chain(x.0, [half, p, c1, c2, one], out)
         }),
+        HostKernel::RmsNormChain { rsqrt } => c.run(|ins, out, shape| {
+            let [x, w, (&[e], _), (&[eps], _)] = ins else {
+                return Err(KernelError(
+                    "rms_norm_chain: expected a tensor, a weight and two one-element scalars".into(),
+                ));
+            };
+            elementwise::rms_norm_chain(x.0, shape.last().copied().unwrap_or(0), w.0, e, eps, rsqrt, out)
+        }),
         HostKernel::RotateHalf => {
             c.run(|ins, out, shape| elementwise::rotate_half(ins[0].0, shape.last().copied().unwrap_or(0), out))
         }

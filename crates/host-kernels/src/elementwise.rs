@@ -414,6 +414,41 @@ pub fn gelu_tanh_chain(x: &[f32], c: [f32; 5], out: &mut [f32]) -> Result<()> {
     Ok(())
 }
 
+/// RMS normalization as `torch.export` and ONNX exports spell it (Llama's
+/// `LlamaRMSNorm`), one operator per step over rows of `cols` elements:
+/// `m = mean(x ** e)`, `a = m + eps`, then `i = rsqrt(a)` (`rsqrt`) or `i = 1 /
+/// sqrt(a)`, and `y = w * (x * i)` with `w` of `cols` elements. Every step rounds
+/// to `f32` as the separate kernels do ([`power_scalar`], [`mean_inner`], [`binary`],
+/// [`unary`]), so the result is theirs, bit for bit.
+#[allow(clippy::too_many_arguments)]
+pub fn rms_norm_chain(x: &[f32], cols: usize, w: &[f32], e: f32, eps: f32, rsqrt: bool, out: &mut [f32]) -> Result<()> {
+    check_len("rms_norm_chain output", out.len(), x.len())?;
+    check_len("rms_norm_chain weight", w.len(), cols)?;
+    if cols == 0 || !x.len().is_multiple_of(cols) {
+        return Err(KernelError(format!(
+            "rms_norm_chain: rows of {cols} elements do not divide {}",
+            x.len()
+        )));
+    }
+    let work = x.len() * 4;
+    let rows_per = (crate::PAR_MIN_WORK / (4 * cols)).max(1);
+    for_chunks(out, rows_per * cols, work, |(t, o)| {
+        let xs = &x[t * rows_per * cols..t * rows_per * cols + o.len()];
+        let mut p = vec![0f32; cols];
+        for (xr, or) in xs.chunks_exact(cols).zip(o.chunks_exact_mut(cols)) {
+            simd::map1(&mut p, xr, |v| pow_elem(v, e));
+            let a = row_sum(&p) / cols as f32 + eps;
+            let i = if rsqrt {
+                UnaryOp::Rsqrt.apply(a)
+            } else {
+                1.0 / UnaryOp::Sqrt.apply(a)
+            };
+            simd::map2(or, xr, w, &|v, g| g * (v * i));
+        }
+    });
+    Ok(())
+}
+
 /// `concat(-x[..., h:], x[..., :h])` over rows of `cols = 2h` elements: the
 /// `rotate_half` of rotary position embeddings (Llama, Mistral, Qwen2, Phi), as
 /// Hugging Face writes it and the front ends spell it out (two slices, a negation

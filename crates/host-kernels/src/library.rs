@@ -56,6 +56,13 @@ pub enum HostKernel {
     /// GELU's tanh form spelled out step by step, its five scalars read at run time
     /// ([`crate::elementwise::gelu_tanh_chain`]).
     GeluTanhChain,
+    /// RMS normalization spelled out step by step, the exponent and epsilon read at
+    /// run time ([`crate::elementwise::rms_norm_chain`]); `rsqrt`: the inverse as
+    /// one `rsqrt` (else `1 / sqrt`).
+    RmsNormChain {
+        /// The inverse square root as `rsqrt` (else `1 / sqrt`).
+        rsqrt: bool,
+    },
     /// `concat(-x[..., h:], x[..., :h])` over the last axis
     /// ([`crate::elementwise::rotate_half`]).
     RotateHalf,
@@ -166,6 +173,8 @@ impl HostKernel {
         v.push(HostKernel::Power);
         v.push(HostKernel::GeluTanhChain);
         v.push(HostKernel::RotateHalf);
+        v.push(HostKernel::RmsNormChain { rsqrt: true });
+        v.push(HostKernel::RmsNormChain { rsqrt: false });
         v.extend([
             HostKernel::Softmax,
             HostKernel::SafeSoftmax,
@@ -217,6 +226,10 @@ impl HostKernel {
             HostKernel::Power => s.push_str("power"),
             HostKernel::GeluTanhChain => s.push_str("gelu_tanh_chain"),
             HostKernel::RotateHalf => s.push_str("rotate_half"),
+            HostKernel::RmsNormChain { rsqrt } => {
+                s.push_str("rms_norm_chain");
+                flag(&mut s, rsqrt, "_rsqrt");
+            }
             HostKernel::Softmax => s.push_str("softmax"),
             HostKernel::SafeSoftmax => s.push_str("safe_softmax"),
             HostKernel::SoftmaxNanFill => s.push_str("softmax_nan_fill"),
@@ -303,7 +316,7 @@ mod tests {
             assert!(symbols.insert(s.clone()), "{s} twice");
             assert_eq!(HostKernel::from_symbol(&s), Some(*k), "{s}");
         }
-        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 3 + 4 + 3 + 2 + 11);
+        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 3 + 4 + 3 + 2 + 11 + 2);
         assert_eq!(
             HostKernel::Conv2d(ConvFusion {
                 bias: true,

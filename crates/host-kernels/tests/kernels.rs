@@ -704,3 +704,17 @@ fn rotate_half_moves_halves_and_negates_by_product() {
     assert!(elementwise::rotate_half(&x, 3, &mut out).is_err());
     assert!(elementwise::rotate_half(&x, 4, &mut out[..4]).is_err());
 }
+
+#[test]
+fn rms_norm_chain_checks_its_rows_and_weight() {
+    let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let mut out = [0f32; 6];
+    // Rows of 3: each row times 1 / sqrt(mean(x^2) + eps), times the weight.
+    elementwise::rms_norm_chain(&x, 3, &[1.0, 2.0, 0.5], 2.0, 0.0, true, &mut out).expect("runs");
+    let inv = 1.0 / ((1.0f32 + 4.0 + 9.0) / 3.0).sqrt();
+    assert_eq!(out[1], 2.0 * (2.0 * inv));
+    let e = elementwise::rms_norm_chain(&x, 4, &[1.0; 4], 2.0, 0.0, true, &mut out).unwrap_err();
+    assert!(e.0.contains("do not divide"), "{e}");
+    let e = elementwise::rms_norm_chain(&x, 3, &[1.0; 2], 2.0, 0.0, false, &mut out).unwrap_err();
+    assert!(e.0.contains("weight"), "{e}");
+}

@@ -1044,3 +1044,68 @@ fn transposes_of_transposes_are_one_call() {
     // gv[0, c, b, d] = x[0, b, c, d].
     assert_eq!(lib[[0, 2, 1, 1]], x[(3 + 2) * 2 + 1]);
 }
+
+const RMS_NORM_CHAINS: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3, 70), dtype="float32"), w: R.Tensor((70,), dtype="float32"), e: R.Tensor((), dtype="float32"), eps: R.Tensor((), dtype="float32")):
+        with R.dataflow():
+            p = R.power(x, e)
+            m = R.mean(p, axis=[-1], keepdims=True)
+            a = R.add(m, eps)
+            r = R.sqrt(a)
+            i = R.divide(R.const(1.0, "float32"), r)
+            y = R.multiply(x, i)
+            out = R.multiply(w, y)
+            p2 = R.power(x, R.const(2.0, "float32"))
+            m2 = R.mean(p2, axis=[-1], keepdims=True)
+            a2 = R.add(m2, R.const(9.9999999747524271e-07, "float32"))
+            i2 = R.rsqrt(a2)
+            y2 = R.multiply(x, i2)
+            out2 = R.multiply(w, y2)
+            p3 = R.power(x, R.const(2.0, "float32"))
+            m3 = R.mean(p3, axis=[-1], keepdims=True)
+            a3 = R.add(m3, R.const(9.9999999747524271e-07, "float32"))
+            i3 = R.rsqrt(a3)
+            y3 = R.multiply(x, i3)
+            out3 = R.multiply(w, y3)
+            res = (out, out2, out3, y3)
+            R.output(res)
+        return res
+"#;
+
+/// Llama's RMS normalization spelled out (ONNX's `1 / sqrt` with its exponent and
+/// epsilon as weights; `torch.export`'s `rsqrt` with constants) runs as one library
+/// call each, with the bits of the library's separate operators (the third chain,
+/// whose `y3` has two users, stays as them), within float rounding of legalized TIR
+/// (whose mean sums in another order).
+#[test]
+fn spelled_out_rms_norm_is_one_call_with_the_bits_of_the_separate_kernels() {
+    let m = relax_ir::text::parse(RMS_NORM_CHAINS).expect("parses").into_module();
+    let mut xs: Vec<f32> = (0..210).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.11).collect();
+    xs[..4].copy_from_slice(&[0.0, -0.0, 9.5, -9.5]);
+    let w: Vec<f32> = (0..70).map(|i| 0.5 + i as f32 * 0.01).collect();
+    let args = [
+        value(&[3, 70], xs),
+        value(&[70], w),
+        value(&[], vec![2.0f32]),
+        value(&[], vec![1e-6f32]),
+    ];
+    let (lib, _) = run_main(&m, &args, true);
+    let (tir, _) = run_main(&m, &args, false);
+    let dispatched = relax_transform::host_dispatch::dispatch_host_library(&checked(m)).expect("dispatches");
+    let n = calls(&dispatched);
+    let count = |k: &str| n.get(&format!("{PREFIX}{k}")).copied().unwrap_or(0);
+    assert_eq!(count("rms_norm_chain"), 1, "{n:?}");
+    assert_eq!(count("rms_norm_chain_rsqrt"), 1, "{n:?}");
+    assert_eq!(count("rsqrt"), 1, "the third chain keeps its operators: {n:?}");
+    let lib = fields::<f32>(&lib);
+    let tir = fields::<f32>(&tir);
+    assert_fields_close(&lib, &tir, 1e-6, 1e-6);
+    let (fused, separate) = (&lib[1].1, &lib[2].1);
+    assert!(
+        fused.iter().zip(separate).all(|(a, b)| a.to_bits() == b.to_bits()),
+        "the fused chain differs from the separate kernels"
+    );
+}

@@ -63,7 +63,7 @@ impl BlockRewrite<'_> {
     }
 
     /// `e` when it is a one-element `float32` host tensor.
-    fn scalar(&self, e: &Expr) -> Option<Expr> {
+    pub(super) fn scalar(&self, e: &Expr) -> Option<Expr> {
         self.arg_tensor(e)?.shape.iter().all(|&d| d == 1).then(|| e.clone())
     }
 }

@@ -30,7 +30,8 @@
 //!   guard, `fill` a weight or a constant): `relax_host.softmax_nan_fill`
 //! - GELU's tanh form spelled out step by step (`(x * 0.5) * (tanh((x + x ** 3 *
 //!   0.044715) * sqrt(2 / pi)) + 1)`, the scalars constants or weights):
-//!   `relax_host.gelu_tanh_chain` (see `gelu.rs`)
+//!   `relax_host.gelu_tanh_chain` (see `gelu.rs`); RMS normalization spelled out,
+//!   `relax_host.rms_norm_chain` (see `rms_norm.rs`)
 //! - rotary embeddings' `rotate_half`, `concat((-x[..., h:], x[..., :h]), axis=-1)`
 //!   spelled as two slices and a negation: `relax_host.rotate_half` (see `rotary.rs`)
 //!
@@ -87,6 +88,7 @@ use crate::legalize::arg_struct_info;
 mod conv;
 mod gelu;
 mod matmul;
+mod rms_norm;
 mod rotary;
 
 /// Prefix of the global symbols of the host kernel library.
@@ -515,6 +517,9 @@ impl BlockRewrite<'_> {
         let (var, call) = self.call_at(i)?;
         let (var, call) = (var.clone(), call.clone());
         if op_name(&call) == Some("relax.tanh") && self.gelu_tanh_chain(i, &var, &call).is_some() {
+            return Some(());
+        }
+        if op_name(&call) == Some("relax.mean") && self.rms_norm_chain(i, &var, &call).is_some() {
             return Some(());
         }
         match op_name(&call)? {

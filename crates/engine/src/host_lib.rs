@@ -523,20 +523,20 @@ impl Call {
             if ob.len() != out.len() * 2 {
                 return Err(KernelError("matmul_bt: output size mismatch".into()));
             }
-            let bits: Vec<u16> = match kind {
-                Half::F16 => {
-                    let mut bits = vec![0u16; out.len()];
-                    relax_host_kernels::math::narrow_f16_slice(&out, &mut bits);
-                    bits
-                }
-                Half::Bf16 => out.iter().map(|v| half::bf16::from_f32(*v).to_bits()).collect(),
-            };
-            for (d, b) in ob.chunks_exact_mut(2).zip(&bits) {
-                d.copy_from_slice(&b.to_le_bytes());
-            }
+            store_half(kind, &out, ob);
             Ok(())
         });
         r.map_err(|e| KernelError(e.to_string()))?
+    }
+
+    /// Every tensor as a staged kernel argument, the last (the output) written.
+    fn staged(&self) -> SmallVec<[StagedArg; 6]> {
+        let n = self.tensors.len();
+        self.tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| StagedArg::Tensor(t.clone(), i + 1 == n))
+            .collect()
     }
 
     /// [`Call::run`] for tensors of `float32`, `float16` or `bfloat16`: 16-bit inputs
@@ -552,30 +552,13 @@ impl Call {
                 return Err(KernelError(format!("expected float tensors, got {}", t.dtype())));
             }
         }
-        let n = self.tensors.len();
-        let staged: SmallVec<[StagedArg; 6]> = self
-            .tensors
-            .iter()
-            .enumerate()
-            .map(|(i, t)| StagedArg::Tensor(t.clone(), i + 1 == n))
-            .collect();
+        let staged = self.staged();
         let mut stats = StagingStats::default();
         let r = with_kernel_args(&staged, &mut stats, |kargs| {
             let (outs, ins) = kargs.split_last_mut().ok_or_else(|| KernelError("no output".into()))?;
             let mut inputs: SmallVec<[(Cow<'_, [f32]>, Dims); 4]> = SmallVec::new();
             for (a, kind) in ins.iter().zip(&kinds) {
-                let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
-                    return Err(KernelError("scalar among tensor arguments".into()));
-                };
-                let data = match kind {
-                    None => as_f32(bytes),
-                    Some(k) => {
-                        let mut v = vec![0f32; bytes.len() / 2];
-                        widen_half(*k, bytes, &mut v)?;
-                        Cow::Owned(v)
-                    }
-                };
-                inputs.push((data, dims(shape)));
+                inputs.push(read_input(a, *kind)?);
             }
             let KernelArg::Write { shape, bytes, .. } = outs else {
                 return Err(KernelError("the output is not a writable tensor".into()));
@@ -587,17 +570,7 @@ impl Call {
                 Some(kind) => {
                     let mut out = vec![0f32; bytes.len() / 2];
                     f(&refs, &mut out, &out_shape)?;
-                    let bits: Vec<u16> = match kind {
-                        Half::F16 => {
-                            let mut bits = vec![0u16; out.len()];
-                            relax_host_kernels::math::narrow_f16_slice(&out, &mut bits);
-                            bits
-                        }
-                        Half::Bf16 => out.iter().map(|v| half::bf16::from_f32(*v).to_bits()).collect(),
-                    };
-                    for (d, b) in bytes.chunks_exact_mut(2).zip(&bits) {
-                        d.copy_from_slice(&b.to_le_bytes());
-                    }
+                    store_half(kind, &out, bytes);
                     Ok(())
                 }
             }
@@ -667,21 +640,13 @@ impl Call {
                 return Err(KernelError(format!("expected {want} tensors, got {}", t.dtype())));
             }
         }
-        let staged: SmallVec<[StagedArg; 6]> = self
-            .tensors
-            .iter()
-            .enumerate()
-            .map(|(i, t)| StagedArg::Tensor(t.clone(), i + 1 == n))
-            .collect();
+        let staged = self.staged();
         let mut stats = StagingStats::default();
         let r = with_kernel_args(&staged, &mut stats, |kargs| {
             let (outs, ins) = kargs.split_last_mut().ok_or_else(|| KernelError("no output".into()))?;
             let mut inputs: SmallVec<[(Cow<'_, [f32]>, Dims); 4]> = SmallVec::new();
             for (_, a) in ins.iter().enumerate().filter(|&(i, _)| Some(i) != skip) {
-                let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
-                    return Err(KernelError("scalar among tensor arguments".into()));
-                };
-                inputs.push((as_f32(bytes), dims(shape)));
+                inputs.push(read_input(a, None)?);
             }
             let KernelArg::Write { shape, bytes, .. } = outs else {
                 return Err(KernelError("the output is not a writable tensor".into()));
@@ -711,6 +676,42 @@ fn as_f32_out(bytes: &mut [u8], f: impl FnOnce(&mut [f32]) -> KResult) -> KResul
 }
 
 /// The 16-bit float format of `d`, if it is `float16` or `bfloat16`.
+/// A staged input tensor's elements as `f32` (widened from the 16-bit float `kind`)
+/// and its shape.
+fn read_input<'a>(
+    a: &'a KernelArg<'_>,
+    kind: Option<Half>,
+) -> std::result::Result<(Cow<'a, [f32]>, Dims), KernelError> {
+    let (Some(bytes), Some((_, shape))) = (a.host_bytes(), a.tensor_meta()) else {
+        return Err(KernelError("scalar among tensor arguments".into()));
+    };
+    let data = match kind {
+        None => as_f32(bytes),
+        Some(k) => {
+            let mut v = vec![0f32; bytes.len() / 2];
+            widen_half(k, bytes, &mut v)?;
+            Cow::Owned(v)
+        }
+    };
+    Ok((data, dims(shape)))
+}
+
+/// `out` rounded to the 16-bit float `kind` (to nearest, ties to even) into the
+/// little-endian `bytes` (two per value).
+fn store_half(kind: Half, out: &[f32], bytes: &mut [u8]) {
+    let bits: Vec<u16> = match kind {
+        Half::F16 => {
+            let mut bits = vec![0u16; out.len()];
+            relax_host_kernels::math::narrow_f16_slice(out, &mut bits);
+            bits
+        }
+        Half::Bf16 => out.iter().map(|v| half::bf16::from_f32(*v).to_bits()).collect(),
+    };
+    for (d, b) in bytes.chunks_exact_mut(2).zip(&bits) {
+        d.copy_from_slice(&b.to_le_bytes());
+    }
+}
+
 fn half_kind(d: DataType) -> Option<Half> {
     if d == DataType::FLOAT16 {
         Some(Half::F16)

@@ -5,15 +5,8 @@
 
 use relax_host_kernels::attention::{attention, AttentionShape, Operand, Output, SoftmaxGuard};
 
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+mod common;
+use common::random;
 
 /// Offset of `(rows, j, x)` in an operand.
 fn at(o: &Operand<'_>, rows: &[usize], j: usize, x: usize) -> usize {
@@ -93,6 +86,28 @@ fn reference(
     out
 }
 
+/// `attention` into `out` with the given output strides (value stride 1).
+fn run_into(
+    s: &AttentionShape,
+    (q, k, v): (&Operand, &Operand, &Operand),
+    bias: Option<&Operand>,
+    out: &mut [f32],
+    rows_at: &[usize],
+) -> Result<(), relax_host_kernels::KernelError> {
+    attention(
+        s,
+        q,
+        k,
+        v,
+        bias,
+        Output {
+            data: out,
+            rows_at,
+            inner_stride: 1,
+        },
+    )
+}
+
 fn check(s: &AttentionShape, q: &Operand, k: &Operand, v: &Operand, bias: Option<&Operand>, what: &str) {
     // The output `[rows..., value_dim]` row-major.
     let mut strides = vec![0usize; s.rows.len()];
@@ -102,19 +117,7 @@ fn check(s: &AttentionShape, q: &Operand, k: &Operand, v: &Operand, bias: Option
         acc *= s.rows[r];
     }
     let mut out = vec![f32::NAN; acc];
-    attention(
-        s,
-        q,
-        k,
-        v,
-        bias,
-        Output {
-            data: &mut out,
-            rows_at: &strides,
-            inner_stride: 1,
-        },
-    )
-    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    run_into(s, (q, k, v), bias, &mut out, &strides).unwrap_or_else(|e| panic!("{what}: {e}"));
     for (idx, row) in reference(s, q, k, v, bias) {
         let base: usize = idx.iter().zip(&strides).map(|(a, b)| a * b).sum();
         for (x, want) in row.iter().enumerate() {
@@ -245,19 +248,9 @@ fn strided_heads_factors_bias_and_causal_bounds_match_the_reference() {
         "one projection, three offsets",
     );
     // A value offset whose last element lies past the buffer is an error, not a read.
-    let e = attention(
-        &shape,
-        &part(rows_q, 0),
-        &part(rows_kv, 1),
-        &part(rows_kv, 3),
-        None,
-        Output {
-            data: &mut vec![0f32; b * s * h * d],
-            rows_at: &[s * h * d, d, h * d],
-            inner_stride: 1,
-        },
-    )
-    .unwrap_err();
+    let (q3, k3, v3) = (part(rows_q, 0), part(rows_kv, 1), part(rows_kv, 3));
+    let mut out = vec![0f32; b * s * h * d];
+    let e = run_into(&shape, (&q3, &k3, &v3), None, &mut out, &[s * h * d, d, h * d]).unwrap_err();
     assert!(e.0.contains("v does not hold"), "{e}");
 }
 
@@ -314,19 +307,7 @@ fn rows_without_keys_follow_the_guard() {
             guard,
         };
         let mut out = [7.0f32; 4];
-        attention(
-            &shape,
-            &q,
-            &k,
-            &v,
-            Some(&b),
-            Output {
-                data: &mut out,
-                rows_at: &[2],
-                inner_stride: 1,
-            },
-        )
-        .expect("runs");
+        run_into(&shape, (&q, &k, &v), Some(&b), &mut out, &[2]).expect("runs");
         for (got, want) in out[..2].iter().zip(row0) {
             assert!(
                 got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
@@ -340,19 +321,7 @@ fn rows_without_keys_follow_the_guard() {
             ..shape.clone()
         };
         let mut out = [7.0f32; 4];
-        attention(
-            &causal,
-            &q,
-            &k,
-            &v,
-            None,
-            Output {
-                data: &mut out,
-                rows_at: &[2],
-                inner_stride: 1,
-            },
-        )
-        .expect("runs");
+        run_into(&causal, (&q, &k, &v), None, &mut out, &[2]).expect("runs");
         for (got, want) in out[..2].iter().zip(row0) {
             assert!(
                 got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
@@ -392,18 +361,7 @@ fn strides_past_an_operand_or_overlapping_outputs_are_errors() {
     };
     let run = |q: &Operand, k: &Operand, out_rows: &[usize], out_len: usize| {
         let mut out = vec![0f32; out_len];
-        attention(
-            &shape,
-            q,
-            k,
-            &kv(4),
-            None,
-            Output {
-                data: &mut out,
-                rows_at: out_rows,
-                inner_stride: 1,
-            },
-        )
+        run_into(&shape, (q, k, &kv(4)), None, &mut out, out_rows)
     };
     assert!(run(&op(0), &kv(4), &[4], 16).is_ok());
     // Keys four apart past the first reach element 15 + 4.

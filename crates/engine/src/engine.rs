@@ -79,9 +79,11 @@ pub struct EngineConfig {
     /// online-softmax kernel (`fuse-attention`); on by default. Off, attention runs
     /// as legalized.
     pub fuse_attention: bool,
-    /// With `optimize`: the same on the host. Off by default: on the host the
-    /// legalized form (batched GEMMs and softmax of the native kernel library) is
-    /// faster than the fused kernel's scalar code (`examples/bench_attention.rs`).
+    /// With `optimize`: the same on the host, as the generated PrimFunc. Off by
+    /// default: with `host_library` host attention is one call of the native kernel
+    /// library (`relax_host.attention`: register-tiled products and the library's
+    /// softmax, operands read in place through their transposes), faster than the
+    /// fused PrimFunc's scalar code (`examples/bench_attention.rs`).
     pub fuse_attention_host: bool,
     /// With `optimize`: fuse host attention whose query is one row (a decoding
     /// step with a KV cache) even without `fuse_attention_host`: there the

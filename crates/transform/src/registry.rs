@@ -43,7 +43,8 @@ pub struct PassContext {
     /// well-formedness). Off: the module is taken as it is.
     pub check: bool,
     /// Offload host operator calls to the native kernel library
-    /// (`dispatch-host-library`; at [`opt::OPTIMIZE`]).
+    /// (`dispatch-host-library`; at [`opt::OPTIMIZE`]), host attention included
+    /// (`fuse-attention` makes it one `relax_host.attention` call).
     pub host_library: bool,
     /// Plan storage reuse at compile time (`static-plan-block-memory`; at
     /// [`opt::OPTIMIZE`]).

@@ -112,6 +112,10 @@ pub fn fold_constant(module: &IRModule) -> Result<IRModule, Diagnostic> {
 /// kernels rather than become large constants (TVM's limit).
 const MAX_CREATION_FOLD_ELEMENTS: i64 = 1024;
 
+/// The most bytes a reshape view of a constant may have to be folded into a
+/// constant of the new shape (a copy).
+const MAX_VIEW_FOLD_BYTES: usize = 1 << 20;
+
 struct Folder<'a> {
     module: &'a IRModule,
     jit: &'a Jit,
@@ -252,7 +256,9 @@ impl Folder<'_> {
             .map(|d| d.as_int().filter(|&d| d >= 0))
             .collect::<Option<_>>()?;
         let count = |s: &[i64]| s.iter().try_fold(1i64, |a, &d| a.checked_mul(d));
-        if count(&dims)? != count(&data.shape)? {
+        // A large constant (a bound weight) stays a view at run time rather than be
+        // copied here.
+        if count(&dims)? != count(&data.shape)? || data.data.len() > MAX_VIEW_FOLD_BYTES {
             return None;
         }
         Some(Expr::new(ExprKind::Constant {

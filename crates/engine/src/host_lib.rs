@@ -76,6 +76,12 @@ fn run_kernel(kernel: HostKernel, c: &Call) -> KResult {
             };
             elementwise::gelu_tanh_chain(x.0, [half, p, c1, c2, one], out)
         }),
+        HostKernel::RotaryChain => c.run(|ins, out, shape| {
+            let [x, cos, sin] = ins else {
+                return Err(KernelError("rotary_chain: expected x, cos and sin".into()));
+            };
+            elementwise::rotary_chain(x.0, shape.last().copied().unwrap_or(0), cos.0, sin.0, out)
+        }),
         HostKernel::RmsNormChain { rsqrt } => c.run(|ins, out, shape| {
             let [x, w, (&[e], _), (&[eps], _)] = ins else {
                 return Err(KernelError(

@@ -414,6 +414,39 @@ pub fn gelu_tanh_chain(x: &[f32], c: [f32; 5], out: &mut [f32]) -> Result<()> {
     Ok(())
 }
 
+/// Rotary position embedding as Hugging Face spells it, `x * cos + rotate_half(x) *
+/// sin`, over rows of `cols = 2h` elements, with `cos` and `sin` holding `period`
+/// rows that repeat over the rows of `x` (shaped `[1, .., 1, seq, cols]` against
+/// `x`'s `[.., seq, cols]`). Each product and the sum round to `f32` as the
+/// separate kernels round them ([`rotate_half`], [`binary`]): their bits.
+pub fn rotary_chain(x: &[f32], cols: usize, cos: &[f32], sin: &[f32], out: &mut [f32]) -> Result<()> {
+    check_len("rotary_chain output", out.len(), x.len())?;
+    check_len("rotary_chain sin", sin.len(), cos.len())?;
+    if cols == 0
+        || !cols.is_multiple_of(2)
+        || !x.len().is_multiple_of(cols)
+        || cos.is_empty()
+        || !cos.len().is_multiple_of(cols)
+        || !(x.len() / cols).is_multiple_of(cos.len() / cols)
+    {
+        return Err(KernelError(format!(
+            "rotary_chain: rows of {cols} elements (an even number) of {} values and {} of cos and sin, repeating",
+            x.len(),
+            cos.len()
+        )));
+    }
+    let (h, period) = (cols / 2, cos.len() / cols);
+    for (r, (xr, or)) in x.chunks_exact(cols).zip(out.chunks_exact_mut(cols)).enumerate() {
+        let t = (r % period) * cols;
+        let (c, sn) = (&cos[t..t + cols], &sin[t..t + cols]);
+        for k in 0..cols {
+            let rh = if k < h { -xr[k + h] } else { xr[k - h] };
+            or[k] = xr[k] * c[k] + rh * sn[k];
+        }
+    }
+    Ok(())
+}
+
 /// RMS normalization as `torch.export` and ONNX exports spell it (Llama's
 /// `LlamaRMSNorm`), one operator per step over rows of `cols` elements:
 /// `m = mean(x ** e)`, `a = m + eps`, then `i = rsqrt(a)` (`rsqrt`) or `i = 1 /

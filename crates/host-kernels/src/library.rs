@@ -56,6 +56,8 @@ pub enum HostKernel {
     /// GELU's tanh form spelled out step by step, its five scalars read at run time
     /// ([`crate::elementwise::gelu_tanh_chain`]).
     GeluTanhChain,
+    /// `x * cos + rotate_half(x) * sin` ([`crate::elementwise::rotary_chain`]).
+    RotaryChain,
     /// RMS normalization spelled out step by step, the exponent and epsilon read at
     /// run time ([`crate::elementwise::rms_norm_chain`]); `rsqrt`: the inverse as
     /// one `rsqrt` (else `1 / sqrt`).
@@ -173,6 +175,7 @@ impl HostKernel {
         v.push(HostKernel::Power);
         v.push(HostKernel::GeluTanhChain);
         v.push(HostKernel::RotateHalf);
+        v.push(HostKernel::RotaryChain);
         v.push(HostKernel::RmsNormChain { rsqrt: true });
         v.push(HostKernel::RmsNormChain { rsqrt: false });
         v.extend([
@@ -226,6 +229,7 @@ impl HostKernel {
             HostKernel::Power => s.push_str("power"),
             HostKernel::GeluTanhChain => s.push_str("gelu_tanh_chain"),
             HostKernel::RotateHalf => s.push_str("rotate_half"),
+            HostKernel::RotaryChain => s.push_str("rotary_chain"),
             HostKernel::RmsNormChain { rsqrt } => {
                 s.push_str("rms_norm_chain");
                 flag(&mut s, rsqrt, "_rsqrt");
@@ -316,7 +320,7 @@ mod tests {
             assert!(symbols.insert(s.clone()), "{s} twice");
             assert_eq!(HostKernel::from_symbol(&s), Some(*k), "{s}");
         }
-        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 3 + 4 + 3 + 2 + 11 + 2);
+        assert_eq!(all.len(), 16 + 8 + 8 + 1 + UnaryOp::ALL.len() + 3 + 4 + 3 + 2 + 11 + 3);
         assert_eq!(
             HostKernel::Conv2d(ConvFusion {
                 bias: true,

@@ -710,3 +710,19 @@ fn rms_norm_chain_checks_its_rows_and_weight() {
     let e = elementwise::rms_norm_chain(&x, 3, &[1.0; 2], 2.0, 0.0, false, &mut out).unwrap_err();
     assert!(e.0.contains("weight"), "{e}");
 }
+
+#[test]
+fn rotary_chain_checks_its_rows_and_period() {
+    let x = [1.0f32, 2.0, 3.0, 4.0];
+    let (cos, sin) = ([0.5f32, 0.5], [0.25f32, 0.25]);
+    let mut out = [0f32; 4];
+    elementwise::rotary_chain(&x, 2, &cos, &sin, &mut out).expect("runs");
+    // Row 1: [3, 4] * 0.5 + [-4, 3] * 0.25.
+    assert_eq!(out[2..], [3.0 * 0.5 + -4.0 * 0.25, 4.0 * 0.5 + 3.0 * 0.25]);
+    let e = elementwise::rotary_chain(&x, 3, &cos, &sin, &mut out).unwrap_err();
+    assert!(e.0.contains("rotary_chain"), "{e}");
+    let e = elementwise::rotary_chain(&x, 2, &cos, &sin[..1], &mut out).unwrap_err();
+    assert!(e.0.contains("sin"), "{e}");
+    let e = elementwise::rotary_chain(&x, 4, &[1.0; 8], &[1.0; 8], &mut out).unwrap_err();
+    assert!(e.0.contains("repeating"), "{e}");
+}

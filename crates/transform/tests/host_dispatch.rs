@@ -1109,3 +1109,51 @@ fn spelled_out_rms_norm_is_one_call_with_the_bits_of_the_separate_kernels() {
         "the fused chain differs from the separate kernels"
     );
 }
+
+const ROTARY_CHAIN: &str = r#"
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 3, 4), dtype="float32"), cos: R.Tensor((1, 1, 3, 4), dtype="float32"), sin: R.Tensor((1, 1, 3, 4), dtype="float32")):
+        with R.dataflow():
+            a = R.multiply(x, cos)
+            s0 = R.strided_slice(x, (3,), (0,), (2,), (1,), assume_inbound=False)
+            s1 = R.strided_slice(x, (3,), (2,), (9223372036854775807,), (1,), assume_inbound=False)
+            n = R.negative(s1)
+            r = R.concat((n, s0), axis=-1)
+            b = R.multiply(r, sin)
+            y = R.add(a, b)
+            R.output(y)
+        return y
+"#;
+
+/// Hugging Face's `apply_rotary_pos_emb` for one tensor (`x * cos +
+/// rotate_half(x) * sin`, cos and sin shared by the heads) is one library call
+/// with the bits of legalized TIR.
+#[test]
+fn rotary_embedding_is_one_call_with_the_bits_of_legalized_tir() {
+    let m = relax_ir::text::parse(ROTARY_CHAIN).expect("parses").into_module();
+    let xs: Vec<f32> = (0..24).map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.37).collect();
+    let cs: Vec<f32> = (0..12).map(|i| (i as f32 * 0.3).cos()).collect();
+    let ss: Vec<f32> = (0..12).map(|i| (i as f32 * 0.3).sin()).collect();
+    let args = [
+        value(&[1, 2, 3, 4], xs.clone()),
+        value(&[1, 1, 3, 4], cs.clone()),
+        value(&[1, 1, 3, 4], ss.clone()),
+    ];
+    let (lib, _) = run_main(&m, &args, true);
+    let (tir, _) = run_main(&m, &args, false);
+    let dispatched = relax_transform::host_dispatch::dispatch_host_library(&checked(m)).expect("dispatches");
+    let n = calls(&dispatched);
+    assert_eq!(n.get(&format!("{PREFIX}rotary_chain")), Some(&1), "{n:?}");
+    assert_eq!(n.get("relax.call_dps_packed"), Some(&1), "one call in all: {n:?}");
+    let lib = lib.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+    let tir = tir.as_tensor().expect("tensor").to_array::<f32>().expect("f32");
+    assert!(
+        lib.iter().zip(tir.iter()).all(|(a, b)| a.to_bits() == b.to_bits()),
+        "{lib:?} vs {tir:?}"
+    );
+    // y[0, 1, 2, 0] = x * cos - x[.., 2] * sin (head 1, position 2).
+    let at = 12 + 8;
+    assert_eq!(lib[[0, 1, 2, 0]], xs[at] * cs[8] + (-xs[at + 2]) * ss[8]);
+}

@@ -6,7 +6,10 @@
 //! s0 = strided_slice(x, [-1], [0], [h])            r = concat((n, s0), axis=-1)
 //! ```
 //!
-//! every intermediate used once: `relax_host.rotate_half(x)`.
+//! every intermediate used once: `relax_host.rotate_half(x)`; and when the whole
+//! embedding follows, `a = x * cos`, `b = r * sin`, `y = a + b` (`cos` and `sin`
+//! of shape `[1, .., 1, seq, 2h]`, each product used once):
+//! `relax_host.rotary_chain(x, cos, sin)`.
 
 use super::*;
 
@@ -48,12 +51,56 @@ impl BlockRewrite<'_> {
         {
             return None;
         }
-        let value = dps(HostKernel::RotateHalf, vec![x], r)?;
         for at in [ineg, i1, i0] {
             self.remove(at);
         }
+        if let Some((j, y, value)) = self.rotary_rest(i, r, &x, &shape) {
+            self.remove(i);
+            self.set(j, &y, value);
+            return Some(());
+        }
+        let value = dps(HostKernel::RotateHalf, vec![x], r)?;
         self.set(i, r, value);
         Some(())
+    }
+
+    /// `(j, y, call)` when `r = rotate_half(x)` (bound at `i`) is used once, by
+    /// `b = r * sin`, and `y = x * cos + b` (bound at `j`) follows: the call of
+    /// `rotary_chain`; the products' bindings are removed.
+    fn rotary_rest(&mut self, i: usize, r: &Var, x: &Expr, shape: &[i64]) -> Option<(usize, Var, Expr)> {
+        let (jb, b, bc) = self.sole_call_user(r, i, "relax.multiply")?;
+        let sin = other_operand(bc, r)?;
+        let b = b.clone();
+        let (jy, y, yc) = self.sole_call_user(&b, jb, "relax.add")?;
+        let y = y.clone();
+        let (ia, ac) = self.bound(&other_operand(yc, &b)?, 1, "relax.multiply")?;
+        let [p, q] = ac.args.as_slice() else { return None };
+        let xv = x.as_var()?;
+        let cos = match (is_var(p, xv), is_var(q, xv)) {
+            (true, false) => q.clone(),
+            (false, true) => p.clone(),
+            _ => return None,
+        };
+        // cos and sin: `[1, .., 1, seq, cols]` against x's `[.., seq, cols]`.
+        let n = shape.len();
+        let trig = |e: &Expr| -> Option<()> {
+            let t = self.arg_tensor(e)?.shape;
+            let ok = n >= 2
+                && t.len() <= n
+                && t.len() >= 2
+                && t[t.len() - 2..] == shape[n - 2..]
+                && t[..t.len() - 2].iter().all(|&d| d == 1);
+            ok.then_some(())
+        };
+        trig(&cos)?;
+        trig(&sin)?;
+        if self.var_tensor(&y)?.shape != shape || self.var_tensor(&b)?.shape != shape {
+            return None;
+        }
+        let value = dps(HostKernel::RotaryChain, vec![x.clone(), cos, sin], &y)?;
+        self.remove(ia);
+        self.remove(jb);
+        Some((jy, y, value))
     }
 }
 

@@ -214,16 +214,22 @@ pub fn attention(
         let (q0, k0, v0) = (at(q), at(k), at(v));
         let b0 = bias.map(at);
         let o0 = offset(g, &|r| (out_rows[r], 1), 0);
-        with_scratch(sq * d + skv * d + skv * dv + 2 * sq * skv + sq * dv, |buf| {
-            let (qb, rest) = buf.split_at_mut(sq * d);
+        // Query rows in tiles of at most `SCORE_TILE` scores: the buffers stay
+        // bounded however long the sequence.
+        let tile = (SCORE_TILE / skv.max(1)).clamp(1, sq);
+        let need = [tile * d, skv * d, skv * dv, 2 * tile * skv, tile * dv]
+            .iter()
+            .try_fold(0usize, |a, &x| a.checked_add(x))
+            .ok_or_else(|| err("the buffers' size overflows"))?;
+        with_scratch(need, |buf| {
+            let (qb, rest) = buf.split_at_mut(tile * d);
             let (kb, rest) = rest.split_at_mut(skv * d);
             let (vb, rest) = rest.split_at_mut(skv * dv);
-            let (scores, rest) = rest.split_at_mut(sq * skv);
-            let (probs, ob) = rest.split_at_mut(sq * skv);
-            // Queries `[sq, d]`, keys as `[skv, d]` rows (`B` of `q kᵀ` read
-            // transposed), values `[skv, dv]`: in place when contiguous along the
+            let (scores_all, rest) = rest.split_at_mut(tile * skv);
+            let (probs_all, ob_all) = rest.split_at_mut(tile * skv);
+            // Keys as `[skv, d]` rows (`B` of `q kᵀ` read transposed), values
+            // `[skv, dv]`, queries `[rows, d]`: in place when contiguous along the
             // head dimension and not scaled, else gathered.
-            let qm = view(q, q0, q.rows_at[qa].0, sq, d, qb);
             let km = view(k, k0, k.key_stride, skv, d, kb);
             let vm = view(v, v0, v.key_stride, skv, dv, vb);
             let kt = MatRef {
@@ -232,48 +238,53 @@ pub fn attention(
                 cs: km.rs,
             };
             let none = Epilogue::default();
-            Gemm {
-                m: sq,
-                k: d,
-                n: skv,
-                a: qm,
-                b: kt,
-                epilogue: &none,
-                channel0: 0,
-            }
-            .run(scores, false)?;
-            for i in 0..sq {
-                let row = &mut scores[i * skv..(i + 1) * skv];
-                if s.scale != 1.0 {
-                    row.iter_mut().for_each(|x| *x *= s.scale);
-                }
-                if let (Some(b), Some(b0)) = (bias, b0) {
-                    let base = b0 + i * b.rows_at[qa].0;
-                    for (j, x) in row.iter_mut().enumerate() {
-                        *x += b.data[base + j * b.key_stride] * b.factor;
-                    }
-                }
-                if s.causal.is_some() {
-                    // Keys past the causal bound are masked.
-                    row[causal_keys(s.causal, i, skv)..].fill(f32::NEG_INFINITY);
-                }
-            }
-            // Row by row on this thread (groups are the parallel unit).
             let guard = match s.guard {
                 SoftmaxGuard::None => Guard::None,
                 SoftmaxGuard::AllNegInf => Guard::AllNegInf,
                 SoftmaxGuard::NanFill(z) => Guard::NanFill(z),
             };
-            match s.causal {
-                None => softmax_piece(scores, probs, skv, guard),
-                Some(_) => {
-                    // Only the keys up to the causal bound: the masked ones' `-inf`
-                    // add exact zeros to the sums, so the prefix's softmax is the
-                    // row's, to the bit; a row with no key is one of `-inf`.
-                    for i in 0..sq {
-                        let (x, p) = (&scores[i * skv..(i + 1) * skv], &mut probs[i * skv..(i + 1) * skv]);
-                        match causal_keys(s.causal, i, skv) {
-                            0 => softmax_piece(x, p, skv, guard),
+            let qs = q.rows_at[qa].0;
+            for i0 in (0..sq).step_by(tile) {
+                let rows = tile.min(sq - i0);
+                let (scores, probs) = (&mut scores_all[..rows * skv], &mut probs_all[..rows * skv]);
+                let ob = &mut ob_all[..rows * dv];
+                let qm = view(q, q0 + i0 * qs, qs, rows, d, &mut qb[..rows * d]);
+                Gemm {
+                    m: rows,
+                    k: d,
+                    n: skv,
+                    a: qm,
+                    b: kt,
+                    epilogue: &none,
+                    channel0: 0,
+                }
+                .run(scores, false)?;
+                for (r, row) in scores.chunks_exact_mut(skv.max(1)).enumerate().take(rows) {
+                    let i = i0 + r;
+                    if s.scale != 1.0 {
+                        row.iter_mut().for_each(|x| *x *= s.scale);
+                    }
+                    if let (Some(b), Some(b0)) = (bias, b0) {
+                        let base = b0 + i * b.rows_at[qa].0;
+                        for (j, x) in row.iter_mut().enumerate() {
+                            *x += b.data[base + j * b.key_stride] * b.factor;
+                        }
+                    }
+                    if s.causal.is_some() {
+                        // Keys past the causal bound are masked.
+                        row[causal_keys(s.causal, i, skv)..].fill(f32::NEG_INFINITY);
+                    }
+                }
+                // Row by row on this thread (groups are the parallel unit). Without
+                // keys there is no softmax: the product below gives zeros.
+                if skv > 0 {
+                    for r in 0..rows {
+                        let (x, p) = (&scores[r * skv..(r + 1) * skv], &mut probs[r * skv..(r + 1) * skv]);
+                        // Only the keys up to a causal bound: the masked ones' `-inf`
+                        // add exact zeros to the sums, so the prefix's softmax is the
+                        // row's, to the bit; a row with no key is one of `-inf`.
+                        match causal_keys(s.causal, i0 + r, skv) {
+                            n if n == skv || n == 0 => softmax_piece(x, p, skv, guard),
                             n => {
                                 softmax_piece(&x[..n], &mut p[..n], n, guard);
                                 p[n..].fill(0.0);
@@ -281,34 +292,34 @@ pub fn attention(
                         }
                     }
                 }
-            }
-            Gemm {
-                m: sq,
-                k: skv,
-                n: dv,
-                a: MatRef::row_major(probs, skv),
-                b: vm,
-                epilogue: &none,
-                channel0: 0,
-            }
-            .run(ob, false)?;
-            let (qo, po) = (out_rows[qa], optr);
-            for (i, row) in ob.chunks_exact(dv).enumerate() {
-                let at = o0 + i * qo;
-                if o_inner == 1 {
-                    // SAFETY: the output's strides were checked to stay inside it and
-                    // to give every element its own place, so groups write disjoint
-                    // elements; this row's `dv` elements are contiguous.
-                    unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), po.get().add(at), dv) };
-                    continue;
+                Gemm {
+                    m: rows,
+                    k: skv,
+                    n: dv,
+                    a: MatRef::row_major(probs, skv),
+                    b: vm,
+                    epilogue: &none,
+                    channel0: 0,
                 }
-                for (x, &val) in row.iter().enumerate() {
-                    // SAFETY: as above.
-                    unsafe { *po.get().add(at + x * o_inner) = val };
+                .run(ob, false)?;
+                let (qo, po) = (out_rows[qa], optr);
+                for (r, row) in ob.chunks_exact(dv).enumerate() {
+                    let at = o0 + (i0 + r) * qo;
+                    if o_inner == 1 {
+                        // SAFETY: the output's strides were checked to stay inside it and
+                        // to give every element its own place, so groups write disjoint
+                        // elements; this row's `dv` elements are contiguous.
+                        unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), po.get().add(at), dv) };
+                        continue;
+                    }
+                    for (x, &val) in row.iter().enumerate() {
+                        // SAFETY: as above.
+                        unsafe { *po.get().add(at + x * o_inner) = val };
+                    }
                 }
             }
             Ok(())
-        })
+        })?
     };
     if groups > 1 && work(s) >= PARALLEL_WORK && rayon::current_num_threads() > 1 {
         (0..groups).into_par_iter().try_for_each(run)
@@ -316,6 +327,9 @@ pub fn attention(
         (0..groups).try_for_each(run)
     }
 }
+
+/// The most scores (query rows times keys) computed at once per group.
+const SCORE_TILE: usize = 1 << 16;
 
 /// The keys query `i` sees: `j <= i + offset`, at most `keys`.
 fn causal_keys(causal: Option<i64>, i: usize, keys: usize) -> usize {
@@ -353,16 +367,26 @@ fn view<'a>(o: &Operand<'a>, base: usize, rs: usize, rows: usize, cols: usize, b
 }
 
 /// `f` on `n` values of this thread's scratch buffer (a fresh one when the thread
-/// already uses it further up its stack).
-fn with_scratch<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+/// already uses it further up its stack); an error when the memory cannot be had.
+fn with_scratch<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> Result<R> {
+    let grow = |b: &mut Vec<f32>| -> Result<()> {
+        if b.len() < n {
+            b.try_reserve(n - b.len())
+                .map_err(|_| KernelError(format!("attention: cannot allocate {n} floats of buffers")))?;
+            b.resize(n, 0.0);
+        }
+        Ok(())
+    };
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut b) => {
-            if b.len() < n {
-                b.resize(n, 0.0);
-            }
-            f(&mut b[..n])
+            grow(&mut b)?;
+            Ok(f(&mut b[..n]))
         }
-        Err(_) => f(&mut vec![0.0; n]),
+        Err(_) => {
+            let mut b = Vec::new();
+            grow(&mut b)?;
+            Ok(f(&mut b))
+        }
     })
 }
 

@@ -390,3 +390,94 @@ fn strides_past_an_operand_or_overlapping_outputs_are_errors() {
     .unwrap_err();
     assert!(e.0.contains("zero divisor"), "{e}");
 }
+
+#[test]
+fn long_rows_in_tiles_and_no_keys_match_the_reference() {
+    // 300 queries x 300 keys: more scores than one tile holds.
+    let (s, d) = (300, 4);
+    let leak = |v: Vec<f32>| -> &'static [f32] { Box::leak(v.into_boxed_slice()) };
+    let (x, y, z, m) = (
+        leak(random(s * d, 11)),
+        leak(random(s * d, 12)),
+        leak(random(s * d, 13)),
+        leak(random(s * s, 14)),
+    );
+    let q_rows: &'static [(usize, usize)] = &[(4, 1)];
+    let kv_rows: &'static [(usize, usize)] = &[(0, 1)];
+    let op = |data: &'static [f32], rows: &'static [(usize, usize)]| Operand {
+        data,
+        rows_at: rows,
+        key_stride: d,
+        inner_stride: 1,
+        factor: 1.0,
+        offset: 0,
+    };
+    let bias = Operand {
+        data: m,
+        rows_at: &[(s, 1)],
+        key_stride: 1,
+        inner_stride: 0,
+        factor: 1.0,
+        offset: 0,
+    };
+    let shape = AttentionShape {
+        rows: vec![s],
+        query_axis: 0,
+        keys: s,
+        head_dim: d,
+        value_dim: d,
+        scale: 0.5,
+        causal: Some(3),
+        guard: SoftmaxGuard::None,
+    };
+    check(
+        &shape,
+        &op(x, q_rows),
+        &op(y, kv_rows),
+        &op(z, kv_rows),
+        Some(&bias),
+        "tiles",
+    );
+    // No keys: the weighted sum of nothing is zero (as the unfused product gives),
+    // whatever the guard.
+    let none = AttentionShape {
+        keys: 0,
+        causal: None,
+        ..shape.clone()
+    };
+    let mut out = vec![7.0f32; s * d];
+    let (q, k, v) = (op(x, q_rows), op(&[], kv_rows), op(&[], kv_rows));
+    run_into(&none, (&q, &k, &v), None, &mut out, &[d]).expect("runs");
+    assert!(out.iter().all(|&v| v == 0.0));
+}
+
+#[test]
+fn parameters_that_do_not_decode_are_errors() {
+    use relax_host_kernels::attention::decode_params;
+    // One row dimension of 2; q, k, v; the output.
+    let mut p: Vec<i64> = vec![1, 2, 0, 2, 4, 4, 0, 0, 0, 0];
+    for _ in 0..3 {
+        p.extend([4, 1, 4, 1, 0]);
+    }
+    p.extend([4, 1]);
+    let ok = decode_params(&p, &[0.5]).expect("decodes");
+    assert_eq!((ok.shape.keys, ok.shape.scale, ok.fill_tensor), (2, 0.5, false));
+    for (what, bad) in [
+        ("missing", p[..p.len() - 1].to_vec()),
+        ("too many", [p.clone(), vec![0]].concat()),
+        ("is -1", {
+            let mut b = p.clone();
+            b[3] = -1;
+            b
+        }),
+        ("guard 7", {
+            let mut b = p.clone();
+            b[8] = 7;
+            b
+        }),
+        ("more than 8", vec![9]),
+    ] {
+        let e = decode_params(&bad, &[]).unwrap_err();
+        assert!(e.0.contains(what), "{what}: {e}");
+    }
+}
